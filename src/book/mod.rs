@@ -1,0 +1,163 @@
+//! Price levels and the fixed-capacity top-N book that travels from a reader to the merger.
+//!
+//! Everything here is plain data with inline storage: a `TopBook` is written in place by a
+//! decoder, copied into a mailbox slot and read by the merger without touching the heap.
+
+use crate::fixed::FixedPoint;
+
+/// The most levels per side that any book or summary holds. Configured depths are
+/// validated against it; arrays are inline so the hot path never allocates.
+pub const MAX_DEPTH: usize = 64;
+
+/// One price level: the price and the total amount resting at it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Level {
+    pub price: FixedPoint,
+    pub amount: FixedPoint,
+}
+
+/// Which side of a book: bids are sorted by descending price, asks by ascending price.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Bid,
+    Ask,
+}
+
+impl Side {
+    /// True when `price` is strictly better than `than` on this side.
+    #[inline]
+    pub fn is_better(self, price: FixedPoint, than: FixedPoint) -> bool {
+        match self {
+            Side::Bid => price > than,
+            Side::Ask => price < than,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Bid => "bids",
+            Side::Ask => "asks",
+        }
+    }
+}
+
+/// Up to `MAX_DEPTH` levels of one side, best first.
+#[derive(Clone, Copy, Debug)]
+pub struct Levels {
+    levels: [Level; MAX_DEPTH],
+    len: usize,
+}
+
+impl Default for Levels {
+    fn default() -> Self {
+        Levels { levels: [Level::default(); MAX_DEPTH], len: 0 }
+    }
+}
+
+impl PartialEq for Levels {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Levels {
+    #[inline]
+    pub fn as_slice(&self) -> &[Level] {
+        &self.levels[..self.len]
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    #[inline]
+    pub fn best(&self) -> Option<&Level> {
+        self.as_slice().first()
+    }
+
+    #[inline]
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Appends a level; returns false (and keeps the book unchanged) when full.
+    #[inline]
+    pub fn push(&mut self, level: Level) -> bool {
+        match self.levels.get_mut(self.len) {
+            Some(slot) => {
+                *slot = level;
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Copies the live levels of `other` (not the whole inline array).
+    #[inline]
+    pub fn copy_from(&mut self, other: &Levels) {
+        self.levels[..other.len].copy_from_slice(other.as_slice());
+        self.len = other.len;
+    }
+}
+
+/// One venue's top of book for one instrument, as decoded from one frame (or taken from a
+/// full-depth local book). Both sides are sorted best first and hold no zero amounts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TopBook {
+    pub bids: Levels,
+    pub asks: Levels,
+    /// The venue's own monotonic id for this state (Binance `lastUpdateId`, Bitstamp
+    /// `microtimestamp`): lets a reader drop a duplicate or out-of-order push.
+    pub venue_sequence: u64,
+    /// When the reader received the frame (ns on the process's monotonic clock); the start
+    /// of the frame-to-publish latency.
+    pub received_ns: u64,
+}
+
+impl TopBook {
+    pub fn clear(&mut self) {
+        self.bids.clear();
+        self.asks.clear();
+        self.venue_sequence = 0;
+        self.received_ns = 0;
+    }
+
+    pub fn side(&self, side: Side) -> &Levels {
+        match side {
+            Side::Bid => &self.bids,
+            Side::Ask => &self.asks,
+        }
+    }
+
+    pub fn side_mut(&mut self, side: Side) -> &mut Levels {
+        match side {
+            Side::Bid => &mut self.bids,
+            Side::Ask => &mut self.asks,
+        }
+    }
+
+    /// A venue's own book is crossed (or locked) when its best bid is not below its best
+    /// ask. Such a book is not a market; the merger excludes the venue while it lasts.
+    pub fn is_crossed(&self) -> bool {
+        match (self.bids.best(), self.asks.best()) {
+            (Some(bid), Some(ask)) => bid.price >= ask.price,
+            _ => false,
+        }
+    }
+
+    /// Copies the live part of `other`.
+    #[inline]
+    pub fn copy_from(&mut self, other: &TopBook) {
+        self.bids.copy_from(&other.bids);
+        self.asks.copy_from(&other.asks);
+        self.venue_sequence = other.venue_sequence;
+        self.received_ns = other.received_ns;
+    }
+}

@@ -1,0 +1,403 @@
+//! `FixedPoint`: an exact, unsigned decimal with 8 fractional digits (`u64` scaled by 10^8).
+//!
+//! Every price and amount in mergebook is one of these, from the wire text to the consumer.
+//! Eight fractional digits is what Binance and Bitstamp send; a value with more digits is
+//! accepted only when the extra digits are zeros, because anything else would have to be
+//! rounded, and a book that silently rounds is wrong.
+//!
+//! Parsing is SWAR (SIMD within a register): up to 8 ASCII digits are validated and
+//! converted with a handful of multiply-shifts on one `u64` instead of a loop with a
+//! multiply-add dependency chain per digit. It is written by hand because it is the
+//! innermost operation of every decoder (two per price level); general-purpose decimal
+//! crates parse through a per-digit loop.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::str::FromStr;
+
+/// Number of fractional digits kept exactly.
+pub const DECIMALS: u32 = 8;
+/// The scale: the raw value of `1`.
+pub const SCALE: u64 = 10u64.pow(DECIMALS);
+
+/// An exact non-negative decimal with 8 fractional digits.
+///
+/// Ordering and equality are those of the decimal values.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct FixedPoint(u64);
+
+/// Why a decimal text was refused. Every refusal is one of these; nothing is rounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FixedPointError {
+    #[error("empty number")]
+    Empty,
+    #[error("negative numbers are not prices or amounts")]
+    Negative,
+    #[error("leading '+' is not a JSON number")]
+    LeadingPlus,
+    #[error("exponent notation is not accepted")]
+    Exponent,
+    #[error("NaN or infinity is not a number")]
+    NotANumber,
+    #[error("a '.' must have digits on both sides")]
+    MissingDigits,
+    #[error("more than one '.'")]
+    MultipleDots,
+    #[error("unexpected character in number")]
+    InvalidCharacter,
+    #[error("more than 8 significant fractional digits")]
+    TooPrecise,
+    #[error("value does not fit in u64 scaled by 10^8")]
+    Overflow,
+}
+
+/// Eight ASCII `'0'` bytes.
+const ASCII_ZEROS: u64 = 0x3030_3030_3030_3030;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+const LOW_7_BITS: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+/// Added to `byte ^ '0'` (with the top bit cleared), sets the top bit exactly when the
+/// byte is not in `'0'..='9'` (0x76 + 10 = 0x80).
+const DIGIT_LIMIT: u64 = 0x7676_7676_7676_7676;
+
+/// Loads the first `min(8, bytes.len())` bytes little-endian (first byte lowest); missing
+/// bytes are zero, which the digit test below treats as a terminator.
+#[inline]
+fn load_up_to_8(bytes: &[u8]) -> u64 {
+    if let Some(chunk) = bytes.first_chunk::<8>() {
+        u64::from_le_bytes(*chunk)
+    } else {
+        let mut buffer = [0u8; 8];
+        buffer[..bytes.len()].copy_from_slice(bytes);
+        u64::from_le_bytes(buffer)
+    }
+}
+
+/// Number of leading ASCII digits in `word` (0..=8), first byte lowest.
+#[inline]
+fn leading_digit_count(word: u64) -> usize {
+    let offset = word ^ ASCII_ZEROS; // a digit becomes 0..=9
+    let non_digit = (((offset & LOW_7_BITS) + DIGIT_LIMIT) | offset) & HIGH_BITS;
+    (non_digit.trailing_zeros() / 8) as usize
+}
+
+/// Converts 8 ASCII digits (first byte most significant, stored lowest) to their value:
+/// Lemire's multiply-shift, combining pairs, then quads, then the whole. The products
+/// overflow by design into bits that the next mask discards.
+#[inline]
+fn eight_digits_value(word: u64) -> u64 {
+    let digits = word & 0x0F0F_0F0F_0F0F_0F0F;
+    let pairs = digits.wrapping_mul(10 << 8 | 1) >> 8;
+    let quads = (pairs & 0x00FF_00FF_00FF_00FF).wrapping_mul(100 << 16 | 1) >> 16;
+    (quads & 0x0000_FFFF_0000_FFFF).wrapping_mul(10_000 << 32 | 1) >> 32
+}
+
+/// Value of the first `count` (1..=8) digits of `word`, as an integer.
+#[inline]
+fn integer_value(word: u64, count: usize) -> u64 {
+    debug_assert!((1..=8).contains(&count));
+    let missing_bits = 8 * (8 - count) as u32;
+    // Move the digits to the top and pad the bottom (most significant end) with '0'.
+    let padded = (word << missing_bits) | ASCII_ZEROS.checked_shr(64 - missing_bits).unwrap_or(0);
+    eight_digits_value(padded)
+}
+
+/// Value of the first `count` (1..=8) digits of `word` read as a fraction scaled by 10^8
+/// (`"5"` → 50_000_000).
+#[inline]
+fn fraction_value(word: u64, count: usize) -> u64 {
+    debug_assert!((1..=8).contains(&count));
+    let kept_bits = 8 * count as u32;
+    let digits = word & u64::MAX.checked_shr(64 - kept_bits).unwrap_or(u64::MAX);
+    // Pad the top (least significant end) with '0'.
+    eight_digits_value(digits | ASCII_ZEROS.checked_shl(kept_bits).unwrap_or(0))
+}
+
+/// Classifies the byte that stopped a number, for a precise error.
+#[cold]
+fn invalid_byte(byte: u8) -> FixedPointError {
+    match byte {
+        b'.' => FixedPointError::MultipleDots,
+        b'e' | b'E' => FixedPointError::Exponent,
+        _ => FixedPointError::InvalidCharacter,
+    }
+}
+
+#[cold]
+fn invalid_start(text: &[u8]) -> FixedPointError {
+    match text.first() {
+        None => FixedPointError::Empty,
+        Some(b'-') => FixedPointError::Negative,
+        Some(b'+') => FixedPointError::LeadingPlus,
+        Some(b'.') => FixedPointError::MissingDigits,
+        Some(b'N' | b'n' | b'I' | b'i') => FixedPointError::NotANumber,
+        Some(_) => FixedPointError::InvalidCharacter,
+    }
+}
+
+/// Integer parts of more than 8 digits: rare (prices ≥ 100 000 000), so a checked loop.
+#[cold]
+fn long_integer(digits: &[u8]) -> Result<u64, FixedPointError> {
+    digits.iter().try_fold(0u64, |acc, &d| {
+        acc.checked_mul(10)
+            .and_then(|acc| acc.checked_add(u64::from(d - b'0')))
+            .ok_or(FixedPointError::Overflow)
+    })
+}
+
+impl FixedPoint {
+    pub const ZERO: FixedPoint = FixedPoint(0);
+    pub const MAX: FixedPoint = FixedPoint(u64::MAX);
+
+    /// The value `raw / 10^8`.
+    pub const fn from_raw(raw: u64) -> Self {
+        FixedPoint(raw)
+    }
+
+    /// The value times 10^8.
+    pub const fn raw(self) -> u64 {
+        self.0
+    }
+
+    pub const fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Parses the exact text of a decimal: `digits ["." digits]`. Leading zeros are
+    /// accepted (`"0012.5"` is 12.5); signs, exponents, `NaN`, and more than 8 significant
+    /// fractional digits are refused with a typed error.
+    #[inline]
+    pub fn parse(text: &[u8]) -> Result<Self, FixedPointError> {
+        let (value, consumed) = Self::parse_prefix(text)?;
+        match text.get(consumed) {
+            None => Ok(value),
+            Some(&byte) => Err(invalid_byte(byte)),
+        }
+    }
+
+    /// Parses the number at the start of `text` and returns it with the number of bytes it
+    /// took; the caller checks what follows (a closing quote, a JSON delimiter). This is how
+    /// decoders read a number in place, without first searching for its end.
+    #[inline]
+    pub fn parse_prefix(text: &[u8]) -> Result<(Self, usize), FixedPointError> {
+        let head = load_up_to_8(text);
+        let mut integer_len = leading_digit_count(head);
+        if integer_len == 0 {
+            return Err(invalid_start(text));
+        }
+        let integer = if integer_len < 8 {
+            integer_value(head, integer_len)
+        } else {
+            integer_len = text.iter().take_while(|b| b.is_ascii_digit()).count();
+            if integer_len == 8 {
+                eight_digits_value(head)
+            } else {
+                long_integer(&text[..integer_len])?
+            }
+        };
+        let whole = integer.checked_mul(SCALE).ok_or(FixedPointError::Overflow)?;
+        if text.get(integer_len) != Some(&b'.') {
+            return Ok((FixedPoint(whole), integer_len));
+        }
+
+        let fraction_text = &text[integer_len + 1..];
+        let fraction_word = load_up_to_8(fraction_text);
+        let mut fraction_len = leading_digit_count(fraction_word);
+        if fraction_len == 0 {
+            return Err(FixedPointError::MissingDigits);
+        }
+        if fraction_len == 8 {
+            fraction_len += Self::zero_tail_len(&fraction_text[8..])?;
+        }
+        let value = whole
+            .checked_add(fraction_value(fraction_word, fraction_len.min(8)))
+            .ok_or(FixedPointError::Overflow)?;
+        Ok((FixedPoint(value), integer_len + 1 + fraction_len))
+    }
+
+    /// Digits after the first 8 fractional ones may only be zeros; returns how many.
+    #[inline]
+    fn zero_tail_len(rest: &[u8]) -> Result<usize, FixedPointError> {
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        if rest[..digits].iter().all(|&b| b == b'0') {
+            Ok(digits)
+        } else {
+            Err(FixedPointError::TooPrecise)
+        }
+    }
+
+    pub fn checked_add(self, other: Self) -> Option<Self> {
+        self.0.checked_add(other.0).map(FixedPoint)
+    }
+
+    /// `self - other` as an exact signed decimal (the spread of a crossed book is negative).
+    pub fn signed_difference(self, other: Self) -> SignedFixed {
+        match self.cmp(&other) {
+            Ordering::Less => SignedFixed { negative: true, magnitude: FixedPoint(other.0 - self.0) },
+            _ => SignedFixed { negative: false, magnitude: FixedPoint(self.0 - other.0) },
+        }
+    }
+
+    /// The nearest `f64`, for consumers that ask for floats (the legacy gRPC contract).
+    pub fn to_f64(self) -> f64 {
+        (self.0 / SCALE) as f64 + (self.0 % SCALE) as f64 / SCALE as f64
+    }
+}
+
+impl FromStr for FixedPoint {
+    type Err = FixedPointError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        FixedPoint::parse(text.as_bytes())
+    }
+}
+
+/// Always 8 fractional digits (`12.00000000`), the form the exchanges send.
+impl fmt::Display for FixedPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:08}", self.0 / SCALE, self.0 % SCALE)
+    }
+}
+
+impl fmt::Debug for FixedPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// An exact signed decimal: a spread, which is negative when the merged book is crossed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct SignedFixed {
+    pub negative: bool,
+    pub magnitude: FixedPoint,
+}
+
+impl SignedFixed {
+    pub fn to_f64(self) -> f64 {
+        let magnitude = self.magnitude.to_f64();
+        if self.negative { -magnitude } else { magnitude }
+    }
+}
+
+impl fmt::Display for SignedFixed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.negative {
+            f.write_str("-")?;
+        }
+        fmt::Display::fmt(&self.magnitude, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use FixedPointError::*;
+
+    fn parse(text: &str) -> Result<u64, FixedPointError> {
+        FixedPoint::parse(text.as_bytes()).map(FixedPoint::raw)
+    }
+
+    #[test]
+    fn parses_exact_values() {
+        let cases: &[(&str, u64)] = &[
+            ("0", 0),
+            ("0.0", 0),
+            ("0.00000000", 0),
+            ("1", 100_000_000),
+            ("35496.06000000", 3_549_606_000_000),
+            ("0.29859300", 29_859_300),
+            ("9328.28", 932_828_000_000),
+            ("0.00000001", 1),
+            ("0.5", 50_000_000),
+            ("12345678", 1_234_567_800_000_000),
+            ("123456789.12345678", 12_345_678_912_345_678),
+            ("0012.50", 1_250_000_000),
+            ("1.1234567800000", 112_345_678),
+            ("184467440737.09551615", u64::MAX),
+        ];
+        for &(text, raw) in cases {
+            assert_eq!(parse(text), Ok(raw), "{text}");
+        }
+    }
+
+    /// Every refusal in one table: the input and the error it must get.
+    #[test]
+    fn refuses_malformed_text_with_typed_errors() {
+        let cases: &[(&str, FixedPointError)] = &[
+            ("", Empty),
+            ("-1", Negative),
+            ("-0.5", Negative),
+            ("+1", LeadingPlus),
+            ("1e5", Exponent),
+            ("1.5E-3", Exponent),
+            ("NaN", NotANumber),
+            ("nan", NotANumber),
+            ("Infinity", NotANumber),
+            (".", MissingDigits),
+            (".5", MissingDigits),
+            ("1.", MissingDigits),
+            ("1..2", MissingDigits),
+            ("1.2.3", MultipleDots),
+            ("12a", InvalidCharacter),
+            ("1.2a", InvalidCharacter),
+            ("1 ", InvalidCharacter),
+            (" 1", InvalidCharacter),
+            ("0x10", InvalidCharacter),
+            ("1.000000001", TooPrecise),
+            ("0.123456789", TooPrecise),
+            ("1.123456780001", TooPrecise),
+            ("1.12345678a", InvalidCharacter),
+            ("1.12345678.0", MultipleDots),
+            ("184467440737.09551616", Overflow),
+            ("184467440738", Overflow),
+            ("99999999999999999999999", Overflow),
+        ];
+        for &(text, error) in cases {
+            assert_eq!(parse(text), Err(error), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn formats_with_eight_decimals() {
+        assert_eq!(FixedPoint::from_raw(1_200_000_000).to_string(), "12.00000000");
+        assert_eq!(FixedPoint::from_raw(6_824_000).to_string(), "0.06824000");
+        assert_eq!(FixedPoint::MAX.to_string(), "184467440737.09551615");
+        let spread = FixedPoint::from_raw(5).signed_difference(FixedPoint::from_raw(105));
+        assert_eq!(spread.to_string(), "-0.00000100");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn format_then_parse_round_trips(raw: u64) {
+            let value = FixedPoint::from_raw(raw);
+            proptest::prop_assert_eq!(value.to_string().parse::<FixedPoint>(), Ok(value));
+        }
+
+        /// The SWAR parser agrees with an obvious per-digit reference on any short text.
+        #[test]
+        fn agrees_with_reference(text in "[0-9.eE+-]{0,24}") {
+            proptest::prop_assert_eq!(
+                FixedPoint::parse(text.as_bytes()).ok(),
+                reference_parse(&text)
+            );
+        }
+    }
+
+    /// The obvious parser: split on '.', require digits, pad or check the fraction.
+    fn reference_parse(text: &str) -> Option<FixedPoint> {
+        let (integer, fraction) = match text.split_once('.') {
+            Some((integer, fraction)) => (integer, Some(fraction)),
+            None => (text, None),
+        };
+        let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !all_digits(integer) || fraction.is_some_and(|f| !all_digits(f)) {
+            return None;
+        }
+        let fraction = fraction.unwrap_or("");
+        let (kept, extra) = fraction.split_at(fraction.len().min(8));
+        if extra.bytes().any(|b| b != b'0') {
+            return None;
+        }
+        let integer: u128 = integer.parse().ok()?;
+        let fraction: u128 = format!("{kept:0<8}").parse().ok()?;
+        u64::try_from(integer * u128::from(SCALE) + fraction).ok().map(FixedPoint)
+    }
+}

@@ -1,0 +1,280 @@
+//! The single-slot latest-value mailbox: one producer hands its newest value to one
+//! consumer, which never waits for it and never sees an older one after a newer one.
+//!
+//! A triple buffer. Three slots: the producer owns one (the *back*) and writes into it in
+//! place, the consumer owns one (the *front*) and reads it in place for as long as it
+//! likes, and the third (the *middle*) is parked in a shared atomic byte with a *fresh*
+//! flag. Publishing swaps back and middle; taking swaps front and middle. Neither side
+//! ever blocks, allocates, or makes a system call, and an unread value is simply replaced
+//! by a newer one (latest value wins, which is what a book is).
+//!
+//! Chose a triple buffer over a seqlock: a seqlock reader must copy the value out and
+//! retry when torn, and reading a torn value is undefined behaviour in Rust's memory model
+//! unless every field is atomic. The triple buffer lets the merger read the book in place.
+//!
+//! This is the crate's only `unsafe` code. The invariant it rests on: **each slot index is
+//! held by exactly one of {producer, middle, consumer} at any time**, because the only way
+//! an index changes hands is an atomic swap with the middle. The loom tests at the bottom
+//! check every interleaving of that protocol, including the one where the producer would
+//! write the slot the consumer is still reading; Miri runs the threaded tests.
+
+#[cfg(loom)]
+use loom::{
+    cell::UnsafeCell,
+    sync::{
+        Arc,
+        atomic::{AtomicU8, Ordering},
+    },
+};
+#[cfg(not(loom))]
+use std::{
+    cell::UnsafeCell,
+    sync::{
+        Arc,
+        atomic::{AtomicU8, Ordering},
+    },
+};
+
+/// Low bits of the middle byte: the index of the slot parked there.
+const INDEX_MASK: u8 = 0b011;
+/// High bit of the middle byte: the parked slot holds a value the consumer has not taken.
+const FRESH: u8 = 0b100;
+
+/// Two cache lines: on x86 the adjacent-line prefetcher pulls pairs of 64-byte lines, so
+/// 128-byte alignment keeps the producer's and consumer's slots from false sharing.
+#[repr(align(128))]
+struct CachePadded<T>(T);
+
+struct Shared<T> {
+    slots: [CachePadded<UnsafeCell<T>>; 3],
+    middle: CachePadded<AtomicU8>,
+}
+
+// SAFETY: `Shared` is only reached through one `Sender` and one `Receiver`. A slot is
+// accessed only by the side that holds its index (see the module invariant), so no slot
+// is ever accessed from two threads at once; values cross threads, hence `T: Send`.
+#[allow(unsafe_code)]
+unsafe impl<T: Send> Sync for Shared<T> {}
+
+/// The producing half. `Send` but not `Clone`: there is exactly one producer.
+pub struct Sender<T> {
+    shared: Arc<Shared<T>>,
+    back: u8,
+}
+
+/// The consuming half. `Send` but not `Clone`: there is exactly one consumer.
+pub struct Receiver<T> {
+    shared: Arc<Shared<T>>,
+    front: u8,
+    /// Under loom, the front slot's read access, held until the next `take` so that loom
+    /// sees the consumer reading it for that whole time.
+    #[cfg(loom)]
+    held: Option<loom::cell::ConstPtr<T>>,
+}
+
+/// Creates a mailbox whose three slots start as copies of `initial` (the consumer's
+/// `latest` returns it until the first publish).
+pub fn mailbox<T: Clone>(initial: T) -> (Sender<T>, Receiver<T>) {
+    let slot = || CachePadded(UnsafeCell::new(initial.clone()));
+    let shared = Arc::new(Shared { slots: [slot(), slot(), slot()], middle: CachePadded(AtomicU8::new(1)) });
+    let receiver = Receiver {
+        #[cfg(loom)]
+        held: Some(shared.slots[0].0.get()),
+        shared: Arc::clone(&shared),
+        front: 0,
+    };
+    (Sender { shared, back: 2 }, receiver)
+}
+
+impl<T> Sender<T> {
+    /// Lets `write` fill the producer's slot in place, then publishes it if `write`
+    /// returned `Ok`. On `Err` nothing is published and the consumer keeps the previous
+    /// value: a half-written slot is never visible.
+    #[inline]
+    pub fn publish_with<R, E>(&mut self, write: impl FnOnce(&mut T) -> Result<R, E>) -> Result<R, E> {
+        let slot = &self.shared.slots[usize::from(self.back)].0;
+        #[cfg(not(loom))]
+        // SAFETY: the producer holds `back`, so no other reference to this slot exists,
+        // and the `&mut` does not outlive this call.
+        #[allow(unsafe_code)]
+        let result = write(unsafe { &mut *slot.get() });
+        #[cfg(loom)]
+        let result = slot.with_mut(|pointer| {
+            // SAFETY: as above; loom checks the claim.
+            #[allow(unsafe_code)]
+            write(unsafe { &mut *pointer })
+        });
+        if result.is_ok() {
+            // Release: the writes above happen-before the consumer's Acquire swap that
+            // takes this slot. Acquire: the consumer's reads of the slot we get back (its
+            // old front, released by its own swap) happen-before our next writes to it.
+            let previous = self.shared.middle.0.swap(self.back | FRESH, Ordering::AcqRel);
+            self.back = previous & INDEX_MASK;
+        }
+        result
+    }
+
+    /// Publishes a copy of `value`.
+    #[inline]
+    pub fn publish(&mut self, value: &T)
+    where
+        T: Clone,
+    {
+        let _ = self.publish_with(|slot| -> Result<(), ()> {
+            slot.clone_from(value);
+            Ok(())
+        });
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Takes the newest published value if there is one the consumer has not seen, and
+    /// returns whether it did. The value is then `latest()` until the next `take`.
+    #[inline]
+    pub fn take(&mut self) -> bool {
+        // Relaxed is enough to decide: if the flag is seen set, the swap below (Acquire)
+        // synchronises with the publish that set it or a later one.
+        if self.shared.middle.0.load(Ordering::Relaxed) & FRESH == 0 {
+            return false;
+        }
+        #[cfg(loom)]
+        drop(self.held.take());
+        // Release: our reads of the old front happen-before the producer reuses it.
+        // Acquire: the producer's writes to the slot we take happen-before our reads.
+        let previous = self.shared.middle.0.swap(self.front, Ordering::AcqRel);
+        self.front = previous & INDEX_MASK;
+        #[cfg(loom)]
+        {
+            self.held = Some(self.shared.slots[usize::from(self.front)].0.get());
+        }
+        true
+    }
+
+    /// The value most recently taken (or the initial value). Reading it never blocks the
+    /// producer, which keeps publishing into the other two slots.
+    #[inline]
+    pub fn latest(&self) -> &T {
+        #[cfg(not(loom))]
+        // SAFETY: the consumer holds `front`, so the producer never writes this slot while
+        // the returned reference lives: it borrows `self`, and only `take(&mut self)` can
+        // give the slot back.
+        #[allow(unsafe_code)]
+        let value = unsafe { &*self.shared.slots[usize::from(self.front)].0.get() };
+        #[cfg(loom)]
+        // SAFETY: as above; `held` is the tracked read access to the front slot.
+        #[allow(unsafe_code)]
+        let value = unsafe { self.held.as_ref().expect("front slot is held").deref() };
+        value
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latest_value_wins_and_is_taken_once() {
+        let (mut sender, mut receiver) = mailbox(0u64);
+        assert!(!receiver.take());
+        assert_eq!(*receiver.latest(), 0);
+        sender.publish(&1);
+        sender.publish(&2);
+        assert!(receiver.take());
+        assert_eq!(*receiver.latest(), 2);
+        assert!(!receiver.take());
+        assert_eq!(*receiver.latest(), 2);
+    }
+
+    #[test]
+    fn a_failed_write_publishes_nothing() {
+        let (mut sender, mut receiver) = mailbox(0u64);
+        sender.publish(&1);
+        let failed: Result<(), &str> = sender.publish_with(|slot| {
+            *slot = 99;
+            Err("decode error")
+        });
+        assert!(failed.is_err());
+        assert!(receiver.take());
+        assert_eq!(*receiver.latest(), 1);
+        assert!(!receiver.take());
+    }
+
+    /// Across threads, the consumer only ever sees whole values, in increasing order.
+    /// Runs under Miri too (fewer rounds), which checks the accesses for data races.
+    #[test]
+    fn threaded_values_are_whole_and_monotonic() {
+        const ROUNDS: u64 = if cfg!(miri) { 200 } else { 200_000 };
+        let (mut sender, mut receiver) = mailbox([0u64; 8]);
+        let producer = std::thread::spawn(move || {
+            for round in 1..=ROUNDS {
+                sender.publish(&[round; 8]);
+            }
+        });
+        let mut last = 0;
+        while last < ROUNDS {
+            if receiver.take() {
+                let value = *receiver.latest();
+                assert!(value.iter().all(|&word| word == value[0]), "torn read: {value:?}");
+                assert!(value[0] > last, "went backwards: {} after {last}", value[0]);
+                last = value[0];
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        producer.join().unwrap();
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::thread;
+
+    /// Every interleaving of two publishes against a consumer that takes twice and reads
+    /// in between. loom fails the test if the producer ever writes a slot while the
+    /// consumer holds it (the buffer-reuse race), and the asserts check that every value
+    /// read is whole and never older than the one before.
+    #[test]
+    fn producer_never_writes_the_slot_the_consumer_reads() {
+        loom::model(|| {
+            let (mut sender, mut receiver) = mailbox([0u8; 2]);
+            let producer = thread::spawn(move || {
+                sender.publish(&[1, 1]);
+                sender.publish(&[2, 2]);
+            });
+            let mut last = 0;
+            for _ in 0..2 {
+                receiver.take();
+                let [first, second] = *receiver.latest();
+                assert_eq!(first, second, "torn value");
+                assert!(first >= last, "went backwards");
+                last = first;
+            }
+            producer.join().unwrap();
+        });
+    }
+
+    /// Three publishes cycle every slot through the producer; the consumer holds its
+    /// front across all of them and must still read the value it took.
+    #[test]
+    fn a_held_front_survives_a_full_cycle_of_publishes() {
+        loom::model(|| {
+            let (mut sender, mut receiver) = mailbox(0u8);
+            let producer = thread::spawn(move || {
+                for value in 1..=3 {
+                    sender.publish(&value);
+                }
+            });
+            let taken = receiver.take();
+            let value = *receiver.latest();
+            thread::yield_now();
+            assert_eq!(*receiver.latest(), value, "front changed under the reader");
+            if !taken {
+                assert_eq!(value, 0);
+            }
+            producer.join().unwrap();
+            receiver.take();
+            assert_eq!(*receiver.latest(), 3, "the last value is delivered");
+        });
+    }
+}

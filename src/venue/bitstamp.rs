@@ -1,0 +1,171 @@
+//! Bitstamp WebSocket API v2, live order book: channel `order_book_<pair>`.
+//!
+//! Docs: <https://www.bitstamp.net/websocket/v2/> (see also
+//! `../shared/fixtures/PROTOCOLS.md`, section 2).
+//!
+//! Each data frame carries the top 100 bids and asks and replaces the previous book.
+//! Everything is a string; price decimals depend on the pair, amounts have 8. Data frames
+//! carry spaces after `:` and `,` and the key order varies, so nothing here depends on the
+//! byte layout. A real frame (`fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl`,
+//! shortened):
+//!
+//! ```text
+//! {"data": {"timestamp": "1580336834", "microtimestamp": "1580336834607546",
+//!  "bids": [["9328.28", "0.05925332"], ["9327.34", "0.43120000"], …],
+//!  "asks": [["9337.10", "0.03000000"], …]}, "event": "data", "channel": "order_book_btcusd"}
+//! ```
+//!
+//! Control frames (`fixtures/bitstamp/control_messages.jsonl`):
+//! `{"event":"bts:subscription_succeeded","channel":"order_book_btcusd","data":{}}`,
+//! `{"event":"bts:request_reconnect","channel":"","data":""}`,
+//! `{"event":"bts:heartbeat","channel":"","data":{"status":"success"}}`, and
+//! `bts:error` for a refused request. `microtimestamp` becomes the book's
+//! `venue_sequence`.
+
+use super::{DecodeError, Message, Seen, Venue};
+use crate::book::{Side, TopBook};
+use crate::walker::Walker;
+
+pub struct Bitstamp;
+
+const EVENT: u32 = 0;
+const CHANNEL: u32 = 1;
+const DATA: u32 = 2;
+const MICROTIMESTAMP: u32 = 3;
+const BIDS: u32 = 4;
+const ASKS: u32 = 5;
+
+/// The channel prefix of the snapshot stream this decoder reads.
+pub const ORDER_BOOK_PREFIX: &str = "order_book_";
+
+impl Venue for Bitstamp {
+    const NAME: &'static str = "bitstamp";
+
+    fn decode<'a>(frame: &'a [u8], depth: usize, out: &mut TopBook) -> Result<Message<'a>, DecodeError> {
+        let mut walker = Walker::new(frame);
+        let mut seen = Seen::default();
+        let mut event: &[u8] = b"";
+        let mut channel: &[u8] = b"";
+        // `data` may come before `event` (it does in recorded frames), so a data object is
+        // always read as a book payload; `event` decides afterwards what it was.
+        walker.object(|walker, key| {
+            match key {
+                b"event" => {
+                    seen.mark(EVENT, "event")?;
+                    event = walker.string()?;
+                }
+                b"channel" => {
+                    seen.mark(CHANNEL, "channel")?;
+                    channel = walker.string()?;
+                }
+                b"data" => {
+                    seen.mark(DATA, "data")?;
+                    if walker.peek()? != b'{' {
+                        return walker.skip_value(); // `""` in bts:request_reconnect
+                    }
+                    walker.object(|walker, key| {
+                        match key {
+                            b"microtimestamp" => {
+                                seen.mark(MICROTIMESTAMP, "microtimestamp")?;
+                                out.venue_sequence = walker.unsigned()?;
+                            }
+                            b"bids" => {
+                                seen.mark(BIDS, "bids")?;
+                                walker.levels(Side::Bid, depth, &mut out.bids)?;
+                            }
+                            b"asks" => {
+                                seen.mark(ASKS, "asks")?;
+                                walker.levels(Side::Ask, depth, &mut out.asks)?;
+                            }
+                            _ => walker.skip_value()?,
+                        }
+                        Ok(())
+                    })?;
+                }
+                _ => walker.skip_value()?,
+            }
+            Ok(())
+        })?;
+        walker.finish()?;
+
+        if !seen.has(EVENT) {
+            return Err(DecodeError::MissingKey("event"));
+        }
+        match event {
+            b"data" if channel.starts_with(ORDER_BOOK_PREFIX.as_bytes()) => {
+                let required = [(DATA, "data"), (MICROTIMESTAMP, "microtimestamp"), (BIDS, "bids"), (ASKS, "asks")];
+                match required.iter().find(|&&(bit, _)| !seen.has(bit)) {
+                    Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
+                    None => Ok(Message::Book { stream: channel }),
+                }
+            }
+            b"bts:subscription_succeeded" => Ok(Message::SubscribeResult { accepted: true }),
+            b"bts:error" => Ok(Message::SubscribeResult { accepted: false }),
+            b"bts:request_reconnect" => Ok(Message::Reconnect),
+            b"bts:heartbeat" => Ok(Message::Heartbeat),
+            _ => Ok(Message::Ignored),
+        }
+    }
+}
+
+/// The snapshot channel for a pair: `order_book_ethbtc`.
+pub fn order_book_channel(pair: &str) -> String {
+    format!("{ORDER_BOOK_PREFIX}{}", pair.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixed::FixedPoint;
+
+    const SAMPLES: &str = include_str!("../../tests/fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl");
+    const CONTROL: &str = include_str!("../../tests/fixtures/bitstamp/control_messages.jsonl");
+
+    fn fp(text: &str) -> FixedPoint {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn decodes_both_recorded_layouts() {
+        // Sample 1 has spaces and `data` first; sample 2 is compact with `channel` second.
+        let expected = [
+            (1_580_336_834_607_546, "9328.28", "9337.10"),
+            (0, "19133.97", "19141.75"),
+        ];
+        for (line, (sequence, best_bid, best_ask)) in SAMPLES.lines().zip(expected) {
+            let mut book = TopBook::default();
+            let message = Bitstamp::decode(line.as_bytes(), 10, &mut book).unwrap();
+            assert_eq!(message, Message::Book { stream: b"order_book_btcusd" });
+            if sequence != 0 {
+                assert_eq!(book.venue_sequence, sequence);
+            }
+            assert_eq!((book.bids.len(), book.asks.len()), (10, 10));
+            assert_eq!(book.bids.best().unwrap().price, fp(best_bid));
+            assert_eq!(book.asks.best().unwrap().price, fp(best_ask));
+            assert!(!book.is_crossed());
+        }
+    }
+
+    #[test]
+    fn keeps_up_to_all_hundred_levels() {
+        let mut book = TopBook::default();
+        let line = SAMPLES.lines().next().unwrap();
+        Bitstamp::decode(line.as_bytes(), crate::book::MAX_DEPTH, &mut book).unwrap();
+        assert_eq!(book.bids.len(), crate::book::MAX_DEPTH);
+    }
+
+    #[test]
+    fn classifies_control_frames() {
+        let expected = [
+            Message::Ignored, // our own bts:subscribe request echoed back is no server message
+            Message::SubscribeResult { accepted: true },
+            Message::Reconnect,
+            Message::Heartbeat,
+            Message::Heartbeat,
+        ];
+        for (line, expected) in CONTROL.lines().zip(expected) {
+            let mut book = TopBook::default();
+            assert_eq!(Bitstamp::decode(line.as_bytes(), 10, &mut book), Ok(expected), "{line}");
+        }
+    }
+}

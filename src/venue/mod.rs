@@ -1,0 +1,106 @@
+//! Venues: one module per exchange (wire docs, decoder, subscription), and the one
+//! registry list of venues below. Adding an exchange means a new module implementing
+//! [`Venue`] and one line in `venues!`.
+
+pub mod binance;
+pub mod bitstamp;
+
+use crate::book::TopBook;
+pub use crate::walker::DecodeError;
+
+/// The most venues one instrument can merge (the merge and summary hold them inline).
+pub const MAX_VENUES: usize = 8;
+
+/// What one frame from a venue said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Message<'a> {
+    /// The output book now holds the venue's complete top of book for the stream named
+    /// `stream` (Binance combined stream name, Bitstamp channel; empty on a raw stream).
+    Book { stream: &'a [u8] },
+    /// The venue confirmed (or refused) a subscription.
+    SubscribeResult { accepted: bool },
+    /// The venue asks the client to reconnect (Binance `serverShutdown`, Bitstamp
+    /// `bts:request_reconnect`).
+    Reconnect,
+    /// An application-level heartbeat.
+    Heartbeat,
+    /// A well-formed message this decoder has no use for (other event types).
+    Ignored,
+}
+
+/// An exchange's wire protocol. Implementations are pure: bytes in, book or typed error
+/// out; no I/O, no clock, no allocation, no panic on any input.
+pub trait Venue {
+    /// The name used in config, metrics and published levels.
+    const NAME: &'static str;
+
+    /// Decodes one text frame, writing a book message's top `depth` levels per side into
+    /// `out`. On error `out` holds garbage and must not be published.
+    fn decode<'a>(frame: &'a [u8], depth: usize, out: &mut TopBook) -> Result<Message<'a>, DecodeError>;
+}
+
+macro_rules! venues {
+    ($($variant:ident => $venue:ty),+ $(,)?) => {
+        /// Every supported venue. The discriminant is the venue's index in merges and
+        /// summaries, and the last tie-break between equal levels.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[repr(u8)]
+        pub enum VenueId { $($variant),+ }
+
+        impl VenueId {
+            pub const ALL: &'static [VenueId] = &[$(VenueId::$variant),+];
+
+            pub fn name(self) -> &'static str {
+                match self { $(VenueId::$variant => <$venue as Venue>::NAME),+ }
+            }
+
+            /// Decodes a frame with this venue's decoder (see [`Venue::decode`]).
+            #[inline]
+            pub fn decode<'a>(self, frame: &'a [u8], depth: usize, out: &mut TopBook) -> Result<Message<'a>, DecodeError> {
+                match self { $(VenueId::$variant => <$venue as Venue>::decode(frame, depth, out)),+ }
+            }
+        }
+    };
+}
+
+venues! {
+    Binance => binance::Binance,
+    Bitstamp => bitstamp::Bitstamp,
+}
+
+const _: () = assert!(VenueId::ALL.len() <= MAX_VENUES);
+
+impl VenueId {
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub fn from_name(name: &str) -> Option<VenueId> {
+        VenueId::ALL.iter().copied().find(|venue| venue.name() == name)
+    }
+}
+
+impl std::fmt::Display for VenueId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Tracks which of a message's required keys were seen, refusing duplicates.
+#[derive(Default)]
+pub(crate) struct Seen(u32);
+
+impl Seen {
+    /// Marks `key` (bit `bit`) as seen; a second sighting is an error.
+    pub(crate) fn mark(&mut self, bit: u32, key: &'static str) -> Result<(), DecodeError> {
+        if self.0 & (1 << bit) != 0 {
+            return Err(DecodeError::DuplicateKey(key));
+        }
+        self.0 |= 1 << bit;
+        Ok(())
+    }
+
+    pub(crate) fn has(&self, bit: u32) -> bool {
+        self.0 & (1 << bit) != 0
+    }
+}

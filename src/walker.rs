@@ -1,0 +1,432 @@
+//! The byte walker: a cursor over one JSON frame that venue decoders drive directly.
+//!
+//! Decoders know the shape of their frames, so instead of building a DOM (serde_json) they
+//! walk the bytes once: objects are visited key by key in whatever order they arrive,
+//! numbers are parsed in place into `FixedPoint`, and whatever a decoder does not need is
+//! skipped. It is written by hand because it is the hot path: a frame is decoded with no
+//! allocation and no second pass.
+//!
+//! Accepted: any JSON whitespace, any key order, unknown keys with any value (skipped and
+//! checked for well-formedness). Refused with a typed [`DecodeError`]: truncation, a wrong
+//! structure, a duplicate key, a number that is not an exact decimal, bytes after the end.
+//! Not decoded: escape sequences inside keys (an escaped key never equals a known one, so
+//! it is skipped as unknown; no exchange escapes its keys).
+
+use crate::book::{Level, Levels, Side};
+use crate::fixed::{FixedPoint, FixedPointError};
+use memchr::memmem;
+use std::sync::LazyLock;
+
+/// How deep unknown values may nest before the frame is refused (bounds the recursion of
+/// [`Walker::skip_value`], so no input can exhaust the stack).
+pub const MAX_NESTING: u32 = 32;
+
+/// Why a frame was refused. A refused frame changes nothing: no partial book escapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("frame ends early (truncated)")]
+    Truncated,
+    #[error("byte {at}: expected {expected}")]
+    Unexpected { at: usize, expected: &'static str },
+    #[error("byte {at}: {error}")]
+    Number { at: usize, error: FixedPointError },
+    #[error("byte {at}: integer out of range")]
+    IntegerOverflow { at: usize },
+    #[error("byte {at}: price level must be [price, amount]")]
+    LevelShape { at: usize },
+    #[error("key \"{0}\" appears twice")]
+    DuplicateKey(&'static str),
+    #[error("required key \"{0}\" is missing")]
+    MissingKey(&'static str),
+    #[error("{} are not sorted best first", .0.name())]
+    Unsorted(Side),
+    #[error("values nested deeper than {MAX_NESTING}")]
+    TooDeep,
+    #[error("byte {at}: data after the end of the frame")]
+    TrailingBytes { at: usize },
+    #[error("message is not a {0} frame this decoder knows")]
+    UnknownMessage(&'static str),
+}
+
+type Result<T> = std::result::Result<T, DecodeError>;
+
+/// A cursor over one frame.
+pub struct Walker<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+#[inline]
+fn is_json_whitespace(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Walker { bytes, pos: 0 }
+    }
+
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    #[inline]
+    fn skip_whitespace(&mut self) {
+        while let Some(&byte) = self.bytes.get(self.pos) {
+            if !is_json_whitespace(byte) {
+                break;
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// The next significant byte, not consumed.
+    #[inline]
+    pub fn peek(&mut self) -> Result<u8> {
+        self.skip_whitespace();
+        self.bytes.get(self.pos).copied().ok_or(DecodeError::Truncated)
+    }
+
+    #[inline]
+    fn unexpected(&self, expected: &'static str) -> DecodeError {
+        if self.pos >= self.bytes.len() {
+            DecodeError::Truncated
+        } else {
+            DecodeError::Unexpected { at: self.pos, expected }
+        }
+    }
+
+    /// Consumes `byte` (after whitespace) or fails naming `expected`.
+    #[inline]
+    pub fn expect(&mut self, byte: u8, expected: &'static str) -> Result<()> {
+        if self.peek()? == byte {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(self.unexpected(expected))
+        }
+    }
+
+    /// After an element or member: consumes `,` (true: another follows) or `close`
+    /// (false: the container ended).
+    #[inline]
+    fn next_or_close(&mut self, close: u8, expected: &'static str) -> Result<bool> {
+        match self.peek()? {
+            b',' => {
+                self.pos += 1;
+                Ok(true)
+            }
+            byte if byte == close => {
+                self.pos += 1;
+                Ok(false)
+            }
+            _ => Err(self.unexpected(expected)),
+        }
+    }
+
+    /// Requires that only whitespace remains.
+    pub fn finish(&mut self) -> Result<()> {
+        self.skip_whitespace();
+        if self.pos == self.bytes.len() {
+            Ok(())
+        } else {
+            Err(DecodeError::TrailingBytes { at: self.pos })
+        }
+    }
+
+    /// Visits the members of an object in wire order. `member` is given each key (raw
+    /// bytes, without quotes) and must consume exactly that key's value.
+    #[inline]
+    pub fn object(&mut self, mut member: impl FnMut(&mut Self, &'a [u8]) -> Result<()>) -> Result<()> {
+        self.expect(b'{', "'{'")?;
+        if self.peek()? == b'}' {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            let key = self.string()?;
+            self.expect(b':', "':'")?;
+            member(self, key)?;
+            if !self.next_or_close(b'}', "',' or '}'")? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A string's raw content (escapes left as they are, but skipped correctly).
+    #[inline]
+    pub fn string(&mut self) -> Result<&'a [u8]> {
+        self.expect(b'"', "a string")?;
+        let start = self.pos;
+        loop {
+            let rest = &self.bytes[self.pos..];
+            let found = memchr::memchr2(b'"', b'\\', rest).ok_or(DecodeError::Truncated)?;
+            self.pos += found;
+            if self.bytes[self.pos] == b'"' {
+                self.pos += 1;
+                return Ok(&self.bytes[start..self.pos - 1]);
+            }
+            self.pos += 2; // a backslash and the byte it escapes
+            if self.pos > self.bytes.len() {
+                return Err(DecodeError::Truncated);
+            }
+        }
+    }
+
+    /// An exact decimal, quoted (`"0.06824000"`, as most venues send) or a bare JSON number
+    /// (`0.06824`, as Kraken sends), parsed in place.
+    #[inline]
+    pub fn fixed_point(&mut self) -> Result<FixedPoint> {
+        let quoted = self.peek()? == b'"';
+        let start = self.pos + usize::from(quoted);
+        let text = self.bytes.get(start..).unwrap_or_default();
+        let (value, len) = FixedPoint::parse_prefix(text).map_err(|error| match (error, text.first()) {
+            (_, None) => DecodeError::Truncated,
+            (FixedPointError::InvalidCharacter, Some(b'"')) if quoted => {
+                DecodeError::Number { at: start, error: FixedPointError::Empty }
+            }
+            _ => DecodeError::Number { at: start, error },
+        })?;
+        self.pos = start + len;
+        self.end_of_number(quoted)?;
+        Ok(value)
+    }
+
+    /// An unsigned integer, bare (`"lastUpdateId":160`) or quoted
+    /// (`"microtimestamp":"1641343691406478"`).
+    pub fn unsigned(&mut self) -> Result<u64> {
+        let quoted = self.peek()? == b'"';
+        self.pos += usize::from(quoted);
+        let start = self.pos;
+        let digits = self.bytes[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 {
+            return Err(self.unexpected("an unsigned integer"));
+        }
+        let value = self.bytes[start..start + digits]
+            .iter()
+            .try_fold(0u64, |acc, &d| acc.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+            .ok_or(DecodeError::IntegerOverflow { at: start })?;
+        self.pos += digits;
+        self.end_of_number(quoted)?;
+        Ok(value)
+    }
+
+    /// After a number: a quoted one needs its closing quote; a bare one must be followed by
+    /// a delimiter (so `12abc` or `1e5` is refused rather than read as `12` or `1`).
+    #[inline]
+    fn end_of_number(&mut self, quoted: bool) -> Result<()> {
+        match self.bytes.get(self.pos) {
+            // A bare number may end the input; whatever was expected next reports it.
+            None if !quoted => Ok(()),
+            None => Err(DecodeError::Truncated),
+            Some(b'"') if quoted => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(&byte) if !quoted && (is_json_whitespace(byte) || matches!(byte, b',' | b']' | b'}')) => Ok(()),
+            Some(&byte) => Err(DecodeError::Number {
+                at: self.pos,
+                error: match byte {
+                    b'.' => FixedPointError::MultipleDots,
+                    b'e' | b'E' => FixedPointError::Exponent,
+                    _ => FixedPointError::InvalidCharacter,
+                },
+            }),
+        }
+    }
+
+    /// Consumes `null`.
+    pub fn null(&mut self) -> Result<()> {
+        self.literal(b"null")
+    }
+
+    fn literal(&mut self, word: &'static [u8]) -> Result<()> {
+        self.skip_whitespace();
+        let rest = &self.bytes[self.pos..];
+        if rest.starts_with(word) {
+            self.pos += word.len();
+            Ok(())
+        } else if word.starts_with(rest) {
+            Err(DecodeError::Truncated)
+        } else {
+            Err(self.unexpected("a JSON value"))
+        }
+    }
+
+    /// Skips one JSON value of any kind, checking that it is well formed.
+    pub fn skip_value(&mut self) -> Result<()> {
+        self.skip_nested(0)
+    }
+
+    fn skip_nested(&mut self, depth: u32) -> Result<()> {
+        if depth >= MAX_NESTING {
+            return Err(DecodeError::TooDeep);
+        }
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'{' => self.object(|walker, _| walker.skip_nested(depth + 1)),
+            b'[' => {
+                self.pos += 1;
+                if self.peek()? == b']' {
+                    self.pos += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.skip_nested(depth + 1)?;
+                    if !self.next_or_close(b']', "',' or ']'")? {
+                        return Ok(());
+                    }
+                }
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.skip_number(),
+            _ => Err(self.unexpected("a JSON value")),
+        }
+    }
+
+    /// Skips a JSON number (`-?int(.frac)?([eE][+-]?digits)?`).
+    fn skip_number(&mut self) -> Result<()> {
+        let start = self.pos;
+        let rest = &self.bytes[start..];
+        let len = rest
+            .iter()
+            .take_while(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+            .count();
+        let text = &rest[..len];
+        let body = text.strip_prefix(b"-").unwrap_or(text);
+        let valid = body.first().is_some_and(u8::is_ascii_digit)
+            && std::str::from_utf8(text).is_ok_and(|text| text.parse::<f64>().is_ok());
+        if !valid {
+            return Err(DecodeError::Unexpected { at: start, expected: "a JSON number" });
+        }
+        self.pos += len;
+        self.end_of_number(false)
+    }
+
+    /// Reads one side array of `[price, amount]` levels into `out`, keeping the best `depth`
+    /// non-zero levels and skipping the rest without parsing them. The kept levels must be
+    /// strictly sorted best first (zero-amount levels included in that check).
+    pub fn levels(&mut self, side: Side, depth: usize, out: &mut Levels) -> Result<()> {
+        out.clear();
+        self.expect(b'[', "'[' opening a side")?;
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Ok(());
+        }
+        let mut previous: Option<FixedPoint> = None;
+        loop {
+            if out.len() == depth {
+                return self.skip_rest_of_array();
+            }
+            let level = self.level()?;
+            if previous.is_some_and(|previous| !side.is_better(previous, level.price)) {
+                return Err(DecodeError::Unsorted(side));
+            }
+            previous = Some(level.price);
+            if !level.amount.is_zero() {
+                out.push(level);
+            }
+            if !self.next_or_close(b']', "',' or ']' after a level")? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// `[price, amount]`.
+    #[inline]
+    fn level(&mut self) -> Result<Level> {
+        self.expect(b'[', "'[' opening a level")?;
+        let price = self.fixed_point()?;
+        self.expect(b',', "',' between price and amount")?;
+        let amount = self.fixed_point()?;
+        if self.peek()? != b']' {
+            return Err(DecodeError::LevelShape { at: self.pos });
+        }
+        self.pos += 1;
+        Ok(Level { price, amount })
+    }
+
+    /// Skips the remaining elements of a side array and its closing `]`, positioned just
+    /// after a level.
+    ///
+    /// Fast path (why it is here: a Bitstamp frame carries 100 levels a side, and most
+    /// users keep 10): the end of a side of `[price, amount]` levels is the first `]]`.
+    /// One SIMD search (memmem) finds it and one vectorisable counting pass checks the
+    /// bytes in between could only be levels: brackets balance to exactly that `]]`, the
+    /// quotes pair up, and there is no `:`, `{`, `}` or `\` (which would mean the side
+    /// closed earlier, or a string hides a bracket). Anything else — whitespace between
+    /// the brackets, nested values — takes the exact path, which skips element by element.
+    /// Skipped levels are checked for structure only, not parsed.
+    fn skip_rest_of_array(&mut self) -> Result<()> {
+        static SIDE_END: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"]]"));
+        let rest = &self.bytes[self.pos..];
+        if let Some(found) = SIDE_END.find(rest) {
+            let region = &rest[..found + 2];
+            let (mut opens, mut closes, mut quotes, mut forbidden) = (0u32, 0u32, 0u32, 0u32);
+            for &byte in region {
+                opens += u32::from(byte == b'[');
+                closes += u32::from(byte == b']');
+                quotes += u32::from(byte == b'"');
+                forbidden += u32::from(matches!(byte, b':' | b'{' | b'}' | b'\\'));
+            }
+            if opens + 1 == closes && quotes % 2 == 0 && forbidden == 0 {
+                self.pos += region.len();
+                return Ok(());
+            }
+        }
+        while self.next_or_close(b']', "',' or ']' after a level")? {
+            self.skip_value()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skips_any_well_formed_value_and_refuses_broken_ones() {
+        let good = [
+            r#"{"a":[1,-2.5e3,true,false,null,"x\"y",{"b":{}}],"c":[]}"#,
+            " [ 1 , { \"k\" : [ ] } ] ",
+            "0",
+            "\"\\\\\"",
+        ];
+        for text in good {
+            let mut walker = Walker::new(text.as_bytes());
+            assert_eq!(walker.skip_value().and_then(|()| walker.finish()), Ok(()), "{text}");
+        }
+        let bad = ["{\"a\" 1}", "[1,]", "[1 2]", "tru", "{\"a\":1", "\"abc", "01x", "-", "[}", "{,}"];
+        for text in bad {
+            let mut walker = Walker::new(text.as_bytes());
+            assert!(walker.skip_value().and_then(|()| walker.finish()).is_err(), "{text}");
+        }
+        let deep = "[".repeat(MAX_NESTING as usize + 1) + &"]".repeat(MAX_NESTING as usize + 1);
+        assert_eq!(Walker::new(deep.as_bytes()).skip_value(), Err(DecodeError::TooDeep));
+    }
+
+    /// The fast skip and the exact skip land on the same byte for every layout.
+    #[test]
+    fn fast_side_skip_agrees_with_exact_skip() {
+        let tails = [
+            r#",["1","2"],["0.5","3"]], "next": 1"#,
+            r#", ["1", "2"] , [ "0.5" ,"3" ] ] , "next": 1"#,
+            r#",["1","2"] ], "asks":[["1","2"]]"#,
+            r#",[["1"],"2"]], "x":1"#,
+            r#",["1","]]"]], "x":1"#,
+            r#",["1","\"]]"]], "x":1"#,
+        ];
+        for tail in tails {
+            let mut fast = Walker::new(tail.as_bytes());
+            let mut exact = Walker::new(tail.as_bytes());
+            fast.skip_rest_of_array().unwrap();
+            while exact.next_or_close(b']', "").unwrap() {
+                exact.skip_value().unwrap();
+            }
+            assert_eq!(fast.position(), exact.position(), "{tail}");
+        }
+    }
+}
