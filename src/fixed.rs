@@ -59,16 +59,25 @@ const LOW_7_BITS: u64 = 0x7F7F_7F7F_7F7F_7F7F;
 /// byte is not in `'0'..='9'` (0x76 + 10 = 0x80).
 const DIGIT_LIMIT: u64 = 0x7676_7676_7676_7676;
 
-/// Loads the first `min(8, bytes.len())` bytes little-endian (first byte lowest); missing
-/// bytes are zero, which the digit test below treats as a terminator.
+/// Loads `buffer[start..start + min(8, len)]` little-endian (first byte lowest), with the
+/// bytes past `len` zeroed, which the digit test below treats as a terminator. Reads the
+/// 8 bytes in one load when the buffer has them, even past the number's end: the number
+/// sits inside a frame, so this is the common case and needs no copy.
 #[inline]
-fn load_up_to_8(bytes: &[u8]) -> u64 {
-    if let Some(chunk) = bytes.first_chunk::<8>() {
-        u64::from_le_bytes(*chunk)
+fn load_masked(buffer: &[u8], start: usize, len: usize) -> u64 {
+    let word = match buffer.get(start..).and_then(<[u8]>::first_chunk::<8>) {
+        Some(chunk) => u64::from_le_bytes(*chunk),
+        None => {
+            let available = &buffer[start..];
+            let mut bytes = [0u8; 8];
+            bytes[..available.len()].copy_from_slice(available);
+            u64::from_le_bytes(bytes)
+        }
+    };
+    if len >= 8 {
+        word
     } else {
-        let mut buffer = [0u8; 8];
-        buffer[..bytes.len()].copy_from_slice(bytes);
-        u64::from_le_bytes(buffer)
+        word & ((1u64 << (8 * len)) - 1)
     }
 }
 
@@ -91,25 +100,60 @@ fn eight_digits_value(word: u64) -> u64 {
     (quads & 0x0000_FFFF_0000_FFFF).wrapping_mul(10_000 << 32 | 1) >> 32
 }
 
-/// Value of the first `count` (1..=8) digits of `word`, as an integer.
+/// The first `count` (1..=8) digits of `word` moved to the top, with `'0'` above them (at
+/// the most significant end): `"123"` → `"00000123"`.
 #[inline]
-fn integer_value(word: u64, count: usize) -> u64 {
+fn pad_integer(word: u64, count: usize) -> u64 {
     debug_assert!((1..=8).contains(&count));
     let missing_bits = 8 * (8 - count) as u32;
-    // Move the digits to the top and pad the bottom (most significant end) with '0'.
-    let padded = (word << missing_bits) | ASCII_ZEROS.checked_shr(64 - missing_bits).unwrap_or(0);
-    eight_digits_value(padded)
+    (word << missing_bits) | ASCII_ZEROS.checked_shr(64 - missing_bits).unwrap_or(0)
 }
 
-/// Value of the first `count` (1..=8) digits of `word` read as a fraction scaled by 10^8
-/// (`"5"` → 50_000_000).
+/// The first `count` (1..=8) digits of `word` with `'0'` after them (the least significant
+/// end): `"5"` → `"50000000"`, read as a fraction scaled by 10^8.
 #[inline]
-fn fraction_value(word: u64, count: usize) -> u64 {
+fn pad_fraction(word: u64, count: usize) -> u64 {
     debug_assert!((1..=8).contains(&count));
     let kept_bits = 8 * count as u32;
     let digits = word & u64::MAX.checked_shr(64 - kept_bits).unwrap_or(u64::MAX);
-    // Pad the top (least significant end) with '0'.
-    eight_digits_value(digits | ASCII_ZEROS.checked_shl(kept_bits).unwrap_or(0))
+    digits | ASCII_ZEROS.checked_shl(kept_bits).unwrap_or(0)
+}
+
+#[inline]
+fn all_digits(word: u64) -> bool {
+    leading_digit_count(word) == 8
+}
+
+/// Value of the first `count` (1..=8) digits of `word`, as an integer.
+#[inline]
+fn integer_value(word: u64, count: usize) -> u64 {
+    eight_digits_value(pad_integer(word, count))
+}
+
+/// Value of the first `count` (1..=8) digits of `word` read as a fraction scaled by 10^8.
+#[inline]
+fn fraction_value(word: u64, count: usize) -> u64 {
+    eight_digits_value(pad_fraction(word, count))
+}
+
+/// Index of the first `needle` in the 16 bytes `low`, `high` (first byte lowest).
+#[inline]
+fn first_byte_index(low: u64, high: u64, needle: u8) -> Option<usize> {
+    let pattern = u64::from_ne_bytes([needle; 8]);
+    // A zero byte of `word ^ pattern` is a match. Bits above the first match may be false
+    // positives (borrows), so only the lowest is used.
+    let matches = |word: u64| {
+        let word = word ^ pattern;
+        word.wrapping_sub(0x0101_0101_0101_0101) & !word & HIGH_BITS
+    };
+    let (low, high) = (matches(low), matches(high));
+    if low != 0 {
+        Some(low.trailing_zeros() as usize / 8)
+    } else if high != 0 {
+        Some(8 + high.trailing_zeros() as usize / 8)
+    } else {
+        None
+    }
 }
 
 /// Classifies the byte that stopped a number, for a precise error.
@@ -144,6 +188,23 @@ fn long_integer(digits: &[u8]) -> Result<u64, FixedPointError> {
     })
 }
 
+/// What may follow the fractional digits one word held: after 8 digits, only more zeros
+/// (an exact value written with trailing zeros); after fewer, nothing.
+#[cold]
+fn check_after_fraction(rest: &[u8], fraction_len: usize) -> Result<(), FixedPointError> {
+    if fraction_len < 8 {
+        return Err(invalid_byte(rest[0]));
+    }
+    for &byte in rest {
+        match byte {
+            b'0' => {}
+            b'1'..=b'9' => return Err(FixedPointError::TooPrecise),
+            other => return Err(invalid_byte(other)),
+        }
+    }
+    Ok(())
+}
+
 impl FixedPoint {
     pub const ZERO: FixedPoint = FixedPoint(0);
     pub const MAX: FixedPoint = FixedPoint(u64::MAX);
@@ -167,62 +228,100 @@ impl FixedPoint {
     /// fractional digits are refused with a typed error.
     #[inline]
     pub fn parse(text: &[u8]) -> Result<Self, FixedPointError> {
-        let (value, consumed) = Self::parse_prefix(text)?;
-        match text.get(consumed) {
-            None => Ok(value),
-            Some(&byte) => Err(invalid_byte(byte)),
-        }
+        Self::parse_in(text, 0, text.len())
     }
 
-    /// Parses the number at the start of `text` and returns it with the number of bytes it
-    /// took; the caller checks what follows (a closing quote, a JSON delimiter). This is how
-    /// decoders read a number in place, without first searching for its end.
+    /// The fast path for what exchanges send: a quoted decimal of at most 15 characters
+    /// (`35496.06000000"`), `text` starting just after the opening quote with at least 16
+    /// bytes readable. Returns the value and the number's length (the closing quote is at
+    /// that index), or `None` for anything else (longer, malformed, unterminated), which
+    /// the caller hands to [`FixedPoint::parse_in`] for the exact answer or error.
+    ///
+    /// One 16-byte load finds the closing quote, checks that every byte before it is a
+    /// digit except one optional dot, and feeds two independent 8-digit conversions: no
+    /// loop and no data-dependent branch between the load and the value.
     #[inline]
-    pub fn parse_prefix(text: &[u8]) -> Result<(Self, usize), FixedPointError> {
-        let head = load_up_to_8(text);
-        let mut integer_len = leading_digit_count(head);
-        if integer_len == 0 {
-            return Err(invalid_start(text));
+    pub fn parse_quoted_fast(text: &[u8]) -> Option<(Self, usize)> {
+        let chunk = text.first_chunk::<16>()?;
+        let low = u64::from_le_bytes(*chunk.first_chunk::<8>()?);
+        let high = u64::from_le_bytes(*chunk.last_chunk::<8>()?);
+        let len = first_byte_index(low, high, b'"')?;
+        let integer_len = first_byte_index(low, high, b'.')
+            .filter(|&dot| dot < len)
+            .unwrap_or(len);
+        if integer_len == 0 || integer_len > 8 {
+            return None;
         }
-        let integer = if integer_len < 8 {
-            integer_value(head, integer_len)
-        } else {
-            integer_len = text.iter().take_while(|b| b.is_ascii_digit()).count();
-            if integer_len == 8 {
-                eight_digits_value(head)
-            } else {
-                long_integer(&text[..integer_len])?
+        let integer_word = pad_integer(low, integer_len);
+        if !all_digits(integer_word) {
+            return None;
+        }
+        let integer = eight_digits_value(integer_word) * SCALE;
+        if integer_len == len {
+            return Some((FixedPoint(integer), len));
+        }
+        let fraction_len = len - integer_len - 1;
+        if fraction_len == 0 || fraction_len > 8 {
+            return None;
+        }
+        // The fraction starts after the dot and may straddle the two words.
+        let fraction =
+            ((u128::from(high) << 64 | u128::from(low)) >> (8 * (integer_len + 1))) as u64;
+        let fraction_word = pad_fraction(fraction, fraction_len);
+        if !all_digits(fraction_word) {
+            return None;
+        }
+        Some((FixedPoint(integer + eight_digits_value(fraction_word)), len))
+    }
+
+    /// Parses `buffer[start..end]` exactly as [`FixedPoint::parse`] does. It may read (and
+    /// ignore) up to 8 bytes of `buffer` past `end`: this is how decoders parse a number
+    /// in place inside a frame without copying it out.
+    #[inline]
+    pub fn parse_in(buffer: &[u8], start: usize, end: usize) -> Result<Self, FixedPointError> {
+        let text = &buffer[start..end];
+        let head = load_masked(buffer, start, text.len());
+        let mut integer_len = leading_digit_count(head);
+        let integer = match integer_len {
+            0 => return Err(invalid_start(text)),
+            1..=7 => integer_value(head, integer_len),
+            _ => {
+                integer_len = text.iter().take_while(|b| b.is_ascii_digit()).count();
+                if integer_len == 8 {
+                    eight_digits_value(head)
+                } else {
+                    long_integer(&text[..integer_len])?
+                }
             }
         };
-        let whole = integer.checked_mul(SCALE).ok_or(FixedPointError::Overflow)?;
-        if text.get(integer_len) != Some(&b'.') {
-            return Ok((FixedPoint(whole), integer_len));
-        }
-
-        let fraction_text = &text[integer_len + 1..];
-        let fraction_word = load_up_to_8(fraction_text);
-        let mut fraction_len = leading_digit_count(fraction_word);
-        if fraction_len == 0 {
-            return Err(FixedPointError::MissingDigits);
-        }
-        if fraction_len == 8 {
-            fraction_len += Self::zero_tail_len(&fraction_text[8..])?;
-        }
-        let value = whole
-            .checked_add(fraction_value(fraction_word, fraction_len.min(8)))
+        let whole = integer
+            .checked_mul(SCALE)
             .ok_or(FixedPointError::Overflow)?;
-        Ok((FixedPoint(value), integer_len + 1 + fraction_len))
-    }
-
-    /// Digits after the first 8 fractional ones may only be zeros; returns how many.
-    #[inline]
-    fn zero_tail_len(rest: &[u8]) -> Result<usize, FixedPointError> {
-        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        if rest[..digits].iter().all(|&b| b == b'0') {
-            Ok(digits)
-        } else {
-            Err(FixedPointError::TooPrecise)
+        let Some(&separator) = text.get(integer_len) else {
+            return Ok(FixedPoint(whole));
+        };
+        if separator != b'.' {
+            return Err(invalid_byte(separator));
         }
+
+        let fraction_start = integer_len + 1;
+        let fraction_word =
+            load_masked(buffer, start + fraction_start, text.len() - fraction_start);
+        let fraction_len = leading_digit_count(fraction_word);
+        if fraction_len == 0 {
+            return Err(match text.get(fraction_start) {
+                Some(&byte) if byte != b'.' => invalid_byte(byte),
+                _ => FixedPointError::MissingDigits,
+            });
+        }
+        let rest = &text[fraction_start + fraction_len..];
+        if !rest.is_empty() {
+            check_after_fraction(rest, fraction_len)?;
+        }
+        whole
+            .checked_add(fraction_value(fraction_word, fraction_len))
+            .map(FixedPoint)
+            .ok_or(FixedPointError::Overflow)
     }
 
     pub fn checked_add(self, other: Self) -> Option<Self> {
@@ -232,14 +331,50 @@ impl FixedPoint {
     /// `self - other` as an exact signed decimal (the spread of a crossed book is negative).
     pub fn signed_difference(self, other: Self) -> SignedFixed {
         match self.cmp(&other) {
-            Ordering::Less => SignedFixed { negative: true, magnitude: FixedPoint(other.0 - self.0) },
-            _ => SignedFixed { negative: false, magnitude: FixedPoint(self.0 - other.0) },
+            Ordering::Less => SignedFixed {
+                negative: true,
+                magnitude: FixedPoint(other.0 - self.0),
+            },
+            _ => SignedFixed {
+                negative: false,
+                magnitude: FixedPoint(self.0 - other.0),
+            },
         }
     }
 
     /// The nearest `f64`, for consumers that ask for floats (the legacy gRPC contract).
     pub fn to_f64(self) -> f64 {
         (self.0 / SCALE) as f64 + (self.0 % SCALE) as f64 / SCALE as f64
+    }
+}
+
+impl FixedPoint {
+    /// Displays with `decimals` fractional digits (as a venue prints a pair's prices:
+    /// Bitstamp sends `9328.28`) when that is exact, and with all 8 otherwise: digits are
+    /// never dropped.
+    pub fn with_decimals(self, decimals: u32) -> impl fmt::Display {
+        struct WithDecimals(FixedPoint, u32);
+        impl fmt::Display for WithDecimals {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let WithDecimals(value, decimals) = *self;
+                let dropped = 10u64.pow(DECIMALS - decimals.min(DECIMALS));
+                let fraction = value.0 % SCALE;
+                if fraction % dropped != 0 {
+                    return fmt::Display::fmt(&value, f);
+                }
+                let integer = value.0 / SCALE;
+                match decimals.min(DECIMALS) {
+                    0 => write!(f, "{integer}"),
+                    kept => write!(
+                        f,
+                        "{integer}.{:0width$}",
+                        fraction / dropped,
+                        width = kept as usize
+                    ),
+                }
+            }
+        }
+        WithDecimals(self, decimals)
     }
 }
 
@@ -357,11 +492,25 @@ mod tests {
 
     #[test]
     fn formats_with_eight_decimals() {
-        assert_eq!(FixedPoint::from_raw(1_200_000_000).to_string(), "12.00000000");
+        assert_eq!(
+            FixedPoint::from_raw(1_200_000_000).to_string(),
+            "12.00000000"
+        );
         assert_eq!(FixedPoint::from_raw(6_824_000).to_string(), "0.06824000");
         assert_eq!(FixedPoint::MAX.to_string(), "184467440737.09551615");
         let spread = FixedPoint::from_raw(5).signed_difference(FixedPoint::from_raw(105));
         assert_eq!(spread.to_string(), "-0.00000100");
+        let price = FixedPoint::from_raw(932_828_000_000);
+        assert_eq!(price.with_decimals(2).to_string(), "9328.28");
+        assert_eq!(
+            price.with_decimals(0).to_string(),
+            "9328.28000000",
+            "never drops digits"
+        );
+        assert_eq!(
+            FixedPoint::from_raw(1).with_decimals(2).to_string(),
+            "0.00000001"
+        );
     }
 
     proptest::proptest! {
@@ -398,6 +547,8 @@ mod tests {
         }
         let integer: u128 = integer.parse().ok()?;
         let fraction: u128 = format!("{kept:0<8}").parse().ok()?;
-        u64::try_from(integer * u128::from(SCALE) + fraction).ok().map(FixedPoint)
+        u64::try_from(integer * u128::from(SCALE) + fraction)
+            .ok()
+            .map(FixedPoint)
     }
 }

@@ -76,7 +76,10 @@ pub struct Receiver<T> {
 /// `latest` returns it until the first publish).
 pub fn mailbox<T: Clone>(initial: T) -> (Sender<T>, Receiver<T>) {
     let slot = || CachePadded(UnsafeCell::new(initial.clone()));
-    let shared = Arc::new(Shared { slots: [slot(), slot(), slot()], middle: CachePadded(AtomicU8::new(1)) });
+    let shared = Arc::new(Shared {
+        slots: [slot(), slot(), slot()],
+        middle: CachePadded(AtomicU8::new(1)),
+    });
     let receiver = Receiver {
         #[cfg(loom)]
         held: Some(shared.slots[0].0.get()),
@@ -91,7 +94,10 @@ impl<T> Sender<T> {
     /// returned `Ok`. On `Err` nothing is published and the consumer keeps the previous
     /// value: a half-written slot is never visible.
     #[inline]
-    pub fn publish_with<R, E>(&mut self, write: impl FnOnce(&mut T) -> Result<R, E>) -> Result<R, E> {
+    pub fn publish_with<R, E>(
+        &mut self,
+        write: impl FnOnce(&mut T) -> Result<R, E>,
+    ) -> Result<R, E> {
         let slot = &self.shared.slots[usize::from(self.back)].0;
         #[cfg(not(loom))]
         // SAFETY: the producer holds `back`, so no other reference to this slot exists,
@@ -108,7 +114,11 @@ impl<T> Sender<T> {
             // Release: the writes above happen-before the consumer's Acquire swap that
             // takes this slot. Acquire: the consumer's reads of the slot we get back (its
             // old front, released by its own swap) happen-before our next writes to it.
-            let previous = self.shared.middle.0.swap(self.back | FRESH, Ordering::AcqRel);
+            let previous = self
+                .shared
+                .middle
+                .0
+                .swap(self.back | FRESH, Ordering::AcqRel);
             self.back = previous & INDEX_MASK;
         }
         result
@@ -214,7 +224,10 @@ mod tests {
         while last < ROUNDS {
             if receiver.take() {
                 let value = *receiver.latest();
-                assert!(value.iter().all(|&word| word == value[0]), "torn read: {value:?}");
+                assert!(
+                    value.iter().all(|&word| word == value[0]),
+                    "torn read: {value:?}"
+                );
                 assert!(value[0] > last, "went backwards: {} after {last}", value[0]);
                 last = value[0];
             } else {

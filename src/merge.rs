@@ -25,7 +25,11 @@ pub struct MergedLevel {
 
 impl Default for MergedLevel {
     fn default() -> Self {
-        MergedLevel { price: FixedPoint::ZERO, amount: FixedPoint::ZERO, venue: VenueId::ALL[0] }
+        MergedLevel {
+            price: FixedPoint::ZERO,
+            amount: FixedPoint::ZERO,
+            venue: VenueId::ALL[0],
+        }
     }
 }
 
@@ -38,7 +42,10 @@ pub struct MergedLevels {
 
 impl Default for MergedLevels {
     fn default() -> Self {
-        MergedLevels { levels: [MergedLevel::default(); MAX_DEPTH], len: 0 }
+        MergedLevels {
+            levels: [MergedLevel::default(); MAX_DEPTH],
+            len: 0,
+        }
     }
 }
 
@@ -114,9 +121,13 @@ pub fn merge_side(side: Side, inputs: &[VenueBook<'_>], depth: usize, out: &mut 
             };
             let better = match best {
                 None => true,
-                Some((best_index, best_level)) => {
-                    ranks_before(side, level, input.venue, best_level, inputs[best_index].venue)
-                }
+                Some((best_index, best_level)) => ranks_before(
+                    side,
+                    level,
+                    input.venue,
+                    best_level,
+                    inputs[best_index].venue,
+                ),
             };
             if better {
                 best = Some((index, level));
@@ -124,7 +135,11 @@ pub fn merge_side(side: Side, inputs: &[VenueBook<'_>], depth: usize, out: &mut 
         }
         let Some((index, level)) = best else { break };
         cursors[index] += 1;
-        out.levels[out.len] = MergedLevel { price: level.price, amount: level.amount, venue: inputs[index].venue };
+        out.levels[out.len] = MergedLevel {
+            price: level.price,
+            amount: level.amount,
+            venue: inputs[index].venue,
+        };
         out.len += 1;
     }
 }
@@ -155,7 +170,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn level(price: u64, amount: u64) -> Level {
-        Level { price: FixedPoint::from_raw(price), amount: FixedPoint::from_raw(amount) }
+        Level {
+            price: FixedPoint::from_raw(price),
+            amount: FixedPoint::from_raw(amount),
+        }
     }
 
     fn book(bids: &[(u64, u64)], asks: &[(u64, u64)]) -> TopBook {
@@ -174,19 +192,54 @@ mod tests {
         let binance = book(&[(100, 5), (99, 1)], &[(101, 1), (103, 1)]);
         let bitstamp = book(&[(100, 7), (98, 1)], &[(101, 1), (102, 2)]);
         let inputs = [
-            VenueBook { venue: VenueId::Bitstamp, book: &bitstamp },
-            VenueBook { venue: VenueId::Binance, book: &binance },
+            VenueBook {
+                venue: VenueId::Bitstamp,
+                book: &bitstamp,
+            },
+            VenueBook {
+                venue: VenueId::Binance,
+                book: &binance,
+            },
         ];
         let mut merged = MergedBook::default();
         merge(&inputs, 3, &mut merged);
-        let sides: Vec<_> =
-            merged.bids.as_slice().iter().map(|l| (l.price.raw(), l.amount.raw(), l.venue)).collect();
+        let sides: Vec<_> = merged
+            .bids
+            .as_slice()
+            .iter()
+            .map(|l| (l.price.raw(), l.amount.raw(), l.venue))
+            .collect();
         // Equal price 100: larger amount (bitstamp, 7) first.
-        assert_eq!(sides, [(100, 7, VenueId::Bitstamp), (100, 5, VenueId::Binance), (99, 1, VenueId::Binance)]);
-        let asks: Vec<_> = merged.asks.as_slice().iter().map(|l| (l.price.raw(), l.venue)).collect();
+        assert_eq!(
+            sides,
+            [
+                (100, 7, VenueId::Bitstamp),
+                (100, 5, VenueId::Binance),
+                (99, 1, VenueId::Binance)
+            ]
+        );
+        let asks: Vec<_> = merged
+            .asks
+            .as_slice()
+            .iter()
+            .map(|l| (l.price.raw(), l.venue))
+            .collect();
         // Equal price and amount at 101: lower venue id (binance) first.
-        assert_eq!(asks, [(101, VenueId::Binance), (101, VenueId::Bitstamp), (102, VenueId::Bitstamp)]);
-        assert_eq!(merged.spread, Some(SignedFixed { negative: false, magnitude: FixedPoint::from_raw(1) }));
+        assert_eq!(
+            asks,
+            [
+                (101, VenueId::Binance),
+                (101, VenueId::Bitstamp),
+                (102, VenueId::Bitstamp)
+            ]
+        );
+        assert_eq!(
+            merged.spread,
+            Some(SignedFixed {
+                negative: false,
+                magnitude: FixedPoint::from_raw(1)
+            })
+        );
         assert_eq!(merged.cross, CrossState::Normal);
     }
 
@@ -196,7 +249,16 @@ mod tests {
         let high = book(&[(107, 1)], &[(110, 1)]);
         let mut merged = MergedBook::default();
         merge(
-            &[VenueBook { venue: VenueId::Binance, book: &low }, VenueBook { venue: VenueId::Bitstamp, book: &high }],
+            &[
+                VenueBook {
+                    venue: VenueId::Binance,
+                    book: &low,
+                },
+                VenueBook {
+                    venue: VenueId::Bitstamp,
+                    book: &high,
+                },
+            ],
             10,
             &mut merged,
         );
@@ -205,7 +267,16 @@ mod tests {
 
         let locked = book(&[(105, 1)], &[(120, 1)]);
         merge(
-            &[VenueBook { venue: VenueId::Binance, book: &low }, VenueBook { venue: VenueId::Bitstamp, book: &locked }],
+            &[
+                VenueBook {
+                    venue: VenueId::Binance,
+                    book: &low,
+                },
+                VenueBook {
+                    venue: VenueId::Bitstamp,
+                    book: &locked,
+                },
+            ],
             10,
             &mut merged,
         );
@@ -221,7 +292,11 @@ mod tests {
         let mut all: Vec<MergedLevel> = inputs
             .iter()
             .flat_map(|(venue, book)| {
-                book.side(side).as_slice().iter().map(|l| MergedLevel { price: l.price, amount: l.amount, venue: *venue })
+                book.side(side).as_slice().iter().map(|l| MergedLevel {
+                    price: l.price,
+                    amount: l.amount,
+                    venue: *venue,
+                })
             })
             .collect();
         all.sort_by(|a, b| {
@@ -229,7 +304,9 @@ mod tests {
                 Side::Bid => b.price.cmp(&a.price),
                 Side::Ask => a.price.cmp(&b.price),
             };
-            price.then(b.amount.cmp(&a.amount)).then(a.venue.cmp(&b.venue))
+            price
+                .then(b.amount.cmp(&a.amount))
+                .then(a.venue.cmp(&b.venue))
         });
         all.truncate(depth);
         all
@@ -252,8 +329,11 @@ mod tests {
     }
 
     fn arbitrary_book() -> impl Strategy<Value = TopBook> {
-        (arbitrary_side(Side::Bid), arbitrary_side(Side::Ask))
-            .prop_map(|(bids, asks)| TopBook { bids, asks, ..TopBook::default() })
+        (arbitrary_side(Side::Bid), arbitrary_side(Side::Ask)).prop_map(|(bids, asks)| TopBook {
+            bids,
+            asks,
+            ..TopBook::default()
+        })
     }
 
     proptest! {

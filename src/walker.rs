@@ -12,7 +12,7 @@
 //! Not decoded: escape sequences inside keys (an escaped key never equals a known one, so
 //! it is skipped as unknown; no exchange escapes its keys).
 
-use crate::book::{Level, Levels, Side};
+use crate::book::{Level, Levels, MAX_DEPTH, Side};
 use crate::fixed::{FixedPoint, FixedPointError};
 use memchr::memmem;
 use std::sync::LazyLock;
@@ -61,6 +61,35 @@ fn is_json_whitespace(byte: u8) -> bool {
     matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
 }
 
+/// Bytes that can continue a JSON number (what is not valid among them, the number parser
+/// reports precisely).
+#[inline]
+fn is_number_byte(byte: u8) -> bool {
+    matches!(byte, b'0'..=b'9' | b'.' | b'-' | b'+' | b'e' | b'E')
+}
+
+/// Index of the first `"` in `bytes`: SWAR over the first 16 bytes (two words, no loop),
+/// which holds any price or amount; memchr beyond. A hand-written search because memchr's
+/// call and setup cost more than the whole search for a 10-byte number.
+#[inline]
+fn find_quote(bytes: &[u8]) -> Option<usize> {
+    const QUOTES: u64 = 0x2222_2222_2222_2222;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let Some(chunk) = bytes.first_chunk::<16>() else {
+        return memchr::memchr(b'"', bytes);
+    };
+    let zero_bytes = |word: u64| word.wrapping_sub(ONES) & !word & 0x8080_8080_8080_8080;
+    let low = zero_bytes(u64::from_le_bytes(chunk[..8].try_into().expect("8 bytes")) ^ QUOTES);
+    let high = zero_bytes(u64::from_le_bytes(chunk[8..].try_into().expect("8 bytes")) ^ QUOTES);
+    let found = u128::from(high) << 64 | u128::from(low);
+    if found != 0 {
+        // Bits above the first quote may be false positives (borrows); the lowest is exact.
+        Some(found.trailing_zeros() as usize / 8)
+    } else {
+        memchr::memchr(b'"', &bytes[16..]).map(|index| index + 16)
+    }
+}
+
 impl<'a> Walker<'a> {
     pub fn new(bytes: &'a [u8]) -> Self {
         Walker { bytes, pos: 0 }
@@ -84,7 +113,10 @@ impl<'a> Walker<'a> {
     #[inline]
     pub fn peek(&mut self) -> Result<u8> {
         self.skip_whitespace();
-        self.bytes.get(self.pos).copied().ok_or(DecodeError::Truncated)
+        self.bytes
+            .get(self.pos)
+            .copied()
+            .ok_or(DecodeError::Truncated)
     }
 
     #[inline]
@@ -92,7 +124,10 @@ impl<'a> Walker<'a> {
         if self.pos >= self.bytes.len() {
             DecodeError::Truncated
         } else {
-            DecodeError::Unexpected { at: self.pos, expected }
+            DecodeError::Unexpected {
+                at: self.pos,
+                expected,
+            }
         }
     }
 
@@ -137,7 +172,10 @@ impl<'a> Walker<'a> {
     /// Visits the members of an object in wire order. `member` is given each key (raw
     /// bytes, without quotes) and must consume exactly that key's value.
     #[inline]
-    pub fn object(&mut self, mut member: impl FnMut(&mut Self, &'a [u8]) -> Result<()>) -> Result<()> {
+    pub fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &'a [u8]) -> Result<()>,
+    ) -> Result<()> {
         self.expect(b'{', "'{'")?;
         if self.peek()? == b'}' {
             self.pos += 1;
@@ -175,20 +213,35 @@ impl<'a> Walker<'a> {
 
     /// An exact decimal, quoted (`"0.06824000"`, as most venues send) or a bare JSON number
     /// (`0.06824`, as Kraken sends), parsed in place.
+    ///
+    /// The number's end is found first, by a search that does not depend on its digits, so
+    /// the walk to the next number never waits for this one's conversion: on a book frame
+    /// that chain of positions is the critical path.
     #[inline]
     pub fn fixed_point(&mut self) -> Result<FixedPoint> {
         let quoted = self.peek()? == b'"';
         let start = self.pos + usize::from(quoted);
-        let text = self.bytes.get(start..).unwrap_or_default();
-        let (value, len) = FixedPoint::parse_prefix(text).map_err(|error| match (error, text.first()) {
-            (_, None) => DecodeError::Truncated,
-            (FixedPointError::InvalidCharacter, Some(b'"')) if quoted => {
-                DecodeError::Number { at: start, error: FixedPointError::Empty }
+        if quoted && let Some((value, len)) = FixedPoint::parse_quoted_fast(&self.bytes[start..]) {
+            self.pos = start + len + 1;
+            return Ok(value);
+        }
+        let end = if quoted {
+            let rest = &self.bytes[start..];
+            start + find_quote(rest).ok_or(DecodeError::Truncated)?
+        } else {
+            let len = self.bytes[start..]
+                .iter()
+                .take_while(|&&b| is_number_byte(b))
+                .count();
+            if len == 0 {
+                return Err(self.unexpected("a number"));
             }
-            _ => DecodeError::Number { at: start, error },
-        })?;
-        self.pos = start + len;
-        self.end_of_number(quoted)?;
+            start + len
+        };
+        let value = FixedPoint::parse_in(self.bytes, start, end)
+            .map_err(|error| DecodeError::Number { at: start, error })?;
+        self.pos = end;
+        self.end_of_number(quoted, start)?;
         Ok(value)
     }
 
@@ -198,23 +251,28 @@ impl<'a> Walker<'a> {
         let quoted = self.peek()? == b'"';
         self.pos += usize::from(quoted);
         let start = self.pos;
-        let digits = self.bytes[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let digits = self.bytes[start..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         if digits == 0 {
             return Err(self.unexpected("an unsigned integer"));
         }
         let value = self.bytes[start..start + digits]
             .iter()
-            .try_fold(0u64, |acc, &d| acc.checked_mul(10)?.checked_add(u64::from(d - b'0')))
+            .try_fold(0u64, |acc, &d| {
+                acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            })
             .ok_or(DecodeError::IntegerOverflow { at: start })?;
         self.pos += digits;
-        self.end_of_number(quoted)?;
+        self.end_of_number(quoted, start)?;
         Ok(value)
     }
 
     /// After a number: a quoted one needs its closing quote; a bare one must be followed by
-    /// a delimiter (so `12abc` or `1e5` is refused rather than read as `12` or `1`).
+    /// a delimiter (so `12abc` is refused rather than read as `12`).
     #[inline]
-    fn end_of_number(&mut self, quoted: bool) -> Result<()> {
+    fn end_of_number(&mut self, quoted: bool, start: usize) -> Result<()> {
         match self.bytes.get(self.pos) {
             // A bare number may end the input; whatever was expected next reports it.
             None if !quoted => Ok(()),
@@ -223,14 +281,14 @@ impl<'a> Walker<'a> {
                 self.pos += 1;
                 Ok(())
             }
-            Some(&byte) if !quoted && (is_json_whitespace(byte) || matches!(byte, b',' | b']' | b'}')) => Ok(()),
-            Some(&byte) => Err(DecodeError::Number {
-                at: self.pos,
-                error: match byte {
-                    b'.' => FixedPointError::MultipleDots,
-                    b'e' | b'E' => FixedPointError::Exponent,
-                    _ => FixedPointError::InvalidCharacter,
-                },
+            Some(&byte)
+                if !quoted && (is_json_whitespace(byte) || matches!(byte, b',' | b']' | b'}')) =>
+            {
+                Ok(())
+            }
+            Some(_) => Err(DecodeError::Number {
+                at: start,
+                error: FixedPointError::InvalidCharacter,
             }),
         }
     }
@@ -290,25 +348,26 @@ impl<'a> Walker<'a> {
     fn skip_number(&mut self) -> Result<()> {
         let start = self.pos;
         let rest = &self.bytes[start..];
-        let len = rest
-            .iter()
-            .take_while(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
-            .count();
+        let len = rest.iter().take_while(|&&b| is_number_byte(b)).count();
         let text = &rest[..len];
         let body = text.strip_prefix(b"-").unwrap_or(text);
         let valid = body.first().is_some_and(u8::is_ascii_digit)
             && std::str::from_utf8(text).is_ok_and(|text| text.parse::<f64>().is_ok());
         if !valid {
-            return Err(DecodeError::Unexpected { at: start, expected: "a JSON number" });
+            return Err(DecodeError::Unexpected {
+                at: start,
+                expected: "a JSON number",
+            });
         }
         self.pos += len;
-        self.end_of_number(false)
+        self.end_of_number(false, start)
     }
 
     /// Reads one side array of `[price, amount]` levels into `out`, keeping the best `depth`
-    /// non-zero levels and skipping the rest without parsing them. The kept levels must be
+    /// (at most `MAX_DEPTH`) non-zero levels and skipping the rest without parsing them. The kept levels must be
     /// strictly sorted best first (zero-amount levels included in that check).
     pub fn levels(&mut self, side: Side, depth: usize, out: &mut Levels) -> Result<()> {
+        let depth = depth.min(MAX_DEPTH);
         out.clear();
         self.expect(b'[', "'[' opening a side")?;
         if self.peek()? == b']' {
@@ -337,6 +396,9 @@ impl<'a> Walker<'a> {
     /// `[price, amount]`.
     #[inline]
     fn level(&mut self) -> Result<Level> {
+        if let Some(level) = self.compact_level() {
+            return Ok(level);
+        }
         self.expect(b'[', "'[' opening a level")?;
         let price = self.fixed_point()?;
         self.expect(b',', "',' between price and amount")?;
@@ -348,30 +410,49 @@ impl<'a> Walker<'a> {
         Ok(Level { price, amount })
     }
 
+    /// The layout every exchange sends, `["price","amount"]` with no whitespace, read with
+    /// direct byte checks. `None` (position unchanged) sends anything else, including every
+    /// error, through the general path, which reports it precisely.
+    #[inline]
+    fn compact_level(&mut self) -> Option<Level> {
+        let start = self.pos;
+        let rest = self.bytes.get(start..)?;
+        if !rest.starts_with(b"[\"") {
+            return None;
+        }
+        let (price, price_len) = FixedPoint::parse_quoted_fast(&rest[2..])?;
+        let amount_start = 2 + price_len + 3;
+        if rest.get(2 + price_len..amount_start)? != b"\",\"" {
+            return None;
+        }
+        let (amount, amount_len) = FixedPoint::parse_quoted_fast(rest.get(amount_start..)?)?;
+        let end = amount_start + amount_len;
+        if rest.get(end..end + 2)? != b"\"]" {
+            return None;
+        }
+        self.pos = start + end + 2;
+        Some(Level { price, amount })
+    }
+
     /// Skips the remaining elements of a side array and its closing `]`, positioned just
     /// after a level.
     ///
     /// Fast path (why it is here: a Bitstamp frame carries 100 levels a side, and most
     /// users keep 10): the end of a side of `[price, amount]` levels is the first `]]`.
-    /// One SIMD search (memmem) finds it and one vectorisable counting pass checks the
-    /// bytes in between could only be levels: brackets balance to exactly that `]]`, the
-    /// quotes pair up, and there is no `:`, `{`, `}` or `\` (which would mean the side
-    /// closed earlier, or a string hides a bracket). Anything else — whitespace between
-    /// the brackets, nested values — takes the exact path, which skips element by element.
-    /// Skipped levels are checked for structure only, not parsed.
+    /// One SIMD search (memmem) finds it, and one vectorised pass checks that the bytes in
+    /// between can only be levels: brackets balance to exactly that `]]`, quotes pair up
+    /// and nothing is escaped (so the `]]` is not inside a string), and there is no `:`
+    /// (which would mean the side closed earlier and a key followed). Anything else —
+    /// whitespace between the brackets, nested values — takes the exact path, which skips
+    /// element by element. Skipped levels are checked for bracket structure only: they are
+    /// not parsed, and a malformation confined to them does not change the kept levels.
     fn skip_rest_of_array(&mut self) -> Result<()> {
-        static SIDE_END: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(b"]]"));
+        static SIDE_END: LazyLock<memmem::Finder<'static>> =
+            LazyLock::new(|| memmem::Finder::new(b"]]"));
         let rest = &self.bytes[self.pos..];
         if let Some(found) = SIDE_END.find(rest) {
             let region = &rest[..found + 2];
-            let (mut opens, mut closes, mut quotes, mut forbidden) = (0u32, 0u32, 0u32, 0u32);
-            for &byte in region {
-                opens += u32::from(byte == b'[');
-                closes += u32::from(byte == b']');
-                quotes += u32::from(byte == b'"');
-                forbidden += u32::from(matches!(byte, b':' | b'{' | b'}' | b'\\'));
-            }
-            if opens + 1 == closes && quotes % 2 == 0 && forbidden == 0 {
+            if is_rest_of_side(region) {
                 self.pos += region.len();
                 return Ok(());
             }
@@ -381,6 +462,26 @@ impl<'a> Walker<'a> {
         }
         Ok(())
     }
+}
+
+/// The check behind the fast side skip (see [`Walker::skip_rest_of_array`]). Counts in
+/// byte lanes over blocks of 255 bytes, so the compiler keeps 32 bytes per AVX2 step and
+/// widens only once per block.
+fn is_rest_of_side(region: &[u8]) -> bool {
+    let (mut opens, mut closes, mut quotes, mut forbidden) = (0u32, 0u32, 0u32, 0u8);
+    for block in region.chunks(255) {
+        let (mut block_opens, mut block_closes, mut block_quotes) = (0u8, 0u8, 0u8);
+        for &byte in block {
+            block_opens += u8::from(byte == b'[');
+            block_closes += u8::from(byte == b']');
+            block_quotes += u8::from(byte == b'"');
+            forbidden |= u8::from(byte == b':') | u8::from(byte == b'\\');
+        }
+        opens += u32::from(block_opens);
+        closes += u32::from(block_closes);
+        quotes += u32::from(block_quotes);
+    }
+    opens + 1 == closes && quotes % 2 == 0 && forbidden == 0
 }
 
 #[cfg(test)]
@@ -397,15 +498,36 @@ mod tests {
         ];
         for text in good {
             let mut walker = Walker::new(text.as_bytes());
-            assert_eq!(walker.skip_value().and_then(|()| walker.finish()), Ok(()), "{text}");
+            assert_eq!(
+                walker.skip_value().and_then(|()| walker.finish()),
+                Ok(()),
+                "{text}"
+            );
         }
-        let bad = ["{\"a\" 1}", "[1,]", "[1 2]", "tru", "{\"a\":1", "\"abc", "01x", "-", "[}", "{,}"];
+        let bad = [
+            "{\"a\" 1}",
+            "[1,]",
+            "[1 2]",
+            "tru",
+            "{\"a\":1",
+            "\"abc",
+            "01x",
+            "-",
+            "[}",
+            "{,}",
+        ];
         for text in bad {
             let mut walker = Walker::new(text.as_bytes());
-            assert!(walker.skip_value().and_then(|()| walker.finish()).is_err(), "{text}");
+            assert!(
+                walker.skip_value().and_then(|()| walker.finish()).is_err(),
+                "{text}"
+            );
         }
         let deep = "[".repeat(MAX_NESTING as usize + 1) + &"]".repeat(MAX_NESTING as usize + 1);
-        assert_eq!(Walker::new(deep.as_bytes()).skip_value(), Err(DecodeError::TooDeep));
+        assert_eq!(
+            Walker::new(deep.as_bytes()).skip_value(),
+            Err(DecodeError::TooDeep)
+        );
     }
 
     /// The fast skip and the exact skip land on the same byte for every layout.

@@ -5,9 +5,9 @@
 
 use crate::fixed::FixedPoint;
 
-/// The most levels per side that any book or summary holds. Configured depths are
-/// validated against it; arrays are inline so the hot path never allocates.
-pub const MAX_DEPTH: usize = 64;
+/// The most levels per side that any book or summary holds (Bitstamp's whole snapshot).
+/// Configured depths are validated against it; arrays are inline so the hot path never allocates.
+pub const MAX_DEPTH: usize = 100;
 
 /// One price level: the price and the total amount resting at it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,7 +50,10 @@ pub struct Levels {
 
 impl Default for Levels {
     fn default() -> Self {
-        Levels { levels: [Level::default(); MAX_DEPTH], len: 0 }
+        Levels {
+            levels: [Level::default(); MAX_DEPTH],
+            len: 0,
+        }
     }
 }
 

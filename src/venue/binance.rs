@@ -76,8 +76,15 @@ fn payload_member<'a>(
 }
 
 /// Classifies a payload once all its members are read.
-fn payload_message<'a>(members: &Members<'a>, stream: &'a [u8]) -> Result<Message<'a>, DecodeError> {
-    let book_keys = [(LAST_UPDATE_ID, "lastUpdateId"), (BIDS, "bids"), (ASKS, "asks")];
+fn payload_message<'a>(
+    members: &Members<'a>,
+    stream: &'a [u8],
+) -> Result<Message<'a>, DecodeError> {
+    let book_keys = [
+        (LAST_UPDATE_ID, "lastUpdateId"),
+        (BIDS, "bids"),
+        (ASKS, "asks"),
+    ];
     if book_keys.iter().any(|&(bit, _)| members.seen.has(bit)) {
         if members.seen.has(EVENT) {
             return Err(DecodeError::UnknownMessage("Binance partial depth"));
@@ -96,7 +103,11 @@ fn payload_message<'a>(members: &Members<'a>, stream: &'a [u8]) -> Result<Messag
 impl Venue for Binance {
     const NAME: &'static str = "binance";
 
-    fn decode<'a>(frame: &'a [u8], depth: usize, out: &mut TopBook) -> Result<Message<'a>, DecodeError> {
+    fn decode<'a>(
+        frame: &'a [u8],
+        depth: usize,
+        out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError> {
         let mut walker = Walker::new(frame);
         let mut top = Members::default();
         let mut inner = Members::default();
@@ -108,7 +119,9 @@ impl Venue for Binance {
                 }
                 b"data" => {
                     top.seen.mark(DATA, "data")?;
-                    walker.object(|walker, key| payload_member(walker, key, depth, out, &mut inner))?;
+                    walker.object(|walker, key| {
+                        payload_member(walker, key, depth, out, &mut inner)
+                    })?;
                 }
                 b"result" => {
                     top.seen.mark(RESULT, "result")?;
@@ -140,8 +153,13 @@ impl Venue for Binance {
         }
         // A combined envelope carries the payload only under "data": book keys beside it
         // are at the wrong level.
-        if [LAST_UPDATE_ID, BIDS, ASKS, EVENT, RESULT].iter().any(|&bit| top.seen.has(bit)) {
-            return Err(DecodeError::UnknownMessage("Binance combined-stream envelope"));
+        if [LAST_UPDATE_ID, BIDS, ASKS, EVENT, RESULT]
+            .iter()
+            .any(|&bit| top.seen.has(bit))
+        {
+            return Err(DecodeError::UnknownMessage(
+                "Binance combined-stream envelope",
+            ));
         }
         if !top.seen.has(STREAM) {
             return Err(DecodeError::MissingKey("stream"));
@@ -150,6 +168,20 @@ impl Venue for Binance {
             return Err(DecodeError::MissingKey("data"));
         }
         payload_message(&inner, top.stream)
+    }
+
+    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+        use std::io::Write;
+        write!(
+            out,
+            r#"{{"stream":"{stream}","data":{{"lastUpdateId":{},"bids":"#,
+            book.venue_sequence
+        )
+        .expect("writing to a Vec cannot fail");
+        super::write_levels(book.bids.as_slice(), price_decimals, "", out);
+        out.extend_from_slice(br#","asks":"#);
+        super::write_levels(book.asks.as_slice(), price_decimals, "", out);
+        out.extend_from_slice(b"}}");
     }
 }
 
@@ -167,13 +199,19 @@ mod tests {
         text.parse().unwrap()
     }
 
-    const RECORDED: &[u8] = include_bytes!("../../tests/fixtures/binance/partial_depth20_BTCUSDT_combined.json");
+    const RECORDED: &[u8] =
+        include_bytes!("../../tests/fixtures/binance/partial_depth20_BTCUSDT_combined.json");
 
     #[test]
     fn decodes_the_recorded_combined_frame() {
         let mut book = TopBook::default();
         let message = Binance::decode(RECORDED, 10, &mut book).unwrap();
-        assert_eq!(message, Message::Book { stream: b"btcusdt@depth20@100ms" });
+        assert_eq!(
+            message,
+            Message::Book {
+                stream: b"btcusdt@depth20@100ms"
+            }
+        );
         assert_eq!(book.venue_sequence, 11_655_824_136);
         assert_eq!(book.bids.len(), 10);
         assert_eq!(book.asks.len(), 10);
@@ -189,13 +227,25 @@ mod tests {
     fn decodes_the_raw_payload_and_control_frames() {
         let mut book = TopBook::default();
         let raw = br#"{"lastUpdateId":160,"bids":[["0.0024","10"]],"asks":[["0.0026","100"]]}"#;
-        assert_eq!(Binance::decode(raw, 10, &mut book), Ok(Message::Book { stream: b"" }));
+        assert_eq!(
+            Binance::decode(raw, 10, &mut book),
+            Ok(Message::Book { stream: b"" })
+        );
         assert_eq!(book.bids.as_slice()[0].amount, fp("10"));
 
         let cases: &[(&[u8], Message)] = &[
-            (br#"{"result":null,"id":1}"#, Message::SubscribeResult { accepted: true }),
-            (br#"{"code":2,"msg":"Invalid request","id":1}"#, Message::SubscribeResult { accepted: false }),
-            (br#"{"e":"serverShutdown","E":1770123456789}"#, Message::Reconnect),
+            (
+                br#"{"result":null,"id":1}"#,
+                Message::SubscribeResult { accepted: true },
+            ),
+            (
+                br#"{"code":2,"msg":"Invalid request","id":1}"#,
+                Message::SubscribeResult { accepted: false },
+            ),
+            (
+                br#"{"e":"serverShutdown","E":1770123456789}"#,
+                Message::Reconnect,
+            ),
             (
                 br#"{"stream":"!serverShutdown","data":{"e":"serverShutdown","E":1770123456789}}"#,
                 Message::Reconnect,
@@ -203,8 +253,25 @@ mod tests {
             (br#"{"e":"aggTrade","E":1,"p":"1.0"}"#, Message::Ignored),
         ];
         for &(frame, expected) in cases {
-            assert_eq!(Binance::decode(frame, 10, &mut book), Ok(expected), "{}", String::from_utf8_lossy(frame));
+            assert_eq!(
+                Binance::decode(frame, 10, &mut book),
+                Ok(expected),
+                "{}",
+                String::from_utf8_lossy(frame)
+            );
         }
+    }
+
+    #[test]
+    fn encoding_reproduces_the_recorded_frame() {
+        let mut book = TopBook::default();
+        Binance::decode(RECORDED, crate::book::MAX_DEPTH, &mut book).unwrap();
+        let mut encoded = Vec::new();
+        Binance::encode_book("btcusdt@depth20@100ms", &book, 8, &mut encoded);
+        assert_eq!(
+            String::from_utf8(encoded).unwrap(),
+            std::str::from_utf8(RECORDED).unwrap().trim_end()
+        );
     }
 
     #[test]

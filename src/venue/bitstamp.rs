@@ -41,7 +41,11 @@ pub const ORDER_BOOK_PREFIX: &str = "order_book_";
 impl Venue for Bitstamp {
     const NAME: &'static str = "bitstamp";
 
-    fn decode<'a>(frame: &'a [u8], depth: usize, out: &mut TopBook) -> Result<Message<'a>, DecodeError> {
+    fn decode<'a>(
+        frame: &'a [u8],
+        depth: usize,
+        out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError> {
         let mut walker = Walker::new(frame);
         let mut seen = Seen::default();
         let mut event: &[u8] = b"";
@@ -93,7 +97,12 @@ impl Venue for Bitstamp {
         }
         match event {
             b"data" if channel.starts_with(ORDER_BOOK_PREFIX.as_bytes()) => {
-                let required = [(DATA, "data"), (MICROTIMESTAMP, "microtimestamp"), (BIDS, "bids"), (ASKS, "asks")];
+                let required = [
+                    (DATA, "data"),
+                    (MICROTIMESTAMP, "microtimestamp"),
+                    (BIDS, "bids"),
+                    (ASKS, "asks"),
+                ];
                 match required.iter().find(|&&(bit, _)| !seen.has(bit)) {
                     Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
                     None => Ok(Message::Book { stream: channel }),
@@ -105,6 +114,23 @@ impl Venue for Bitstamp {
             b"bts:heartbeat" => Ok(Message::Heartbeat),
             _ => Ok(Message::Ignored),
         }
+    }
+
+    /// Python-style separators and key order, as in the first recorded sample.
+    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let micros = book.venue_sequence;
+        write!(
+            out,
+            r#"{{"data": {{"timestamp": "{}", "microtimestamp": "{micros}", "bids": "#,
+            micros / 1_000_000
+        )
+        .expect("writing to a Vec cannot fail");
+        super::write_levels(book.bids.as_slice(), price_decimals, " ", out);
+        out.extend_from_slice(br#", "asks": "#);
+        super::write_levels(book.asks.as_slice(), price_decimals, " ", out);
+        write!(out, r#"}}, "event": "data", "channel": "{stream}"}}"#)
+            .expect("writing to a Vec cannot fail");
     }
 }
 
@@ -118,7 +144,8 @@ mod tests {
     use super::*;
     use crate::fixed::FixedPoint;
 
-    const SAMPLES: &str = include_str!("../../tests/fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl");
+    const SAMPLES: &str =
+        include_str!("../../tests/fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl");
     const CONTROL: &str = include_str!("../../tests/fixtures/bitstamp/control_messages.jsonl");
 
     fn fp(text: &str) -> FixedPoint {
@@ -135,7 +162,12 @@ mod tests {
         for (line, (sequence, best_bid, best_ask)) in SAMPLES.lines().zip(expected) {
             let mut book = TopBook::default();
             let message = Bitstamp::decode(line.as_bytes(), 10, &mut book).unwrap();
-            assert_eq!(message, Message::Book { stream: b"order_book_btcusd" });
+            assert_eq!(
+                message,
+                Message::Book {
+                    stream: b"order_book_btcusd"
+                }
+            );
             if sequence != 0 {
                 assert_eq!(book.venue_sequence, sequence);
             }
@@ -147,11 +179,26 @@ mod tests {
     }
 
     #[test]
-    fn keeps_up_to_all_hundred_levels() {
-        let mut book = TopBook::default();
+    fn keeps_all_hundred_levels_and_never_more_than_max_depth() {
         let line = SAMPLES.lines().next().unwrap();
-        Bitstamp::decode(line.as_bytes(), crate::book::MAX_DEPTH, &mut book).unwrap();
-        assert_eq!(book.bids.len(), crate::book::MAX_DEPTH);
+        for (depth, kept) in [
+            (100, 100),
+            (crate::book::MAX_DEPTH + 1, crate::book::MAX_DEPTH),
+        ] {
+            let mut book = TopBook::default();
+            Bitstamp::decode(line.as_bytes(), depth, &mut book).unwrap();
+            assert_eq!((book.bids.len(), book.asks.len()), (kept, kept));
+        }
+    }
+
+    #[test]
+    fn encoding_reproduces_the_recorded_frame() {
+        let line = SAMPLES.lines().next().unwrap();
+        let mut book = TopBook::default();
+        Bitstamp::decode(line.as_bytes(), 100, &mut book).unwrap();
+        let mut encoded = Vec::new();
+        Bitstamp::encode_book("order_book_btcusd", &book, 2, &mut encoded);
+        assert_eq!(String::from_utf8(encoded).unwrap(), line);
     }
 
     #[test]
@@ -165,7 +212,11 @@ mod tests {
         ];
         for (line, expected) in CONTROL.lines().zip(expected) {
             let mut book = TopBook::default();
-            assert_eq!(Bitstamp::decode(line.as_bytes(), 10, &mut book), Ok(expected), "{line}");
+            assert_eq!(
+                Bitstamp::decode(line.as_bytes(), 10, &mut book),
+                Ok(expected),
+                "{line}"
+            );
         }
     }
 }

@@ -36,7 +36,37 @@ pub trait Venue {
 
     /// Decodes one text frame, writing a book message's top `depth` levels per side into
     /// `out`. On error `out` holds garbage and must not be published.
-    fn decode<'a>(frame: &'a [u8], depth: usize, out: &mut TopBook) -> Result<Message<'a>, DecodeError>;
+    fn decode<'a>(
+        frame: &'a [u8],
+        depth: usize,
+        out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError>;
+
+    /// Appends `book` to `out` as this venue's book frame for `stream`, byte for byte in
+    /// the recorded wire format (prices with `price_decimals` digits where exact). The
+    /// simulator serves these; tests and benches decode them.
+    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>);
+}
+
+/// Writes a side as `[["price","amount"],…]` with `separator` after each `,`.
+pub(crate) fn write_levels(
+    levels: &[crate::book::Level],
+    price_decimals: u32,
+    separator: &str,
+    out: &mut Vec<u8>,
+) {
+    use std::io::Write;
+    out.push(b'[');
+    for (index, level) in levels.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+            out.extend_from_slice(separator.as_bytes());
+        }
+        let price = level.price.with_decimals(price_decimals);
+        write!(out, "[\"{price}\",{separator}\"{}\"]", level.amount)
+            .expect("writing to a Vec cannot fail");
+    }
+    out.push(b']');
 }
 
 macro_rules! venues {
@@ -59,6 +89,11 @@ macro_rules! venues {
             pub fn decode<'a>(self, frame: &'a [u8], depth: usize, out: &mut TopBook) -> Result<Message<'a>, DecodeError> {
                 match self { $(VenueId::$variant => <$venue as Venue>::decode(frame, depth, out)),+ }
             }
+
+            /// Encodes a book frame with this venue's encoder (see [`Venue::encode_book`]).
+            pub fn encode_book(self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+                match self { $(VenueId::$variant => <$venue as Venue>::encode_book(stream, book, price_decimals, out)),+ }
+            }
         }
     };
 }
@@ -76,7 +111,10 @@ impl VenueId {
     }
 
     pub fn from_name(name: &str) -> Option<VenueId> {
-        VenueId::ALL.iter().copied().find(|venue| venue.name() == name)
+        VenueId::ALL
+            .iter()
+            .copied()
+            .find(|venue| venue.name() == name)
     }
 }
 
