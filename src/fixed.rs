@@ -359,7 +359,7 @@ impl FixedPoint {
                 let WithDecimals(value, decimals) = *self;
                 let dropped = 10u64.pow(DECIMALS - decimals.min(DECIMALS));
                 let fraction = value.0 % SCALE;
-                if fraction % dropped != 0 {
+                if !fraction.is_multiple_of(dropped) {
                     return fmt::Display::fmt(&value, f);
                 }
                 let integer = value.0 / SCALE;

@@ -1,7 +1,27 @@
+//! mergebook: a low-latency multi-exchange order book aggregator.
+//!
+//! The path of one frame, and the module for each step:
+//!
+//! - [`venue`]: one module per exchange decodes its frames (pure: bytes in, book out),
+//!   built on [`walker`] (the JSON byte walker) and [`fixed`] (exact decimals);
+//! - [`book`]: the fixed-capacity top-N book a decoder fills;
+//! - [`mailbox`]: the single-slot latest-value handoff from a reader to the merger (the
+//!   crate's only `unsafe`);
+//! - [`merger`]: per-instrument venue states and the rule for who is merged;
+//!   [`merge`]: the k-way merge itself;
+//! - [`summary`]: the published consolidated book; [`publish`]: its output formats;
+//! - [`replay`]: recorded frames through the same path, deterministically.
+//!
+//! ARCHITECTURE.md has the map and the invariants.
 #![deny(unsafe_code)]
+
 pub mod book;
 pub mod fixed;
 pub mod mailbox;
 pub mod merge;
+pub mod merger;
+pub mod publish;
+pub mod replay;
+pub mod summary;
 pub mod venue;
 pub mod walker;

@@ -481,7 +481,7 @@ fn is_rest_of_side(region: &[u8]) -> bool {
         closes += u32::from(block_closes);
         quotes += u32::from(block_quotes);
     }
-    opens + 1 == closes && quotes % 2 == 0 && forbidden == 0
+    opens + 1 == closes && quotes.is_multiple_of(2) && forbidden == 0
 }
 
 #[cfg(test)]

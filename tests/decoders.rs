@@ -505,7 +505,7 @@ impl Layout {
             "[1,{\"bids\":[]}]",
             "{\"asks\":{}}",
         ];
-        (self.next() % 3 == 0).then(|| {
+        self.next().is_multiple_of(3).then(|| {
             format!(
                 "\"extra{}\":{}",
                 self.next() % 100,
@@ -557,7 +557,7 @@ fn generated_frame(venue: VenueId, bids: &[(u64, u64)], asks: &[(u64, u64)], see
                 layout.member("asks", &sides[1]),
             ];
             let payload = layout.object(members);
-            if seed % 2 == 0 {
+            if seed.is_multiple_of(2) {
                 payload
             } else {
                 let members = vec![

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Seeds each fuzz target's corpus with the recorded frames (one file per frame, prefixed
+# with a depth byte of 10 for the decoders).
+set -euo pipefail
+cd "$(dirname "$0")"
+fixtures=../tests/fixtures
+seed() { # target, file of frames (one per line)
+  mkdir -p "corpus/$1"
+  local n=0
+  while IFS= read -r line; do
+    [ -n "$line" ] || continue
+    n=$((n + 1))
+    { printf '\x0a'; printf '%s' "$line"; } > "corpus/$1/$(basename "$2").$n"
+  done < "$2"
+}
+for f in "$fixtures"/binance/*; do seed binance_depth "$f"; done
+for f in "$fixtures"/bitstamp/*; do seed bitstamp_order_book "$f"; done
+mkdir -p corpus/fixed_point
+for n in 35496.06000000 0.29859300 9328.28 0 1.000000000 184467440737.09551615 1e5 -1; do
+  printf '%s' "$n" > "corpus/fixed_point/$n"
+done

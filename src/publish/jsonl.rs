@@ -1,0 +1,50 @@
+//! JSON lines: one object per `Summary`, prices and amounts as exact decimal strings.
+//!
+//! ```text
+//! {"instrument":"ETH/BTC","seq":7,"ts_ns":1700000000000000000,"spread":"0.00000100",
+//!  "bids":[{"exchange":"binance","price":"0.06824000","amount":"12.00000000"},…],
+//!  "asks":[…],"venues":{"binance":"synced","bitstamp":"stale"}}
+//! ```
+//! (one line on the wire). `spread` is `null` while either side is empty, and negative
+//! when the consolidated book is crossed.
+
+use crate::merge::MergedLevel;
+use crate::summary::Summary;
+use std::io::{self, Write};
+
+/// Writes `summary` as one JSON line. Instrument names are validated at configuration
+/// time to need no escaping.
+pub fn write_summary(out: &mut impl Write, instrument: &str, summary: &Summary) -> io::Result<()> {
+    write!(
+        out,
+        r#"{{"instrument":"{instrument}","seq":{},"ts_ns":{},"spread":"#,
+        summary.sequence, summary.published_ns
+    )?;
+    match summary.book.spread {
+        Some(spread) => write!(out, "\"{spread}\"")?,
+        None => out.write_all(b"null")?,
+    }
+    out.write_all(br#","bids":"#)?;
+    write_levels(out, summary.book.bids.as_slice())?;
+    out.write_all(br#","asks":"#)?;
+    write_levels(out, summary.book.asks.as_slice())?;
+    out.write_all(br#","venues":{"#)?;
+    for (index, (venue, state)) in summary.venue_states().enumerate() {
+        let separator = if index == 0 { "" } else { "," };
+        write!(out, r#"{separator}"{venue}":"{}""#, state.name())?;
+    }
+    out.write_all(b"}}\n")
+}
+
+fn write_levels(out: &mut impl Write, levels: &[MergedLevel]) -> io::Result<()> {
+    out.write_all(b"[")?;
+    for (index, level) in levels.iter().enumerate() {
+        let separator = if index == 0 { "" } else { "," };
+        write!(
+            out,
+            r#"{separator}{{"exchange":"{}","price":"{}","amount":"{}"}}"#,
+            level.venue, level.price, level.amount
+        )?;
+    }
+    out.write_all(b"]")
+}

@@ -1,0 +1,68 @@
+//! The consolidated `Summary` the merger publishes: one instrument's merged book, stamped
+//! with a sequence number, the publish time, and every venue's state. Plain inline data,
+//! so it can sit in a mailbox slot.
+
+use crate::merge::MergedBook;
+use crate::venue::{MAX_VENUES, VenueId};
+
+/// Where a venue stands for one instrument. Only `Synced` venues are in the merged book.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VenueState {
+    /// Not configured for this instrument.
+    #[default]
+    Absent,
+    /// Configured; no book received yet (connecting, subscribing, or reconnecting).
+    Connecting,
+    /// Its latest book is in the merge.
+    Synced,
+    /// No book within the stale age: evicted from the merge until a fresh one arrives.
+    Stale,
+    /// A decode error or sequence problem: excluded until a good book arrives.
+    OutOfSync,
+    /// Its own best bid is at or above its own best ask: excluded while that lasts.
+    Crossed,
+}
+
+impl VenueState {
+    pub fn name(self) -> &'static str {
+        match self {
+            VenueState::Absent => "absent",
+            VenueState::Connecting => "connecting",
+            VenueState::Synced => "synced",
+            VenueState::Stale => "stale",
+            VenueState::OutOfSync => "out-of-sync",
+            VenueState::Crossed => "crossed",
+        }
+    }
+}
+
+/// One published consolidated book.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Index of the instrument in the configuration.
+    pub instrument: usize,
+    /// Increases by one with every summary published for this instrument.
+    pub sequence: u64,
+    /// When it was published (ns since the Unix epoch).
+    pub published_ns: u64,
+    /// When the frame that caused it was received (ns since the Unix epoch); the start of
+    /// the frame-to-publish latency.
+    pub received_ns: u64,
+    pub book: MergedBook,
+    /// Indexed by `VenueId::index()`.
+    pub venues: [VenueState; MAX_VENUES],
+}
+
+impl Summary {
+    pub fn venue_state(&self, venue: VenueId) -> VenueState {
+        self.venues[venue.index()]
+    }
+
+    /// The configured venues with their states, in registry order.
+    pub fn venue_states(&self) -> impl Iterator<Item = (VenueId, VenueState)> + '_ {
+        VenueId::ALL
+            .iter()
+            .map(|&venue| (venue, self.venue_state(venue)))
+            .filter(|&(_, state)| state != VenueState::Absent)
+    }
+}
