@@ -94,11 +94,17 @@ pub struct VenueBook<'a> {
     pub book: &'a TopBook,
 }
 
-/// True when `a` (from venue `a_venue`) ranks before `b` on `side` (see the tie-break).
-#[inline]
-fn ranks_before(side: Side, a: &Level, a_venue: VenueId, b: &Level, b_venue: VenueId) -> bool {
+/// True when `a` (from venue `a_venue`) ranks before `b` (see the tie-break). `BIDS`
+/// selects the side at compile time, keeping the side out of the inner loop.
+#[inline(always)]
+fn ranks_before<const BIDS: bool>(
+    a: &Level,
+    a_venue: VenueId,
+    b: &Level,
+    b_venue: VenueId,
+) -> bool {
     if a.price != b.price {
-        return side.is_better(a.price, b.price);
+        return (a.price > b.price) == BIDS;
     }
     if a.amount != b.amount {
         return a.amount > b.amount;
@@ -109,38 +115,52 @@ fn ranks_before(side: Side, a: &Level, a_venue: VenueId, b: &Level, b_venue: Ven
 /// Merges one side of every input into `out`, keeping the best `depth` levels.
 #[inline]
 pub fn merge_side(side: Side, inputs: &[VenueBook<'_>], depth: usize, out: &mut MergedLevels) {
-    let depth = depth.min(MAX_DEPTH);
+    match side {
+        Side::Bid => merge_side_of::<true>(inputs, depth, out),
+        Side::Ask => merge_side_of::<false>(inputs, depth, out),
+    }
+}
+
+#[inline]
+fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: &mut MergedLevels) {
+    let side = if BIDS { Side::Bid } else { Side::Ask };
     let inputs = &inputs[..inputs.len().min(MAX_VENUES)];
-    let mut cursors = [0usize; MAX_VENUES];
+    // Each venue's remaining levels; a venue drops out of the scan when it runs dry.
+    let mut heads: [(&[Level], VenueId); MAX_VENUES] = [(&[], VenueId::ALL[0]); MAX_VENUES];
+    let mut live = 0;
+    for input in inputs {
+        let levels = input.book.side(side).as_slice();
+        if !levels.is_empty() {
+            heads[live] = (levels, input.venue);
+            live += 1;
+        }
+    }
+    let depth = depth.min(MAX_DEPTH);
     out.len = 0;
-    while out.len < depth {
-        let mut best: Option<(usize, &Level)> = None;
-        for (index, input) in inputs.iter().enumerate() {
-            let Some(level) = input.book.side(side).as_slice().get(cursors[index]) else {
-                continue;
-            };
-            let better = match best {
-                None => true,
-                Some((best_index, best_level)) => ranks_before(
-                    side,
-                    level,
-                    input.venue,
-                    best_level,
-                    inputs[best_index].venue,
-                ),
-            };
-            if better {
-                best = Some((index, level));
+    while out.len < depth && live > 0 {
+        let mut best = 0;
+        for candidate in 1..live {
+            let (levels, venue) = heads[candidate];
+            let (best_levels, best_venue) = heads[best];
+            if ranks_before::<BIDS>(&levels[0], venue, &best_levels[0], best_venue) {
+                best = candidate;
             }
         }
-        let Some((index, level)) = best else { break };
-        cursors[index] += 1;
+        let (levels, venue) = heads[best];
         out.levels[out.len] = MergedLevel {
-            price: level.price,
-            amount: level.amount,
-            venue: inputs[index].venue,
+            price: levels[0].price,
+            amount: levels[0].amount,
+            venue,
         };
         out.len += 1;
+        if levels.len() > 1 {
+            heads[best].0 = &levels[1..];
+        } else {
+            // Keep input order among the remaining heads: ties on every key resolve to the
+            // earlier input, as a stable sort would.
+            heads.copy_within(best + 1..live, best);
+            live -= 1;
+        }
     }
 }
 

@@ -410,9 +410,10 @@ impl<'a> Walker<'a> {
         Ok(Level { price, amount })
     }
 
-    /// The layout every exchange sends, `["price","amount"]` with no whitespace, read with
-    /// direct byte checks. `None` (position unchanged) sends anything else, including every
-    /// error, through the general path, which reports it precisely.
+    /// The layouts exchanges send, `["price","amount"]` (Binance) and
+    /// `["price", "amount"]` (Bitstamp), read with direct byte checks. `None` (position
+    /// unchanged) sends anything else, including every error, through the general path,
+    /// which reports it precisely.
     #[inline]
     fn compact_level(&mut self) -> Option<Level> {
         let start = self.pos;
@@ -421,10 +422,16 @@ impl<'a> Walker<'a> {
             return None;
         }
         let (price, price_len) = FixedPoint::parse_quoted_fast(&rest[2..])?;
-        let amount_start = 2 + price_len + 3;
-        if rest.get(2 + price_len..amount_start)? != b"\",\"" {
-            return None;
-        }
+        let separator = rest.get(2 + price_len..)?;
+        let amount_start = 2
+            + price_len
+            + if separator.starts_with(b"\",\"") {
+                3
+            } else if separator.starts_with(b"\", \"") {
+                4
+            } else {
+                return None;
+            };
         let (amount, amount_len) = FixedPoint::parse_quoted_fast(rest.get(amount_start..)?)?;
         let end = amount_start + amount_len;
         if rest.get(end..end + 2)? != b"\"]" {
