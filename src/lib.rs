@@ -16,6 +16,7 @@
 #![deny(unsafe_code)]
 
 pub mod book;
+pub mod config;
 pub mod fixed;
 pub mod mailbox;
 pub mod merge;

@@ -1,0 +1,632 @@
+//! Configuration in two stages: the raw TOML (`Raw*`, every table `deny_unknown_fields`)
+//! and the validated [`Config`] the service runs on. Every error names the key and the
+//! value. Command-line flags and `MERGEBOOK_*` environment variables override the file
+//! (see `src/main.rs`); the file's example with every key is `config/default.toml`.
+
+use crate::book::MAX_DEPTH;
+use crate::venue::{MAX_VENUES, VenueId};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Syntax { path: String, message: String },
+    #[error("{key} = {value}: {reason}")]
+    Invalid {
+        key: String,
+        value: String,
+        reason: String,
+    },
+}
+
+fn invalid(
+    key: impl Into<String>,
+    value: impl std::fmt::Display,
+    reason: impl Into<String>,
+) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
+// ---- stage one: the file as written ----
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub service: RawService,
+    #[serde(default)]
+    pub merger: RawMerger,
+    #[serde(default)]
+    pub feed: RawFeed,
+    #[serde(default)]
+    pub grpc: RawListen,
+    #[serde(default)]
+    pub metrics: RawListen,
+    #[serde(default)]
+    pub venues: BTreeMap<String, RawVenue>,
+    #[serde(default)]
+    pub instruments: Vec<RawInstrument>,
+    pub simulator: Option<RawSimulator>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawService {
+    pub depth: Option<i64>,
+    pub stale_after_ms: Option<i64>,
+    pub output: Option<String>,
+    pub log_format: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMerger {
+    pub core: Option<i64>,
+    pub idle: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFeed {
+    pub max_frame_bytes: Option<i64>,
+    pub read_idle_timeout_ms: Option<i64>,
+    pub connect_timeout_ms: Option<i64>,
+    pub backoff_initial_ms: Option<i64>,
+    pub backoff_max_ms: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawListen {
+    pub listen: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVenue {
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawInstrument {
+    pub name: String,
+    /// Venue name → that venue's symbol for the instrument.
+    pub symbols: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSimulator {
+    pub listen: Option<String>,
+    pub rate_per_second: Option<i64>,
+    pub seed: Option<i64>,
+}
+
+// ---- stage two: validated ----
+
+/// What the merger thread does when a poll finds nothing new.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleStrategy {
+    /// Spin on the CPU (lowest latency; owns a whole core).
+    Spin,
+    /// Spin briefly, then yield the core to other threads between polls.
+    SpinThenYield,
+    /// Spin, yield, then park until a reader wakes it (or 1 ms passes). The default:
+    /// on a 2-core machine a spinning merger would starve the readers.
+    Park,
+}
+
+impl IdleStrategy {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "spin" => Some(IdleStrategy::Spin),
+            "spin-then-yield" => Some(IdleStrategy::SpinThenYield),
+            "park" => Some(IdleStrategy::Park),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// One JSON line per summary on stdout.
+    JsonLines,
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Levels per side kept per venue and published.
+    pub depth: usize,
+    /// A venue whose latest book is older than this is evicted from the merge.
+    pub stale_after: Duration,
+    pub output: Output,
+    pub log_format: LogFormat,
+    pub merger_core: Option<usize>,
+    pub idle: IdleStrategy,
+    pub feed: FeedSettings,
+    pub grpc_listen: SocketAddr,
+    pub metrics_listen: SocketAddr,
+    /// The venues used by at least one instrument, with their URLs.
+    pub venues: Vec<VenueConfig>,
+    pub instruments: Vec<Instrument>,
+    pub simulator: Option<SimulatorConfig>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FeedSettings {
+    pub max_frame_bytes: usize,
+    pub read_idle_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct VenueConfig {
+    pub venue: VenueId,
+    pub url: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instrument {
+    /// Canonical name, `ETH/BTC`.
+    pub name: String,
+    /// (venue, that venue's symbol).
+    pub symbols: Vec<(VenueId, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimulatorConfig {
+    pub listen: SocketAddr,
+    pub rate_per_second: u32,
+    pub seed: u64,
+}
+
+/// The most instruments one process serves (each costs a mailbox per venue and a summary).
+pub const MAX_INSTRUMENTS: usize = 64;
+/// The simulator's rate range, per (venue, instrument), in frames per second.
+pub const SIMULATOR_RATES: std::ops::RangeInclusive<i64> = 10..=100_000;
+
+fn in_range(
+    key: &str,
+    value: Option<i64>,
+    default: i64,
+    range: std::ops::RangeInclusive<i64>,
+) -> Result<i64, ConfigError> {
+    let value = value.unwrap_or(default);
+    if range.contains(&value) {
+        Ok(value)
+    } else {
+        Err(invalid(
+            key,
+            value,
+            format!("must be between {} and {}", range.start(), range.end()),
+        ))
+    }
+}
+
+fn millis(
+    key: &str,
+    value: Option<i64>,
+    default: i64,
+    range: std::ops::RangeInclusive<i64>,
+) -> Result<Duration, ConfigError> {
+    in_range(key, value, default, range).map(|ms| Duration::from_millis(ms as u64))
+}
+
+fn socket_address(
+    key: &str,
+    value: Option<&str>,
+    default: &str,
+) -> Result<SocketAddr, ConfigError> {
+    let value = value.unwrap_or(default);
+    value.parse().map_err(|_| {
+        invalid(
+            key,
+            format!("{value:?}"),
+            "expected an address like 127.0.0.1:9898",
+        )
+    })
+}
+
+/// An instrument name is printed unescaped in JSON and used as a metric label.
+fn valid_instrument_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 32
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/-_.".contains(&b))
+}
+
+fn default_url(venue: VenueId) -> &'static str {
+    match venue {
+        VenueId::Binance => "wss://stream.binance.com:9443/stream",
+        VenueId::Bitstamp => "wss://ws.bitstamp.net",
+    }
+}
+
+impl RawConfig {
+    pub fn parse(text: &str, path: &str) -> Result<RawConfig, ConfigError> {
+        toml::from_str(text).map_err(|error| ConfigError::Syntax {
+            path: path.to_owned(),
+            message: error.to_string(),
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<RawConfig, ConfigError> {
+        let display = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: display.clone(),
+            source,
+        })?;
+        RawConfig::parse(&text, &display)
+    }
+
+    /// Checks every value and fills in the defaults.
+    pub fn validate(&self) -> Result<Config, ConfigError> {
+        let service = &self.service;
+        let depth = in_range("service.depth", service.depth, 10, 1..=MAX_DEPTH as i64)? as usize;
+        let stale_after = millis(
+            "service.stale_after_ms",
+            service.stale_after_ms,
+            5_000,
+            10..=3_600_000,
+        )?;
+        let output = match service.output.as_deref().unwrap_or("jsonl") {
+            "jsonl" => Output::JsonLines,
+            "none" => Output::None,
+            other => {
+                return Err(invalid(
+                    "service.output",
+                    format!("{other:?}"),
+                    "expected \"jsonl\" or \"none\"",
+                ));
+            }
+        };
+        let log_format = match service.log_format.as_deref().unwrap_or("text") {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            other => {
+                return Err(invalid(
+                    "service.log_format",
+                    format!("{other:?}"),
+                    "expected \"text\" or \"json\"",
+                ));
+            }
+        };
+        let merger_core = match self.merger.core {
+            None => None,
+            Some(core) => Some(in_range("merger.core", Some(core), 0, 0..=4095)? as usize),
+        };
+        let idle = match self.merger.idle.as_deref() {
+            None => IdleStrategy::Park,
+            Some(text) => IdleStrategy::parse(text).ok_or_else(|| {
+                invalid(
+                    "merger.idle",
+                    format!("{text:?}"),
+                    "expected \"spin\", \"spin-then-yield\" or \"park\"",
+                )
+            })?,
+        };
+        let feed = FeedSettings {
+            max_frame_bytes: in_range(
+                "feed.max_frame_bytes",
+                self.feed.max_frame_bytes,
+                1 << 20,
+                4096..=64 << 20,
+            )? as usize,
+            read_idle_timeout: millis(
+                "feed.read_idle_timeout_ms",
+                self.feed.read_idle_timeout_ms,
+                30_000,
+                100..=600_000,
+            )?,
+            connect_timeout: millis(
+                "feed.connect_timeout_ms",
+                self.feed.connect_timeout_ms,
+                10_000,
+                100..=120_000,
+            )?,
+            backoff_initial: millis(
+                "feed.backoff_initial_ms",
+                self.feed.backoff_initial_ms,
+                100,
+                1..=60_000,
+            )?,
+            backoff_max: millis(
+                "feed.backoff_max_ms",
+                self.feed.backoff_max_ms,
+                30_000,
+                1..=600_000,
+            )?,
+        };
+        if feed.backoff_max < feed.backoff_initial {
+            return Err(invalid(
+                "feed.backoff_max_ms",
+                feed.backoff_max.as_millis(),
+                "must not be below feed.backoff_initial_ms",
+            ));
+        }
+
+        for name in self.venues.keys() {
+            if VenueId::from_name(name).is_none() {
+                return Err(invalid(
+                    format!("venues.{name}"),
+                    "{…}",
+                    unknown_venue_reason(),
+                ));
+            }
+        }
+        if self.instruments.is_empty() {
+            return Err(invalid(
+                "instruments",
+                "[]",
+                "configure at least one [[instruments]]",
+            ));
+        }
+        if self.instruments.len() > MAX_INSTRUMENTS {
+            return Err(invalid(
+                "instruments",
+                self.instruments.len(),
+                format!("at most {MAX_INSTRUMENTS}"),
+            ));
+        }
+        let mut instruments = Vec::new();
+        let mut used = [false; MAX_VENUES];
+        for (index, raw) in self.instruments.iter().enumerate() {
+            let key = format!("instruments[{index}]");
+            if !valid_instrument_name(&raw.name) {
+                return Err(invalid(
+                    format!("{key}.name"),
+                    format!("{:?}", raw.name),
+                    "1 to 32 characters of A-Z a-z 0-9 / - _ .",
+                ));
+            }
+            if instruments.iter().any(|i: &Instrument| i.name == raw.name) {
+                return Err(invalid(
+                    format!("{key}.name"),
+                    format!("{:?}", raw.name),
+                    "configured twice",
+                ));
+            }
+            if raw.symbols.is_empty() {
+                return Err(invalid(
+                    format!("{key}.symbols"),
+                    "{}",
+                    "map at least one venue to its symbol",
+                ));
+            }
+            let mut symbols = Vec::new();
+            for (venue_name, symbol) in &raw.symbols {
+                let venue = VenueId::from_name(venue_name).ok_or_else(|| {
+                    invalid(
+                        format!("{key}.symbols.{venue_name}"),
+                        format!("{symbol:?}"),
+                        unknown_venue_reason(),
+                    )
+                })?;
+                if symbol.is_empty()
+                    || !symbol
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+                {
+                    return Err(invalid(
+                        format!("{key}.symbols.{venue_name}"),
+                        format!("{symbol:?}"),
+                        "a symbol is letters, digits, '-' or '_'",
+                    ));
+                }
+                used[venue.index()] = true;
+                symbols.push((venue, symbol.clone()));
+            }
+            instruments.push(Instrument {
+                name: raw.name.clone(),
+                symbols,
+            });
+        }
+
+        let mut venues = Vec::new();
+        for &venue in VenueId::ALL.iter().filter(|venue| used[venue.index()]) {
+            let url = match self.venues.get(venue.name()).and_then(|v| v.url.clone()) {
+                Some(url) => url,
+                None => default_url(venue).to_owned(),
+            };
+            if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+                return Err(invalid(
+                    format!("venues.{venue}.url"),
+                    format!("{url:?}"),
+                    "expected a ws:// or wss:// URL",
+                ));
+            }
+            venues.push(VenueConfig { venue, url });
+        }
+
+        let simulator = match &self.simulator {
+            None => None,
+            Some(raw) => Some(SimulatorConfig {
+                listen: socket_address("simulator.listen", raw.listen.as_deref(), "127.0.0.1:0")?,
+                rate_per_second: in_range(
+                    "simulator.rate_per_second",
+                    raw.rate_per_second,
+                    20,
+                    SIMULATOR_RATES,
+                )? as u32,
+                seed: in_range("simulator.seed", raw.seed, 1, 0..=i64::MAX)? as u64,
+            }),
+        };
+
+        Ok(Config {
+            depth,
+            stale_after,
+            output,
+            log_format,
+            merger_core,
+            idle,
+            feed,
+            grpc_listen: socket_address(
+                "grpc.listen",
+                self.grpc.listen.as_deref(),
+                "127.0.0.1:50051",
+            )?,
+            metrics_listen: socket_address(
+                "metrics.listen",
+                self.metrics.listen.as_deref(),
+                "127.0.0.1:9898",
+            )?,
+            venues,
+            instruments,
+            simulator,
+        })
+    }
+}
+
+fn unknown_venue_reason() -> String {
+    let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
+    format!("unknown venue (known: {})", known.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validate(text: &str) -> Result<Config, ConfigError> {
+        RawConfig::parse(text, "test.toml")?.validate()
+    }
+
+    const MINIMAL: &str =
+        "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n";
+
+    #[test]
+    fn a_minimal_file_gets_the_documented_defaults() {
+        let config = validate(MINIMAL).unwrap();
+        assert_eq!(config.depth, 10);
+        assert_eq!(config.idle, IdleStrategy::Park);
+        assert_eq!(
+            config.venues,
+            [VenueConfig {
+                venue: VenueId::Binance,
+                url: default_url(VenueId::Binance).into()
+            }]
+        );
+        assert_eq!(config.grpc_listen.to_string(), "127.0.0.1:50051");
+        assert!(config.simulator.is_none());
+    }
+
+    /// Each bad value stops start-up with a message naming the key and the value.
+    #[test]
+    fn errors_name_the_key_and_the_value() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "[service]\ndepth = 0\n",
+                "service.depth = 0: must be between 1 and 100",
+            ),
+            (
+                "[service]\ndepth = 101\n",
+                "service.depth = 101: must be between 1 and 100",
+            ),
+            (
+                "[service]\noutput = \"xml\"\n",
+                "service.output = \"xml\": expected \"jsonl\" or \"none\"",
+            ),
+            (
+                "[merger]\nidle = \"nap\"\n",
+                "merger.idle = \"nap\": expected \"spin\", \"spin-then-yield\" or \"park\"",
+            ),
+            (
+                "[grpc]\nlisten = \"localhost\"\n",
+                "grpc.listen = \"localhost\": expected an address like 127.0.0.1:9898",
+            ),
+            (
+                "[venues.binance]\nurl = \"http://x\"\n",
+                "venues.binance.url = \"http://x\": expected a ws:// or wss:// URL",
+            ),
+            (
+                "[venues.kraken]\n",
+                "venues.kraken = {…}: unknown venue (known: binance, bitstamp)",
+            ),
+            (
+                "[simulator]\nrate_per_second = 5\n",
+                "simulator.rate_per_second = 5: must be between 10 and 100000",
+            ),
+            (
+                "[feed]\nbackoff_initial_ms = 500\nbackoff_max_ms = 100\n",
+                "feed.backoff_max_ms = 100: must not be below feed.backoff_initial_ms",
+            ),
+        ];
+        for (extra, message) in cases {
+            let error = validate(&format!("{extra}{MINIMAL}")).unwrap_err();
+            assert_eq!(error.to_string(), *message);
+        }
+        let no_instruments = validate("").unwrap_err().to_string();
+        assert_eq!(
+            no_instruments,
+            "instruments = []: configure at least one [[instruments]]"
+        );
+        let bad_name =
+            validate("[[instruments]]\nname = \"ETH BTC\"\nsymbols = { binance = \"X\" }\n")
+                .unwrap_err();
+        assert!(
+            bad_name
+                .to_string()
+                .starts_with("instruments[0].name = \"ETH BTC\""),
+            "{bad_name}"
+        );
+        let bad_venue =
+            validate("[[instruments]]\nname = \"A\"\nsymbols = { ftx = \"X\" }\n").unwrap_err();
+        assert!(
+            bad_venue
+                .to_string()
+                .starts_with("instruments[0].symbols.ftx = \"X\": unknown venue"),
+            "{bad_venue}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_by_name() {
+        let error = validate(&format!("[service]\ndepht = 10\n{MINIMAL}"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("unknown field `depht`"), "{error}");
+    }
+
+    /// Every file shipped in config/ is valid.
+    #[test]
+    fn every_shipped_config_file_is_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|ext| ext == "toml") {
+                RawConfig::load(&path)
+                    .and_then(|raw| raw.validate())
+                    .unwrap_or_else(|e| panic!("{e}"));
+                checked += 1;
+            }
+        }
+        assert!(
+            checked >= 2,
+            "config/default.toml and config/sim.toml at least"
+        );
+    }
+}
