@@ -16,13 +16,20 @@
 #![deny(unsafe_code)]
 
 pub mod book;
+pub mod clock;
 pub mod config;
+pub mod feed;
 pub mod fixed;
+pub mod http;
 pub mod mailbox;
 pub mod merge;
 pub mod merger;
+pub mod metrics;
 pub mod publish;
 pub mod replay;
+pub mod rng;
+pub mod service;
+pub mod sim;
 pub mod summary;
 pub mod venue;
 pub mod walker;

@@ -3,18 +3,80 @@
 
 use clap::{Parser, Subcommand};
 use mergebook::book::MAX_DEPTH;
+use mergebook::config::{Config, ConfigError, LogFormat, RawConfig};
 use mergebook::publish::jsonl;
 use mergebook::replay::{self, RecordedFrame};
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
 use mergebook::venue::VenueId;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(version, about = "Low-latency multi-exchange order book aggregator")]
+#[command(
+    version,
+    about = "Low-latency multi-exchange order book aggregator",
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// Running the service. Each flag overrides the configuration file, and can also be given
+/// as the environment variable shown.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The configuration file (see config/default.toml for every key).
+    #[arg(long, env = "MERGEBOOK_CONFIG", default_value = "config/default.toml")]
+    config: PathBuf,
+    /// service.depth: levels per side.
+    #[arg(long, env = "MERGEBOOK_DEPTH")]
+    depth: Option<i64>,
+    /// service.output: "jsonl" or "none".
+    #[arg(long, env = "MERGEBOOK_OUTPUT")]
+    output: Option<String>,
+    /// service.log_format: "text" or "json".
+    #[arg(long, env = "MERGEBOOK_LOG_FORMAT")]
+    log_format: Option<String>,
+    /// merger.core: the CPU to pin the merger thread to.
+    #[arg(long, env = "MERGEBOOK_MERGER_CORE")]
+    merger_core: Option<i64>,
+    /// merger.idle: "spin", "spin-then-yield" or "park".
+    #[arg(long, env = "MERGEBOOK_IDLE")]
+    idle: Option<String>,
+    /// grpc.listen: address of the gRPC server.
+    #[arg(long, env = "MERGEBOOK_GRPC_LISTEN")]
+    grpc_listen: Option<String>,
+    /// metrics.listen: address of /metrics and /health.
+    #[arg(long, env = "MERGEBOOK_METRICS_LISTEN")]
+    metrics_listen: Option<String>,
+    /// simulator.rate_per_second (only with a [simulator] section).
+    #[arg(long, env = "MERGEBOOK_SIMULATOR_RATE")]
+    simulator_rate: Option<i64>,
+}
+
+impl RunArgs {
+    /// Loads the file and applies the overrides, before validation, so every value is
+    /// checked the same way and errors name the configuration key.
+    fn load(&self) -> Result<Config, ConfigError> {
+        let mut raw = RawConfig::load(&self.config)?;
+        let service = &mut raw.service;
+        service.depth = self.depth.or(service.depth);
+        service.output = self.output.clone().or(service.output.take());
+        service.log_format = self.log_format.clone().or(service.log_format.take());
+        raw.merger.core = self.merger_core.or(raw.merger.core);
+        raw.merger.idle = self.idle.clone().or(raw.merger.idle.take());
+        raw.grpc.listen = self.grpc_listen.clone().or(raw.grpc.listen.take());
+        raw.metrics.listen = self.metrics_listen.clone().or(raw.metrics.listen.take());
+        if let Some(simulator) = &mut raw.simulator {
+            simulator.rate_per_second = self.simulator_rate.or(simulator.rate_per_second);
+        }
+        raw.validate()
+    }
 }
 
 #[derive(Subcommand)]
@@ -45,12 +107,95 @@ fn parse_venue_file(argument: &str) -> Result<(VenueId, PathBuf), String> {
 }
 
 fn main() -> ExitCode {
-    match Cli::parse().command {
-        Command::Replay {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Replay {
             venues,
             instrument,
             depth,
-        } => run_replay(&venues, &instrument, usize::from(depth)),
+        }) => run_replay(&venues, &instrument, usize::from(depth)),
+        None => run_service(&cli.run),
+    }
+}
+
+fn run_service(args: &RunArgs) -> ExitCode {
+    let config = match args.load() {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("mergebook: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    init_logging(config.log_format);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("mergebook: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().init(),
+    }
+}
+
+async fn serve(mut config: Config) -> Result<(), String> {
+    let bind = |address| async move {
+        tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|error| format!("cannot listen on {address}: {error}"))
+    };
+    if let Some(simulator) = &config.simulator {
+        let listener = bind(simulator.listen).await?;
+        let simulator = Simulator::start(listener, simulator.rate_per_second, simulator.seed)
+            .map_err(|error| format!("simulator: {error}"))?;
+        tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
+        for venue in &mut config.venues {
+            venue.url = simulator.url(venue.venue);
+        }
+    }
+    let listeners = Listeners {
+        grpc: bind(config.grpc_listen).await?,
+        metrics: bind(config.metrics_listen).await?,
+    };
+    tracing::info!(grpc = %config.grpc_listen, metrics = %config.metrics_listen, "serving");
+    let service = Service::start(config, listeners).map_err(|error| error.to_string())?;
+    shutdown_signal().await;
+    tracing::info!("shutting down: closing connections");
+    service.stop().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

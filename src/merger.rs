@@ -68,17 +68,20 @@ impl InstrumentMerger {
         }
     }
 
-    /// Marks `Stale` every synced venue whose book was received before `oldest_ns`.
-    /// Returns true when a venue was evicted (the merged book changed).
-    pub fn evict_stale(&mut self, oldest_ns: u64) -> bool {
-        let mut evicted = false;
-        for slot in &mut self.venues {
+    /// Marks `Stale` every synced venue whose book was received before `oldest_ns`, and
+    /// returns them (none: the merged book did not change).
+    pub fn evict_stale(&mut self, oldest_ns: u64) -> impl Iterator<Item = VenueId> + use<> {
+        let mut evicted = [false; MAX_VENUES];
+        for (slot, evicted) in self.venues.iter_mut().zip(&mut evicted) {
             if slot.state == VenueState::Synced && slot.book.received_ns < oldest_ns {
                 slot.state = VenueState::Stale;
-                evicted = true;
+                *evicted = true;
             }
         }
-        evicted
+        VenueId::ALL
+            .iter()
+            .copied()
+            .filter(move |venue| evicted[venue.index()])
     }
 
     pub fn state(&self, venue: VenueId) -> VenueState {
@@ -108,8 +111,157 @@ impl InstrumentMerger {
         out.sequence = self.sequence;
         out.published_ns = published_ns;
         out.received_ns = self.latest_received_ns;
-        for (state, slot) in out.venues.iter_mut().zip(&self.venues) {
+        for ((state, received_ns), slot) in out
+            .venues
+            .iter_mut()
+            .zip(&mut out.venue_received_ns)
+            .zip(&self.venues)
+        {
             *state = slot.state;
+            *received_ns = slot.book.received_ns;
+        }
+    }
+}
+
+// ---- the merger thread ----
+
+use crate::clock;
+use crate::config::IdleStrategy;
+use crate::mailbox::Receiver;
+use crate::metrics::Metrics;
+use crate::publish::SummaryPublisher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// One instrument as the merger thread sees it.
+pub struct MergerInstrument {
+    pub merger: InstrumentMerger,
+    /// Each venue's mailbox from its reader.
+    pub inputs: Vec<(VenueId, Receiver<VenueFeed>)>,
+    pub output: SummaryPublisher,
+}
+
+pub struct MergerSpec {
+    pub instruments: Vec<MergerInstrument>,
+    pub idle: IdleStrategy,
+    /// Pin the thread to this CPU (validated against the process's affinity beforehand).
+    pub core: Option<usize>,
+    pub stale_after: Duration,
+}
+
+/// How often stale venues are looked for. Staleness is measured in seconds; checking
+/// every millisecond keeps the clock read off most polls.
+const STALE_CHECK_EVERY_NS: u64 = 1_000_000;
+
+/// Starts the merger thread; it polls the mailboxes until `stop` is set. Readers unpark it
+/// after every publish (the `park` strategy sleeps between them).
+pub fn spawn(
+    spec: MergerSpec,
+    metrics: Arc<Metrics>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("merger".into())
+        .spawn(move || run(spec, &metrics, &stop))
+}
+
+fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
+    if let Some(core) = spec.core {
+        if core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
+            tracing::info!(core, "merger pinned");
+        } else {
+            tracing::error!(core, "could not pin the merger thread; running unpinned");
+        }
+    }
+    let stale_after_ns = spec.stale_after.as_nanos() as u64;
+    let evictions: Vec<_> = VenueId::ALL
+        .iter()
+        .map(|venue| metrics.stale_evictions.with_label_values(&[venue.name()]))
+        .collect();
+    let mut idler = Idler::new(spec.idle);
+    let mut next_stale_check = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let mut worked = false;
+        let now = clock::monotonic_ns();
+        let check_stale = now >= next_stale_check;
+        if check_stale {
+            next_stale_check = now + STALE_CHECK_EVERY_NS;
+        }
+        for instrument in &mut spec.instruments {
+            let mut new_book = false;
+            for (venue, input) in &mut instrument.inputs {
+                if input.take() {
+                    instrument.merger.apply(*venue, input.latest());
+                    new_book = true;
+                }
+            }
+            let mut evicted = false;
+            if check_stale {
+                for venue in instrument
+                    .merger
+                    .evict_stale(now.saturating_sub(stale_after_ns))
+                {
+                    tracing::warn!(%venue, "book older than the stale age: evicted");
+                    evictions[venue.index()].inc();
+                    evicted = true;
+                }
+            }
+            if new_book || evicted {
+                let merger = &mut instrument.merger;
+                let mut received_ns = 0;
+                instrument.output.publish_with(|summary| {
+                    merger.summarize(clock::unix_ns(), summary);
+                    received_ns = summary.received_ns;
+                });
+                metrics.merges.inc();
+                if new_book {
+                    metrics
+                        .e2e_seconds
+                        .observe(clock::monotonic_ns().saturating_sub(received_ns) as f64 * 1e-9);
+                }
+                worked = true;
+            }
+        }
+        idler.idle(worked);
+    }
+}
+
+/// Polls with nothing new before spinning turns to yielding, and yielding to parking.
+const SPIN_POLLS: u32 = 1_000;
+const YIELD_POLLS: u32 = 100;
+/// Longest park: bounds how late a stale venue is noticed when nothing wakes the merger.
+const PARK_TIMEOUT: Duration = Duration::from_millis(1);
+
+/// The merger's idle strategy (see `IdleStrategy`).
+struct Idler {
+    strategy: IdleStrategy,
+    idle_polls: u32,
+}
+
+impl Idler {
+    fn new(strategy: IdleStrategy) -> Idler {
+        Idler {
+            strategy,
+            idle_polls: 0,
+        }
+    }
+
+    #[inline]
+    fn idle(&mut self, worked: bool) {
+        if worked {
+            self.idle_polls = 0;
+            return;
+        }
+        self.idle_polls = self.idle_polls.saturating_add(1);
+        match self.strategy {
+            IdleStrategy::Spin => std::hint::spin_loop(),
+            _ if self.idle_polls < SPIN_POLLS => std::hint::spin_loop(),
+            IdleStrategy::SpinThenYield => std::thread::yield_now(),
+            IdleStrategy::Park if self.idle_polls < SPIN_POLLS + YIELD_POLLS => {
+                std::thread::yield_now()
+            }
+            IdleStrategy::Park => std::thread::park_timeout(PARK_TIMEOUT),
         }
     }
 }
@@ -184,8 +336,15 @@ mod tests {
         let mut merger = InstrumentMerger::new(0, 10, VenueId::ALL);
         merger.apply(VenueId::Binance, &feed(100, 101, 10));
         merger.apply(VenueId::Bitstamp, &feed(99, 102, 50));
-        assert!(merger.evict_stale(20));
-        assert!(!merger.evict_stale(20), "evicting again changes nothing");
+        assert_eq!(
+            merger.evict_stale(20).collect::<Vec<_>>(),
+            [VenueId::Binance]
+        );
+        assert_eq!(
+            merger.evict_stale(20).count(),
+            0,
+            "evicting again changes nothing"
+        );
         let mut summary = Summary::default();
         merger.summarize(60, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Binance), VenueState::Stale);

@@ -45,12 +45,14 @@ pub struct Summary {
     pub sequence: u64,
     /// When it was published (ns since the Unix epoch).
     pub published_ns: u64,
-    /// When the frame that caused it was received (ns since the Unix epoch); the start of
-    /// the frame-to-publish latency.
+    /// When the newest book in it was received (ns on the process's monotonic clock,
+    /// `clock::monotonic_ns`): the start of the frame-to-publish latency.
     pub received_ns: u64,
     pub book: MergedBook,
     /// Indexed by `VenueId::index()`.
     pub venues: [VenueState; MAX_VENUES],
+    /// When each venue's latest book was received (monotonic ns; 0 before the first).
+    pub venue_received_ns: [u64; MAX_VENUES],
 }
 
 impl Summary {

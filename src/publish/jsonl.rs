@@ -48,3 +48,31 @@ fn write_levels(out: &mut impl Write, levels: &[MergedLevel]) -> io::Result<()> 
     }
     out.write_all(b"]")
 }
+
+/// Writes every new summary of every instrument to stdout as JSON lines, until stdout
+/// closes. Reads the latest values, so a slow reader of stdout skips summaries and holds
+/// up nothing else.
+pub async fn write_to_stdout(
+    config: std::sync::Arc<crate::config::Config>,
+    mut summaries: Vec<tokio::sync::watch::Receiver<std::sync::Arc<Summary>>>,
+    any_summary: std::sync::Arc<tokio::sync::Notify>,
+) {
+    use tokio::io::AsyncWriteExt;
+    let mut stdout = tokio::io::stdout();
+    let mut lines = Vec::new();
+    loop {
+        any_summary.notified().await;
+        lines.clear();
+        for (instrument, latest) in config.instruments.iter().zip(&mut summaries) {
+            if latest.has_changed().unwrap_or(false) {
+                let summary = latest.borrow_and_update().clone();
+                write_summary(&mut lines, &instrument.name, &summary)
+                    .expect("writing to a Vec cannot fail");
+            }
+        }
+        if let Err(error) = stdout.write_all(&lines).await.and(stdout.flush().await) {
+            tracing::warn!(%error, "stdout closed: JSON-lines output stops");
+            return;
+        }
+    }
+}

@@ -1,4 +1,83 @@
-//! Publishing summaries to consumers. The merger writes each `Summary` into a
-//! latest-value slot without waiting; the formats here read from there.
+//! Publishing summaries to consumers.
+//!
+//! The merger thread writes each instrument's `Summary` in place into a latest-value
+//! mailbox and pokes a `Notify`; it never waits for a consumer. On the tokio side one
+//! fan-out task per instrument takes the newest summary and puts it in a `watch` channel,
+//! from which every consumer (gRPC streams, the JSON-lines writer, `/health`) reads the
+//! latest value at its own pace: a slow or stuck consumer skips summaries, it never slows
+//! the merger or the other consumers.
 
+pub mod grpc;
 pub mod jsonl;
+
+use crate::mailbox::{self, Receiver, Sender};
+use crate::summary::Summary;
+use std::sync::Arc;
+use tokio::sync::{Notify, watch};
+
+/// The merger's end: in-place, non-blocking publish.
+pub struct SummaryPublisher {
+    sender: Sender<Summary>,
+    notify: Arc<Notify>,
+}
+
+/// The tokio end: moves the newest summary into the watch channel consumers read.
+pub struct SummaryFanout {
+    receiver: Receiver<Summary>,
+    notify: Arc<Notify>,
+    latest: watch::Sender<Arc<Summary>>,
+}
+
+/// A publisher/fan-out pair for one instrument.
+pub fn summary_channel() -> (SummaryPublisher, SummaryFanout) {
+    let (sender, receiver) = mailbox::mailbox(Summary::default());
+    let notify = Arc::new(Notify::new());
+    let (latest, _) = watch::channel(Arc::new(Summary::default()));
+    (
+        SummaryPublisher {
+            sender,
+            notify: Arc::clone(&notify),
+        },
+        SummaryFanout {
+            receiver,
+            notify,
+            latest,
+        },
+    )
+}
+
+impl SummaryPublisher {
+    /// Lets `write` fill the next summary in place, publishes it, and wakes the fan-out.
+    /// The wake is an atomic store when the fan-out is busy, and a wake-up of a tokio
+    /// worker (a system call) when it is idle: the one the merger cannot avoid while no
+    /// thread spins on the consumer side.
+    #[inline]
+    pub fn publish_with(&mut self, write: impl FnOnce(&mut Summary)) {
+        let _ = self.sender.publish_with(|slot| -> Result<(), ()> {
+            write(slot);
+            Ok(())
+        });
+        self.notify.notify_one();
+    }
+}
+
+impl SummaryFanout {
+    /// A consumer's view: always the newest summary (the initial one is empty, sequence 0).
+    pub fn subscribe(&self) -> watch::Receiver<Arc<Summary>> {
+        self.latest.subscribe()
+    }
+
+    /// Runs until the publisher is dropped... which it never is while the merger runs, so
+    /// callers abort this task at shutdown. `on_summary` sees every summary taken (for
+    /// gauges) before consumers do.
+    pub async fn run(mut self, mut on_summary: impl FnMut(&Summary)) {
+        loop {
+            self.notify.notified().await;
+            if self.receiver.take() {
+                let summary = *self.receiver.latest();
+                on_summary(&summary);
+                self.latest.send_replace(Arc::new(summary));
+            }
+        }
+    }
+}

@@ -183,11 +183,50 @@ impl Venue for Binance {
         super::write_levels(book.asks.as_slice(), price_decimals, "", out);
         out.extend_from_slice(b"}}");
     }
-}
 
-/// The stream name for a symbol's partial book: `ethbtc@depth20@100ms`.
-pub fn partial_depth_stream(symbol: &str, levels: usize) -> String {
-    format!("{}@depth{levels}@100ms", symbol.to_ascii_lowercase())
+    /// Partial depth comes in 5, 10 or 20 levels: the smallest that covers `depth`.
+    fn stream_name(symbol: &str, depth: usize) -> String {
+        let levels = [5, 10, 20]
+            .into_iter()
+            .find(|&levels| levels >= depth)
+            .unwrap_or(20);
+        format!("{}@depth{levels}@100ms", symbol.to_ascii_lowercase())
+    }
+
+    /// One `SUBSCRIBE` for all streams, answered by one `{"result":null,"id":1}`.
+    fn subscribe_frames(streams: &[String]) -> (Vec<String>, usize) {
+        let request = serde_json::json!({"method": "SUBSCRIBE", "params": streams, "id": 1});
+        (vec![request.to_string()], 1)
+    }
+
+    fn answer_subscribe(request: &str) -> Option<(Vec<String>, Vec<String>)> {
+        let request: serde_json::Value = serde_json::from_str(request).ok()?;
+        if request.get("method")? != "SUBSCRIBE" {
+            return None;
+        }
+        let streams = request
+            .get("params")?
+            .as_array()?
+            .iter()
+            .map(|s| s.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()?;
+        let reply = serde_json::json!({"result": null, "id": request.get("id")?});
+        Some((streams, vec![reply.to_string()]))
+    }
+
+    fn reconnect_request() -> &'static str {
+        r#"{"stream":"!serverShutdown","data":{"e":"serverShutdown","E":1770123456789}}"#
+    }
+
+    /// `<symbol>@depth<N>@100ms` carries N levels.
+    fn levels_on_stream(stream: &str) -> usize {
+        let after = stream.split_once("@depth").map_or("", |(_, after)| after);
+        after
+            .split('@')
+            .next()
+            .and_then(|levels| levels.parse().ok())
+            .unwrap_or(20)
+    }
 }
 
 #[cfg(test)]
@@ -275,7 +314,30 @@ mod tests {
     }
 
     #[test]
-    fn stream_names_are_lower_case() {
-        assert_eq!(partial_depth_stream("ETHBTC", 20), "ethbtc@depth20@100ms");
+    fn stream_names_pick_the_smallest_covering_depth() {
+        assert_eq!(Binance::stream_name("ETHBTC", 10), "ethbtc@depth10@100ms");
+        assert_eq!(Binance::stream_name("ETHBTC", 11), "ethbtc@depth20@100ms");
+        assert_eq!(Binance::stream_name("ETHBTC", 50), "ethbtc@depth20@100ms");
+    }
+
+    #[test]
+    fn subscription_round_trip_matches_the_documented_frames() {
+        let (frames, acks) = Binance::subscribe_frames(&["ethbtc@depth10@100ms".to_owned()]);
+        assert_eq!(
+            frames,
+            [r#"{"id":1,"method":"SUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]
+        );
+        assert_eq!(acks, 1);
+        let (streams, replies) = Binance::answer_subscribe(&frames[0]).unwrap();
+        assert_eq!(streams, ["ethbtc@depth10@100ms"]);
+        let mut book = TopBook::default();
+        assert_eq!(
+            Binance::decode(replies[0].as_bytes(), 10, &mut book),
+            Ok(Message::SubscribeResult { accepted: true })
+        );
+        assert_eq!(
+            Binance::decode(Binance::reconnect_request().as_bytes(), 10, &mut book),
+            Ok(Message::Reconnect)
+        );
     }
 }

@@ -132,11 +132,42 @@ impl Venue for Bitstamp {
         write!(out, r#"}}, "event": "data", "channel": "{stream}"}}"#)
             .expect("writing to a Vec cannot fail");
     }
-}
 
-/// The snapshot channel for a pair: `order_book_ethbtc`.
-pub fn order_book_channel(pair: &str) -> String {
-    format!("{ORDER_BOOK_PREFIX}{}", pair.to_ascii_lowercase())
+    /// `order_book_<pair>` always carries 100 levels; `depth` only limits what is kept.
+    fn stream_name(symbol: &str, _depth: usize) -> String {
+        format!("{ORDER_BOOK_PREFIX}{}", symbol.to_ascii_lowercase())
+    }
+
+    /// One `bts:subscribe` per channel, each acknowledged.
+    fn subscribe_frames(streams: &[String]) -> (Vec<String>, usize) {
+        let frames = streams
+            .iter()
+            .map(|channel| {
+                serde_json::json!({"event": "bts:subscribe", "data": {"channel": channel}})
+                    .to_string()
+            })
+            .collect();
+        (frames, streams.len())
+    }
+
+    fn answer_subscribe(request: &str) -> Option<(Vec<String>, Vec<String>)> {
+        let request: serde_json::Value = serde_json::from_str(request).ok()?;
+        if request.get("event")? != "bts:subscribe" {
+            return None;
+        }
+        let channel = request.get("data")?.get("channel")?.as_str()?.to_owned();
+        let reply = serde_json::json!({"event": "bts:subscription_succeeded", "channel": channel, "data": {}});
+        Some((vec![channel], vec![reply.to_string()]))
+    }
+
+    fn reconnect_request() -> &'static str {
+        r#"{"event":"bts:request_reconnect","channel":"","data":""}"#
+    }
+
+    /// The snapshot channel always carries the top 100.
+    fn levels_on_stream(_stream: &str) -> usize {
+        100
+    }
 }
 
 #[cfg(test)]
@@ -199,6 +230,23 @@ mod tests {
         let mut encoded = Vec::new();
         Bitstamp::encode_book("order_book_btcusd", &book, 2, &mut encoded);
         assert_eq!(String::from_utf8(encoded).unwrap(), line);
+    }
+
+    #[test]
+    fn subscription_round_trip_matches_the_recorded_frames() {
+        let (frames, acks) = Bitstamp::subscribe_frames(&["order_book_ethbtc".to_owned()]);
+        assert_eq!(
+            frames,
+            [r#"{"data":{"channel":"order_book_ethbtc"},"event":"bts:subscribe"}"#]
+        );
+        assert_eq!(acks, 1);
+        let (channels, replies) = Bitstamp::answer_subscribe(&frames[0]).unwrap();
+        assert_eq!(channels, ["order_book_ethbtc"]);
+        let mut book = TopBook::default();
+        let ack = Bitstamp::decode(replies[0].as_bytes(), 10, &mut book);
+        assert_eq!(ack, Ok(Message::SubscribeResult { accepted: true }));
+        let reconnect = Bitstamp::decode(Bitstamp::reconnect_request().as_bytes(), 10, &mut book);
+        assert_eq!(reconnect, Ok(Message::Reconnect));
     }
 
     #[test]

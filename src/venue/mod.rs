@@ -46,6 +46,23 @@ pub trait Venue {
     /// the recorded wire format (prices with `price_decimals` digits where exact). The
     /// simulator serves these; tests and benches decode them.
     fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>);
+
+    /// The stream (channel) this venue publishes `symbol`'s book on, for `depth` levels.
+    fn stream_name(symbol: &str, depth: usize) -> String;
+
+    /// The text frames that subscribe an open connection to `streams`, and how many
+    /// subscription acks the venue answers them with.
+    fn subscribe_frames(streams: &[String]) -> (Vec<String>, usize);
+
+    /// The simulator's side: if `request` is a subscription, the streams it asks for and
+    /// the frames the venue answers with.
+    fn answer_subscribe(request: &str) -> Option<(Vec<String>, Vec<String>)>;
+
+    /// The frame by which the venue asks clients to reconnect (served by the simulator).
+    fn reconnect_request() -> &'static str;
+
+    /// How many levels a side the venue sends on `stream` (served by the simulator).
+    fn levels_on_stream(stream: &str) -> usize;
 }
 
 /// Writes a side as `[["price","amount"],…]` with `separator` after each `,`.
@@ -93,6 +110,31 @@ macro_rules! venues {
             /// Encodes a book frame with this venue's encoder (see [`Venue::encode_book`]).
             pub fn encode_book(self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
                 match self { $(VenueId::$variant => <$venue as Venue>::encode_book(stream, book, price_decimals, out)),+ }
+            }
+
+            /// See [`Venue::stream_name`].
+            pub fn stream_name(self, symbol: &str, depth: usize) -> String {
+                match self { $(VenueId::$variant => <$venue as Venue>::stream_name(symbol, depth)),+ }
+            }
+
+            /// See [`Venue::subscribe_frames`].
+            pub fn subscribe_frames(self, streams: &[String]) -> (Vec<String>, usize) {
+                match self { $(VenueId::$variant => <$venue as Venue>::subscribe_frames(streams)),+ }
+            }
+
+            /// See [`Venue::answer_subscribe`].
+            pub fn answer_subscribe(self, request: &str) -> Option<(Vec<String>, Vec<String>)> {
+                match self { $(VenueId::$variant => <$venue as Venue>::answer_subscribe(request)),+ }
+            }
+
+            /// See [`Venue::levels_on_stream`].
+            pub fn levels_on_stream(self, stream: &str) -> usize {
+                match self { $(VenueId::$variant => <$venue as Venue>::levels_on_stream(stream)),+ }
+            }
+
+            /// See [`Venue::reconnect_request`].
+            pub fn reconnect_request(self) -> &'static str {
+                match self { $(VenueId::$variant => <$venue as Venue>::reconnect_request()),+ }
             }
         }
     };

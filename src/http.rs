@@ -1,0 +1,135 @@
+//! The metrics port: `/metrics` (Prometheus text format) and `/health`.
+//!
+//! `/health` answers from the latest summaries: `OK` when every configured venue is in
+//! every instrument's merged book, `DEGRADED` when some venue is out but every instrument
+//! still has one, `DOWN` (HTTP 503) when an instrument has no venue at all. The body names
+//! each venue's state:
+//!
+//! ```json
+//! {"status":"DEGRADED","instruments":{"ETH/BTC":{"binance":"synced","bitstamp":"stale"}}}
+//! ```
+
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::summary::{Summary, VenueState};
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+#[derive(Clone)]
+struct Shared {
+    config: Arc<Config>,
+    metrics: Arc<Metrics>,
+    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+}
+
+/// Serves until the task is aborted.
+pub async fn serve(
+    listener: TcpListener,
+    config: Arc<Config>,
+    metrics: Arc<Metrics>,
+    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+) {
+    let app = Router::new()
+        .route("/metrics", get(metrics_text))
+        .route("/health", get(health))
+        .with_state(Shared {
+            config,
+            metrics,
+            summaries,
+        });
+    if let Err(error) = axum::serve(listener, app).await {
+        tracing::error!(%error, "metrics server stopped");
+    }
+}
+
+async fn metrics_text(State(shared): State<Shared>) -> impl IntoResponse {
+    crate::service::update_book_ages(&shared.metrics, &shared.config, &shared.summaries);
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        shared.metrics.render(),
+    )
+}
+
+/// Overall health from each instrument's venue states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Health {
+    Ok,
+    Degraded,
+    Down,
+}
+
+pub fn health_of<'a>(instruments: impl Iterator<Item = &'a [VenueState]>) -> Health {
+    let mut health = Health::Ok;
+    for states in instruments {
+        if !states.contains(&VenueState::Synced) {
+            return Health::Down;
+        }
+        if states.iter().any(|state| *state != VenueState::Synced) {
+            health = Health::Degraded;
+        }
+    }
+    health
+}
+
+async fn health(State(shared): State<Shared>) -> impl IntoResponse {
+    let mut states = Vec::new();
+    let mut body = serde_json::Map::new();
+    for (instrument, latest) in shared.config.instruments.iter().zip(&shared.summaries) {
+        let summary = latest.borrow();
+        let venues: Vec<VenueState> = instrument
+            .symbols
+            .iter()
+            .map(|(venue, _)| summary.venue_state(*venue))
+            .collect();
+        let detail = instrument
+            .symbols
+            .iter()
+            .zip(&venues)
+            .map(|((venue, _), state)| {
+                (
+                    venue.name().to_owned(),
+                    serde_json::Value::from(state.name()),
+                )
+            });
+        body.insert(
+            instrument.name.clone(),
+            serde_json::Value::Object(detail.collect()),
+        );
+        states.push(venues);
+    }
+    let (status, word) = match health_of(states.iter().map(Vec::as_slice)) {
+        Health::Ok => (StatusCode::OK, "OK"),
+        Health::Degraded => (StatusCode::OK, "DEGRADED"),
+        Health::Down => (StatusCode::SERVICE_UNAVAILABLE, "DOWN"),
+    };
+    let body = serde_json::json!({"status": word, "instruments": body});
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use VenueState::*;
+
+    #[test]
+    fn health_follows_the_venue_states() {
+        let check = |instruments: &[&[VenueState]]| health_of(instruments.iter().copied());
+        assert_eq!(check(&[&[Synced, Synced]]), Health::Ok);
+        assert_eq!(check(&[&[Synced, Stale]]), Health::Degraded);
+        assert_eq!(
+            check(&[&[Synced, Synced], &[OutOfSync, Connecting]]),
+            Health::Down
+        );
+        assert_eq!(check(&[&[Crossed]]), Health::Down);
+    }
+}

@@ -1,0 +1,166 @@
+//! gRPC (tonic): `orderbook.OrderbookAggregator` (see `proto/orderbook.proto`).
+//!
+//! Each client stream reads the instrument's latest summary at its own pace: a client that
+//! reads slowly skips summaries and one that stops reading holds only its own buffer; the
+//! merger and other clients never wait for it.
+
+use crate::config::Config;
+use crate::merge::MergedLevel;
+use crate::summary::Summary;
+use futures_util::Stream;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tonic::{Request, Response, Status};
+
+/// The generated protobuf types and service stubs.
+pub mod proto {
+    tonic::include_proto!("orderbook");
+}
+
+use proto::orderbook_aggregator_server::{OrderbookAggregator, OrderbookAggregatorServer};
+
+pub struct Aggregator {
+    config: Arc<Config>,
+    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+}
+
+type SummaryStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// Every summary published after the call, latest value first, as `convert` makes it.
+fn stream_of<T: Send + 'static>(
+    mut latest: watch::Receiver<Arc<Summary>>,
+    convert: impl Fn(&Summary) -> T + Send + 'static,
+) -> SummaryStream<T> {
+    latest.mark_changed(); // send the current book at once, if there is one
+    Box::pin(futures_util::stream::unfold(
+        (latest, convert),
+        |(mut latest, convert)| async move {
+            loop {
+                latest.changed().await.ok()?;
+                let summary = latest.borrow_and_update().clone();
+                if summary.sequence > 0 {
+                    return Some((Ok(convert(&summary)), (latest, convert)));
+                }
+            }
+        },
+    ))
+}
+
+fn legacy_levels(levels: &[MergedLevel]) -> Vec<proto::Level> {
+    levels
+        .iter()
+        .map(|level| proto::Level {
+            exchange: level.venue.name().to_owned(),
+            price: level.price.to_f64(),
+            amount: level.amount.to_f64(),
+        })
+        .collect()
+}
+
+fn exact_levels(levels: &[MergedLevel]) -> Vec<proto::ExactLevel> {
+    levels
+        .iter()
+        .map(|level| proto::ExactLevel {
+            exchange: level.venue.name().to_owned(),
+            price: level.price.to_string(),
+            amount: level.amount.to_string(),
+        })
+        .collect()
+}
+
+/// The legacy message: doubles. The spread of an empty side is 0.
+pub fn legacy_summary(summary: &Summary) -> proto::Summary {
+    proto::Summary {
+        spread: summary.book.spread.map_or(0.0, |spread| spread.to_f64()),
+        bids: legacy_levels(summary.book.bids.as_slice()),
+        asks: legacy_levels(summary.book.asks.as_slice()),
+    }
+}
+
+pub fn exact_summary(instrument: &str, summary: &Summary) -> proto::ExactSummary {
+    proto::ExactSummary {
+        instrument: instrument.to_owned(),
+        seq: summary.sequence,
+        ts_ns: summary.published_ns,
+        spread: summary
+            .book
+            .spread
+            .map(|spread| spread.to_string())
+            .unwrap_or_default(),
+        bids: exact_levels(summary.book.bids.as_slice()),
+        asks: exact_levels(summary.book.asks.as_slice()),
+        venues: summary
+            .venue_states()
+            .map(|(venue, state)| (venue.name().to_owned(), state.name().to_owned()))
+            .collect(),
+    }
+}
+
+#[tonic::async_trait]
+impl OrderbookAggregator for Aggregator {
+    type BookSummaryStream = SummaryStream<proto::Summary>;
+    type BookSummaryExactStream = SummaryStream<proto::ExactSummary>;
+
+    async fn book_summary(
+        &self,
+        _: Request<proto::Empty>,
+    ) -> Result<Response<Self::BookSummaryStream>, Status> {
+        Ok(Response::new(stream_of(
+            self.summaries[0].clone(),
+            legacy_summary,
+        )))
+    }
+
+    async fn book_summary_exact(
+        &self,
+        request: Request<proto::SummaryRequest>,
+    ) -> Result<Response<Self::BookSummaryExactStream>, Status> {
+        let wanted = request.into_inner().instrument;
+        let index = if wanted.is_empty() {
+            0
+        } else {
+            self.config
+                .instruments
+                .iter()
+                .position(|instrument| instrument.name == wanted)
+                .ok_or_else(|| Status::not_found(format!("no instrument {wanted:?}")))?
+        };
+        let name = self.config.instruments[index].name.clone();
+        let stream = stream_of(self.summaries[index].clone(), move |summary| {
+            exact_summary(&name, summary)
+        });
+        Ok(Response::new(stream))
+    }
+}
+
+/// Serves until the task is aborted.
+pub async fn serve(
+    listener: TcpListener,
+    config: Arc<Config>,
+    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+) {
+    let incoming = tokio_stream_from(listener);
+    let service = OrderbookAggregatorServer::new(Aggregator { config, summaries });
+    if let Err(error) = tonic::transport::Server::builder()
+        .add_service(service)
+        .serve_with_incoming(incoming)
+        .await
+    {
+        tracing::error!(%error, "gRPC server stopped");
+    }
+}
+
+/// Accepted connections as a stream, with TCP_NODELAY set.
+fn tokio_stream_from(
+    listener: TcpListener,
+) -> impl Stream<Item = Result<tokio::net::TcpStream, std::io::Error>> + Send + 'static {
+    futures_util::stream::unfold(listener, |listener| async move {
+        let accepted = listener.accept().await.map(|(stream, _)| {
+            let _ = stream.set_nodelay(true);
+            stream
+        });
+        Some((accepted, listener))
+    })
+}

@@ -1,0 +1,281 @@
+//! The running service: wires readers, mailboxes, the merger thread, fan-out, and the
+//! consumers (JSON lines, gRPC, `/metrics` and `/health`) together, and takes them apart
+//! again on shutdown. Listeners are passed in, so tests bind port 0.
+
+use crate::clock;
+use crate::config::{Config, Output};
+use crate::feed::{self, ReaderSpec};
+use crate::mailbox;
+use crate::merger::{self, InstrumentMerger, MergerInstrument, MergerSpec, VenueFeed};
+use crate::metrics::Metrics;
+use crate::publish::{self, grpc, jsonl};
+use crate::summary::{Summary, VenueState};
+use crate::venue::VenueId;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("merger.core = {core}: not among the CPUs this process may run on ({allowed:?})")]
+    CoreNotAllowed { core: usize, allowed: Vec<usize> },
+    #[error("starting a thread: {0}")]
+    Thread(std::io::Error),
+}
+
+/// The listening sockets the service serves on.
+pub struct Listeners {
+    pub grpc: TcpListener,
+    pub metrics: TcpListener,
+}
+
+/// A running service.
+pub struct Service {
+    config: Arc<Config>,
+    metrics: Arc<Metrics>,
+    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    stop_merger: Arc<AtomicBool>,
+    stop_readers: watch::Sender<bool>,
+    merger: Option<std::thread::JoinHandle<()>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Service {
+    /// Starts everything on the current tokio runtime (plus the merger and reader threads).
+    pub fn start(config: Config, listeners: Listeners) -> Result<Service, ServiceError> {
+        if let Some(core) = config.merger_core {
+            let allowed: Vec<usize> = core_affinity::get_core_ids()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|core| core.id)
+                .collect();
+            if !allowed.contains(&core) {
+                return Err(ServiceError::CoreNotAllowed { core, allowed });
+            }
+        }
+        let config = Arc::new(config);
+        let metrics = Arc::new(Metrics::new());
+
+        // One mailbox per (instrument, venue); one summary channel per instrument.
+        let mut reader_streams: Vec<Vec<(String, mailbox::Sender<VenueFeed>)>> =
+            config.venues.iter().map(|_| Vec::new()).collect();
+        let mut merger_instruments = Vec::new();
+        let mut fanouts = Vec::new();
+        for (index, instrument) in config.instruments.iter().enumerate() {
+            let venues: Vec<VenueId> = instrument.symbols.iter().map(|(venue, _)| *venue).collect();
+            let mut inputs = Vec::new();
+            for (venue, symbol) in &instrument.symbols {
+                let (sender, receiver) = mailbox::mailbox(VenueFeed::default());
+                let reader = config
+                    .venues
+                    .iter()
+                    .position(|v| v.venue == *venue)
+                    .expect("validated");
+                reader_streams[reader].push((venue.stream_name(symbol, config.depth), sender));
+                inputs.push((*venue, receiver));
+            }
+            let (output, fanout) = publish::summary_channel();
+            merger_instruments.push(MergerInstrument {
+                merger: InstrumentMerger::new(index, config.depth, &venues),
+                inputs,
+                output,
+            });
+            fanouts.push(fanout);
+        }
+
+        let stop_merger = Arc::new(AtomicBool::new(false));
+        let merger = merger::spawn(
+            MergerSpec {
+                instruments: merger_instruments,
+                idle: config.idle,
+                core: config.merger_core,
+                stale_after: config.stale_after,
+            },
+            Arc::clone(&metrics),
+            Arc::clone(&stop_merger),
+        )
+        .map_err(ServiceError::Thread)?;
+
+        let (stop_readers, stop_signal) = watch::channel(false);
+        let mut readers = Vec::new();
+        for (venue_config, streams) in config.venues.iter().zip(reader_streams) {
+            let spec = ReaderSpec {
+                venue: venue_config.venue,
+                url: venue_config.url.clone(),
+                depth: config.depth,
+                settings: config.feed,
+                streams,
+            };
+            let metrics = metrics.for_venue(venue_config.venue);
+            let reader = feed::spawn(spec, merger.thread().clone(), metrics, stop_signal.clone());
+            readers.push(reader.map_err(ServiceError::Thread)?);
+        }
+
+        let summaries: Vec<_> = fanouts
+            .iter()
+            .map(publish::SummaryFanout::subscribe)
+            .collect();
+        let any_summary = Arc::new(Notify::new());
+        let mut tasks = Vec::new();
+        for (index, fanout) in fanouts.into_iter().enumerate() {
+            let gauges = VenueGauges::new(&metrics, &config, index);
+            let any_summary = Arc::clone(&any_summary);
+            tasks.push(tokio::spawn(fanout.run(move |summary| {
+                gauges.update(summary);
+                any_summary.notify_one();
+            })));
+        }
+        tasks.push(tokio::spawn(crate::http::serve(
+            listeners.metrics,
+            Arc::clone(&config),
+            Arc::clone(&metrics),
+            summaries.clone(),
+        )));
+        tasks.push(tokio::spawn(grpc::serve(
+            listeners.grpc,
+            Arc::clone(&config),
+            summaries.clone(),
+        )));
+        if config.output == Output::JsonLines {
+            tasks.push(tokio::spawn(jsonl::write_to_stdout(
+                Arc::clone(&config),
+                summaries.clone(),
+                any_summary,
+            )));
+        }
+
+        Ok(Service {
+            config,
+            metrics,
+            summaries,
+            stop_merger,
+            stop_readers,
+            merger: Some(merger),
+            readers,
+            tasks,
+        })
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The latest summary of instrument `index` (in configuration order), as it changes.
+    pub fn summaries(&self, index: usize) -> watch::Receiver<Arc<Summary>> {
+        self.summaries[index].clone()
+    }
+
+    /// Closes the connections (with close frames), stops the merger and the servers.
+    pub async fn stop(mut self) {
+        self.stop_readers.send_replace(true);
+        let readers = std::mem::take(&mut self.readers);
+        let _ =
+            tokio::task::spawn_blocking(move || readers.into_iter().for_each(|r| drop(r.join())))
+                .await;
+        self.stop_merger.store(true, Ordering::Relaxed);
+        if let Some(merger) = self.merger.take() {
+            merger.thread().unpark();
+            let _ = tokio::task::spawn_blocking(move || merger.join()).await;
+        }
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// Per-venue gauges of one instrument, resolved once.
+struct VenueGauges {
+    venues: Vec<VenueGauge>,
+}
+
+struct VenueGauge {
+    venue: VenueId,
+    up: prometheus::IntGauge,
+    states: Vec<(VenueState, prometheus::IntGauge)>,
+}
+
+const REPORTED_STATES: [VenueState; 5] = [
+    VenueState::Connecting,
+    VenueState::Synced,
+    VenueState::Stale,
+    VenueState::OutOfSync,
+    VenueState::Crossed,
+];
+
+impl VenueGauges {
+    fn new(metrics: &Metrics, config: &Config, instrument: usize) -> VenueGauges {
+        let name = &config.instruments[instrument].name;
+        let venues = config.instruments[instrument]
+            .symbols
+            .iter()
+            .map(|(venue, _)| {
+                let up = metrics.venue_up.with_label_values(&[venue.name(), name]);
+                let states = REPORTED_STATES
+                    .iter()
+                    .map(|state| {
+                        (
+                            *state,
+                            metrics.venue_state.with_label_values(&[
+                                venue.name(),
+                                name,
+                                state.name(),
+                            ]),
+                        )
+                    })
+                    .collect();
+                VenueGauge {
+                    venue: *venue,
+                    up,
+                    states,
+                }
+            })
+            .collect();
+        let gauges = VenueGauges { venues };
+        gauges.update(&Summary {
+            venues: [VenueState::Connecting; crate::venue::MAX_VENUES],
+            ..Summary::default()
+        });
+        gauges
+    }
+
+    fn update(&self, summary: &Summary) {
+        for VenueGauge { venue, up, states } in &self.venues {
+            let current = summary.venue_state(*venue);
+            up.set(i64::from(current == VenueState::Synced));
+            for (state, gauge) in states {
+                gauge.set(i64::from(*state == current));
+            }
+        }
+    }
+}
+
+/// Refreshes the book-age gauges from the latest summaries (called before each scrape).
+pub(crate) fn update_book_ages(
+    metrics: &Metrics,
+    config: &Config,
+    summaries: &[watch::Receiver<Arc<Summary>>],
+) {
+    let now = clock::monotonic_ns();
+    for (instrument, latest) in config.instruments.iter().zip(summaries) {
+        let summary = latest.borrow();
+        for (venue, _) in &instrument.symbols {
+            let received = summary.venue_received_ns[venue.index()];
+            let age = if received == 0 {
+                f64::NAN
+            } else {
+                now.saturating_sub(received) as f64 * 1e-9
+            };
+            metrics
+                .book_age_seconds
+                .with_label_values(&[venue.name(), &instrument.name])
+                .set(age);
+        }
+    }
+}

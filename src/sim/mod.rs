@@ -1,0 +1,230 @@
+//! The embedded exchange simulator: a loopback WebSocket server that speaks each venue's
+//! real protocol (subscription and ack, book frames in the exact recorded format, the
+//! venue's reconnect request), so the whole pipeline runs with no internet.
+//!
+//! A client connects to `ws://<addr>/<venue>` (`/binance`, `/bitstamp`), subscribes
+//! as it would on the exchange, and receives a moving market at the configured rate. Tests
+//! drive faults through the [`Simulator`] handle: cut a venue's connections, pause it,
+//! inject raw frames, request a reconnect, and read back the last frame sent per stream.
+
+pub mod market;
+
+use crate::book::TopBook;
+use crate::venue::{MAX_VENUES, VenueId};
+use futures_util::{SinkExt, StreamExt};
+use market::{MidPrice, SimulatedBook};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{broadcast, watch};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+
+/// A one-off instruction to every open connection of a venue.
+#[derive(Clone, Debug)]
+enum Command {
+    /// Drop the TCP connection without a close frame.
+    Disconnect,
+    /// Send this text frame as is.
+    Send(String),
+}
+
+struct VenueControl {
+    paused: watch::Sender<bool>,
+    commands: broadcast::Sender<Command>,
+    connections: AtomicU64,
+}
+
+struct Shared {
+    rate_per_second: u32,
+    seed: u64,
+    /// The shared mid price, in ticks, stepped by a background task.
+    mid_ticks: AtomicU64,
+    venues: [VenueControl; MAX_VENUES],
+    last_sent: Mutex<HashMap<(VenueId, String), String>>,
+}
+
+/// A running simulator. Dropping it does not stop it; it lives as long as its runtime.
+#[derive(Clone)]
+pub struct Simulator {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+}
+
+impl Simulator {
+    /// Starts serving on `listener` (on the current tokio runtime). `rate_per_second` is
+    /// the book frames per second per subscribed stream.
+    pub fn start(
+        listener: TcpListener,
+        rate_per_second: u32,
+        seed: u64,
+    ) -> std::io::Result<Simulator> {
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            rate_per_second: rate_per_second.max(1),
+            seed,
+            mid_ticks: AtomicU64::new(market::START_MID_TICKS),
+            venues: std::array::from_fn(|_| VenueControl {
+                paused: watch::channel(false).0,
+                commands: broadcast::channel(64).0,
+                connections: AtomicU64::new(0),
+            }),
+            last_sent: Mutex::new(HashMap::new()),
+        });
+        let walker = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let mut mid = MidPrice::new(walker.seed);
+            let mut every = tokio::time::interval(Duration::from_millis(50));
+            loop {
+                every.tick().await;
+                walker.mid_ticks.store(mid.step(), Ordering::Relaxed);
+                if Arc::strong_count(&walker) == 1 {
+                    return; // nothing else holds the simulator any more
+                }
+            }
+        });
+        let accepting = Arc::clone(&shared);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let shared = Arc::clone(&accepting);
+                tokio::spawn(async move {
+                    if let Err(error) = serve(stream, shared).await {
+                        tracing::debug!(%error, "simulator connection ended");
+                    }
+                });
+            }
+        });
+        Ok(Simulator { addr, shared })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The URL a reader uses for `venue`.
+    pub fn url(&self, venue: VenueId) -> String {
+        format!("ws://{}/{}", self.addr, venue.name())
+    }
+
+    fn control(&self, venue: VenueId) -> &VenueControl {
+        &self.shared.venues[venue.index()]
+    }
+
+    /// Drops every open connection of `venue` without a close frame.
+    pub fn disconnect(&self, venue: VenueId) {
+        let _ = self.control(venue).commands.send(Command::Disconnect);
+    }
+
+    /// Stops (or resumes) book frames for `venue`; connections stay open.
+    pub fn pause(&self, venue: VenueId, paused: bool) {
+        self.control(venue).paused.send_replace(paused);
+    }
+
+    /// Sends `frame` verbatim on every open connection of `venue`.
+    pub fn send_raw(&self, venue: VenueId, frame: impl Into<String>) {
+        let _ = self
+            .control(venue)
+            .commands
+            .send(Command::Send(frame.into()));
+    }
+
+    /// Sends the venue's own reconnect request.
+    pub fn request_reconnect(&self, venue: VenueId) {
+        self.send_raw(venue, venue.reconnect_request());
+    }
+
+    /// Connections accepted for `venue` so far.
+    pub fn connections(&self, venue: VenueId) -> u64 {
+        self.control(venue).connections.load(Ordering::Relaxed)
+    }
+
+    /// The last book frame sent to any client on `stream`.
+    pub fn last_sent(&self, venue: VenueId, stream: &str) -> Option<String> {
+        self.shared
+            .last_sent
+            .lock()
+            .expect("not poisoned")
+            .get(&(venue, stream.to_owned()))
+            .cloned()
+    }
+}
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+// The handshake callback's error type is tungstenite's (an HTTP response), not ours.
+#[allow(clippy::result_large_err)]
+async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
+    stream.set_nodelay(true)?;
+    let mut path = String::new();
+    let mut socket =
+        tokio_tungstenite::accept_hdr_async(stream, |request: &Request, response: Response| {
+            path = request.uri().path().to_owned();
+            Ok(response)
+        })
+        .await?;
+    let venue_name = path
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let Some(venue) = VenueId::from_name(venue_name) else {
+        return Err(format!("no venue at {path:?}").into());
+    };
+    let control = &shared.venues[venue.index()];
+    control.connections.fetch_add(1, Ordering::Relaxed);
+    let mut commands = control.commands.subscribe();
+    let mut paused = control.paused.subscribe();
+
+    // The timer cannot usefully tick faster than 1 kHz: above that, send several frames
+    // per tick.
+    let ticks_per_second = shared.rate_per_second.min(1000);
+    let frames_per_tick = shared.rate_per_second.div_ceil(ticks_per_second);
+    let mut ticker = tokio::time::interval(Duration::from_secs(1) / ticks_per_second);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+
+    let mut streams: Vec<(String, usize, SimulatedBook)> = Vec::new();
+    let mut book = TopBook::default();
+    let mut frame = Vec::new();
+    loop {
+        tokio::select! {
+            incoming = socket.next() => match incoming {
+                Some(Ok(Message::Text(text))) => {
+                    if let Some((subscribed, replies)) = venue.answer_subscribe(&text) {
+                        for reply in replies {
+                            socket.send(Message::text(reply)).await?;
+                        }
+                        for stream in subscribed {
+                            let seed = shared.seed ^ streams.len() as u64 ^ (venue.index() as u64) << 32;
+                            let levels = venue.levels_on_stream(&stream);
+                            streams.push((stream, levels, SimulatedBook::new(seed)));
+                        }
+                    }
+                }
+                Some(Ok(Message::Close(_))) | None => return Ok(()),
+                Some(Ok(_)) => {} // pings are answered by tungstenite
+                Some(Err(error)) => return Err(error.into()),
+            },
+            _ = ticker.tick(), if !streams.is_empty() && !*paused.borrow() => {
+                for _ in 0..frames_per_tick {
+                    for (stream, levels, market) in &mut streams {
+                        market.next_book(shared.mid_ticks.load(Ordering::Relaxed), *levels, 0, &mut book);
+                        frame.clear();
+                        venue.encode_book(stream, &book, 8, &mut frame);
+                        let text = String::from_utf8(frame.clone()).expect("encoders write UTF-8");
+                        shared.last_sent.lock().expect("not poisoned").insert((venue, stream.clone()), text.clone());
+                        socket.send(Message::text(text)).await?;
+                    }
+                }
+            }
+            command = commands.recv() => match command {
+                Ok(Command::Disconnect) | Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                Ok(Command::Send(text)) => socket.send(Message::text(text)).await?,
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+            },
+            _ = paused.changed() => {}
+        }
+    }
+}
