@@ -1,0 +1,502 @@
+//! The service end to end, in process: the embedded simulator serves both venues over
+//! real loopback WebSockets, the real readers, merger thread and publishers run, and the
+//! tests watch what consumers see. Ports are bound to 0; nothing sleeps to synchronise
+//! except where the behaviour under test is a timeout.
+
+use mergebook::config::RawConfig;
+use mergebook::publish::grpc::proto::{
+    self, orderbook_aggregator_client::OrderbookAggregatorClient,
+};
+use mergebook::publish::jsonl;
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
+use mergebook::summary::{Summary, VenueState};
+use mergebook::venue::VenueId;
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+const DEPTH: usize = 10;
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Harness {
+    simulator: Simulator,
+    service: Service,
+    grpc: SocketAddr,
+    metrics: SocketAddr,
+}
+
+async fn start(stale_after_ms: u64) -> Harness {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
+    let config = format!(
+        r#"
+        [service]
+        depth = {DEPTH}
+        stale_after_ms = {stale_after_ms}
+        output = "none"
+        [feed]
+        backoff_initial_ms = 20
+        backoff_max_ms = 200
+        [venues.binance]
+        url = "{}"
+        [venues.bitstamp]
+        url = "{}"
+        [[instruments]]
+        name = "ETH/BTC"
+        symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc" }}
+        "#,
+        simulator.url(VenueId::Binance),
+        simulator.url(VenueId::Bitstamp),
+    );
+    let config = RawConfig::parse(&config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (grpc_addr, metrics_addr) = (grpc.local_addr().unwrap(), metrics.local_addr().unwrap());
+    let service = Service::start(config, Listeners { grpc, metrics }).unwrap();
+    Harness {
+        simulator,
+        service,
+        grpc: grpc_addr,
+        metrics: metrics_addr,
+    }
+}
+
+/// Waits for a summary satisfying `accept`, failing the test after `WAIT`.
+async fn wait_for(
+    summaries: &mut watch::Receiver<Arc<Summary>>,
+    accept: impl Fn(&Summary) -> bool,
+) -> Arc<Summary> {
+    let found = tokio::time::timeout(WAIT, summaries.wait_for(|summary| accept(summary)))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|summary| summary.clone());
+    found.unwrap_or_else(|| {
+        panic!(
+            "no such summary within {WAIT:?}; last: {:?}",
+            summaries.borrow().venues
+        )
+    })
+}
+
+fn both_synced(summary: &Summary) -> bool {
+    summary.venue_state(VenueId::Binance) == VenueState::Synced
+        && summary.venue_state(VenueId::Bitstamp) == VenueState::Synced
+}
+
+async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: test\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// The value of one sample line of the /metrics text, e.g. `name{exchange="binance"}`.
+fn metric(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|line| {
+            line.strip_prefix(series)
+                .and_then(|rest| rest.trim().parse().ok())
+        })
+        .unwrap_or_else(|| panic!("{series} not in /metrics"))
+}
+
+/// (exchange, price, amount) — the independent merge of the simulator's last frames:
+/// serde_json, concatenate, sort by price, larger amount, venue; take DEPTH.
+fn independent_merge(simulator: &Simulator, side: &str) -> Vec<(String, String, String)> {
+    let mut levels = Vec::new();
+    for (venue, stream) in [
+        (VenueId::Binance, "ethbtc@depth10@100ms"),
+        (VenueId::Bitstamp, "order_book_ethbtc"),
+    ] {
+        let frame: Value = serde_json::from_str(
+            &simulator
+                .last_sent(venue, stream)
+                .expect("a frame was sent"),
+        )
+        .unwrap();
+        for level in frame["data"][side].as_array().unwrap().iter().take(DEPTH) {
+            let text = |index: usize| level[index].as_str().unwrap().to_owned();
+            levels.push((venue.name().to_owned(), text(0), text(1)));
+        }
+    }
+    let number = |text: &String| text.parse::<f64>().unwrap();
+    levels.sort_by(|a, b| {
+        let price = number(&a.1).partial_cmp(&number(&b.1)).unwrap();
+        let price = if side == "bids" {
+            price.reverse()
+        } else {
+            price
+        };
+        price
+            .then(number(&b.2).partial_cmp(&number(&a.2)).unwrap())
+            .then(a.0.cmp(&b.0))
+    });
+    levels.truncate(DEPTH);
+    levels
+}
+
+fn exact_levels(levels: &[proto::ExactLevel]) -> Vec<(String, String, String)> {
+    levels
+        .iter()
+        .map(|l| (l.exchange.clone(), l.price.clone(), l.amount.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
+    let harness = start(60_000).await;
+    let mut summaries = harness.service.summaries(0);
+    wait_for(&mut summaries, both_synced).await;
+
+    // Freeze the market, let the last frames through, then compare.
+    harness.simulator.pause(VenueId::Binance, true);
+    harness.simulator.pause(VenueId::Bitstamp, true);
+    let mut last_sequence = 0;
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let sequence = summaries.borrow().sequence;
+        if sequence == last_sequence {
+            break;
+        }
+        last_sequence = sequence;
+    }
+    let expected_bids = independent_merge(&harness.simulator, "bids");
+    let expected_asks = independent_merge(&harness.simulator, "asks");
+
+    let mut client = OrderbookAggregatorClient::connect(format!("http://{}", harness.grpc))
+        .await
+        .unwrap();
+    let request = proto::SummaryRequest {
+        instrument: "ETH/BTC".into(),
+    };
+    let mut exact = client
+        .book_summary_exact(request)
+        .await
+        .unwrap()
+        .into_inner();
+    let summary = exact
+        .message()
+        .await
+        .unwrap()
+        .expect("the current summary is sent at once");
+    assert_eq!(exact_levels(&summary.bids), expected_bids);
+    assert_eq!(exact_levels(&summary.asks), expected_asks);
+    assert_eq!(summary.seq, last_sequence);
+    assert_eq!(summary.venues["binance"], "synced");
+    let spread =
+        expected_asks[0].1.parse::<f64>().unwrap() - expected_bids[0].1.parse::<f64>().unwrap();
+    assert!((summary.spread.parse::<f64>().unwrap() - spread).abs() < 1e-9);
+
+    // The legacy contract: same book, as doubles.
+    let mut legacy = client
+        .book_summary(proto::Empty {})
+        .await
+        .unwrap()
+        .into_inner();
+    let summary = legacy.message().await.unwrap().unwrap();
+    let legacy_bids: Vec<(String, f64)> = summary
+        .bids
+        .iter()
+        .map(|l| (l.exchange.clone(), l.price))
+        .collect();
+    let expected: Vec<(String, f64)> = expected_bids
+        .iter()
+        .map(|l| (l.0.clone(), l.1.parse().unwrap()))
+        .collect();
+    assert_eq!(legacy_bids, expected);
+
+    // The JSON line for the same summary carries the same exact decimals.
+    let mut line = Vec::new();
+    jsonl::write_summary(&mut line, "ETH/BTC", &summaries.borrow()).unwrap();
+    let line: Value = serde_json::from_slice(&line).unwrap();
+    let json_bids: Vec<(String, String, String)> = line["bids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let field = |key: &str| l[key].as_str().unwrap().to_owned();
+            (field("exchange"), field("price"), field("amount"))
+        })
+        .collect();
+    assert_eq!(json_bids, expected_bids);
+    assert_eq!(line["seq"], last_sequence);
+
+    // An unknown instrument is refused by name.
+    let missing = client
+        .book_summary_exact(proto::SummaryRequest {
+            instrument: "XRP/EUR".into(),
+        })
+        .await;
+    assert_eq!(missing.unwrap_err().code(), tonic::Code::NotFound);
+    harness.service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_connection_reconnects_resubscribes_and_resumes() {
+    let harness = start(60_000).await;
+    let mut summaries = harness.service.summaries(0);
+    wait_for(&mut summaries, both_synced).await;
+    assert_eq!(harness.simulator.connections(VenueId::Binance), 1);
+
+    harness.simulator.disconnect(VenueId::Binance);
+    wait_for(&mut summaries, |s| {
+        s.venue_state(VenueId::Binance) != VenueState::Synced
+    })
+    .await;
+    let resumed = wait_for(&mut summaries, both_synced).await;
+    assert_eq!(
+        harness.simulator.connections(VenueId::Binance),
+        2,
+        "one reconnection"
+    );
+    assert!(
+        resumed
+            .book
+            .bids
+            .as_slice()
+            .iter()
+            .any(|level| level.venue == VenueId::Binance)
+    );
+
+    // The venue's own reconnect request is followed at once, too.
+    harness.simulator.request_reconnect(VenueId::Bitstamp);
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while harness.simulator.connections(VenueId::Bitstamp) < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "Bitstamp did not reconnect"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    wait_for(&mut summaries, both_synced).await;
+
+    let (_, text) = http_get(harness.metrics, "/metrics").await;
+    assert!(
+        metric(
+            &text,
+            r#"orderbook_reconnections_total{exchange="binance"}"#
+        ) >= 1.0
+    );
+    assert!(
+        metric(
+            &text,
+            r#"orderbook_reconnections_total{exchange="bitstamp"}"#
+        ) >= 1.0
+    );
+    harness.service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_venue_is_evicted_and_health_degrades() {
+    let harness = start(300).await;
+    let mut summaries = harness.service.summaries(0);
+    wait_for(&mut summaries, both_synced).await;
+    let (status, body) = http_get(harness.metrics, "/health").await;
+    assert_eq!(
+        (status, body.contains(r#""status":"OK""#)),
+        (200, true),
+        "{body}"
+    );
+
+    harness.simulator.pause(VenueId::Bitstamp, true);
+    let evicted = wait_for(&mut summaries, |s| {
+        s.venue_state(VenueId::Bitstamp) == VenueState::Stale
+    })
+    .await;
+    assert!(
+        evicted
+            .book
+            .bids
+            .as_slice()
+            .iter()
+            .all(|level| level.venue == VenueId::Binance)
+    );
+    assert!(
+        evicted
+            .book
+            .asks
+            .as_slice()
+            .iter()
+            .all(|level| level.venue == VenueId::Binance)
+    );
+    assert_eq!(evicted.book.bids.as_slice().len(), DEPTH);
+    let (status, body) = http_get(harness.metrics, "/health").await;
+    assert_eq!(status, 200);
+    let health: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(health["status"], "DEGRADED");
+    assert_eq!(health["instruments"]["ETH/BTC"]["bitstamp"], "stale");
+    assert_eq!(health["instruments"]["ETH/BTC"]["binance"], "synced");
+    let (_, text) = http_get(harness.metrics, "/metrics").await;
+    assert!(
+        metric(
+            &text,
+            r#"orderbook_stale_evictions_total{exchange="bitstamp"}"#
+        ) >= 1.0
+    );
+    assert_eq!(
+        metric(
+            &text,
+            r#"orderbook_venue_up{exchange="bitstamp",instrument="ETH/BTC"}"#
+        ),
+        0.0
+    );
+
+    harness.simulator.pause(VenueId::Binance, true);
+    wait_for(&mut summaries, |s| {
+        s.venue_state(VenueId::Binance) == VenueState::Stale
+    })
+    .await;
+    let (status, body) = http_get(harness.metrics, "/health").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains(r#""status":"DOWN""#), "{body}");
+
+    // Resumed, the venue is merged again.
+    harness.simulator.pause(VenueId::Bitstamp, false);
+    harness.simulator.pause(VenueId::Binance, false);
+    wait_for(&mut summaries, both_synced).await;
+    harness.service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_frames_are_counted_and_never_reach_the_merged_book() {
+    let harness = start(60_000).await;
+    let mut summaries = harness.service.summaries(0);
+    wait_for(&mut summaries, both_synced).await;
+
+    // Record every summary from here on.
+    let mut watcher = harness.service.summaries(0);
+    let recorder = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while watcher.changed().await.is_ok() {
+            seen.push(watcher.borrow_and_update().clone());
+        }
+        seen
+    });
+
+    let frame = harness
+        .simulator
+        .last_sent(VenueId::Binance, "ethbtc@depth10@100ms")
+        .unwrap();
+    let bad_frames = [
+        frame[..frame.len() / 2].to_owned(), // truncated mid-book
+        frame.replace("\"0.0", "\"-0.0"),    // a negative price
+        "{\"stream\":\"ethbtc@depth10@100ms\",\"data\":".into(), // truncated envelope
+        "\u{1}garbage\u{7f}".into(),
+    ];
+    for bad in &bad_frames {
+        harness.simulator.send_raw(VenueId::Binance, bad.clone());
+    }
+    let sent = bad_frames.len() as f64;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (_, text) = http_get(harness.metrics, "/metrics").await;
+        if metric(
+            &text,
+            r#"orderbook_decode_errors_total{exchange="binance"}"#,
+        ) >= sent
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "decode errors not counted"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The connection stayed up and the venue recovered with its next good book.
+    wait_for(&mut summaries, both_synced).await;
+    assert_eq!(harness.simulator.connections(VenueId::Binance), 1);
+
+    harness.service.stop().await;
+    let seen = recorder.await.unwrap();
+    assert!(!seen.is_empty());
+    for summary in &seen {
+        let binance_bids = summary
+            .book
+            .bids
+            .as_slice()
+            .iter()
+            .filter(|l| l.venue == VenueId::Binance)
+            .count();
+        if summary.venue_state(VenueId::Binance) != VenueState::Synced {
+            assert_eq!(binance_bids, 0, "an excluded venue's levels were published");
+        }
+    }
+    assert!(
+        seen.iter()
+            .any(|s| s.venue_state(VenueId::Binance) == VenueState::OutOfSync),
+        "the bad frames marked the venue out of sync"
+    );
+}
+
+/// /metrics is valid Prometheus text, as Prometheus's own checker reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_pass_promtool_check() {
+    let Ok(promtool) = which("promtool") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install promtool (Debian package prometheus)"
+        );
+        eprintln!("promtool not installed: skipped (apt-get install prometheus)");
+        return;
+    };
+    let harness = start(60_000).await;
+    let mut summaries = harness.service.summaries(0);
+    wait_for(&mut summaries, both_synced).await;
+    let (status, text) = http_get(harness.metrics, "/metrics").await;
+    assert_eq!(status, 200);
+    for name in [
+        "orderbook_decode_duration_seconds_bucket",
+        "orderbook_e2e_duration_seconds_bucket",
+        "orderbook_messages_total",
+        "orderbook_merges_total",
+        "orderbook_book_age_seconds",
+    ] {
+        assert!(text.contains(name), "{name} missing");
+    }
+    let mut check = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut check.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let output = check.wait_with_output().unwrap();
+    let report = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    // promtool exits non-zero on errors; lint notes (e.g. counters' naming) are printed
+    // but are not format errors.
+    assert!(
+        output.status.success(),
+        "promtool check metrics failed:\n{report}"
+    );
+    harness.service.stop().await;
+}
+
+fn which(tool: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join(tool))
+        .find(|path| path.is_file())
+        .ok_or(())
+}
