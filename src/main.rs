@@ -134,7 +134,11 @@ fn run_service(args: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(config)) {
+    let result = runtime.block_on(serve(config));
+    // A write to a stuck stdout may still be in flight on a blocking thread: do not wait
+    // for it forever.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             tracing::error!("{error}");
