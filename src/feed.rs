@@ -164,6 +164,7 @@ impl Reader {
             socket.send(tungstenite::Message::text(request)).await?;
         }
         tracing::info!(venue = %self.spec.venue, url = %self.spec.url, ?streams, "connected, subscribing");
+        let ack_deadline = tokio::time::Instant::now() + settings.connect_timeout;
 
         loop {
             let next = tokio::select! {
@@ -173,6 +174,9 @@ impl Reader {
                     return Ok(SessionEnd::Shutdown);
                 }
             };
+            if acks_pending > 0 && tokio::time::Instant::now() > ack_deadline {
+                return Err(SessionError::Timeout("subscription ack"));
+            }
             let message = match next {
                 Err(_) => return Err(SessionError::Timeout("read idle")),
                 Ok(None) => return Err(SessionError::Closed),

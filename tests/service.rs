@@ -256,6 +256,11 @@ async fn a_cut_connection_reconnects_resubscribes_and_resumes() {
     wait_for(&mut summaries, both_synced).await;
     assert_eq!(harness.simulator.connections(VenueId::Binance), 1);
 
+    // Pings are answered (Binance drops clients that do not answer); new connections
+    // of the simulator ping every 20 ms from now on.
+    harness
+        .simulator
+        .set_ping_interval(VenueId::Binance, Duration::from_millis(20));
     harness.simulator.disconnect(VenueId::Binance);
     wait_for(&mut summaries, |s| {
         s.venue_state(VenueId::Binance) != VenueState::Synced

@@ -36,6 +36,9 @@ struct VenueControl {
     paused: watch::Sender<bool>,
     commands: broadcast::Sender<Command>,
     connections: AtomicU64,
+    pongs: AtomicU64,
+    /// Overrides the venue's ping interval (ms; 0: the venue's own).
+    ping_every_ms: AtomicU64,
 }
 
 struct Shared {
@@ -71,6 +74,8 @@ impl Simulator {
                 paused: watch::channel(false).0,
                 commands: broadcast::channel(64).0,
                 connections: AtomicU64::new(0),
+                pongs: AtomicU64::new(0),
+                ping_every_ms: AtomicU64::new(0),
             }),
             last_sent: Mutex::new(HashMap::new()),
         });
@@ -136,6 +141,18 @@ impl Simulator {
         self.send_raw(venue, venue.reconnect_request());
     }
 
+    /// Makes new connections of `venue` ping every `interval` instead of the venue's own.
+    pub fn set_ping_interval(&self, venue: VenueId, interval: Duration) {
+        self.control(venue)
+            .ping_every_ms
+            .store(interval.as_millis().max(1) as u64, Ordering::Relaxed);
+    }
+
+    /// Pongs received from clients of `venue` so far.
+    pub fn pongs(&self, venue: VenueId) -> u64 {
+        self.control(venue).pongs.load(Ordering::Relaxed)
+    }
+
     /// Connections accepted for `venue` so far.
     pub fn connections(&self, venue: VenueId) -> u64 {
         self.control(venue).connections.load(Ordering::Relaxed)
@@ -185,6 +202,15 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     let mut ticker = tokio::time::interval(Duration::from_secs(1) / ticks_per_second);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
+    let ping_every = match control.ping_every_ms.load(Ordering::Relaxed) {
+        0 => venue.server_ping_interval(),
+        ms => Some(Duration::from_millis(ms)),
+    };
+    // Without pings, a timer that never fires.
+    let mut pinger =
+        tokio::time::interval(ping_every.unwrap_or(Duration::from_secs(u64::from(u32::MAX))));
+    pinger.reset();
+
     let mut streams: Vec<(String, usize, SimulatedBook)> = Vec::new();
     let mut book = TopBook::default();
     let mut frame = Vec::new();
@@ -192,7 +218,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         tokio::select! {
             incoming = socket.next() => match incoming {
                 Some(Ok(Message::Text(text))) => {
-                    if let Some((subscribed, replies)) = venue.answer_subscribe(&text) {
+                    if let Some((subscribed, replies)) = venue.answer_request(&text) {
                         for reply in replies {
                             socket.send(Message::text(reply)).await?;
                         }
@@ -203,8 +229,11 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                         }
                     }
                 }
+                Some(Ok(Message::Pong(_))) => {
+                    control.pongs.fetch_add(1, Ordering::Relaxed);
+                }
                 Some(Ok(Message::Close(_))) | None => return Ok(()),
-                Some(Ok(_)) => {} // pings are answered by tungstenite
+                Some(Ok(_)) => {}
                 Some(Err(error)) => return Err(error.into()),
             },
             _ = ticker.tick(), if !streams.is_empty() && !*paused.borrow() => {
@@ -219,6 +248,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                     }
                 }
             }
+            _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
             command = commands.recv() => match command {
                 Ok(Command::Disconnect) | Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 Ok(Command::Send(text)) => socket.send(Message::text(text)).await?,

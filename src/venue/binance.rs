@@ -199,7 +199,7 @@ impl Venue for Binance {
         (vec![request.to_string()], 1)
     }
 
-    fn answer_subscribe(request: &str) -> Option<(Vec<String>, Vec<String>)> {
+    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
         if request.get("method")? != "SUBSCRIBE" {
             return None;
@@ -216,6 +216,11 @@ impl Venue for Binance {
 
     fn reconnect_request() -> &'static str {
         r#"{"stream":"!serverShutdown","data":{"e":"serverShutdown","E":1770123456789}}"#
+    }
+
+    /// "The server sends a ping frame every 20 seconds" (PROTOCOLS.md, Binance keep-alive).
+    fn server_ping_interval() -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_secs(20))
     }
 
     /// `<symbol>@depth<N>@100ms` carries N levels.
@@ -328,7 +333,7 @@ mod tests {
             [r#"{"id":1,"method":"SUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]
         );
         assert_eq!(acks, 1);
-        let (streams, replies) = Binance::answer_subscribe(&frames[0]).unwrap();
+        let (streams, replies) = Binance::answer_request(&frames[0]).unwrap();
         assert_eq!(streams, ["ethbtc@depth10@100ms"]);
         let mut book = TopBook::default();
         assert_eq!(

@@ -150,8 +150,13 @@ impl Venue for Bitstamp {
         (frames, streams.len())
     }
 
-    fn answer_subscribe(request: &str) -> Option<(Vec<String>, Vec<String>)> {
+    /// Subscriptions, and the heartbeat (reply shape from control_messages.jsonl).
+    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
+        if request.get("event")? == "bts:heartbeat" {
+            let reply = r#"{"event":"bts:heartbeat","channel":"","data":{"status":"success"}}"#;
+            return Some((Vec::new(), vec![reply.to_owned()]));
+        }
         if request.get("event")? != "bts:subscribe" {
             return None;
         }
@@ -162,6 +167,11 @@ impl Venue for Bitstamp {
 
     fn reconnect_request() -> &'static str {
         r#"{"event":"bts:request_reconnect","channel":"","data":""}"#
+    }
+
+    /// Bitstamp relies on protocol-level pings from the client side only.
+    fn server_ping_interval() -> Option<std::time::Duration> {
+        None
     }
 
     /// The snapshot channel always carries the top 100.
@@ -240,7 +250,7 @@ mod tests {
             [r#"{"data":{"channel":"order_book_ethbtc"},"event":"bts:subscribe"}"#]
         );
         assert_eq!(acks, 1);
-        let (channels, replies) = Bitstamp::answer_subscribe(&frames[0]).unwrap();
+        let (channels, replies) = Bitstamp::answer_request(&frames[0]).unwrap();
         assert_eq!(channels, ["order_book_ethbtc"]);
         let mut book = TopBook::default();
         let ack = Bitstamp::decode(replies[0].as_bytes(), 10, &mut book);

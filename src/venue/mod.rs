@@ -54,9 +54,12 @@ pub trait Venue {
     /// subscription acks the venue answers them with.
     fn subscribe_frames(streams: &[String]) -> (Vec<String>, usize);
 
-    /// The simulator's side: if `request` is a subscription, the streams it asks for and
-    /// the frames the venue answers with.
-    fn answer_subscribe(request: &str) -> Option<(Vec<String>, Vec<String>)>;
+    /// The simulator's side: if the venue answers `request` (a subscription, an
+    /// application heartbeat), the streams it subscribes to (maybe none) and the replies.
+    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)>;
+
+    /// How often the venue sends WebSocket pings, if it does (served by the simulator).
+    fn server_ping_interval() -> Option<std::time::Duration>;
 
     /// The frame by which the venue asks clients to reconnect (served by the simulator).
     fn reconnect_request() -> &'static str;
@@ -122,9 +125,14 @@ macro_rules! venues {
                 match self { $(VenueId::$variant => <$venue as Venue>::subscribe_frames(streams)),+ }
             }
 
-            /// See [`Venue::answer_subscribe`].
-            pub fn answer_subscribe(self, request: &str) -> Option<(Vec<String>, Vec<String>)> {
-                match self { $(VenueId::$variant => <$venue as Venue>::answer_subscribe(request)),+ }
+            /// See [`Venue::answer_request`].
+            pub fn answer_request(self, request: &str) -> Option<(Vec<String>, Vec<String>)> {
+                match self { $(VenueId::$variant => <$venue as Venue>::answer_request(request)),+ }
+            }
+
+            /// See [`Venue::server_ping_interval`].
+            pub fn server_ping_interval(self) -> Option<std::time::Duration> {
+                match self { $(VenueId::$variant => <$venue as Venue>::server_ping_interval()),+ }
             }
 
             /// See [`Venue::levels_on_stream`].
