@@ -114,6 +114,8 @@ pub struct RawSimulator {
     pub listen: Option<String>,
     pub rate_per_second: Option<i64>,
     pub seed: Option<i64>,
+    /// Venue name → a recording to serve instead of the generated market.
+    pub replay: Option<BTreeMap<String, String>>,
 }
 
 // ---- stage two: validated ----
@@ -201,6 +203,8 @@ pub struct SimulatorConfig {
     pub listen: SocketAddr,
     pub rate_per_second: u32,
     pub seed: u64,
+    /// Venues that serve a recording (plain frames or a session timeline).
+    pub replay: Vec<(VenueId, std::path::PathBuf)>,
 }
 
 /// The most instruments one process serves (each costs a mailbox per venue and a summary).
@@ -473,6 +477,21 @@ impl RawConfig {
                     SIMULATOR_RATES,
                 )? as u32,
                 seed: in_range("simulator.seed", raw.seed, 1, 0..=i64::MAX)? as u64,
+                replay: raw
+                    .replay
+                    .iter()
+                    .flatten()
+                    .map(|(name, path)| {
+                        let venue = VenueId::from_name(name).ok_or_else(|| {
+                            invalid(
+                                format!("simulator.replay.{name}"),
+                                format!("{path:?}"),
+                                unknown_venue_reason(),
+                            )
+                        })?;
+                        Ok((venue, std::path::PathBuf::from(path)))
+                    })
+                    .collect::<Result<_, ConfigError>>()?,
             }),
         };
 

@@ -7,7 +7,7 @@ use mergebook::config::{Config, ConfigError, LogFormat, RawConfig};
 use mergebook::publish::jsonl;
 use mergebook::replay::{self, RecordedFrame};
 use mergebook::service::{Listeners, Service};
-use mergebook::sim::Simulator;
+use mergebook::sim::{Recording, Simulator};
 use mergebook::venue::VenueId;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -169,6 +169,15 @@ async fn serve(mut config: Config) -> Result<(), String> {
         let listener = bind(simulator.listen).await?;
         let simulator = Simulator::start(listener, simulator.rate_per_second, simulator.seed)
             .map_err(|error| format!("simulator: {error}"))?;
+        for (venue, path) in &config.simulator.as_ref().expect("checked above").replay {
+            let recording = Recording::load(*venue, path).map_err(|error| {
+                format!(
+                    "simulator.replay.{venue} = {:?}: {error}",
+                    path.display().to_string()
+                )
+            })?;
+            simulator.replay(*venue, recording);
+        }
         tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
         for venue in &mut config.venues {
             venue.url = simulator.url(venue.venue);

@@ -4,12 +4,13 @@
 //! except where the behaviour under test is a timeout.
 
 use mergebook::config::RawConfig;
+use mergebook::merge::{MergedBook, VenueBook, merge};
 use mergebook::publish::grpc::proto::{
     self, orderbook_aggregator_client::OrderbookAggregatorClient,
 };
 use mergebook::publish::jsonl;
 use mergebook::service::{Listeners, Service};
-use mergebook::sim::Simulator;
+use mergebook::sim::{Recording, Simulator};
 use mergebook::summary::{Summary, VenueState};
 use mergebook::venue::VenueId;
 use serde_json::Value;
@@ -31,8 +32,14 @@ struct Harness {
 }
 
 async fn start(stale_after_ms: u64) -> Harness {
+    start_with(stale_after_ms, |_| {}).await
+}
+
+/// `setup` configures the simulator before the service connects to it.
+async fn start_with(stale_after_ms: u64, setup: impl FnOnce(&Simulator)) -> Harness {
     let simulator =
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
+    setup(&simulator);
     let config = format!(
         r#"
         [service]
@@ -450,6 +457,73 @@ async fn bad_frames_are_counted_and_never_reach_the_merged_book() {
             .any(|s| s.venue_state(VenueId::Binance) == VenueState::OutOfSync),
         "the bad frames marked the venue out of sync"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_replays_recorded_frames_into_the_merged_book() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let binance = Recording::load(
+        VenueId::Binance,
+        &fixtures.join("binance/partial_depth20_BTCUSDT_combined.json"),
+    );
+    let bitstamp = Recording::load(
+        VenueId::Bitstamp,
+        &fixtures.join("bitstamp/order_book_btcusd_top100_samples_2020.jsonl"),
+    );
+    let (binance, bitstamp) = (binance.unwrap(), bitstamp.unwrap());
+    assert_eq!(
+        (
+            binance.books.len(),
+            bitstamp.books.len(),
+            bitstamp.price_decimals
+        ),
+        (1, 2, 2)
+    );
+    let harness = start_with(60_000, |simulator| {
+        simulator.replay(VenueId::Binance, binance.clone());
+        simulator.replay(VenueId::Bitstamp, bitstamp.clone());
+    })
+    .await;
+    let mut summaries = harness.service.summaries(0);
+    let summary = wait_for(&mut summaries, both_synced).await;
+
+    // The merged book is the merge of the recorded Binance book with one of the two
+    // recorded Bitstamp books (they alternate).
+    let merged_with = |bitstamp_book| {
+        let inputs = [
+            VenueBook {
+                venue: VenueId::Binance,
+                book: &binance.books[0],
+            },
+            VenueBook {
+                venue: VenueId::Bitstamp,
+                book: bitstamp_book,
+            },
+        ];
+        let mut merged = MergedBook::default();
+        merge(&inputs, DEPTH, &mut merged);
+        merged
+    };
+    let candidates = [
+        merged_with(&bitstamp.books[0]),
+        merged_with(&bitstamp.books[1]),
+    ];
+    assert!(
+        candidates
+            .iter()
+            .any(|merged| merged.bids == summary.book.bids && merged.asks == summary.book.asks)
+    );
+    // The re-encoded frames keep the recorded price decimals.
+    let sent = harness
+        .simulator
+        .last_sent(VenueId::Bitstamp, "order_book_ethbtc")
+        .unwrap();
+    assert!(
+        sent.contains(r#"[["9328.28", "0.05925332"]"#)
+            || sent.contains(r#"[["19133.97", "0.01000000"]"#),
+        "{sent}"
+    );
+    harness.service.stop().await;
 }
 
 /// /metrics is valid Prometheus text, as Prometheus's own checker reads it.

@@ -3,7 +3,10 @@
 //! venue's reconnect request), so the whole pipeline runs with no internet.
 //!
 //! A client connects to `ws://<addr>/<venue>` (`/binance`, `/bitstamp`), subscribes
-//! as it would on the exchange, and receives a moving market at the configured rate. Tests
+//! as it would on the exchange, and receives a moving market at the configured rate, or a
+//! recording (`Simulator::replay`): recorded book frames, looped, re-encoded by the
+//! venue's own encoder under the subscribed stream name with increasing sequence
+//! numbers. Tests
 //! drive faults through the [`Simulator`] handle: cut a venue's connections, pause it,
 //! inject raw frames, request a reconnect, and read back the last frame sent per stream.
 
@@ -41,12 +44,69 @@ struct VenueControl {
     ping_every_ms: AtomicU64,
 }
 
+/// Recorded books a venue serves instead of the generated market.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    pub books: Vec<TopBook>,
+    /// Decimals of the recorded prices, kept when re-encoding (`9328.28` stays so).
+    pub price_decimals: u32,
+}
+
+impl Recording {
+    /// Loads a recording (plain frames or a session timeline) of `venue`'s book frames.
+    pub fn load(venue: VenueId, path: &std::path::Path) -> Result<Recording, String> {
+        let frames = crate::replay::load_frames(path).map_err(|error| error.to_string())?;
+        let mut books = Vec::new();
+        let mut price_decimals = None;
+        for frame in &frames {
+            let mut book = TopBook::default();
+            if let Ok(crate::venue::Message::Book { .. }) =
+                venue.decode(frame.raw.as_bytes(), crate::book::MAX_DEPTH, &mut book)
+            {
+                price_decimals = price_decimals.or_else(|| first_bid_decimals(&frame.raw));
+                books.push(book);
+            }
+        }
+        if books.is_empty() {
+            return Err(format!("{}: no {venue} book frames", path.display()));
+        }
+        Ok(Recording {
+            books,
+            price_decimals: price_decimals.unwrap_or(8),
+        })
+    }
+}
+
+/// Fractional digits of the first price under a `"bids"` key, anywhere in the frame.
+fn first_bid_decimals(frame: &str) -> Option<u32> {
+    fn find(value: &serde_json::Value) -> Option<u32> {
+        match value {
+            serde_json::Value::Object(members) => members
+                .get("bids")
+                .and_then(|bids| bids.get(0)?.get(0)?.as_str())
+                .map_or_else(
+                    || members.values().find_map(find),
+                    |price| {
+                        Some(
+                            price
+                                .split_once('.')
+                                .map_or(0, |(_, fraction)| fraction.len() as u32),
+                        )
+                    },
+                ),
+            _ => None,
+        }
+    }
+    find(&serde_json::from_str(frame).ok()?)
+}
+
 struct Shared {
     rate_per_second: u32,
     seed: u64,
     /// The shared mid price, in ticks, stepped by a background task.
     mid_ticks: AtomicU64,
     venues: [VenueControl; MAX_VENUES],
+    recordings: Mutex<[Option<Arc<Recording>>; MAX_VENUES]>,
     last_sent: Mutex<HashMap<(VenueId, String), String>>,
 }
 
@@ -77,6 +137,7 @@ impl Simulator {
                 pongs: AtomicU64::new(0),
                 ping_every_ms: AtomicU64::new(0),
             }),
+            recordings: Mutex::new(Default::default()),
             last_sent: Mutex::new(HashMap::new()),
         });
         let walker = Arc::clone(&shared);
@@ -139,6 +200,13 @@ impl Simulator {
     /// Sends the venue's own reconnect request.
     pub fn request_reconnect(&self, venue: VenueId) {
         self.send_raw(venue, venue.reconnect_request());
+    }
+
+    /// Makes new connections of `venue` serve `recording` (looped) instead of the
+    /// generated market.
+    pub fn replay(&self, venue: VenueId, recording: Recording) {
+        self.shared.recordings.lock().expect("not poisoned")[venue.index()] =
+            Some(Arc::new(recording));
     }
 
     /// Makes new connections of `venue` ping every `interval` instead of the venue's own.
@@ -211,6 +279,8 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         tokio::time::interval(ping_every.unwrap_or(Duration::from_secs(u64::from(u32::MAX))));
     pinger.reset();
 
+    let recording = shared.recordings.lock().expect("not poisoned")[venue.index()].clone();
+    let mut replayed = 0usize;
     let mut streams: Vec<(String, usize, SimulatedBook)> = Vec::new();
     let mut book = TopBook::default();
     let mut frame = Vec::new();
@@ -239,9 +309,20 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
             _ = ticker.tick(), if !streams.is_empty() && !*paused.borrow() => {
                 for _ in 0..frames_per_tick {
                     for (stream, levels, market) in &mut streams {
-                        market.next_book(shared.mid_ticks.load(Ordering::Relaxed), *levels, 0, &mut book);
+                        let price_decimals = match &recording {
+                            Some(recording) => {
+                                book.copy_from(&recording.books[replayed % recording.books.len()]);
+                                replayed += 1;
+                                book.venue_sequence = replayed as u64; // a looped recording must not look like duplicates
+                                recording.price_decimals
+                            }
+                            None => {
+                                market.next_book(shared.mid_ticks.load(Ordering::Relaxed), *levels, 0, &mut book);
+                                8
+                            }
+                        };
                         frame.clear();
-                        venue.encode_book(stream, &book, 8, &mut frame);
+                        venue.encode_book(stream, &book, price_decimals, &mut frame);
                         let text = String::from_utf8(frame.clone()).expect("encoders write UTF-8");
                         shared.last_sent.lock().expect("not poisoned").insert((venue, stream.clone()), text.clone());
                         socket.send(Message::text(text)).await?;
