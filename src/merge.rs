@@ -11,7 +11,7 @@
 //! With K ≤ 8 inputs a linear scan of the K heads beats a heap: the heads sit in a few
 //! registers' worth of memory and the comparison is two integer compares.
 
-use crate::book::{Level, MAX_DEPTH, Side, TopBook};
+use crate::book::{Level, LevelArray, MAX_DEPTH, Side, TopBook};
 use crate::fixed::{FixedPoint, SignedFixed};
 use crate::venue::{MAX_VENUES, VenueId};
 
@@ -34,36 +34,7 @@ impl Default for MergedLevel {
 }
 
 /// One side of the consolidated book, best first, inline storage.
-#[derive(Clone, Copy, Debug)]
-pub struct MergedLevels {
-    levels: [MergedLevel; MAX_DEPTH],
-    len: usize,
-}
-
-impl Default for MergedLevels {
-    fn default() -> Self {
-        MergedLevels {
-            levels: [MergedLevel::default(); MAX_DEPTH],
-            len: 0,
-        }
-    }
-}
-
-impl PartialEq for MergedLevels {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl MergedLevels {
-    pub fn as_slice(&self) -> &[MergedLevel] {
-        &self.levels[..self.len]
-    }
-
-    pub fn best(&self) -> Option<&MergedLevel> {
-        self.as_slice().first()
-    }
-}
+pub type MergedLevels = LevelArray<MergedLevel>;
 
 /// How the consolidated best bid and best ask relate. Crossed or locked across venues is
 /// a real (arbitrage) market state, so it is reported, not hidden.
@@ -136,8 +107,8 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
         }
     }
     let depth = depth.min(MAX_DEPTH);
-    out.len = 0;
-    while out.len < depth && live > 0 {
+    out.clear();
+    while out.len() < depth && live > 0 {
         let mut best = 0;
         for candidate in 1..live {
             let (levels, venue) = heads[candidate];
@@ -147,12 +118,12 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
             }
         }
         let (levels, venue) = heads[best];
-        out.levels[out.len] = MergedLevel {
+        // Cannot fail: `depth` is at most the capacity.
+        out.push(MergedLevel {
             price: levels[0].price,
             amount: levels[0].amount,
             venue,
-        };
-        out.len += 1;
+        });
         if levels.len() > 1 {
             heads[best].0 = &levels[1..];
         } else {
@@ -265,41 +236,27 @@ mod tests {
 
     #[test]
     fn reports_locked_and_crossed_books_with_a_signed_spread() {
-        let low = book(&[(100, 1)], &[(105, 1)]);
-        let high = book(&[(107, 1)], &[(110, 1)]);
-        let mut merged = MergedBook::default();
-        merge(
-            &[
+        let merge_two = |binance: &TopBook, bitstamp: &TopBook| {
+            let mut merged = MergedBook::default();
+            let inputs = [
                 VenueBook {
                     venue: VenueId::Binance,
-                    book: &low,
+                    book: binance,
                 },
                 VenueBook {
                     venue: VenueId::Bitstamp,
-                    book: &high,
+                    book: bitstamp,
                 },
-            ],
-            10,
-            &mut merged,
-        );
+            ];
+            merge(&inputs, 10, &mut merged);
+            merged
+        };
+        let low = book(&[(100, 1)], &[(105, 1)]);
+        let merged = merge_two(&low, &book(&[(107, 1)], &[(110, 1)]));
         assert_eq!(merged.cross, CrossState::Crossed);
         assert_eq!(merged.spread.unwrap().to_string(), "-0.00000002");
 
-        let locked = book(&[(105, 1)], &[(120, 1)]);
-        merge(
-            &[
-                VenueBook {
-                    venue: VenueId::Binance,
-                    book: &low,
-                },
-                VenueBook {
-                    venue: VenueId::Bitstamp,
-                    book: &locked,
-                },
-            ],
-            10,
-            &mut merged,
-        );
+        let mut merged = merge_two(&low, &book(&[(105, 1)], &[(120, 1)]));
         assert_eq!(merged.cross, CrossState::Locked);
         assert_eq!(merged.spread.unwrap().to_string(), "0.00000000");
 

@@ -41,31 +41,35 @@ impl Side {
     }
 }
 
-/// Up to `MAX_DEPTH` levels of one side, best first.
+/// Up to `MAX_DEPTH` levels of one side, best first, stored inline (no heap).
 #[derive(Clone, Copy, Debug)]
-pub struct Levels {
-    levels: [Level; MAX_DEPTH],
+pub struct LevelArray<T> {
+    levels: [T; MAX_DEPTH],
     len: usize,
 }
 
-impl Default for Levels {
+/// One venue's side.
+pub type Levels = LevelArray<Level>;
+
+impl<T: Copy + Default> Default for LevelArray<T> {
     fn default() -> Self {
-        Levels {
-            levels: [Level::default(); MAX_DEPTH],
+        LevelArray {
+            levels: [T::default(); MAX_DEPTH],
             len: 0,
         }
     }
 }
 
-impl PartialEq for Levels {
+/// Equal when the live levels are (whatever the unused slots hold).
+impl<T: PartialEq> PartialEq for LevelArray<T> {
     fn eq(&self, other: &Self) -> bool {
         self.as_slice() == other.as_slice()
     }
 }
 
-impl Levels {
+impl<T> LevelArray<T> {
     #[inline]
-    pub fn as_slice(&self) -> &[Level] {
+    pub fn as_slice(&self) -> &[T] {
         &self.levels[..self.len]
     }
 
@@ -80,7 +84,7 @@ impl Levels {
     }
 
     #[inline]
-    pub fn best(&self) -> Option<&Level> {
+    pub fn best(&self) -> Option<&T> {
         self.as_slice().first()
     }
 
@@ -89,9 +93,9 @@ impl Levels {
         self.len = 0;
     }
 
-    /// Appends a level; returns false (and keeps the book unchanged) when full.
+    /// Appends a level; returns false (and keeps the array unchanged) when full.
     #[inline]
-    pub fn push(&mut self, level: Level) -> bool {
+    pub fn push(&mut self, level: T) -> bool {
         match self.levels.get_mut(self.len) {
             Some(slot) => {
                 *slot = level;
@@ -101,10 +105,12 @@ impl Levels {
             None => false,
         }
     }
+}
 
+impl<T: Copy> LevelArray<T> {
     /// Copies the live levels of `other` (not the whole inline array).
     #[inline]
-    pub fn copy_from(&mut self, other: &Levels) {
+    pub fn copy_from(&mut self, other: &LevelArray<T>) {
         self.levels[..other.len].copy_from_slice(other.as_slice());
         self.len = other.len;
     }
