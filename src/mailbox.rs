@@ -18,7 +18,7 @@
 //! check every interleaving of that protocol, including the one where the producer would
 //! write the slot the consumer is still reading; Miri runs the threaded tests.
 
-#[cfg(loom)]
+#[cfg(mergebook_loom)]
 use loom::{
     cell::UnsafeCell,
     sync::{
@@ -26,7 +26,7 @@ use loom::{
         atomic::{AtomicU8, Ordering},
     },
 };
-#[cfg(not(loom))]
+#[cfg(not(mergebook_loom))]
 use std::{
     cell::UnsafeCell,
     sync::{
@@ -68,9 +68,17 @@ pub struct Receiver<T> {
     front: u8,
     /// Under loom, the front slot's read access, held until the next `take` so that loom
     /// sees the consumer reading it for that whole time.
-    #[cfg(loom)]
+    #[cfg(mergebook_loom)]
     held: Option<loom::cell::ConstPtr<T>>,
 }
+
+// SAFETY: under loom, `held` is loom's tracking token for the front slot, which this
+// `Receiver` owns exclusively (the module invariant); moving the receiver to another
+// thread moves that ownership with it, as it does for the non-loom build, where the
+// receiver is `Send` by its fields.
+#[cfg(mergebook_loom)]
+#[allow(unsafe_code)]
+unsafe impl<T: Send> Send for Receiver<T> {}
 
 /// Creates a mailbox whose three slots start as copies of `initial` (the consumer's
 /// `latest` returns it until the first publish).
@@ -81,7 +89,7 @@ pub fn mailbox<T: Clone>(initial: T) -> (Sender<T>, Receiver<T>) {
         middle: CachePadded(AtomicU8::new(1)),
     });
     let receiver = Receiver {
-        #[cfg(loom)]
+        #[cfg(mergebook_loom)]
         held: Some(shared.slots[0].0.get()),
         shared: Arc::clone(&shared),
         front: 0,
@@ -99,12 +107,12 @@ impl<T> Sender<T> {
         write: impl FnOnce(&mut T) -> Result<R, E>,
     ) -> Result<R, E> {
         let slot = &self.shared.slots[usize::from(self.back)].0;
-        #[cfg(not(loom))]
+        #[cfg(not(mergebook_loom))]
         // SAFETY: the producer holds `back`, so no other reference to this slot exists,
         // and the `&mut` does not outlive this call.
         #[allow(unsafe_code)]
         let result = write(unsafe { &mut *slot.get() });
-        #[cfg(loom)]
+        #[cfg(mergebook_loom)]
         let result = slot.with_mut(|pointer| {
             // SAFETY: as above; loom checks the claim.
             #[allow(unsafe_code)]
@@ -147,13 +155,13 @@ impl<T> Receiver<T> {
         if self.shared.middle.0.load(Ordering::Relaxed) & FRESH == 0 {
             return false;
         }
-        #[cfg(loom)]
+        #[cfg(mergebook_loom)]
         drop(self.held.take());
         // Release: our reads of the old front happen-before the producer reuses it.
         // Acquire: the producer's writes to the slot we take happen-before our reads.
         let previous = self.shared.middle.0.swap(self.front, Ordering::AcqRel);
         self.front = previous & INDEX_MASK;
-        #[cfg(loom)]
+        #[cfg(mergebook_loom)]
         {
             self.held = Some(self.shared.slots[usize::from(self.front)].0.get());
         }
@@ -164,13 +172,13 @@ impl<T> Receiver<T> {
     /// producer, which keeps publishing into the other two slots.
     #[inline]
     pub fn latest(&self) -> &T {
-        #[cfg(not(loom))]
+        #[cfg(not(mergebook_loom))]
         // SAFETY: the consumer holds `front`, so the producer never writes this slot while
         // the returned reference lives: it borrows `self`, and only `take(&mut self)` can
         // give the slot back.
         #[allow(unsafe_code)]
         let value = unsafe { &*self.shared.slots[usize::from(self.front)].0.get() };
-        #[cfg(loom)]
+        #[cfg(mergebook_loom)]
         // SAFETY: as above; `held` is the tracked read access to the front slot.
         #[allow(unsafe_code)]
         let value = unsafe { self.held.as_ref().expect("front slot is held").deref() };
@@ -178,7 +186,7 @@ impl<T> Receiver<T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(mergebook_loom)))]
 mod tests {
     use super::*;
 
@@ -238,7 +246,7 @@ mod tests {
     }
 }
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, mergebook_loom))]
 mod loom_tests {
     use super::*;
     use loom::thread;
