@@ -173,7 +173,8 @@ fn mailboxes(c: &mut Criterion) {
 }
 
 /// What the reader records per frame: one counter increment and one histogram sample,
-/// on handles resolved once (as the service holds them).
+/// into its thread-local handles (as the service does; flushing every 100 ms is not
+/// per frame and not included).
 fn metrics(c: &mut Criterion) {
     let metrics = mergebook::metrics::Metrics::new();
     let venue = metrics.for_venue(VenueId::Binance);

@@ -95,6 +95,7 @@ impl Reader {
         loop {
             self.publish_state(VenueState::Connecting);
             let result = self.session(&mut shutdown).await;
+            self.metrics.flush();
             let pause = match result {
                 Ok(SessionEnd::Shutdown) => return,
                 Ok(SessionEnd::Reconnect) => {
@@ -166,9 +167,14 @@ impl Reader {
         tracing::info!(venue = %self.spec.venue, url = %self.spec.url, ?streams, "connected, subscribing");
         let ack_deadline = tokio::time::Instant::now() + settings.connect_timeout;
 
+        let mut flush = tokio::time::interval(crate::metrics::FLUSH_EVERY);
         loop {
             let next = tokio::select! {
                 next = tokio::time::timeout(settings.read_idle_timeout, socket.next()) => next,
+                _ = flush.tick() => {
+                    self.metrics.flush();
+                    continue;
+                }
                 _ = shutdown.wait_for(|stop| *stop) => {
                     let _ = socket.close(None).await;
                     return Ok(SessionEnd::Shutdown);

@@ -181,12 +181,21 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
         .collect();
     let mut idler = Idler::new(spec.idle);
     let mut next_stale_check = 0;
+    // Thread-local recording, flushed with the stale check's clock (see metrics.rs).
+    let e2e_seconds = metrics.e2e_seconds.local();
+    let merges = metrics.merges.local();
+    let mut next_flush = 0;
     while !stop.load(Ordering::Relaxed) {
         let mut worked = false;
         let now = clock::monotonic_ns();
         let check_stale = now >= next_stale_check;
         if check_stale {
             next_stale_check = now + STALE_CHECK_EVERY_NS;
+            if now >= next_flush {
+                next_flush = now + crate::metrics::FLUSH_EVERY.as_nanos() as u64;
+                e2e_seconds.flush();
+                merges.flush();
+            }
         }
         for instrument in &mut spec.instruments {
             let mut new_book = false;
@@ -225,6 +234,8 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
         }
         idler.idle(worked);
     }
+    e2e_seconds.flush();
+    merges.flush();
 }
 
 /// Polls with nothing new before spinning turns to yielding, and yielding to parking.

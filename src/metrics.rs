@@ -1,6 +1,7 @@
-//! Prometheus metrics: one registry, created at start-up; hot-path code holds handles
-//! resolved from it once (recording is then a few atomic adds; see the
-//! `metrics_record` bench).
+//! Prometheus metrics: one registry, created at start-up. Hot-path threads (readers, the
+//! merger) record into thread-local copies (`Local*`: plain adds, no atomics; see the
+//! `metrics_record` bench) and flush them into the registry every `FLUSH_EVERY`, so a
+//! scrape is at most that much behind.
 
 use crate::venue::VenueId;
 use prometheus::{
@@ -124,8 +125,8 @@ impl Metrics {
     pub fn for_venue(&self, venue: VenueId) -> VenueMetrics {
         let labels = [venue.name()];
         VenueMetrics {
-            decode_seconds: self.decode_seconds.with_label_values(&labels),
-            messages: self.messages.with_label_values(&labels),
+            decode_seconds: self.decode_seconds.with_label_values(&labels).local(),
+            messages: self.messages.with_label_values(&labels).local(),
             decode_errors: self.decode_errors.with_label_values(&labels),
             reconnections: self.reconnections.with_label_values(&labels),
         }
@@ -145,13 +146,23 @@ impl Default for Metrics {
     }
 }
 
-/// One venue's resolved metric handles.
-#[derive(Clone)]
+/// How often thread-local metrics are flushed into the registry.
+pub const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// One venue's metric handles. The per-frame ones are thread-local: call `flush`.
 pub struct VenueMetrics {
-    pub decode_seconds: Histogram,
-    pub messages: IntCounter,
+    pub decode_seconds: prometheus::local::LocalHistogram,
+    pub messages: prometheus::local::LocalIntCounter,
     pub decode_errors: IntCounter,
     pub reconnections: IntCounter,
+}
+
+impl VenueMetrics {
+    /// Publishes what was recorded locally since the last flush.
+    pub fn flush(&self) {
+        self.decode_seconds.flush();
+        self.messages.flush();
+    }
 }
 
 #[cfg(test)]
