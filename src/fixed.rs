@@ -324,10 +324,6 @@ impl FixedPoint {
             .ok_or(FixedPointError::Overflow)
     }
 
-    pub fn checked_add(self, other: Self) -> Option<Self> {
-        self.0.checked_add(other.0).map(FixedPoint)
-    }
-
     /// `self - other` as an exact signed decimal (the spread of a crossed book is negative).
     pub fn signed_difference(self, other: Self) -> SignedFixed {
         match self.cmp(&other) {

@@ -9,6 +9,7 @@
 //! {"status":"DEGRADED","instruments":{"ETH/BTC":{"binance":"synced","bitstamp":"stale"}}}
 //! ```
 
+use crate::clock;
 use crate::config::Config;
 use crate::metrics::Metrics;
 use crate::summary::{Summary, VenueState};
@@ -49,11 +50,35 @@ pub async fn serve(
 }
 
 async fn metrics_text(State(shared): State<Shared>) -> impl IntoResponse {
-    crate::service::update_book_ages(&shared.metrics, &shared.config, &shared.summaries);
+    update_book_ages(&shared.metrics, &shared.config, &shared.summaries);
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         shared.metrics.render(),
     )
+}
+
+/// Refreshes the book-age gauges from the latest summaries (called before each scrape).
+fn update_book_ages(
+    metrics: &Metrics,
+    config: &Config,
+    summaries: &[watch::Receiver<Arc<Summary>>],
+) {
+    let now = clock::monotonic_ns();
+    for (instrument, latest) in config.instruments.iter().zip(summaries) {
+        let summary = latest.borrow();
+        for (venue, _) in &instrument.symbols {
+            let received = summary.venue_received_ns[venue.index()];
+            let age = if received == 0 {
+                f64::NAN
+            } else {
+                now.saturating_sub(received) as f64 * 1e-9
+            };
+            metrics
+                .book_age_seconds
+                .with_label_values(&[venue.name(), &instrument.name])
+                .set(age);
+        }
+    }
 }
 
 /// Overall health from each instrument's venue states.

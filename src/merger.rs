@@ -84,10 +84,6 @@ impl InstrumentMerger {
             .filter(move |venue| evicted[venue.index()])
     }
 
-    pub fn state(&self, venue: VenueId) -> VenueState {
-        self.venues[venue.index()].state
-    }
-
     /// Merges the synced venues into `out` and stamps it with the next sequence number.
     pub fn summarize(&mut self, published_ns: u64, out: &mut Summary) {
         let mut inputs = [VenueBook {

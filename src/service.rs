@@ -2,7 +2,6 @@
 //! consumers (JSON lines, gRPC, `/metrics` and `/health`) together, and takes them apart
 //! again on shutdown. Listeners are passed in, so tests bind port 0.
 
-use crate::clock;
 use crate::config::{Config, Output};
 use crate::feed::{self, ReaderSpec};
 use crate::mailbox;
@@ -33,8 +32,6 @@ pub struct Listeners {
 
 /// A running service.
 pub struct Service {
-    config: Arc<Config>,
-    metrics: Arc<Metrics>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
     stop_merger: Arc<AtomicBool>,
     stop_readers: watch::Sender<bool>,
@@ -148,8 +145,6 @@ impl Service {
         }
 
         Ok(Service {
-            config,
-            metrics,
             summaries,
             stop_merger,
             stop_readers,
@@ -157,14 +152,6 @@ impl Service {
             readers,
             tasks,
         })
-    }
-
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.metrics
-    }
-
-    pub fn config(&self) -> &Config {
-        &self.config
     }
 
     /// The latest summary of instrument `index` (in configuration order), as it changes.
@@ -252,30 +239,6 @@ impl VenueGauges {
             for (state, gauge) in states {
                 gauge.set(i64::from(*state == current));
             }
-        }
-    }
-}
-
-/// Refreshes the book-age gauges from the latest summaries (called before each scrape).
-pub(crate) fn update_book_ages(
-    metrics: &Metrics,
-    config: &Config,
-    summaries: &[watch::Receiver<Arc<Summary>>],
-) {
-    let now = clock::monotonic_ns();
-    for (instrument, latest) in config.instruments.iter().zip(summaries) {
-        let summary = latest.borrow();
-        for (venue, _) in &instrument.symbols {
-            let received = summary.venue_received_ns[venue.index()];
-            let age = if received == 0 {
-                f64::NAN
-            } else {
-                now.saturating_sub(received) as f64 * 1e-9
-            };
-            metrics
-                .book_age_seconds
-                .with_label_values(&[venue.name(), &instrument.name])
-                .set(age);
         }
     }
 }

@@ -145,13 +145,6 @@ impl TopBook {
         }
     }
 
-    pub fn side_mut(&mut self, side: Side) -> &mut Levels {
-        match side {
-            Side::Bid => &mut self.bids,
-            Side::Ask => &mut self.asks,
-        }
-    }
-
     /// A venue's own book is crossed (or locked) when its best bid is not below its best
     /// ask. Such a book is not a market; the merger excludes the venue while it lasts.
     pub fn is_crossed(&self) -> bool {

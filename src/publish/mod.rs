@@ -67,9 +67,8 @@ impl SummaryFanout {
         self.latest.subscribe()
     }
 
-    /// Runs until the publisher is dropped... which it never is while the merger runs, so
-    /// callers abort this task at shutdown. `on_summary` sees every summary taken (for
-    /// gauges) before consumers do.
+    /// Runs until the task is aborted (the service does so at shutdown). `on_summary`
+    /// sees every summary taken (for gauges) before consumers do.
     pub async fn run(mut self, mut on_summary: impl FnMut(&Summary)) {
         loop {
             self.notify.notified().await;
