@@ -99,6 +99,21 @@ fn both_synced(summary: &Summary) -> bool {
         && summary.venue_state(VenueId::Bitstamp) == VenueState::Synced
 }
 
+/// Polls `condition` every 20 ms until it holds, failing the test after `WAIT`.
+async fn eventually<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut condition: impl FnMut() -> F,
+) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !condition().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream
@@ -253,7 +268,14 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
         })
         .await;
     assert_eq!(missing.unwrap_err().code(), tonic::Code::NotFound);
+    // Shutdown closes each venue's WebSocket with a close frame.
     harness.service.stop().await;
+    for venue in [VenueId::Binance, VenueId::Bitstamp] {
+        eventually("a close frame from each reader", || async {
+            harness.simulator.closes(venue) == 1
+        })
+        .await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,16 +310,18 @@ async fn a_cut_connection_reconnects_resubscribes_and_resumes() {
             .any(|level| level.venue == VenueId::Binance)
     );
 
+    // The reconnected reader answers the simulator's pings.
+    eventually("pongs for the simulator's pings", || async {
+        harness.simulator.pongs(VenueId::Binance) >= 2
+    })
+    .await;
+
     // The venue's own reconnect request is followed at once, too.
     harness.simulator.request_reconnect(VenueId::Bitstamp);
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while harness.simulator.connections(VenueId::Bitstamp) < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "Bitstamp did not reconnect"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("Bitstamp reconnects", || async {
+        harness.simulator.connections(VenueId::Bitstamp) >= 2
+    })
+    .await;
     wait_for(&mut summaries, both_synced).await;
 
     let (_, text) = http_get(harness.metrics, "/metrics").await;
@@ -417,22 +441,14 @@ async fn bad_frames_are_counted_and_never_reach_the_merged_book() {
         harness.simulator.send_raw(VenueId::Binance, bad.clone());
     }
     let sent = bad_frames.len() as f64;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    eventually("the bad frames are counted", || async {
         let (_, text) = http_get(harness.metrics, "/metrics").await;
-        if metric(
+        metric(
             &text,
             r#"orderbook_decode_errors_total{exchange="binance"}"#,
         ) >= sent
-        {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "decode errors not counted"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     // The connection stayed up and the venue recovered with its next good book.
     wait_for(&mut summaries, both_synced).await;
     assert_eq!(harness.simulator.connections(VenueId::Binance), 1);

@@ -40,6 +40,7 @@ struct VenueControl {
     commands: broadcast::Sender<Command>,
     connections: AtomicU64,
     pongs: AtomicU64,
+    closes: AtomicU64,
     /// Overrides the venue's ping interval (ms; 0: the venue's own).
     ping_every_ms: AtomicU64,
 }
@@ -135,6 +136,7 @@ impl Simulator {
                 commands: broadcast::channel(64).0,
                 connections: AtomicU64::new(0),
                 pongs: AtomicU64::new(0),
+                closes: AtomicU64::new(0),
                 ping_every_ms: AtomicU64::new(0),
             }),
             recordings: Mutex::new(Default::default()),
@@ -221,6 +223,11 @@ impl Simulator {
         self.control(venue).pongs.load(Ordering::Relaxed)
     }
 
+    /// Close frames received from clients of `venue` so far (a clean client shutdown).
+    pub fn closes(&self, venue: VenueId) -> u64 {
+        self.control(venue).closes.load(Ordering::Relaxed)
+    }
+
     /// Connections accepted for `venue` so far.
     pub fn connections(&self, venue: VenueId) -> u64 {
         self.control(venue).connections.load(Ordering::Relaxed)
@@ -283,7 +290,6 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     let mut replayed = 0usize;
     let mut streams: Vec<(String, usize, SimulatedBook)> = Vec::new();
     let mut book = TopBook::default();
-    let mut frame = Vec::new();
     loop {
         tokio::select! {
             incoming = socket.next() => match incoming {
@@ -302,7 +308,11 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                 Some(Ok(Message::Pong(_))) => {
                     control.pongs.fetch_add(1, Ordering::Relaxed);
                 }
-                Some(Ok(Message::Close(_))) | None => return Ok(()),
+                Some(Ok(Message::Close(_))) => {
+                    control.closes.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                None => return Ok(()),
                 Some(Ok(_)) => {}
                 Some(Err(error)) => return Err(error.into()),
             },
@@ -321,9 +331,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                                 8
                             }
                         };
-                        frame.clear();
+                        let mut frame = Vec::new();
                         venue.encode_book(stream, &book, price_decimals, &mut frame);
-                        let text = String::from_utf8(frame.clone()).expect("encoders write UTF-8");
+                        let text = String::from_utf8(frame).expect("encoders write UTF-8");
                         shared.last_sent.lock().expect("not poisoned").insert((venue, stream.clone()), text.clone());
                         socket.send(Message::text(text)).await?;
                     }
