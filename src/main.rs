@@ -81,6 +81,17 @@ impl RunArgs {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Exit 0 when a running mergebook's /health answers 200 (OK or DEGRADED), 1 otherwise:
+    /// the Docker HEALTHCHECK, without curl in the image.
+    Healthcheck {
+        /// The metrics address of the running service (metrics.listen).
+        #[arg(
+            long,
+            env = "MERGEBOOK_HEALTHCHECK_ADDRESS",
+            default_value = "127.0.0.1:9898"
+        )]
+        address: std::net::SocketAddr,
+    },
     /// Replay recorded frames through the decoders and merge; print JSON-lines summaries.
     Replay {
         /// A venue and its recording, `binance=FILE` (plain frames or a session timeline).
@@ -114,6 +125,7 @@ fn main() -> ExitCode {
             instrument,
             depth,
         }) => run_replay(&venues, &instrument, usize::from(depth)),
+        Some(Command::Healthcheck { address }) => healthcheck(address),
         None => run_service(&cli.run),
     }
 }
@@ -189,11 +201,42 @@ async fn serve(mut config: Config) -> Result<(), String> {
     };
     tracing::info!(grpc = %config.grpc_listen, metrics = %config.metrics_listen, "serving");
     let service = Service::start(config, listeners).map_err(|error| error.to_string())?;
-    shutdown_signal().await;
+    // systemd (Type=notify): ready once every listener is bound and every thread runs. Off
+    // systemd NOTIFY_SOCKET is unset and these are no-ops.
+    notify_systemd(sd_notify::NotifyState::Ready);
+    tokio::select! {
+        _ = shutdown_signal() => {}
+        _ = feed_systemd_watchdog(&service) => {}
+    }
+    notify_systemd(sd_notify::NotifyState::Stopping);
     tracing::info!("shutting down: closing connections");
     service.stop().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+fn notify_systemd(state: sd_notify::NotifyState) {
+    if let Err(error) = sd_notify::notify(&[state]) {
+        tracing::warn!(%error, "cannot notify systemd");
+    }
+}
+
+/// With `WatchdogSec=` set, pings systemd at half the interval while the merger thread is
+/// alive; a stuck or dead merger stops the pings and systemd restarts the service. Without
+/// a watchdog, never returns.
+async fn feed_systemd_watchdog(service: &Service) {
+    let Some(timeout) = sd_notify::watchdog_enabled() else {
+        return std::future::pending().await;
+    };
+    let mut ticks = tokio::time::interval(timeout / 2);
+    loop {
+        ticks.tick().await;
+        if service.merger_alive(timeout / 2) {
+            notify_systemd(sd_notify::NotifyState::Watchdog);
+        } else {
+            tracing::error!("merger thread is not running: systemd watchdog not fed");
+        }
+    }
 }
 
 /// SIGINT (Ctrl-C) or SIGTERM.
@@ -245,4 +288,34 @@ fn run_replay(venues: &[(VenueId, PathBuf)], instrument: &str, depth: usize) -> 
         stats.books, stats.other_messages, stats.decode_errors, stats.summaries
     );
     ExitCode::SUCCESS
+}
+
+fn healthcheck(address: std::net::SocketAddr) -> ExitCode {
+    match get_health(address) {
+        Ok(response) if response.starts_with("HTTP/1.1 200") => ExitCode::SUCCESS,
+        Ok(response) => {
+            eprintln!("{}", response.lines().next().unwrap_or("empty response"));
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("mergebook healthcheck: {address}: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One blocking `GET /health`: enough HTTP for a health probe, without a client library.
+fn get_health(address: std::net::SocketAddr) -> std::io::Result<String> {
+    use std::io::Read;
+    let timeout = std::time::Duration::from_secs(2);
+    let mut stream = std::net::TcpStream::connect_timeout(&address, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    write!(
+        stream,
+        "GET /health HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.take(64 * 1024).read_to_string(&mut response)?;
+    Ok(response)
 }

@@ -127,7 +127,7 @@ use crate::mailbox::Receiver;
 use crate::metrics::Metrics;
 use crate::publish::SummaryPublisher;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// One instrument as the merger thread sees it.
@@ -144,6 +144,9 @@ pub struct MergerSpec {
     /// Pin the thread to this CPU (validated against the process's affinity beforehand).
     pub core: Option<usize>,
     pub stale_after: Duration,
+    /// The merger stores the monotonic time here every `STALE_CHECK_EVERY_NS` while it runs:
+    /// the systemd watchdog is fed only while this moves (a stuck merger is a dead service).
+    pub heartbeat_ns: Arc<AtomicU64>,
 }
 
 /// How often stale venues are looked for. Staleness is measured in seconds; checking
@@ -187,6 +190,7 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
         let check_stale = now >= next_stale_check;
         if check_stale {
             next_stale_check = now + STALE_CHECK_EVERY_NS;
+            spec.heartbeat_ns.store(now, Ordering::Relaxed);
             if now >= next_flush {
                 next_flush = now + crate::metrics::FLUSH_EVERY.as_nanos() as u64;
                 e2e_seconds.flush();

@@ -11,7 +11,8 @@ use crate::publish::{self, grpc, jsonl};
 use crate::summary::{Summary, VenueState};
 use crate::venue::VenueId;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -34,6 +35,7 @@ pub struct Listeners {
 pub struct Service {
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
     stop_merger: Arc<AtomicBool>,
+    merger_heartbeat_ns: Arc<AtomicU64>,
     stop_readers: watch::Sender<bool>,
     merger: Option<std::thread::JoinHandle<()>>,
     readers: Vec<std::thread::JoinHandle<()>>,
@@ -84,12 +86,14 @@ impl Service {
         }
 
         let stop_merger = Arc::new(AtomicBool::new(false));
+        let merger_heartbeat_ns = Arc::new(AtomicU64::new(crate::clock::monotonic_ns()));
         let merger = merger::spawn(
             MergerSpec {
                 instruments: merger_instruments,
                 idle: config.idle,
                 core: config.merger_core,
                 stale_after: config.stale_after,
+                heartbeat_ns: Arc::clone(&merger_heartbeat_ns),
             },
             Arc::clone(&metrics),
             Arc::clone(&stop_merger),
@@ -147,6 +151,7 @@ impl Service {
         Ok(Service {
             summaries,
             stop_merger,
+            merger_heartbeat_ns,
             stop_readers,
             merger: Some(merger),
             readers,
@@ -157,6 +162,19 @@ impl Service {
     /// The latest summary of instrument `index` (in configuration order), as it changes.
     pub fn summaries(&self, index: usize) -> watch::Receiver<Arc<Summary>> {
         self.summaries[index].clone()
+    }
+
+    /// Whether the merger thread has been round its loop within `within` (the systemd
+    /// watchdog's liveness check; the loop comes round at least every millisecond).
+    pub fn merger_alive(&self, within: Duration) -> bool {
+        let heartbeat = self.merger_heartbeat_ns.load(Ordering::Relaxed);
+        let alive =
+            crate::clock::monotonic_ns().saturating_sub(heartbeat) <= within.as_nanos() as u64;
+        alive
+            && self
+                .merger
+                .as_ref()
+                .is_some_and(|merger| !merger.is_finished())
     }
 
     /// Closes the connections (with close frames), stops the merger and the servers.

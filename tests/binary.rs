@@ -66,3 +66,86 @@ fn the_simulator_config_prints_a_live_merged_book_and_stops_on_sigterm() {
         "SIGTERM ends the service cleanly: {status}"
     );
 }
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn healthcheck(port: u16) -> std::process::ExitStatus {
+    Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .args(["healthcheck", "--address", &format!("127.0.0.1:{port}")])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap()
+}
+
+/// What the systemd unit (Type=notify, WatchdogSec=) and the Docker HEALTHCHECK rely on.
+#[test]
+fn systemd_readiness_and_watchdog_and_the_healthcheck_command() {
+    use std::os::unix::net::UnixDatagram;
+    use std::time::Duration;
+    let socket_path = std::env::temp_dir().join(format!("mergebook-notify-{}", std::process::id()));
+    let _ = std::fs::remove_file(&socket_path);
+    let systemd = UnixDatagram::bind(&socket_path).unwrap();
+    systemd
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let metrics_port = free_port();
+    assert!(
+        !healthcheck(metrics_port).success(),
+        "nothing listening yet"
+    );
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .args([
+            "--config",
+            "config/sim.toml",
+            "--grpc-listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+        .args(["--output", "none"])
+        .env("NOTIFY_SOCKET", &socket_path)
+        .env("WATCHDOG_USEC", "200000")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut receive = || {
+        let mut buffer = [0u8; 256];
+        let length = systemd.recv(&mut buffer).expect("a notification");
+        String::from_utf8_lossy(&buffer[..length]).into_owned()
+    };
+    assert_eq!(receive(), "READY=1\n");
+    for _ in 0..3 {
+        assert_eq!(receive(), "WATCHDOG=1\n", "the watchdog is fed");
+    }
+    // /health is DOWN (503) until the first books arrive, then OK.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !healthcheck(metrics_port).success() {
+        assert!(std::time::Instant::now() < deadline, "never healthy");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let notifications: Vec<String> = std::iter::repeat_with(&mut receive)
+        .take_while(|message| message != "STOPPING=1\n")
+        .take(1000)
+        .collect();
+    assert!(
+        notifications
+            .iter()
+            .all(|message| message == "WATCHDOG=1\n")
+    );
+    assert!(child.wait().unwrap().success());
+    let _ = std::fs::remove_file(&socket_path);
+}
