@@ -57,6 +57,9 @@ struct RunArgs {
     /// simulator.rate_per_second (only with a [simulator] section).
     #[arg(long, env = "MERGEBOOK_SIMULATOR_RATE")]
     simulator_rate: Option<i64>,
+    /// Validate the configuration (file, flags and environment) and exit: 0 when valid.
+    #[arg(long)]
+    check_config: bool,
 }
 
 impl RunArgs {
@@ -138,6 +141,10 @@ fn run_service(args: &RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if args.check_config {
+        println!("{}: valid", args.config.display());
+        return ExitCode::SUCCESS;
+    }
     init_logging(config.log_format);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,

@@ -1,6 +1,8 @@
 //! The `mergebook` binary as the README runs it: the simulator config prints a live merged
 //! book as JSON lines, and SIGTERM shuts it down cleanly (exit 0).
 
+mod common;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -67,11 +69,6 @@ fn the_simulator_config_prints_a_live_merged_book_and_stops_on_sigterm() {
     );
 }
 
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 fn healthcheck(port: u16) -> std::process::ExitStatus {
     Command::new(env!("CARGO_BIN_EXE_mergebook"))
         .args(["healthcheck", "--address", &format!("127.0.0.1:{port}")])
@@ -91,26 +88,16 @@ fn systemd_readiness_and_watchdog_and_the_healthcheck_command() {
     systemd
         .set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
-    let metrics_port = free_port();
+    let metrics_port = common::free_port();
     assert!(
         !healthcheck(metrics_port).success(),
         "nothing listening yet"
     );
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mergebook"))
-        .args([
-            "--config",
-            "config/sim.toml",
-            "--grpc-listen",
-            "127.0.0.1:0",
-        ])
-        .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+    let mut child = common::mergebook(metrics_port)
         .args(["--output", "none"])
         .env("NOTIFY_SOCKET", &socket_path)
         .env("WATCHDOG_USEC", "200000")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut receive = || {
@@ -123,11 +110,9 @@ fn systemd_readiness_and_watchdog_and_the_healthcheck_command() {
         assert_eq!(receive(), "WATCHDOG=1\n", "the watchdog is fed");
     }
     // /health is DOWN (503) until the first books arrive, then OK.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !healthcheck(metrics_port).success() {
-        assert!(std::time::Instant::now() < deadline, "never healthy");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_until("healthy", Duration::from_secs(20), || {
+        healthcheck(metrics_port).success().then_some(())
+    });
 
     let pid = child.id().to_string();
     assert!(
@@ -148,4 +133,22 @@ fn systemd_readiness_and_watchdog_and_the_healthcheck_command() {
     );
     assert!(child.wait().unwrap().success());
     let _ = std::fs::remove_file(&socket_path);
+}
+
+/// `--check-config` validates file + flags + environment without starting anything.
+#[test]
+fn check_config_accepts_the_shipped_configs_and_names_a_bad_key() {
+    let check = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mergebook"))
+            .args(["--config", "config/default.toml", "--check-config"])
+            .args(extra)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    assert!(check(&[]).status.success());
+    let bad = check(&["--metrics-listen", "nowhere"]);
+    assert!(!bad.status.success());
+    let message = String::from_utf8_lossy(&bad.stderr);
+    assert!(message.contains("metrics.listen = "), "{message}");
 }

@@ -3,6 +3,8 @@
 //! tests watch what consumers see. Ports are bound to 0; nothing sleeps to synchronise
 //! except where the behaviour under test is a timeout.
 
+mod common;
+
 use mergebook::config::RawConfig;
 use mergebook::merge::{MergedBook, VenueBook, merge};
 use mergebook::publish::grpc::proto::{
@@ -545,12 +547,7 @@ async fn the_simulator_replays_recorded_frames_into_the_merged_book() {
 /// /metrics is valid Prometheus text, as Prometheus's own checker reads it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_pass_promtool_check() {
-    let Ok(promtool) = which("promtool") else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must install promtool (Debian package prometheus)"
-        );
-        eprintln!("promtool not installed: skipped (apt-get install prometheus)");
+    let Some(promtool) = common::tool("promtool", "prometheus") else {
         return;
     };
     let harness = start(60_000).await;
@@ -585,13 +582,4 @@ async fn metrics_pass_promtool_check() {
         "promtool check metrics failed:\n{report}"
     );
     harness.service.stop().await;
-}
-
-fn which(tool: &str) -> Result<std::path::PathBuf, ()> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join(tool))
-        .find(|path| path.is_file())
-        .ok_or(())
 }

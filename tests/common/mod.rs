@@ -1,0 +1,87 @@
+//! Helpers for the tests that run the `mergebook` binary as users do.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A port that was free a moment ago (for programs that take an address, not a socket).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `mergebook` on the simulator config, with its metrics on `metrics_port`.
+pub fn mergebook(metrics_port: u16) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mergebook"));
+    command
+        .args([
+            "--config",
+            "config/sim.toml",
+            "--grpc-listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+/// Kills the child when dropped, so a failed assertion leaves no process behind.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A blocking HTTP/1.0 GET: (status, body), or None when nothing answers.
+pub fn http_get(address: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(2)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: test\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.get(9..12)?.parse().ok()?;
+    let (_, body) = response.split_once("\r\n\r\n")?;
+    Some((status, body.to_owned()))
+}
+
+/// Polls `condition` until it holds, failing the test after `limit`.
+pub fn wait_until<T>(what: &str, limit: Duration, mut condition: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = condition() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// An external tool from PATH. Missing: skipped locally (with a note), a failure under CI
+/// (`CI` set), which installs it.
+pub fn tool(name: &str, debian_package: &str) -> Option<std::path::PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|path| path.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install {name} (Debian package {debian_package})"
+        );
+        eprintln!("{name} not installed: skipped (apt-get install {debian_package})");
+    }
+    found
+}
