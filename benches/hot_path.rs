@@ -1,49 +1,16 @@
 //! The hot-path benches. Names are part of the interface (BENCHMARKS.md, saved baselines):
 //! do not rename them.
 
+mod workloads;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use mergebook::book::TopBook;
 use mergebook::fixed::FixedPoint;
 use mergebook::mailbox::mailbox;
-use mergebook::merge::{MergedBook, VenueBook, merge};
+use mergebook::merge::MergedBook;
 use mergebook::venue::VenueId;
 use std::hint::black_box;
-
-/// The recorded `btcusdt@depth20@100ms` frame (20 levels a side, 1.4 KB).
-const BINANCE_20: &[u8] =
-    include_bytes!("../tests/fixtures/binance/partial_depth20_BTCUSDT_combined.json");
-/// Recorded `order_book_btcusd` frames (100 levels a side, 5.5 KB, Python-style spacing).
-const BITSTAMP_100: &str =
-    include_str!("../tests/fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl");
-const KEEP: usize = 10;
-
-fn bitstamp_100() -> &'static [u8] {
-    BITSTAMP_100
-        .lines()
-        .next()
-        .expect("recorded sample")
-        .as_bytes()
-}
-
-/// A Bitstamp frame of the recorded shape with 20 levels a side: the recorded book cut to
-/// 20 levels and encoded by the venue's own encoder.
-fn bitstamp_20() -> Vec<u8> {
-    let mut book = TopBook::default();
-    VenueId::Bitstamp
-        .decode(bitstamp_100(), 20, &mut book)
-        .expect("recorded frame decodes");
-    let mut frame = Vec::new();
-    VenueId::Bitstamp.encode_book("order_book_btcusd", &book, 2, &mut frame);
-    frame
-}
-
-fn decode(venue: VenueId, frame: &[u8], keep: usize) -> TopBook {
-    let mut book = TopBook::default();
-    venue
-        .decode(frame, keep, &mut book)
-        .expect("bench frame decodes");
-    book
-}
+use workloads::*;
 
 fn decoders(c: &mut Criterion) {
     let mut out = TopBook::default();
@@ -72,8 +39,8 @@ fn decoders(c: &mut Criterion) {
     });
     c.bench_function("fixed_point_parse", |b| {
         b.iter(|| {
-            let price = FixedPoint::parse(black_box(b"35496.06000000"));
-            let amount = FixedPoint::parse(black_box(b"0.29859300"));
+            let price = FixedPoint::parse(black_box(PRICE));
+            let amount = FixedPoint::parse(black_box(AMOUNT));
             (price, amount)
         })
     });
@@ -115,42 +82,14 @@ fn merging(c: &mut Criterion) {
     let bitstamp = decode(VenueId::Bitstamp, bitstamp_100(), KEEP);
     let mut merged = MergedBook::default();
     c.bench_function("merge_2x10", |b| {
-        b.iter(|| {
-            let inputs = [
-                VenueBook {
-                    venue: VenueId::Binance,
-                    book: black_box(&binance),
-                },
-                VenueBook {
-                    venue: VenueId::Bitstamp,
-                    book: black_box(&bitstamp),
-                },
-            ];
-            merge(&inputs, KEEP, &mut merged);
-        })
+        b.iter(|| merge_two(black_box(&binance), black_box(&bitstamp), &mut merged))
     });
 
     let bitstamp_frame = bitstamp_100();
-    let (mut binance_book, mut bitstamp_book) = (TopBook::default(), TopBook::default());
+    let mut parse_merge = ParseMerge::new();
     c.bench_function("e2e_parse_merge", |b| {
         b.iter(|| {
-            VenueId::Binance
-                .decode(black_box(BINANCE_20), KEEP, &mut binance_book)
-                .unwrap();
-            VenueId::Bitstamp
-                .decode(black_box(bitstamp_frame), KEEP, &mut bitstamp_book)
-                .unwrap();
-            let inputs = [
-                VenueBook {
-                    venue: VenueId::Binance,
-                    book: &binance_book,
-                },
-                VenueBook {
-                    venue: VenueId::Bitstamp,
-                    book: &bitstamp_book,
-                },
-            ];
-            merge(&inputs, KEEP, &mut merged);
+            black_box(parse_merge.run(black_box(BINANCE_20), black_box(bitstamp_frame)));
         })
     });
 }

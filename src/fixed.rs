@@ -119,11 +119,6 @@ fn pad_fraction(word: u64, count: usize) -> u64 {
     digits | ASCII_ZEROS.checked_shl(kept_bits).unwrap_or(0)
 }
 
-#[inline]
-fn all_digits(word: u64) -> bool {
-    leading_digit_count(word) == 8
-}
-
 /// Value of the first `count` (1..=8) digits of `word`, as an integer.
 #[inline]
 fn integer_value(word: u64, count: usize) -> u64 {
@@ -136,24 +131,49 @@ fn fraction_value(word: u64, count: usize) -> u64 {
     eight_digits_value(pad_fraction(word, count))
 }
 
-/// Index of the first `needle` in the 16 bytes `low`, `high` (first byte lowest).
-#[inline]
-fn first_byte_index(low: u64, high: u64, needle: u8) -> Option<usize> {
-    let pattern = u64::from_ne_bytes([needle; 8]);
-    // A zero byte of `word ^ pattern` is a match. Bits above the first match may be false
-    // positives (borrows), so only the lowest is used.
-    let matches = |word: u64| {
-        let word = word ^ pattern;
-        word.wrapping_sub(0x0101_0101_0101_0101) & !word & HIGH_BITS
-    };
-    let (low, high) = (matches(low), matches(high));
-    if low != 0 {
-        Some(low.trailing_zeros() as usize / 8)
-    } else if high != 0 {
-        Some(8 + high.trailing_zeros() as usize / 8)
-    } else {
-        None
+/// The high bit of every byte of `word` that is not an ASCII digit, exactly (no borrow
+/// crosses bytes: `(byte & 0x7F) + 0x76` stays below 0x100).
+#[inline(always)]
+fn non_digit_bytes(word: u64) -> u64 {
+    let offset = word ^ ASCII_ZEROS; // a digit becomes 0..=9
+    (((offset & LOW_7_BITS) + DIGIT_LIMIT) | offset) & HIGH_BITS
+}
+
+/// The common shape, `digits[.digits]` with at most 8 digits on each side, at the start of
+/// the 16 bytes `low`, `high` (first byte lowest). Returns the value and the length: the
+/// index of the byte that ended the number (neither a digit nor the first dot), which the
+/// caller checks. `None` for every other shape (too long, empty part, no end in the 16
+/// bytes), which the exact path then decides.
+///
+/// One mask of the non-digit bytes gives both ends (its lowest bit is the dot or the end,
+/// the next is the end), and the two 8-digit conversions are independent: no loop, and no
+/// branch on the digits themselves. Measured with `scripts/bench-instructions`
+/// (BENCHMARKS.md): about half the instructions of searching for the quote and the dot
+/// separately.
+#[inline(always)]
+fn parse_sixteen(low: u64, high: u64) -> Option<(u64, usize)> {
+    let non_digits = u128::from(non_digit_bytes(high)) << 64 | u128::from(non_digit_bytes(low));
+    let integer_len = (non_digits.trailing_zeros() / 8) as usize;
+    if !(1..=8).contains(&integer_len) {
+        return None;
     }
+    // Digits moved to the top of the word; the zero bytes shifted in count as '0'.
+    let integer = eight_digits_value(low << (8 * (8 - integer_len)));
+    let bytes = u128::from(high) << 64 | u128::from(low);
+    if (bytes >> (8 * integer_len)) as u8 != b'.' {
+        return Some((integer * SCALE, integer_len));
+    }
+    let len = ((non_digits & (non_digits - 1)).trailing_zeros() / 8) as usize;
+    let fraction_len = len.wrapping_sub(integer_len + 1);
+    if len >= 16 || !(1..=8).contains(&fraction_len) {
+        return None;
+    }
+    // Fraction digits at the bottom, zero bytes after them: read as 8 digits, that is the
+    // fraction scaled by 10^8.
+    let fraction =
+        (bytes >> (8 * (integer_len + 1))) as u64 & (u64::MAX >> (64 - 8 * fraction_len));
+    // At most 99_999_999 * 10^8 + 99_999_999: no overflow.
+    Some((integer * SCALE + eight_digits_value(fraction), len))
 }
 
 /// Classifies the byte that stopped a number, for a precise error.
@@ -237,41 +257,14 @@ impl FixedPoint {
     /// that index), or `None` for anything else (longer, malformed, unterminated), which
     /// the caller hands to [`FixedPoint::parse_in`] for the exact answer or error.
     ///
-    /// One 16-byte load finds the closing quote, checks that every byte before it is a
-    /// digit except one optional dot, and feeds two independent 8-digit conversions: no
-    /// loop and no data-dependent branch between the load and the value.
+    /// One 16-byte load, then `parse_sixteen`, which finds the end and converts at once.
     #[inline]
     pub fn parse_quoted_fast(text: &[u8]) -> Option<(Self, usize)> {
         let chunk = text.first_chunk::<16>()?;
         let low = u64::from_le_bytes(*chunk.first_chunk::<8>()?);
         let high = u64::from_le_bytes(*chunk.last_chunk::<8>()?);
-        let len = first_byte_index(low, high, b'"')?;
-        let integer_len = first_byte_index(low, high, b'.')
-            .filter(|&dot| dot < len)
-            .unwrap_or(len);
-        if integer_len == 0 || integer_len > 8 {
-            return None;
-        }
-        let integer_word = pad_integer(low, integer_len);
-        if !all_digits(integer_word) {
-            return None;
-        }
-        let integer = eight_digits_value(integer_word) * SCALE;
-        if integer_len == len {
-            return Some((FixedPoint(integer), len));
-        }
-        let fraction_len = len - integer_len - 1;
-        if fraction_len == 0 || fraction_len > 8 {
-            return None;
-        }
-        // The fraction starts after the dot and may straddle the two words.
-        let fraction =
-            ((u128::from(high) << 64 | u128::from(low)) >> (8 * (integer_len + 1))) as u64;
-        let fraction_word = pad_fraction(fraction, fraction_len);
-        if !all_digits(fraction_word) {
-            return None;
-        }
-        Some((FixedPoint(integer + eight_digits_value(fraction_word)), len))
+        let (value, len) = parse_sixteen(low, high)?;
+        (chunk[len] == b'"').then_some((FixedPoint(value), len))
     }
 
     /// Parses `buffer[start..end]` exactly as [`FixedPoint::parse`] does. It may read (and

@@ -472,11 +472,13 @@ impl<'a> Walker<'a> {
 }
 
 /// The check behind the fast side skip (see [`Walker::skip_rest_of_array`]). Counts in
-/// byte lanes over blocks of 255 bytes, so the compiler keeps 32 bytes per AVX2 step and
-/// widens only once per block.
+/// byte lanes (32 per AVX2 step), widening once per block. Blocks of 192 bytes: a multiple
+/// of the vector loop's stride, so no scalar tail per block, and below the 255 a byte lane
+/// holds. Measured with `scripts/bench-instructions`, `bitstamp_decode_100`: 18.4k
+/// instructions, against 22.5k with 255-byte blocks and 19.3k–23.2k for 64 to 240.
 fn is_rest_of_side(region: &[u8]) -> bool {
     let (mut opens, mut closes, mut quotes, mut forbidden) = (0u32, 0u32, 0u32, 0u8);
-    for block in region.chunks(255) {
+    for block in region.chunks(192) {
         let (mut block_opens, mut block_closes, mut block_quotes) = (0u8, 0u8, 0u8);
         for &byte in block {
             block_opens += u8::from(byte == b'[');

@@ -1,0 +1,84 @@
+//! Instruction-count benches: deterministic where wall-clock time is not (a shared VM
+//! varies ±50% between runs of unchanged code). Run through callgrind by
+//! `scripts/bench-instructions`, which counts the instructions executed inside
+//! `measured` and divides by the iterations; run directly, this does the work uncounted.
+//!
+//! `instructions measure <workload>` — workloads have the Criterion benches' names. Any
+//! other invocation (`cargo bench` runs every bench target) only points to the script.
+
+mod workloads;
+
+use mergebook::book::TopBook;
+use mergebook::fixed::FixedPoint;
+use mergebook::merge::MergedBook;
+use mergebook::venue::VenueId;
+use std::hint::black_box;
+use workloads::*;
+
+/// Iterations counted; the total is divided by this.
+const ITERATIONS: u32 = 1_000;
+
+/// The only function callgrind counts (`--toggle-collect`).
+#[inline(never)]
+fn measured(iterations: u32, work: &mut dyn FnMut()) {
+    for _ in 0..iterations {
+        work();
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let workload = match args.as_slice() {
+        [command, workload] if command == "measure" => workload.as_str(),
+        _ => {
+            println!("instruction counts: scripts/bench-instructions (callgrind)");
+            return;
+        }
+    };
+    let mut out = TopBook::default();
+    let bitstamp_20 = bitstamp_20();
+    let bitstamp_100 = bitstamp_100();
+    let binance_book = decode(VenueId::Binance, BINANCE_20, KEEP);
+    let bitstamp_book = decode(VenueId::Bitstamp, bitstamp_100, KEEP);
+    let mut merged = MergedBook::default();
+    let mut parse_merge = ParseMerge::new();
+    let mut work: Box<dyn FnMut()> = match workload {
+        "binance_decode_20" => Box::new(|| {
+            let result = VenueId::Binance.decode(black_box(BINANCE_20), KEEP, &mut out);
+            black_box(result.expect("decodes"));
+        }),
+        "bitstamp_decode_20" => Box::new(|| {
+            let result = VenueId::Bitstamp.decode(black_box(&bitstamp_20), KEEP, &mut out);
+            black_box(result.expect("decodes"));
+        }),
+        "bitstamp_decode_100" => Box::new(|| {
+            let result = VenueId::Bitstamp.decode(black_box(bitstamp_100), KEEP, &mut out);
+            black_box(result.expect("decodes"));
+        }),
+        "fixed_point_parse" => Box::new(|| {
+            black_box(FixedPoint::parse(black_box(PRICE)).expect("parses"));
+            black_box(FixedPoint::parse(black_box(AMOUNT)).expect("parses"));
+        }),
+        "merge_2x10" => Box::new(|| {
+            merge_two(
+                black_box(&binance_book),
+                black_box(&bitstamp_book),
+                &mut merged,
+            );
+            black_box(&merged);
+        }),
+        "e2e_parse_merge" => Box::new(|| {
+            black_box(parse_merge.run(black_box(BINANCE_20), black_box(bitstamp_100)));
+        }),
+        _ => {
+            eprintln!(
+                "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
+                 bitstamp_decode_100 | fixed_point_parse | merge_2x10 | e2e_parse_merge>"
+            );
+            std::process::exit(2);
+        }
+    };
+    work(); // warm-up, uncounted: first-touch of the payloads and outputs
+    measured(ITERATIONS, &mut *work);
+    println!("{ITERATIONS}");
+}
