@@ -54,14 +54,7 @@ fn the_simulator_config_prints_a_live_merged_book_and_stops_on_sigterm() {
         "the merged book went live: {both_synced} of 200 summaries had both venues"
     );
 
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    common::terminate(&child);
     let status = child.wait().unwrap();
     assert!(
         status.success(),
@@ -114,14 +107,7 @@ fn systemd_readiness_and_watchdog_and_the_healthcheck_command() {
         healthcheck(metrics_port).success().then_some(())
     });
 
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    common::terminate(&child);
     let notifications: Vec<String> = std::iter::repeat_with(&mut receive)
         .take_while(|message| message != "STOPPING=1\n")
         .take(1000)

@@ -32,6 +32,13 @@ pub fn mergebook(metrics_port: u16) -> Command {
     command
 }
 
+/// Sends SIGTERM, as systemd and Docker stop a service.
+pub fn terminate(child: &Child) {
+    let pid = child.id().to_string();
+    let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(status.success(), "kill -TERM {pid}: {status}");
+}
+
 /// Kills the child when dropped, so a failed assertion leaves no process behind.
 pub struct KillOnDrop(pub Child);
 
