@@ -31,5 +31,6 @@ pub mod rng;
 pub mod service;
 pub mod sim;
 pub mod summary;
+pub mod sync;
 pub mod venue;
 pub mod walker;

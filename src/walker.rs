@@ -46,6 +46,10 @@ pub enum DecodeError {
     TrailingBytes { at: usize },
     #[error("message is not a {0} frame this decoder knows")]
     UnknownMessage(&'static str),
+    #[error("more than {0} levels in one side")]
+    TooManyLevels(usize),
+    #[error("{0}")]
+    Invalid(&'static str),
 }
 
 type Result<T> = std::result::Result<T, DecodeError>;
@@ -387,6 +391,39 @@ impl<'a> Walker<'a> {
             if !level.amount.is_zero() {
                 out.push(level);
             }
+            if !self.next_or_close(b']', "',' or ']' after a level")? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads one side array of a diff event or a snapshot into `out`: every level, zero
+    /// amounts included (they delete), at most `limit` (more is an error, not a silent
+    /// cut). `sorted`: the side must be strictly sorted best first (snapshots); diffs are
+    /// applied in wire order and need not be.
+    pub fn all_levels(
+        &mut self,
+        sorted: Option<Side>,
+        limit: usize,
+        out: &mut Vec<Level>,
+    ) -> Result<()> {
+        out.clear();
+        self.expect(b'[', "'[' opening a side")?;
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            if out.len() == limit {
+                return Err(DecodeError::TooManyLevels(limit));
+            }
+            let level = self.level()?;
+            if let (Some(side), Some(previous)) = (sorted, out.last())
+                && !side.is_better(previous.price, level.price)
+            {
+                return Err(DecodeError::Unsorted(side));
+            }
+            out.push(level);
             if !self.next_or_close(b']', "',' or ']' after a level")? {
                 return Ok(());
             }

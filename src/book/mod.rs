@@ -3,6 +3,10 @@
 //! Everything here is plain data with inline storage: a `TopBook` is written in place by a
 //! decoder, copied into a mailbox slot and read by the merger without touching the heap.
 
+pub mod depth;
+
+pub use depth::{BookUpdate, DepthBook};
+
 use crate::fixed::FixedPoint;
 
 /// The most levels per side that any book or summary holds (Bitstamp's whole snapshot).

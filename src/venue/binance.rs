@@ -22,20 +22,23 @@
 //! Prices and amounts are strings with 8 decimals. `lastUpdateId` becomes the book's
 //! `venue_sequence`, so a reader can drop an out-of-order push.
 
-use super::{DecodeError, Message, Seen, Venue};
-use crate::book::{Side, TopBook};
+use super::{DecodeError, Message, Seen, SequenceRule, Venue};
+use crate::book::{BookUpdate, Side, TopBook};
 use crate::walker::Walker;
 
 pub struct Binance;
 
-const LAST_UPDATE_ID: u32 = 0;
-const BIDS: u32 = 1;
-const ASKS: u32 = 2;
-const EVENT: u32 = 3;
-const STREAM: u32 = 4;
-const DATA: u32 = 5;
-const RESULT: u32 = 6;
-const ERROR_CODE: u32 = 7;
+// Bits of `Seen`: the envelope's and control keys, then each payload kind's.
+const EVENT: u32 = 0;
+const STREAM: u32 = 1;
+const DATA: u32 = 2;
+const RESULT: u32 = 3;
+const ERROR_CODE: u32 = 4;
+const LAST_UPDATE_ID: u32 = 8;
+const BIDS: u32 = 9;
+const ASKS: u32 = 10;
+const FIRST_ID: u32 = 11;
+const LAST_ID: u32 = 12;
 
 /// What one object level (the envelope or the payload) contained.
 #[derive(Default)]
@@ -45,53 +48,157 @@ struct Members<'a> {
     stream: &'a [u8],
 }
 
+/// The payload a connection carries: partial depth books or diff events. The envelope
+/// (combined stream, acks, `serverShutdown`) is the same for both.
+trait Payload<'a> {
+    /// Reads `key`'s value if `key` belongs to this payload; false: not one of its keys.
+    fn member(
+        &mut self,
+        walker: &mut Walker<'a>,
+        key: &'a [u8],
+        seen: &mut Seen,
+    ) -> Result<bool, DecodeError>;
+    /// Whether any of the payload's keys was seen at this level.
+    fn any_seen(seen: &Seen) -> bool;
+    /// Checks a payload that had some of its keys: `Message::Book` when complete.
+    fn complete(members: &Members<'a>) -> Result<(), DecodeError>;
+}
+
+/// `{"lastUpdateId":…,"bids":[…],"asks":[…]}`, keeping the top `depth` a side.
+struct PartialDepth<'o> {
+    depth: usize,
+    out: &'o mut TopBook,
+}
+
+const PARTIAL_KEYS: [(u32, &str); 3] = [
+    (LAST_UPDATE_ID, "lastUpdateId"),
+    (BIDS, "bids"),
+    (ASKS, "asks"),
+];
+
+impl<'a> Payload<'a> for PartialDepth<'_> {
+    fn member(
+        &mut self,
+        walker: &mut Walker<'a>,
+        key: &'a [u8],
+        seen: &mut Seen,
+    ) -> Result<bool, DecodeError> {
+        match key {
+            b"lastUpdateId" => {
+                seen.mark(LAST_UPDATE_ID, "lastUpdateId")?;
+                self.out.venue_sequence = walker.unsigned()?;
+            }
+            b"bids" => {
+                seen.mark(BIDS, "bids")?;
+                walker.levels(Side::Bid, self.depth, &mut self.out.bids)?;
+            }
+            b"asks" => {
+                seen.mark(ASKS, "asks")?;
+                walker.levels(Side::Ask, self.depth, &mut self.out.asks)?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn any_seen(seen: &Seen) -> bool {
+        PARTIAL_KEYS.iter().any(|&(bit, _)| seen.has(bit))
+    }
+
+    fn complete(members: &Members<'a>) -> Result<(), DecodeError> {
+        if members.seen.has(EVENT) {
+            return Err(DecodeError::UnknownMessage("Binance partial depth"));
+        }
+        match PARTIAL_KEYS
+            .iter()
+            .find(|&&(bit, _)| !members.seen.has(bit))
+        {
+            Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `{"e":"depthUpdate","E":…,"s":"BNBBTC","U":first,"u":last,"b":[…],"a":[…]}` (and the
+/// REST snapshot `{"lastUpdateId":…,"bids":…,"asks":…}` through [`Binance::decode_snapshot`]):
+/// every level, zero amounts included.
+struct DiffEvent<'o> {
+    max_levels: usize,
+    out: &'o mut BookUpdate,
+}
+
+const DIFF_KEYS: [(u32, &str); 4] = [(FIRST_ID, "U"), (LAST_ID, "u"), (BIDS, "b"), (ASKS, "a")];
+
+impl<'a> Payload<'a> for DiffEvent<'_> {
+    fn member(
+        &mut self,
+        walker: &mut Walker<'a>,
+        key: &'a [u8],
+        seen: &mut Seen,
+    ) -> Result<bool, DecodeError> {
+        match key {
+            b"U" => {
+                seen.mark(FIRST_ID, "U")?;
+                self.out.first_id = walker.unsigned()?;
+            }
+            b"u" => {
+                seen.mark(LAST_ID, "u")?;
+                self.out.last_id = walker.unsigned()?;
+            }
+            b"b" => {
+                seen.mark(BIDS, "b")?;
+                walker.all_levels(None, self.max_levels, &mut self.out.bids)?;
+            }
+            b"a" => {
+                seen.mark(ASKS, "a")?;
+                walker.all_levels(None, self.max_levels, &mut self.out.asks)?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn any_seen(seen: &Seen) -> bool {
+        DIFF_KEYS.iter().any(|&(bit, _)| seen.has(bit))
+    }
+
+    fn complete(members: &Members<'a>) -> Result<(), DecodeError> {
+        if members.event != b"depthUpdate" {
+            return Err(DecodeError::UnknownMessage("Binance depthUpdate"));
+        }
+        match DIFF_KEYS.iter().find(|&&(bit, _)| !members.seen.has(bit)) {
+            Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Reads one member that may appear in a payload (raw, or inside a combined envelope).
-fn payload_member<'a>(
+fn payload_member<'a, P: Payload<'a>>(
     walker: &mut Walker<'a>,
     key: &'a [u8],
-    depth: usize,
-    out: &mut TopBook,
+    payload: &mut P,
     members: &mut Members<'a>,
 ) -> Result<(), DecodeError> {
-    match key {
-        b"lastUpdateId" => {
-            members.seen.mark(LAST_UPDATE_ID, "lastUpdateId")?;
-            out.venue_sequence = walker.unsigned()?;
-        }
-        b"bids" => {
-            members.seen.mark(BIDS, "bids")?;
-            walker.levels(Side::Bid, depth, &mut out.bids)?;
-        }
-        b"asks" => {
-            members.seen.mark(ASKS, "asks")?;
-            walker.levels(Side::Ask, depth, &mut out.asks)?;
-        }
-        b"e" => {
-            members.seen.mark(EVENT, "e")?;
-            members.event = walker.string()?;
-        }
-        _ => walker.skip_value()?,
+    if payload.member(walker, key, &mut members.seen)? {
+        return Ok(());
+    }
+    if key == b"e" {
+        members.seen.mark(EVENT, "e")?;
+        members.event = walker.string()?;
+    } else {
+        walker.skip_value()?;
     }
     Ok(())
 }
 
 /// Classifies a payload once all its members are read.
-fn payload_message<'a>(
+fn payload_message<'a, P: Payload<'a>>(
     members: &Members<'a>,
     stream: &'a [u8],
 ) -> Result<Message<'a>, DecodeError> {
-    let book_keys = [
-        (LAST_UPDATE_ID, "lastUpdateId"),
-        (BIDS, "bids"),
-        (ASKS, "asks"),
-    ];
-    if book_keys.iter().any(|&(bit, _)| members.seen.has(bit)) {
-        if members.seen.has(EVENT) {
-            return Err(DecodeError::UnknownMessage("Binance partial depth"));
-        }
-        if let Some(&(_, missing)) = book_keys.iter().find(|&&(bit, _)| !members.seen.has(bit)) {
-            return Err(DecodeError::MissingKey(missing));
-        }
+    if P::any_seen(&members.seen) {
+        P::complete(members)?;
         return Ok(Message::Book { stream });
     }
     Ok(match members.event {
@@ -100,74 +207,126 @@ fn payload_message<'a>(
     })
 }
 
+/// One frame: a raw payload, a combined-stream envelope around one, or a control frame.
+fn decode_frame<'a, P: Payload<'a>>(
+    frame: &'a [u8],
+    mut payload: P,
+) -> Result<Message<'a>, DecodeError> {
+    let mut walker = Walker::new(frame);
+    let mut top = Members::default();
+    let mut inner = Members::default();
+    walker.object(|walker, key| {
+        match key {
+            b"stream" => {
+                top.seen.mark(STREAM, "stream")?;
+                top.stream = walker.string()?;
+            }
+            b"data" => {
+                top.seen.mark(DATA, "data")?;
+                walker
+                    .object(|walker, key| payload_member(walker, key, &mut payload, &mut inner))?;
+            }
+            b"result" => {
+                top.seen.mark(RESULT, "result")?;
+                if walker.peek()? == b'n' {
+                    walker.null()?;
+                } else {
+                    walker.skip_value()?; // LIST_SUBSCRIPTIONS answers with a list
+                }
+            }
+            b"code" => {
+                top.seen.mark(ERROR_CODE, "code")?;
+                walker.skip_value()?;
+            }
+            _ => payload_member(walker, key, &mut payload, &mut top)?,
+        }
+        Ok(())
+    })?;
+    walker.finish()?;
+
+    let envelope = top.seen.has(STREAM) || top.seen.has(DATA);
+    if !envelope {
+        return if top.seen.has(ERROR_CODE) {
+            Ok(Message::SubscribeResult { accepted: false })
+        } else if top.seen.has(RESULT) {
+            Ok(Message::SubscribeResult { accepted: true })
+        } else {
+            payload_message::<P>(&top, b"")
+        };
+    }
+    // A combined envelope carries the payload only under "data": payload keys beside it
+    // are at the wrong level.
+    if P::any_seen(&top.seen) || top.seen.has(EVENT) || top.seen.has(RESULT) {
+        return Err(DecodeError::UnknownMessage(
+            "Binance combined-stream envelope",
+        ));
+    }
+    if !top.seen.has(STREAM) {
+        return Err(DecodeError::MissingKey("stream"));
+    }
+    if !top.seen.has(DATA) {
+        return Err(DecodeError::MissingKey("data"));
+    }
+    payload_message::<P>(&inner, top.stream)
+}
+
 impl Venue for Binance {
     const NAME: &'static str = "binance";
+    const SEQUENCE: SequenceRule = SequenceRule::IdRanges;
+    const DEFAULT_REST_URL: &'static str = "https://api.binance.com";
 
     fn decode<'a>(
         frame: &'a [u8],
         depth: usize,
         out: &mut TopBook,
     ) -> Result<Message<'a>, DecodeError> {
-        let mut walker = Walker::new(frame);
-        let mut top = Members::default();
-        let mut inner = Members::default();
+        decode_frame(frame, PartialDepth { depth, out })
+    }
+
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        let message = decode_frame(frame, DiffEvent { max_levels, out })?;
+        if matches!(message, Message::Book { .. }) && out.first_id > out.last_id {
+            return Err(DecodeError::Invalid("depthUpdate with U greater than u"));
+        }
+        Ok(message)
+    }
+
+    /// `GET /api/v3/depth`: `{"lastUpdateId":…,"bids":[…],"asks":[…]}`, sides best first.
+    fn decode_snapshot(
+        body: &[u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(), DecodeError> {
+        let mut walker = Walker::new(body);
+        let mut seen = Seen::default();
         walker.object(|walker, key| {
             match key {
-                b"stream" => {
-                    top.seen.mark(STREAM, "stream")?;
-                    top.stream = walker.string()?;
+                b"lastUpdateId" => {
+                    seen.mark(LAST_UPDATE_ID, "lastUpdateId")?;
+                    out.last_id = walker.unsigned()?;
+                    out.first_id = out.last_id;
                 }
-                b"data" => {
-                    top.seen.mark(DATA, "data")?;
-                    walker.object(|walker, key| {
-                        payload_member(walker, key, depth, out, &mut inner)
-                    })?;
+                b"bids" => {
+                    seen.mark(BIDS, "bids")?;
+                    walker.all_levels(Some(Side::Bid), max_levels, &mut out.bids)?;
                 }
-                b"result" => {
-                    top.seen.mark(RESULT, "result")?;
-                    if walker.peek()? == b'n' {
-                        walker.null()?;
-                    } else {
-                        walker.skip_value()?; // LIST_SUBSCRIPTIONS answers with a list
-                    }
+                b"asks" => {
+                    seen.mark(ASKS, "asks")?;
+                    walker.all_levels(Some(Side::Ask), max_levels, &mut out.asks)?;
                 }
-                b"code" => {
-                    top.seen.mark(ERROR_CODE, "code")?;
-                    walker.skip_value()?;
-                }
-                _ => payload_member(walker, key, depth, out, &mut top)?,
+                _ => walker.skip_value()?,
             }
             Ok(())
         })?;
         walker.finish()?;
-
-        let envelope = top.seen.has(STREAM) || top.seen.has(DATA);
-        if !envelope {
-            return if top.seen.has(ERROR_CODE) {
-                Ok(Message::SubscribeResult { accepted: false })
-            } else if top.seen.has(RESULT) {
-                Ok(Message::SubscribeResult { accepted: true })
-            } else {
-                payload_message(&top, b"")
-            };
+        match PARTIAL_KEYS.iter().find(|&&(bit, _)| !seen.has(bit)) {
+            Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
+            None => Ok(()),
         }
-        // A combined envelope carries the payload only under "data": book keys beside it
-        // are at the wrong level.
-        if [LAST_UPDATE_ID, BIDS, ASKS, EVENT, RESULT]
-            .iter()
-            .any(|&bit| top.seen.has(bit))
-        {
-            return Err(DecodeError::UnknownMessage(
-                "Binance combined-stream envelope",
-            ));
-        }
-        if !top.seen.has(STREAM) {
-            return Err(DecodeError::MissingKey("stream"));
-        }
-        if !top.seen.has(DATA) {
-            return Err(DecodeError::MissingKey("data"));
-        }
-        payload_message(&inner, top.stream)
     }
 
     fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
@@ -221,6 +380,75 @@ impl Venue for Binance {
     /// "The server sends a ping frame every 20 seconds" (PROTOCOLS.md, Binance keep-alive).
     fn server_ping_interval() -> Option<std::time::Duration> {
         Some(std::time::Duration::from_secs(20))
+    }
+
+    fn diff_stream_name(symbol: &str) -> String {
+        format!("{}@depth@100ms", symbol.to_ascii_lowercase())
+    }
+
+    fn is_diff_stream(stream: &str) -> bool {
+        stream.ends_with("@depth@100ms") || stream.ends_with("@depth")
+    }
+
+    fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
+        let symbol = symbol.to_ascii_uppercase();
+        format!("{rest_base}/api/v3/depth?symbol={symbol}&limit={limit}")
+    }
+
+    fn snapshot_symbol(url: &str) -> Option<String> {
+        let (path, query) = url.split_once('?')?;
+        if !path.ends_with("/api/v3/depth") {
+            return None;
+        }
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("symbol="))
+            .map(str::to_owned)
+    }
+
+    /// PROTOCOLS.md, "REST weights": limit 1–100: 5, 101–500: 25, 501–1000: 50, above: 250.
+    fn snapshot_weight(limit: usize) -> u32 {
+        match limit {
+            0..=100 => 5,
+            101..=500 => 25,
+            501..=1000 => 50,
+            _ => 250,
+        }
+    }
+
+    fn encode_diff(
+        stream: &str,
+        update: &BookUpdate,
+        price_decimals: u32,
+        unix_ms: u64,
+        out: &mut Vec<u8>,
+    ) {
+        use std::io::Write;
+        let symbol = stream
+            .split('@')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_uppercase();
+        write!(
+            out,
+            r#"{{"stream":"{stream}","data":{{"e":"depthUpdate","E":{unix_ms},"s":"{symbol}","U":{},"u":{},"b":"#,
+            update.first_id, update.last_id
+        )
+        .expect("writing to a Vec cannot fail");
+        super::write_levels(&update.bids, price_decimals, "", out);
+        out.extend_from_slice(br#","a":"#);
+        super::write_levels(&update.asks, price_decimals, "", out);
+        out.extend_from_slice(b"}}");
+    }
+
+    fn encode_snapshot(snapshot: &BookUpdate, price_decimals: u32, out: &mut Vec<u8>) {
+        use std::io::Write;
+        write!(out, r#"{{"lastUpdateId":{},"bids":"#, snapshot.last_id)
+            .expect("writing to a Vec cannot fail");
+        super::write_levels(&snapshot.bids, price_decimals, "", out);
+        out.extend_from_slice(br#","asks":"#);
+        super::write_levels(&snapshot.asks, price_decimals, "", out);
+        out.push(b'}');
     }
 
     /// `<symbol>@depth<N>@100ms` carries N levels.

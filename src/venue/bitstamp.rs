@@ -22,8 +22,8 @@
 //! `bts:error` for a refused request. `microtimestamp` becomes the book's
 //! `venue_sequence`.
 
-use super::{DecodeError, Message, Seen, Venue};
-use crate::book::{Side, TopBook};
+use super::{DecodeError, Message, Seen, SequenceRule, Venue};
+use crate::book::{BookUpdate, Side, TopBook};
 use crate::walker::Walker;
 
 pub struct Bitstamp;
@@ -35,84 +35,190 @@ const MICROTIMESTAMP: u32 = 3;
 const BIDS: u32 = 4;
 const ASKS: u32 = 5;
 
-/// The channel prefix of the snapshot stream this decoder reads.
+/// The channel prefix of the snapshot stream (`order_book_<pair>`).
 pub const ORDER_BOOK_PREFIX: &str = "order_book_";
+/// The channel prefix of the diff stream (`diff_order_book_<pair>`).
+pub const DIFF_ORDER_BOOK_PREFIX: &str = "diff_order_book_";
+
+/// Where a data object's members go: a top-N book or a diff event.
+trait Sink {
+    fn sequence(&mut self, microtimestamp: u64);
+    fn side(&mut self, walker: &mut Walker<'_>, side: Side) -> Result<(), DecodeError>;
+}
+
+struct TopN<'o> {
+    depth: usize,
+    out: &'o mut TopBook,
+}
+
+impl Sink for TopN<'_> {
+    fn sequence(&mut self, microtimestamp: u64) {
+        self.out.venue_sequence = microtimestamp;
+    }
+
+    fn side(&mut self, walker: &mut Walker<'_>, side: Side) -> Result<(), DecodeError> {
+        let levels = match side {
+            Side::Bid => &mut self.out.bids,
+            Side::Ask => &mut self.out.asks,
+        };
+        walker.levels(side, self.depth, levels)
+    }
+}
+
+/// Every level, zero amounts included; `sorted` for REST snapshots.
+struct AllLevels<'o> {
+    sorted: bool,
+    max_levels: usize,
+    out: &'o mut BookUpdate,
+}
+
+impl Sink for AllLevels<'_> {
+    fn sequence(&mut self, microtimestamp: u64) {
+        self.out.first_id = microtimestamp;
+        self.out.last_id = microtimestamp;
+    }
+
+    fn side(&mut self, walker: &mut Walker<'_>, side: Side) -> Result<(), DecodeError> {
+        let levels = match side {
+            Side::Bid => &mut self.out.bids,
+            Side::Ask => &mut self.out.asks,
+        };
+        walker.all_levels(self.sorted.then_some(side), self.max_levels, levels)
+    }
+}
+
+/// A data object's members (`{"timestamp":…,"microtimestamp":…,"bids":…,"asks":…}`).
+fn data_member(
+    walker: &mut Walker<'_>,
+    key: &[u8],
+    seen: &mut Seen,
+    sink: &mut impl Sink,
+) -> Result<(), DecodeError> {
+    match key {
+        b"microtimestamp" => {
+            seen.mark(MICROTIMESTAMP, "microtimestamp")?;
+            sink.sequence(walker.unsigned()?);
+        }
+        b"bids" => {
+            seen.mark(BIDS, "bids")?;
+            sink.side(walker, Side::Bid)?;
+        }
+        b"asks" => {
+            seen.mark(ASKS, "asks")?;
+            sink.side(walker, Side::Ask)?;
+        }
+        _ => walker.skip_value()?,
+    }
+    Ok(())
+}
+
+const DATA_KEYS: [(u32, &str); 3] = [
+    (MICROTIMESTAMP, "microtimestamp"),
+    (BIDS, "bids"),
+    (ASKS, "asks"),
+];
+
+/// One WebSocket frame; a data event on a channel starting with `book_prefix` is a book.
+fn decode_frame<'a>(
+    frame: &'a [u8],
+    book_prefix: &str,
+    sink: &mut impl Sink,
+) -> Result<Message<'a>, DecodeError> {
+    let mut walker = Walker::new(frame);
+    let mut seen = Seen::default();
+    let mut event: &[u8] = b"";
+    let mut channel: &[u8] = b"";
+    // `data` may come before `event` (it does in recorded frames), so a data object is
+    // always read as a book payload; `event` decides afterwards what it was.
+    walker.object(|walker, key| {
+        match key {
+            b"event" => {
+                seen.mark(EVENT, "event")?;
+                event = walker.string()?;
+            }
+            b"channel" => {
+                seen.mark(CHANNEL, "channel")?;
+                channel = walker.string()?;
+            }
+            b"data" => {
+                seen.mark(DATA, "data")?;
+                if walker.peek()? != b'{' {
+                    return walker.skip_value(); // `""` in bts:request_reconnect
+                }
+                walker.object(|walker, key| data_member(walker, key, &mut seen, sink))?;
+            }
+            _ => walker.skip_value()?,
+        }
+        Ok(())
+    })?;
+    walker.finish()?;
+
+    if !seen.has(EVENT) {
+        return Err(DecodeError::MissingKey("event"));
+    }
+    match event {
+        b"data" if channel.starts_with(book_prefix.as_bytes()) => {
+            if !seen.has(DATA) {
+                return Err(DecodeError::MissingKey("data"));
+            }
+            match DATA_KEYS.iter().find(|&&(bit, _)| !seen.has(bit)) {
+                Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
+                None => Ok(Message::Book { stream: channel }),
+            }
+        }
+        b"bts:subscription_succeeded" => Ok(Message::SubscribeResult { accepted: true }),
+        b"bts:error" => Ok(Message::SubscribeResult { accepted: false }),
+        b"bts:request_reconnect" => Ok(Message::Reconnect),
+        b"bts:heartbeat" => Ok(Message::Heartbeat),
+        _ => Ok(Message::Ignored),
+    }
+}
 
 impl Venue for Bitstamp {
     const NAME: &'static str = "bitstamp";
+    const SEQUENCE: SequenceRule = SequenceRule::Timestamps;
+    const DEFAULT_REST_URL: &'static str = "https://www.bitstamp.net";
 
     fn decode<'a>(
         frame: &'a [u8],
         depth: usize,
         out: &mut TopBook,
     ) -> Result<Message<'a>, DecodeError> {
-        let mut walker = Walker::new(frame);
-        let mut seen = Seen::default();
-        let mut event: &[u8] = b"";
-        let mut channel: &[u8] = b"";
-        // `data` may come before `event` (it does in recorded frames), so a data object is
-        // always read as a book payload; `event` decides afterwards what it was.
-        walker.object(|walker, key| {
-            match key {
-                b"event" => {
-                    seen.mark(EVENT, "event")?;
-                    event = walker.string()?;
-                }
-                b"channel" => {
-                    seen.mark(CHANNEL, "channel")?;
-                    channel = walker.string()?;
-                }
-                b"data" => {
-                    seen.mark(DATA, "data")?;
-                    if walker.peek()? != b'{' {
-                        return walker.skip_value(); // `""` in bts:request_reconnect
-                    }
-                    walker.object(|walker, key| {
-                        match key {
-                            b"microtimestamp" => {
-                                seen.mark(MICROTIMESTAMP, "microtimestamp")?;
-                                out.venue_sequence = walker.unsigned()?;
-                            }
-                            b"bids" => {
-                                seen.mark(BIDS, "bids")?;
-                                walker.levels(Side::Bid, depth, &mut out.bids)?;
-                            }
-                            b"asks" => {
-                                seen.mark(ASKS, "asks")?;
-                                walker.levels(Side::Ask, depth, &mut out.asks)?;
-                            }
-                            _ => walker.skip_value()?,
-                        }
-                        Ok(())
-                    })?;
-                }
-                _ => walker.skip_value()?,
-            }
-            Ok(())
-        })?;
-        walker.finish()?;
+        decode_frame(frame, ORDER_BOOK_PREFIX, &mut TopN { depth, out })
+    }
 
-        if !seen.has(EVENT) {
-            return Err(DecodeError::MissingKey("event"));
-        }
-        match event {
-            b"data" if channel.starts_with(ORDER_BOOK_PREFIX.as_bytes()) => {
-                let required = [
-                    (DATA, "data"),
-                    (MICROTIMESTAMP, "microtimestamp"),
-                    (BIDS, "bids"),
-                    (ASKS, "asks"),
-                ];
-                match required.iter().find(|&&(bit, _)| !seen.has(bit)) {
-                    Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
-                    None => Ok(Message::Book { stream: channel }),
-                }
-            }
-            b"bts:subscription_succeeded" => Ok(Message::SubscribeResult { accepted: true }),
-            b"bts:error" => Ok(Message::SubscribeResult { accepted: false }),
-            b"bts:request_reconnect" => Ok(Message::Reconnect),
-            b"bts:heartbeat" => Ok(Message::Heartbeat),
-            _ => Ok(Message::Ignored),
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        let mut sink = AllLevels {
+            sorted: false,
+            max_levels,
+            out,
+        };
+        decode_frame(frame, DIFF_ORDER_BOOK_PREFIX, &mut sink)
+    }
+
+    /// `GET /api/v2/order_book/<pair>/`: `{"timestamp": "…", "microtimestamp": "…",
+    /// "bids": […], "asks": […]}`, full depth, sides best first.
+    fn decode_snapshot(
+        body: &[u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(), DecodeError> {
+        let mut walker = Walker::new(body);
+        let mut seen = Seen::default();
+        let mut sink = AllLevels {
+            sorted: true,
+            max_levels,
+            out,
+        };
+        walker.object(|walker, key| data_member(walker, key, &mut seen, &mut sink))?;
+        walker.finish()?;
+        match DATA_KEYS.iter().find(|&&(bit, _)| !seen.has(bit)) {
+            Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
+            None => Ok(()),
         }
     }
 
@@ -172,6 +278,72 @@ impl Venue for Bitstamp {
     /// Bitstamp relies on protocol-level pings from the client side only.
     fn server_ping_interval() -> Option<std::time::Duration> {
         None
+    }
+
+    fn diff_stream_name(symbol: &str) -> String {
+        format!("{DIFF_ORDER_BOOK_PREFIX}{}", symbol.to_ascii_lowercase())
+    }
+
+    fn is_diff_stream(stream: &str) -> bool {
+        stream.starts_with(DIFF_ORDER_BOOK_PREFIX)
+    }
+
+    fn snapshot_url(rest_base: &str, symbol: &str, _limit: usize) -> String {
+        format!(
+            "{rest_base}/api/v2/order_book/{}/",
+            symbol.to_ascii_lowercase()
+        )
+    }
+
+    fn snapshot_symbol(url: &str) -> Option<String> {
+        let path = url.split('?').next()?;
+        let (_, pair) = path.split_once("/api/v2/order_book/")?;
+        let pair = pair.trim_end_matches('/');
+        (!pair.is_empty() && !pair.contains('/')).then(|| pair.to_owned())
+    }
+
+    /// One request against a budget counted in requests.
+    fn snapshot_weight(_limit: usize) -> u32 {
+        1
+    }
+
+    /// As recorded: compact, `data` first.
+    fn encode_diff(
+        stream: &str,
+        update: &BookUpdate,
+        price_decimals: u32,
+        _unix_ms: u64,
+        out: &mut Vec<u8>,
+    ) {
+        use std::io::Write;
+        let micros = update.last_id;
+        write!(
+            out,
+            r#"{{"data":{{"timestamp":"{}","microtimestamp":"{micros}","bids":"#,
+            micros / 1_000_000
+        )
+        .expect("writing to a Vec cannot fail");
+        super::write_levels(&update.bids, price_decimals, "", out);
+        out.extend_from_slice(br#","asks":"#);
+        super::write_levels(&update.asks, price_decimals, "", out);
+        write!(out, r#"}},"channel":"{stream}","event":"data"}}"#)
+            .expect("writing to a Vec cannot fail");
+    }
+
+    /// As recorded: Python-style separators.
+    fn encode_snapshot(snapshot: &BookUpdate, price_decimals: u32, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let micros = snapshot.last_id;
+        write!(
+            out,
+            r#"{{"timestamp": "{}", "microtimestamp": "{micros}", "bids": "#,
+            micros / 1_000_000
+        )
+        .expect("writing to a Vec cannot fail");
+        super::write_levels(&snapshot.bids, price_decimals, " ", out);
+        out.extend_from_slice(br#", "asks": "#);
+        super::write_levels(&snapshot.asks, price_decimals, " ", out);
+        out.push(b'}');
     }
 
     /// The snapshot channel always carries the top 100.

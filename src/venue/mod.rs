@@ -5,7 +5,8 @@
 pub mod binance;
 pub mod bitstamp;
 
-use crate::book::TopBook;
+use crate::book::{BookUpdate, TopBook};
+pub use crate::sync::SequenceRule;
 pub use crate::walker::DecodeError;
 
 /// The most venues one instrument can merge (the merge and summary hold them inline).
@@ -66,6 +67,60 @@ pub trait Venue {
 
     /// How many levels a side the venue sends on `stream` (served by the simulator).
     fn levels_on_stream(stream: &str) -> usize;
+
+    // ---- diff mode (`mode = "diff"`): a full-depth book from a diff stream and REST
+    // snapshots; the sync rules live in `sync.rs` ----
+
+    /// How the diff stream identifies its events, which decides the sync rules.
+    const SEQUENCE: SequenceRule;
+
+    /// Where the venue's REST API is (`venues.<name>.rest_url` overrides it).
+    const DEFAULT_REST_URL: &'static str;
+
+    /// The diff stream of `symbol`.
+    fn diff_stream_name(symbol: &str) -> String;
+
+    /// Whether `stream` is a diff stream (the simulator serves it as one).
+    fn is_diff_stream(stream: &str) -> bool;
+
+    /// Decodes one text frame of a diff connection. `Message::Book` means `out` holds one
+    /// diff event: all its levels in wire order (zero amounts delete), at most
+    /// `max_levels` a side. On error `out` holds garbage.
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError>;
+
+    /// Decodes a REST snapshot body into `out` (sides best first, at most `max_levels`).
+    fn decode_snapshot(
+        body: &[u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(), DecodeError>;
+
+    /// The REST URL of `symbol`'s snapshot with `limit` levels a side (where the venue
+    /// takes a limit).
+    fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String;
+
+    /// The symbol a snapshot URL asks for (the simulator's REST server; matching recorded
+    /// REST responses to streams in a replay).
+    fn snapshot_symbol(url: &str) -> Option<String>;
+
+    /// What one snapshot request of `limit` levels costs against the venue's budget.
+    fn snapshot_weight(limit: usize) -> u32;
+
+    /// Appends one diff event frame for `stream` in the recorded wire format.
+    fn encode_diff(
+        stream: &str,
+        update: &BookUpdate,
+        price_decimals: u32,
+        unix_ms: u64,
+        out: &mut Vec<u8>,
+    );
+
+    /// Appends a REST snapshot body in the recorded format.
+    fn encode_snapshot(snapshot: &BookUpdate, price_decimals: u32, out: &mut Vec<u8>);
 }
 
 /// Writes a side as `[["price","amount"],…]` with `separator` after each `,`.
@@ -143,6 +198,62 @@ macro_rules! venues {
             /// See [`Venue::reconnect_request`].
             pub fn reconnect_request(self) -> &'static str {
                 match self { $(VenueId::$variant => <$venue as Venue>::reconnect_request()),+ }
+            }
+
+            /// See [`Venue::SEQUENCE`].
+            pub fn sequence_rule(self) -> SequenceRule {
+                match self { $(VenueId::$variant => <$venue as Venue>::SEQUENCE),+ }
+            }
+
+            /// See [`Venue::DEFAULT_REST_URL`].
+            pub fn default_rest_url(self) -> &'static str {
+                match self { $(VenueId::$variant => <$venue as Venue>::DEFAULT_REST_URL),+ }
+            }
+
+            /// See [`Venue::diff_stream_name`].
+            pub fn diff_stream_name(self, symbol: &str) -> String {
+                match self { $(VenueId::$variant => <$venue as Venue>::diff_stream_name(symbol)),+ }
+            }
+
+            /// See [`Venue::is_diff_stream`].
+            pub fn is_diff_stream(self, stream: &str) -> bool {
+                match self { $(VenueId::$variant => <$venue as Venue>::is_diff_stream(stream)),+ }
+            }
+
+            /// Decodes a diff connection's frame (see [`Venue::decode_diff`]).
+            #[inline]
+            pub fn decode_diff<'a>(self, frame: &'a [u8], max_levels: usize, out: &mut BookUpdate) -> Result<Message<'a>, DecodeError> {
+                match self { $(VenueId::$variant => <$venue as Venue>::decode_diff(frame, max_levels, out)),+ }
+            }
+
+            /// See [`Venue::decode_snapshot`].
+            pub fn decode_snapshot(self, body: &[u8], max_levels: usize, out: &mut BookUpdate) -> Result<(), DecodeError> {
+                match self { $(VenueId::$variant => <$venue as Venue>::decode_snapshot(body, max_levels, out)),+ }
+            }
+
+            /// See [`Venue::snapshot_url`].
+            pub fn snapshot_url(self, rest_base: &str, symbol: &str, limit: usize) -> String {
+                match self { $(VenueId::$variant => <$venue as Venue>::snapshot_url(rest_base, symbol, limit)),+ }
+            }
+
+            /// See [`Venue::snapshot_symbol`].
+            pub fn snapshot_symbol(self, url: &str) -> Option<String> {
+                match self { $(VenueId::$variant => <$venue as Venue>::snapshot_symbol(url)),+ }
+            }
+
+            /// See [`Venue::snapshot_weight`].
+            pub fn snapshot_weight(self, limit: usize) -> u32 {
+                match self { $(VenueId::$variant => <$venue as Venue>::snapshot_weight(limit)),+ }
+            }
+
+            /// See [`Venue::encode_diff`].
+            pub fn encode_diff(self, stream: &str, update: &BookUpdate, price_decimals: u32, unix_ms: u64, out: &mut Vec<u8>) {
+                match self { $(VenueId::$variant => <$venue as Venue>::encode_diff(stream, update, price_decimals, unix_ms, out)),+ }
+            }
+
+            /// See [`Venue::encode_snapshot`].
+            pub fn encode_snapshot(self, snapshot: &BookUpdate, price_decimals: u32, out: &mut Vec<u8>) {
+                match self { $(VenueId::$variant => <$venue as Venue>::encode_snapshot(snapshot, price_decimals, out)),+ }
             }
         }
     };

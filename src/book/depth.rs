@@ -1,0 +1,287 @@
+//! A venue's full-depth book for one instrument, maintained from a diff stream (issue:
+//! `mode = "diff"`): a REST snapshot replaces it, each diff event sets levels (amount zero
+//! deletes), and after each applied event its top N goes to the merger as a [`TopBook`].
+//!
+//! Each side is one sorted array, worst level first and best level last. Why: diffs
+//! cluster at the top of the book, so an insert or delete there moves only the few levels
+//! above it, and the search for a price gallops from the best end (a couple of compares
+//! for a level near the top, `log2(depth)` at worst). The arrays are allocated once, with
+//! room for `max_levels`; applying an event never allocates.
+
+use super::{Level, Levels, Side, TopBook};
+
+/// One decoded diff event or snapshot: the levels it sets, in wire order, and the venue's
+/// ids for it (Binance `U`..`u`, or `lastUpdateId` twice for a snapshot; Bitstamp's
+/// `microtimestamp` twice). A zero amount deletes the level.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BookUpdate {
+    pub first_id: u64,
+    pub last_id: u64,
+    pub bids: Vec<Level>,
+    pub asks: Vec<Level>,
+}
+
+impl BookUpdate {
+    /// Room for `levels` per side, so decoding into it never allocates.
+    pub fn with_capacity(levels: usize) -> BookUpdate {
+        BookUpdate {
+            bids: Vec::with_capacity(levels),
+            asks: Vec::with_capacity(levels),
+            ..BookUpdate::default()
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.first_id = 0;
+        self.last_id = 0;
+        self.bids.clear();
+        self.asks.clear();
+    }
+
+    /// Copies `other` into `self`, reusing `self`'s buffers.
+    pub fn copy_from(&mut self, other: &BookUpdate) {
+        self.first_id = other.first_id;
+        self.last_id = other.last_id;
+        self.bids.clone_from(&other.bids);
+        self.asks.clone_from(&other.asks);
+    }
+}
+
+/// One side of a [`DepthBook`], worst first.
+#[derive(Debug, Clone)]
+struct DepthSide {
+    side: Side,
+    levels: Vec<Level>,
+}
+
+impl DepthSide {
+    fn new(side: Side, max_levels: usize) -> DepthSide {
+        DepthSide {
+            side,
+            levels: Vec::with_capacity(max_levels),
+        }
+    }
+
+    /// Where `price` is (`Ok`) or would be inserted (`Err`), searching from the best end:
+    /// galloping over 1, 2, 4… levels to bracket it, then a binary search in the bracket.
+    #[inline]
+    fn find(&self, price: crate::fixed::FixedPoint) -> Result<usize, usize> {
+        let levels = &self.levels;
+        let worse = |level: &Level| self.side.is_better(price, level.price);
+        // Invariant: every level at or above `high` is better than `price` or equal to it.
+        let mut high = levels.len();
+        let mut step = 1;
+        let low = loop {
+            let probe = high.saturating_sub(step);
+            if probe == 0 || worse(&levels[probe]) {
+                break probe;
+            }
+            high = probe;
+            step *= 2;
+        };
+        let bracket = &levels[low..high];
+        let offset = bracket.partition_point(worse);
+        let index = low + offset;
+        match levels.get(index) {
+            Some(level) if level.price == price => Ok(index),
+            _ => Err(index),
+        }
+    }
+
+    /// Sets one level; returns false when it deleted a price that was not there.
+    #[inline]
+    fn set(&mut self, level: Level, max_levels: usize) -> bool {
+        match self.find(level.price) {
+            Ok(index) if level.amount.is_zero() => {
+                self.levels.remove(index);
+            }
+            Ok(index) => self.levels[index].amount = level.amount,
+            Err(_) if level.amount.is_zero() => return false,
+            Err(index) if self.levels.len() < max_levels => self.levels.insert(index, level),
+            // Full: the worst level makes room, unless the new one would be the worst.
+            Err(0) => {}
+            Err(index) => {
+                self.levels.remove(0);
+                self.levels.insert(index - 1, level);
+            }
+        }
+        true
+    }
+
+    /// Replaces the side with `best_first` (a snapshot side, sorted best first), keeping
+    /// the best `max_levels` and no zero amounts.
+    fn replace(&mut self, best_first: &[Level], max_levels: usize) {
+        self.levels.clear();
+        let kept = best_first.iter().filter(|level| !level.amount.is_zero());
+        self.levels.extend(kept.take(max_levels).copied());
+        self.levels.reverse();
+    }
+
+    fn top(&self, depth: usize, out: &mut Levels) {
+        out.clear();
+        for level in self.levels.iter().rev().take(depth) {
+            out.push(*level);
+        }
+    }
+}
+
+/// A full-depth book (see the module docs). Levels beyond `max_levels` a side are dropped,
+/// worst first: they are as unknown as the levels beyond the snapshot's depth.
+#[derive(Debug, Clone)]
+pub struct DepthBook {
+    bids: DepthSide,
+    asks: DepthSide,
+    max_levels: usize,
+    /// Deletes of a price the book did not hold (harmless, but a sign of a bad sync when
+    /// frequent; the recordings have none).
+    pub absent_deletes: u64,
+}
+
+impl DepthBook {
+    pub fn new(max_levels: usize) -> DepthBook {
+        DepthBook {
+            bids: DepthSide::new(Side::Bid, max_levels),
+            asks: DepthSide::new(Side::Ask, max_levels),
+            max_levels,
+            absent_deletes: 0,
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.bids.levels.clear();
+        self.asks.levels.clear();
+    }
+
+    /// Replaces the book with a snapshot whose sides are sorted best first.
+    pub fn replace(&mut self, snapshot: &BookUpdate) {
+        self.bids.replace(&snapshot.bids, self.max_levels);
+        self.asks.replace(&snapshot.asks, self.max_levels);
+    }
+
+    /// Applies one diff event's levels in wire order.
+    #[inline]
+    pub fn apply(&mut self, update: &BookUpdate) {
+        for &level in &update.bids {
+            if !self.bids.set(level, self.max_levels) {
+                self.absent_deletes += 1;
+            }
+        }
+        for &level in &update.asks {
+            if !self.asks.set(level, self.max_levels) {
+                self.absent_deletes += 1;
+            }
+        }
+    }
+
+    pub fn len(&self, side: Side) -> usize {
+        self.side(side).levels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bids.levels.is_empty() && self.asks.levels.is_empty()
+    }
+
+    pub fn best(&self, side: Side) -> Option<Level> {
+        self.side(side).levels.last().copied()
+    }
+
+    /// Best bid at or above best ask: not a market, the book must be rebuilt.
+    pub fn is_crossed(&self) -> bool {
+        match (self.best(Side::Bid), self.best(Side::Ask)) {
+            (Some(bid), Some(ask)) => bid.price >= ask.price,
+            _ => false,
+        }
+    }
+
+    /// Writes the best `depth` levels a side into `out` (sequence and times untouched).
+    #[inline]
+    pub fn top(&self, depth: usize, out: &mut TopBook) {
+        self.bids.top(depth, &mut out.bids);
+        self.asks.top(depth, &mut out.asks);
+    }
+
+    /// The whole side, best first (tests and the simulator).
+    pub fn levels(&self, side: Side) -> impl Iterator<Item = &Level> {
+        self.side(side).levels.iter().rev()
+    }
+
+    fn side(&self, side: Side) -> &DepthSide {
+        match side {
+            Side::Bid => &self.bids,
+            Side::Ask => &self.asks,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixed::FixedPoint;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn level(price: u64, amount: u64) -> Level {
+        Level {
+            price: FixedPoint::from_raw(price),
+            amount: FixedPoint::from_raw(amount),
+        }
+    }
+
+    fn update(bids: &[(u64, u64)], asks: &[(u64, u64)]) -> BookUpdate {
+        BookUpdate {
+            bids: bids.iter().map(|&(p, a)| level(p, a)).collect(),
+            asks: asks.iter().map(|&(p, a)| level(p, a)).collect(),
+            ..BookUpdate::default()
+        }
+    }
+
+    #[test]
+    fn sets_replaces_and_deletes_levels() {
+        let mut book = DepthBook::new(100);
+        book.replace(&update(&[(10, 1), (9, 1), (8, 0)], &[(11, 1), (12, 1)]));
+        assert_eq!(book.len(Side::Bid), 2, "zero amounts are not kept");
+        book.apply(&update(&[(10, 5), (7, 2), (9, 0), (6, 0)], &[(10, 3)]));
+        let bids: Vec<_> = book.levels(Side::Bid).copied().collect();
+        assert_eq!(bids, [level(10, 5), level(7, 2)]);
+        assert_eq!(book.best(Side::Ask), Some(level(10, 3)));
+        assert!(book.is_crossed());
+        assert_eq!(book.absent_deletes, 1, "deleting 6 was a no-op");
+    }
+
+    #[test]
+    fn a_full_side_drops_its_worst_level() {
+        let mut book = DepthBook::new(2);
+        book.apply(&update(&[(10, 1), (9, 1)], &[]));
+        book.apply(&update(&[(8, 1)], &[]));
+        assert_eq!(book.len(Side::Bid), 2);
+        book.apply(&update(&[(11, 1)], &[]));
+        let bids: Vec<_> = book.levels(Side::Bid).map(|l| l.price.raw()).collect();
+        assert_eq!(bids, [11, 10]);
+    }
+
+    proptest! {
+        /// Against a BTreeMap reference: any sequence of sets and deletes on both sides.
+        #[test]
+        fn agrees_with_an_ordered_map(
+            events in prop::collection::vec(
+                prop::collection::vec((any::<bool>(), 1u64..200, 0u64..4), 1..20), 1..60),
+        ) {
+            let mut book = DepthBook::new(1000);
+            let mut bids = BTreeMap::new();
+            let mut asks = BTreeMap::new();
+            for event in events {
+                let mut diff = BookUpdate::default();
+                for (is_bid, price, amount) in event {
+                    let (levels, map) = if is_bid { (&mut diff.bids, &mut bids) } else { (&mut diff.asks, &mut asks) };
+                    levels.push(level(price, amount));
+                    if amount == 0 { map.remove(&price); } else { map.insert(price, amount); }
+                }
+                book.apply(&diff);
+            }
+            let expected_bids: Vec<Level> = bids.iter().rev().map(|(&p, &a)| level(p, a)).collect();
+            let expected_asks: Vec<Level> = asks.iter().map(|(&p, &a)| level(p, a)).collect();
+            prop_assert_eq!(book.levels(Side::Bid).copied().collect::<Vec<_>>(), expected_bids);
+            prop_assert_eq!(book.levels(Side::Ask).copied().collect::<Vec<_>>(), expected_asks);
+        }
+    }
+}
