@@ -106,18 +106,44 @@ enum Command {
         /// Levels per side, per venue and in the merged book.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=MAX_DEPTH as i64))]
         depth: u16,
+        /// "snapshot": book frames replace each venue's book; "diff": full-depth books from
+        /// diff events and REST snapshots, synced as the live service does.
+        #[arg(long, value_enum, default_value_t = ReplayMode::Snapshot)]
+        mode: ReplayMode,
+        /// Diff mode: the symbol to follow on a venue, `binance=NKNUSDT` (one per venue).
+        #[arg(long = "symbol", value_name = "VENUE=SYMBOL", value_parser = parse_venue_value)]
+        symbols: Vec<(VenueId, String)>,
+        /// Diff mode: a REST snapshot body recorded apart from the frames (per-pair
+        /// files), `binance=FILE`; it is taken right after the first diff event. Timelines
+        /// carry their own.
+        #[arg(long = "snapshot", value_name = "VENUE=FILE", value_parser = parse_venue_value)]
+        snapshots: Vec<(VenueId, String)>,
+        /// Diff mode: levels a side kept in each full-depth book.
+        #[arg(long, default_value_t = 5000)]
+        max_levels: usize,
     },
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ReplayMode {
+    Snapshot,
+    Diff,
+}
+
 fn parse_venue_file(argument: &str) -> Result<(VenueId, PathBuf), String> {
-    let (name, path) = argument
+    parse_venue_value(argument).map(|(venue, path)| (venue, PathBuf::from(path)))
+}
+
+/// `VENUE=VALUE`.
+fn parse_venue_value(argument: &str) -> Result<(VenueId, String), String> {
+    let (name, value) = argument
         .split_once('=')
-        .ok_or_else(|| format!("expected VENUE=FILE, got {argument:?}"))?;
+        .ok_or_else(|| format!("expected VENUE=VALUE, got {argument:?}"))?;
     let venue = VenueId::from_name(name).ok_or_else(|| {
         let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
         format!("unknown venue {name:?} (known: {})", known.join(", "))
     })?;
-    Ok((venue, PathBuf::from(path)))
+    Ok((venue, value.to_owned()))
 }
 
 fn main() -> ExitCode {
@@ -127,7 +153,25 @@ fn main() -> ExitCode {
             venues,
             instrument,
             depth,
+            mode: ReplayMode::Snapshot,
+            ..
         }) => run_replay(&venues, &instrument, usize::from(depth)),
+        Some(Command::Replay {
+            venues,
+            instrument,
+            depth,
+            mode: ReplayMode::Diff,
+            symbols,
+            snapshots,
+            max_levels,
+        }) => run_diff_replay(
+            &venues,
+            &symbols,
+            &snapshots,
+            &instrument,
+            usize::from(depth),
+            max_levels,
+        ),
         Some(Command::Healthcheck { address }) => healthcheck(address),
         None => run_service(&cli.run),
     }
@@ -294,6 +338,88 @@ fn run_replay(venues: &[(VenueId, PathBuf)], instrument: &str, depth: usize) -> 
         "mergebook replay: {} book frames, {} other, {} decode errors, {} summaries",
         stats.books, stats.other_messages, stats.decode_errors, stats.summaries
     );
+    ExitCode::SUCCESS
+}
+
+fn run_diff_replay(
+    venues: &[(VenueId, PathBuf)],
+    symbols: &[(VenueId, String)],
+    snapshots: &[(VenueId, String)],
+    instrument: &str,
+    depth: usize,
+    max_levels: usize,
+) -> ExitCode {
+    let fail = |message: String| {
+        eprintln!("mergebook replay: {message}");
+        ExitCode::FAILURE
+    };
+    let mut inputs = Vec::new();
+    for (venue, path) in venues {
+        let Some((_, symbol)) = symbols.iter().find(|(v, _)| v == venue) else {
+            return fail(format!("--mode diff needs --symbol {venue}=SYMBOL"));
+        };
+        let mut frames = match replay::load_frames(path) {
+            Ok(frames) => frames,
+            Err(error) => return fail(error.to_string()),
+        };
+        for (_, snapshot) in snapshots.iter().filter(|(v, _)| v == venue) {
+            match std::fs::read_to_string(snapshot) {
+                Ok(body) => replay::insert_snapshot(*venue, symbol, &mut frames, body),
+                Err(error) => return fail(format!("cannot read {snapshot}: {error}")),
+            }
+        }
+        inputs.push(replay::DiffInput {
+            venue: *venue,
+            symbol: symbol.clone(),
+            frames,
+        });
+    }
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut write_error = None;
+    let outcomes = replay::replay_diff(
+        &inputs,
+        depth,
+        max_levels,
+        |summary| {
+            if write_error.is_none() {
+                write_error = jsonl::write_summary(&mut out, instrument, summary).err();
+            }
+        },
+        |venue, frame, error| eprintln!("mergebook replay: {venue} frame {}: {error}", frame + 1),
+    );
+    if let Some(error) = write_error.or_else(|| out.flush().err()) {
+        return fail(format!("writing output: {error}"));
+    }
+    for (input, outcome) in inputs.iter().zip(&outcomes) {
+        let stats = outcome.stats;
+        let sync = &outcome.sync;
+        let book = if sync.is_synced() {
+            use mergebook::book::Side;
+            format!(
+                "synced at id {}, {} bids, {} asks",
+                sync.last_id(),
+                sync.book.len(Side::Bid),
+                sync.book.len(Side::Ask)
+            )
+        } else {
+            "not synced".to_owned()
+        };
+        eprintln!(
+            "mergebook replay: {} {}: {} events, {} applied, {} dropped, {} gaps, {} crossings, \
+             {} snapshots ({} too old), {} decode errors; {book}",
+            outcome.venue,
+            input.symbol,
+            stats.events,
+            stats.applied,
+            stats.dropped,
+            stats.gaps,
+            stats.crossings,
+            stats.snapshots,
+            stats.snapshots_too_old,
+            stats.decode_errors
+        );
+    }
     ExitCode::SUCCESS
 }
 

@@ -60,8 +60,9 @@ trait Payload<'a> {
     ) -> Result<bool, DecodeError>;
     /// Whether any of the payload's keys was seen at this level.
     fn any_seen(seen: &Seen) -> bool;
-    /// Checks a payload that had some of its keys: `Message::Book` when complete.
-    fn complete(members: &Members<'a>) -> Result<(), DecodeError>;
+    /// Classifies a payload that had some of its keys: true for a complete book, false for
+    /// another stream's payload that shares key names (to be ignored).
+    fn classify(members: &Members<'a>) -> Result<bool, DecodeError>;
 }
 
 /// `{"lastUpdateId":…,"bids":[…],"asks":[…]}`, keeping the top `depth` a side.
@@ -105,7 +106,7 @@ impl<'a> Payload<'a> for PartialDepth<'_> {
         PARTIAL_KEYS.iter().any(|&(bit, _)| seen.has(bit))
     }
 
-    fn complete(members: &Members<'a>) -> Result<(), DecodeError> {
+    fn classify(members: &Members<'a>) -> Result<bool, DecodeError> {
         if members.seen.has(EVENT) {
             return Err(DecodeError::UnknownMessage("Binance partial depth"));
         }
@@ -114,14 +115,15 @@ impl<'a> Payload<'a> for PartialDepth<'_> {
             .find(|&&(bit, _)| !members.seen.has(bit))
         {
             Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
-            None => Ok(()),
+            None => Ok(true),
         }
     }
 }
 
-/// `{"e":"depthUpdate","E":…,"s":"BNBBTC","U":first,"u":last,"b":[…],"a":[…]}` (and the
-/// REST snapshot `{"lastUpdateId":…,"bids":…,"asks":…}` through [`Binance::decode_snapshot`]):
-/// every level, zero amounts included.
+/// `{"e":"depthUpdate","E":…,"s":"BNBBTC","U":first,"u":last,"b":[…],"a":[…]}`: every
+/// level, zero amounts included. Other streams reuse these key names with other meanings
+/// (`bookTicker`: `"u"`, and `"b"`/`"a"` as strings; `aggTrade`: `"a"` a number), so only an
+/// array under `b`/`a` is a side, and only a `depthUpdate` event is a diff.
 struct DiffEvent<'o> {
     max_levels: usize,
     out: &'o mut BookUpdate,
@@ -145,6 +147,7 @@ impl<'a> Payload<'a> for DiffEvent<'_> {
                 seen.mark(LAST_ID, "u")?;
                 self.out.last_id = walker.unsigned()?;
             }
+            b"b" | b"a" if walker.peek()? != b'[' => walker.skip_value()?,
             b"b" => {
                 seen.mark(BIDS, "b")?;
                 walker.all_levels(None, self.max_levels, &mut self.out.bids)?;
@@ -162,13 +165,14 @@ impl<'a> Payload<'a> for DiffEvent<'_> {
         DIFF_KEYS.iter().any(|&(bit, _)| seen.has(bit))
     }
 
-    fn complete(members: &Members<'a>) -> Result<(), DecodeError> {
-        if members.event != b"depthUpdate" {
-            return Err(DecodeError::UnknownMessage("Binance depthUpdate"));
-        }
-        match DIFF_KEYS.iter().find(|&&(bit, _)| !members.seen.has(bit)) {
-            Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
-            None => Ok(()),
+    fn classify(members: &Members<'a>) -> Result<bool, DecodeError> {
+        let missing = DIFF_KEYS.iter().find(|&&(bit, _)| !members.seen.has(bit));
+        match (members.event, missing) {
+            (b"depthUpdate", None) => Ok(true),
+            (b"depthUpdate", Some(&(_, missing))) => Err(DecodeError::MissingKey(missing)),
+            // Every key of a diff but its event type: a broken diff, not another stream.
+            (b"", None) => Err(DecodeError::MissingKey("e")),
+            _ => Ok(false),
         }
     }
 }
@@ -197,8 +201,7 @@ fn payload_message<'a, P: Payload<'a>>(
     members: &Members<'a>,
     stream: &'a [u8],
 ) -> Result<Message<'a>, DecodeError> {
-    if P::any_seen(&members.seen) {
-        P::complete(members)?;
+    if P::any_seen(&members.seen) && P::classify(members)? {
         return Ok(Message::Book { stream });
     }
     Ok(match members.event {
