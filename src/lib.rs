@@ -29,6 +29,7 @@ pub mod publish;
 pub mod replay;
 pub mod rng;
 pub mod service;
+pub mod snapshot;
 pub mod sim;
 pub mod summary;
 pub mod sync;
