@@ -98,6 +98,14 @@ pub struct RawListen {
 #[serde(deny_unknown_fields)]
 pub struct RawVenue {
     pub url: Option<String>,
+    pub mode: Option<String>,
+    pub rest_url: Option<String>,
+    pub snapshot_depth: Option<i64>,
+    pub max_book_levels: Option<i64>,
+    pub max_buffered_events: Option<i64>,
+    pub snapshot_weight_per_minute: Option<i64>,
+    pub snapshot_spacing_ms: Option<i64>,
+    pub snapshot_timeout_ms: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -188,6 +196,31 @@ pub struct FeedSettings {
 pub struct VenueConfig {
     pub venue: VenueId,
     pub url: String,
+    pub mode: FeedMode,
+}
+
+/// Which book stream a venue's reader follows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FeedMode {
+    /// Top-N snapshot streams (Binance `depth<N>@100ms`, Bitstamp `order_book_`): each
+    /// frame replaces the book. Stateless; at most 20 (Binance) or 100 levels.
+    Snapshot,
+    /// Diff streams and REST snapshots: a full-depth book kept in sync (`sync.rs`).
+    Diff(DiffSettings),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffSettings {
+    /// The venue's REST base URL (the simulator's in simulator mode).
+    pub rest_url: String,
+    /// Levels a side asked for in a snapshot (Binance `limit`; Bitstamp sends full depth).
+    pub snapshot_depth: usize,
+    /// Levels a side kept in the full-depth book.
+    pub max_levels: usize,
+    /// Events held per instrument while its snapshot is fetched.
+    pub max_buffered: usize,
+    pub policy: crate::snapshot::SnapshotPolicy,
+    pub snapshot_timeout: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -463,7 +496,9 @@ impl RawConfig {
                     "expected a ws:// or wss:// URL",
                 ));
             }
-            venues.push(VenueConfig { venue, url });
+            let raw = self.venues.get(venue.name());
+            let mode = venue_mode(venue, raw.unwrap_or(&RawVenue::default()), depth)?;
+            venues.push(VenueConfig { venue, url, mode });
         }
 
         let simulator = match &self.simulator {
@@ -520,6 +555,85 @@ impl RawConfig {
     }
 }
 
+/// `venues.<name>.mode` and the diff-mode settings.
+fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, ConfigError> {
+    let key = |name: &str| format!("venues.{venue}.{name}");
+    match raw.mode.as_deref().unwrap_or("snapshot") {
+        "snapshot" => return Ok(FeedMode::Snapshot),
+        "diff" => {}
+        other => {
+            return Err(invalid(
+                key("mode"),
+                format!("{other:?}"),
+                "expected \"snapshot\" or \"diff\"",
+            ));
+        }
+    }
+    let rest_url = raw
+        .rest_url
+        .clone()
+        .unwrap_or_else(|| venue.default_rest_url().to_owned());
+    if !(rest_url.starts_with("http://") || rest_url.starts_with("https://")) {
+        return Err(invalid(
+            key("rest_url"),
+            format!("{rest_url:?}"),
+            "expected an http:// or https:// URL",
+        ));
+    }
+    let rest_url = rest_url.trim_end_matches('/').to_owned();
+    let snapshot_depth = in_range(&key("snapshot_depth"), raw.snapshot_depth, 1000, 1..=5000)?;
+    let max_levels = in_range(
+        &key("max_book_levels"),
+        raw.max_book_levels,
+        5000,
+        depth as i64..=100_000,
+    )?;
+    let max_buffered = in_range(
+        &key("max_buffered_events"),
+        raw.max_buffered_events,
+        10_000,
+        1..=1_000_000,
+    )?;
+    let weight_per_minute = in_range(
+        &key("snapshot_weight_per_minute"),
+        raw.snapshot_weight_per_minute,
+        1200,
+        1..=1_000_000,
+    )?;
+    let weight = i64::from(venue.snapshot_weight(snapshot_depth as usize));
+    if weight > weight_per_minute {
+        return Err(invalid(
+            key("snapshot_weight_per_minute"),
+            weight_per_minute,
+            format!("below the weight of one snapshot of {snapshot_depth} levels ({weight})"),
+        ));
+    }
+    Ok(FeedMode::Diff(DiffSettings {
+        rest_url,
+        snapshot_depth: snapshot_depth as usize,
+        max_levels: max_levels as usize,
+        max_buffered: max_buffered as usize,
+        policy: crate::snapshot::SnapshotPolicy {
+            weight_per_minute: weight_per_minute as u32,
+            spacing: millis(
+                &key("snapshot_spacing_ms"),
+                raw.snapshot_spacing_ms,
+                250,
+                0..=60_000,
+            )?,
+            retry_initial: Duration::from_millis(500),
+            retry_max: Duration::from_secs(30),
+            rate_limited_pause: Duration::from_secs(60),
+        },
+        snapshot_timeout: millis(
+            &key("snapshot_timeout_ms"),
+            raw.snapshot_timeout_ms,
+            10_000,
+            100..=120_000,
+        )?,
+    }))
+}
+
 fn unknown_venue_reason() -> String {
     let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
     format!("unknown venue (known: {})", known.join(", "))
@@ -545,7 +659,8 @@ mod tests {
             config.venues,
             [VenueConfig {
                 venue: VenueId::Binance,
-                url: default_url(VenueId::Binance).into()
+                url: default_url(VenueId::Binance).into(),
+                mode: FeedMode::Snapshot,
             }]
         );
         assert_eq!(config.grpc_listen.to_string(), "127.0.0.1:50051");
@@ -583,6 +698,23 @@ mod tests {
             (
                 "[venues.kraken]\n",
                 "venues.kraken = {…}: unknown venue (known: binance, bitstamp)",
+            ),
+            (
+                "[venues.binance]\nmode = \"delta\"\n",
+                "venues.binance.mode = \"delta\": expected \"snapshot\" or \"diff\"",
+            ),
+            (
+                "[venues.binance]\nmode = \"diff\"\nsnapshot_depth = 6000\n",
+                "venues.binance.snapshot_depth = 6000: must be between 1 and 5000",
+            ),
+            (
+                "[venues.binance]\nmode = \"diff\"\nrest_url = \"ws://x\"\n",
+                "venues.binance.rest_url = \"ws://x\": expected an http:// or https:// URL",
+            ),
+            (
+                "[venues.binance]\nmode = \"diff\"\nsnapshot_weight_per_minute = 10\n",
+                "venues.binance.snapshot_weight_per_minute = 10: below the weight of one \
+                 snapshot of 1000 levels (50)",
             ),
             (
                 "[simulator]\nrate_per_second = 5\n",

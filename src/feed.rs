@@ -10,15 +10,25 @@
 //! frames (counted, logged, dropped; the connection stays up). While a venue is not
 //! delivering books its instruments are marked `Connecting` or `OutOfSync`, so the merger
 //! leaves them out.
+//!
+//! Two modes (`venues.<name>.mode`). Snapshot: each book frame replaces the instrument's
+//! book. Diff: each instrument has a full-depth [`BookSync`]; the first buffered event
+//! asks the venue's [`SnapshotScheduler`] for a REST snapshot, fetched on this thread's
+//! runtime one at a time; a gap, a crossing, a decode error or a reconnect marks the
+//! instrument out of sync at once (the others carry on) until a new snapshot joins its
+//! buffered events. A snapshot requested before a reset is discarded when it arrives
+//! (`generation`), so it can never be joined to events it did not precede.
 
-use crate::book::TopBook;
+use crate::book::{BookUpdate, TopBook};
 use crate::clock;
-use crate::config::FeedSettings;
+use crate::config::{DiffSettings, FeedMode, FeedSettings};
 use crate::mailbox::Sender;
 use crate::merger::VenueFeed;
 use crate::metrics::VenueMetrics;
 use crate::rng::Rng;
+use crate::snapshot::{FetchError, FetchOutcome, SnapshotClient, SnapshotScheduler};
 use crate::summary::VenueState;
+use crate::sync::{BookSync, SnapshotOutcome, UpdateOutcome};
 use crate::venue::{Message, VenueId};
 use futures_util::{SinkExt, StreamExt};
 use std::time::Duration;
@@ -32,8 +42,18 @@ pub struct ReaderSpec {
     /// Levels per side to keep.
     pub depth: usize,
     pub settings: FeedSettings,
-    /// Each instrument's stream name and the mailbox its books go to.
-    pub streams: Vec<(String, Sender<VenueFeed>)>,
+    pub mode: FeedMode,
+    pub streams: Vec<StreamSpec>,
+}
+
+/// One instrument on a reader's connection.
+pub struct StreamSpec {
+    /// The stream (channel) subscribed to.
+    pub name: String,
+    /// The venue's symbol (diff mode asks for its REST snapshot).
+    pub symbol: String,
+    /// Where its books go.
+    pub sender: Sender<VenueFeed>,
 }
 
 /// Starts the reader's thread. It runs until `shutdown` turns true, then closes the
@@ -73,11 +93,84 @@ struct Reader {
     last_sequence: Vec<u64>,
     books_this_session: u64,
     rng: Rng,
+    /// Diff mode's books and snapshot machinery.
+    diff: Option<DiffBooks>,
+}
+
+/// Why an instrument's diff book is being rebuilt (the `reason` label of
+/// `orderbook_resyncs_total`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResyncReason {
+    Connect,
+    Gap,
+    Crossed,
+    DecodeError,
+}
+
+impl ResyncReason {
+    pub const ALL: [ResyncReason; 4] = [
+        ResyncReason::Connect,
+        ResyncReason::Gap,
+        ResyncReason::Crossed,
+        ResyncReason::DecodeError,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ResyncReason::Connect => "connect",
+            ResyncReason::Gap => "gap",
+            ResyncReason::Crossed => "crossed",
+            ResyncReason::DecodeError => "decode_error",
+        }
+    }
+}
+
+struct DiffBooks {
+    settings: DiffSettings,
+    client: SnapshotClient,
+    scheduler: SnapshotScheduler,
+    /// Per stream.
+    books: Vec<DiffBook>,
+    /// The decode target of every diff frame, and of every snapshot (sized once).
+    update: BookUpdate,
+    snapshot: BookUpdate,
+    /// The snapshot request in flight: (stream, generation, body or error).
+    fetches: tokio::task::JoinSet<(usize, u64, Result<Vec<u8>, FetchError>)>,
+}
+
+struct DiffBook {
+    sync: BookSync,
+    /// Bumped at every reset: a snapshot asked for before it is discarded.
+    generation: u64,
+    /// When the book left sync (ns, monotonic): the start of the resync duration.
+    out_of_sync_since_ns: u64,
 }
 
 impl Reader {
     fn new(spec: ReaderSpec, merger: std::thread::Thread, metrics: VenueMetrics) -> Reader {
         let streams = spec.streams.len();
+        let diff = match &spec.mode {
+            FeedMode::Snapshot => None,
+            FeedMode::Diff(settings) => Some(DiffBooks {
+                client: SnapshotClient::new(settings.snapshot_timeout).expect("TLS backend"),
+                scheduler: SnapshotScheduler::new(settings.policy, streams, clock::monotonic_ns()),
+                books: (0..streams)
+                    .map(|_| DiffBook {
+                        sync: BookSync::new(
+                            spec.venue.sequence_rule(),
+                            settings.max_levels,
+                            settings.max_buffered,
+                        ),
+                        generation: 0,
+                        out_of_sync_since_ns: clock::monotonic_ns(),
+                    })
+                    .collect(),
+                update: BookUpdate::with_capacity(settings.max_levels),
+                snapshot: BookUpdate::with_capacity(settings.max_levels),
+                fetches: tokio::task::JoinSet::new(),
+                settings: settings.clone(),
+            }),
+        };
         Reader {
             spec,
             merger,
@@ -86,6 +179,7 @@ impl Reader {
             last_sequence: vec![0; streams],
             books_this_session: 0,
             rng: Rng::new(clock::unix_ns()),
+            diff,
         }
     }
 
@@ -128,7 +222,7 @@ impl Reader {
 
     /// Tells the merger about every stream at once (the connection's state).
     fn publish_state(&mut self, state: VenueState) {
-        for (_, sender) in &mut self.spec.streams {
+        for StreamSpec { sender, .. } in &mut self.spec.streams {
             sender.publish(&VenueFeed {
                 state,
                 book: TopBook::default(),
@@ -158,8 +252,9 @@ impl Reader {
             .spec
             .streams
             .iter()
-            .map(|(name, _)| name.clone())
+            .map(|stream| stream.name.clone())
             .collect();
+        self.reset_diff_books(ResyncReason::Connect);
         let (requests, mut acks_pending) = self.spec.venue.subscribe_frames(&streams);
         for request in requests {
             socket.send(tungstenite::Message::text(request)).await?;
@@ -168,11 +263,37 @@ impl Reader {
         let ack_deadline = tokio::time::Instant::now() + settings.connect_timeout;
 
         let mut flush = tokio::time::interval(crate::metrics::FLUSH_EVERY);
+        // Diff mode: when the next snapshot request is due (re-armed after every change).
+        let mut snapshot_due = false;
+        let snapshot_timer = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(snapshot_timer);
         loop {
+            if let Some(at) = self.next_snapshot_at() {
+                if !snapshot_due || snapshot_timer.deadline() != at {
+                    snapshot_timer.as_mut().reset(at);
+                }
+                snapshot_due = true;
+            } else {
+                snapshot_due = false;
+            }
+            let fetching = self
+                .diff
+                .as_ref()
+                .is_some_and(|diff| !diff.fetches.is_empty());
             let next = tokio::select! {
                 next = tokio::time::timeout(settings.read_idle_timeout, socket.next()) => next,
                 _ = flush.tick() => {
                     self.metrics.flush();
+                    continue;
+                }
+                _ = &mut snapshot_timer, if snapshot_due => {
+                    self.start_snapshot_fetch();
+                    continue;
+                }
+                Some(fetched) = async { self.diff.as_mut()?.fetches.join_next().await }, if fetching => {
+                    if let Ok((stream, generation, result)) = fetched {
+                        self.on_snapshot(stream, generation, result);
+                    }
                     continue;
                 }
                 _ = shutdown.wait_for(|stop| *stop) => {
@@ -216,10 +337,17 @@ impl Reader {
     ) -> Result<Option<SessionEnd>, SessionError> {
         let received_ns = clock::monotonic_ns();
         self.metrics.messages.inc();
-        let decoded = self
-            .spec
-            .venue
-            .decode(frame, self.spec.depth, &mut self.scratch);
+        let decoded = match &mut self.diff {
+            None => self
+                .spec
+                .venue
+                .decode(frame, self.spec.depth, &mut self.scratch),
+            Some(diff) => {
+                self.spec
+                    .venue
+                    .decode_diff(frame, diff.settings.max_levels, &mut diff.update)
+            }
+        };
         self.metrics
             .decode_seconds
             .observe((clock::monotonic_ns() - received_ns) as f64 * 1e-9);
@@ -229,10 +357,14 @@ impl Reader {
                     .spec
                     .streams
                     .iter()
-                    .position(|(name, _)| name.as_bytes() == stream)
+                    .position(|spec| spec.name.as_bytes() == stream)
                 else {
                     return Ok(None); // a stream we did not ask for
                 };
+                if self.diff.is_some() {
+                    self.on_diff_event(slot, received_ns);
+                    return Ok(None);
+                }
                 let sequence = self.scratch.venue_sequence;
                 if sequence <= self.last_sequence[slot] {
                     tracing::debug!(venue = %self.spec.venue, sequence, "duplicate or out-of-order book dropped");
@@ -242,7 +374,7 @@ impl Reader {
                 self.scratch.received_ns = received_ns;
                 let scratch = &self.scratch;
                 let _ = self.spec.streams[slot]
-                    .1
+                    .sender
                     .publish_with(|feed| -> Result<(), ()> {
                         feed.state = VenueState::Synced;
                         feed.book.copy_from(scratch);
@@ -272,6 +404,186 @@ impl Reader {
         self.metrics.decode_errors.inc();
         tracing::warn!(venue = %self.spec.venue, %error, "bad frame dropped");
         self.publish_state(VenueState::OutOfSync);
+        // A diff stream that lost a frame has a hole in it: every book is rebuilt.
+        self.reset_diff_books(ResyncReason::DecodeError);
+    }
+
+    // ---- diff mode ----
+
+    /// Throws every diff book away (they rebuild from their next events and a snapshot)
+    /// and forgets the snapshot requests.
+    fn reset_diff_books(&mut self, reason: ResyncReason) {
+        let Some(diff) = &mut self.diff else { return };
+        diff.fetches.abort_all();
+        diff.scheduler.cancel_all();
+        let now = clock::monotonic_ns();
+        for book in &mut diff.books {
+            if book.sync.is_synced() || reason == ResyncReason::Connect {
+                book.out_of_sync_since_ns = now;
+                self.metrics.resyncs(reason).inc();
+            }
+            book.sync.reset();
+            book.generation += 1;
+        }
+    }
+
+    fn on_diff_event(&mut self, slot: usize, received_ns: u64) {
+        let venue = self.spec.venue;
+        let Some(diff) = &mut self.diff else { return };
+        let book = &mut diff.books[slot];
+        match book.sync.on_update(&diff.update) {
+            UpdateOutcome::Applied => {
+                self.publish_diff_book(slot, received_ns);
+                return;
+            }
+            UpdateOutcome::Buffered { first } => {
+                if first {
+                    diff.scheduler.request(slot);
+                }
+                if book.sync.overflowed_events > 0 {
+                    let overflowed = std::mem::take(&mut book.sync.overflowed_events);
+                    self.metrics.events_dropped_overflow.inc_by(overflowed);
+                }
+                return;
+            }
+            UpdateOutcome::Stale => {
+                self.metrics.events_dropped_stale.inc();
+                return;
+            }
+            UpdateOutcome::Gap => {
+                self.metrics.gaps.inc();
+                self.metrics.resyncs(ResyncReason::Gap).inc();
+                tracing::warn!(%venue, stream = %self.spec.streams[slot].name, "gap in the diff stream; resyncing");
+                diff.scheduler.request(slot);
+            }
+            UpdateOutcome::Crossed => {
+                self.metrics.resyncs(ResyncReason::Crossed).inc();
+                tracing::warn!(%venue, stream = %self.spec.streams[slot].name, "book crossed; resyncing");
+            }
+        }
+        book.generation += 1;
+        book.out_of_sync_since_ns = received_ns;
+        self.publish_stream_state(slot, VenueState::OutOfSync);
+    }
+
+    fn publish_stream_state(&mut self, slot: usize, state: VenueState) {
+        self.spec.streams[slot].sender.publish(&VenueFeed {
+            state,
+            book: TopBook::default(),
+        });
+        self.merger.unpark();
+    }
+
+    /// Publishes the top of a synced diff book.
+    fn publish_diff_book(&mut self, slot: usize, received_ns: u64) {
+        let Some(diff) = &self.diff else { return };
+        let sync = &diff.books[slot].sync;
+        let depth = self.spec.depth;
+        let _ = self.spec.streams[slot]
+            .sender
+            .publish_with(|feed| -> Result<(), ()> {
+                feed.state = VenueState::Synced;
+                sync.book.top(depth, &mut feed.book);
+                feed.book.venue_sequence = sync.last_id();
+                feed.book.received_ns = received_ns;
+                Ok(())
+            });
+        self.merger.unpark();
+        self.books_this_session += 1;
+    }
+
+    /// When the next snapshot request is due, if one is.
+    fn next_snapshot_at(&mut self) -> Option<tokio::time::Instant> {
+        let diff = self.diff.as_mut()?;
+        let weight = self
+            .spec
+            .venue
+            .snapshot_weight(diff.settings.snapshot_depth);
+        let now = clock::monotonic_ns();
+        let (_, at) = diff.scheduler.next(now, weight)?;
+        Some(tokio::time::Instant::now() + Duration::from_nanos(at.saturating_sub(now)))
+    }
+
+    fn start_snapshot_fetch(&mut self) {
+        let venue = self.spec.venue;
+        let Some(diff) = &mut self.diff else { return };
+        let weight = venue.snapshot_weight(diff.settings.snapshot_depth);
+        let now = clock::monotonic_ns();
+        let Some((slot, at)) = diff.scheduler.next(now, weight) else {
+            return;
+        };
+        if at > now {
+            return; // re-armed for later by the loop
+        }
+        diff.scheduler.started(slot, now, weight);
+        let url = venue.snapshot_url(
+            &diff.settings.rest_url,
+            &self.spec.streams[slot].symbol,
+            diff.settings.snapshot_depth,
+        );
+        tracing::debug!(%venue, %url, "requesting snapshot");
+        let client = diff.client.clone();
+        let generation = diff.books[slot].generation;
+        diff.fetches
+            .spawn(async move { (slot, generation, client.fetch(&url).await) });
+    }
+
+    fn on_snapshot(&mut self, slot: usize, generation: u64, result: Result<Vec<u8>, FetchError>) {
+        let venue = self.spec.venue;
+        let now = clock::monotonic_ns();
+        let Some(diff) = &mut self.diff else { return };
+        let book = &mut diff.books[slot];
+        if generation != book.generation {
+            diff.scheduler.finished(slot, FetchOutcome::Used, now);
+            if !book.sync.is_synced() && book.sync.buffered() > 0 {
+                diff.scheduler.request(slot); // the reset's own request
+            }
+            return;
+        }
+        let outcome = match result {
+            Err(FetchError::RateLimited {
+                status,
+                retry_after,
+            }) => {
+                tracing::warn!(%venue, status, ?retry_after, "snapshot rate limited");
+                FetchOutcome::RateLimited { retry_after }
+            }
+            Err(error) => {
+                tracing::warn!(%venue, %error, "snapshot request failed");
+                FetchOutcome::Failed
+            }
+            Ok(body) => {
+                match venue.decode_snapshot(&body, diff.settings.max_levels, &mut diff.snapshot) {
+                    Err(error) => {
+                        tracing::warn!(%venue, %error, "snapshot refused");
+                        FetchOutcome::Failed
+                    }
+                    Ok(()) => match book.sync.on_snapshot(&diff.snapshot) {
+                        SnapshotOutcome::Synced { applied, dropped } => {
+                            let took = now.saturating_sub(book.out_of_sync_since_ns);
+                            self.metrics.resync_seconds.observe(took as f64 * 1e-9);
+                            tracing::info!(%venue, stream = %self.spec.streams[slot].name, applied, dropped, took_ms = took / 1_000_000, "book synced");
+                            FetchOutcome::Used
+                        }
+                        SnapshotOutcome::TooOld => {
+                            tracing::info!(%venue, stream = %self.spec.streams[slot].name, "snapshot older than the buffered events; asking again");
+                            FetchOutcome::TooOld
+                        }
+                        SnapshotOutcome::Crossed => {
+                            self.metrics.resyncs(ResyncReason::Crossed).inc();
+                            book.generation += 1;
+                            FetchOutcome::Used
+                        }
+                        SnapshotOutcome::Unexpected => FetchOutcome::Used,
+                    },
+                }
+            }
+        };
+        self.metrics.snapshot_requests(outcome).inc();
+        diff.scheduler.finished(slot, outcome, now);
+        if outcome == FetchOutcome::Used && diff.books[slot].sync.is_synced() {
+            self.publish_diff_book(slot, now);
+        }
     }
 }
 

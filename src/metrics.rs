@@ -3,6 +3,8 @@
 //! `metrics_record` bench) and flush them into the registry every `FLUSH_EVERY`, so a
 //! scrape is at most that much behind.
 
+use crate::feed::ResyncReason;
+use crate::snapshot::FetchOutcome;
 use crate::venue::VenueId;
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
@@ -31,6 +33,17 @@ pub struct Metrics {
     pub venue_state: IntGaugeVec,
     /// Age of the venue's latest book, in seconds.
     pub book_age_seconds: prometheus::GaugeVec,
+    // Diff mode.
+    pub gaps: IntCounterVec,
+    pub resyncs: IntCounterVec,
+    pub resync_seconds: HistogramVec,
+    pub snapshot_requests: IntCounterVec,
+    pub diff_events_dropped: IntCounterVec,
+}
+
+/// Buckets of a resync's duration: 1 ms to about a minute (factor 2.5).
+pub fn resync_buckets() -> Vec<f64> {
+    prometheus::exponential_buckets(0.001, 2.5, 13).expect("valid buckets")
 }
 
 impl Metrics {
@@ -90,6 +103,37 @@ impl Metrics {
             &["exchange", "instrument"],
         )
         .expect("valid");
+        let labelled = |name: &str, help: &str, labels: &[&str]| {
+            IntCounterVec::new(Opts::new(name, help), labels).expect("valid")
+        };
+        let gaps = counter(
+            "orderbook_gaps_total",
+            "Diff mode: events found missing (the instrument's book is rebuilt).",
+        );
+        let resyncs = labelled(
+            "orderbook_resyncs_total",
+            "Diff mode: book rebuilds, by reason (connect, gap, crossed, decode_error).",
+            &["exchange", "reason"],
+        );
+        let resync_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "orderbook_resync_duration_seconds",
+                "Diff mode: from a book leaving sync to its rebuilt book being published.",
+            )
+            .buckets(resync_buckets()),
+            &["exchange"],
+        )
+        .expect("valid metric");
+        let snapshot_requests = labelled(
+            "orderbook_snapshot_requests_total",
+            "Diff mode: REST snapshot requests, by outcome (used, too_old, rate_limited, failed).",
+            &["exchange", "outcome"],
+        );
+        let diff_events_dropped = labelled(
+            "orderbook_diff_events_dropped_total",
+            "Diff mode: events dropped, by reason (stale: already in the book; overflow: buffer full).",
+            &["exchange", "reason"],
+        );
         for collector in [
             Box::new(decode_seconds.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(e2e_seconds.clone()),
@@ -101,6 +145,11 @@ impl Metrics {
             Box::new(venue_up.clone()),
             Box::new(venue_state.clone()),
             Box::new(book_age_seconds.clone()),
+            Box::new(gaps.clone()),
+            Box::new(resyncs.clone()),
+            Box::new(resync_seconds.clone()),
+            Box::new(snapshot_requests.clone()),
+            Box::new(diff_events_dropped.clone()),
         ] {
             registry
                 .register(collector)
@@ -118,6 +167,11 @@ impl Metrics {
             venue_up,
             venue_state,
             book_age_seconds,
+            gaps,
+            resyncs,
+            resync_seconds,
+            snapshot_requests,
+            diff_events_dropped,
         }
     }
 
@@ -129,6 +183,22 @@ impl Metrics {
             messages: self.messages.with_label_values(&labels).local(),
             decode_errors: self.decode_errors.with_label_values(&labels),
             reconnections: self.reconnections.with_label_values(&labels),
+            gaps: self.gaps.with_label_values(&labels),
+            resyncs: ResyncReason::ALL.map(|reason| {
+                self.resyncs
+                    .with_label_values(&[venue.name(), reason.name()])
+            }),
+            resync_seconds: self.resync_seconds.with_label_values(&labels),
+            snapshot_requests: SNAPSHOT_OUTCOMES.map(|name| {
+                self.snapshot_requests
+                    .with_label_values(&[venue.name(), name])
+            }),
+            events_dropped_stale: self
+                .diff_events_dropped
+                .with_label_values(&[venue.name(), "stale"]),
+            events_dropped_overflow: self
+                .diff_events_dropped
+                .with_label_values(&[venue.name(), "overflow"]),
         }
     }
 
@@ -155,9 +225,39 @@ pub struct VenueMetrics {
     pub messages: prometheus::local::LocalIntCounter,
     pub decode_errors: IntCounter,
     pub reconnections: IntCounter,
+    pub gaps: IntCounter,
+    resyncs: [IntCounter; ResyncReason::ALL.len()],
+    pub resync_seconds: Histogram,
+    snapshot_requests: [IntCounter; SNAPSHOT_OUTCOMES.len()],
+    pub events_dropped_stale: IntCounter,
+    pub events_dropped_overflow: IntCounter,
+}
+
+/// The `outcome` label of each [`FetchOutcome`] kind, in `outcome_index` order.
+const SNAPSHOT_OUTCOMES: [&str; 4] = ["used", "too_old", "rate_limited", "failed"];
+
+fn outcome_index(outcome: FetchOutcome) -> usize {
+    match outcome {
+        FetchOutcome::Used => 0,
+        FetchOutcome::TooOld => 1,
+        FetchOutcome::RateLimited { .. } => 2,
+        FetchOutcome::Failed => 3,
+    }
 }
 
 impl VenueMetrics {
+    pub fn resyncs(&self, reason: ResyncReason) -> &IntCounter {
+        let index = ResyncReason::ALL
+            .iter()
+            .position(|&r| r == reason)
+            .expect("every reason is listed");
+        &self.resyncs[index]
+    }
+
+    pub fn snapshot_requests(&self, outcome: FetchOutcome) -> &IntCounter {
+        &self.snapshot_requests[outcome_index(outcome)]
+    }
+
     /// Publishes what was recorded locally since the last flush.
     pub fn flush(&self) {
         self.decode_seconds.flush();

@@ -2,8 +2,8 @@
 //! consumers (JSON lines, gRPC, `/metrics` and `/health`) together, and takes them apart
 //! again on shutdown. Listeners are passed in, so tests bind port 0.
 
-use crate::config::{Config, Output};
-use crate::feed::{self, ReaderSpec};
+use crate::config::{Config, FeedMode, Output};
+use crate::feed::{self, ReaderSpec, StreamSpec};
 use crate::mailbox;
 use crate::merger::{self, InstrumentMerger, MergerInstrument, MergerSpec, VenueFeed};
 use crate::metrics::Metrics;
@@ -59,7 +59,7 @@ impl Service {
         let metrics = Arc::new(Metrics::new());
 
         // One mailbox per (instrument, venue); one summary channel per instrument.
-        let mut reader_streams: Vec<Vec<(String, mailbox::Sender<VenueFeed>)>> =
+        let mut reader_streams: Vec<Vec<StreamSpec>> =
             config.venues.iter().map(|_| Vec::new()).collect();
         let mut merger_instruments = Vec::new();
         let mut fanouts = Vec::new();
@@ -73,7 +73,15 @@ impl Service {
                     .iter()
                     .position(|v| v.venue == *venue)
                     .expect("validated");
-                reader_streams[reader].push((venue.stream_name(symbol, config.depth), sender));
+                let name = match config.venues[reader].mode {
+                    FeedMode::Snapshot => venue.stream_name(symbol, config.depth),
+                    FeedMode::Diff(_) => venue.diff_stream_name(symbol),
+                };
+                reader_streams[reader].push(StreamSpec {
+                    name,
+                    symbol: symbol.clone(),
+                    sender,
+                });
                 inputs.push((*venue, receiver));
             }
             let (output, fanout) = publish::summary_channel();
@@ -108,6 +116,7 @@ impl Service {
                 url: venue_config.url.clone(),
                 depth: config.depth,
                 settings: config.feed,
+                mode: venue_config.mode.clone(),
                 streams,
             };
             let metrics = metrics.for_venue(venue_config.venue);

@@ -94,7 +94,8 @@ impl SnapshotScheduler {
     fn refill(&mut self, now_ns: u64) {
         let per_ns = f64::from(self.policy.weight_per_minute) / 60e9;
         let elapsed = now_ns.saturating_sub(self.refilled_ns) as f64;
-        self.tokens = (self.tokens + elapsed * per_ns).min(f64::from(self.policy.weight_per_minute));
+        self.tokens =
+            (self.tokens + elapsed * per_ns).min(f64::from(self.policy.weight_per_minute));
         self.refilled_ns = self.refilled_ns.max(now_ns);
     }
 
@@ -142,9 +143,7 @@ impl SnapshotScheduler {
             }
             FetchOutcome::RateLimited { retry_after } => {
                 let pause = retry_after.unwrap_or(self.policy.rate_limited_pause);
-                self.blocked_until_ns = self
-                    .blocked_until_ns
-                    .max(now_ns + pause.as_nanos() as u64);
+                self.blocked_until_ns = self.blocked_until_ns.max(now_ns + pause.as_nanos() as u64);
             }
             FetchOutcome::TooOld | FetchOutcome::Failed => {
                 let doublings = self.retries[stream].min(20);

@@ -9,7 +9,8 @@
 //! | what | seen as | then |
 //! |---|---|---|
 //! | an event lost (Binance `U > last u + 1`) | [`UpdateOutcome::Gap`] | book discarded, rebuilt from this event on |
-//! | a duplicate or late event (`u <= last u`; Bitstamp: stamp not after the last) | [`UpdateOutcome::Stale`] | dropped |
+//! | a duplicate or late event (`u <= last u`; Bitstamp: stamped at or before the snapshot, or equal to the last) | [`UpdateOutcome::Stale`] | dropped |
+//! | Bitstamp: an event stamped before the last applied one (out of order: applying it late or dropping it both corrupt) | [`UpdateOutcome::Gap`] | book discarded, rebuilt |
 //! | a snapshot older than the first buffered event | [`SnapshotOutcome::TooOld`] | buffer kept, snapshot asked for again |
 //! | the book crosses after an event | [`UpdateOutcome::Crossed`] | book discarded, rebuilt |
 //! | too many events buffered | oldest dropped | the next snapshot will be too old, and asked again |
@@ -31,8 +32,8 @@ pub enum SequenceRule {
     IdRanges,
     /// Bitstamp: an event has only its microsecond timestamp; a snapshot is followed by the
     /// events stamped after it (the recording has one stamped equal to the snapshot and
-    /// contained in it). Gaps cannot be seen: the book is rebuilt after every reconnect,
-    /// decode error and crossing.
+    /// contained in it). Lost events cannot be seen: the book is rebuilt after every
+    /// reconnect, decode error and crossing, and when events arrive out of order.
     Timestamps,
 }
 
@@ -72,6 +73,8 @@ pub struct BookSync {
     synced: bool,
     /// The id of the last event (or snapshot) in the book; while buffering, in the buffer.
     last_id: u64,
+    /// The id of the snapshot the book was built from.
+    snapshot_id: u64,
     buffer: VecDeque<BookUpdate>,
     /// Emptied buffer entries, reused so a resync does not allocate per event.
     spare: Vec<BookUpdate>,
@@ -91,6 +94,7 @@ impl BookSync {
             rule,
             synced: false,
             last_id: 0,
+            snapshot_id: 0,
             buffer: VecDeque::new(),
             spare: Vec::new(),
             max_buffered: max_buffered.max(1),
@@ -118,6 +122,7 @@ impl BookSync {
     pub fn reset(&mut self) {
         self.synced = false;
         self.last_id = 0;
+        self.snapshot_id = 0;
         self.book.clear();
         self.clear_buffer();
     }
@@ -140,14 +145,21 @@ impl BookSync {
 
     /// Whether `update` is already contained in a book (or buffer) that ends at `last_id`.
     fn is_stale(&self, update: &BookUpdate) -> bool {
-        update.last_id <= self.last_id
+        match self.rule {
+            SequenceRule::IdRanges => update.last_id <= self.last_id,
+            // Contained in the snapshot, or a repeat of the last event.
+            SequenceRule::Timestamps => {
+                update.last_id <= self.snapshot_id || update.last_id == self.last_id
+            }
+        }
     }
 
-    /// Whether an event is missing between `last_id` and `update` (never for timestamps).
+    /// Whether the events do not join up between `last_id` and `update`: one is missing
+    /// (ids), or `update` comes after a later one (timestamps).
     fn is_gap(&self, update: &BookUpdate) -> bool {
         match self.rule {
             SequenceRule::IdRanges => update.first_id > self.last_id.saturating_add(1),
-            SequenceRule::Timestamps => false,
+            SequenceRule::Timestamps => update.last_id < self.last_id,
         }
     }
 
@@ -162,6 +174,12 @@ impl BookSync {
             if !first && self.is_gap(update) {
                 // The buffered chain is broken: only events from here on can be joined.
                 self.clear_buffer();
+                if self.rule == SequenceRule::Timestamps {
+                    // Older than what was buffered: the next event starts the buffer, and
+                    // the snapshot must not be older than that one.
+                    self.stale_events += 1;
+                    return UpdateOutcome::Stale;
+                }
             }
             let first = self.buffer.is_empty();
             self.push_buffer(update);
@@ -202,6 +220,7 @@ impl BookSync {
         }
         self.book.replace(snapshot);
         self.last_id = snapshot_id;
+        self.snapshot_id = snapshot_id;
         self.synced = true;
         let (mut applied, mut dropped) = (0, 0);
         let buffer = std::mem::take(&mut self.buffer);
@@ -210,8 +229,8 @@ impl BookSync {
                 dropped += 1;
                 continue;
             }
-            // The buffer is a contiguous chain whose first event covers the snapshot's
-            // next id (checked above), so no gap can appear here.
+            // The buffer is a joined-up chain whose first event covers the snapshot's next
+            // id (checked above), so no gap can appear here.
             debug_assert!(!self.is_gap(update));
             self.book.apply(update);
             self.last_id = update.last_id;
@@ -318,7 +337,12 @@ mod tests {
         let mut sync = BookSync::new(SequenceRule::Timestamps, 100, 100);
         sync.on_update(&event(100, 100, 1, 1));
         sync.on_update(&event(200, 200, 2, 1));
-        assert_eq!(sync.on_update(&event(150, 150, 9, 1)), UpdateOutcome::Stale);
+        assert_eq!(sync.on_update(&event(200, 200, 2, 1)), UpdateOutcome::Stale);
+        assert_eq!(sync.buffered(), 2);
+        let mut reordered = BookSync::new(SequenceRule::Timestamps, 100, 100);
+        reordered.on_update(&event(200, 200, 2, 1));
+        reordered.on_update(&event(100, 100, 1, 1));
+        assert_eq!(reordered.buffered(), 0, "out of order: start again");
         assert_eq!(sync.on_snapshot(&snapshot(99)), SnapshotOutcome::TooOld);
         assert_eq!(
             sync.on_snapshot(&snapshot(100)),
@@ -331,7 +355,12 @@ mod tests {
         assert_eq!(
             sync.on_update(&event(900, 900, 3, 1)),
             UpdateOutcome::Applied,
-            "timestamps show no gaps"
+            "timestamps cannot show lost events"
+        );
+        assert_eq!(
+            sync.on_update(&event(800, 800, 3, 1)),
+            UpdateOutcome::Gap,
+            "an event older than the last applied arrived out of order"
         );
     }
 

@@ -1,9 +1,10 @@
 //! The simulated market: a random-walk mid price per instrument, and each venue's book
 //! around it (realistic spacing, 8-decimal amounts). Deterministic for a seed.
 
-use crate::book::{Level, TopBook};
+use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook};
 use crate::fixed::FixedPoint;
 use crate::rng::Rng;
+use crate::sync::SequenceRule;
 
 /// ETH/BTC-like: mid 0.06824, tick 0.00000100 (raw FixedPoint units: 1e-8).
 pub const START_MID_TICKS: u64 = 6_824_000 / TICK_RAW;
@@ -80,9 +81,134 @@ impl SimulatedBook {
     }
 }
 
+/// One venue's full-depth book for one diff stream, changed a few levels per event
+/// around the shared mid: what the simulator's diff streams and REST snapshots serve.
+pub struct DiffMarket {
+    rng: Rng,
+    pub book: DepthBook,
+    /// The id of the last event in `book` (Binance update id; Bitstamp microtimestamp).
+    pub last_id: u64,
+    rule: SequenceRule,
+}
+
+/// Levels a side the simulated full-depth book starts with.
+const DIFF_BOOK_LEVELS: u64 = 400;
+
+impl DiffMarket {
+    pub fn new(seed: u64, rule: SequenceRule, mid_ticks: u64, now_us: u64) -> DiffMarket {
+        let mut market = DiffMarket {
+            rng: Rng::new(seed),
+            book: DepthBook::new(2 * DIFF_BOOK_LEVELS as usize),
+            last_id: match rule {
+                SequenceRule::IdRanges => 1_000_000,
+                SequenceRule::Timestamps => now_us,
+            },
+            rule,
+        };
+        let mut initial = BookUpdate::default();
+        for offset in 1..=DIFF_BOOK_LEVELS {
+            initial.bids.push(market.level(mid_ticks - offset));
+            initial.asks.push(market.level(mid_ticks + offset));
+        }
+        market.book.replace(&initial);
+        market
+    }
+
+    fn level(&mut self, ticks: u64) -> Level {
+        Level {
+            price: FixedPoint::from_raw(ticks * TICK_RAW),
+            amount: FixedPoint::from_raw(100_000 + self.rng.below(2_000_000_000)),
+        }
+    }
+
+    /// The next event around `mid_ticks`, applied to the book and written to `out`: a few
+    /// levels set or deleted near the mid, and deletes of any level the mid has moved past
+    /// (so the book never crosses).
+    pub fn next_event(&mut self, mid_ticks: u64, now_us: u64, out: &mut BookUpdate) {
+        out.clear();
+        let mid = FixedPoint::from_raw(mid_ticks * TICK_RAW);
+        let crossed = |levels: &mut dyn Iterator<Item = &Level>, side: Side| -> Vec<Level> {
+            levels
+                .take_while(|level| !side.is_better(mid, level.price))
+                .map(|level| Level {
+                    price: level.price,
+                    amount: FixedPoint::from_raw(0),
+                })
+                .collect()
+        };
+        out.bids = crossed(&mut self.book.levels(Side::Bid), Side::Bid);
+        out.asks = crossed(&mut self.book.levels(Side::Ask), Side::Ask);
+        for _ in 0..1 + self.rng.below(3) {
+            let offset = 1 + self.rng.below(40);
+            let mut level = if self.rng.below(2) == 0 {
+                self.level(mid_ticks - offset)
+            } else {
+                self.level(mid_ticks + offset)
+            };
+            if self.rng.below(4) == 0 {
+                level.amount = FixedPoint::from_raw(0);
+            }
+            if level.price < mid {
+                out.bids.push(level);
+            } else {
+                out.asks.push(level);
+            }
+        }
+        let changes = (out.bids.len() + out.asks.len()) as u64;
+        (out.first_id, out.last_id) = match self.rule {
+            SequenceRule::IdRanges => (self.last_id + 1, self.last_id + changes),
+            SequenceRule::Timestamps => {
+                let stamp = now_us.max(self.last_id + 1);
+                (stamp, stamp)
+            }
+        };
+        self.last_id = out.last_id;
+        self.book.apply(out);
+    }
+
+    /// The book as a REST snapshot: the best `limit` levels a side, at `last_id`.
+    pub fn snapshot(&self, limit: usize, out: &mut BookUpdate) {
+        out.clear();
+        out.first_id = self.last_id;
+        out.last_id = self.last_id;
+        out.bids.extend(self.book.levels(Side::Bid).take(limit));
+        out.asks.extend(self.book.levels(Side::Ask).take(limit));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn diff_events_rebuild_the_book_from_any_snapshot() {
+        for rule in [SequenceRule::IdRanges, SequenceRule::Timestamps] {
+            let mut mid = MidPrice::new(5);
+            let mut market = DiffMarket::new(9, rule, START_MID_TICKS, 1_000);
+            let mut event = BookUpdate::default();
+            let mut snapshot = BookUpdate::default();
+            let mut copy = crate::sync::BookSync::new(rule, 10_000, 10_000);
+            for step in 0..2000 {
+                market.next_event(mid.step(), 1_000 + step / 3, &mut event);
+                if step == 0 {
+                    // Taken after the first buffered event, as a reader asks for it.
+                    market.snapshot(usize::MAX, &mut snapshot);
+                    copy.on_update(&event);
+                    let synced = copy.on_snapshot(&snapshot);
+                    assert!(
+                        matches!(synced, crate::sync::SnapshotOutcome::Synced { .. }),
+                        "{synced:?}"
+                    );
+                    continue;
+                }
+                assert_eq!(copy.on_update(&event), crate::sync::UpdateOutcome::Applied);
+                assert!(!market.book.is_crossed());
+            }
+            let side = |book: &DepthBook, side| book.levels(side).copied().collect::<Vec<_>>();
+            assert_eq!(side(&copy.book, Side::Bid), side(&market.book, Side::Bid));
+            assert_eq!(side(&copy.book, Side::Ask), side(&market.book, Side::Ask));
+        }
+    }
 
     #[test]
     fn books_are_sorted_uncrossed_and_deterministic() {

@@ -6,23 +6,32 @@
 //! as it would on the exchange, and receives a moving market at the configured rate, or a
 //! recording (`Simulator::replay`): recorded book frames, looped, re-encoded by the
 //! venue's own encoder under the subscribed stream name with increasing sequence
-//! numbers. Tests
-//! drive faults through the [`Simulator`] handle: cut a venue's connections, pause it,
-//! inject raw frames, request a reconnect, and read back the last frame sent per stream.
+//! numbers.
+//!
+//! Diff streams (`nknusdt@depth@100ms`, `diff_order_book_ethusd`) are served from one
+//! full-depth book per (venue, stream) ([`market::DiffMarket`]), shared by every
+//! connection and by the REST server on a second port (`Simulator::rest_url`), which
+//! answers the venues' snapshot requests (`/binance/api/v3/depth?symbol=…&limit=…`,
+//! `/bitstamp/api/v2/order_book/<pair>/`) from the same book.
+//!
+//! Tests drive faults through the [`Simulator`] handle: cut a venue's connections, pause
+//! it, inject raw frames, request a reconnect, read back the last frame sent per stream;
+//! on diff streams, skip (a gap), duplicate or reorder events, serve a stale snapshot,
+//! delay snapshots, answer 429 with `Retry-After`; and read the true book's history.
 
 pub mod market;
 
-use crate::book::TopBook;
+use crate::book::{BookUpdate, TopBook};
 use crate::venue::{MAX_VENUES, VenueId};
 use futures_util::{SinkExt, StreamExt};
-use market::{MidPrice, SimulatedBook};
-use std::collections::HashMap;
+use market::{DiffMarket, MidPrice, SimulatedBook};
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 
@@ -43,7 +52,42 @@ struct VenueControl {
     closes: AtomicU64,
     /// Overrides the venue's ping interval (ms; 0: the venue's own).
     ping_every_ms: AtomicU64,
+    faults: DiffFaults,
 }
+
+/// Fault switches of a venue's diff streams and snapshots. Counters count down as they
+/// are used.
+#[derive(Default)]
+struct DiffFaults {
+    /// Events applied to the book but not sent (each one a gap).
+    skip_events: AtomicU64,
+    /// Events sent twice.
+    duplicate_events: AtomicU64,
+    /// Pairs of events sent in swapped order.
+    swap_events: AtomicU64,
+    /// Snapshot requests answered 429 with `Retry-After: retry_after_s`.
+    rate_limited_requests: AtomicU64,
+    retry_after_s: AtomicU64,
+    /// Delay before each snapshot response (ms).
+    snapshot_delay_ms: AtomicU64,
+    /// When each snapshot request arrived.
+    snapshot_requests: Mutex<Vec<std::time::Instant>>,
+}
+
+/// One diff stream: its book, who receives its events, saved states.
+struct DiffStream {
+    market: Mutex<DiffMarket>,
+    subscribers: Mutex<Vec<mpsc::UnboundedSender<Arc<str>>>>,
+    /// The book's top after each recent event, oldest first (what tests compare with).
+    history: Mutex<VecDeque<TopBook>>,
+    /// A snapshot saved by `Simulator::serve_stale_snapshot`, served (once) next.
+    stale_snapshot: Mutex<Option<BookUpdate>>,
+}
+
+/// How many past tops a diff stream remembers.
+const HISTORY: usize = 2048;
+/// Levels a side of each remembered top.
+const HISTORY_DEPTH: usize = 20;
 
 /// Recorded books a venue serves instead of the generated market.
 #[derive(Debug, Clone)]
@@ -109,6 +153,8 @@ struct Shared {
     venues: [VenueControl; MAX_VENUES],
     recordings: Mutex<[Option<Arc<Recording>>; MAX_VENUES]>,
     last_sent: Mutex<HashMap<(VenueId, String), String>>,
+    diff_streams: Mutex<HashMap<(VenueId, String), Arc<DiffStream>>>,
+    rest_addr: SocketAddr,
 }
 
 /// A running simulator. Dropping it does not stop it; it lives as long as its runtime.
@@ -127,6 +173,9 @@ impl Simulator {
         seed: u64,
     ) -> std::io::Result<Simulator> {
         let addr = listener.local_addr()?;
+        let rest_listener = std::net::TcpListener::bind((addr.ip(), 0))?;
+        rest_listener.set_nonblocking(true)?;
+        let rest_listener = TcpListener::from_std(rest_listener)?;
         let shared = Arc::new(Shared {
             rate_per_second: rate_per_second.max(1),
             seed,
@@ -138,9 +187,18 @@ impl Simulator {
                 pongs: AtomicU64::new(0),
                 closes: AtomicU64::new(0),
                 ping_every_ms: AtomicU64::new(0),
+                faults: DiffFaults::default(),
             }),
             recordings: Mutex::new(Default::default()),
             last_sent: Mutex::new(HashMap::new()),
+            diff_streams: Mutex::new(HashMap::new()),
+            rest_addr: rest_listener.local_addr()?,
+        });
+        let rest = axum::Router::new()
+            .fallback(serve_snapshot)
+            .with_state(Arc::downgrade(&shared));
+        tokio::spawn(async move {
+            let _ = axum::serve(rest_listener, rest).await;
         });
         let walker = Arc::clone(&shared);
         tokio::spawn(async move {
@@ -175,6 +233,106 @@ impl Simulator {
     /// The URL a reader uses for `venue`.
     pub fn url(&self, venue: VenueId) -> String {
         format!("ws://{}/{}", self.addr, venue.name())
+    }
+
+    /// The REST base URL of `venue` (diff mode's snapshots).
+    pub fn rest_url(&self, venue: VenueId) -> String {
+        format!("http://{}/{}", self.shared.rest_addr, venue.name())
+    }
+
+    /// Points every venue of `config` (WebSocket and REST) at this simulator.
+    pub fn point(&self, config: &mut crate::config::Config) {
+        for venue in &mut config.venues {
+            venue.url = self.url(venue.venue);
+            if let crate::config::FeedMode::Diff(settings) = &mut venue.mode {
+                settings.rest_url = self.rest_url(venue.venue);
+            }
+        }
+    }
+
+    fn faults(&self, venue: VenueId) -> &DiffFaults {
+        &self.control(venue).faults
+    }
+
+    /// The next `events` diff events of `venue` change the book but are not sent: gaps.
+    pub fn skip_events(&self, venue: VenueId, events: u64) {
+        self.faults(venue)
+            .skip_events
+            .store(events, Ordering::Relaxed);
+    }
+
+    /// The next `events` diff events of `venue` are sent twice.
+    pub fn duplicate_events(&self, venue: VenueId, events: u64) {
+        self.faults(venue)
+            .duplicate_events
+            .store(events, Ordering::Relaxed);
+    }
+
+    /// The next `pairs` pairs of diff events of `venue` are sent in swapped order.
+    pub fn swap_events(&self, venue: VenueId, pairs: u64) {
+        self.faults(venue)
+            .swap_events
+            .store(pairs, Ordering::Relaxed);
+    }
+
+    /// The next `requests` snapshot requests to `venue` are answered HTTP 429 with
+    /// `Retry-After: retry_after_s`.
+    pub fn rate_limit_snapshots(&self, venue: VenueId, requests: u64, retry_after_s: u64) {
+        let faults = self.faults(venue);
+        faults.retry_after_s.store(retry_after_s, Ordering::Relaxed);
+        faults
+            .rate_limited_requests
+            .store(requests, Ordering::Relaxed);
+    }
+
+    /// Every snapshot response of `venue` waits `delay` first.
+    pub fn delay_snapshots(&self, venue: VenueId, delay: Duration) {
+        self.faults(venue)
+            .snapshot_delay_ms
+            .store(delay.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Saves each of `venue`'s diff books as it is now; the next snapshot request for each
+    /// gets that saved (by then older) state.
+    pub fn serve_stale_snapshot(&self, venue: VenueId) {
+        for stream in self.diff_streams(venue) {
+            let mut saved = BookUpdate::default();
+            stream
+                .market
+                .lock()
+                .expect("not poisoned")
+                .snapshot(usize::MAX, &mut saved);
+            *stream.stale_snapshot.lock().expect("not poisoned") = Some(saved);
+        }
+    }
+
+    /// When each snapshot request to `venue` arrived.
+    pub fn snapshot_requests(&self, venue: VenueId) -> Vec<std::time::Instant> {
+        self.faults(venue)
+            .snapshot_requests
+            .lock()
+            .expect("not poisoned")
+            .clone()
+    }
+
+    /// The top of `venue`'s diff book for `symbol` after each of its recent events
+    /// (at most 20 levels a side), oldest first.
+    pub fn diff_history(&self, venue: VenueId, symbol: &str) -> Vec<TopBook> {
+        let key = (venue, venue.diff_stream_name(symbol));
+        let streams = self.shared.diff_streams.lock().expect("not poisoned");
+        streams.get(&key).map_or_else(Vec::new, |stream| {
+            let history = stream.history.lock().expect("not poisoned");
+            history.iter().copied().collect()
+        })
+    }
+
+    fn diff_streams(&self, venue: VenueId) -> Vec<Arc<DiffStream>> {
+        let streams = self.shared.diff_streams.lock().expect("not poisoned");
+        streams
+            .iter()
+            .filter(|((v, _), _)| *v == venue)
+            .map(|(_, stream)| Arc::clone(stream))
+            .collect()
     }
 
     fn control(&self, venue: VenueId) -> &VenueControl {
@@ -287,6 +445,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     pinger.reset();
 
     let recording = shared.recordings.lock().expect("not poisoned")[venue.index()].clone();
+    let (diff_sender, mut diff_frames) = mpsc::unbounded_channel::<Arc<str>>();
     let mut replayed = 0usize;
     let mut streams: Vec<(String, usize, SimulatedBook)> = Vec::new();
     let mut book = TopBook::default();
@@ -299,6 +458,11 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                             socket.send(Message::text(reply)).await?;
                         }
                         for stream in subscribed {
+                            if venue.is_diff_stream(&stream) {
+                                let diff = diff_stream(&shared, venue, &stream);
+                                diff.subscribers.lock().expect("not poisoned").push(diff_sender.clone());
+                                continue;
+                            }
                             let seed = shared.seed ^ streams.len() as u64 ^ (venue.index() as u64) << 32;
                             let levels = venue.levels_on_stream(&stream);
                             streams.push((stream, levels, SimulatedBook::new(seed)));
@@ -339,6 +503,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                     }
                 }
             }
+            Some(frame) = diff_frames.recv() => socket.send(Message::text(frame.to_string())).await?,
             _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
             command = commands.recv() => match command {
                 Ok(Command::Disconnect) | Err(broadcast::error::RecvError::Closed) => return Ok(()),
@@ -348,4 +513,183 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
             _ = paused.changed() => {}
         }
     }
+}
+
+/// The diff stream `stream` of `venue`, created (with its event generator) on first use.
+fn diff_stream(shared: &Arc<Shared>, venue: VenueId, stream: &str) -> Arc<DiffStream> {
+    let mut streams = shared.diff_streams.lock().expect("not poisoned");
+    let key = (venue, stream.to_owned());
+    if let Some(existing) = streams.get(&key) {
+        return Arc::clone(existing);
+    }
+    let seed = shared.seed ^ (streams.len() as u64) << 16 ^ (venue.index() as u64) << 32;
+    let market = DiffMarket::new(
+        seed,
+        venue.sequence_rule(),
+        shared.mid_ticks.load(Ordering::Relaxed),
+        crate::clock::unix_ns() / 1_000,
+    );
+    let created = Arc::new(DiffStream {
+        market: Mutex::new(market),
+        subscribers: Mutex::new(Vec::new()),
+        history: Mutex::new(VecDeque::new()),
+        stale_snapshot: Mutex::new(None),
+    });
+    streams.insert(key, Arc::clone(&created));
+    tokio::spawn(generate_diff_events(
+        Arc::downgrade(shared),
+        venue,
+        stream.to_owned(),
+        Arc::clone(&created),
+    ));
+    created
+}
+
+/// Takes one from a fault counter; true if it was armed.
+fn take_one(counter: &AtomicU64) -> bool {
+    counter
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+        .is_ok()
+}
+
+/// Changes `stream`'s book at the simulator's rate and sends each event to its
+/// subscribers (with the venue's faults applied), until the simulator is gone.
+async fn generate_diff_events(
+    shared: std::sync::Weak<Shared>,
+    venue: VenueId,
+    stream: String,
+    diff: Arc<DiffStream>,
+) {
+    let Some(rate) = shared.upgrade().map(|shared| shared.rate_per_second) else {
+        return;
+    };
+    let mut ticker = tokio::time::interval(Duration::from_secs(1) / rate.min(1000));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut event = BookUpdate::default();
+    let mut held: Option<Arc<str>> = None;
+    loop {
+        ticker.tick().await;
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let control = &shared.venues[venue.index()];
+        if *control.paused.borrow() {
+            continue;
+        }
+        for _ in 0..rate.div_ceil(1000) {
+            let mid = shared.mid_ticks.load(Ordering::Relaxed);
+            let mut frame = Vec::new();
+            {
+                let mut market = diff.market.lock().expect("not poisoned");
+                market.next_event(mid, crate::clock::unix_ns() / 1_000, &mut event);
+                let mut top = TopBook::default();
+                market.book.top(HISTORY_DEPTH, &mut top);
+                top.venue_sequence = market.last_id;
+                let mut history = diff.history.lock().expect("not poisoned");
+                if history.len() == HISTORY {
+                    history.pop_front();
+                }
+                history.push_back(top);
+            }
+            venue.encode_diff(
+                &stream,
+                &event,
+                8,
+                crate::clock::unix_ns() / 1_000_000,
+                &mut frame,
+            );
+            let frame: Arc<str> = String::from_utf8(frame)
+                .expect("encoders write UTF-8")
+                .into();
+            let faults = &control.faults;
+            let mut outgoing: Vec<Arc<str>> = Vec::new();
+            if take_one(&faults.skip_events) {
+                // applied to the book, never sent
+            } else if let Some(earlier) = held.take() {
+                outgoing.extend([Arc::clone(&frame), earlier]);
+            } else if take_one(&faults.swap_events) {
+                held = Some(Arc::clone(&frame));
+            } else if take_one(&faults.duplicate_events) {
+                outgoing.extend([Arc::clone(&frame), Arc::clone(&frame)]);
+            } else {
+                outgoing.push(frame);
+            }
+            let mut subscribers = diff.subscribers.lock().expect("not poisoned");
+            subscribers.retain(|subscriber| {
+                outgoing
+                    .iter()
+                    .all(|frame| subscriber.send(Arc::clone(frame)).is_ok())
+            });
+        }
+    }
+}
+
+/// The simulator's REST server: `/<venue>/<the venue's snapshot path>`, answered from the
+/// stream's book (or a fault).
+async fn serve_snapshot(
+    axum::extract::State(shared): axum::extract::State<std::sync::Weak<Shared>>,
+    uri: axum::http::Uri,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let Some(shared) = shared.upgrade() else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let path_and_query = uri.path_and_query().map_or("", |p| p.as_str());
+    let mut parts = path_and_query.trim_start_matches('/').splitn(2, '/');
+    let venue = parts.next().and_then(VenueId::from_name);
+    let rest = format!("/{}", parts.next().unwrap_or_default());
+    let Some((venue, symbol)) =
+        venue.and_then(|venue| Some((venue, venue.snapshot_symbol(&rest)?)))
+    else {
+        return (StatusCode::NOT_FOUND, "no such snapshot").into_response();
+    };
+    let faults = &shared.venues[venue.index()].faults;
+    faults
+        .snapshot_requests
+        .lock()
+        .expect("not poisoned")
+        .push(std::time::Instant::now());
+    if take_one(&faults.rate_limited_requests) {
+        let retry_after = faults.retry_after_s.load(Ordering::Relaxed).to_string();
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(axum::http::header::RETRY_AFTER, retry_after)],
+            "{\"code\":-1003,\"msg\":\"Too many requests\"}",
+        )
+            .into_response();
+    }
+    let delay = faults.snapshot_delay_ms.load(Ordering::Relaxed);
+    let diff = diff_stream(&shared, venue, &venue.diff_stream_name(&symbol));
+    drop(shared);
+    let limit = uri
+        .query()
+        .and_then(|query| {
+            query
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("limit="))
+        })
+        .and_then(|limit| limit.parse().ok())
+        .unwrap_or(usize::MAX);
+    let mut snapshot = BookUpdate::default();
+    let stale = diff.stale_snapshot.lock().expect("not poisoned").take();
+    match stale {
+        Some(stale) => snapshot = stale,
+        None => diff
+            .market
+            .lock()
+            .expect("not poisoned")
+            .snapshot(limit, &mut snapshot),
+    }
+    if delay > 0 {
+        // The snapshot was taken on arrival; it is delivered late (and so is old).
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    let mut body = Vec::new();
+    venue.encode_snapshot(&snapshot, 8, &mut body);
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
