@@ -474,6 +474,21 @@ impl RawConfig {
                         "a symbol is letters, digits, '-' or '_'",
                     ));
                 }
+                let taken = instruments.iter().find(|other: &&Instrument| {
+                    other
+                        .symbols
+                        .iter()
+                        .any(|(v, s)| *v == venue && s.eq_ignore_ascii_case(symbol))
+                });
+                if let Some(other) = taken {
+                    // One reader subscribes once per symbol and routes its books to one
+                    // instrument.
+                    return Err(invalid(
+                        format!("{key}.symbols.{venue_name}"),
+                        format!("{symbol:?}"),
+                        format!("already used by instrument {:?}", other.name),
+                    ));
+                }
                 used[venue.index()] = true;
                 symbols.push((venue, symbol.clone()));
             }
@@ -742,6 +757,15 @@ mod tests {
                 .to_string()
                 .starts_with("instruments[0].name = \"ETH BTC\""),
             "{bad_name}"
+        );
+        let twice = validate(
+            "[[instruments]]\nname = \"A\"\nsymbols = { binance = \"ETHBTC\" }\n\
+             [[instruments]]\nname = \"B\"\nsymbols = { binance = \"ethbtc\" }\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            twice.to_string(),
+            "instruments[1].symbols.binance = \"ethbtc\": already used by instrument \"A\""
         );
         let bad_venue =
             validate("[[instruments]]\nname = \"A\"\nsymbols = { ftx = \"X\" }\n").unwrap_err();
