@@ -125,9 +125,29 @@ fn metrics(c: &mut Criterion) {
     });
 }
 
+/// Diff mode: decoding one typical recorded event, and applying it to the recorded
+/// 1000-level book (the event's two levels exist, so each application updates in place).
+fn diff_books(c: &mut Criterion) {
+    let event_frame = typical_diff_event();
+    let mut event = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    c.bench_function("binance_diff_decode", |b| {
+        b.iter(|| {
+            VenueId::Binance
+                .decode_diff(black_box(event_frame), MAX_BOOK_LEVELS, &mut event)
+                .map(drop)
+        })
+    });
+    let mut book = nknusdt_book();
+    book.apply(&event);
+    c.bench_function("book_apply_diff", |b| {
+        b.iter(|| book.apply(black_box(&event)))
+    });
+}
+
 criterion_group!(
     benches,
     decoders,
+    diff_books,
     serde_reference,
     merging,
     mailboxes,

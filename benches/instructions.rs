@@ -42,6 +42,13 @@ fn main() {
     let bitstamp_book = decode(VenueId::Bitstamp, bitstamp_100, KEEP);
     let mut merged = MergedBook::default();
     let mut parse_merge = ParseMerge::new();
+    let diff_frame = typical_diff_event();
+    let mut diff_event = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let mut applied_event = mergebook::book::BookUpdate::default();
+    VenueId::Binance
+        .decode_diff(diff_frame, MAX_BOOK_LEVELS, &mut applied_event)
+        .expect("decodes");
+    let mut depth_book = nknusdt_book();
     let mut work: Box<dyn FnMut()> = match workload {
         "binance_decode_20" => Box::new(|| {
             let result = VenueId::Binance.decode(black_box(BINANCE_20), KEEP, &mut out);
@@ -70,10 +77,23 @@ fn main() {
         "e2e_parse_merge" => Box::new(|| {
             black_box(parse_merge.run(black_box(BINANCE_20), black_box(bitstamp_100)));
         }),
+        "binance_diff_decode" => Box::new(|| {
+            let result = VenueId::Binance.decode_diff(
+                black_box(diff_frame),
+                MAX_BOOK_LEVELS,
+                &mut diff_event,
+            );
+            black_box(result.expect("decodes"));
+        }),
+        "book_apply_diff" => Box::new(|| {
+            depth_book.apply(black_box(&applied_event));
+            black_box(&depth_book);
+        }),
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
-                 bitstamp_decode_100 | fixed_point_parse | merge_2x10 | e2e_parse_merge>"
+                 bitstamp_decode_100 | fixed_point_parse | merge_2x10 | e2e_parse_merge | \
+                 binance_diff_decode | book_apply_diff>"
             );
             std::process::exit(2);
         }

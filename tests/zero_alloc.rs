@@ -103,3 +103,54 @@ fn the_counting_allocator_counts() {
     drop(boxed);
     assert_eq!(allocations() - before, 1);
 }
+
+const NKNUSDT_SNAPSHOT: &[u8] =
+    include_bytes!("fixtures/binance/rest_depth_snapshot_NKNUSDT_limit1000.json");
+const NKNUSDT_DIFFS: &str =
+    include_str!("fixtures/binance/diff_depth_NKNUSDT_combined_stream.jsonl");
+
+/// Diff mode in steady state: decode an event → apply it to the synced full-depth book →
+/// its top into the mailbox. The recorded NKNUSDT session, after the first events.
+#[test]
+fn applying_diff_events_allocates_nothing_in_steady_state() {
+    use mergebook::book::BookUpdate;
+    use mergebook::sync::{BookSync, UpdateOutcome};
+    const MAX_LEVELS: usize = 5000;
+    let venue = VenueId::Binance;
+    let mut sync = BookSync::new(venue.sequence_rule(), MAX_LEVELS, 1000);
+    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let events: Vec<&[u8]> = NKNUSDT_DIFFS.lines().map(str::as_bytes).collect();
+
+    venue
+        .decode_diff(events[0], MAX_LEVELS, &mut update)
+        .unwrap();
+    sync.on_update(&update);
+    let mut snapshot = BookUpdate::default();
+    venue
+        .decode_snapshot(NKNUSDT_SNAPSHOT, MAX_LEVELS, &mut snapshot)
+        .unwrap();
+    sync.on_snapshot(&snapshot);
+    assert!(sync.is_synced());
+
+    let mut apply = |frame: &[u8]| {
+        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
+        assert!(matches!(message, Message::Book { .. }));
+        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
+        sender
+            .publish_with(|top| -> Result<(), ()> {
+                sync.book.top(10, top);
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+    };
+    for frame in &events[1..10] {
+        apply(frame); // warm-up
+    }
+    let before = allocations();
+    for frame in &events[10..] {
+        apply(frame);
+    }
+    assert_eq!(allocations() - before, 0, "the diff path allocated");
+}

@@ -2,9 +2,9 @@
 //! and `instructions` (callgrind, instruction counts), so the two measure the same thing.
 #![allow(dead_code)] // each bench target uses its own subset
 
-use mergebook::book::TopBook;
+use mergebook::book::{BookUpdate, DepthBook, TopBook};
 use mergebook::merge::{MergedBook, VenueBook, merge};
-use mergebook::venue::VenueId;
+use mergebook::venue::{Message, VenueId};
 
 /// The recorded `btcusdt@depth20@100ms` frame (20 levels a side, 1.4 KB).
 pub const BINANCE_20: &[u8] =
@@ -85,4 +85,45 @@ impl ParseMerge {
         merge_two(&self.binance, &self.bitstamp, &mut self.merged);
         &self.merged
     }
+}
+
+/// The recorded NKNUSDT REST snapshot (609 bids, 1000 asks) and diff events.
+const NKNUSDT_SNAPSHOT: &[u8] =
+    include_bytes!("../../tests/fixtures/binance/rest_depth_snapshot_NKNUSDT_limit1000.json");
+const NKNUSDT_DIFFS: &str =
+    include_str!("../../tests/fixtures/binance/diff_depth_NKNUSDT_combined_stream.jsonl");
+/// Levels a side the benches' full-depth books may hold (the configured default).
+pub const MAX_BOOK_LEVELS: usize = 5000;
+
+/// `binance_diff_decode` and `book_apply_diff`'s event: a typical recorded one, i.e. the
+/// first of the median size (2 levels) that deletes nothing, so applying it again and
+/// again does the same work each time (updates two levels in place).
+pub fn typical_diff_event() -> &'static [u8] {
+    NKNUSDT_DIFFS
+        .lines()
+        .find(|line| {
+            let mut event = BookUpdate::default();
+            let decoded =
+                VenueId::Binance.decode_diff(line.as_bytes(), MAX_BOOK_LEVELS, &mut event);
+            matches!(decoded, Ok(Message::Book { .. }))
+                && event.bids.len() + event.asks.len() == 2
+                && event
+                    .bids
+                    .iter()
+                    .chain(&event.asks)
+                    .all(|l| !l.amount.is_zero())
+        })
+        .expect("the recording has one")
+        .as_bytes()
+}
+
+/// `book_apply_diff`'s book: the recorded NKNUSDT snapshot (1000 asks, 609 bids).
+pub fn nknusdt_book() -> DepthBook {
+    let mut snapshot = BookUpdate::default();
+    VenueId::Binance
+        .decode_snapshot(NKNUSDT_SNAPSHOT, MAX_BOOK_LEVELS, &mut snapshot)
+        .expect("recorded snapshot decodes");
+    let mut book = DepthBook::new(MAX_BOOK_LEVELS);
+    book.replace(&snapshot);
+    book
 }
