@@ -242,9 +242,7 @@ async fn serve(mut config: Config) -> Result<(), String> {
             simulator.replay(*venue, recording);
         }
         tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
-        for venue in &mut config.venues {
-            venue.url = simulator.url(venue.venue);
-        }
+        simulator.point(&mut config);
     }
     let listeners = Listeners {
         grpc: bind(config.grpc_listen).await?,

@@ -138,3 +138,43 @@ fn check_config_accepts_the_shipped_configs_and_names_a_bad_key() {
     let message = String::from_utf8_lossy(&bad.stderr);
     assert!(message.contains("metrics.listen = "), "{message}");
 }
+
+/// The diff-mode simulator config: full-depth books synced from diff streams and REST
+/// snapshots, merged and printed like the snapshot streams.
+#[test]
+fn the_diff_mode_simulator_config_prints_a_live_merged_book() {
+    let child = Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .args(["--config", "config/sim-diff.toml"])
+        .args([
+            "--grpc-listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--simulator-rate", "100"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = common::KillOnDrop(child);
+    let stdout = BufReader::new(child.0.stdout.take().unwrap());
+    let both_synced = stdout
+        .lines()
+        .take(400)
+        .map(|line| serde_json::from_str::<Value>(&line.unwrap()).unwrap())
+        .filter(|summary| {
+            summary["venues"]["binance"] == "synced" && summary["venues"]["bitstamp"] == "synced"
+        })
+        .inspect(|summary| {
+            assert_eq!(summary["bids"].as_array().unwrap().len(), 10);
+            assert_eq!(summary["asks"].as_array().unwrap().len(), 10);
+        })
+        .count();
+    assert!(
+        both_synced > 100,
+        "{both_synced} of 400 summaries had both venues synced"
+    );
+    common::terminate(&child.0);
+    assert!(child.0.wait().unwrap().success());
+}

@@ -57,6 +57,151 @@ fn every_strict_prefix_of_every_recorded_frame_is_refused() {
     }
 }
 
+/// Diff mode: every recorded diff event and REST snapshot decodes whole; every strict
+/// prefix is refused.
+#[test]
+fn every_strict_prefix_of_every_recorded_diff_event_and_snapshot_is_refused() {
+    use mergebook::book::BookUpdate;
+    let diffs: &[(VenueId, &str)] = &[
+        (
+            VenueId::Binance,
+            include_str!("fixtures/binance/diff_depth_NKNUSDT_combined_stream.jsonl"),
+        ),
+        (
+            VenueId::Binance,
+            include_str!("fixtures/binance/diff_depth_LRCBTC_combined_stream.jsonl"),
+        ),
+        (
+            VenueId::Bitstamp,
+            include_str!("fixtures/bitstamp/diff_order_book_ethusd.jsonl"),
+        ),
+        (
+            VenueId::Bitstamp,
+            include_str!("fixtures/bitstamp/diff_order_book_usdteur.jsonl"),
+        ),
+    ];
+    let mut update = BookUpdate::default();
+    for &(venue, text) in diffs {
+        for frame in text.lines().take(20) {
+            assert!(
+                venue
+                    .decode_diff(frame.as_bytes(), 5000, &mut update)
+                    .is_ok(),
+                "{frame}"
+            );
+            for end in 0..frame.len() {
+                let prefix = &frame.as_bytes()[..end];
+                assert!(
+                    venue.decode_diff(prefix, 5000, &mut update).is_err(),
+                    "{venue}: prefix of {end} bytes accepted: {}",
+                    &frame[..end]
+                );
+            }
+        }
+    }
+    let snapshots: &[(VenueId, &str)] = &[
+        (
+            VenueId::Binance,
+            include_str!("fixtures/binance/rest_depth_snapshot_LRCBTC_limit1000.json"),
+        ),
+        (
+            VenueId::Bitstamp,
+            include_str!("fixtures/bitstamp/rest_order_book_usdteur.json"),
+        ),
+    ];
+    for &(venue, body) in snapshots {
+        let body = body.trim_end().as_bytes();
+        venue.decode_snapshot(body, 5000, &mut update).unwrap();
+        // Every prefix ending inside the last 2 KB, and a sample before (the bodies are
+        // 30-60 KB; each decode is linear).
+        for end in (0..body.len())
+            .step_by(97)
+            .chain(body.len() - 2048..body.len())
+        {
+            assert!(
+                venue
+                    .decode_snapshot(&body[..end], 5000, &mut update)
+                    .is_err(),
+                "{venue}: snapshot prefix of {end} bytes accepted"
+            );
+        }
+    }
+}
+
+/// Diff mode's bad inputs and their errors.
+#[test]
+fn malformed_diff_events_and_snapshots_get_typed_errors() {
+    use DecodeError::*;
+    use mergebook::book::BookUpdate;
+    let mut update = BookUpdate::default();
+    let binance = VenueId::Binance;
+    let diff_cases: &[(VenueId, &str, DecodeError)] = &[
+        (
+            binance,
+            r#"{"e":"depthUpdate","E":1,"s":"X","U":5,"u":4,"b":[],"a":[]}"#,
+            Invalid("depthUpdate with U greater than u"),
+        ),
+        (
+            binance,
+            r#"{"e":"depthUpdate","E":1,"s":"X","U":5,"b":[],"a":[]}"#,
+            MissingKey("u"),
+        ),
+        (
+            binance,
+            r#"{"E":1,"s":"X","U":5,"u":6,"b":[],"a":[]}"#,
+            MissingKey("e"),
+        ),
+        (
+            binance,
+            r#"{"e":"depthUpdate","U":1,"u":2,"b":[["1","1"],["2","1"],["3","1"]],"a":[]}"#,
+            TooManyLevels(2),
+        ),
+        (
+            VenueId::Bitstamp,
+            r#"{"data":{"microtimestamp":"1","bids":[],"asks":[]},"channel":"diff_order_book_x","event":"data","data":{}}"#,
+            DuplicateKey("data"),
+        ),
+    ];
+    for &(venue, frame, expected) in diff_cases {
+        assert_eq!(
+            venue.decode_diff(frame.as_bytes(), 2, &mut update),
+            Err(expected),
+            "{frame}"
+        );
+    }
+    // Another stream's payload sharing key names is ignored, not misread as a diff.
+    let book_ticker =
+        r#"{"stream":"x@bookTicker","data":{"u":4,"s":"X","b":"1.0","B":"2","a":"1.1","A":"3"}}"#;
+    assert_eq!(
+        binance.decode_diff(book_ticker.as_bytes(), 2, &mut update),
+        Ok(Message::Ignored)
+    );
+    let snapshot_cases: &[(VenueId, &str, DecodeError)] = &[
+        (
+            binance,
+            r#"{"lastUpdateId":1,"bids":[["1","1"],["2","1"]],"asks":[]}"#,
+            Unsorted(Side::Bid),
+        ),
+        (
+            binance,
+            r#"{"lastUpdateId":1,"bids":[]}"#,
+            MissingKey("asks"),
+        ),
+        (
+            VenueId::Bitstamp,
+            r#"{"timestamp": "1", "bids": [], "asks": []}"#,
+            MissingKey("microtimestamp"),
+        ),
+    ];
+    for &(venue, body, expected) in snapshot_cases {
+        assert_eq!(
+            venue.decode_snapshot(body.as_bytes(), 10, &mut update),
+            Err(expected),
+            "{body}"
+        );
+    }
+}
+
 /// One table: each bad input and the error it must get.
 #[test]
 fn malformed_frames_get_typed_errors() {
