@@ -136,6 +136,9 @@ fn query(prometheus: SocketAddr, promql: &str) -> Option<Vec<f64>> {
         prometheus,
         &format!("/api/v1/query?query={}", url_encode(promql)),
     )?;
+    if status == 503 {
+        return None; // still starting (its TSDB not ready yet): ask again
+    }
     assert_eq!(status, 200, "{promql}: {body}");
     let response: Value = serde_json::from_str(&body).unwrap();
     let values: Vec<f64> = response["data"]["result"]
