@@ -11,6 +11,11 @@
 //! | an event lost (Binance `U > last u + 1`) | [`UpdateOutcome::Gap`] | book discarded, rebuilt from this event on |
 //! | a duplicate or late event (`u <= last u`; Bitstamp: stamped at or before the snapshot, or equal to the last) | [`UpdateOutcome::Stale`] | dropped |
 //! | Bitstamp: an event stamped before the last applied one (out of order: applying it late or dropping it both corrupt) | [`UpdateOutcome::Gap`] | book discarded, rebuilt |
+//!
+//! What cannot be seen: Bitstamp's events carry no sequence, so a lost event goes
+//! unnoticed, and of two swapped events the later one is applied before the earlier
+//! arrives (the book published in between lacks the earlier one) — the venue's protocol
+//! allows no better (PROTOCOLS.md: resync periodically, on a crossing, on reconnect).
 //! | a snapshot older than the first buffered event | [`SnapshotOutcome::TooOld`] | buffer kept, snapshot asked for again |
 //! | the book crosses after an event | [`UpdateOutcome::Crossed`] | book discarded, rebuilt |
 //! | too many events buffered | oldest dropped | the next snapshot will be too old, and asked again |

@@ -163,6 +163,20 @@ async fn wait_for(
     found.unwrap_or_else(|| panic!("{what}: not within {WAIT:?}"))
 }
 
+/// Every instrument's books synced (a fault injected before would hit a stream still
+/// buffering for its first snapshot, which is no gap).
+async fn all_synced(harness: &Harness) {
+    for (venue, _) in SYMBOLS {
+        synced(harness, venue).await;
+    }
+    let mut both = harness.both();
+    wait_for(&mut both, "C synced", |s| {
+        s.venue_state(VenueId::Binance) == VenueState::Synced
+            && s.venue_state(VenueId::Bitstamp) == VenueState::Synced
+    })
+    .await;
+}
+
 async fn synced(harness: &Harness, venue: VenueId) {
     let mut summaries = harness.single(venue);
     wait_for(&mut summaries, &format!("{venue} synced"), |s| {
@@ -193,12 +207,12 @@ async fn diff_books_sync_from_snapshots_and_stay_true() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gap_excludes_the_venue_at_once_then_it_resyncs_while_the_other_carries_on() {
     let harness = start(|_| {}).await;
+    all_synced(&harness).await;
     let mut both = harness.both();
-    wait_for(&mut both, "both synced", |s| {
-        s.venue_state(VenueId::Binance) == VenueState::Synced
-            && s.venue_state(VenueId::Bitstamp) == VenueState::Synced
-    })
-    .await;
+    // Slow snapshots keep the venue out long enough for a latest-value consumer to see it.
+    harness
+        .simulator
+        .delay_snapshots(VenueId::Binance, Duration::from_secs(1));
     harness.simulator.skip_events(VenueId::Binance, 1);
     let excluded = wait_for(&mut both, "binance excluded", |s| {
         s.venue_state(VenueId::Binance) == VenueState::OutOfSync
@@ -220,6 +234,7 @@ async fn a_gap_excludes_the_venue_at_once_then_it_resyncs_while_the_other_carrie
         s.venue_state(VenueId::Binance) == VenueState::Synced
     })
     .await;
+    synced(&harness, VenueId::Binance).await; // instrument A's stream had its gap too
     assert!(
         harness
             .check_books_for(VenueId::Binance, Duration::from_millis(500))
@@ -230,7 +245,8 @@ async fn a_gap_excludes_the_venue_at_once_then_it_resyncs_while_the_other_carrie
         harness
             .metric("orderbook_gaps_total{exchange=\"binance\"}")
             .await,
-        1.0
+        2.0,
+        "one per Binance stream (instruments A and C)"
     );
     assert!(
         harness
@@ -251,10 +267,16 @@ async fn a_gap_excludes_the_venue_at_once_then_it_resyncs_while_the_other_carrie
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicates_and_reordered_events_never_corrupt_a_published_book() {
     let harness = start(|_| {}).await;
+    all_synced(&harness).await;
     for (venue, _) in SYMBOLS {
-        synced(&harness, venue).await;
         harness.simulator.duplicate_events(venue, 20);
-        harness.simulator.swap_events(venue, 2);
+        if venue == VenueId::Binance {
+            // Bitstamp events carry no sequence: a swapped pair is seen only when the
+            // late one arrives, after the early one was applied without it (sync.rs), the
+            // same as a lost event, which Bitstamp cannot show at all. Binance's ids show
+            // it at the first of the two.
+            harness.simulator.swap_events(venue, 2);
+        }
         // Watching while the faults play out: every synced book must be a true one.
         harness
             .check_books_for(venue, Duration::from_millis(1500))
@@ -276,9 +298,12 @@ async fn duplicates_and_reordered_events_never_corrupt_a_published_book() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_older_than_the_buffered_events_is_fetched_again() {
     let harness = start(|_| {}).await;
-    synced(&harness, VenueId::Binance).await;
+    all_synced(&harness).await;
     harness.simulator.serve_stale_snapshot(VenueId::Binance);
     tokio::time::sleep(Duration::from_millis(200)).await; // the saved state falls behind
+    harness
+        .simulator
+        .delay_snapshots(VenueId::Binance, Duration::from_secs(1));
     harness.simulator.skip_events(VenueId::Binance, 1);
     let mut summaries = harness.single(VenueId::Binance);
     wait_for(&mut summaries, "out of sync", |s| {
@@ -286,8 +311,17 @@ async fn a_snapshot_older_than_the_buffered_events_is_fetched_again() {
     })
     .await;
     synced(&harness, VenueId::Binance).await;
+    let mut both = harness.both();
+    wait_for(&mut both, "instrument C resynced", |s| {
+        s.venue_state(VenueId::Binance) == VenueState::Synced
+    })
+    .await;
     let too_old = "orderbook_snapshot_requests_total{exchange=\"binance\",outcome=\"too_old\"}";
-    assert_eq!(harness.metric(too_old).await, 1.0);
+    assert_eq!(
+        harness.metric(too_old).await,
+        2.0,
+        "one per Binance stream (instruments A and C)"
+    );
     assert!(
         harness
             .check_books_for(VenueId::Binance, Duration::from_millis(500))

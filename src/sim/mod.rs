@@ -55,16 +55,9 @@ struct VenueControl {
     faults: DiffFaults,
 }
 
-/// Fault switches of a venue's diff streams and snapshots. Counters count down as they
-/// are used.
+/// Fault switches of a venue's snapshots. Counters count down as they are used.
 #[derive(Default)]
 struct DiffFaults {
-    /// Events applied to the book but not sent (each one a gap).
-    skip_events: AtomicU64,
-    /// Events sent twice.
-    duplicate_events: AtomicU64,
-    /// Pairs of events sent in swapped order.
-    swap_events: AtomicU64,
     /// Snapshot requests answered 429 with `Retry-After: retry_after_s`.
     rate_limited_requests: AtomicU64,
     retry_after_s: AtomicU64,
@@ -74,8 +67,20 @@ struct DiffFaults {
     snapshot_requests: Mutex<Vec<std::time::Instant>>,
 }
 
+/// Fault switches of one diff stream's events; counters count down as they are used.
+#[derive(Default)]
+struct EventFaults {
+    /// Events applied to the book but not sent (each one a gap).
+    skip: AtomicU64,
+    /// Events sent twice.
+    duplicate: AtomicU64,
+    /// Pairs of events sent in swapped order.
+    swap: AtomicU64,
+}
+
 /// One diff stream: its book, who receives its events, saved states.
 struct DiffStream {
+    faults: EventFaults,
     market: Mutex<DiffMarket>,
     subscribers: Mutex<Vec<mpsc::UnboundedSender<Arc<str>>>>,
     /// The book's top after each recent event, oldest first (what tests compare with).
@@ -254,25 +259,27 @@ impl Simulator {
         &self.control(venue).faults
     }
 
-    /// The next `events` diff events of `venue` change the book but are not sent: gaps.
+    /// On each diff stream of `venue`, the next `events` events change the book but are
+    /// not sent: gaps.
     pub fn skip_events(&self, venue: VenueId, events: u64) {
-        self.faults(venue)
-            .skip_events
-            .store(events, Ordering::Relaxed);
+        for stream in self.diff_streams(venue) {
+            stream.faults.skip.store(events, Ordering::Relaxed);
+        }
     }
 
-    /// The next `events` diff events of `venue` are sent twice.
+    /// On each diff stream of `venue`, the next `events` events are sent twice.
     pub fn duplicate_events(&self, venue: VenueId, events: u64) {
-        self.faults(venue)
-            .duplicate_events
-            .store(events, Ordering::Relaxed);
+        for stream in self.diff_streams(venue) {
+            stream.faults.duplicate.store(events, Ordering::Relaxed);
+        }
     }
 
-    /// The next `pairs` pairs of diff events of `venue` are sent in swapped order.
+    /// On each diff stream of `venue`, the next `pairs` pairs of events are sent in
+    /// swapped order.
     pub fn swap_events(&self, venue: VenueId, pairs: u64) {
-        self.faults(venue)
-            .swap_events
-            .store(pairs, Ordering::Relaxed);
+        for stream in self.diff_streams(venue) {
+            stream.faults.swap.store(pairs, Ordering::Relaxed);
+        }
     }
 
     /// The next `requests` snapshot requests to `venue` are answered HTTP 429 with
@@ -530,6 +537,7 @@ fn diff_stream(shared: &Arc<Shared>, venue: VenueId, stream: &str) -> Arc<DiffSt
         crate::clock::unix_ns() / 1_000,
     );
     let created = Arc::new(DiffStream {
+        faults: EventFaults::default(),
         market: Mutex::new(market),
         subscribers: Mutex::new(Vec::new()),
         history: Mutex::new(VecDeque::new()),
@@ -601,15 +609,15 @@ async fn generate_diff_events(
             let frame: Arc<str> = String::from_utf8(frame)
                 .expect("encoders write UTF-8")
                 .into();
-            let faults = &control.faults;
+            let faults = &diff.faults;
             let mut outgoing: Vec<Arc<str>> = Vec::new();
-            if take_one(&faults.skip_events) {
+            if take_one(&faults.skip) {
                 // applied to the book, never sent
             } else if let Some(earlier) = held.take() {
                 outgoing.extend([Arc::clone(&frame), earlier]);
-            } else if take_one(&faults.swap_events) {
+            } else if take_one(&faults.swap) {
                 held = Some(Arc::clone(&frame));
-            } else if take_one(&faults.duplicate_events) {
+            } else if take_one(&faults.duplicate) {
                 outgoing.extend([Arc::clone(&frame), Arc::clone(&frame)]);
             } else {
                 outgoing.push(frame);
