@@ -483,9 +483,7 @@ impl Reader {
             .sender
             .publish_with(|feed| -> Result<(), ()> {
                 feed.state = VenueState::Synced;
-                sync.book.top(depth, &mut feed.book);
-                feed.book.venue_sequence = sync.last_id();
-                feed.book.received_ns = received_ns;
+                sync.write_top(depth, received_ns, &mut feed.book);
                 Ok(())
             });
         self.merger.unpark();
@@ -534,10 +532,8 @@ impl Reader {
         let Some(diff) = &mut self.diff else { return };
         let book = &mut diff.books[slot];
         if generation != book.generation {
-            diff.scheduler.finished(slot, FetchOutcome::Used, now);
-            if !book.sync.is_synced() && book.sync.buffered() > 0 {
-                diff.scheduler.request(slot); // the reset's own request
-            }
+            // Asked for before a reset, which cancelled it in the scheduler (and the stream
+            // asks again with its next buffered event): drop it, touching nothing.
             return;
         }
         let outcome = match result {
@@ -570,9 +566,9 @@ impl Reader {
                             FetchOutcome::TooOld
                         }
                         SnapshotOutcome::Crossed => {
+                            // Unusable: asked for again after the retry backoff.
                             self.metrics.resyncs(ResyncReason::Crossed).inc();
-                            book.generation += 1;
-                            FetchOutcome::Used
+                            FetchOutcome::Failed
                         }
                         SnapshotOutcome::Unexpected => FetchOutcome::Used,
                     },

@@ -323,9 +323,7 @@ pub fn replay_diff(
         if book_changed || was_synced != sync.is_synced() {
             if sync.is_synced() {
                 feed.state = VenueState::Synced;
-                sync.book.top(depth, &mut feed.book);
-                feed.book.venue_sequence = sync.last_id();
-                feed.book.received_ns = received_ns;
+                sync.write_top(depth, received_ns, &mut feed.book);
             } else {
                 feed.state = VenueState::OutOfSync;
             }

@@ -118,6 +118,14 @@ impl BookSync {
         self.last_id
     }
 
+    /// Writes the synced book's top `depth` levels a side into `out`, stamped with the
+    /// book's id and `received_ns`: what the merger is handed.
+    pub fn write_top(&self, depth: usize, received_ns: u64, out: &mut crate::book::TopBook) {
+        self.book.top(depth, out);
+        out.venue_sequence = self.last_id;
+        out.received_ns = received_ns;
+    }
+
     pub fn buffered(&self) -> usize {
         self.buffer.len()
     }

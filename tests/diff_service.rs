@@ -198,7 +198,6 @@ async fn diff_books_sync_from_snapshots_and_stay_true() {
             format!("orderbook_snapshot_requests_total{{exchange=\"{venue}\",outcome=\"used\"}}");
         assert!(harness.metric(&used).await >= 1.0, "{used}");
     }
-    // The diff books are deeper than any snapshot stream would give: 400 levels a side.
     let summary = harness.single(VenueId::Binance).borrow().clone();
     assert_eq!(summary.book.bids.len(), DEPTH);
     harness.service.stop().await;
