@@ -141,13 +141,26 @@ pub enum IdleStrategy {
 }
 
 impl IdleStrategy {
+    /// The names `merger.idle` takes.
+    const NAMES: [(&'static str, IdleStrategy); 3] = [
+        ("spin", IdleStrategy::Spin),
+        ("spin-then-yield", IdleStrategy::SpinThenYield),
+        ("park", IdleStrategy::Park),
+    ];
+
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "spin" => Some(IdleStrategy::Spin),
-            "spin-then-yield" => Some(IdleStrategy::SpinThenYield),
-            "park" => Some(IdleStrategy::Park),
-            _ => None,
-        }
+        Self::NAMES
+            .iter()
+            .find(|(name, _)| *name == text)
+            .map(|&(_, strategy)| strategy)
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|&&(_, strategy)| strategy == self)
+            .map(|&(name, _)| name)
+            .expect("every strategy is in NAMES")
     }
 }
 

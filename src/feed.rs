@@ -92,6 +92,8 @@ struct Reader {
     /// out-of-order pushes).
     last_sequence: Vec<u64>,
     books_this_session: u64,
+    /// The mailboxes' superseded counts already added to the metric.
+    superseded_reported: u64,
     rng: Rng,
     /// Diff mode's books and snapshot machinery.
     diff: Option<DiffBooks>,
@@ -178,6 +180,7 @@ impl Reader {
             scratch: TopBook::default(),
             last_sequence: vec![0; streams],
             books_this_session: 0,
+            superseded_reported: 0,
             rng: Rng::new(clock::unix_ns()),
             diff,
         }
@@ -189,7 +192,7 @@ impl Reader {
         loop {
             self.publish_state(VenueState::Connecting);
             let result = self.session(&mut shutdown).await;
-            self.metrics.flush();
+            self.flush_metrics();
             let pause = match result {
                 Ok(SessionEnd::Shutdown) => return,
                 Ok(SessionEnd::Reconnect) => {
@@ -283,7 +286,7 @@ impl Reader {
             let next = tokio::select! {
                 next = tokio::time::timeout(settings.read_idle_timeout, socket.next()) => next,
                 _ = flush.tick() => {
-                    self.metrics.flush();
+                    self.flush_metrics();
                     continue;
                 }
                 _ = &mut snapshot_timer, if snapshot_due => {
@@ -472,6 +475,21 @@ impl Reader {
             book: TopBook::default(),
         });
         self.merger.unpark();
+    }
+
+    /// Publishes what the metrics recorded locally, and what the mailboxes counted.
+    fn flush_metrics(&mut self) {
+        self.metrics.flush();
+        let superseded: u64 = self
+            .spec
+            .streams
+            .iter()
+            .map(|stream| stream.sender.superseded())
+            .sum();
+        self.metrics
+            .superseded
+            .inc_by(superseded - self.superseded_reported);
+        self.superseded_reported = superseded;
     }
 
     /// Publishes the top of a synced diff book.

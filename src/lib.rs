@@ -21,6 +21,7 @@ pub mod config;
 pub mod feed;
 pub mod fixed;
 pub mod http;
+pub mod loadtest;
 pub mod mailbox;
 pub mod merge;
 pub mod merger;

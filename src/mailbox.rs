@@ -60,6 +60,8 @@ unsafe impl<T: Send> Sync for Shared<T> {}
 pub struct Sender<T> {
     shared: Arc<Shared<T>>,
     back: u8,
+    /// Values replaced in the middle before the consumer took them (latest value wins).
+    superseded: u64,
 }
 
 /// The consuming half. `Send` but not `Clone`: there is exactly one consumer.
@@ -94,7 +96,14 @@ pub fn mailbox<T: Clone>(initial: T) -> (Sender<T>, Receiver<T>) {
         shared: Arc::clone(&shared),
         front: 0,
     };
-    (Sender { shared, back: 2 }, receiver)
+    (
+        Sender {
+            shared,
+            back: 2,
+            superseded: 0,
+        },
+        receiver,
+    )
 }
 
 impl<T> Sender<T> {
@@ -128,8 +137,17 @@ impl<T> Sender<T> {
                 .0
                 .swap(self.back | FRESH, Ordering::AcqRel);
             self.back = previous & INDEX_MASK;
+            self.superseded += u64::from(previous & FRESH != 0);
         }
         result
+    }
+
+    /// How many published values were replaced by a newer one before the consumer took
+    /// them: what latest-value semantics dropped, counted by the producer for free (the
+    /// swap returns the replaced value's flag).
+    #[inline]
+    pub fn superseded(&self) -> u64 {
+        self.superseded
     }
 
     /// Publishes a copy of `value`.
@@ -197,10 +215,14 @@ mod tests {
         assert_eq!(*receiver.latest(), 0);
         sender.publish(&1);
         sender.publish(&2);
+        assert_eq!(sender.superseded(), 1, "1 was replaced unread");
         assert!(receiver.take());
         assert_eq!(*receiver.latest(), 2);
         assert!(!receiver.take());
         assert_eq!(*receiver.latest(), 2);
+        sender.publish(&3);
+        assert!(receiver.take());
+        assert_eq!(sender.superseded(), 1, "2 and 3 were taken");
     }
 
     #[test]
@@ -217,7 +239,8 @@ mod tests {
         assert!(!receiver.take());
     }
 
-    /// Across threads, the consumer only ever sees whole values, in increasing order.
+    /// Across threads, the consumer only ever sees whole values, in increasing order, and
+    /// every value published is either taken or counted as superseded by the producer.
     /// Runs under Miri too (fewer rounds), which checks the accesses for data races.
     #[test]
     fn threaded_values_are_whole_and_monotonic() {
@@ -227,10 +250,13 @@ mod tests {
             for round in 1..=ROUNDS {
                 sender.publish(&[round; 8]);
             }
+            sender.superseded()
         });
         let mut last = 0;
+        let mut taken = 0;
         while last < ROUNDS {
             if receiver.take() {
+                taken += 1;
                 let value = *receiver.latest();
                 assert!(
                     value.iter().all(|&word| word == value[0]),
@@ -242,7 +268,12 @@ mod tests {
                 std::hint::spin_loop();
             }
         }
-        producer.join().unwrap();
+        let superseded = producer.join().unwrap();
+        assert_eq!(
+            taken + superseded,
+            ROUNDS,
+            "every value is either taken or counted as superseded"
+        );
     }
 }
 

@@ -3,7 +3,8 @@
 
 use clap::{Parser, Subcommand};
 use mergebook::book::MAX_DEPTH;
-use mergebook::config::{Config, ConfigError, LogFormat, RawConfig};
+use mergebook::config::{Config, ConfigError, IdleStrategy, LogFormat, RawConfig};
+use mergebook::loadtest::{self, LoadReport, LoadSpec, MaxRateSearch};
 use mergebook::publish::jsonl;
 use mergebook::replay::{self, RecordedFrame};
 use mergebook::service::{Listeners, Service};
@@ -12,6 +13,7 @@ use mergebook::venue::VenueId;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -122,6 +124,45 @@ enum Command {
         #[arg(long, default_value_t = 5000)]
         max_levels: usize,
     },
+    /// The wire-to-publish harness: the embedded simulator sends frames at a fixed rate per
+    /// venue over loopback WebSockets to the real pipeline; prints latency percentiles,
+    /// frame accounting, CPU and memory (BENCHMARKS.md). Each rate runs in a fresh process.
+    Loadtest(LoadtestArgs),
+}
+
+#[derive(clap::Args)]
+struct LoadtestArgs {
+    /// Frames per second per venue; several (`100,1000,10000`) make a table.
+    #[arg(long, value_delimiter = ',', default_value = "1000", value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    rate: Vec<u32>,
+    /// Venues sending (each has its own reader thread).
+    #[arg(long = "venue", value_delimiter = ',', default_value = "binance,bitstamp", value_parser = parse_venue)]
+    venues: Vec<VenueId>,
+    /// Seconds measured, after the warm-up.
+    #[arg(long, default_value = "10", value_parser = parse_seconds)]
+    duration: Duration,
+    /// Seconds of warm-up (connect, subscribe, first books), counted but not timed.
+    #[arg(long, default_value = "2", value_parser = parse_seconds)]
+    warmup: Duration,
+    /// Levels per side; 20 makes Binance send depth20 frames (about 1.2 KB).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=MAX_DEPTH as i64))]
+    depth: u16,
+    /// The merger's idle strategy: spin, spin-then-yield, park.
+    #[arg(long, default_value = "spin", value_parser = parse_idle)]
+    idle: IdleStrategy,
+    /// Pin the merger thread to this CPU.
+    #[arg(long)]
+    merger_core: Option<usize>,
+    /// Seconds between memory samples.
+    #[arg(long, default_value = "1", value_parser = parse_seconds)]
+    rss_every: Duration,
+    /// Instead of the given rates: raise the rate until a run is no longer sustained (lost
+    /// frames, the simulator held back, or a growing backlog), then bisect.
+    #[arg(long)]
+    find_max: bool,
+    /// Print the report of one rate as JSON (what each child process of a table prints).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -135,15 +176,30 @@ fn parse_venue_file(argument: &str) -> Result<(VenueId, PathBuf), String> {
 }
 
 /// `VENUE=VALUE`.
+fn parse_venue(name: &str) -> Result<VenueId, String> {
+    VenueId::from_name(name).ok_or_else(|| {
+        let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
+        format!("unknown venue {name:?} (known: {})", known.join(", "))
+    })
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+        .filter(|duration| !duration.is_zero())
+        .ok_or_else(|| format!("expected a positive number of seconds, got {text:?}"))
+}
+
+fn parse_idle(name: &str) -> Result<IdleStrategy, String> {
+    IdleStrategy::parse(name).ok_or_else(|| format!("unknown idle strategy {name:?}"))
+}
+
 fn parse_venue_value(argument: &str) -> Result<(VenueId, String), String> {
     let (name, value) = argument
         .split_once('=')
         .ok_or_else(|| format!("expected VENUE=VALUE, got {argument:?}"))?;
-    let venue = VenueId::from_name(name).ok_or_else(|| {
-        let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
-        format!("unknown venue {name:?} (known: {})", known.join(", "))
-    })?;
-    Ok((venue, value.to_owned()))
+    Ok((parse_venue(name)?, value.to_owned()))
 }
 
 fn main() -> ExitCode {
@@ -173,6 +229,7 @@ fn main() -> ExitCode {
             max_levels,
         ),
         Some(Command::Healthcheck { address }) => healthcheck(address),
+        Some(Command::Loadtest(args)) => run_loadtest(&args),
         None => run_service(&cli.run),
     }
 }
@@ -200,7 +257,7 @@ fn run_service(args: &RunArgs) -> ExitCode {
     let result = runtime.block_on(serve(config));
     // A write to a stuck stdout may still be in flight on a blocking thread: do not wait
     // for it forever.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    runtime.shutdown_timeout(Duration::from_secs(2));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -438,7 +495,7 @@ fn healthcheck(address: std::net::SocketAddr) -> ExitCode {
 /// One blocking `GET /health`: enough HTTP for a health probe, without a client library.
 fn get_health(address: std::net::SocketAddr) -> std::io::Result<String> {
     use std::io::Read;
-    let timeout = std::time::Duration::from_secs(2);
+    let timeout = Duration::from_secs(2);
     let mut stream = std::net::TcpStream::connect_timeout(&address, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
@@ -449,4 +506,113 @@ fn get_health(address: std::net::SocketAddr) -> std::io::Result<String> {
     let mut response = String::new();
     stream.take(64 * 1024).read_to_string(&mut response)?;
     Ok(response)
+}
+
+fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
+    if args.json {
+        let [rate] = args.rate[..] else {
+            eprintln!("mergebook loadtest: --json runs one rate");
+            return ExitCode::FAILURE;
+        };
+        let spec = LoadSpec {
+            rate_per_venue: rate,
+            venues: args.venues.clone(),
+            depth: usize::from(args.depth),
+            warmup: args.warmup,
+            duration: args.duration,
+            idle: args.idle,
+            merger_core: args.merger_core,
+            rss_every: args.rss_every,
+        };
+        return match loadtest::run(&spec) {
+            Ok(report) => {
+                println!("{}", serde_json::to_string(&report).expect("serializable"));
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("mergebook loadtest: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let mut reports = Vec::new();
+    if args.find_max {
+        let mut search = MaxRateSearch::new(25_000, 4);
+        while let Some(rate) = search.next_rate() {
+            let Some(report) = loadtest_child(args, rate) else {
+                return ExitCode::FAILURE;
+            };
+            eprintln!(
+                "{rate} frames/s per venue: {}",
+                if report.sustained() {
+                    "sustained"
+                } else {
+                    "not sustained"
+                }
+            );
+            search.record(rate, report.sustained());
+            reports.push(report);
+        }
+        reports.sort_by_key(|report| report.rate_per_venue);
+        print!("{}", loadtest::table(&reports));
+        match search.best() {
+            Some(best) => println!("\nmax sustained rate: {best} frames/s per venue"),
+            None => println!("\nno rate tried was sustained"),
+        }
+    } else {
+        for &rate in &args.rate {
+            let Some(report) = loadtest_child(args, rate) else {
+                return ExitCode::FAILURE;
+            };
+            reports.push(report);
+        }
+        print!("{}", loadtest::table(&reports));
+    }
+    for report in &reports {
+        if report.unaccounted > 0 || report.lost != 0 {
+            eprintln!(
+                "mergebook loadtest: at {} frames/s per venue, {} frames lost and {} records unaccounted",
+                report.rate_per_venue, report.lost, report.unaccounted
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs one rate in a fresh process (memory and CPU figures of that rate alone).
+fn loadtest_child(args: &LoadtestArgs, rate: u32) -> Option<LoadReport> {
+    let venues: Vec<&str> = args.venues.iter().map(|venue| venue.name()).collect();
+    let mut command = std::process::Command::new(std::env::current_exe().ok()?);
+    command
+        .args(["loadtest", "--json", "--rate", &rate.to_string()])
+        .args(["--venue", &venues.join(",")])
+        .args(["--duration", &args.duration.as_secs_f64().to_string()])
+        .args(["--warmup", &args.warmup.as_secs_f64().to_string()])
+        .args(["--depth", &args.depth.to_string()])
+        .args(["--idle", args.idle.name()])
+        .args(["--rss-every", &args.rss_every.as_secs_f64().to_string()]);
+    if let Some(core) = args.merger_core {
+        command.args(["--merger-core", &core.to_string()]);
+    }
+    let output = match command.stderr(std::process::Stdio::inherit()).output() {
+        Ok(output) if output.status.success() => output,
+        Ok(output) => {
+            eprintln!(
+                "mergebook loadtest: the run at {rate} frames/s failed ({})",
+                output.status
+            );
+            return None;
+        }
+        Err(error) => {
+            eprintln!("mergebook loadtest: cannot run itself: {error}");
+            return None;
+        }
+    };
+    match serde_json::from_slice(&output.stdout) {
+        Ok(report) => Some(report),
+        Err(error) => {
+            eprintln!("mergebook loadtest: unreadable report: {error}");
+            None
+        }
+    }
 }

@@ -107,14 +107,10 @@ impl InstrumentMerger {
         out.sequence = self.sequence;
         out.published_ns = published_ns;
         out.received_ns = self.latest_received_ns;
-        for ((state, received_ns), slot) in out
-            .venues
-            .iter_mut()
-            .zip(&mut out.venue_received_ns)
-            .zip(&self.venues)
-        {
-            *state = slot.state;
-            *received_ns = slot.book.received_ns;
+        for (venue, slot) in self.venues.iter().enumerate() {
+            out.venues[venue] = slot.state;
+            out.venue_received_ns[venue] = slot.book.received_ns;
+            out.venue_sequence[venue] = slot.book.venue_sequence;
         }
     }
 }
@@ -147,6 +143,26 @@ pub struct MergerSpec {
     /// The merger stores the monotonic time here every `STALE_CHECK_EVERY_NS` while it runs:
     /// the systemd watchdog is fed only while this moves (a stuck merger is a dead service).
     pub heartbeat_ns: Arc<AtomicU64>,
+    /// Where every publish is reported, for the load harness (`loadtest.rs`); `None` in
+    /// the service.
+    pub tap: Option<PublishTap>,
+}
+
+/// Which frames one publish contained, and when it happened.
+#[derive(Clone, Copy, Debug)]
+pub struct PublishRecord {
+    pub instrument: usize,
+    /// Monotonic ns (`clock::monotonic_ns`), read just after the summary became visible.
+    pub published_ns: u64,
+    pub venue_sequence: [u64; MAX_VENUES],
+    pub venue_received_ns: [u64; MAX_VENUES],
+}
+
+/// A bounded channel of every publish. The merger never waits on it: a full channel
+/// drops the record and counts it in `overflowed`, which the harness reports as a failure.
+pub struct PublishTap {
+    pub records: std::sync::mpsc::SyncSender<PublishRecord>,
+    pub overflowed: Arc<AtomicU64>,
 }
 
 /// How often stale venues are looked for. Staleness is measured in seconds; checking
@@ -219,15 +235,31 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
             if new_book || evicted {
                 let merger = &mut instrument.merger;
                 let mut received_ns = 0;
+                let mut record = None;
                 instrument.output.publish_with(|summary| {
                     merger.summarize(clock::unix_ns(), summary);
                     received_ns = summary.received_ns;
+                    if spec.tap.is_some() {
+                        record = Some(PublishRecord {
+                            instrument: summary.instrument,
+                            published_ns: 0,
+                            venue_sequence: summary.venue_sequence,
+                            venue_received_ns: summary.venue_received_ns,
+                        });
+                    }
                 });
+                let published_ns = clock::monotonic_ns();
                 metrics.merges.inc();
                 if new_book {
                     metrics
                         .e2e_seconds
-                        .observe(clock::monotonic_ns().saturating_sub(received_ns) as f64 * 1e-9);
+                        .observe(published_ns.saturating_sub(received_ns) as f64 * 1e-9);
+                }
+                if let (Some(tap), Some(mut record)) = (&spec.tap, record) {
+                    record.published_ns = published_ns;
+                    if tap.records.try_send(record).is_err() {
+                        tap.overflowed.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 worked = true;
             }

@@ -23,6 +23,8 @@ pub struct Metrics {
     /// Frame received by the reader → summary published by the merger.
     pub e2e_seconds: Histogram,
     pub messages: IntCounterVec,
+    /// Books a reader handed over that a newer one replaced before the merger took them.
+    pub superseded: IntCounterVec,
     pub decode_errors: IntCounterVec,
     pub reconnections: IntCounterVec,
     pub stale_evictions: IntCounterVec,
@@ -68,6 +70,10 @@ impl Metrics {
             IntCounterVec::new(Opts::new(name, help), &["exchange"]).expect("valid")
         };
         let messages = counter("orderbook_messages_total", "Frames received.");
+        let superseded = counter(
+            "orderbook_books_superseded_total",
+            "Books replaced in the merger's mailbox by a newer one before the merger took them (latest value wins).",
+        );
         let decode_errors = counter(
             "orderbook_decode_errors_total",
             "Frames that failed to decode.",
@@ -138,6 +144,7 @@ impl Metrics {
             Box::new(decode_seconds.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(e2e_seconds.clone()),
             Box::new(messages.clone()),
+            Box::new(superseded.clone()),
             Box::new(decode_errors.clone()),
             Box::new(reconnections.clone()),
             Box::new(stale_evictions.clone()),
@@ -160,6 +167,7 @@ impl Metrics {
             decode_seconds,
             e2e_seconds,
             messages,
+            superseded,
             decode_errors,
             reconnections,
             stale_evictions,
@@ -181,6 +189,7 @@ impl Metrics {
         VenueMetrics {
             decode_seconds: self.decode_seconds.with_label_values(&labels).local(),
             messages: self.messages.with_label_values(&labels).local(),
+            superseded: self.superseded.with_label_values(&labels),
             decode_errors: self.decode_errors.with_label_values(&labels),
             reconnections: self.reconnections.with_label_values(&labels),
             gaps: self.gaps.with_label_values(&labels),
@@ -223,6 +232,8 @@ pub const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(10
 pub struct VenueMetrics {
     pub decode_seconds: prometheus::local::LocalHistogram,
     pub messages: prometheus::local::LocalIntCounter,
+    /// Advanced at each flush by the reader from its mailboxes' counts.
+    pub superseded: IntCounter,
     pub decode_errors: IntCounter,
     pub reconnections: IntCounter,
     pub gaps: IntCounter,

@@ -33,6 +33,7 @@ pub struct Listeners {
 
 /// A running service.
 pub struct Service {
+    metrics: Arc<Metrics>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
     stop_merger: Arc<AtomicBool>,
     merger_heartbeat_ns: Arc<AtomicU64>,
@@ -45,6 +46,15 @@ pub struct Service {
 impl Service {
     /// Starts everything on the current tokio runtime (plus the merger and reader threads).
     pub fn start(config: Config, listeners: Listeners) -> Result<Service, ServiceError> {
+        Service::start_tapped(config, listeners, None)
+    }
+
+    /// `start`, with every publish also reported to `tap` (the load harness).
+    pub fn start_tapped(
+        config: Config,
+        listeners: Listeners,
+        tap: Option<merger::PublishTap>,
+    ) -> Result<Service, ServiceError> {
         if let Some(core) = config.merger_core {
             let allowed: Vec<usize> = core_affinity::get_core_ids()
                 .unwrap_or_default()
@@ -102,6 +112,7 @@ impl Service {
                 core: config.merger_core,
                 stale_after: config.stale_after,
                 heartbeat_ns: Arc::clone(&merger_heartbeat_ns),
+                tap,
             },
             Arc::clone(&metrics),
             Arc::clone(&stop_merger),
@@ -158,6 +169,7 @@ impl Service {
         }
 
         Ok(Service {
+            metrics,
             summaries,
             stop_merger,
             merger_heartbeat_ns,
@@ -166,6 +178,11 @@ impl Service {
             readers,
             tasks,
         })
+    }
+
+    /// The service's metrics (what `/metrics` serves).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
     }
 
     /// The latest summary of instrument `index` (in configuration order), as it changes.

@@ -53,6 +53,9 @@ pub struct Summary {
     pub venues: [VenueState; MAX_VENUES],
     /// When each venue's latest book was received (monotonic ns; 0 before the first).
     pub venue_received_ns: [u64; MAX_VENUES],
+    /// Each venue's sequence (update id or timestamp, as the venue numbers its books) of
+    /// its latest book: which frame of each venue this summary contains.
+    pub venue_sequence: [u64; MAX_VENUES],
 }
 
 impl Summary {

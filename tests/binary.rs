@@ -178,3 +178,35 @@ fn the_diff_mode_simulator_config_prints_a_live_merged_book() {
     common::terminate(&child.0);
     assert!(child.0.wait().unwrap().success());
 }
+
+#[test]
+fn loadtest_prints_the_wire_to_publish_table() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .args([
+            "loadtest",
+            "--rate",
+            "200",
+            "--duration",
+            "1",
+            "--warmup",
+            "1",
+        ])
+        .args(["--idle", "park"])
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let table = String::from_utf8(output.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|line| line.split('|').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 3, "header, rule, one rate: {table}");
+    assert_eq!(rows[0][1], "rate/venue");
+    assert_eq!(rows[2][1], "200");
+    assert_eq!(rows[2][5], "0", "lost: {table}");
+    let sent: u64 = rows[2][2].parse().unwrap();
+    let published: u64 = rows[2][3].parse().unwrap();
+    let superseded: u64 = rows[2][4].parse().unwrap();
+    assert_eq!(sent, published + superseded, "{table}");
+}

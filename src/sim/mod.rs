@@ -160,6 +160,20 @@ struct Shared {
     last_sent: Mutex<HashMap<(VenueId, String), String>>,
     diff_streams: Mutex<HashMap<(VenueId, String), Arc<DiffStream>>>,
     rest_addr: SocketAddr,
+    /// Where connections opened from now on report each book frame they send.
+    send_log: Mutex<Option<std::sync::mpsc::SyncSender<SentFrame>>>,
+    /// Frames sent but not logged because the log was full.
+    unlogged_sends: AtomicU64,
+}
+
+/// One book frame the simulator wrote (`Simulator::record_sends`).
+#[derive(Clone, Copy, Debug)]
+pub struct SentFrame {
+    pub venue: VenueId,
+    /// The book's venue sequence, as encoded in the frame.
+    pub sequence: u64,
+    /// Monotonic ns (`clock::monotonic_ns`) just before the frame was written to the socket.
+    pub sent_ns: u64,
 }
 
 /// A running simulator. Dropping it does not stop it; it lives as long as its runtime.
@@ -198,6 +212,8 @@ impl Simulator {
             last_sent: Mutex::new(HashMap::new()),
             diff_streams: Mutex::new(HashMap::new()),
             rest_addr: rest_listener.local_addr()?,
+            send_log: Mutex::new(None),
+            unlogged_sends: AtomicU64::new(0),
         });
         let rest = axum::Router::new()
             .fallback(serve_snapshot)
@@ -364,6 +380,19 @@ impl Simulator {
             .send(Command::Send(frame.into()));
     }
 
+    /// Makes connections opened from now on report every generated book frame they send
+    /// to `log`, stamped just before the write (the load harness's start of the clock). The
+    /// log is bounded and never waited on: when it is full the frame is still sent and
+    /// counted in `unlogged_sends`.
+    pub fn record_sends(&self, log: std::sync::mpsc::SyncSender<SentFrame>) {
+        *self.shared.send_log.lock().expect("not poisoned") = Some(log);
+    }
+
+    /// Frames sent that `record_sends`'s full log could not take.
+    pub fn unlogged_sends(&self) -> u64 {
+        self.shared.unlogged_sends.load(Ordering::Relaxed)
+    }
+
     /// Sends the venue's own reconnect request.
     pub fn request_reconnect(&self, venue: VenueId) {
         self.send_raw(venue, venue.reconnect_request());
@@ -452,6 +481,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     pinger.reset();
 
     let recording = shared.recordings.lock().expect("not poisoned")[venue.index()].clone();
+    let send_log = shared.send_log.lock().expect("not poisoned").clone();
     let (diff_sender, mut diff_frames) = mpsc::unbounded_channel::<Arc<str>>();
     let mut replayed = 0usize;
     let mut streams: Vec<(String, usize, SimulatedBook)> = Vec::new();
@@ -505,7 +535,18 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                         let mut frame = Vec::new();
                         venue.encode_book(stream, &book, price_decimals, &mut frame);
                         let text = String::from_utf8(frame).expect("encoders write UTF-8");
-                        shared.last_sent.lock().expect("not poisoned").insert((venue, stream.clone()), text.clone());
+                        match &send_log {
+                            // Under load, the frame's time instead of a copy of its text.
+                            Some(log) => {
+                                let sent = SentFrame { venue, sequence: book.venue_sequence, sent_ns: crate::clock::monotonic_ns() };
+                                if log.try_send(sent).is_err() {
+                                    shared.unlogged_sends.fetch_add(1, Ordering::Relaxed);
+                                }
+                            }
+                            None => {
+                                shared.last_sent.lock().expect("not poisoned").insert((venue, stream.clone()), text.clone());
+                            }
+                        }
                         socket.send(Message::text(text)).await?;
                     }
                 }

@@ -1,0 +1,654 @@
+//! `mergebook loadtest`: the wire-to-publish harness.
+//!
+//! In one process, on one clock (`clock::monotonic_ns`): the embedded simulator sends book
+//! frames at a fixed rate per venue over real loopback WebSockets to the real service
+//! (readers → mailboxes → merger → publish). The simulator logs each frame's venue sequence
+//! and the time just before its socket write (`Simulator::record_sends`); the merger
+//! reports every publish with the sequence of each venue's book in it (`PublishTap`).
+//! [`Accounting`] matches the two:
+//!
+//! - **published**: a summary contained the frame; its wire-to-publish latency is
+//!   publish − write, its in-process latency publish − the reader's receive stamp (the
+//!   quantity `orderbook_e2e_duration_seconds` observes);
+//! - **superseded**: a newer frame replaced it in the mailbox before the merger took it
+//!   (latest value wins), as the readers' mailboxes count it
+//!   (`orderbook_books_superseded_total`), an independent count;
+//! - **lost**: sent − published − superseded. Anything else that happened to a frame
+//!   (dropped on the wire, rejected by a decoder, merged but never published) lands here;
+//!   it must be 0.
+//!
+//! Both channels are bounded and never waited on; a record either could not take is
+//! counted and fails the run. CPU is read per thread from `/proc/self/task/*/schedstat`
+//! (the service's threads apart from the simulator's and the harness's), memory from
+//! `/proc/self/status` (the whole process: service, simulator and harness).
+
+use crate::clock;
+use crate::config::{IdleStrategy, RawConfig};
+use crate::merger::{PublishRecord, PublishTap};
+use crate::service::{Listeners, Service};
+use crate::sim::{SentFrame, Simulator};
+use crate::venue::{MAX_VENUES, VenueId};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::sync_channel;
+use std::time::{Duration, Instant};
+
+/// One load run.
+#[derive(Clone, Debug)]
+pub struct LoadSpec {
+    /// Book frames per second per venue.
+    pub rate_per_venue: u32,
+    pub venues: Vec<VenueId>,
+    /// Levels per side: 20 makes Binance send its `depth20` frames (about 1.2 KB).
+    pub depth: usize,
+    /// Before the measured window: connections, subscriptions, first books.
+    pub warmup: Duration,
+    /// The measured window.
+    pub duration: Duration,
+    pub idle: IdleStrategy,
+    pub merger_core: Option<usize>,
+    /// How often memory is sampled.
+    pub rss_every: Duration,
+}
+
+/// Latency percentiles, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+}
+
+impl Percentiles {
+    fn of(histogram: &Histogram<u64>) -> Percentiles {
+        Percentiles {
+            count: histogram.len(),
+            p50: histogram.value_at_quantile(0.50),
+            p99: histogram.value_at_quantile(0.99),
+            p999: histogram.value_at_quantile(0.999),
+            max: histogram.max(),
+        }
+    }
+}
+
+/// What a run measured. Frame counts cover the whole run (warm-up included, so that every
+/// frame is accounted for); latencies, rates and CPU cover the measured window.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct LoadReport {
+    pub rate_per_venue: u32,
+    pub venues: Vec<String>,
+    pub depth: usize,
+    pub idle: String,
+    pub merger_core: Option<usize>,
+    pub window_seconds: f64,
+    pub sent: u64,
+    pub published: u64,
+    pub superseded: u64,
+    /// sent − published − superseded (negative would mean something was counted twice).
+    pub lost: i64,
+    /// Publishes of a frame the simulator never logged, plus records a full channel
+    /// could not take: any of them makes the accounting void.
+    pub unaccounted: u64,
+    /// Frames sent per second per venue in the window (the simulator may fall behind its
+    /// target when the receiving side pushes back).
+    pub achieved_rate_per_venue: f64,
+    /// Simulator socket write → summary published.
+    pub wire_ns: Percentiles,
+    /// The last full second of the window alone: growing latency there is a backlog.
+    pub final_second_wire_ns: Percentiles,
+    /// Reader receive → summary published, per frame.
+    pub internal_ns: Percentiles,
+    /// `orderbook_e2e_duration_seconds` over the whole run: its count, and the upper
+    /// bounds of the buckets holding its P50 and P99.
+    pub e2e_histogram_count: u64,
+    pub e2e_histogram_p50_le_ns: u64,
+    pub e2e_histogram_p99_le_ns: u64,
+    /// CPU of the service's threads (readers, merger, its tokio workers) in the window.
+    pub service_cpu_seconds: f64,
+    pub service_cpu_seconds_per_million_frames: f64,
+    /// CPU of the whole process (adds the simulator and the harness).
+    pub process_cpu_seconds: f64,
+    pub peak_rss_bytes: u64,
+    /// (seconds since the window opened, resident bytes).
+    pub rss_samples: Vec<(f64, u64)>,
+}
+
+impl LoadReport {
+    /// No loss, nothing unaccounted, the simulator kept its rate (99%), and the final
+    /// second's P99 under 1 ms: a backlog that grew would show there as queueing delay.
+    pub fn sustained(&self) -> bool {
+        self.lost == 0
+            && self.unaccounted == 0
+            && self.achieved_rate_per_venue >= 0.99 * f64::from(self.rate_per_venue)
+            && self.final_second_wire_ns.p99 <= 1_000_000
+    }
+}
+
+/// Matches frames sent with the publishes that contained them (module docs). Pure: the
+/// harness feeds it records in an order where every publish comes after its frame's send.
+pub struct Accounting {
+    venues: Vec<VenueId>,
+    /// Per venue, frames sent and not yet published or passed, oldest first:
+    /// (sequence, sent_ns).
+    pending: [VecDeque<(u64, u64)>; MAX_VENUES],
+    last_published: [u64; MAX_VENUES],
+    pub sent: u64,
+    pub published: u64,
+    /// Frames a later published frame passed over.
+    pub passed_over: u64,
+    /// Publishes of a frame that was never logged as sent.
+    pub unmatched: u64,
+    /// Frames sent before this time are not timed (warm-up).
+    pub measure_from_ns: u64,
+    pub wire: Histogram<u64>,
+    pub internal: Histogram<u64>,
+    pub final_second: Histogram<u64>,
+    this_second: Histogram<u64>,
+}
+
+fn latency_histogram() -> Histogram<u64> {
+    // 1 ns to 100 s, 3 significant digits.
+    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds")
+}
+
+impl Accounting {
+    pub fn new(venues: &[VenueId]) -> Accounting {
+        Accounting {
+            venues: venues.to_vec(),
+            pending: Default::default(),
+            last_published: [0; MAX_VENUES],
+            sent: 0,
+            published: 0,
+            passed_over: 0,
+            unmatched: 0,
+            measure_from_ns: u64::MAX,
+            wire: latency_histogram(),
+            internal: latency_histogram(),
+            final_second: latency_histogram(),
+            this_second: latency_histogram(),
+        }
+    }
+
+    pub fn on_sent(&mut self, frame: SentFrame) {
+        self.sent += 1;
+        self.pending[frame.venue.index()].push_back((frame.sequence, frame.sent_ns));
+    }
+
+    pub fn on_publish(&mut self, record: &PublishRecord) {
+        for &venue in &self.venues {
+            let index = venue.index();
+            let sequence = record.venue_sequence[index];
+            if sequence <= self.last_published[index] {
+                continue; // this venue's book did not change in this summary
+            }
+            self.last_published[index] = sequence;
+            let pending = &mut self.pending[index];
+            while pending.front().is_some_and(|&(sent, _)| sent < sequence) {
+                pending.pop_front();
+                self.passed_over += 1;
+            }
+            match pending.front() {
+                Some(&(sent, sent_ns)) if sent == sequence => {
+                    pending.pop_front();
+                    self.published += 1;
+                    if sent_ns >= self.measure_from_ns {
+                        let wire = record.published_ns.saturating_sub(sent_ns);
+                        self.wire.saturating_record(wire);
+                        self.this_second.saturating_record(wire);
+                        self.internal.saturating_record(
+                            record
+                                .published_ns
+                                .saturating_sub(record.venue_received_ns[index]),
+                        );
+                    }
+                }
+                _ => self.unmatched += 1,
+            }
+        }
+    }
+
+    /// Closes a second of the window: its latencies become `final_second`.
+    pub fn end_second(&mut self) {
+        std::mem::swap(&mut self.final_second, &mut self.this_second);
+        self.this_second.reset();
+    }
+
+    /// Frames sent that no publish has yet reached.
+    pub fn unresolved(&self) -> usize {
+        self.pending.iter().map(VecDeque::len).sum()
+    }
+}
+
+/// Sums of CPU time (ns) per thread group, from `/proc/self/task/*/schedstat`.
+#[derive(Clone, Copy, Default)]
+struct CpuTimes {
+    service_ns: u64,
+    process_ns: u64,
+}
+
+/// The service's threads: readers (`reader-<venue>`), the merger, and its runtime's
+/// workers (named by `run`).
+fn is_service_thread(name: &str) -> bool {
+    name.starts_with("reader-") || name == "merger" || name.starts_with(SERVICE_THREADS)
+}
+
+const SERVICE_THREADS: &str = "service-rt";
+const SIMULATOR_THREADS: &str = "simulator-rt";
+
+fn cpu_times() -> CpuTimes {
+    let mut times = CpuTimes::default();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return times;
+    };
+    for task in tasks.flatten() {
+        let path = task.path();
+        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        let on_cpu_ns = std::fs::read_to_string(path.join("schedstat"))
+            .ok()
+            .and_then(|text| text.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0);
+        times.process_ns += on_cpu_ns;
+        if is_service_thread(name.trim()) {
+            times.service_ns += on_cpu_ns;
+        }
+    }
+    times
+}
+
+/// `VmRSS` and `VmHWM` of this process, in bytes.
+fn memory() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kib| kib * 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+fn config_for(spec: &LoadSpec) -> Result<crate::config::Config, String> {
+    let symbols: Vec<String> = spec
+        .venues
+        .iter()
+        .map(|venue| match venue {
+            VenueId::Binance => "binance = \"ETHBTC\"".to_owned(),
+            VenueId::Bitstamp => "bitstamp = \"ethbtc\"".to_owned(),
+        })
+        .collect();
+    let core = spec
+        .merger_core
+        .map_or_else(String::new, |core| format!("core = {core}"));
+    let text = format!(
+        r#"
+        [service]
+        depth = {depth}
+        output = "none"
+        [merger]
+        idle = "{idle}"
+        {core}
+        [grpc]
+        listen = "127.0.0.1:0"
+        [metrics]
+        listen = "127.0.0.1:0"
+        [[instruments]]
+        name = "ETH/BTC"
+        symbols = {{ {symbols} }}
+        "#,
+        depth = spec.depth,
+        idle = spec.idle.name(),
+        symbols = symbols.join(", "),
+    );
+    RawConfig::parse(&text, "loadtest")
+        .and_then(|raw| raw.validate())
+        .map_err(|error| error.to_string())
+}
+
+/// Capacity of the send log and the publish tap: at 200k frames/s, 80 ms of records, far
+/// more than the harness's 1 ms between drains.
+const CHANNEL_CAPACITY: usize = 1 << 14;
+/// Longest wait, after the simulator stops, for the last frames to be published.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Runs one load run in this process.
+pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
+    let runtime = |name: &str, workers: usize| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .thread_name(name)
+            .enable_all()
+            .build()
+            .map_err(|error| format!("runtime: {error}"))
+    };
+    // The simulator gets one worker, the service the default runtime the binary runs on.
+    let simulator_runtime = runtime(SIMULATOR_THREADS, 1)?;
+    let service_runtime = runtime(
+        SERVICE_THREADS,
+        std::thread::available_parallelism().map_or(2, usize::from),
+    )?;
+    let mut config = config_for(spec)?;
+
+    let (sends, sent_frames) = sync_channel(CHANNEL_CAPACITY);
+    let simulator = simulator_runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|error| format!("simulator: {error}"))?;
+        Simulator::start(listener, spec.rate_per_venue, 1).map_err(|error| error.to_string())
+    })?;
+    simulator.record_sends(sends);
+    simulator.point(&mut config);
+
+    let (records, publishes) = sync_channel(CHANNEL_CAPACITY);
+    let overflowed = Arc::new(AtomicU64::new(0));
+    let tap = PublishTap {
+        records,
+        overflowed: Arc::clone(&overflowed),
+    };
+    let service = service_runtime.block_on(async {
+        let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
+        let listeners = Listeners {
+            grpc: bind().await.map_err(|error| error.to_string())?,
+            metrics: bind().await.map_err(|error| error.to_string())?,
+        };
+        Service::start_tapped(config, listeners, Some(tap)).map_err(|error| error.to_string())
+    })?;
+    let metrics = service.metrics();
+
+    let mut accounting = Accounting::new(&spec.venues);
+    let drain = |accounting: &mut Accounting| {
+        // Publishes first: every publish taken here had its frame logged before it, so the
+        // sends drained next include it.
+        let taken: Vec<PublishRecord> = publishes.try_iter().collect();
+        sent_frames
+            .try_iter()
+            .for_each(|frame| accounting.on_sent(frame));
+        taken
+            .iter()
+            .for_each(|record| accounting.on_publish(record));
+    };
+
+    let started = Instant::now();
+    while started.elapsed() < spec.warmup {
+        drain(&mut accounting);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let window_start_ns = clock::monotonic_ns();
+    accounting.measure_from_ns = window_start_ns;
+    let sent_before_window = accounting.sent;
+    let cpu_before = cpu_times();
+    let window_started = Instant::now();
+    let mut rss_samples = vec![(0.0, memory().0)];
+    let mut next_second = Duration::from_secs(1);
+    let mut next_sample = spec.rss_every;
+    while window_started.elapsed() < spec.duration {
+        drain(&mut accounting);
+        let elapsed = window_started.elapsed();
+        if elapsed >= next_second {
+            accounting.end_second();
+            next_second += Duration::from_secs(1);
+        }
+        if elapsed >= next_sample {
+            rss_samples.push((elapsed.as_secs_f64(), memory().0));
+            next_sample += spec.rss_every;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for &venue in &spec.venues {
+        simulator.pause(venue, true);
+    }
+    let window_seconds = window_started.elapsed().as_secs_f64();
+    // Frames the simulator stamped before the pause took effect still count as sent in
+    // the window; give them time to be logged, then wait for their publishes.
+    std::thread::sleep(Duration::from_millis(5));
+    drain(&mut accounting);
+    let sent_in_window = accounting.sent - sent_before_window;
+    let drain_started = Instant::now();
+    while accounting.unresolved() > 0 && drain_started.elapsed() < DRAIN_TIMEOUT {
+        drain(&mut accounting);
+        if accounting.unresolved() == 0 {
+            break;
+        }
+        // A frame whose newer frame is already in the mailbox resolves only through it:
+        // wait for the publishes, which follow within the merger's idle period.
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let cpu_after = cpu_times();
+    let (_, peak_rss_bytes) = memory();
+
+    service_runtime.block_on(service.stop());
+    drain(&mut accounting);
+    let superseded: u64 = spec
+        .venues
+        .iter()
+        .map(|venue| metrics.superseded.with_label_values(&[venue.name()]).get())
+        .sum();
+    let (e2e_count, e2e_p50, e2e_p99) = histogram_quantiles(&metrics.e2e_seconds);
+    let service_cpu_seconds = (cpu_after.service_ns - cpu_before.service_ns) as f64 * 1e-9;
+    let report = LoadReport {
+        rate_per_venue: spec.rate_per_venue,
+        venues: spec.venues.iter().map(|v| v.name().to_owned()).collect(),
+        depth: spec.depth,
+        idle: spec.idle.name().to_owned(),
+        merger_core: spec.merger_core,
+        window_seconds,
+        sent: accounting.sent,
+        published: accounting.published,
+        superseded,
+        lost: accounting.sent as i64 - accounting.published as i64 - superseded as i64,
+        unaccounted: accounting.unmatched
+            + overflowed.load(Ordering::Relaxed)
+            + simulator.unlogged_sends(),
+        achieved_rate_per_venue: sent_in_window as f64 / window_seconds / spec.venues.len() as f64,
+        wire_ns: Percentiles::of(&accounting.wire),
+        final_second_wire_ns: Percentiles::of(&accounting.final_second),
+        internal_ns: Percentiles::of(&accounting.internal),
+        e2e_histogram_count: e2e_count,
+        e2e_histogram_p50_le_ns: e2e_p50,
+        e2e_histogram_p99_le_ns: e2e_p99,
+        service_cpu_seconds,
+        service_cpu_seconds_per_million_frames: service_cpu_seconds * 1e6
+            / sent_in_window.max(1) as f64,
+        process_cpu_seconds: (cpu_after.process_ns - cpu_before.process_ns) as f64 * 1e-9,
+        peak_rss_bytes,
+        rss_samples,
+    };
+    drop(simulator);
+    simulator_runtime.shutdown_timeout(Duration::from_secs(1));
+    service_runtime.shutdown_timeout(Duration::from_secs(1));
+    Ok(report)
+}
+
+/// A Prometheus histogram's count and the upper bounds (ns) of the buckets holding its
+/// P50 and P99 (`u64::MAX`: beyond the last bucket).
+fn histogram_quantiles(histogram: &prometheus::Histogram) -> (u64, u64, u64) {
+    use prometheus::core::Metric;
+    let metric = histogram.metric();
+    let data = metric.get_histogram();
+    let count = data.get_sample_count();
+    let bound = |quantile: f64| {
+        let rank = (quantile * count as f64).ceil() as u64;
+        data.get_bucket()
+            .iter()
+            .find(|bucket| bucket.cumulative_count() >= rank)
+            .map_or(u64::MAX, |bucket| {
+                (bucket.upper_bound() * 1e9).round() as u64
+            })
+    };
+    (count, bound(0.50), bound(0.99))
+}
+
+/// The rates `--find-max` tries: doubling from `start` until a run is not sustained, then
+/// halving the interval between the best sustained and the first failed rate until it is
+/// within 5% (or `bisections` runs are spent).
+pub struct MaxRateSearch {
+    best: Option<u32>,
+    failed: Option<u32>,
+    start: u32,
+    bisections: u32,
+}
+
+impl MaxRateSearch {
+    pub fn new(start: u32, bisections: u32) -> MaxRateSearch {
+        MaxRateSearch {
+            best: None,
+            failed: None,
+            start,
+            bisections,
+        }
+    }
+
+    /// The highest rate sustained so far.
+    pub fn best(&self) -> Option<u32> {
+        self.best
+    }
+
+    pub fn record(&mut self, rate: u32, sustained: bool) {
+        if sustained {
+            self.best = self.best.max(Some(rate));
+        } else {
+            self.failed = Some(self.failed.map_or(rate, |failed| failed.min(rate)));
+        }
+    }
+
+    /// The next rate to try, or `None` when the search is done.
+    pub fn next_rate(&mut self) -> Option<u32> {
+        let best = self.best.unwrap_or(0);
+        let Some(failed) = self.failed else {
+            return Some(if best == 0 {
+                self.start
+            } else {
+                best.saturating_mul(2)
+            });
+        };
+        if self.bisections == 0 || failed - best <= failed / 20 {
+            return None;
+        }
+        self.bisections -= 1;
+        // Rounded to a thousand frames per second, never onto a rate already tried.
+        let middle = (best + (failed - best) / 2) / 1000 * 1000;
+        (middle > best && middle < failed).then_some(middle)
+    }
+}
+
+/// The reports as a markdown table (BENCHMARKS.md's wire-to-publish table).
+pub fn table(reports: &[LoadReport]) -> String {
+    let micros = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+    let mut out = String::from(
+        "| rate/venue | sent | published | superseded | lost | wire P50 µs | P99 | P99.9 | max | \
+         in-process P50 µs | P99 | P99.9 | e2e histogram P50/P99 ≤ µs | service CPU s / M frames | \
+         peak RSS MB | achieved rate/venue |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
+    );
+    for report in reports {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {:.2} | {:.1} | {:.0} |\n",
+            report.rate_per_venue,
+            report.sent,
+            report.published,
+            report.superseded,
+            report.lost,
+            micros(report.wire_ns.p50),
+            micros(report.wire_ns.p99),
+            micros(report.wire_ns.p999),
+            micros(report.wire_ns.max),
+            micros(report.internal_ns.p50),
+            micros(report.internal_ns.p99),
+            micros(report.internal_ns.p999),
+            micros(report.e2e_histogram_p50_le_ns),
+            micros(report.e2e_histogram_p99_le_ns),
+            report.service_cpu_seconds_per_million_frames,
+            report.peak_rss_bytes as f64 / (1 << 20) as f64,
+            report.achieved_rate_per_venue,
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(venue: VenueId, sequence: u64, sent_ns: u64) -> SentFrame {
+        SentFrame {
+            venue,
+            sequence,
+            sent_ns,
+        }
+    }
+
+    fn published(at_ns: u64, binance: u64, bitstamp: u64) -> PublishRecord {
+        let mut record = PublishRecord {
+            instrument: 0,
+            published_ns: at_ns,
+            venue_sequence: [0; MAX_VENUES],
+            venue_received_ns: [0; MAX_VENUES],
+        };
+        record.venue_sequence[VenueId::Binance.index()] = binance;
+        record.venue_sequence[VenueId::Bitstamp.index()] = bitstamp;
+        record.venue_received_ns[VenueId::Binance.index()] = at_ns - 10;
+        record.venue_received_ns[VenueId::Bitstamp.index()] = at_ns - 20;
+        record
+    }
+
+    #[test]
+    fn frames_are_published_passed_over_or_left_pending() {
+        let mut accounting = Accounting::new(&[VenueId::Binance, VenueId::Bitstamp]);
+        accounting.measure_from_ns = 0;
+        for (sequence, at) in [(5, 100), (7, 200), (8, 300)] {
+            accounting.on_sent(sent(VenueId::Binance, sequence, at));
+        }
+        accounting.on_sent(sent(VenueId::Bitstamp, 40, 150));
+        // Binance 5 and Bitstamp 40 published together; then Binance 8 passes over 7.
+        accounting.on_publish(&published(1_000, 5, 40));
+        accounting.on_publish(&published(2_000, 8, 40));
+        assert_eq!(accounting.sent, 4);
+        assert_eq!(accounting.published, 3);
+        assert_eq!(accounting.passed_over, 1);
+        assert_eq!(accounting.unresolved(), 0);
+        assert_eq!(accounting.unmatched, 0);
+        assert_eq!(accounting.wire.len(), 3);
+        assert_eq!(accounting.wire.max(), 1_700); // 2_000 − 300, to 3 digits
+        assert_eq!(accounting.internal.max(), 20);
+
+        // A frame not yet reached is pending; a publish of a frame never logged is counted.
+        accounting.on_sent(sent(VenueId::Binance, 9, 2_100));
+        assert_eq!(accounting.unresolved(), 1);
+        accounting.on_publish(&published(3_000, 12, 40));
+        assert_eq!(accounting.passed_over, 2);
+        assert_eq!(accounting.unmatched, 1);
+    }
+
+    #[test]
+    fn the_rate_search_doubles_then_bisects() {
+        let mut search = MaxRateSearch::new(25_000, 3);
+        let mut tried = Vec::new();
+        // Sustained up to 130k frames/s.
+        while let Some(rate) = search.next_rate() {
+            tried.push(rate);
+            search.record(rate, rate <= 130_000);
+        }
+        assert_eq!(
+            tried,
+            [25_000, 50_000, 100_000, 200_000, 150_000, 125_000, 137_000]
+        );
+        assert_eq!(search.best(), Some(125_000));
+    }
+
+    #[test]
+    fn warm_up_frames_are_counted_but_not_timed() {
+        let mut accounting = Accounting::new(&[VenueId::Binance]);
+        accounting.measure_from_ns = 1_000;
+        accounting.on_sent(sent(VenueId::Binance, 1, 500));
+        accounting.on_sent(sent(VenueId::Binance, 2, 1_500));
+        accounting.on_publish(&published(1_200, 1, 0));
+        accounting.on_publish(&published(2_000, 2, 0));
+        assert_eq!(accounting.published, 2);
+        assert_eq!(accounting.wire.len(), 1);
+    }
+}

@@ -1,0 +1,41 @@
+//! The wire-to-publish harness's accounting, on a short real run: every frame the
+//! simulator sent is published or superseded (counted by the readers' mailboxes, apart
+//! from the harness), none is lost, and every record was taken. Not a timing test: the
+//! latencies are only checked to exist, one per published frame of the window.
+
+use mergebook::config::IdleStrategy;
+use mergebook::loadtest::{self, LoadSpec};
+use mergebook::venue::VenueId;
+use std::time::Duration;
+
+#[test]
+fn a_short_run_accounts_for_every_frame_sent() {
+    let spec = LoadSpec {
+        rate_per_venue: 500,
+        venues: vec![VenueId::Binance, VenueId::Bitstamp],
+        depth: 20,
+        warmup: Duration::from_secs(1),
+        duration: Duration::from_secs(2),
+        // The test machine has 2 cores: a spinning merger would take one from the tests.
+        idle: IdleStrategy::Park,
+        merger_core: None,
+        rss_every: Duration::from_millis(500),
+    };
+    let report = loadtest::run(&spec).unwrap();
+    assert!(
+        report.sent > 500,
+        "at least a second's frames were sent: {report:?}"
+    );
+    assert!(report.published > 0);
+    assert_eq!(report.unaccounted, 0, "{report:?}");
+    assert_eq!(
+        report.sent as i64,
+        report.published as i64 + report.superseded as i64 + report.lost,
+        "sent = published + superseded + lost"
+    );
+    assert_eq!(report.lost, 0, "{report:?}");
+    assert!(report.wire_ns.count > 0 && report.wire_ns.count <= report.published);
+    assert_eq!(report.internal_ns.count, report.wire_ns.count);
+    assert!(report.e2e_histogram_count > 0);
+    assert!(report.peak_rss_bytes > 0 && report.rss_samples.len() >= 2);
+}
