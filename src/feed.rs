@@ -53,7 +53,47 @@ pub struct StreamSpec {
     /// The venue's symbol (diff mode asks for its REST snapshot).
     pub symbol: String,
     /// Where its books go.
-    pub sender: Sender<VenueFeed>,
+    pub sender: FeedSender,
+}
+
+/// A reader's end of one mailbox to the merger. It counts the books the merger never
+/// took: a publish that replaced an unread value which was a book (state changes, such
+/// as `Connecting`, that are replaced unread are not books lost to latest-value).
+pub struct FeedSender {
+    sender: Sender<VenueFeed>,
+    holds_unread_book: bool,
+    superseded_books: u64,
+}
+
+impl FeedSender {
+    pub fn new(sender: Sender<VenueFeed>) -> FeedSender {
+        FeedSender {
+            sender,
+            holds_unread_book: false,
+            superseded_books: 0,
+        }
+    }
+
+    /// Lets `write` fill the next value in place and publishes it.
+    #[inline]
+    pub fn publish_with(&mut self, write: impl FnOnce(&mut VenueFeed)) {
+        let replaced_before = self.sender.superseded();
+        let mut is_book = false;
+        let _ = self.sender.publish_with(|feed| -> Result<(), ()> {
+            write(feed);
+            is_book = feed.state == VenueState::Synced;
+            Ok(())
+        });
+        if self.sender.superseded() > replaced_before && self.holds_unread_book {
+            self.superseded_books += 1;
+        }
+        self.holds_unread_book = is_book;
+    }
+
+    /// Books replaced in the mailbox before the merger took them.
+    pub fn superseded_books(&self) -> u64 {
+        self.superseded_books
+    }
 }
 
 /// Starts the reader's thread. It runs until `shutdown` turns true, then closes the
@@ -226,10 +266,8 @@ impl Reader {
     /// Tells the merger about every stream at once (the connection's state).
     fn publish_state(&mut self, state: VenueState) {
         for StreamSpec { sender, .. } in &mut self.spec.streams {
-            sender.publish(&VenueFeed {
-                state,
-                book: TopBook::default(),
-            });
+            // The merger reads a feed's book only when it is `Synced`.
+            sender.publish_with(|feed| feed.state = state);
         }
         self.merger.unpark();
     }
@@ -376,13 +414,10 @@ impl Reader {
                 self.last_sequence[slot] = sequence;
                 self.scratch.received_ns = received_ns;
                 let scratch = &self.scratch;
-                let _ = self.spec.streams[slot]
-                    .sender
-                    .publish_with(|feed| -> Result<(), ()> {
-                        feed.state = VenueState::Synced;
-                        feed.book.copy_from(scratch);
-                        Ok(())
-                    });
+                self.spec.streams[slot].sender.publish_with(|feed| {
+                    feed.state = VenueState::Synced;
+                    feed.book.copy_from(scratch);
+                });
                 self.merger.unpark();
                 self.books_this_session += 1;
             }
@@ -470,10 +505,9 @@ impl Reader {
     }
 
     fn publish_stream_state(&mut self, slot: usize, state: VenueState) {
-        self.spec.streams[slot].sender.publish(&VenueFeed {
-            state,
-            book: TopBook::default(),
-        });
+        self.spec.streams[slot]
+            .sender
+            .publish_with(|feed| feed.state = state);
         self.merger.unpark();
     }
 
@@ -484,7 +518,7 @@ impl Reader {
             .spec
             .streams
             .iter()
-            .map(|stream| stream.sender.superseded())
+            .map(|stream| stream.sender.superseded_books())
             .sum();
         self.metrics
             .superseded
@@ -497,13 +531,10 @@ impl Reader {
         let Some(diff) = &self.diff else { return };
         let sync = &diff.books[slot].sync;
         let depth = self.spec.depth;
-        let _ = self.spec.streams[slot]
-            .sender
-            .publish_with(|feed| -> Result<(), ()> {
-                feed.state = VenueState::Synced;
-                sync.write_top(depth, received_ns, &mut feed.book);
-                Ok(())
-            });
+        self.spec.streams[slot].sender.publish_with(|feed| {
+            feed.state = VenueState::Synced;
+            sync.write_top(depth, received_ns, &mut feed.book);
+        });
         self.merger.unpark();
         self.books_this_session += 1;
     }

@@ -132,8 +132,7 @@ impl LoadReport {
         self.lost == 0
             && self.unaccounted == 0
             && self.achieved_rate_per_venue >= 0.99 * f64::from(self.rate_per_venue)
-            && self.final_second_wire_ns.p99
-                <= (2 * self.first_second_wire_ns.p99).max(1_000_000)
+            && self.final_second_wire_ns.p99 <= (2 * self.first_second_wire_ns.p99).max(1_000_000)
     }
 }
 

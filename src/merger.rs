@@ -152,7 +152,8 @@ pub struct MergerSpec {
 #[derive(Clone, Copy, Debug)]
 pub struct PublishRecord {
     pub instrument: usize,
-    /// Monotonic ns (`clock::monotonic_ns`), read just after the summary became visible.
+    /// Monotonic ns (`clock::monotonic_ns`), read once the summary is in the publish slot
+    /// and the fan-out has been woken.
     pub published_ns: u64,
     pub venue_sequence: [u64; MAX_VENUES],
     pub venue_received_ns: [u64; MAX_VENUES],
@@ -249,11 +250,9 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
                     }
                 });
                 let published_ns = clock::monotonic_ns();
-                metrics.merges.inc();
+                merges.inc();
                 if new_book {
-                    metrics
-                        .e2e_seconds
-                        .observe(published_ns.saturating_sub(received_ns) as f64 * 1e-9);
+                    e2e_seconds.observe(published_ns.saturating_sub(received_ns) as f64 * 1e-9);
                 }
                 if let (Some(tap), Some(mut record)) = (&spec.tap, record) {
                     record.published_ns = published_ns;

@@ -90,7 +90,7 @@ impl Service {
                 reader_streams[reader].push(StreamSpec {
                     name,
                     symbol: symbol.clone(),
-                    sender,
+                    sender: feed::FeedSender::new(sender),
                 });
                 inputs.push((*venue, receiver));
             }
