@@ -617,7 +617,6 @@ mod tests {
 
     fn published(at_ns: u64, binance: u64, bitstamp: u64) -> PublishRecord {
         let mut record = PublishRecord {
-            instrument: 0,
             published_ns: at_ns,
             venue_sequence: [0; MAX_VENUES],
             venue_received_ns: [0; MAX_VENUES],

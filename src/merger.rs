@@ -151,7 +151,6 @@ pub struct MergerSpec {
 /// Which frames one publish contained, and when it happened.
 #[derive(Clone, Copy, Debug)]
 pub struct PublishRecord {
-    pub instrument: usize,
     /// Monotonic ns (`clock::monotonic_ns`), read once the summary is in the publish slot
     /// and the fan-out has been woken.
     pub published_ns: u64,
@@ -242,7 +241,6 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
                     received_ns = summary.received_ns;
                     if spec.tap.is_some() {
                         record = Some(PublishRecord {
-                            instrument: summary.instrument,
                             published_ns: 0,
                             venue_sequence: summary.venue_sequence,
                             venue_received_ns: summary.venue_received_ns,

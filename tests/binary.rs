@@ -208,5 +208,5 @@ fn loadtest_prints_the_wire_to_publish_table() {
     let sent: u64 = rows[2][2].parse().unwrap();
     let published: u64 = rows[2][3].parse().unwrap();
     let superseded: u64 = rows[2][4].parse().unwrap();
-    assert_eq!(sent, published + superseded, "{table}");
+    assert_eq!(sent, published + superseded, "the row adds up: {table}");
 }

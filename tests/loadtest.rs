@@ -28,11 +28,8 @@ fn a_short_run_accounts_for_every_frame_sent() {
     );
     assert!(report.published > 0);
     assert_eq!(report.unaccounted, 0, "{report:?}");
-    assert_eq!(
-        report.sent as i64,
-        report.published as i64 + report.superseded as i64 + report.lost,
-        "sent = published + superseded + lost"
-    );
+    // `lost` is sent − published − superseded, with superseded counted by the readers'
+    // mailboxes apart from the harness: 0 means those two counts cover every frame sent.
     assert_eq!(report.lost, 0, "{report:?}");
     assert!(report.wire_ns.count > 0 && report.wire_ns.count <= report.published);
     assert_eq!(report.internal_ns.count, report.wire_ns.count);
