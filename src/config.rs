@@ -52,7 +52,7 @@ pub struct RawConfig {
     #[serde(default)]
     pub feed: RawFeed,
     #[serde(default)]
-    pub grpc: RawListen,
+    pub grpc: RawGrpc,
     #[serde(default)]
     pub metrics: RawListen,
     #[serde(default)]
@@ -67,6 +67,7 @@ pub struct RawConfig {
 pub struct RawService {
     pub depth: Option<i64>,
     pub stale_after_ms: Option<i64>,
+    pub max_instruments: Option<i64>,
     pub output: Option<String>,
     pub log_format: Option<String>,
 }
@@ -92,6 +93,13 @@ pub struct RawFeed {
 #[serde(deny_unknown_fields)]
 pub struct RawListen {
     pub listen: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGrpc {
+    pub listen: Option<String>,
+    pub max_clients: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -189,6 +197,8 @@ pub struct Config {
     pub idle: IdleStrategy,
     pub feed: FeedSettings,
     pub grpc_listen: SocketAddr,
+    /// gRPC streams served at once; more are refused (`RESOURCE_EXHAUSTED`).
+    pub grpc_max_clients: usize,
     pub metrics_listen: SocketAddr,
     /// The venues used by at least one instrument, with their URLs.
     pub venues: Vec<VenueConfig>,
@@ -253,8 +263,9 @@ pub struct SimulatorConfig {
     pub replay: Vec<(VenueId, std::path::PathBuf)>,
 }
 
-/// The most instruments one process serves (each costs a mailbox per venue and a summary).
-pub const MAX_INSTRUMENTS: usize = 64;
+/// The most instruments `service.max_instruments` allows (each costs a mailbox per venue,
+/// a summary channel and the merger's time).
+pub const MAX_INSTRUMENTS: i64 = 1024;
 /// The simulator's rate range, per (venue, instrument), in frames per second.
 pub const SIMULATOR_RATES: std::ops::RangeInclusive<i64> = 10..=100_000;
 
@@ -435,11 +446,17 @@ impl RawConfig {
                 "configure at least one [[instruments]]",
             ));
         }
-        if self.instruments.len() > MAX_INSTRUMENTS {
+        let max_instruments = in_range(
+            "service.max_instruments",
+            service.max_instruments,
+            64,
+            1..=MAX_INSTRUMENTS,
+        )? as usize;
+        if self.instruments.len() > max_instruments {
             return Err(invalid(
                 "instruments",
-                self.instruments.len(),
-                format!("at most {MAX_INSTRUMENTS}"),
+                format!("{} instruments", self.instruments.len()),
+                format!("at most service.max_instruments = {max_instruments}"),
             ));
         }
         let mut instruments = Vec::new();
@@ -571,6 +588,8 @@ impl RawConfig {
                 self.grpc.listen.as_deref(),
                 "127.0.0.1:50051",
             )?,
+            grpc_max_clients: in_range("grpc.max_clients", self.grpc.max_clients, 1024, 1..=65_536)?
+                as usize,
             metrics_listen: socket_address(
                 "metrics.listen",
                 self.metrics.listen.as_deref(),

@@ -116,6 +116,14 @@ pub fn spawn(
         })
 }
 
+/// Books in a row with a sequence below the last one published after which the reader
+/// takes the lower sequence as the venue's new count. A book out of order is dropped (an
+/// older book must not replace a newer one); a venue whose clock jumped back, or whose
+/// counter restarted, sends nothing but such books, and without this its books would all
+/// be dropped until the old count was passed again (for a clock jump of an hour, an
+/// hour). Three: one reordered book is dropped, a new count is followed within 3 books.
+const SEQUENCE_RESET_AFTER: u32 = 3;
+
 /// Why a session ended.
 enum SessionEnd {
     Shutdown,
@@ -131,6 +139,8 @@ struct Reader {
     /// Per stream, the venue sequence of the last book published (to drop duplicates and
     /// out-of-order pushes).
     last_sequence: Vec<u64>,
+    /// Per stream, books in a row whose sequence went below `last_sequence`.
+    regressions: Vec<u32>,
     books_this_session: u64,
     /// The mailboxes' superseded counts already added to the metric.
     superseded_reported: u64,
@@ -219,6 +229,7 @@ impl Reader {
             metrics,
             scratch: TopBook::default(),
             last_sequence: vec![0; streams],
+            regressions: vec![0; streams],
             books_this_session: 0,
             superseded_reported: 0,
             rng: Rng::new(clock::unix_ns()),
@@ -240,6 +251,9 @@ impl Reader {
                     Duration::ZERO
                 }
                 Err(error) => {
+                    self.metrics
+                        .connection_errors(error.reason(&self.spec.url))
+                        .inc();
                     if self.books_this_session > 0 {
                         backoff = self.spec.settings.backoff_initial;
                     }
@@ -284,11 +298,16 @@ impl Reader {
             tokio_tungstenite::connect_async_with_config(&self.spec.url, Some(config), true);
         let (mut socket, _) = tokio::select! {
             connected = tokio::time::timeout(settings.connect_timeout, connect) => {
-                connected.map_err(|_| SessionError::Timeout("connect"))??
+                connected
+                    .map_err(|_| SessionError::ConnectTimeout)?
+                    .map_err(SessionError::Connect)?
             }
             _ = shutdown.wait_for(|stop| *stop) => return Ok(SessionEnd::Shutdown),
         };
         self.books_this_session = 0;
+        // Order is per connection: the first book of a new one is the newest there is.
+        self.last_sequence.fill(0);
+        self.regressions.fill(0);
         let streams: Vec<String> = self
             .spec
             .streams
@@ -304,6 +323,13 @@ impl Reader {
         let ack_deadline = tokio::time::Instant::now() + settings.connect_timeout;
 
         let mut flush = tokio::time::interval(crate::metrics::FLUSH_EVERY);
+        // The read-idle watchdog. A timeout around each read would restart with every
+        // other event of this loop (the metrics flush comes every 100 ms) and never fire:
+        // the timer runs to the deadline, and re-arms from the last read if there was one.
+        let idle_timeout_ns = settings.read_idle_timeout.as_nanos() as u64;
+        let mut last_read_ns = clock::monotonic_ns();
+        let idle_timer = tokio::time::sleep(settings.read_idle_timeout);
+        tokio::pin!(idle_timer);
         // Diff mode: when the next snapshot request is due (re-armed after every change).
         let mut snapshot_due = false;
         let snapshot_timer = tokio::time::sleep(Duration::ZERO);
@@ -322,7 +348,16 @@ impl Reader {
                 .as_ref()
                 .is_some_and(|diff| !diff.fetches.is_empty());
             let next = tokio::select! {
-                next = tokio::time::timeout(settings.read_idle_timeout, socket.next()) => next,
+                next = socket.next() => next,
+                _ = &mut idle_timer => {
+                    let idle_ns = clock::monotonic_ns().saturating_sub(last_read_ns);
+                    if idle_ns >= idle_timeout_ns {
+                        return Err(SessionError::IdleTimeout);
+                    }
+                    let rest = Duration::from_nanos(idle_timeout_ns - idle_ns);
+                    idle_timer.as_mut().reset(tokio::time::Instant::now() + rest);
+                    continue;
+                }
                 _ = flush.tick() => {
                     self.flush_metrics();
                     continue;
@@ -343,16 +378,17 @@ impl Reader {
                 }
             };
             if acks_pending > 0 && tokio::time::Instant::now() > ack_deadline {
-                return Err(SessionError::Timeout("subscription ack"));
+                return Err(SessionError::AckTimeout);
             }
             let message = match next {
-                Err(_) => return Err(SessionError::Timeout("read idle")),
-                Ok(None) => return Err(SessionError::Closed),
-                Ok(Some(message)) => message?,
+                None => return Err(SessionError::Closed),
+                Some(message) => message?,
             };
+            let received_ns = clock::monotonic_ns();
+            last_read_ns = received_ns;
             match message {
                 tungstenite::Message::Text(text) => {
-                    match self.on_text(text.as_bytes(), &mut acks_pending) {
+                    match self.on_text(text.as_bytes(), received_ns, &mut acks_pending) {
                         Ok(None) => {}
                         Ok(Some(end)) => return Ok(end),
                         Err(error) => return Err(error),
@@ -365,7 +401,9 @@ impl Reader {
                     ));
                 }
                 tungstenite::Message::Close(_) => return Ok(SessionEnd::Reconnect),
-                _ => {} // pings are answered by tungstenite as it reads
+                // Answered by tungstenite as it reads; counted so a flood shows.
+                tungstenite::Message::Ping(_) => self.metrics.pings.inc(),
+                _ => {}
             }
         }
     }
@@ -374,9 +412,9 @@ impl Reader {
     fn on_text(
         &mut self,
         frame: &[u8],
+        received_ns: u64,
         acks_pending: &mut usize,
     ) -> Result<Option<SessionEnd>, SessionError> {
-        let received_ns = clock::monotonic_ns();
         self.metrics.messages.inc();
         let decoded = match &mut self.diff {
             None => self
@@ -407,10 +445,23 @@ impl Reader {
                     return Ok(None);
                 }
                 let sequence = self.scratch.venue_sequence;
-                if sequence <= self.last_sequence[slot] {
-                    tracing::debug!(venue = %self.spec.venue, sequence, "duplicate or out-of-order book dropped");
+                let last = self.last_sequence[slot];
+                if sequence == last {
+                    self.metrics.books_dropped_duplicate.inc();
                     return Ok(None);
                 }
+                if sequence < last {
+                    self.regressions[slot] += 1;
+                    if self.regressions[slot] < SEQUENCE_RESET_AFTER {
+                        self.metrics.books_dropped_out_of_order.inc();
+                        tracing::debug!(venue = %self.spec.venue, sequence, last, "out-of-order book dropped");
+                        return Ok(None);
+                    }
+                    self.metrics.sequence_resets.inc();
+                    tracing::warn!(venue = %self.spec.venue, stream = %self.spec.streams[slot].name, sequence, last,
+                        "the venue's sequence went back and stayed back (a clock jump or a restart): following it");
+                }
+                self.regressions[slot] = 0;
                 self.last_sequence[slot] = sequence;
                 self.scratch.received_ns = received_ns;
                 let scratch = &self.scratch;
@@ -634,12 +685,57 @@ impl Reader {
 
 #[derive(Debug, thiserror::Error)]
 enum SessionError {
-    #[error("{0} timed out")]
-    Timeout(&'static str),
-    #[error("connection closed")]
+    #[error("connecting timed out")]
+    ConnectTimeout,
+    #[error("connecting failed: {0}")]
+    Connect(tungstenite::Error),
+    #[error("no subscription ack in time")]
+    AckTimeout,
+    #[error("nothing received within the read-idle timeout")]
+    IdleTimeout,
+    #[error("connection closed without a close frame")]
     Closed,
     #[error("subscription refused by the venue")]
     Refused,
     #[error(transparent)]
     WebSocket(#[from] tungstenite::Error),
+}
+
+impl SessionError {
+    /// The `reason` label of `orderbook_connection_errors_total`.
+    fn reason(&self, url: &str) -> &'static str {
+        use tungstenite::Error as WsError;
+        use tungstenite::error::ProtocolError;
+        match self {
+            SessionError::ConnectTimeout => "connect_timeout",
+            SessionError::Connect(WsError::Http(_) | WsError::HttpFormat(_)) => {
+                "handshake_rejected"
+            }
+            SessionError::Connect(WsError::Io(error)) if is_tls_failure(error, url) => "tls",
+            SessionError::Connect(_) => "connect",
+            SessionError::AckTimeout => "ack_timeout",
+            SessionError::IdleTimeout => "idle_timeout",
+            SessionError::Closed
+            | SessionError::WebSocket(
+                WsError::ConnectionClosed
+                | WsError::AlreadyClosed
+                | WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake),
+            ) => "closed",
+            SessionError::Refused => "subscription_refused",
+            SessionError::WebSocket(WsError::Capacity(_)) => "oversized_frame",
+            SessionError::WebSocket(WsError::Utf8(_)) => "invalid_utf8",
+            SessionError::WebSocket(WsError::Protocol(_)) => "protocol",
+            SessionError::WebSocket(_) => "io",
+        }
+    }
+}
+
+/// A connect error that happened in the TLS handshake: rustls refused (a certificate it
+/// cannot verify, a protocol error), or the peer hung up during the handshake.
+fn is_tls_failure(error: &std::io::Error, url: &str) -> bool {
+    let rustls_refused = error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<rustls::Error>());
+    rustls_refused
+        || (url.starts_with("wss://") && error.kind() == std::io::ErrorKind::UnexpectedEof)
 }

@@ -282,7 +282,7 @@ fn cpu_times() -> CpuTimes {
 }
 
 /// `VmRSS` and `VmHWM` of this process, in bytes.
-fn memory() -> (u64, u64) {
+pub(crate) fn memory() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let field = |name: &str| {
         status

@@ -128,6 +128,33 @@ enum Command {
     /// venue over loopback WebSockets to the real pipeline; prints latency percentiles,
     /// frame accounting, CPU and memory (BENCHMARKS.md). Each rate runs in a fresh process.
     Loadtest(LoadtestArgs),
+    /// Soak: the simulator at a steady rate with a random fault every few seconds, every
+    /// summary checked against the merged book's invariants; reports frames, faults,
+    /// reconnections, violations and RSS over time (docs/reliability.md). Exits non-zero
+    /// on any violation, a venue that does not recover, or RSS that keeps growing.
+    Soak(SoakArgs),
+}
+
+#[derive(clap::Args)]
+struct SoakArgs {
+    /// How long to run, in seconds.
+    #[arg(long, default_value_t = 60)]
+    duration: u64,
+    /// Book frames per second per venue.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(10..=100_000))]
+    rate: u32,
+    /// Seeds the market and the choice of faults.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Seconds between faults.
+    #[arg(long, default_value_t = 2.0)]
+    fault_every: f64,
+    /// Seconds between RSS samples.
+    #[arg(long, default_value_t = 10)]
+    rss_every: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -230,6 +257,7 @@ fn main() -> ExitCode {
         ),
         Some(Command::Healthcheck { address }) => healthcheck(address),
         Some(Command::Loadtest(args)) => run_loadtest(&args),
+        Some(Command::Soak(args)) => run_soak(&args),
         None => run_service(&cli.run),
     }
 }
@@ -267,6 +295,25 @@ fn run_service(args: &RunArgs) -> ExitCode {
     }
 }
 
+/// File descriptors besides the gRPC clients': venue connections, snapshot requests,
+/// scrapes, logs.
+const RESERVED_FILES: u64 = 128;
+
+/// Raises the soft open-file limit to the hard one (often 1024 soft, far more hard), so
+/// `grpc.max_clients` connections can be accepted; says so when they still cannot.
+fn raise_open_file_limit(max_clients: usize) {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) if limit < max_clients as u64 + RESERVED_FILES => tracing::warn!(
+            limit,
+            max_clients,
+            "the open-file limit is below grpc.max_clients plus {RESERVED_FILES}: gRPC clients \
+             beyond it are refused by the kernel, not by grpc.max_clients (raise LimitNOFILE)"
+        ),
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "cannot read or raise the open-file limit"),
+    }
+}
+
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -301,6 +348,7 @@ async fn serve(mut config: Config) -> Result<(), String> {
         tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
         simulator.point(&mut config);
     }
+    raise_open_file_limit(config.grpc_max_clients);
     let listeners = Listeners {
         grpc: bind(config.grpc_listen).await?,
         metrics: bind(config.metrics_listen).await?,
@@ -506,6 +554,37 @@ fn get_health(address: std::net::SocketAddr) -> std::io::Result<String> {
     let mut response = String::new();
     stream.take(64 * 1024).read_to_string(&mut response)?;
     Ok(response)
+}
+
+fn run_soak(args: &SoakArgs) -> ExitCode {
+    init_logging(LogFormat::Text);
+    let spec = mergebook::soak::SoakSpec {
+        duration: Duration::from_secs(args.duration),
+        rate_per_venue: args.rate,
+        seed: args.seed,
+        fault_every: Duration::from_secs_f64(args.fault_every.max(0.01)),
+        rss_every: Duration::from_secs(args.rss_every.max(1)),
+    };
+    let report = match mergebook::soak::run(&spec) {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("mergebook soak: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("serializable")
+        );
+    } else {
+        print!("{}", report.text());
+    }
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn run_loadtest(args: &LoadtestArgs) -> ExitCode {

@@ -166,8 +166,9 @@ pub struct PublishTap {
 }
 
 /// How often stale venues are looked for. Staleness is measured in seconds; checking
-/// every millisecond keeps the clock read off most polls.
-const STALE_CHECK_EVERY_NS: u64 = 1_000_000;
+/// every millisecond keeps the clock read off most polls. A merged book is at most this
+/// much older than the stale age when it is published.
+pub const STALE_CHECK_EVERY_NS: u64 = 1_000_000;
 
 /// Starts the merger thread; it polls the mailboxes until `stop` is set. Readers unpark it
 /// after every publish (the `park` strategy sleeps between them).
@@ -238,6 +239,7 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
                 let mut record = None;
                 instrument.output.publish_with(|summary| {
                     merger.summarize(clock::unix_ns(), summary);
+                    summary.published_monotonic_ns = now;
                     received_ns = summary.received_ns;
                     if spec.tap.is_some() {
                         record = Some(PublishRecord {

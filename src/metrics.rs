@@ -41,6 +41,16 @@ pub struct Metrics {
     pub resync_seconds: HistogramVec,
     pub snapshot_requests: IntCounterVec,
     pub diff_events_dropped: IntCounterVec,
+    /// Connections lost or never made, by reason (see `feed.rs`).
+    pub connection_errors: IntCounterVec,
+    pub pings: IntCounterVec,
+    /// Snapshot-mode books dropped, by reason (duplicate, out_of_order).
+    pub books_dropped: IntCounterVec,
+    /// Times a venue's sequence went back and the reader followed it.
+    pub sequence_resets: IntCounterVec,
+    /// gRPC streams open now, and refused because `grpc.max_clients` were open.
+    pub grpc_clients: prometheus::IntGauge,
+    pub grpc_clients_rejected: IntCounter,
 }
 
 /// Buckets of a resync's duration: 1 ms to about a minute (factor 2.5).
@@ -140,8 +150,40 @@ impl Metrics {
             "Diff mode: events dropped, by reason (stale: already in the book; overflow: buffer full).",
             &["exchange", "reason"],
         );
+        let connection_errors = labelled(
+            "orderbook_connection_errors_total",
+            "Connections lost or never made, by reason (connect, connect_timeout, tls, handshake_rejected, subscription_refused, ack_timeout, idle_timeout, closed, oversized_frame, invalid_utf8, protocol, io).",
+            &["exchange", "reason"],
+        );
+        let pings = counter(
+            "orderbook_pings_total",
+            "WebSocket pings received (answered).",
+        );
+        let books_dropped = labelled(
+            "orderbook_books_dropped_total",
+            "Snapshot mode: books dropped, by reason (duplicate: same sequence as the last; out_of_order: lower).",
+            &["exchange", "reason"],
+        );
+        let sequence_resets = counter(
+            "orderbook_sequence_resets_total",
+            "Snapshot mode: the venue's sequence went back and stayed back (clock jump, restart); the reader followed it.",
+        );
+        let grpc_clients =
+            prometheus::IntGauge::new("orderbook_grpc_clients", "gRPC summary streams open.")
+                .expect("valid");
+        let grpc_clients_rejected = IntCounter::new(
+            "orderbook_grpc_clients_rejected_total",
+            "gRPC streams refused because grpc.max_clients were open.",
+        )
+        .expect("valid");
         for collector in [
             Box::new(decode_seconds.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(grpc_clients.clone()),
+            Box::new(grpc_clients_rejected.clone()),
+            Box::new(connection_errors.clone()),
+            Box::new(pings.clone()),
+            Box::new(books_dropped.clone()),
+            Box::new(sequence_resets.clone()),
             Box::new(e2e_seconds.clone()),
             Box::new(messages.clone()),
             Box::new(superseded.clone()),
@@ -180,6 +222,12 @@ impl Metrics {
             resync_seconds,
             snapshot_requests,
             diff_events_dropped,
+            connection_errors,
+            pings,
+            books_dropped,
+            sequence_resets,
+            grpc_clients,
+            grpc_clients_rejected,
         }
     }
 
@@ -208,6 +256,17 @@ impl Metrics {
             events_dropped_overflow: self
                 .diff_events_dropped
                 .with_label_values(&[venue.name(), "overflow"]),
+            connection_errors: self.connection_errors.clone(),
+            venue,
+            pings: self.pings.with_label_values(&labels).local(),
+            books_dropped_duplicate: self
+                .books_dropped
+                .with_label_values(&[venue.name(), "duplicate"])
+                .local(),
+            books_dropped_out_of_order: self
+                .books_dropped
+                .with_label_values(&[venue.name(), "out_of_order"]),
+            sequence_resets: self.sequence_resets.with_label_values(&labels),
         }
     }
 
@@ -242,6 +301,14 @@ pub struct VenueMetrics {
     snapshot_requests: [IntCounter; SNAPSHOT_OUTCOMES.len()],
     pub events_dropped_stale: IntCounter,
     pub events_dropped_overflow: IntCounter,
+    connection_errors: IntCounterVec,
+    venue: VenueId,
+    /// Thread-local: a ping flood is counted without an atomic per ping.
+    pub pings: prometheus::local::LocalIntCounter,
+    /// Thread-local: a quiet market repeats its book at the venue's rate.
+    pub books_dropped_duplicate: prometheus::local::LocalIntCounter,
+    pub books_dropped_out_of_order: IntCounter,
+    pub sequence_resets: IntCounter,
 }
 
 /// The `outcome` label of each [`FetchOutcome`] kind, in `outcome_index` order.
@@ -269,10 +336,19 @@ impl VenueMetrics {
         &self.snapshot_requests[outcome_index(outcome)]
     }
 
+    /// `orderbook_connection_errors_total` for `reason` (looked up when a connection
+    /// fails, which is rare).
+    pub fn connection_errors(&self, reason: &str) -> IntCounter {
+        self.connection_errors
+            .with_label_values(&[self.venue.name(), reason])
+    }
+
     /// Publishes what was recorded locally since the last flush.
     pub fn flush(&self) {
         self.decode_seconds.flush();
         self.messages.flush();
+        self.pings.flush();
+        self.books_dropped_duplicate.flush();
     }
 }
 

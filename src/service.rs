@@ -155,11 +155,12 @@ impl Service {
             Arc::clone(&metrics),
             summaries.clone(),
         )));
-        tasks.push(tokio::spawn(grpc::serve(
-            listeners.grpc,
-            Arc::clone(&config),
-            summaries.clone(),
-        )));
+        let grpc_metrics = Arc::clone(&metrics);
+        let grpc_config = Arc::clone(&config);
+        let grpc_summaries = summaries.clone();
+        tasks.push(tokio::spawn(async move {
+            grpc::serve(listeners.grpc, grpc_config, grpc_summaries, &grpc_metrics).await;
+        }));
         if config.output == Output::JsonLines {
             tasks.push(tokio::spawn(jsonl::write_to_stdout(
                 Arc::clone(&config),

@@ -45,6 +45,9 @@ pub struct Summary {
     pub sequence: u64,
     /// When it was published (ns since the Unix epoch).
     pub published_ns: u64,
+    /// The monotonic time (`clock::monotonic_ns`) of the merger poll that published it,
+    /// the time its stale check measured book ages against (0 from `mergebook replay`).
+    pub published_monotonic_ns: u64,
     /// When the newest book in it was received (ns on the process's monotonic clock,
     /// `clock::monotonic_ns`): the start of the frame-to-publish latency.
     pub received_ns: u64,

@@ -1,15 +1,20 @@
 //! gRPC (tonic): `orderbook.OrderbookAggregator` (see `proto/orderbook.proto`).
 //!
 //! Each client stream reads the instrument's latest summary at its own pace: a client that
-//! reads slowly skips summaries and one that stops reading holds only its own buffer; the
-//! merger and other clients never wait for it.
+//! reads slowly skips summaries and one that stops reading holds only its own buffer (the
+//! summary it was sent, in HTTP/2's send buffer, bounded by the client's flow-control
+//! window and hyper's per-stream cap); the merger and other clients never wait for it.
+//! At most `grpc.max_clients` streams are served at once; more are refused.
 
 use crate::config::Config;
 use crate::merge::MergedLevel;
+use crate::metrics::Metrics;
 use crate::summary::Summary;
 use futures_util::Stream;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
@@ -24,24 +29,72 @@ use proto::orderbook_aggregator_server::{OrderbookAggregator, OrderbookAggregato
 pub struct Aggregator {
     config: Arc<Config>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    clients: Arc<ClientLimit>,
+}
+
+/// The streams open at once, at most `config.grpc_max_clients`.
+struct ClientLimit {
+    open: AtomicUsize,
+    max: usize,
+    gauge: prometheus::IntGauge,
+    rejected: prometheus::IntCounter,
+}
+
+/// One open stream's place under the limit, given back when the stream is dropped.
+struct ClientSlot(Arc<ClientLimit>);
+
+impl ClientLimit {
+    fn admit(self: &Arc<Self>) -> Result<ClientSlot, Status> {
+        let admitted = self
+            .open
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |open| {
+                (open < self.max).then_some(open + 1)
+            });
+        match admitted {
+            Ok(open) => {
+                self.gauge.set(open as i64 + 1);
+                Ok(ClientSlot(Arc::clone(self)))
+            }
+            Err(_) => {
+                self.rejected.inc();
+                tracing::warn!(
+                    max_clients = self.max,
+                    "gRPC stream refused: grpc.max_clients reached"
+                );
+                Err(Status::resource_exhausted(format!(
+                    "at most {} streams at once (grpc.max_clients)",
+                    self.max
+                )))
+            }
+        }
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let open = self.0.open.fetch_sub(1, Ordering::Relaxed) - 1;
+        self.0.gauge.set(open as i64);
+    }
 }
 
 type SummaryStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// Every summary published after the call, latest value first, as `convert` makes it.
+/// The stream holds `slot` until the client goes.
 fn stream_of<T: Send + 'static>(
     mut latest: watch::Receiver<Arc<Summary>>,
+    slot: ClientSlot,
     convert: impl Fn(&Summary) -> T + Send + 'static,
 ) -> SummaryStream<T> {
     latest.mark_changed(); // send the current book at once, if there is one
     Box::pin(futures_util::stream::unfold(
-        (latest, convert),
-        |(mut latest, convert)| async move {
+        (latest, convert, slot),
+        |(mut latest, convert, slot)| async move {
             loop {
                 latest.changed().await.ok()?;
                 let summary = latest.borrow_and_update().clone();
                 if summary.sequence > 0 {
-                    return Some((Ok(convert(&summary)), (latest, convert)));
+                    return Some((Ok(convert(&summary)), (latest, convert, slot)));
                 }
             }
         },
@@ -107,8 +160,10 @@ impl OrderbookAggregator for Aggregator {
         &self,
         _: Request<proto::Empty>,
     ) -> Result<Response<Self::BookSummaryStream>, Status> {
+        let slot = self.clients.admit()?;
         Ok(Response::new(stream_of(
             self.summaries[0].clone(),
+            slot,
             legacy_summary,
         )))
     }
@@ -128,22 +183,41 @@ impl OrderbookAggregator for Aggregator {
                 .ok_or_else(|| Status::not_found(format!("no instrument {wanted:?}")))?
         };
         let name = self.config.instruments[index].name.clone();
-        let stream = stream_of(self.summaries[index].clone(), move |summary| {
+        let slot = self.clients.admit()?;
+        let stream = stream_of(self.summaries[index].clone(), slot, move |summary| {
             exact_summary(&name, summary)
         });
         Ok(Response::new(stream))
     }
 }
 
+/// How often an idle connection is pinged, and how long its answer may take: a peer that
+/// vanished without closing is dropped, and its stream's place freed.
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Serves until the task is aborted.
 pub async fn serve(
     listener: TcpListener,
     config: Arc<Config>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    metrics: &Metrics,
 ) {
     let incoming = tokio_stream_from(listener);
-    let service = OrderbookAggregatorServer::new(Aggregator { config, summaries });
+    let clients = Arc::new(ClientLimit {
+        open: AtomicUsize::new(0),
+        max: config.grpc_max_clients,
+        gauge: metrics.grpc_clients.clone(),
+        rejected: metrics.grpc_clients_rejected.clone(),
+    });
+    let service = OrderbookAggregatorServer::new(Aggregator {
+        config,
+        summaries,
+        clients,
+    });
     if let Err(error) = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
         .add_service(service)
         .serve_with_incoming(incoming)
         .await

@@ -42,6 +42,53 @@ enum Command {
     Disconnect,
     /// Send this text frame as is.
     Send(String),
+    /// Send this binary frame.
+    SendBinary(Vec<u8>),
+    /// Write these bytes straight to the TCP stream, under the WebSocket layer (frames it
+    /// would refuse to write: invalid UTF-8, half a frame), then carry on as `then` says.
+    Raw { bytes: Vec<u8>, then: AfterRaw },
+    /// Send this many pings at once.
+    Pings(u32),
+    /// Send this many book frames per stream at once, on top of the rate.
+    Burst(u32),
+}
+
+/// What a connection does after writing raw bytes.
+#[derive(Clone, Copy, Debug)]
+enum AfterRaw {
+    Continue,
+    /// Drop the TCP connection.
+    Close,
+    /// Send nothing more, ever; keep the connection open until the client leaves.
+    Stall,
+}
+
+/// A server-to-client WebSocket frame (final, unmasked) with `opcode` around `payload`,
+/// as RFC 6455 §5.2 lays it out.
+fn websocket_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0x80 | opcode];
+    match payload.len() {
+        length @ 0..=125 => frame.push(length as u8),
+        length @ 126..=0xffff => {
+            frame.push(126);
+            frame.extend_from_slice(&(length as u16).to_be_bytes());
+        }
+        length => {
+            frame.push(127);
+            frame.extend_from_slice(&(length as u64).to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(payload);
+    frame
+}
+
+const TEXT_OPCODE: u8 = 0x1;
+
+/// The header of a 1000-byte text frame and its first 100 bytes.
+fn half_a_frame() -> Vec<u8> {
+    let mut frame = websocket_frame(TEXT_OPCODE, &[b' '; 1000]);
+    frame.truncate(frame.len() - 900);
+    frame
 }
 
 struct VenueControl {
@@ -52,6 +99,9 @@ struct VenueControl {
     closes: AtomicU64,
     /// Overrides the venue's ping interval (ms; 0: the venue's own).
     ping_every_ms: AtomicU64,
+    /// Added to every generated book's venue sequence (a Bitstamp `microtimestamp`):
+    /// the venue's clock jumping.
+    clock_offset: AtomicU64,
     faults: DiffFaults,
 }
 
@@ -160,6 +210,8 @@ struct Shared {
     last_sent: Mutex<HashMap<(VenueId, String), String>>,
     diff_streams: Mutex<HashMap<(VenueId, String), Arc<DiffStream>>>,
     rest_addr: SocketAddr,
+    /// A port that accepts connections and never answers (`Simulator::silent_url`).
+    silent_addr: SocketAddr,
     /// Where connections opened from now on report each book frame they send.
     send_log: Mutex<Option<std::sync::mpsc::SyncSender<SentFrame>>>,
     /// Frames sent but not logged because the log was full.
@@ -195,6 +247,9 @@ impl Simulator {
         let rest_listener = std::net::TcpListener::bind((addr.ip(), 0))?;
         rest_listener.set_nonblocking(true)?;
         let rest_listener = TcpListener::from_std(rest_listener)?;
+        let silent_listener = std::net::TcpListener::bind((addr.ip(), 0))?;
+        silent_listener.set_nonblocking(true)?;
+        let silent_listener = TcpListener::from_std(silent_listener)?;
         let shared = Arc::new(Shared {
             rate_per_second: rate_per_second.max(1),
             seed,
@@ -206,12 +261,14 @@ impl Simulator {
                 pongs: AtomicU64::new(0),
                 closes: AtomicU64::new(0),
                 ping_every_ms: AtomicU64::new(0),
+                clock_offset: AtomicU64::new(0),
                 faults: DiffFaults::default(),
             }),
             recordings: Mutex::new(Default::default()),
             last_sent: Mutex::new(HashMap::new()),
             diff_streams: Mutex::new(HashMap::new()),
             rest_addr: rest_listener.local_addr()?,
+            silent_addr: silent_listener.local_addr()?,
             send_log: Mutex::new(None),
             unlogged_sends: AtomicU64::new(0),
         });
@@ -231,6 +288,15 @@ impl Simulator {
                 if Arc::strong_count(&walker) == 1 {
                     return; // nothing else holds the simulator any more
                 }
+            }
+        });
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = silent_listener.accept().await {
+                tokio::spawn(async move {
+                    // Reads (and ignores) until the client gives up.
+                    let mut sink = tokio::io::sink();
+                    let _ = tokio::io::copy(&mut stream, &mut sink).await;
+                });
             }
         });
         let accepting = Arc::clone(&shared);
@@ -364,7 +430,7 @@ impl Simulator {
 
     /// Drops every open connection of `venue` without a close frame.
     pub fn disconnect(&self, venue: VenueId) {
-        let _ = self.control(venue).commands.send(Command::Disconnect);
+        self.command(venue, Command::Disconnect);
     }
 
     /// Stops (or resumes) book frames for `venue`; connections stay open.
@@ -374,10 +440,83 @@ impl Simulator {
 
     /// Sends `frame` verbatim on every open connection of `venue`.
     pub fn send_raw(&self, venue: VenueId, frame: impl Into<String>) {
-        let _ = self
-            .control(venue)
-            .commands
-            .send(Command::Send(frame.into()));
+        self.command(venue, Command::Send(frame.into()));
+    }
+
+    /// Sends a binary frame (the venues send only text) on every open connection of `venue`.
+    pub fn send_binary(&self, venue: VenueId, bytes: Vec<u8>) {
+        self.command(venue, Command::SendBinary(bytes));
+    }
+
+    /// Sends a text frame whose payload is not UTF-8 (which WebSocket forbids).
+    pub fn send_invalid_utf8(&self, venue: VenueId) {
+        let bytes = websocket_frame(TEXT_OPCODE, b"{\"data\":\"\xff\xfe\xc3\x28\"}");
+        self.command(
+            venue,
+            Command::Raw {
+                bytes,
+                then: AfterRaw::Continue,
+            },
+        );
+    }
+
+    /// Writes the first part of a text frame (its header promises more), then drops the
+    /// connection.
+    pub fn cut_mid_frame(&self, venue: VenueId) {
+        let bytes = half_a_frame();
+        self.command(
+            venue,
+            Command::Raw {
+                bytes,
+                then: AfterRaw::Close,
+            },
+        );
+    }
+
+    /// Writes the first part of a text frame, then sends nothing more while keeping the
+    /// connection open: a peer stalled mid-stream.
+    pub fn stall_mid_frame(&self, venue: VenueId) {
+        let bytes = half_a_frame();
+        self.command(
+            venue,
+            Command::Raw {
+                bytes,
+                then: AfterRaw::Stall,
+            },
+        );
+    }
+
+    /// Sends `count` pings at once on every open connection of `venue`.
+    pub fn ping_flood(&self, venue: VenueId, count: u32) {
+        self.command(venue, Command::Pings(count));
+    }
+
+    /// Sends `frames` book frames per stream at once, on top of the configured rate.
+    pub fn burst(&self, venue: VenueId, frames: u32) {
+        self.command(venue, Command::Burst(frames));
+    }
+
+    /// From now on, `venue`'s book frames carry sequences (Bitstamp: timestamps)
+    /// `offset` above the true ones; 0 puts the clock back.
+    pub fn set_clock_offset(&self, venue: VenueId, offset: u64) {
+        self.control(venue)
+            .clock_offset
+            .store(offset, Ordering::Relaxed);
+    }
+
+    /// A `ws://` URL for `venue` whose server accepts TCP connections and never answers.
+    pub fn silent_url(&self, venue: VenueId) -> String {
+        format!("ws://{}/{}", self.shared.silent_addr, venue.name())
+    }
+
+    /// A `wss://` URL for `venue` on the simulator's plain-text port: the TLS handshake
+    /// fails.
+    pub fn tls_mismatch_url(&self, venue: VenueId) -> String {
+        format!("wss://{}/{}", self.addr, venue.name())
+    }
+
+    fn command(&self, venue: VenueId, command: Command) {
+        let _ = self.control(venue).commands.send(command);
     }
 
     /// Makes connections opened from now on report every generated book frame they send
@@ -480,12 +619,15 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         tokio::time::interval(ping_every.unwrap_or(Duration::from_secs(u64::from(u32::MAX))));
     pinger.reset();
 
-    let recording = shared.recordings.lock().expect("not poisoned")[venue.index()].clone();
-    let send_log = shared.send_log.lock().expect("not poisoned").clone();
+    let mut books = BookFrames {
+        venue,
+        recording: shared.recordings.lock().expect("not poisoned")[venue.index()].clone(),
+        send_log: shared.send_log.lock().expect("not poisoned").clone(),
+        replayed: 0,
+        streams: Vec::new(),
+        book: TopBook::default(),
+    };
     let (diff_sender, mut diff_frames) = mpsc::unbounded_channel::<Arc<str>>();
-    let mut replayed = 0usize;
-    let mut streams: Vec<(String, usize, SimulatedBook)> = Vec::new();
-    let mut book = TopBook::default();
     loop {
         tokio::select! {
             incoming = socket.next() => match incoming {
@@ -500,9 +642,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                                 diff.subscribers.lock().expect("not poisoned").push(diff_sender.clone());
                                 continue;
                             }
-                            let seed = shared.seed ^ streams.len() as u64 ^ (venue.index() as u64) << 32;
+                            let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.index() as u64) << 32;
                             let levels = venue.levels_on_stream(&stream);
-                            streams.push((stream, levels, SimulatedBook::new(seed)));
+                            books.streams.push((stream, levels, SimulatedBook::new(seed)));
                         }
                     }
                 }
@@ -517,49 +659,119 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                 Some(Ok(_)) => {}
                 Some(Err(error)) => return Err(error.into()),
             },
-            _ = ticker.tick(), if !streams.is_empty() && !*paused.borrow() => {
-                for _ in 0..frames_per_tick {
-                    for (stream, levels, market) in &mut streams {
-                        let price_decimals = match &recording {
-                            Some(recording) => {
-                                book.copy_from(&recording.books[replayed % recording.books.len()]);
-                                replayed += 1;
-                                book.venue_sequence = replayed as u64; // a looped recording must not look like duplicates
-                                recording.price_decimals
-                            }
-                            None => {
-                                market.next_book(shared.mid_ticks.load(Ordering::Relaxed), *levels, 0, &mut book);
-                                8
-                            }
-                        };
-                        let mut frame = Vec::new();
-                        venue.encode_book(stream, &book, price_decimals, &mut frame);
-                        let text = String::from_utf8(frame).expect("encoders write UTF-8");
-                        match &send_log {
-                            // Under load, the frame's time instead of a copy of its text.
-                            Some(log) => {
-                                let sent = SentFrame { venue, sequence: book.venue_sequence, sent_ns: crate::clock::monotonic_ns() };
-                                if log.try_send(sent).is_err() {
-                                    shared.unlogged_sends.fetch_add(1, Ordering::Relaxed);
-                                }
-                            }
-                            None => {
-                                shared.last_sent.lock().expect("not poisoned").insert((venue, stream.clone()), text.clone());
-                            }
-                        }
-                        socket.send(Message::text(text)).await?;
-                    }
-                }
+            _ = ticker.tick(), if !books.streams.is_empty() && !*paused.borrow() => {
+                books.send(&mut socket, &shared, frames_per_tick).await?;
             }
             Some(frame) = diff_frames.recv() => socket.send(Message::text(frame.to_string())).await?,
             _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
             command = commands.recv() => match command {
                 Ok(Command::Disconnect) | Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 Ok(Command::Send(text)) => socket.send(Message::text(text)).await?,
+                Ok(Command::SendBinary(bytes)) => socket.send(Message::binary(bytes)).await?,
+                Ok(Command::Raw { bytes, then }) => {
+                    use tokio::io::AsyncWriteExt;
+                    socket.flush().await?;
+                    socket.get_mut().write_all(&bytes).await?;
+                    match then {
+                        AfterRaw::Continue => {}
+                        AfterRaw::Close => return Ok(()),
+                        AfterRaw::Stall => {
+                            let mut sink = tokio::io::sink();
+                            tokio::io::copy(socket.get_mut(), &mut sink).await?;
+                            return Ok(());
+                        }
+                    }
+                }
+                Ok(Command::Pings(count)) => {
+                    for _ in 0..count {
+                        socket.feed(Message::Ping(b"flood".to_vec().into())).await?;
+                    }
+                    socket.flush().await?;
+                }
+                Ok(Command::Burst(frames)) if !books.streams.is_empty() => {
+                    books.send(&mut socket, &shared, frames).await?;
+                }
+                Ok(Command::Burst(_)) => {}
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
             },
             _ = paused.changed() => {}
         }
+    }
+}
+
+/// The book frames of one connection's snapshot streams: generated, or a recording.
+struct BookFrames {
+    venue: VenueId,
+    recording: Option<Arc<Recording>>,
+    send_log: Option<std::sync::mpsc::SyncSender<SentFrame>>,
+    /// Recorded books served so far.
+    replayed: usize,
+    /// (stream, levels it carries, its market).
+    streams: Vec<(String, usize, SimulatedBook)>,
+    book: TopBook,
+}
+
+impl BookFrames {
+    /// Sends `count` book frames on every stream.
+    async fn send(
+        &mut self,
+        socket: &mut tokio_tungstenite::WebSocketStream<TcpStream>,
+        shared: &Shared,
+        count: u32,
+    ) -> Result<(), Error> {
+        let venue = self.venue;
+        let clock_offset = shared.venues[venue.index()]
+            .clock_offset
+            .load(Ordering::Relaxed);
+        for _ in 0..count {
+            for (stream, levels, market) in &mut self.streams {
+                let book = &mut self.book;
+                let price_decimals = match &self.recording {
+                    Some(recording) => {
+                        book.copy_from(&recording.books[self.replayed % recording.books.len()]);
+                        self.replayed += 1;
+                        // A looped recording must not look like duplicates.
+                        book.venue_sequence = self.replayed as u64;
+                        recording.price_decimals
+                    }
+                    None => {
+                        market.next_book(
+                            shared.mid_ticks.load(Ordering::Relaxed),
+                            *levels,
+                            0,
+                            book,
+                        );
+                        8
+                    }
+                };
+                book.venue_sequence += clock_offset;
+                let mut frame = Vec::new();
+                venue.encode_book(stream, book, price_decimals, &mut frame);
+                let text = String::from_utf8(frame).expect("encoders write UTF-8");
+                match &self.send_log {
+                    // Under load, the frame's time instead of a copy of its text.
+                    Some(log) => {
+                        let sent = SentFrame {
+                            venue,
+                            sequence: book.venue_sequence,
+                            sent_ns: crate::clock::monotonic_ns(),
+                        };
+                        if log.try_send(sent).is_err() {
+                            shared.unlogged_sends.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    None => {
+                        shared
+                            .last_sent
+                            .lock()
+                            .expect("not poisoned")
+                            .insert((venue, stream.clone()), text.clone());
+                    }
+                }
+                socket.send(Message::text(text)).await?;
+            }
+        }
+        Ok(())
     }
 }
 

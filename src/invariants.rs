@@ -1,0 +1,239 @@
+//! What every merged book a consumer sees must satisfy, checked summary by summary: the
+//! chaos tests and `mergebook soak` run this on everything published while faults are
+//! injected.
+//!
+//! - sequence numbers increase for each consumer (a latest-value consumer may skip some);
+//! - each side is sorted best first;
+//! - only `Synced` venues have levels in it (nothing of an excluded venue, partial or not);
+//! - no venue's own levels in it are crossed;
+//! - no venue in it is older than the stale age, give or take the merger's check period.
+
+use crate::book::Side;
+use crate::fixed::FixedPoint;
+use crate::merge::MergedLevel;
+use crate::merger::STALE_CHECK_EVERY_NS;
+use crate::summary::{Summary, VenueState};
+use crate::venue::VenueId;
+use std::time::Duration;
+
+/// One broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    SequenceNotIncreasing { previous: u64, sequence: u64 },
+    Unsorted { side: Side, at: usize },
+    ExcludedVenueMerged { venue: VenueId, state: VenueState },
+    VenueCrossed { venue: VenueId },
+    StaleVenueMerged { venue: VenueId, age_ms: u64 },
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Violation::SequenceNotIncreasing { previous, sequence } => {
+                write!(f, "sequence {sequence} after {previous}")
+            }
+            Violation::Unsorted { side, at } => write!(f, "{} unsorted at level {at}", side.name()),
+            Violation::ExcludedVenueMerged { venue, state } => {
+                write!(
+                    f,
+                    "{venue} is {} but has levels in the merged book",
+                    state.name()
+                )
+            }
+            Violation::VenueCrossed { venue } => write!(f, "{venue}'s own levels are crossed"),
+            Violation::StaleVenueMerged { venue, age_ms } => {
+                write!(f, "{venue}'s book was {age_ms} ms old when merged")
+            }
+        }
+    }
+}
+
+/// The checker of one consumer's stream of summaries.
+pub struct InvariantChecker {
+    /// The oldest a merged venue's book may be at publish.
+    max_age_ns: u64,
+    last_sequence: u64,
+    /// Summaries checked.
+    pub checked: u64,
+    /// Every violation found, in order (the first ones are the interesting ones).
+    pub violations: Vec<Violation>,
+}
+
+impl InvariantChecker {
+    pub fn new(stale_after: Duration) -> InvariantChecker {
+        InvariantChecker {
+            max_age_ns: stale_after.as_nanos() as u64 + STALE_CHECK_EVERY_NS,
+            last_sequence: 0,
+            checked: 0,
+            violations: Vec::new(),
+        }
+    }
+
+    /// Checks the next summary this consumer saw.
+    pub fn check(&mut self, summary: &Summary) {
+        self.checked += 1;
+        if summary.sequence <= self.last_sequence {
+            self.violations.push(Violation::SequenceNotIncreasing {
+                previous: self.last_sequence,
+                sequence: summary.sequence,
+            });
+        }
+        self.last_sequence = summary.sequence;
+        let book = &summary.book;
+        for (side, levels) in [
+            (Side::Bid, book.bids.as_slice()),
+            (Side::Ask, book.asks.as_slice()),
+        ] {
+            if let Some(at) = levels
+                .windows(2)
+                .position(|pair| side.is_better(pair[1].price, pair[0].price))
+            {
+                self.violations
+                    .push(Violation::Unsorted { side, at: at + 1 });
+            }
+        }
+        for &venue in VenueId::ALL {
+            let best_bid = prices_of(venue, book.bids.as_slice()).max();
+            let best_ask = prices_of(venue, book.asks.as_slice()).min();
+            if best_bid.is_none() && best_ask.is_none() {
+                continue;
+            }
+            let state = summary.venue_state(venue);
+            if state != VenueState::Synced {
+                self.violations
+                    .push(Violation::ExcludedVenueMerged { venue, state });
+            }
+            if let (Some(bid), Some(ask)) = (best_bid, best_ask)
+                && bid >= ask
+            {
+                self.violations.push(Violation::VenueCrossed { venue });
+            }
+            let age = summary
+                .published_monotonic_ns
+                .saturating_sub(summary.venue_received_ns[venue.index()]);
+            if summary.published_monotonic_ns > 0 && age > self.max_age_ns {
+                self.violations.push(Violation::StaleVenueMerged {
+                    venue,
+                    age_ms: age / 1_000_000,
+                });
+            }
+        }
+    }
+}
+
+fn prices_of(venue: VenueId, levels: &[MergedLevel]) -> impl Iterator<Item = FixedPoint> + '_ {
+    levels
+        .iter()
+        .filter(move |level| level.venue == venue)
+        .map(|level| level.price)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::venue::MAX_VENUES;
+
+    fn level(venue: VenueId, price: u64) -> MergedLevel {
+        MergedLevel {
+            price: FixedPoint::from_raw(price),
+            amount: FixedPoint::from_raw(1),
+            venue,
+        }
+    }
+
+    /// A summary of both venues synced, fresh, with these (venue, price) levels.
+    fn with_levels(sequence: u64, bids: &[(VenueId, u64)], asks: &[(VenueId, u64)]) -> Summary {
+        let mut summary = Summary {
+            sequence,
+            published_monotonic_ns: 10_000_000_000,
+            ..Summary::default()
+        };
+        summary.venues = [VenueState::Synced; MAX_VENUES];
+        summary.venue_received_ns = [9_999_000_000; MAX_VENUES];
+        for &(venue, price) in bids {
+            summary.book.bids.push(level(venue, price));
+        }
+        for &(venue, price) in asks {
+            summary.book.asks.push(level(venue, price));
+        }
+        summary
+    }
+
+    const BINANCE: VenueId = VenueId::Binance;
+    const BITSTAMP: VenueId = VenueId::Bitstamp;
+
+    fn summary(sequence: u64) -> Summary {
+        with_levels(
+            sequence,
+            &[(BINANCE, 100), (BITSTAMP, 99)],
+            &[(BITSTAMP, 101), (BINANCE, 102)],
+        )
+    }
+
+    #[test]
+    fn a_sound_stream_has_no_violations() {
+        let mut checker = InvariantChecker::new(Duration::from_secs(5));
+        checker.check(&summary(1));
+        checker.check(&summary(3));
+        assert_eq!(
+            (checker.checked, checker.violations.as_slice()),
+            (2, &[][..])
+        );
+    }
+
+    #[test]
+    fn each_broken_invariant_is_reported() {
+        let mut checker = InvariantChecker::new(Duration::from_secs(5));
+        checker.check(&summary(2));
+        checker.check(&summary(2));
+        assert_eq!(
+            checker.violations.pop(),
+            Some(Violation::SequenceNotIncreasing {
+                previous: 2,
+                sequence: 2
+            })
+        );
+
+        let unsorted = with_levels(3, &[(BITSTAMP, 99), (BINANCE, 100)], &[(BITSTAMP, 101)]);
+        checker.check(&unsorted);
+        assert_eq!(
+            checker.violations.pop(),
+            Some(Violation::Unsorted {
+                side: Side::Bid,
+                at: 1
+            })
+        );
+
+        let mut excluded = summary(4);
+        excluded.venues[VenueId::Bitstamp.index()] = VenueState::OutOfSync;
+        checker.check(&excluded);
+        assert_eq!(
+            checker.violations.pop(),
+            Some(Violation::ExcludedVenueMerged {
+                venue: VenueId::Bitstamp,
+                state: VenueState::OutOfSync
+            })
+        );
+
+        let crossed = with_levels(5, &[(BINANCE, 100)], &[(BINANCE, 100), (BITSTAMP, 101)]);
+        checker.check(&crossed);
+        assert_eq!(
+            checker.violations.pop(),
+            Some(Violation::VenueCrossed {
+                venue: VenueId::Binance
+            })
+        );
+
+        let mut stale = summary(6);
+        stale.venue_received_ns[VenueId::Binance.index()] = 4_000_000_000;
+        checker.check(&stale);
+        assert_eq!(
+            checker.violations.pop(),
+            Some(Violation::StaleVenueMerged {
+                venue: VenueId::Binance,
+                age_ms: 6_000
+            })
+        );
+        assert!(checker.violations.is_empty(), "{:?}", checker.violations);
+    }
+}

@@ -1,0 +1,396 @@
+//! `mergebook soak`: the simulator at a steady rate with a random fault every few seconds
+//! (the chaos tests' catalogue), the service under it, and two consumers checking every
+//! summary they see: one on the in-process channel (`InvariantChecker`: sorted sides,
+//! nothing of an excluded or stale venue, no venue crossed, sequences increasing) and
+//! one gRPC client (sequences increasing). It reports frames in and out, reconnections,
+//! faults, violations and RSS over time, and fails on any violation, on a venue that
+//! does not recover by itself once the faults stop, or on RSS that keeps growing.
+
+use crate::config::{Config, RawConfig};
+use crate::invariants::InvariantChecker;
+use crate::loadtest::memory;
+use crate::publish::grpc::proto::{
+    SummaryRequest, orderbook_aggregator_client::OrderbookAggregatorClient,
+};
+use crate::rng::Rng;
+use crate::service::{Listeners, Service};
+use crate::sim::Simulator;
+use crate::summary::VenueState;
+use crate::venue::VenueId;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub struct SoakSpec {
+    pub duration: Duration,
+    /// Book frames per second per venue.
+    pub rate_per_venue: u32,
+    pub seed: u64,
+    pub fault_every: Duration,
+    pub rss_every: Duration,
+}
+
+/// The faults the soak picks from, each with its name in the report.
+const FAULTS: [&str; 12] = [
+    "disconnect",
+    "cut_mid_frame",
+    "stall_mid_frame",
+    "garbage",
+    "half_frame",
+    "binary_frame",
+    "invalid_utf8",
+    "oversized_frame",
+    "ping_flood",
+    "burst_100x",
+    "clock_jump",
+    "pause",
+];
+
+/// The service's settings under soak: short timeouts, so faults resolve within seconds.
+const STALE_AFTER_MS: u64 = 1_000;
+const MAX_FRAME_BYTES: usize = 1 << 20;
+/// How long the venues get to be synced again once the faults stop.
+const RECOVERY_TIMEOUT: Duration = Duration::from_secs(15);
+/// RSS may grow by this fraction from the end of the first sixth of the run to its end.
+pub const RSS_GROWTH_LIMIT: f64 = 0.25;
+
+#[derive(Debug, Serialize)]
+pub struct SoakReport {
+    pub duration_seconds: f64,
+    pub rate_per_venue: u32,
+    pub seed: u64,
+    pub faults: BTreeMap<&'static str, u64>,
+    /// Frames the readers received (`orderbook_messages_total`).
+    pub frames_received: u64,
+    /// Summaries the merger published (`orderbook_merges_total`).
+    pub summaries_published: u64,
+    pub summaries_checked: u64,
+    pub grpc_summaries_received: u64,
+    pub reconnections: u64,
+    pub decode_errors: u64,
+    pub connection_errors: BTreeMap<String, u64>,
+    pub stale_evictions: u64,
+    pub violations: u64,
+    pub first_violations: Vec<String>,
+    pub grpc_sequence_violations: u64,
+    /// Every venue synced again within `RECOVERY_TIMEOUT` of the last fault.
+    pub recovered: bool,
+    pub rss_start_bytes: u64,
+    /// RSS at the end of the first sixth of the run: the baseline of the growth check.
+    pub rss_baseline_bytes: u64,
+    pub rss_end_bytes: u64,
+    pub peak_rss_bytes: u64,
+    pub rss_samples: Vec<(f64, u64)>,
+}
+
+impl SoakReport {
+    pub fn passed(&self) -> bool {
+        self.violations == 0
+            && self.grpc_sequence_violations == 0
+            && self.recovered
+            && self.summaries_checked > 0
+            && self.grpc_summaries_received > 0
+            && !self.rss_grew()
+    }
+
+    pub fn rss_grew(&self) -> bool {
+        self.rss_end_bytes as f64 > self.rss_baseline_bytes as f64 * (1.0 + RSS_GROWTH_LIMIT)
+    }
+
+    pub fn text(&self) -> String {
+        let mb = |bytes: u64| bytes as f64 / 1e6;
+        let mut text = format!(
+            "soak: {:.0} s at {} frames/s per venue (seed {})\n\
+             frames received {}, summaries published {}, checked {}, via gRPC {}\n\
+             reconnections {}, decode errors {}, stale evictions {}, connection errors {:?}\n\
+             faults {:?}\n\
+             violations {} (gRPC sequence {}), recovered {}\n\
+             RSS start {:.1} MB, after the first sixth {:.1} MB, end {:.1} MB, peak {:.1} MB\n",
+            self.duration_seconds,
+            self.rate_per_venue,
+            self.seed,
+            self.frames_received,
+            self.summaries_published,
+            self.summaries_checked,
+            self.grpc_summaries_received,
+            self.reconnections,
+            self.decode_errors,
+            self.stale_evictions,
+            self.connection_errors,
+            self.faults,
+            self.violations,
+            self.grpc_sequence_violations,
+            self.recovered,
+            mb(self.rss_start_bytes),
+            mb(self.rss_baseline_bytes),
+            mb(self.rss_end_bytes),
+            mb(self.peak_rss_bytes),
+        );
+        for violation in &self.first_violations {
+            text.push_str(&format!("  violation: {violation}\n"));
+        }
+        text.push_str(if self.passed() {
+            "PASSED\n"
+        } else {
+            "FAILED\n"
+        });
+        text
+    }
+}
+
+fn config(simulator: &Simulator) -> Result<Config, String> {
+    let text = format!(
+        r#"
+        [service]
+        stale_after_ms = {STALE_AFTER_MS}
+        output = "none"
+        [feed]
+        max_frame_bytes = {MAX_FRAME_BYTES}
+        read_idle_timeout_ms = 1000
+        connect_timeout_ms = 1000
+        backoff_initial_ms = 20
+        backoff_max_ms = 500
+        [[instruments]]
+        name = "ETH/BTC"
+        symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc" }}
+        "#
+    );
+    let mut config = RawConfig::parse(&text, "soak")
+        .and_then(|raw| raw.validate())
+        .map_err(|error| error.to_string())?;
+    simulator.point(&mut config);
+    Ok(config)
+}
+
+/// Injects fault `name` on `venue`; returns what undoes it, if anything must.
+fn inject(simulator: &Simulator, name: &str, venue: VenueId, rate: u32) -> Option<Undo> {
+    match name {
+        "disconnect" => simulator.disconnect(venue),
+        "cut_mid_frame" => simulator.cut_mid_frame(venue),
+        "stall_mid_frame" => simulator.stall_mid_frame(venue),
+        "garbage" => simulator.send_raw(venue, "\u{1}garbage\u{7f}"),
+        "half_frame" => simulator.send_raw(
+            venue,
+            r#"{"stream":"ethbtc@depth10@100ms","data":{"lastUpdateId":1,"bids":[["0.1","#,
+        ),
+        "binary_frame" => simulator.send_binary(venue, b"{}".to_vec()),
+        "invalid_utf8" => simulator.send_invalid_utf8(venue),
+        "oversized_frame" => simulator.send_raw(venue, "x".repeat(MAX_FRAME_BYTES + 1)),
+        "ping_flood" => simulator.ping_flood(venue, 1_000),
+        // 100 × the rate for 10 ms, at once.
+        "burst_100x" => simulator.burst(venue, rate),
+        "clock_jump" => {
+            simulator.set_clock_offset(venue, 3_600_000_000);
+            return Some(Undo::ClockBack(venue));
+        }
+        "pause" => {
+            simulator.pause(venue, true);
+            return Some(Undo::Resume(venue));
+        }
+        other => unreachable!("fault {other} is not in FAULTS"),
+    }
+    None
+}
+
+enum Undo {
+    ClockBack(VenueId),
+    Resume(VenueId),
+}
+
+impl Undo {
+    fn apply(self, simulator: &Simulator) {
+        match self {
+            Undo::ClockBack(venue) => simulator.set_clock_offset(venue, 0),
+            Undo::Resume(venue) => simulator.pause(venue, false),
+        }
+    }
+}
+
+/// How long a fault that must be undone lasts: past the stale age, so a pause evicts.
+const FAULT_HOLD: Duration = Duration::from_millis(1_500);
+
+pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
+    let runtime = |name: &str, workers: usize| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .thread_name(name)
+            .enable_all()
+            .build()
+            .map_err(|error| format!("runtime: {error}"))
+    };
+    let simulator_runtime = runtime("soak-simulator", 1)?;
+    let service_runtime = runtime("soak-service", 2)?;
+    let rss_start = memory().0;
+    let simulator = simulator_runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|error| format!("simulator: {error}"))?;
+        Simulator::start(listener, spec.rate_per_venue, spec.seed).map_err(|e| e.to_string())
+    })?;
+    let config = config(&simulator)?;
+    let (service, grpc_addr) = service_runtime.block_on(async {
+        let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
+        let grpc = bind().await.map_err(|error| error.to_string())?;
+        let grpc_addr = grpc.local_addr().map_err(|error| error.to_string())?;
+        let listeners = Listeners {
+            grpc,
+            metrics: bind().await.map_err(|error| error.to_string())?,
+        };
+        let service = Service::start(config, listeners).map_err(|error| error.to_string())?;
+        Ok::<_, String>((service, grpc_addr))
+    })?;
+
+    // The in-process consumer: every summary through the invariants; the venues' states.
+    let checker = Arc::new(Mutex::new(InvariantChecker::new(Duration::from_millis(
+        STALE_AFTER_MS,
+    ))));
+    let mut summaries = service.summaries(0);
+    let consumer_checker = Arc::clone(&checker);
+    let consumer = service_runtime.spawn(async move {
+        while summaries.changed().await.is_ok() {
+            let summary = summaries.borrow_and_update().clone();
+            if summary.sequence > 0 {
+                consumer_checker
+                    .lock()
+                    .expect("not poisoned")
+                    .check(&summary);
+            }
+        }
+    });
+    // The gRPC consumer: sequences must increase.
+    let grpc_counts = Arc::new(Mutex::new((0u64, 0u64)));
+    let grpc_consumer_counts = Arc::clone(&grpc_counts);
+    let grpc_consumer = service_runtime.spawn(async move {
+        let Ok(mut client) =
+            OrderbookAggregatorClient::connect(format!("http://{grpc_addr}")).await
+        else {
+            return;
+        };
+        let request = SummaryRequest {
+            instrument: String::new(),
+        };
+        let Ok(response) = client.book_summary_exact(request).await else {
+            return;
+        };
+        let mut stream = response.into_inner();
+        let mut last = 0;
+        while let Ok(Some(summary)) = stream.message().await {
+            let mut counts = grpc_consumer_counts.lock().expect("not poisoned");
+            counts.0 += 1;
+            if summary.seq <= last {
+                counts.1 += 1;
+            }
+            last = summary.seq;
+        }
+    });
+
+    let mut rng = Rng::new(spec.seed);
+    let mut faults: BTreeMap<&'static str, u64> = FAULTS.iter().map(|&name| (name, 0)).collect();
+    let started = Instant::now();
+    let mut rss_samples = vec![(0.0, rss_start)];
+    let mut next_sample = spec.rss_every;
+    let mut next_fault = spec.fault_every;
+    let mut undo: Option<(Instant, Undo)> = None;
+    let baseline_at = spec.duration / 6;
+    let mut rss_baseline = None;
+    while started.elapsed() < spec.duration {
+        std::thread::sleep(Duration::from_millis(10));
+        let elapsed = started.elapsed();
+        if let Some((at, _)) = &undo
+            && Instant::now() >= *at
+        {
+            undo.take().expect("checked").1.apply(&simulator);
+        }
+        if elapsed >= next_fault && undo.is_none() {
+            next_fault += spec.fault_every;
+            let name = FAULTS[rng.below(FAULTS.len() as u64) as usize];
+            let venue = VenueId::ALL[rng.below(VenueId::ALL.len() as u64) as usize];
+            tracing::info!(fault = name, %venue, "soak: injecting");
+            *faults.get_mut(name).expect("listed") += 1;
+            undo = inject(&simulator, name, venue, spec.rate_per_venue)
+                .map(|undo| (Instant::now() + FAULT_HOLD, undo));
+        }
+        if elapsed >= next_sample {
+            rss_samples.push((elapsed.as_secs_f64(), memory().0));
+            next_sample += spec.rss_every;
+        }
+        if rss_baseline.is_none() && elapsed >= baseline_at {
+            rss_baseline = Some(memory().0);
+        }
+    }
+    if let Some((_, undo)) = undo.take() {
+        undo.apply(&simulator);
+    }
+    let duration_seconds = started.elapsed().as_secs_f64();
+    let rss_end = memory().0;
+    rss_samples.push((duration_seconds, rss_end));
+
+    let mut latest = service.summaries(0);
+    let recovered = service_runtime.block_on(async {
+        let all_synced = |summary: &Arc<crate::summary::Summary>| {
+            VenueId::ALL
+                .iter()
+                .all(|&venue| summary.venue_state(venue) == VenueState::Synced)
+        };
+        tokio::time::timeout(RECOVERY_TIMEOUT, latest.wait_for(all_synced))
+            .await
+            .is_ok_and(|found| found.is_ok())
+    });
+    let metrics = service.metrics();
+    service_runtime.block_on(service.stop());
+    consumer.abort();
+    grpc_consumer.abort();
+
+    let sum = |counter: &prometheus::IntCounterVec| -> u64 {
+        VenueId::ALL
+            .iter()
+            .map(|venue| counter.with_label_values(&[venue.name()]).get())
+            .sum()
+    };
+    let mut connection_errors = BTreeMap::new();
+    for family in metrics.registry.gather() {
+        if family.name() != "orderbook_connection_errors_total" {
+            continue;
+        }
+        for sample in family.get_metric() {
+            let reason = sample
+                .get_label()
+                .iter()
+                .find(|label| label.name() == "reason")
+                .map_or("", |label| label.value());
+            *connection_errors.entry(reason.to_owned()).or_insert(0) +=
+                sample.get_counter().value() as u64;
+        }
+    }
+    let checker = checker.lock().expect("not poisoned");
+    let (grpc_received, grpc_violations) = *grpc_counts.lock().expect("not poisoned");
+    Ok(SoakReport {
+        duration_seconds,
+        rate_per_venue: spec.rate_per_venue,
+        seed: spec.seed,
+        faults,
+        frames_received: sum(&metrics.messages),
+        summaries_published: metrics.merges.get(),
+        summaries_checked: checker.checked,
+        grpc_summaries_received: grpc_received,
+        reconnections: sum(&metrics.reconnections),
+        decode_errors: sum(&metrics.decode_errors),
+        connection_errors,
+        stale_evictions: sum(&metrics.stale_evictions),
+        violations: checker.violations.len() as u64,
+        first_violations: checker
+            .violations
+            .iter()
+            .take(10)
+            .map(ToString::to_string)
+            .collect(),
+        grpc_sequence_violations: grpc_violations,
+        recovered,
+        rss_start_bytes: rss_start,
+        rss_baseline_bytes: rss_baseline.unwrap_or(rss_start),
+        rss_end_bytes: rss_end,
+        peak_rss_bytes: memory().1,
+        rss_samples,
+    })
+}

@@ -1,0 +1,334 @@
+//! Faults injected by the simulator, one test each (docs/reliability.md has the table).
+//! Every test runs the real service against the simulator, checks every summary published
+//! meanwhile against the merged book's invariants (`invariants.rs`: nothing of an excluded
+//! venue, nothing stale, nothing crossed or unsorted, sequences increasing), checks the
+//! counter that records the fault, and that the affected venue recovers by itself.
+
+use mergebook::config::RawConfig;
+use mergebook::invariants::InvariantChecker;
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
+use mergebook::summary::{Summary, VenueState};
+use mergebook::venue::VenueId;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+const WAIT: Duration = Duration::from_secs(20);
+const STALE_AFTER_MS: u64 = 1_500;
+const MAX_FRAME_BYTES: usize = 65_536;
+const BINANCE: VenueId = VenueId::Binance;
+const BITSTAMP: VenueId = VenueId::Bitstamp;
+
+struct Chaos {
+    simulator: Simulator,
+    service: Service,
+    recorder: tokio::task::JoinHandle<Recorded>,
+}
+
+/// What one consumer saw: the invariants checked on every summary, and each venue's states.
+struct Recorded {
+    checker: InvariantChecker,
+    states: [BTreeSet<&'static str>; 2],
+}
+
+/// One of the simulator's fault URLs (`Simulator::silent_url`, …).
+type FaultUrl = fn(&Simulator, VenueId) -> String;
+
+/// The service on the simulator, with short timeouts; `url` replaces a venue's URL.
+async fn start(url: Option<(VenueId, FaultUrl)>) -> Chaos {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 11).unwrap();
+    let url_of = |venue| match url {
+        Some((replaced, url)) if replaced == venue => url(&simulator, venue),
+        _ => simulator.url(venue),
+    };
+    let config = format!(
+        r#"
+        [service]
+        stale_after_ms = {STALE_AFTER_MS}
+        output = "none"
+        [feed]
+        max_frame_bytes = {MAX_FRAME_BYTES}
+        read_idle_timeout_ms = 800
+        connect_timeout_ms = 500
+        backoff_initial_ms = 20
+        backoff_max_ms = 200
+        [venues.binance]
+        url = "{}"
+        [venues.bitstamp]
+        url = "{}"
+        [[instruments]]
+        name = "ETH/BTC"
+        symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc" }}
+        "#,
+        url_of(BINANCE),
+        url_of(BITSTAMP),
+    );
+    let config = RawConfig::parse(&config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    let listeners = Listeners {
+        grpc: TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        metrics: TcpListener::bind("127.0.0.1:0").await.unwrap(),
+    };
+    let service = Service::start(config, listeners).unwrap();
+    let mut summaries = service.summaries(0);
+    let recorder = tokio::spawn(async move {
+        let mut recorded = Recorded {
+            checker: InvariantChecker::new(Duration::from_millis(STALE_AFTER_MS)),
+            states: Default::default(),
+        };
+        while summaries.changed().await.is_ok() {
+            let summary = summaries.borrow_and_update().clone();
+            if summary.sequence == 0 {
+                continue;
+            }
+            recorded.checker.check(&summary);
+            for venue in [BINANCE, BITSTAMP] {
+                recorded.states[venue.index()].insert(summary.venue_state(venue).name());
+            }
+        }
+        recorded
+    });
+    Chaos {
+        simulator,
+        service,
+        recorder,
+    }
+}
+
+impl Chaos {
+    fn summaries(&self) -> watch::Receiver<Arc<Summary>> {
+        self.service.summaries(0)
+    }
+
+    /// Waits for a summary satisfying `accept`.
+    async fn wait_for(&self, what: &str, accept: impl Fn(&Summary) -> bool) {
+        let mut summaries = self.summaries();
+        let found = tokio::time::timeout(WAIT, summaries.wait_for(|summary| accept(summary)))
+            .await
+            .is_ok_and(|found| found.is_ok());
+        assert!(
+            found,
+            "{what}: not within {WAIT:?}; last states {:?}",
+            summaries.borrow().venues
+        );
+    }
+
+    async fn both_synced(&self) {
+        self.wait_for("both venues synced", |summary| {
+            [BINANCE, BITSTAMP]
+                .iter()
+                .all(|&venue| summary.venue_state(venue) == VenueState::Synced)
+        })
+        .await;
+    }
+
+    /// A sample of the service's /metrics, 0 when the series does not exist yet.
+    fn metric(&self, series: &str) -> f64 {
+        let text = self.service.metrics().render();
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    /// Waits for `series` to reach `at_least`.
+    async fn counted(&self, series: &str, at_least: f64) {
+        self.eventually(&format!("{series} >= {at_least}"), || {
+            self.metric(series) >= at_least
+        })
+        .await;
+    }
+
+    /// Polls `condition` every 20 ms until it holds.
+    async fn eventually(&self, what: &str, condition: impl Fn() -> bool) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while !condition() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what}: not within {WAIT:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Stops the service; fails if any summary broke an invariant.
+    async fn finish(self) -> Recorded {
+        self.service.stop().await;
+        let recorded = self.recorder.await.unwrap();
+        assert!(recorded.checker.checked > 0, "no summary was published");
+        assert!(
+            recorded.checker.violations.is_empty(),
+            "{} summaries broke invariants, first: {}",
+            recorded.checker.violations.len(),
+            recorded.checker.violations[0]
+        );
+        recorded
+    }
+}
+
+fn connection_errors(venue: VenueId, reason: &str) -> String {
+    format!(r#"orderbook_connection_errors_total{{exchange="{venue}",reason="{reason}"}}"#)
+}
+
+/// A fault that ends the connection: counted under `reason`, the venue excluded, then back.
+async fn reconnects_after(fault: impl FnOnce(&Simulator), reason: &str) {
+    let chaos = start(None).await;
+    chaos.both_synced().await;
+    fault(&chaos.simulator);
+    chaos
+        .counted(&connection_errors(BINANCE, reason), 1.0)
+        .await;
+    chaos
+        .eventually("a reconnection", || {
+            chaos.simulator.connections(BINANCE) >= 2
+        })
+        .await;
+    chaos.both_synced().await;
+    let recorded = chaos.finish().await;
+    assert!(
+        recorded.states[BINANCE.index()].contains("connecting"),
+        "the venue was excluded while reconnecting: {:?}",
+        recorded.states[BINANCE.index()]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_cut_mid_frame_reconnects() {
+    reconnects_after(|simulator| simulator.cut_mid_frame(BINANCE), "closed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_stalled_mid_frame_is_dropped_at_the_read_idle_timeout() {
+    reconnects_after(
+        |simulator| simulator.stall_mid_frame(BINANCE),
+        "idle_timeout",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_frame_is_refused_and_the_connection_reset() {
+    reconnects_after(
+        |simulator| simulator.send_raw(BINANCE, "x".repeat(MAX_FRAME_BYTES + 1)),
+        "oversized_frame",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_utf8_in_a_text_frame_resets_the_connection() {
+    reconnects_after(
+        |simulator| simulator.send_invalid_utf8(BINANCE),
+        "invalid_utf8",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binary_frame_is_a_counted_bad_frame_and_the_connection_stays() {
+    let chaos = start(None).await;
+    chaos.both_synced().await;
+    let errors = r#"orderbook_decode_errors_total{exchange="binance"}"#;
+    chaos
+        .simulator
+        .send_binary(BINANCE, b"{\"not\":\"text\"}".to_vec());
+    chaos.counted(errors, 1.0).await;
+    chaos.both_synced().await;
+    assert_eq!(chaos.simulator.connections(BINANCE), 1);
+    let recorded = chaos.finish().await;
+    assert!(recorded.states[BINANCE.index()].contains("out-of-sync"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_flood_is_answered_and_changes_nothing_else() {
+    let chaos = start(None).await;
+    chaos.both_synced().await;
+    chaos.simulator.ping_flood(BINANCE, 10_000);
+    chaos
+        .counted(r#"orderbook_pings_total{exchange="binance"}"#, 10_000.0)
+        .await;
+    chaos.both_synced().await;
+    assert_eq!(chaos.simulator.connections(BINANCE), 1);
+    chaos.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_100_times_the_rate_is_absorbed_by_latest_value() {
+    let chaos = start(None).await;
+    chaos.both_synced().await;
+    // 100 × 50 frames/s, for one second, at once.
+    chaos.simulator.burst(BINANCE, 5_000);
+    chaos
+        .counted(r#"orderbook_messages_total{exchange="binance"}"#, 5_000.0)
+        .await;
+    chaos.both_synced().await;
+    assert_eq!(chaos.simulator.connections(BINANCE), 1);
+    chaos.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_accepts_and_never_answers_times_out_and_the_other_venue_carries_on() {
+    let chaos = start(Some((BINANCE, Simulator::silent_url))).await;
+    chaos
+        .wait_for("bitstamp synced", |summary| {
+            summary.venue_state(BITSTAMP) == VenueState::Synced
+        })
+        .await;
+    chaos
+        .counted(&connection_errors(BINANCE, "connect_timeout"), 2.0)
+        .await;
+    let recorded = chaos.finish().await;
+    assert_eq!(
+        recorded.states[BINANCE.index()],
+        BTreeSet::from(["connecting"]),
+        "never merged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_tls_handshake_is_counted_and_retried() {
+    let chaos = start(Some((BINANCE, Simulator::tls_mismatch_url))).await;
+    chaos.counted(&connection_errors(BINANCE, "tls"), 2.0).await;
+    let recorded = chaos.finish().await;
+    assert_eq!(
+        recorded.states[BINANCE.index()],
+        BTreeSet::from(["connecting"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_venue_clock_that_jumps_back_is_followed_after_three_books() {
+    let chaos = start(None).await;
+    chaos.both_synced().await;
+    // An hour ahead (Bitstamp's sequence is its microtimestamp), then back.
+    let hour_us = 3_600_000_000;
+    chaos.simulator.set_clock_offset(BITSTAMP, hour_us);
+    chaos
+        .wait_for("books an hour ahead", |summary| {
+            summary.venue_sequence[BITSTAMP.index()] > hour_us
+        })
+        .await;
+    chaos.simulator.set_clock_offset(BITSTAMP, 0);
+    chaos
+        .counted(
+            r#"orderbook_sequence_resets_total{exchange="bitstamp"}"#,
+            1.0,
+        )
+        .await;
+    chaos
+        .wait_for("books back on the true clock", |summary| {
+            summary.venue_sequence[BITSTAMP.index()] < hour_us
+                && summary.venue_state(BITSTAMP) == VenueState::Synced
+        })
+        .await;
+    assert!(
+        chaos.metric(r#"orderbook_books_dropped_total{exchange="bitstamp",reason="out_of_order"}"#)
+            >= 2.0
+    );
+    chaos.finish().await;
+}
