@@ -103,20 +103,14 @@ impl<'a> Payload<'a> for PartialDepth<'_> {
     }
 
     fn any_seen(seen: &Seen) -> bool {
-        PARTIAL_KEYS.iter().any(|&(bit, _)| seen.has(bit))
+        seen.any(&PARTIAL_KEYS)
     }
 
     fn classify(members: &Members<'a>) -> Result<bool, DecodeError> {
         if members.seen.has(EVENT) {
             return Err(DecodeError::UnknownMessage("Binance partial depth"));
         }
-        match PARTIAL_KEYS
-            .iter()
-            .find(|&&(bit, _)| !members.seen.has(bit))
-        {
-            Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
-            None => Ok(true),
-        }
+        members.seen.require(&PARTIAL_KEYS).map(|()| true)
     }
 }
 
@@ -162,16 +156,15 @@ impl<'a> Payload<'a> for DiffEvent<'_> {
     }
 
     fn any_seen(seen: &Seen) -> bool {
-        DIFF_KEYS.iter().any(|&(bit, _)| seen.has(bit))
+        seen.any(&DIFF_KEYS)
     }
 
     fn classify(members: &Members<'a>) -> Result<bool, DecodeError> {
-        let missing = DIFF_KEYS.iter().find(|&&(bit, _)| !members.seen.has(bit));
-        match (members.event, missing) {
-            (b"depthUpdate", None) => Ok(true),
-            (b"depthUpdate", Some(&(_, missing))) => Err(DecodeError::MissingKey(missing)),
+        let complete = members.seen.require(&DIFF_KEYS);
+        match (members.event, complete) {
+            (b"depthUpdate", complete) => complete.map(|()| true),
             // Every key of a diff but its event type: a broken diff, not another stream.
-            (b"", None) => Err(DecodeError::MissingKey("e")),
+            (b"", Ok(())) => Err(DecodeError::MissingKey("e")),
             _ => Ok(false),
         }
     }
@@ -326,10 +319,7 @@ impl Venue for Binance {
             Ok(())
         })?;
         walker.finish()?;
-        match PARTIAL_KEYS.iter().find(|&&(bit, _)| !seen.has(bit)) {
-            Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
-            None => Ok(()),
-        }
+        seen.require(&PARTIAL_KEYS)
     }
 
     fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {

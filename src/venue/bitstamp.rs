@@ -161,10 +161,8 @@ fn decode_frame<'a>(
             if !seen.has(DATA) {
                 return Err(DecodeError::MissingKey("data"));
             }
-            match DATA_KEYS.iter().find(|&&(bit, _)| !seen.has(bit)) {
-                Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
-                None => Ok(Message::Book { stream: channel }),
-            }
+            seen.require(&DATA_KEYS)
+                .map(|()| Message::Book { stream: channel })
         }
         b"bts:subscription_succeeded" => Ok(Message::SubscribeResult { accepted: true }),
         b"bts:error" => Ok(Message::SubscribeResult { accepted: false }),
@@ -216,10 +214,7 @@ impl Venue for Bitstamp {
         };
         walker.object(|walker, key| data_member(walker, key, &mut seen, &mut sink))?;
         walker.finish()?;
-        match DATA_KEYS.iter().find(|&&(bit, _)| !seen.has(bit)) {
-            Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
-            None => Ok(()),
-        }
+        seen.require(&DATA_KEYS)
     }
 
     /// Python-style separators and key order, as in the first recorded sample.

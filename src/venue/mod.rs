@@ -302,4 +302,17 @@ impl Seen {
     pub(crate) fn has(&self, bit: u32) -> bool {
         self.0 & (1 << bit) != 0
     }
+
+    /// Whether any of `keys` (bit, name) was seen.
+    pub(crate) fn any(&self, keys: &[(u32, &'static str)]) -> bool {
+        keys.iter().any(|&(bit, _)| self.has(bit))
+    }
+
+    /// The first of `keys` (bit, name) not seen, as the error naming it.
+    pub(crate) fn require(&self, keys: &[(u32, &'static str)]) -> Result<(), DecodeError> {
+        match keys.iter().find(|&&(bit, _)| !self.has(bit)) {
+            Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
+            None => Ok(()),
+        }
+    }
 }
