@@ -281,6 +281,17 @@ fn cpu_times() -> CpuTimes {
     times
 }
 
+/// A multi-threaded runtime whose threads are named `name` (the CPU accounting tells
+/// thread groups apart by name).
+pub(crate) fn runtime(name: &str, workers: usize) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .map_err(|error| format!("runtime: {error}"))
+}
+
 /// `VmRSS` and `VmHWM` of this process, in bytes.
 pub(crate) fn memory() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -339,14 +350,6 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Runs one load run in this process.
 pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
-    let runtime = |name: &str, workers: usize| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .thread_name(name)
-            .enable_all()
-            .build()
-            .map_err(|error| format!("runtime: {error}"))
-    };
     // The simulator gets one worker, the service the default runtime the binary runs on.
     let simulator_runtime = runtime(SIMULATOR_THREADS, 1)?;
     let service_runtime = runtime(

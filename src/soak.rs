@@ -8,7 +8,7 @@
 
 use crate::config::{Config, RawConfig};
 use crate::invariants::InvariantChecker;
-use crate::loadtest::memory;
+use crate::loadtest::{memory, runtime};
 use crate::publish::grpc::proto::{
     SummaryRequest, orderbook_aggregator_client::OrderbookAggregatorClient,
 };
@@ -31,20 +31,63 @@ pub struct SoakSpec {
     pub rss_every: Duration,
 }
 
-/// The faults the soak picks from, each with its name in the report.
-const FAULTS: [&str; 12] = [
-    "disconnect",
-    "cut_mid_frame",
-    "stall_mid_frame",
-    "garbage",
-    "half_frame",
-    "binary_frame",
-    "invalid_utf8",
-    "oversized_frame",
-    "ping_flood",
-    "burst_100x",
-    "clock_jump",
-    "pause",
+/// What a fault does to `venue` (at `rate` frames/s); what undoes it, if it must be undone.
+type Inject = fn(&Simulator, VenueId, u32) -> Option<Undo>;
+
+/// The faults the soak picks from: each name (in the report) with its injection.
+const FAULTS: [(&str, Inject); 12] = [
+    ("disconnect", |simulator, venue, _| {
+        simulator.disconnect(venue);
+        None
+    }),
+    ("cut_mid_frame", |simulator, venue, _| {
+        simulator.cut_mid_frame(venue);
+        None
+    }),
+    ("stall_mid_frame", |simulator, venue, _| {
+        simulator.stall_mid_frame(venue);
+        None
+    }),
+    ("garbage", |simulator, venue, _| {
+        simulator.send_raw(venue, "\u{1}garbage\u{7f}");
+        None
+    }),
+    ("half_frame", |simulator, venue, _| {
+        simulator.send_raw(
+            venue,
+            r#"{"stream":"ethbtc@depth10@100ms","data":{"lastUpdateId":1,"bids":[["0.1","#,
+        );
+        None
+    }),
+    ("binary_frame", |simulator, venue, _| {
+        simulator.send_binary(venue, b"{}".to_vec());
+        None
+    }),
+    ("invalid_utf8", |simulator, venue, _| {
+        simulator.send_invalid_utf8(venue);
+        None
+    }),
+    ("oversized_frame", |simulator, venue, _| {
+        simulator.send_raw(venue, "x".repeat(MAX_FRAME_BYTES + 1));
+        None
+    }),
+    ("ping_flood", |simulator, venue, _| {
+        simulator.ping_flood(venue, 1_000);
+        None
+    }),
+    // 100 × the rate for 10 ms, at once.
+    ("burst_100x", |simulator, venue, rate| {
+        simulator.burst(venue, rate);
+        None
+    }),
+    ("clock_jump", |simulator, venue, _| {
+        simulator.set_clock_offset(venue, 3_600_000_000);
+        Some(Undo::ClockBack(venue))
+    }),
+    ("pause", |simulator, venue, _| {
+        simulator.pause(venue, true);
+        Some(Undo::Resume(venue))
+    }),
 ];
 
 /// The service's settings under soak: short timeouts, so faults resolve within seconds.
@@ -163,36 +206,6 @@ fn config(simulator: &Simulator) -> Result<Config, String> {
     Ok(config)
 }
 
-/// Injects fault `name` on `venue`; returns what undoes it, if anything must.
-fn inject(simulator: &Simulator, name: &str, venue: VenueId, rate: u32) -> Option<Undo> {
-    match name {
-        "disconnect" => simulator.disconnect(venue),
-        "cut_mid_frame" => simulator.cut_mid_frame(venue),
-        "stall_mid_frame" => simulator.stall_mid_frame(venue),
-        "garbage" => simulator.send_raw(venue, "\u{1}garbage\u{7f}"),
-        "half_frame" => simulator.send_raw(
-            venue,
-            r#"{"stream":"ethbtc@depth10@100ms","data":{"lastUpdateId":1,"bids":[["0.1","#,
-        ),
-        "binary_frame" => simulator.send_binary(venue, b"{}".to_vec()),
-        "invalid_utf8" => simulator.send_invalid_utf8(venue),
-        "oversized_frame" => simulator.send_raw(venue, "x".repeat(MAX_FRAME_BYTES + 1)),
-        "ping_flood" => simulator.ping_flood(venue, 1_000),
-        // 100 × the rate for 10 ms, at once.
-        "burst_100x" => simulator.burst(venue, rate),
-        "clock_jump" => {
-            simulator.set_clock_offset(venue, 3_600_000_000);
-            return Some(Undo::ClockBack(venue));
-        }
-        "pause" => {
-            simulator.pause(venue, true);
-            return Some(Undo::Resume(venue));
-        }
-        other => unreachable!("fault {other} is not in FAULTS"),
-    }
-    None
-}
-
 enum Undo {
     ClockBack(VenueId),
     Resume(VenueId),
@@ -211,14 +224,6 @@ impl Undo {
 const FAULT_HOLD: Duration = Duration::from_millis(1_500);
 
 pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
-    let runtime = |name: &str, workers: usize| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(workers)
-            .thread_name(name)
-            .enable_all()
-            .build()
-            .map_err(|error| format!("runtime: {error}"))
-    };
     let simulator_runtime = runtime("soak-simulator", 1)?;
     let service_runtime = runtime("soak-service", 2)?;
     let rss_start = memory().0;
@@ -286,7 +291,8 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
     });
 
     let mut rng = Rng::new(spec.seed);
-    let mut faults: BTreeMap<&'static str, u64> = FAULTS.iter().map(|&name| (name, 0)).collect();
+    let mut faults: BTreeMap<&'static str, u64> =
+        FAULTS.iter().map(|&(name, _)| (name, 0)).collect();
     let started = Instant::now();
     let mut rss_samples = vec![(0.0, rss_start)];
     let mut next_sample = spec.rss_every;
@@ -304,11 +310,11 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
         }
         if elapsed >= next_fault && undo.is_none() {
             next_fault += spec.fault_every;
-            let name = FAULTS[rng.below(FAULTS.len() as u64) as usize];
+            let (name, inject) = FAULTS[rng.below(FAULTS.len() as u64) as usize];
             let venue = VenueId::ALL[rng.below(VenueId::ALL.len() as u64) as usize];
             tracing::info!(fault = name, %venue, "soak: injecting");
             *faults.get_mut(name).expect("listed") += 1;
-            undo = inject(&simulator, name, venue, spec.rate_per_venue)
+            undo = inject(&simulator, venue, spec.rate_per_venue)
                 .map(|undo| (Instant::now() + FAULT_HOLD, undo));
         }
         if elapsed >= next_sample {

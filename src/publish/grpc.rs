@@ -51,8 +51,9 @@ impl ClientLimit {
                 (open < self.max).then_some(open + 1)
             });
         match admitted {
-            Ok(open) => {
-                self.gauge.set(open as i64 + 1);
+            Ok(_) => {
+                // inc/dec, not set(open): concurrent admissions would set stale values.
+                self.gauge.inc();
                 Ok(ClientSlot(Arc::clone(self)))
             }
             Err(_) => {
@@ -72,8 +73,8 @@ impl ClientLimit {
 
 impl Drop for ClientSlot {
     fn drop(&mut self) {
-        let open = self.0.open.fetch_sub(1, Ordering::Relaxed) - 1;
-        self.0.gauge.set(open as i64);
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+        self.0.gauge.dec();
     }
 }
 

@@ -688,10 +688,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                     }
                     socket.flush().await?;
                 }
-                Ok(Command::Burst(frames)) if !books.streams.is_empty() => {
-                    books.send(&mut socket, &shared, frames).await?;
-                }
-                Ok(Command::Burst(_)) => {}
+                Ok(Command::Burst(frames)) => books.send(&mut socket, &shared, frames).await?,
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
             },
             _ = paused.changed() => {}
