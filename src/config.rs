@@ -710,8 +710,22 @@ mod tests {
                 mode: FeedMode::Snapshot,
             }]
         );
+        // Safe defaults (docs/reliability.md): loopback only, bounded clients.
         assert_eq!(config.grpc_listen.to_string(), "127.0.0.1:50051");
+        assert_eq!(config.metrics_listen.to_string(), "127.0.0.1:9898");
+        assert_eq!(config.grpc_max_clients, 1024);
         assert!(config.simulator.is_none());
+    }
+
+    #[test]
+    fn more_instruments_than_max_instruments_are_refused() {
+        let two = format!(
+            "[service]\nmax_instruments = 1\n{MINIMAL}[[instruments]]\nname = \"BTC/USD\"\nsymbols = {{ binance = \"BTCUSDT\" }}\n"
+        );
+        assert_eq!(
+            validate(&two).unwrap_err().to_string(),
+            "instruments = 2 instruments: at most service.max_instruments = 1"
+        );
     }
 
     /// Each bad value stops start-up with a message naming the key and the value.
@@ -733,6 +747,14 @@ mod tests {
             (
                 "[merger]\nidle = \"nap\"\n",
                 "merger.idle = \"nap\": expected \"spin\", \"spin-then-yield\" or \"park\"",
+            ),
+            (
+                "[grpc]\nmax_clients = 0\n",
+                "grpc.max_clients = 0: must be between 1 and 65536",
+            ),
+            (
+                "[service]\nmax_instruments = 2000\n",
+                "service.max_instruments = 2000: must be between 1 and 1024",
             ),
             (
                 "[grpc]\nlisten = \"localhost\"\n",

@@ -211,3 +211,28 @@ fn a_real_prometheus_scrapes_mergebook_and_answers_queries() {
     eprintln!("through Prometheus: e2e P99 {p99} s, messages/s {messages_per_second:?}");
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+/// The process needs no root (docs/reliability.md): the image's final user is `nonroot`,
+/// the unit runs as a dynamic user with no capabilities and no way to gain privileges.
+#[test]
+fn neither_the_image_nor_the_unit_runs_as_root() {
+    let file = |path: &str| std::fs::read_to_string(Path::new(REPO).join(path)).unwrap();
+    let dockerfile = file("Dockerfile");
+    let final_user = dockerfile
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("USER "));
+    assert_eq!(final_user.map(str::trim), Some("nonroot"));
+    let unit = file("deploy/systemd/mergebook.service");
+    for setting in [
+        "DynamicUser=yes",
+        "NoNewPrivileges=yes",
+        "CapabilityBoundingSet=",
+        "AmbientCapabilities=",
+    ] {
+        assert!(
+            unit.lines().any(|line| line.trim() == setting),
+            "{setting} missing from the unit"
+        );
+    }
+}
