@@ -12,9 +12,15 @@ use mergebook::summary::{Summary, VenueState};
 use mergebook::venue::VenueId;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::crypto::ring;
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer};
+use tokio_rustls::rustls::{ClientConfig, RootCertStore, ServerConfig};
+use tokio_tungstenite::Connector;
 
 const WAIT: Duration = Duration::from_secs(20);
 const STALE_AFTER_MS: u64 = 1_500;
@@ -34,11 +40,12 @@ struct Recorded {
     states: [BTreeSet<&'static str>; 2],
 }
 
-/// One of the simulator's fault URLs (`Simulator::silent_url`, …).
-type FaultUrl = fn(&Simulator, VenueId) -> String;
+/// A venue's URL in place of the simulator's own: one of its fault URLs
+/// (`Simulator::silent_url`, …) or a test's endpoint in front of it.
+type FaultUrl<'a> = &'a dyn Fn(&Simulator, VenueId) -> String;
 
 /// The service on the simulator, with short timeouts; `url` replaces a venue's URL.
-async fn start(url: Option<(VenueId, FaultUrl)>) -> Chaos {
+async fn start(url: Option<(VenueId, FaultUrl<'_>)>) -> Chaos {
     let simulator =
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 11).unwrap();
     let url_of = |venue| match url {
@@ -270,7 +277,7 @@ async fn a_burst_of_100_times_the_rate_is_read_on_the_same_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_accepts_and_never_answers_times_out_and_the_other_venue_carries_on() {
-    let chaos = start(Some((BINANCE, Simulator::silent_url))).await;
+    let chaos = start(Some((BINANCE, &Simulator::silent_url))).await;
     chaos
         .wait_for("bitstamp synced", |summary| {
             summary.venue_state(BITSTAMP) == VenueState::Synced
@@ -289,8 +296,103 @@ async fn a_server_that_accepts_and_never_answers_times_out_and_the_other_venue_c
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_tls_handshake_is_counted_and_retried() {
-    let chaos = start(Some((BINANCE, Simulator::tls_mismatch_url))).await;
+    let chaos = start(Some((BINANCE, &Simulator::tls_mismatch_url))).await;
     chaos.counted(&connection_errors(BINANCE, "tls"), 2.0).await;
+    let recorded = chaos.finish().await;
+    assert_eq!(
+        recorded.states[BINANCE.index()],
+        BTreeSet::from(["connecting"])
+    );
+}
+
+/// A TLS endpoint for `localhost` with a self-signed certificate (what a man in the middle
+/// presents), passing whatever it decrypts to the simulator; it counts the handshakes that
+/// failed and completed.
+#[derive(Clone)]
+struct SelfSignedProxy {
+    certificate: CertificateDer<'static>,
+    acceptor: TlsAcceptor,
+    failed: Arc<AtomicU64>,
+    completed: Arc<AtomicU64>,
+}
+
+impl SelfSignedProxy {
+    fn new() -> Self {
+        let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+        let certificate = certified.cert.der().clone();
+        let key = PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der());
+        let server = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![certificate.clone()], key.into())
+            .unwrap();
+        Self {
+            certificate,
+            acceptor: TlsAcceptor::from(Arc::new(server)),
+            failed: Arc::default(),
+            completed: Arc::default(),
+        }
+    }
+
+    /// Starts the endpoint in front of `simulator`; `venue`'s `wss://localhost` URL on it.
+    fn url(&self, simulator: &Simulator, venue: VenueId) -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let listener = TcpListener::from_std(listener).unwrap();
+        let (proxy, upstream) = (self.clone(), simulator.addr());
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let proxy = proxy.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = proxy.acceptor.accept(socket).await else {
+                        proxy.failed.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    };
+                    proxy.completed.fetch_add(1, Ordering::Relaxed);
+                    let mut plain = tokio::net::TcpStream::connect(upstream).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+                });
+            }
+        });
+        format!("wss://localhost:{port}/{}", venue.name())
+    }
+
+    /// A client configuration that trusts this certificate (and nothing else).
+    fn trusting_client(&self) -> ClientConfig {
+        let mut roots = RootCertStore::empty();
+        roots.add(self.certificate.clone()).unwrap();
+        ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_signed_certificate_is_refused() {
+    let proxy = SelfSignedProxy::new();
+    let url = std::sync::OnceLock::new();
+    let chaos = start(Some((BINANCE, &|simulator: &Simulator, venue| {
+        url.get_or_init(|| proxy.url(simulator, venue)).clone()
+    })))
+    .await;
+    chaos.counted(&connection_errors(BINANCE, "tls"), 2.0).await;
+    // The endpoint works for a client that trusts its certificate: the reader refused it
+    // for the certificate alone.
+    let trusting = Connector::Rustls(Arc::new(proxy.trusting_client()));
+    let url = url.get().unwrap();
+    tokio_tungstenite::connect_async_tls_with_config(url, None, false, Some(trusting))
+        .await
+        .expect("a WebSocket through the endpoint, for a client that trusts it");
+    assert!(proxy.failed.load(Ordering::Relaxed) >= 2);
+    assert_eq!(
+        proxy.completed.load(Ordering::Relaxed),
+        1,
+        "only the trusting client"
+    );
     let recorded = chaos.finish().await;
     assert_eq!(
         recorded.states[BINANCE.index()],
