@@ -100,6 +100,7 @@ pub struct RawListen {
 pub struct RawGrpc {
     pub listen: Option<String>,
     pub max_clients: Option<i64>,
+    pub client_buffer_bytes: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -199,6 +200,10 @@ pub struct Config {
     pub grpc_listen: SocketAddr,
     /// gRPC streams served at once; more are refused (`RESOURCE_EXHAUSTED`).
     pub grpc_max_clients: usize,
+    /// Bytes of summaries that may wait for one gRPC client that reads slower than they
+    /// come (HTTP/2's send buffer and the socket's); past it, the client skips to the
+    /// latest summary.
+    pub grpc_client_buffer_bytes: usize,
     pub metrics_listen: SocketAddr,
     /// The venues used by at least one instrument, with their URLs.
     pub venues: Vec<VenueConfig>,
@@ -590,6 +595,12 @@ impl RawConfig {
             )?,
             grpc_max_clients: in_range("grpc.max_clients", self.grpc.max_clients, 1024, 1..=65_536)?
                 as usize,
+            grpc_client_buffer_bytes: in_range(
+                "grpc.client_buffer_bytes",
+                self.grpc.client_buffer_bytes,
+                262_144,
+                16_384..=67_108_864,
+            )? as usize,
             metrics_listen: socket_address(
                 "metrics.listen",
                 self.metrics.listen.as_deref(),
@@ -714,6 +725,7 @@ mod tests {
         assert_eq!(config.grpc_listen.to_string(), "127.0.0.1:50051");
         assert_eq!(config.metrics_listen.to_string(), "127.0.0.1:9898");
         assert_eq!(config.grpc_max_clients, 1024);
+        assert_eq!(config.grpc_client_buffer_bytes, 262_144);
         assert!(config.simulator.is_none());
     }
 
@@ -751,6 +763,10 @@ mod tests {
             (
                 "[grpc]\nmax_clients = 0\n",
                 "grpc.max_clients = 0: must be between 1 and 65536",
+            ),
+            (
+                "[grpc]\nclient_buffer_bytes = 100\n",
+                "grpc.client_buffer_bytes = 100: must be between 16384 and 67108864",
             ),
             (
                 "[service]\nmax_instruments = 2000\n",

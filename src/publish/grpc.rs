@@ -11,6 +11,8 @@ use crate::merge::MergedLevel;
 use crate::metrics::Metrics;
 use crate::summary::Summary;
 use futures_util::Stream;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -196,6 +198,7 @@ impl OrderbookAggregator for Aggregator {
 /// vanished without closing is dropped, and its stream's place freed.
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 /// Serves until the task is aborted.
 pub async fn serve(
@@ -204,38 +207,69 @@ pub async fn serve(
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
     metrics: &Metrics,
 ) {
-    let incoming = tokio_stream_from(listener);
     let clients = Arc::new(ClientLimit {
         open: AtomicUsize::new(0),
         max: config.grpc_max_clients,
         gauge: metrics.grpc_clients.clone(),
         rejected: metrics.grpc_clients_rejected.clone(),
     });
-    let service = OrderbookAggregatorServer::new(Aggregator {
+    let buffers = ClientBuffers::split(config.grpc_client_buffer_bytes);
+    let routes = tonic::service::Routes::new(OrderbookAggregatorServer::new(Aggregator {
         config,
         summaries,
         clients,
-    });
-    if let Err(error) = tonic::transport::Server::builder()
-        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
-        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-        .add_service(service)
-        .serve_with_incoming(incoming)
-        .await
-    {
-        tracing::error!(%error, "gRPC server stopped");
+    }))
+    .prepare();
+    // hyper's HTTP/2 server under tonic's routes rather than tonic's own server, because
+    // tonic does not expose HTTP/2's send buffer, half of what a client can hold up.
+    let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    http2
+        .timer(TokioTimer::new())
+        .keep_alive_interval(KEEPALIVE_INTERVAL)
+        .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+        .max_send_buf_size(buffers.http2_send);
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                // Out of file descriptors, mostly: wait rather than spin on it.
+                tracing::warn!(%error, "gRPC accept failed");
+                tokio::time::sleep(ACCEPT_RETRY).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        if let Err(error) =
+            socket2::SockRef::from(&stream).set_send_buffer_size(buffers.socket_send)
+        {
+            tracing::warn!(%error, "gRPC: setting the socket's send buffer failed");
+        }
+        let connection = http2.serve_connection(
+            TokioIo::new(stream),
+            TowerToHyperService::new(routes.clone()),
+        );
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "gRPC connection ended");
+            }
+        });
     }
 }
 
-/// Accepted connections as a stream, with TCP_NODELAY set.
-fn tokio_stream_from(
-    listener: TcpListener,
-) -> impl Stream<Item = Result<tokio::net::TcpStream, std::io::Error>> + Send + 'static {
-    futures_util::stream::unfold(listener, |listener| async move {
-        let accepted = listener.accept().await.map(|(stream, _)| {
-            let _ = stream.set_nodelay(true);
-            stream
-        });
-        Some((accepted, listener))
-    })
+/// What waits for one client that reads slower than summaries come, `grpc.client_buffer_bytes`
+/// in all: the stream itself holds only the latest summary; behind it, half the budget
+/// in HTTP/2's send buffer (in the service) and half in the socket's (in the kernel).
+struct ClientBuffers {
+    http2_send: usize,
+    /// SO_SNDBUF: a quarter of the budget, because Linux doubles what it is given.
+    socket_send: usize,
+}
+
+impl ClientBuffers {
+    fn split(client_buffer_bytes: usize) -> Self {
+        Self {
+            http2_send: client_buffer_bytes / 2,
+            socket_send: client_buffer_bytes / 4,
+        }
+    }
 }
