@@ -8,7 +8,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{KillOnDrop, free_port};
+use common::{KillOnDrop, free_port, rss_bytes};
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -106,16 +106,6 @@ async fn stalled_client(port: u16) -> impl Sized {
     assert_eq!(response.status(), 200);
     paused.store(true, Ordering::Relaxed);
     (client, body, response, connection)
-}
-
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
-        .unwrap()
-        * 1024
 }
 
 /// The service's send queues (bytes the kernel holds for the peer) of the connections

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{KillOnDrop, free_port};
+use common::{KillOnDrop, free_port, rss_bytes};
 use mergebook::publish::grpc::proto::{
     SummaryRequest, orderbook_aggregator_client::OrderbookAggregatorClient,
 };
@@ -19,16 +19,6 @@ const MAX_CLIENTS: usize = 1_024;
 /// The most an idle client may cost the service: its HTTP/2 connection and the summaries
 /// buffered for it up to the client's flow-control window (64 KiB by default).
 const MAX_BYTES_PER_IDLE_CLIENT: u64 = 256 * 1024;
-
-fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
-        .unwrap()
-        * 1024
-}
 
 fn metric(metrics_port: u16, series: &str) -> f64 {
     common::http_get(([127, 0, 0, 1], metrics_port).into(), "/metrics")

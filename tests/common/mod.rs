@@ -32,6 +32,17 @@ pub fn mergebook(metrics_port: u16) -> Command {
     command
 }
 
+/// A process's resident memory, from `/proc/<pid>/status`.
+pub fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .unwrap()
+        * 1024
+}
+
 /// Sends SIGTERM, as systemd and Docker stop a service.
 pub fn terminate(child: &Child) {
     let pid = child.id().to_string();
