@@ -20,6 +20,7 @@ pub mod clock;
 pub mod config;
 pub mod feed;
 pub mod fixed;
+pub mod fuzz_contracts;
 pub mod http;
 pub mod invariants;
 pub mod loadtest;

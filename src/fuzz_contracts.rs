@@ -1,0 +1,101 @@
+//! What each fuzz target checks, in one place: the targets in `fuzz/fuzz_targets/` call
+//! these, and `tests/fuzz_corpus.rs` replays the committed corpus and every past crash
+//! through them on stable Rust, so a finding stays a regression test.
+//!
+//! Each function takes the fuzzer's raw bytes and panics (the fuzzer's finding) when a
+//! contract is broken; any input it does not panic on is fine, rejected or accepted.
+
+use crate::book::{BookUpdate, Side, TopBook};
+use crate::fixed::FixedPoint;
+use crate::sync::BookSync;
+use crate::venue::{Message, VenueId};
+
+/// A target's check: panics when the input breaks the contract.
+pub type Contract = fn(&[u8]);
+
+/// Every fuzz target (`fuzz/fuzz_targets/<name>.rs`) with its contract.
+pub const TARGETS: [(&str, Contract); 4] = [
+    ("fixed_point", fixed_point),
+    ("binance_depth", binance_depth),
+    ("bitstamp_order_book", bitstamp_order_book),
+    ("diff_books", diff_books),
+];
+
+/// `FixedPoint::parse` never panics, and whatever it accepts formats back to the same
+/// value; the in-frame fast path agrees with the exact parser wherever it answers.
+pub fn fixed_point(data: &[u8]) {
+    if let Ok(value) = FixedPoint::parse(data) {
+        assert_eq!(value.to_string().parse::<FixedPoint>(), Ok(value));
+    }
+    if let Some((value, len)) = FixedPoint::parse_quoted_fast(data) {
+        assert_eq!(FixedPoint::parse(&data[..len]), Ok(value));
+    }
+}
+
+/// The Binance snapshot decoder never panics; a book it accepts is sorted best first with
+/// no zero amounts, at any depth (the first byte).
+pub fn binance_depth(data: &[u8]) {
+    snapshot_decoder(VenueId::Binance, data);
+}
+
+/// The same contract for the Bitstamp snapshot decoder.
+pub fn bitstamp_order_book(data: &[u8]) {
+    snapshot_decoder(VenueId::Bitstamp, data);
+}
+
+fn snapshot_decoder(venue: VenueId, data: &[u8]) {
+    let Some((&depth, frame)) = data.split_first() else {
+        return;
+    };
+    let mut book = TopBook::default();
+    if let Ok(Message::Book { .. }) = venue.decode(frame, usize::from(depth), &mut book) {
+        for side in [Side::Bid, Side::Ask] {
+            let levels = book.side(side).as_slice();
+            assert!(
+                levels
+                    .windows(2)
+                    .all(|pair| side.is_better(pair[0].price, pair[1].price))
+            );
+            assert!(levels.iter().all(|level| !level.amount.is_zero()));
+        }
+    }
+}
+
+/// Diff mode: the diff and snapshot decoders of every venue (the first byte picks it)
+/// never panic, and whatever they accept keeps a full-depth book sorted, without zero
+/// amounts, and never crossed when published (the sync state machine discards a crossed
+/// book). Frames are separated by newlines; a line starting with `S` is a snapshot body.
+pub fn diff_books(data: &[u8]) {
+    const DEPTH: usize = 64;
+    let Some((&selector, input)) = data.split_first() else {
+        return;
+    };
+    let venue = VenueId::ALL[usize::from(selector) % VenueId::ALL.len()];
+    let mut sync = BookSync::new(venue.sequence_rule(), DEPTH, 16);
+    let mut update = BookUpdate::default();
+    for line in input.split(|&byte| byte == b'\n') {
+        if let Some(body) = line.strip_prefix(b"S") {
+            if venue.decode_snapshot(body, DEPTH, &mut update).is_ok() {
+                sync.on_snapshot(&update);
+            }
+        } else if let Ok(Message::Book { .. }) = venue.decode_diff(line, DEPTH, &mut update) {
+            sync.on_update(&update);
+        }
+        if sync.is_synced() {
+            assert!(!sync.book.is_crossed());
+            for side in [Side::Bid, Side::Ask] {
+                let mut count = 0;
+                let mut previous = None;
+                for level in sync.book.levels(side) {
+                    count += 1;
+                    assert!(!level.amount.is_zero());
+                    if let Some(previous) = previous {
+                        assert!(side.is_better(previous, level.price));
+                    }
+                    previous = Some(level.price);
+                }
+                assert!(count <= DEPTH);
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+//! Every input of the committed fuzz corpus (`fuzz/corpus/<target>/`, minimised with
+//! `cargo fuzz cmin`) and every past crash (`fuzz/regressions/<target>/`) through the
+//! contract its target checks (`mergebook::fuzz_contracts`), on stable Rust, so a finding
+//! of the fuzz campaign stays a regression test.
+
+use mergebook::fuzz_contracts::TARGETS;
+use std::path::Path;
+
+/// The files of `dir`, or none when it does not exist.
+fn inputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut inputs: Vec<_> = entries
+        .map(|entry| {
+            let path = entry.expect("readable directory").path();
+            let bytes = std::fs::read(&path).expect("readable input");
+            (path.display().to_string(), bytes)
+        })
+        .collect();
+    inputs.sort();
+    inputs
+}
+
+#[test]
+fn every_corpus_input_and_past_crash_keeps_its_targets_contract() {
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
+    for (target, contract) in TARGETS {
+        let corpus = inputs(&fuzz.join("corpus").join(target));
+        assert!(
+            corpus.len() >= 10,
+            "{target}: the committed corpus has {} inputs",
+            corpus.len()
+        );
+        for (name, bytes) in corpus
+            .iter()
+            .chain(&inputs(&fuzz.join("regressions").join(target)))
+        {
+            if std::panic::catch_unwind(|| contract(bytes)).is_err() {
+                panic!("{target}: {name} breaks the contract");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_fuzz_target_is_replayed_here() {
+    let targets = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/fuzz_targets");
+    let mut found: Vec<String> = std::fs::read_dir(targets)
+        .expect("fuzz/fuzz_targets")
+        .map(|entry| {
+            let path = entry.expect("readable directory").path();
+            path.file_stem()
+                .expect("a file")
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    found.sort();
+    let mut replayed: Vec<_> = TARGETS.iter().map(|(target, _)| *target).collect();
+    replayed.sort();
+    assert_eq!(found, replayed);
+}
