@@ -51,6 +51,7 @@ pub struct Metrics {
     /// gRPC streams open now, and refused because `grpc.max_clients` were open.
     pub grpc_clients: prometheus::IntGauge,
     pub grpc_clients_rejected: IntCounter,
+    pub grpc_summaries_skipped: IntCounter,
 }
 
 /// Buckets of a resync's duration: 1 ms to about a minute (factor 2.5).
@@ -176,10 +177,17 @@ impl Metrics {
             "gRPC streams refused because grpc.max_clients were open.",
         )
         .expect("valid");
+        let grpc_summaries_skipped = IntCounter::new(
+            "orderbook_grpc_summaries_skipped_total",
+            "Summaries a gRPC stream skipped for a newer one: its client (or the fan-out before \
+             it) was slower than the merger.",
+        )
+        .expect("valid");
         for collector in [
             Box::new(decode_seconds.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(grpc_clients.clone()),
             Box::new(grpc_clients_rejected.clone()),
+            Box::new(grpc_summaries_skipped.clone()),
             Box::new(connection_errors.clone()),
             Box::new(pings.clone()),
             Box::new(books_dropped.clone()),
@@ -228,6 +236,7 @@ impl Metrics {
             sequence_resets,
             grpc_clients,
             grpc_clients_rejected,
+            grpc_summaries_skipped,
         }
     }
 

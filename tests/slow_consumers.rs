@@ -117,6 +117,8 @@ async fn idle_and_slow_grpc_clients_hold_up_nothing_and_the_limit_refuses_the_ex
         metric(metrics_port, "orderbook_grpc_clients"),
         (IDLE_CLIENTS + 2) as f64
     );
+    // The slow and idle clients skipped to the latest summary, counted.
+    assert!(metric(metrics_port, "orderbook_grpc_summaries_skipped_total") > 0.0);
     let rss_during = rss_bytes(pid);
     let grown = rss_during.saturating_sub(rss_before);
     assert!(

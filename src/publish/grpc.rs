@@ -40,6 +40,7 @@ struct ClientLimit {
     max: usize,
     gauge: prometheus::IntGauge,
     rejected: prometheus::IntCounter,
+    skipped: prometheus::IntCounter,
 }
 
 /// One open stream's place under the limit, given back when the stream is dropped.
@@ -84,24 +85,52 @@ type SummaryStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// Every summary published after the call, latest value first, as `convert` makes it.
 /// The stream holds `slot` until the client goes.
+///
+/// A client slower than the merger gets the latest summary when it is ready for one: what
+/// it skipped is counted (sequences are consecutive), and logged the first time.
 fn stream_of<T: Send + 'static>(
     mut latest: watch::Receiver<Arc<Summary>>,
     slot: ClientSlot,
     convert: impl Fn(&Summary) -> T + Send + 'static,
 ) -> SummaryStream<T> {
     latest.mark_changed(); // send the current book at once, if there is one
+    let sent = Sent {
+        last: 0,
+        skipped_before: false,
+    };
     Box::pin(futures_util::stream::unfold(
-        (latest, convert, slot),
-        |(mut latest, convert, slot)| async move {
+        (latest, convert, slot, sent),
+        |(mut latest, convert, slot, mut sent)| async move {
             loop {
                 latest.changed().await.ok()?;
                 let summary = latest.borrow_and_update().clone();
-                if summary.sequence > 0 {
-                    return Some((Ok(convert(&summary)), (latest, convert, slot)));
+                if summary.sequence == 0 {
+                    continue;
                 }
+                let skipped = summary.sequence.saturating_sub(sent.last + 1);
+                if sent.last > 0 && skipped > 0 {
+                    if !sent.skipped_before {
+                        tracing::info!(
+                            sent = sent.last,
+                            latest = summary.sequence,
+                            "gRPC client slower than the merger: it gets the latest summary \
+                             and skips the rest (orderbook_grpc_summaries_skipped_total)"
+                        );
+                        sent.skipped_before = true;
+                    }
+                    slot.0.skipped.inc_by(skipped);
+                }
+                sent.last = summary.sequence;
+                return Some((Ok(convert(&summary)), (latest, convert, slot, sent)));
             }
         },
     ))
+}
+
+/// What a stream sent: the last summary's sequence, and whether it ever skipped one.
+struct Sent {
+    last: u64,
+    skipped_before: bool,
 }
 
 fn legacy_levels(levels: &[MergedLevel]) -> Vec<proto::Level> {
@@ -212,6 +241,7 @@ pub async fn serve(
         max: config.grpc_max_clients,
         gauge: metrics.grpc_clients.clone(),
         rejected: metrics.grpc_clients_rejected.clone(),
+        skipped: metrics.grpc_summaries_skipped.clone(),
     });
     let buffers = ClientBuffers::split(config.grpc_client_buffer_bytes);
     let routes = tonic::service::Routes::new(OrderbookAggregatorServer::new(Aggregator {
@@ -271,5 +301,44 @@ impl ClientBuffers {
             http2_send: client_buffer_bytes / 2,
             socket_send: client_buffer_bytes / 4,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt;
+
+    fn summary(sequence: u64) -> Arc<Summary> {
+        Arc::new(Summary {
+            sequence,
+            ..Summary::default()
+        })
+    }
+
+    #[tokio::test]
+    async fn a_slow_stream_gets_the_latest_summary_and_counts_what_it_skipped() {
+        let metrics = Metrics::new();
+        let limit = Arc::new(ClientLimit {
+            open: AtomicUsize::new(0),
+            max: 1,
+            gauge: metrics.grpc_clients.clone(),
+            rejected: metrics.grpc_clients_rejected.clone(),
+            skipped: metrics.grpc_summaries_skipped.clone(),
+        });
+        let (publish, latest) = watch::channel(summary(1));
+        let mut stream = stream_of(latest, limit.admit().unwrap(), |summary| summary.sequence);
+        assert_eq!(stream.next().await.unwrap().unwrap(), 1);
+        publish.send(summary(2)).unwrap();
+        assert_eq!(stream.next().await.unwrap().unwrap(), 2);
+        assert_eq!(metrics.grpc_summaries_skipped.get(), 0);
+        // Published while the client was not reading: it gets the last, and 3 are skipped.
+        for sequence in 3..=6 {
+            publish.send(summary(sequence)).unwrap();
+        }
+        assert_eq!(stream.next().await.unwrap().unwrap(), 6);
+        assert_eq!(metrics.grpc_summaries_skipped.get(), 3);
+        drop(stream);
+        assert_eq!(metrics.grpc_clients.get(), 0, "the place is given back");
     }
 }
