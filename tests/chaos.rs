@@ -202,6 +202,18 @@ async fn reconnects_after(fault: impl FnOnce(&Simulator), reason: &str) {
     chaos.finish().await;
 }
 
+/// A fault the reader absorbs: `series` reaches `at_least`, and the venue stays synced on
+/// the same connection.
+async fn absorbed(fault: impl FnOnce(&Simulator), series: &str, at_least: f64) {
+    let chaos = start(None).await;
+    chaos.both_synced().await;
+    fault(&chaos.simulator);
+    chaos.counted(series, at_least).await;
+    chaos.both_synced().await;
+    assert_eq!(chaos.simulator.connections(BINANCE), 1);
+    chaos.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_cut_mid_frame_reconnects() {
     reconnects_after(|simulator| simulator.cut_mid_frame(BINANCE), "closed").await;
@@ -236,43 +248,33 @@ async fn invalid_utf8_in_a_text_frame_resets_the_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_binary_frame_is_a_counted_bad_frame_and_the_connection_stays() {
-    let chaos = start(None).await;
-    chaos.both_synced().await;
-    let errors = r#"orderbook_decode_errors_total{exchange="binance"}"#;
-    chaos
-        .simulator
-        .send_binary(BINANCE, b"{\"not\":\"text\"}".to_vec());
-    chaos.counted(errors, 1.0).await;
-    chaos.both_synced().await;
-    assert_eq!(chaos.simulator.connections(BINANCE), 1);
-    chaos.finish().await;
+    absorbed(
+        |simulator| simulator.send_binary(BINANCE, b"{\"not\":\"text\"}".to_vec()),
+        r#"orderbook_decode_errors_total{exchange="binance"}"#,
+        1.0,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ping_flood_is_answered_and_changes_nothing_else() {
-    let chaos = start(None).await;
-    chaos.both_synced().await;
-    chaos.simulator.ping_flood(BINANCE, 10_000);
-    chaos
-        .counted(r#"orderbook_pings_total{exchange="binance"}"#, 10_000.0)
-        .await;
-    chaos.both_synced().await;
-    assert_eq!(chaos.simulator.connections(BINANCE), 1);
-    chaos.finish().await;
+    absorbed(
+        |simulator| simulator.ping_flood(BINANCE, 10_000),
+        r#"orderbook_pings_total{exchange="binance"}"#,
+        10_000.0,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_100_times_the_rate_is_read_on_the_same_connection() {
-    let chaos = start(None).await;
-    chaos.both_synced().await;
     // 100 × 50 frames/s, for one second, at once.
-    chaos.simulator.burst(BINANCE, 5_000);
-    chaos
-        .counted(r#"orderbook_messages_total{exchange="binance"}"#, 5_000.0)
-        .await;
-    chaos.both_synced().await;
-    assert_eq!(chaos.simulator.connections(BINANCE), 1);
-    chaos.finish().await;
+    absorbed(
+        |simulator| simulator.burst(BINANCE, 5_000),
+        r#"orderbook_messages_total{exchange="binance"}"#,
+        5_000.0,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -47,6 +47,16 @@ struct ClientLimit {
 struct ClientSlot(Arc<ClientLimit>);
 
 impl ClientLimit {
+    fn new(max: usize, metrics: &Metrics) -> Arc<Self> {
+        Arc::new(Self {
+            open: AtomicUsize::new(0),
+            max,
+            gauge: metrics.grpc_clients.clone(),
+            rejected: metrics.grpc_clients_rejected.clone(),
+            skipped: metrics.grpc_summaries_skipped.clone(),
+        })
+    }
+
     fn admit(self: &Arc<Self>) -> Result<ClientSlot, Status> {
         let admitted = self
             .open
@@ -236,14 +246,11 @@ pub async fn serve(
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
     metrics: &Metrics,
 ) {
-    let clients = Arc::new(ClientLimit {
-        open: AtomicUsize::new(0),
-        max: config.grpc_max_clients,
-        gauge: metrics.grpc_clients.clone(),
-        rejected: metrics.grpc_clients_rejected.clone(),
-        skipped: metrics.grpc_summaries_skipped.clone(),
-    });
-    let buffers = ClientBuffers::split(config.grpc_client_buffer_bytes);
+    let clients = ClientLimit::new(config.grpc_max_clients, metrics);
+    // What may wait for a client that reads slower than summaries come (its stream holds
+    // only the latest): half the budget in HTTP/2's send buffer, in the service, and half
+    // in the socket's, in the kernel. SO_SNDBUF gets a quarter because Linux doubles it.
+    let client_buffer = config.grpc_client_buffer_bytes;
     let routes = tonic::service::Routes::new(OrderbookAggregatorServer::new(Aggregator {
         config,
         summaries,
@@ -257,7 +264,7 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .keep_alive_interval(KEEPALIVE_INTERVAL)
         .keep_alive_timeout(KEEPALIVE_TIMEOUT)
-        .max_send_buf_size(buffers.http2_send);
+        .max_send_buf_size(client_buffer / 2);
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -269,8 +276,7 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
-        if let Err(error) =
-            socket2::SockRef::from(&stream).set_send_buffer_size(buffers.socket_send)
+        if let Err(error) = socket2::SockRef::from(&stream).set_send_buffer_size(client_buffer / 4)
         {
             tracing::warn!(%error, "gRPC: setting the socket's send buffer failed");
         }
@@ -283,24 +289,6 @@ pub async fn serve(
                 tracing::debug!(%error, "gRPC connection ended");
             }
         });
-    }
-}
-
-/// What waits for one client that reads slower than summaries come, `grpc.client_buffer_bytes`
-/// in all: the stream itself holds only the latest summary; behind it, half the budget
-/// in HTTP/2's send buffer (in the service) and half in the socket's (in the kernel).
-struct ClientBuffers {
-    http2_send: usize,
-    /// SO_SNDBUF: a quarter of the budget, because Linux doubles what it is given.
-    socket_send: usize,
-}
-
-impl ClientBuffers {
-    fn split(client_buffer_bytes: usize) -> Self {
-        Self {
-            http2_send: client_buffer_bytes / 2,
-            socket_send: client_buffer_bytes / 4,
-        }
     }
 }
 
@@ -319,13 +307,7 @@ mod tests {
     #[tokio::test]
     async fn a_slow_stream_gets_the_latest_summary_and_counts_what_it_skipped() {
         let metrics = Metrics::new();
-        let limit = Arc::new(ClientLimit {
-            open: AtomicUsize::new(0),
-            max: 1,
-            gauge: metrics.grpc_clients.clone(),
-            rejected: metrics.grpc_clients_rejected.clone(),
-            skipped: metrics.grpc_summaries_skipped.clone(),
-        });
+        let limit = ClientLimit::new(1, &metrics);
         let (publish, latest) = watch::channel(summary(1));
         let mut stream = stream_of(latest, limit.admit().unwrap(), |summary| summary.sequence);
         assert_eq!(stream.next().await.unwrap().unwrap(), 1);
