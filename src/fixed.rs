@@ -139,43 +139,6 @@ fn non_digit_bytes(word: u64) -> u64 {
     (((offset & LOW_7_BITS) + DIGIT_LIMIT) | offset) & HIGH_BITS
 }
 
-/// The common shape, `digits[.digits]` with at most 8 digits on each side, at the start of
-/// the 16 bytes `low`, `high` (first byte lowest). Returns the value and the length: the
-/// index of the byte that ended the number (neither a digit nor the first dot), which the
-/// caller checks. `None` for every other shape (too long, empty part, no end in the 16
-/// bytes), which the exact path then decides.
-///
-/// One mask of the non-digit bytes gives both ends (its lowest bit is the dot or the end,
-/// the next is the end), and the two 8-digit conversions are independent: no loop, and no
-/// branch on the digits themselves. Measured with `scripts/bench-instructions`
-/// (BENCHMARKS.md): ~119 instructions a number in `binance_decode_20`, against ~131 when
-/// the quote and the dot were searched for separately.
-#[inline]
-fn parse_sixteen(low: u64, high: u64) -> Option<(u64, usize)> {
-    let non_digits = u128::from(non_digit_bytes(high)) << 64 | u128::from(non_digit_bytes(low));
-    let integer_len = (non_digits.trailing_zeros() / 8) as usize;
-    if !(1..=8).contains(&integer_len) {
-        return None;
-    }
-    // Digits moved to the top of the word; the zero bytes shifted in count as '0'.
-    let integer = eight_digits_value(low << (8 * (8 - integer_len)));
-    let bytes = u128::from(high) << 64 | u128::from(low);
-    if (bytes >> (8 * integer_len)) as u8 != b'.' {
-        return Some((integer * SCALE, integer_len));
-    }
-    let len = ((non_digits & (non_digits - 1)).trailing_zeros() / 8) as usize;
-    let fraction_len = len.wrapping_sub(integer_len + 1);
-    if len >= 16 || !(1..=8).contains(&fraction_len) {
-        return None;
-    }
-    // Fraction digits at the bottom, zero bytes after them: read as 8 digits, that is the
-    // fraction scaled by 10^8.
-    let fraction =
-        (bytes >> (8 * (integer_len + 1))) as u64 & (u64::MAX >> (64 - 8 * fraction_len));
-    // At most 99_999_999 * 10^8 + 99_999_999: no overflow.
-    Some((integer * SCALE + eight_digits_value(fraction), len))
-}
-
 /// Classifies the byte that stopped a number, for a precise error.
 #[cold]
 fn invalid_byte(byte: u8) -> FixedPointError {
@@ -251,20 +214,51 @@ impl FixedPoint {
         Self::parse_in(text, 0, text.len())
     }
 
-    /// The fast path for what exchanges send: a quoted decimal of at most 15 characters
-    /// (`35496.06000000"`), `text` starting just after the opening quote with at least 16
-    /// bytes readable. Returns the value and the number's length (the closing quote is at
-    /// that index), or `None` for anything else (longer, malformed, unterminated), which
-    /// the caller hands to [`FixedPoint::parse_in`] for the exact answer or error.
+    /// The fast path for what exchanges send: a quoted `digits[.digits]` with at most 8
+    /// digits on each side (`35496.06000000"`), `text` starting just after the opening
+    /// quote with at least 18 bytes readable (the longest such number and its quote).
+    /// Returns the value and the number's length (the closing quote is at that index), or
+    /// `None` for anything else (longer, malformed, unterminated), which the caller hands
+    /// to [`FixedPoint::parse_in`] for the exact answer or error.
     ///
-    /// One 16-byte load, then `parse_sixteen`, which finds the end and converts at once.
+    /// Two word loads: the integer digits from the start, the fraction digits from just
+    /// after the dot (an unaligned load at a variable offset costs one instruction, where
+    /// shifting a 16-byte register by a variable amount costs a dozen). Each word's
+    /// non-digit mask gives its digit count, and the two 8-digit conversions are
+    /// independent: no loop, and no branch on the digits themselves. Measured with
+    /// `scripts/bench-instructions` (BENCHMARKS.md): see the analysis there.
     #[inline]
     pub fn parse_quoted_fast(text: &[u8]) -> Option<(Self, usize)> {
-        let chunk = text.first_chunk::<16>()?;
-        let low = u64::from_le_bytes(*chunk.first_chunk::<8>()?);
-        let high = u64::from_le_bytes(*chunk.last_chunk::<8>()?);
-        let (value, len) = parse_sixteen(low, high)?;
-        (chunk[len] == b'"').then_some((FixedPoint(value), len))
+        let chunk = text.first_chunk::<18>()?;
+        let word_at = |index: usize| {
+            chunk[index..]
+                .first_chunk::<8>()
+                .map(|bytes| u64::from_le_bytes(*bytes))
+        };
+        let integer_word = word_at(0)?;
+        // 8 when the whole word is digits: the byte after them decides below.
+        let integer_len = (non_digit_bytes(integer_word).trailing_zeros() / 8) as usize;
+        if integer_len == 0 {
+            return None;
+        }
+        // Digits moved to the top of the word; the zero bytes shifted in count as '0'.
+        // At most 99_999_999 * 10^8: no overflow, here or when the fraction is added.
+        let whole = eight_digits_value(integer_word << (8 * (8 - integer_len))) * SCALE;
+        match chunk[integer_len] {
+            b'"' => return Some((FixedPoint(whole), integer_len)),
+            b'.' => {}
+            _ => return None,
+        }
+        let fraction_word = word_at(integer_len + 1)?;
+        let fraction_len = (non_digit_bytes(fraction_word).trailing_zeros() / 8) as usize;
+        let len = integer_len + 1 + fraction_len;
+        if fraction_len == 0 || chunk[len] != b'"' {
+            return None;
+        }
+        // Fraction digits at the bottom, zero bytes after them: read as 8 digits, that is
+        // the fraction scaled by 10^8.
+        let fraction = fraction_word & (u64::MAX >> (64 - 8 * fraction_len));
+        Some((FixedPoint(whole + eight_digits_value(fraction)), len))
     }
 
     /// Parses `buffer[start..end]` exactly as [`FixedPoint::parse`] does. It may read (and
@@ -516,6 +510,27 @@ mod tests {
                 FixedPoint::parse(text.as_bytes()).ok(),
                 reference_parse(&text)
             );
+        }
+
+        /// The in-frame fast path reads every shape exchanges send (up to 8 digits on each
+        /// side of the dot, then the closing quote), whatever bytes follow, and agrees with
+        /// the reference; on anything else it either declines or still agrees.
+        #[test]
+        fn quoted_fast_path_agrees_with_reference(
+            number in "[0-9]{1,8}(\\.[0-9]{1,8})?",
+            mixed in "[0-9.eE+-]{0,18}",
+            after in proptest::collection::vec(proptest::num::u8::ANY, 17),
+        ) {
+            let text = [number.as_bytes(), b"\"", &after].concat();
+            let (value, len) = FixedPoint::parse_quoted_fast(&text).expect("an exchange's shape");
+            proptest::prop_assert_eq!(len, number.len());
+            proptest::prop_assert_eq!(Some(value), reference_parse(&number));
+
+            let text = [mixed.as_bytes(), b"\"", &after].concat();
+            if let Some((value, len)) = FixedPoint::parse_quoted_fast(&text) {
+                proptest::prop_assert_eq!(len, mixed.len());
+                proptest::prop_assert_eq!(Some(value), reference_parse(&mixed));
+            }
         }
     }
 

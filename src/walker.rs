@@ -430,12 +430,20 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// `[price, amount]`.
-    #[inline]
+    /// `[price, amount]`: the layouts exchanges send inline, any other out of line.
+    #[inline(always)]
     fn level(&mut self) -> Result<Level> {
-        if let Some(level) = self.compact_level() {
-            return Ok(level);
+        // Bitstamp puts a space after the comma between levels.
+        self.skip_whitespace();
+        match self.compact_level() {
+            Some(level) => Ok(level),
+            None => self.any_level(),
         }
+    }
+
+    /// `[price, amount]` with any whitespace, bare numbers, or an error to report.
+    #[inline(never)]
+    fn any_level(&mut self) -> Result<Level> {
         self.expect(b'[', "'[' opening a level")?;
         let price = self.fixed_point()?;
         self.expect(b',', "',' between price and amount")?;
