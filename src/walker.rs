@@ -459,7 +459,7 @@ impl<'a> Walker<'a> {
     /// `["price", "amount"]` (Bitstamp), read with direct byte checks. `None` (position
     /// unchanged) sends anything else, including every error, through the general path,
     /// which reports it precisely.
-    #[inline]
+    #[inline(always)]
     fn compact_level(&mut self) -> Option<Level> {
         let start = self.pos;
         let rest = self.bytes.get(start..)?;
@@ -491,23 +491,17 @@ impl<'a> Walker<'a> {
     ///
     /// Fast path (why it is here: a Bitstamp frame carries 100 levels a side, and most
     /// users keep 10): the end of a side of `[price, amount]` levels is the first `]]`.
-    /// One SIMD search (memmem) finds it, and one vectorised pass checks that the bytes in
-    /// between can only be levels: brackets balance to exactly that `]]`, quotes pair up
-    /// and nothing is escaped (so the `]]` is not inside a string), and there is no `:`
-    /// (which would mean the side closed earlier and a key followed). Anything else —
-    /// whitespace between the brackets, nested values — takes the exact path, which skips
-    /// element by element. Skipped levels are checked for bracket structure only: they are
-    /// not parsed, and a malformation confined to them does not change the kept levels.
+    /// One vectorised pass ([`rest_of_side_len`]) finds it and checks that the bytes before
+    /// it can only be levels: brackets balance to exactly that `]]`, quotes pair up and
+    /// nothing is escaped (so the `]]` is not inside a string), and there is no `:` (which
+    /// would mean the side closed earlier and a key followed). Anything else — whitespace
+    /// between the brackets, nested values — takes the exact path, which skips element by
+    /// element. Skipped levels are checked for bracket structure only: they are not
+    /// parsed, and a malformation confined to them does not change the kept levels.
     fn skip_rest_of_array(&mut self) -> Result<()> {
-        static SIDE_END: LazyLock<memmem::Finder<'static>> =
-            LazyLock::new(|| memmem::Finder::new(b"]]"));
-        let rest = &self.bytes[self.pos..];
-        if let Some(found) = SIDE_END.find(rest) {
-            let region = &rest[..found + 2];
-            if is_rest_of_side(region) {
-                self.pos += region.len();
-                return Ok(());
-            }
+        if let Some(len) = rest_of_side_len(&self.bytes[self.pos..]) {
+            self.pos += len;
+            return Ok(());
         }
         while self.next_or_close(b']', "',' or ']' after a level")? {
             self.skip_value()?;
@@ -516,26 +510,76 @@ impl<'a> Walker<'a> {
     }
 }
 
-/// The check behind the fast side skip (see [`Walker::skip_rest_of_array`]). Counts in
-/// byte lanes (32 per AVX2 step), widening once per block. Blocks of 192 bytes: a multiple
-/// of the vector loop's stride, so no scalar tail per block, and below the 255 a byte lane
-/// holds. Measured with `scripts/bench-instructions`, `bitstamp_decode_100`: 18.4k
-/// instructions, against 22.5k with 255-byte blocks and 19.3k–23.2k for 64 to 240.
+/// The fast side skip (see [`Walker::skip_rest_of_array`]): the length of `rest` up to and
+/// including its first `]]`, if the bytes before it can only be the rest of a side.
+fn rest_of_side_len(rest: &[u8]) -> Option<usize> {
+    static SIDE_END: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"]]"));
+    let len = SIDE_END.find(rest)? + 2;
+    is_rest_of_side(&rest[..len]).then_some(len)
+}
+
+/// The check behind the fast side skip: brackets balance to one more close than opens,
+/// quotes pair up, no `:` or `\\`. Counts in 32 byte lanes, which the compiler keeps in one
+/// AVX2 register each (a compare and an add per counter per 32 bytes) and reduces once per
+/// 127 steps (before an `i8` lane can overflow) with word arithmetic. Written by hand
+/// because it is the widest loop of the hot path (a Bitstamp frame skips about 4.9 KB).
+/// Instruction counts: BENCHMARKS.md.
 fn is_rest_of_side(region: &[u8]) -> bool {
-    let (mut opens, mut closes, mut quotes, mut forbidden) = (0u32, 0u32, 0u32, 0u8);
-    for block in region.chunks(192) {
-        let (mut block_opens, mut block_closes, mut block_quotes) = (0u8, 0u8, 0u8);
-        for &byte in block {
-            block_opens += u8::from(byte == b'[');
-            block_closes += u8::from(byte == b']');
-            block_quotes += u8::from(byte == b'"');
-            forbidden |= u8::from(byte == b':') | u8::from(byte == b'\\');
+    let mut balance = 0i32; // '[' minus ']'
+    let mut lane_quotes = [0u8; LANES]; // parity of '"'
+    let mut lane_forbidden = [0u8; LANES]; // ':' or '\\' seen
+    let (steps, tail) = region.as_chunks::<LANES>();
+    for block in steps.chunks(i8::MAX as usize) {
+        let mut lane_balance = [0i8; LANES];
+        for step in block {
+            for lane in 0..LANES {
+                let byte = step[lane];
+                lane_balance[lane] = lane_balance[lane]
+                    .wrapping_add(i8::from(byte == b'['))
+                    .wrapping_sub(i8::from(byte == b']'));
+                lane_quotes[lane] ^= u8::from(byte == b'"');
+                lane_forbidden[lane] |= u8::from(byte == b':') | u8::from(byte == b'\\');
+            }
         }
-        opens += u32::from(block_opens);
-        closes += u32::from(block_closes);
-        quotes += u32::from(block_quotes);
+        balance += lane_sum(&lane_balance);
     }
-    opens + 1 == closes && quotes.is_multiple_of(2) && forbidden == 0
+    let mut quotes = lane_words(&lane_quotes)
+        .iter()
+        .fold(0, |parity, word| parity ^ word);
+    let mut forbidden = lane_words(&lane_forbidden).iter().any(|&word| word != 0);
+    for &byte in tail {
+        balance += i32::from(byte == b'[') - i32::from(byte == b']');
+        quotes ^= u64::from(byte == b'"');
+        forbidden |= byte == b':' || byte == b'\\';
+    }
+    balance == -1 && quotes.count_ones() % 2 == 0 && !forbidden
+}
+
+/// Byte lanes of the side skip: one AVX2 register.
+const LANES: usize = 32;
+
+/// The lanes as four little-endian words (lane 0 lowest).
+#[inline(always)]
+fn lane_words(lanes: &[u8; LANES]) -> [u64; 4] {
+    std::array::from_fn(|word| {
+        u64::from_le_bytes(*lanes[8 * word..].first_chunk().expect("8 of 32 lanes"))
+    })
+}
+
+/// The sum of the signed lanes: biased to unsigned, widened in pairs to 16 bits, summed.
+#[inline(always)]
+fn lane_sum(lanes: &[i8; LANES]) -> i32 {
+    const LOW_BYTES: u64 = 0x00FF_00FF_00FF_00FF;
+    let biased = lanes.map(|lane| (lane as u8) ^ 0x80); // lane + 128
+    let total: u64 = lane_words(&biased)
+        .iter()
+        .map(|&word| {
+            let pairs = (word & LOW_BYTES) + ((word >> 8) & LOW_BYTES); // 4 × ≤ 510
+            pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48
+        })
+        .sum();
+    total as i32 - 128 * LANES as i32
 }
 
 #[cfg(test)]
@@ -595,7 +639,38 @@ mod tests {
             r#",["1","]]"]], "x":1"#,
             r#",["1","\"]]"]], "x":1"#,
         ];
-        for tail in tails {
+        // Long tails cross many 32-byte steps and a lane fold (127 steps): 200 levels of
+        // about 26 bytes, with an odd element (a quoted "]]", a nested level, a key) placed
+        // at the start, in the middle, or at the end.
+        let level = r#",["9328.28","0.05925332"]"#;
+        let odd_elements = [
+            r#",["1","]]"]"#,
+            r#",[["1"],"2"]"#,
+            r#",["1","2"]],"k":["#,
+            "",
+        ];
+        let long_tails = [0, 1, 100, 199].into_iter().flat_map(|at| {
+            odd_elements.map(|odd| {
+                let mut tail = String::new();
+                for index in 0..200 {
+                    tail += if index == at { odd } else { level };
+                }
+                tail + r#"], "next": 1"#
+            })
+        });
+        let plain = level.repeat(200) + "]";
+        assert_eq!(
+            rest_of_side_len(plain.as_bytes()),
+            Some(plain.len()),
+            "fast path taken"
+        );
+        let quoted_end = level.repeat(150) + r#",["1","]]"]"# + &level.repeat(49) + "]";
+        assert_eq!(
+            rest_of_side_len(quoted_end.as_bytes()),
+            None,
+            "a ]] inside a string"
+        );
+        for tail in tails.into_iter().map(String::from).chain(long_tails) {
             let mut fast = Walker::new(tail.as_bytes());
             let mut exact = Walker::new(tail.as_bytes());
             fast.skip_rest_of_array().unwrap();
