@@ -136,8 +136,8 @@ struct Reader {
     merger: std::thread::Thread,
     metrics: VenueMetrics,
     scratch: TopBook,
-    /// Per stream, the venue sequence of the last book published (to drop duplicates and
-    /// out-of-order pushes).
+    /// Per stream, the venue sequence of the last book published (to drop out-of-order
+    /// pushes, and to count repeats).
     last_sequence: Vec<u64>,
     /// Per stream, books in a row whose sequence went below `last_sequence`.
     regressions: Vec<u32>,
@@ -447,8 +447,11 @@ impl Reader {
                 let sequence = self.scratch.venue_sequence;
                 let last = self.last_sequence[slot];
                 if sequence == last {
-                    self.metrics.books_dropped_duplicate.inc();
-                    return Ok(None);
+                    // A quiet market: Binance repeats `lastUpdateId` while nothing changes.
+                    // The book is complete and still current, so it is published again with
+                    // its receipt time; dropping it would let a healthy venue age into
+                    // eviction as stale.
+                    self.metrics.books_repeated.inc();
                 }
                 if sequence < last {
                     self.regressions[slot] += 1;

@@ -44,7 +44,9 @@ pub struct Metrics {
     /// Connections lost or never made, by reason (see `feed.rs`).
     pub connection_errors: IntCounterVec,
     pub pings: IntCounterVec,
-    /// Snapshot-mode books dropped, by reason (duplicate, out_of_order).
+    /// Snapshot-mode books that repeated the last sequence (a quiet market).
+    pub books_repeated: IntCounterVec,
+    /// Snapshot-mode books dropped (out_of_order).
     pub books_dropped: IntCounterVec,
     /// Times a venue's sequence went back and the reader followed it.
     pub sequence_resets: IntCounterVec,
@@ -160,9 +162,14 @@ impl Metrics {
             "orderbook_pings_total",
             "WebSocket pings received (answered).",
         );
+        let books_repeated = counter(
+            "orderbook_books_repeated_total",
+            "Snapshot mode: books with the same sequence as the last (a quiet market): nothing in \
+             them is new; they only show the venue is live, so its book is not evicted as stale.",
+        );
         let books_dropped = labelled(
             "orderbook_books_dropped_total",
-            "Snapshot mode: books dropped, by reason (duplicate: same sequence as the last; out_of_order: lower).",
+            "Snapshot mode: books dropped, by reason (out_of_order: a lower sequence than the last).",
             &["exchange", "reason"],
         );
         let sequence_resets = counter(
@@ -190,6 +197,7 @@ impl Metrics {
             Box::new(grpc_summaries_skipped.clone()),
             Box::new(connection_errors.clone()),
             Box::new(pings.clone()),
+            Box::new(books_repeated.clone()),
             Box::new(books_dropped.clone()),
             Box::new(sequence_resets.clone()),
             Box::new(e2e_seconds.clone()),
@@ -232,6 +240,7 @@ impl Metrics {
             diff_events_dropped,
             connection_errors,
             pings,
+            books_repeated,
             books_dropped,
             sequence_resets,
             grpc_clients,
@@ -268,10 +277,7 @@ impl Metrics {
             connection_errors: self.connection_errors.clone(),
             venue,
             pings: self.pings.with_label_values(&labels).local(),
-            books_dropped_duplicate: self
-                .books_dropped
-                .with_label_values(&[venue.name(), "duplicate"])
-                .local(),
+            books_repeated: self.books_repeated.with_label_values(&labels).local(),
             books_dropped_out_of_order: self
                 .books_dropped
                 .with_label_values(&[venue.name(), "out_of_order"]),
@@ -315,7 +321,7 @@ pub struct VenueMetrics {
     /// Thread-local: a ping flood is counted without an atomic per ping.
     pub pings: prometheus::local::LocalIntCounter,
     /// Thread-local: a quiet market repeats its book at the venue's rate.
-    pub books_dropped_duplicate: prometheus::local::LocalIntCounter,
+    pub books_repeated: prometheus::local::LocalIntCounter,
     pub books_dropped_out_of_order: IntCounter,
     pub sequence_resets: IntCounter,
 }
@@ -357,7 +363,7 @@ impl VenueMetrics {
         self.decode_seconds.flush();
         self.messages.flush();
         self.pings.flush();
-        self.books_dropped_duplicate.flush();
+        self.books_repeated.flush();
     }
 }
 

@@ -433,3 +433,42 @@ async fn a_venue_clock_that_jumps_back_is_followed_after_three_books() {
     );
     chaos.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quiet_market_that_repeats_its_book_stays_live() {
+    let chaos = start(None).await;
+    chaos.both_synced().await;
+    chaos.simulator.quiet_market(BINANCE, true);
+    let repeated = r#"orderbook_books_repeated_total{exchange="binance"}"#;
+    chaos.counted(repeated, 1.0).await;
+    let held = chaos.summaries().borrow().venue_sequence[BINANCE.index()];
+    // Twice the stale age with nothing new from Binance: its repeats keep it live.
+    tokio::time::sleep(Duration::from_millis(2 * STALE_AFTER_MS)).await;
+    let summary = chaos.summaries().borrow().clone();
+    assert_eq!(summary.venue_state(BINANCE), VenueState::Synced);
+    assert_eq!(
+        summary.venue_sequence[BINANCE.index()],
+        held,
+        "the book held still"
+    );
+    assert!(
+        chaos.metric(repeated) >= 10.0,
+        "repeats arrive at the venue's rate"
+    );
+    assert_eq!(
+        chaos.metric(r#"orderbook_stale_evictions_total{exchange="binance"}"#),
+        0.0
+    );
+    chaos.simulator.quiet_market(BINANCE, false);
+    chaos
+        .wait_for("Binance's book moving again", |summary| {
+            summary.venue_sequence[BINANCE.index()] > held
+        })
+        .await;
+    let recorded = chaos.finish().await;
+    // Connecting at the start, then synced throughout: never stale.
+    assert_eq!(
+        recorded.states[BINANCE.index()],
+        BTreeSet::from(["connecting", "synced"])
+    );
+}

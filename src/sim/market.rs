@@ -38,6 +38,8 @@ impl MidPrice {
 pub struct SimulatedBook {
     rng: Rng,
     sequence: u64,
+    /// The last book written, for a quiet market to repeat.
+    last: Option<Box<TopBook>>,
 }
 
 impl SimulatedBook {
@@ -45,7 +47,17 @@ impl SimulatedBook {
         SimulatedBook {
             rng: Rng::new(seed),
             sequence: 1_000,
+            last: None,
         }
+    }
+
+    /// Writes the last book again, unchanged, with the same sequence: a quiet market
+    /// (Binance repeats `lastUpdateId` while nothing changes). False before any book.
+    pub fn repeat_book(&self, out: &mut TopBook) -> bool {
+        self.last.as_ref().is_some_and(|last| {
+            out.copy_from(last);
+            true
+        })
     }
 
     /// Writes the venue's next top-`levels` book around `mid_ticks`.
@@ -69,6 +81,7 @@ impl SimulatedBook {
             bid -= 1 + self.rng.below(2);
             ask += 1 + self.rng.below(2);
         }
+        self.last.get_or_insert_default().copy_from(out);
     }
 
     fn level(&mut self, ticks: u64) -> Level {

@@ -27,7 +27,7 @@ use futures_util::{SinkExt, StreamExt};
 use market::{DiffMarket, MidPrice, SimulatedBook};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
@@ -102,6 +102,8 @@ struct VenueControl {
     /// Added to every generated book's venue sequence (a Bitstamp `microtimestamp`):
     /// the venue's clock jumping.
     clock_offset: AtomicU64,
+    /// Book frames repeat the last book (`Simulator::quiet_market`).
+    quiet: AtomicBool,
     faults: DiffFaults,
 }
 
@@ -262,6 +264,7 @@ impl Simulator {
                 closes: AtomicU64::new(0),
                 ping_every_ms: AtomicU64::new(0),
                 clock_offset: AtomicU64::new(0),
+                quiet: AtomicBool::new(false),
                 faults: DiffFaults::default(),
             }),
             recordings: Mutex::new(Default::default()),
@@ -504,6 +507,13 @@ impl Simulator {
             .store(offset, Ordering::Relaxed);
     }
 
+    /// While `quiet`, `venue`'s book frames repeat the last book sent, unchanged and with
+    /// the same sequence, at the usual rate: a market where nothing happens (Binance then
+    /// repeats `lastUpdateId`).
+    pub fn quiet_market(&self, venue: VenueId, quiet: bool) {
+        self.control(venue).quiet.store(quiet, Ordering::Relaxed);
+    }
+
     /// A `ws://` URL for `venue` whose server accepts TCP connections and never answers.
     pub fn silent_url(&self, venue: VenueId) -> String {
         format!("ws://{}/{}", self.shared.silent_addr, venue.name())
@@ -717,9 +727,9 @@ impl BookFrames {
         count: u32,
     ) -> Result<(), Error> {
         let venue = self.venue;
-        let clock_offset = shared.venues[venue.index()]
-            .clock_offset
-            .load(Ordering::Relaxed);
+        let control = &shared.venues[venue.index()];
+        let clock_offset = control.clock_offset.load(Ordering::Relaxed);
+        let quiet = control.quiet.load(Ordering::Relaxed);
         for _ in 0..count {
             for (stream, levels, market) in &mut self.streams {
                 let book = &mut self.book;
@@ -732,12 +742,14 @@ impl BookFrames {
                         recording.price_decimals
                     }
                     None => {
-                        market.next_book(
-                            shared.mid_ticks.load(Ordering::Relaxed),
-                            *levels,
-                            0,
-                            book,
-                        );
+                        if !(quiet && market.repeat_book(book)) {
+                            market.next_book(
+                                shared.mid_ticks.load(Ordering::Relaxed),
+                                *levels,
+                                0,
+                                book,
+                            );
+                        }
                         8
                     }
                 };
