@@ -139,6 +139,16 @@ fn non_digit_bytes(word: u64) -> u64 {
     (((offset & LOW_7_BITS) + DIGIT_LIMIT) | offset) & HIGH_BITS
 }
 
+/// The high bit of every byte of `word` that is a `"`. Exact up to the first one (bits
+/// above it may be false positives: borrows), which is all the caller uses.
+#[inline]
+fn quote_bytes(word: u64) -> u64 {
+    const QUOTES: u64 = 0x2222_2222_2222_2222;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let zero_where_quote = word ^ QUOTES;
+    zero_where_quote.wrapping_sub(ONES) & !zero_where_quote & HIGH_BITS
+}
+
 /// Classifies the byte that stopped a number, for a precise error.
 #[cold]
 fn invalid_byte(byte: u8) -> FixedPointError {
@@ -236,6 +246,16 @@ impl FixedPoint {
                 .map(|bytes| u64::from_le_bytes(*bytes))
         };
         let integer_word = word_at(0)?;
+        // The length, from the closing quote: found without the digits' values, so a
+        // decoder's walk to the next number never waits for this one's conversion (on a
+        // book frame that chain of positions is the critical path). The checks below
+        // confirm it is where the digits end.
+        let quotes =
+            u128::from(quote_bytes(word_at(8)?)) << 64 | u128::from(quote_bytes(integer_word));
+        let len = match quotes.trailing_zeros() / 8 {
+            16 => 16 + usize::from(chunk[16] != b'"'),
+            before_quote => before_quote as usize,
+        };
         // 8 when the whole word is digits: the byte after them decides below.
         let integer_len = (non_digit_bytes(integer_word).trailing_zeros() / 8) as usize;
         if integer_len == 0 {
@@ -245,14 +265,13 @@ impl FixedPoint {
         // At most 99_999_999 * 10^8: no overflow, here or when the fraction is added.
         let whole = eight_digits_value(integer_word << (8 * (8 - integer_len))) * SCALE;
         match chunk[integer_len] {
-            b'"' => return Some((FixedPoint(whole), integer_len)),
+            b'"' if integer_len == len => return Some((FixedPoint(whole), len)),
             b'.' => {}
             _ => return None,
         }
         let fraction_word = word_at(integer_len + 1)?;
         let fraction_len = (non_digit_bytes(fraction_word).trailing_zeros() / 8) as usize;
-        let len = integer_len + 1 + fraction_len;
-        if fraction_len == 0 || chunk[len] != b'"' {
+        if fraction_len == 0 || integer_len + 1 + fraction_len != len || chunk[len] != b'"' {
             return None;
         }
         // Fraction digits at the bottom, zero bytes after them: read as 8 digits, that is
