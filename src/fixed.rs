@@ -142,7 +142,7 @@ fn non_digit_bytes(word: u64) -> u64 {
 /// The high bit of every byte of `word` that is a `"`. Exact up to the first one (bits
 /// above it may be false positives: borrows), which is all the caller uses.
 #[inline]
-fn quote_bytes(word: u64) -> u64 {
+pub(crate) fn quote_bytes(word: u64) -> u64 {
     const QUOTES: u64 = 0x2222_2222_2222_2222;
     const ONES: u64 = 0x0101_0101_0101_0101;
     let zero_where_quote = word ^ QUOTES;
@@ -231,12 +231,13 @@ impl FixedPoint {
     /// `None` for anything else (longer, malformed, unterminated), which the caller hands
     /// to [`FixedPoint::parse_in`] for the exact answer or error.
     ///
-    /// Two word loads: the integer digits from the start, the fraction digits from just
-    /// after the dot (an unaligned load at a variable offset costs one instruction, where
-    /// shifting a 16-byte register by a variable amount costs a dozen). Each word's
-    /// non-digit mask gives its digit count, and the two 8-digit conversions are
-    /// independent: no loop, and no branch on the digits themselves. Measured with
-    /// `scripts/bench-instructions` (BENCHMARKS.md): see the analysis there.
+    /// Word loads: the first 16 bytes, where the closing quote gives the length; the
+    /// fraction digits from just after the dot (an unaligned load at a variable offset
+    /// costs one instruction, where shifting a 16-byte register by a variable amount costs
+    /// a dozen). Each digit word's non-digit mask gives its digit count, and the two
+    /// 8-digit conversions are independent: no loop, and no branch on the digits
+    /// themselves. Measured with `scripts/bench-instructions` and `cargo bench`
+    /// (BENCHMARKS.md): see the analysis there.
     #[inline]
     pub fn parse_quoted_fast(text: &[u8]) -> Option<(Self, usize)> {
         let chunk = text.first_chunk::<18>()?;

@@ -13,7 +13,7 @@
 //! it is skipped as unknown; no exchange escapes its keys).
 
 use crate::book::{Level, Levels, MAX_DEPTH, Side};
-use crate::fixed::{FixedPoint, FixedPointError};
+use crate::fixed::{FixedPoint, FixedPointError, quote_bytes};
 use memchr::memmem;
 use std::sync::LazyLock;
 
@@ -77,14 +77,11 @@ fn is_number_byte(byte: u8) -> bool {
 /// call and setup cost more than the whole search for a 10-byte number.
 #[inline]
 fn find_quote(bytes: &[u8]) -> Option<usize> {
-    const QUOTES: u64 = 0x2222_2222_2222_2222;
-    const ONES: u64 = 0x0101_0101_0101_0101;
     let Some(chunk) = bytes.first_chunk::<16>() else {
         return memchr::memchr(b'"', bytes);
     };
-    let zero_bytes = |word: u64| word.wrapping_sub(ONES) & !word & 0x8080_8080_8080_8080;
-    let low = zero_bytes(u64::from_le_bytes(chunk[..8].try_into().expect("8 bytes")) ^ QUOTES);
-    let high = zero_bytes(u64::from_le_bytes(chunk[8..].try_into().expect("8 bytes")) ^ QUOTES);
+    let low = quote_bytes(u64::from_le_bytes(chunk[..8].try_into().expect("8 bytes")));
+    let high = quote_bytes(u64::from_le_bytes(chunk[8..].try_into().expect("8 bytes")));
     let found = u128::from(high) << 64 | u128::from(low);
     if found != 0 {
         // Bits above the first quote may be false positives (borrows); the lowest is exact.
@@ -491,13 +488,14 @@ impl<'a> Walker<'a> {
     ///
     /// Fast path (why it is here: a Bitstamp frame carries 100 levels a side, and most
     /// users keep 10): the end of a side of `[price, amount]` levels is the first `]]`.
-    /// One vectorised pass ([`rest_of_side_len`]) finds it and checks that the bytes before
-    /// it can only be levels: brackets balance to exactly that `]]`, quotes pair up and
-    /// nothing is escaped (so the `]]` is not inside a string), and there is no `:` (which
-    /// would mean the side closed earlier and a key followed). Anything else — whitespace
-    /// between the brackets, nested values — takes the exact path, which skips element by
-    /// element. Skipped levels are checked for bracket structure only: they are not
-    /// parsed, and a malformation confined to them does not change the kept levels.
+    /// One SIMD search (memmem) finds it, and one vectorised pass ([`is_rest_of_side`])
+    /// checks that the bytes before it can only be levels: brackets balance to exactly that
+    /// `]]`, quotes pair up and nothing is escaped (so the `]]` is not inside a string), and
+    /// there is no `:` (which would mean the side closed earlier and a key followed).
+    /// Anything else — whitespace between the brackets, nested values — takes the exact
+    /// path, which skips element by element. Skipped levels are checked for bracket
+    /// structure only: they are not parsed, and a malformation confined to them does not
+    /// change the kept levels.
     fn skip_rest_of_array(&mut self) -> Result<()> {
         if let Some(len) = rest_of_side_len(&self.bytes[self.pos..]) {
             self.pos += len;
