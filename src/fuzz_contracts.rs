@@ -5,7 +5,7 @@
 //! Each function takes the fuzzer's raw bytes and panics (the fuzzer's finding) when a
 //! contract is broken; any input it does not panic on is fine, rejected or accepted.
 
-use crate::book::{BookUpdate, Side, TopBook};
+use crate::book::{BookUpdate, Level, Side, TopBook};
 use crate::fixed::FixedPoint;
 use crate::sync::BookSync;
 use crate::venue::{Message, VenueId};
@@ -50,15 +50,28 @@ fn snapshot_decoder(venue: VenueId, data: &[u8]) {
     let mut book = TopBook::default();
     if let Ok(Message::Book { .. }) = venue.decode(frame, usize::from(depth), &mut book) {
         for side in [Side::Bid, Side::Ask] {
-            let levels = book.side(side).as_slice();
-            assert!(
-                levels
-                    .windows(2)
-                    .all(|pair| side.is_better(pair[0].price, pair[1].price))
-            );
-            assert!(levels.iter().all(|level| !level.amount.is_zero()));
+            assert_sorted_without_zeros(side, book.side(side).as_slice());
         }
     }
+}
+
+/// A side's levels are strictly sorted best first and none has a zero amount; returns how
+/// many there are.
+fn assert_sorted_without_zeros<'a>(
+    side: Side,
+    levels: impl IntoIterator<Item = &'a Level>,
+) -> usize {
+    let mut count = 0;
+    let mut previous = None;
+    for level in levels {
+        count += 1;
+        assert!(!level.amount.is_zero());
+        if let Some(previous) = previous {
+            assert!(side.is_better(previous, level.price));
+        }
+        previous = Some(level.price);
+    }
+    count
 }
 
 /// Diff mode: the diff and snapshot decoders of every venue (the first byte picks it)
@@ -84,17 +97,7 @@ pub fn diff_books(data: &[u8]) {
         if sync.is_synced() {
             assert!(!sync.book.is_crossed());
             for side in [Side::Bid, Side::Ask] {
-                let mut count = 0;
-                let mut previous = None;
-                for level in sync.book.levels(side) {
-                    count += 1;
-                    assert!(!level.amount.is_zero());
-                    if let Some(previous) = previous {
-                        assert!(side.is_better(previous, level.price));
-                    }
-                    previous = Some(level.price);
-                }
-                assert!(count <= DEPTH);
+                assert!(assert_sorted_without_zeros(side, sync.book.levels(side)) <= DEPTH);
             }
         }
     }

@@ -294,7 +294,12 @@ pub(crate) fn runtime(name: &str, workers: usize) -> Result<tokio::runtime::Runt
 
 /// `VmRSS` and `VmHWM` of this process, in bytes.
 pub(crate) fn memory() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    process_memory("self")
+}
+
+/// `VmRSS` and `VmHWM` of process `pid` (`"self"`: this one), in bytes; 0 when unreadable.
+pub fn process_memory(pid: &str) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| {
         status
             .lines()

@@ -32,15 +32,11 @@ pub fn mergebook(metrics_port: u16) -> Command {
     command
 }
 
-/// A process's resident memory, from `/proc/<pid>/status`.
+/// A process's resident memory (the loadtest's reader of `/proc/<pid>/status`).
 pub fn rss_bytes(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
-        .unwrap()
-        * 1024
+    let (rss, _) = mergebook::loadtest::process_memory(&pid.to_string());
+    assert!(rss > 0, "no VmRSS for process {pid}");
+    rss
 }
 
 /// Sends SIGTERM, as systemd and Docker stop a service.
