@@ -687,7 +687,14 @@ impl Layout {
                 )
             })
             .collect();
-        format!("[{}{}]", self.ws(), items.join(&format!(",{}", self.ws())))
+        let mut out = format!("[{}", self.ws());
+        for (index, item) in items.iter().enumerate() {
+            if index > 0 {
+                out += &format!("{},{}", self.ws(), self.ws());
+            }
+            out += item;
+        }
+        out + self.ws() + "]"
     }
 }
 
