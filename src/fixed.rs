@@ -238,7 +238,7 @@ impl FixedPoint {
     /// 8-digit conversions are independent: no loop, and no branch on the digits
     /// themselves. Measured with `scripts/bench-instructions` and `cargo bench`
     /// (BENCHMARKS.md): see the analysis there.
-    #[inline]
+    #[inline(always)]
     pub fn parse_quoted_fast(text: &[u8]) -> Option<(Self, usize)> {
         let chunk = text.first_chunk::<18>()?;
         let word_at = |index: usize| {
