@@ -35,7 +35,7 @@ pub struct SoakSpec {
 type Inject = fn(&Simulator, VenueId, u32) -> Option<Undo>;
 
 /// The faults the soak picks from: each name (in the report) with its injection.
-const FAULTS: [(&str, Inject); 12] = [
+const FAULTS: [(&str, Inject); 13] = [
     ("disconnect", |simulator, venue, _| {
         simulator.disconnect(venue);
         None
@@ -87,6 +87,11 @@ const FAULTS: [(&str, Inject); 12] = [
     ("pause", |simulator, venue, _| {
         simulator.pause(venue, true);
         Some(Undo::Resume(venue))
+    }),
+    // The same book, same sequence, at the usual rate: repeats, not staleness.
+    ("quiet_market", |simulator, venue, _| {
+        simulator.quiet_market(venue, true);
+        Some(Undo::Unquiet(venue))
     }),
 ];
 
@@ -228,6 +233,7 @@ fn config(simulator: &Simulator) -> Result<Config, String> {
 enum Undo {
     ClockBack(VenueId),
     Resume(VenueId),
+    Unquiet(VenueId),
 }
 
 impl Undo {
@@ -235,6 +241,7 @@ impl Undo {
         match self {
             Undo::ClockBack(venue) => simulator.set_clock_offset(venue, 0),
             Undo::Resume(venue) => simulator.pause(venue, false),
+            Undo::Unquiet(venue) => simulator.quiet_market(venue, false),
         }
     }
 }
