@@ -661,14 +661,18 @@ impl Layout {
     fn object(&mut self, mut members: Vec<String>) -> String {
         members.extend(self.unknown_member());
         self.shuffle(&mut members);
-        let mut out = format!("{{{}", self.ws());
-        for (index, member) in members.iter().enumerate() {
+        self.list('{', &members, '}')
+    }
+    /// `open`, the items separated by commas, `close`: whitespace wherever JSON allows it.
+    fn list(&mut self, open: char, items: &[String], close: char) -> String {
+        let mut out = format!("{open}{}", self.ws());
+        for (index, item) in items.iter().enumerate() {
             if index > 0 {
-                out += &format!(",{}", self.ws());
+                out += &format!("{},{}", self.ws(), self.ws());
             }
-            out += member;
+            out += item;
         }
-        out + self.ws() + "}"
+        format!("{out}{}{close}", self.ws())
     }
     fn member(&mut self, key: &str, value: &str) -> String {
         format!("\"{key}\"{}:{}{value}", self.ws(), self.ws())
@@ -687,14 +691,7 @@ impl Layout {
                 )
             })
             .collect();
-        let mut out = format!("[{}", self.ws());
-        for (index, item) in items.iter().enumerate() {
-            if index > 0 {
-                out += &format!("{},{}", self.ws(), self.ws());
-            }
-            out += item;
-        }
-        out + self.ws() + "]"
+        self.list('[', &items, ']')
     }
 }
 
