@@ -492,15 +492,24 @@ impl<'a> Walker<'a> {
     /// checks that the bytes before it can only be levels: brackets balance to exactly that
     /// `]]`, quotes pair up and nothing is escaped (so the `]]` is not inside a string), and
     /// there is no `:` (which would mean the side closed earlier and a key followed).
-    /// Anything else — whitespace between the brackets, nested values — takes the exact
-    /// path, which skips element by element. Skipped levels are checked for bracket
-    /// structure only: they are not parsed, and a malformation confined to them does not
-    /// change the kept levels.
+    /// Anything else — a side whose last level and closing bracket are not adjacent
+    /// (`] ]`), a `]]` inside a nested value or a string — takes the exact path,
+    /// [`Walker::skip_elements`]. Skipped levels are checked for bracket structure only:
+    /// they are not parsed, and a malformation confined to them does not change the kept
+    /// levels.
     fn skip_rest_of_array(&mut self) -> Result<()> {
-        if let Some(len) = rest_of_side_len(&self.bytes[self.pos..]) {
-            self.pos += len;
-            return Ok(());
+        match rest_of_side_len(&self.bytes[self.pos..]) {
+            Some(len) => {
+                self.pos += len;
+                Ok(())
+            }
+            None => self.skip_elements(),
         }
+    }
+
+    /// The exact side skip: element by element up to and including the array's `]`,
+    /// positioned before an element.
+    fn skip_elements(&mut self) -> Result<()> {
         loop {
             self.skip_value()?;
             if !self.next_or_close(b']', "',' or ']' after a level")? {
@@ -676,12 +685,7 @@ mod tests {
             let mut fast = Walker::new(tail.as_bytes());
             let mut exact = Walker::new(tail.as_bytes());
             fast.skip_rest_of_array().unwrap();
-            loop {
-                exact.skip_value().unwrap();
-                if !exact.next_or_close(b']', "").unwrap() {
-                    break;
-                }
-            }
+            exact.skip_elements().unwrap();
             assert_eq!(fast.position(), exact.position(), "{tail}");
         }
     }
