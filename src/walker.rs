@@ -17,6 +17,9 @@ use crate::fixed::{FixedPoint, FixedPointError, quote_bytes};
 use memchr::memmem;
 use std::sync::LazyLock;
 
+#[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+mod simd_level;
+
 /// How deep unknown values may nest before the frame is refused (bounds the recursion of
 /// [`Walker::skip_value`], so no input can exhaust the stack).
 pub const MAX_NESTING: u32 = 32;
@@ -460,6 +463,13 @@ impl<'a> Walker<'a> {
     fn compact_level(&mut self) -> Option<Level> {
         let start = self.pos;
         let rest = self.bytes.get(start..)?;
+        // With AVX2, levels with room to read ahead (all but the frame's last few) take
+        // the vector reader; what it does not read falls to the scalar one below.
+        #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+        if let Some((level, len)) = rest.first_chunk().and_then(simd_level::compact_level) {
+            self.pos = start + len;
+            return Some(level);
+        }
         if !rest.starts_with(b"[\"") {
             return None;
         }
