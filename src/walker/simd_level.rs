@@ -15,25 +15,36 @@
 //!
 //! It reads a subset of what the exact path accepts, and on that subset agrees with it
 //! exactly (a proptest below checks both): quoted numbers of 1 to 8 integer digits and
-//! optionally a dot and 1 to 8 fraction digits (not both 8), and a level within 32 bytes.
+//! optionally a dot and 1 to 8 fraction digits (not both 8), and a level of at most 34 bytes
+//! (`["` and one register).
 //! Anything else returns `None` and the caller reads the level another way.
 
 use crate::book::Level;
 use crate::fixed::{FixedPoint, SCALE};
 use safe_arch::{
-    m128i, m256i, mul_i16_horizontal_add_m256i, mul_u8i8_add_horizontal_saturating_m256i,
-    pack_i32_to_u16_m256i, set_m128i_m256i, set_splat_i8_m256i, set_splat_i16_m256i,
-    set_splat_i32_m256i, shuffle_av_i8z_half_m256i, sub_i8_m256i,
+    add_i64_m256i, extract_m128i_m256i, m128i, m256i, mul_i16_horizontal_add_m256i,
+    mul_u8i8_add_horizontal_saturating_m256i, mul_u64_low_bits_m256i, pack_i32_to_u16_m256i,
+    set_m128i_m256i, set_splat_i8_m256i, set_splat_i16_m256i, set_splat_i32_m256i,
+    set_splat_i64_m256i, shr_imm_u64_m256i, shuffle_av_i8z_half_m256i, sub_i8_m256i,
 };
 
-/// Bytes read from the level's `[`: the level itself lies within the first 32 (one register
-/// of structure), and each number's 16-byte load starts at most at byte 31.
-pub(super) const READ_AHEAD: usize = 48;
+/// Where the price starts, after `["`: the structure register starts there, so that the
+/// price's lane is that register's low half.
+const PRICE: usize = 2;
+
+/// Bytes read from the level's `[`: `["`, 32 bytes of structure from the price on (the
+/// rest of the level must lie within them), and 16 from the amount's first digit, which
+/// is inside the 32.
+pub(super) const READ_AHEAD: usize = PRICE + 32 + 16;
 
 /// A level read: its price and amount, and its length in bytes (up to and including `]`).
 #[inline(always)]
 pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)> {
-    let head: &[u8; 32] = window.first_chunk()?;
+    if window[..PRICE] != *b"[\"" {
+        return None;
+    }
+    // Positions below count from the price's first byte.
+    let head: &[u8; 32] = window[PRICE..].first_chunk()?;
     let bytes = m256i::from(*head);
     let quotes = mask_where(bytes, |byte| byte_equal(byte, b'"'));
     let dots = mask_where(bytes, |byte| byte_equal(byte, b'.'));
@@ -43,12 +54,9 @@ pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)>
         safe_arch::cmp_eq_mask_i8_m256i(safe_arch::min_u8_m256i(offset, splat(9)), offset)
     });
 
-    // `["`, the price up to the next quote, `","` or `", "`, the amount up to the next
-    // quote, `]`. Every position comes from the quote mask, none from the digits' values.
-    if head[0] != b'[' || quotes & 0b11 != 0b10 {
-        return None;
-    }
-    let price_end = (quotes & !0b11).trailing_zeros() as usize; // 64 when absent
+    // The price up to the next quote, `","` or `", "`, the amount up to the next quote,
+    // `]`. Every position comes from the quote mask, none from the digits' values.
+    let price_end = quotes.trailing_zeros() as usize; // 64 when absent
     let amount_start = price_end
         + match head.get(price_end + 1..price_end + 4)? {
             [b',', b'"', _] => 3,
@@ -59,7 +67,7 @@ pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)>
     if head.get(amount_end + 1) != Some(&b']') {
         return None;
     }
-    let price_shape = NumberShape::of(digits, dots, 2, price_end);
+    let price_shape = NumberShape::of(digits, dots, 0, price_end);
     let amount_shape = NumberShape::of(digits, dots, amount_start, amount_end);
     if !(price_shape.readable & amount_shape.readable) {
         return None;
@@ -67,9 +75,9 @@ pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)>
 
     // Each number's first 16 bytes in its own lane (price low, amount high), its digits
     // placed by the shuffle, non-digits zeroed (shuffle control 0x80).
-    let price_text: &[u8; 16] = window[2..].first_chunk()?;
-    let amount_text: &[u8; 16] = window[amount_start..].first_chunk()?;
-    let text = set_m128i_m256i(m128i::from(*amount_text), m128i::from(*price_text));
+    let amount_text: &[u8; 16] = window[PRICE + amount_start..].first_chunk()?;
+    let price_text = extract_m128i_m256i::<0>(bytes);
+    let text = set_m128i_m256i(m128i::from(*amount_text), price_text);
     let controls = set_m128i_m256i(
         m128i::from(amount_shape.shuffle()),
         m128i::from(price_shape.shuffle()),
@@ -82,19 +90,18 @@ pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)>
         mul_u8i8_add_horizontal_saturating_m256i(digit_values, set_splat_i16_m256i(1 << 8 | 10));
     let quads = mul_i16_horizontal_add_m256i(pairs, set_splat_i32_m256i(1 << 16 | 100));
     let narrowed = pack_i32_to_u16_m256i(quads, quads);
-    let values: [u32; 8] =
-        mul_i16_horizontal_add_m256i(narrowed, set_splat_i32_m256i(1 << 16 | 10_000)).into();
-    // At most 99_999_999 * 10^8 + 99_999_999: no overflow.
-    let fixed = |integer: u32, fraction: u32| {
-        FixedPoint::from_raw(u64::from(integer) * SCALE + u64::from(fraction))
-    };
+    let values = mul_i16_horizontal_add_m256i(narrowed, set_splat_i32_m256i(1 << 16 | 10_000));
+    // Per 64-bit lane 0 and 2: integer (low half) * 10^8 + fraction (high half). At most
+    // 99_999_999 * 10^8 + 99_999_999: no overflow.
+    let scaled_integers = mul_u64_low_bits_m256i(values, set_splat_i64_m256i(SCALE as i64));
+    let fractions = shr_imm_u64_m256i::<32>(values);
+    let raw: [u64; 4] = add_i64_m256i(scaled_integers, fractions).into();
     let level = Level {
-        price: fixed(values[0], values[1]),
-        amount: fixed(values[4], values[5]),
+        price: FixedPoint::from_raw(raw[0]),
+        amount: FixedPoint::from_raw(raw[2]),
     };
-    Some((level, amount_end + 2))
+    Some((level, PRICE + amount_end + 2))
 }
-
 /// Where a number's digits are: `integer_len` digits, then `after_integer` bytes (none,
 /// or a dot and the fraction's digits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,7 +227,11 @@ mod tests {
             (r#"["91234.56000000","0.00123000"]"#, "91234.56", "0.00123"),
             // Bitstamp order_book (tests/fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl).
             (r#"["9328.28", "0.05925332"]"#, "9328.28", "0.05925332"),
-            (r#"["0.00002835", "7159.36203756"]"#, "0.00002835", "7159.36203756"),
+            (
+                r#"["0.00002835", "7159.36203756"]"#,
+                "0.00002835",
+                "7159.36203756",
+            ),
             // Integers, the longest integer part, the longest lane (8 + dot + 7).
             (r#"["3800","10"]"#, "3800", "10"),
             (r#"["99999999","00000001"]"#, "99999999", "1"),
@@ -252,7 +263,7 @@ mod tests {
             r#"["1","1","1"]"#,
             r#"{"1","1"]"#,
             r#"["1":"1"]"#,
-            r#"["1234567.12345678","1234567.12345678"]"#, // ends past 32 bytes
+            r#"["1234567.12345678","1234567.12345678"]"#, // 39 bytes
         ];
         for text in cases {
             assert_eq!(compact_level(&window(text)), None, "{text}");
@@ -273,7 +284,10 @@ mod tests {
         number.len() <= 16
             && (1..=8).contains(&integer.len())
             && (1..=8).contains(&fraction.len())
-            && integer.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit())
+            && integer
+                .bytes()
+                .chain(fraction.bytes())
+                .all(|b| b.is_ascii_digit())
     }
 
     proptest! {
@@ -304,7 +318,7 @@ mod tests {
             }
             // (A quote inside a generated number moves the level's end: no claim then.)
             if !price.contains('"') && !amount.contains('"') {
-                let meant_for = text.len() <= 32
+                let meant_for = text.len() <= PRICE + 32
                     && matches!(separator, r#"",""# | r#"", ""#)
                     && is_readable(&price)
                     && is_readable(&amount);
