@@ -102,6 +102,7 @@ pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)>
     };
     Some((level, PRICE + amount_end + 2))
 }
+
 /// Where a number's digits are: `integer_len` digits, then `after_integer` bytes (none,
 /// or a dot and the fraction's digits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
