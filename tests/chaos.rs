@@ -466,9 +466,13 @@ async fn a_quiet_market_that_repeats_its_book_stays_live() {
         })
         .await;
     let recorded = chaos.finish().await;
-    // Connecting at the start, then synced throughout: never stale.
-    assert_eq!(
-        recorded.states[BINANCE.index()],
-        BTreeSet::from(["connecting", "synced"])
+    // Synced throughout: never stale. Whether the consumer saw Binance still connecting
+    // depends on how early it read the latest-value channel, so that state is allowed,
+    // not required.
+    let binance_states = &recorded.states[BINANCE.index()];
+    assert!(
+        binance_states.contains("synced")
+            && binance_states.is_subset(&BTreeSet::from(["connecting", "synced"])),
+        "Binance's states: {binance_states:?}"
     );
 }
