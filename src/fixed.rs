@@ -139,14 +139,61 @@ fn non_digit_bytes(word: u64) -> u64 {
     (((offset & LOW_7_BITS) + DIGIT_LIMIT) | offset) & HIGH_BITS
 }
 
-/// The high bit of every byte of `word` that is a `"`. Exact up to the first one (bits
-/// above it may be false positives: borrows), which is all the caller uses.
-#[inline]
-pub(crate) fn quote_bytes(word: u64) -> u64 {
-    const QUOTES: u64 = 0x2222_2222_2222_2222;
+/// The high bit of every byte of `word` that equals `byte`. Exact up to the first one
+/// (bits above it may be false positives: borrows), which is all the callers use; so the
+/// lowest bit of an OR of two such masks is exact too.
+#[inline(always)]
+pub(crate) fn matching_bytes(word: u64, byte: u8) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    let zero_where_quote = word ^ QUOTES;
-    zero_where_quote.wrapping_sub(ONES) & !zero_where_quote & HIGH_BITS
+    let zero_where_equal = word ^ (ONES * u64::from(byte));
+    zero_where_equal.wrapping_sub(ONES) & !zero_where_equal & HIGH_BITS
+}
+
+/// The leading ASCII digits of `bytes` (none: `(0, 0)`) as an integer and their count,
+/// for up to 16 digits; `None` when `bytes` has fewer than 17 bytes or more than 16
+/// digits, for a general loop to read. Two words, no loop: what `Walker::unsigned` reads
+/// is a sequence number or a timestamp of 10 to 16 digits, in every frame.
+#[inline]
+pub(crate) fn leading_integer(bytes: &[u8]) -> Option<(u64, usize)> {
+    const POWERS_OF_TEN: [u64; 9] = [
+        1,
+        10,
+        100,
+        1_000,
+        10_000,
+        100_000,
+        1_000_000,
+        10_000_000,
+        100_000_000,
+    ];
+    let chunk = bytes.first_chunk::<17>()?;
+    let word_at = |index: usize| {
+        u64::from_le_bytes(*chunk[index..].first_chunk::<8>().expect("8 of 17 bytes"))
+    };
+    let (high, low) = (word_at(0), word_at(8));
+    let high_len = leading_digit_count(high);
+    if high_len < 8 {
+        let value = if high_len == 0 {
+            0
+        } else {
+            integer_value(high, high_len)
+        };
+        return Some((value, high_len));
+    }
+    let low_len = leading_digit_count(low);
+    if low_len == 8 && chunk[16].is_ascii_digit() {
+        return None;
+    }
+    let low_value = if low_len == 0 {
+        0
+    } else {
+        integer_value(low, low_len)
+    };
+    // At most 99_999_999 * 10^8 + 99_999_999: no overflow.
+    Some((
+        eight_digits_value(high) * POWERS_OF_TEN[low_len] + low_value,
+        8 + low_len,
+    ))
 }
 
 /// Classifies the byte that stopped a number, for a precise error.
@@ -251,8 +298,8 @@ impl FixedPoint {
         // decoder's walk to the next number never waits for this one's conversion (on a
         // book frame that chain of positions is the critical path). The checks below
         // confirm it is where the digits end.
-        let quotes =
-            u128::from(quote_bytes(word_at(8)?)) << 64 | u128::from(quote_bytes(integer_word));
+        let quotes = u128::from(matching_bytes(word_at(8)?, b'"')) << 64
+            | u128::from(matching_bytes(integer_word, b'"'));
         let len = match quotes.trailing_zeros() / 8 {
             16 => 16 + usize::from(chunk[16] != b'"'),
             before_quote => before_quote as usize,

@@ -13,7 +13,7 @@
 //! it is skipped as unknown; no exchange escapes its keys).
 
 use crate::book::{Level, Levels, MAX_DEPTH, Side};
-use crate::fixed::{FixedPoint, FixedPointError, quote_bytes};
+use crate::fixed::{FixedPoint, FixedPointError, leading_integer, matching_bytes};
 use memchr::memmem;
 use std::sync::LazyLock;
 
@@ -83,15 +83,18 @@ fn find_quote(bytes: &[u8]) -> Option<usize> {
     let Some(chunk) = bytes.first_chunk::<16>() else {
         return memchr::memchr(b'"', bytes);
     };
-    let low = quote_bytes(u64::from_le_bytes(chunk[..8].try_into().expect("8 bytes")));
-    let high = quote_bytes(u64::from_le_bytes(chunk[8..].try_into().expect("8 bytes")));
-    let found = u128::from(high) << 64 | u128::from(low);
-    if found != 0 {
-        // Bits above the first quote may be false positives (borrows); the lowest is exact.
-        Some(found.trailing_zeros() as usize / 8)
-    } else {
-        memchr::memchr(b'"', &bytes[16..]).map(|index| index + 16)
-    }
+    first_match_in_16(chunk, |word| matching_bytes(word, b'"'))
+        .or_else(|| memchr::memchr(b'"', &bytes[16..]).map(|index| index + 16))
+}
+
+/// Index of the first byte of `chunk` that `matches` marks (its high bit, as
+/// [`matching_bytes`] sets it), over two words.
+#[inline(always)]
+fn first_match_in_16(chunk: &[u8; 16], matches: impl Fn(u64) -> u64) -> Option<usize> {
+    let word = |half: usize| u64::from_le_bytes(*chunk[8 * half..].first_chunk().expect("8 of 16"));
+    let found = u128::from(matches(word(1))) << 64 | u128::from(matches(word(0)));
+    // Bits above the first match may be false positives (borrows); the lowest is exact.
+    (found != 0).then(|| found.trailing_zeros() as usize / 8)
 }
 
 impl<'a> Walker<'a> {
@@ -200,6 +203,17 @@ impl<'a> Walker<'a> {
     pub fn string(&mut self) -> Result<&'a [u8]> {
         self.expect(b'"', "a string")?;
         let start = self.pos;
+        // A key or short value ends within 16 bytes, found without memchr2's call and
+        // setup (about 90 instructions a key); an escape or a longer string takes the loop.
+        if let Some(len) = self.bytes[start..].first_chunk::<16>().and_then(|chunk| {
+            first_match_in_16(chunk, |word| {
+                matching_bytes(word, b'"') | matching_bytes(word, b'\\')
+            })
+        }) && self.bytes[start + len] == b'"'
+        {
+            self.pos = start + len + 1;
+            return Ok(&self.bytes[start..start + len]);
+        }
         loop {
             let rest = &self.bytes[self.pos..];
             let found = memchr::memchr2(b'"', b'\\', rest).ok_or(DecodeError::Truncated)?;
@@ -255,19 +269,14 @@ impl<'a> Walker<'a> {
         let quoted = self.peek()? == b'"';
         self.pos += usize::from(quoted);
         let start = self.pos;
-        let digits = self.bytes[start..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
+        let rest = &self.bytes[start..];
+        let (value, digits) = match leading_integer(rest) {
+            Some(read) => read,
+            None => long_unsigned(rest).ok_or(DecodeError::IntegerOverflow { at: start })?,
+        };
         if digits == 0 {
             return Err(self.unexpected("an unsigned integer"));
         }
-        let value = self.bytes[start..start + digits]
-            .iter()
-            .try_fold(0u64, |acc, &d| {
-                acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-            })
-            .ok_or(DecodeError::IntegerOverflow { at: start })?;
         self.pos += digits;
         self.end_of_number(quoted, start)?;
         Ok(value)
@@ -529,6 +538,17 @@ impl<'a> Walker<'a> {
     }
 }
 
+/// The leading digits of `bytes` as an integer and their count, digit by digit: what
+/// [`leading_integer`] leaves (near a frame's end, or over 16 digits). `None`: overflow.
+#[cold]
+fn long_unsigned(bytes: &[u8]) -> Option<(u64, usize)> {
+    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    let value = bytes[..digits].iter().try_fold(0u64, |acc, &d| {
+        acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })?;
+    Some((value, digits))
+}
+
 /// The fast side skip (see [`Walker::skip_rest_of_array`]): the length of `rest` up to and
 /// including its first `]]`, if the bytes before it can only be the rest of a side.
 fn rest_of_side_len(rest: &[u8]) -> Option<usize> {
@@ -604,6 +624,65 @@ fn lane_sum(lanes: &[i8; LANES]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// A string's end found one byte at a time: the reference for [`Walker::string`]'s
+    /// word-at-a-time path and its loop.
+    fn reference_string_len(content_and_rest: &[u8]) -> Option<usize> {
+        let mut index = 0;
+        loop {
+            match *content_and_rest.get(index)? {
+                b'"' => return Some(index),
+                b'\\' => index += 2,
+                _ => index += 1,
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// Strings of every length around the 16-byte word path's edge, with escapes
+        /// anywhere and anything after them, end where the byte-at-a-time reference says.
+        #[test]
+        fn strings_end_at_their_first_unescaped_quote(
+            content in r#"([a-z0-9:,\]\[ ]|\\\\|\\")*"#,
+            rest in r#"[a-z",\\:}]{0,24}"#,
+        ) {
+            let text = format!("\"{content}{rest}");
+            let mut walker = Walker::new(text.as_bytes());
+            match reference_string_len(&text.as_bytes()[1..]) {
+                Some(len) => {
+                    prop_assert_eq!(walker.string(), Ok(&text.as_bytes()[1..1 + len]));
+                    prop_assert_eq!(walker.position(), len + 2);
+                }
+                None => prop_assert_eq!(walker.string(), Err(DecodeError::Truncated)),
+            }
+        }
+
+        /// Unsigned integers of 1 to 22 digits, bare or quoted, followed by anything:
+        /// the value `str::parse` gives, or an overflow error, and the position after.
+        #[test]
+        fn unsigned_integers_of_any_length_read_exactly(
+            digits in "[0-9]{1,22}",
+            quoted in any::<bool>(),
+            rest in r#"(,|\}|]| )[a-z0-9",:}]{0,20}|"#,
+        ) {
+            let quote = if quoted { "\"" } else { "" };
+            let text = format!("{quote}{digits}{quote}{rest}");
+            let mut walker = Walker::new(text.as_bytes());
+            match digits.parse::<u64>() {
+                Ok(value) => {
+                    prop_assert_eq!(walker.unsigned(), Ok(value));
+                    prop_assert_eq!(walker.position(), quote.len() * 2 + digits.len());
+                }
+                Err(_) => prop_assert_eq!(
+                    walker.unsigned(),
+                    Err(DecodeError::IntegerOverflow { at: quote.len() })
+                ),
+            }
+        }
+    }
 
     #[test]
     fn skips_any_well_formed_value_and_refuses_broken_ones() {
