@@ -178,12 +178,12 @@ const fn digit_shuffles() -> [[[i8; 16]; 16]; 16] {
 }
 
 #[inline(always)]
-fn splat(byte: u8) -> m256i {
+pub(super) fn splat(byte: u8) -> m256i {
     set_splat_i8_m256i(byte as i8)
 }
 
 #[inline(always)]
-fn byte_equal(bytes: m256i, byte: u8) -> m256i {
+pub(super) fn byte_equal(bytes: m256i, byte: u8) -> m256i {
     safe_arch::cmp_eq_mask_i8_m256i(bytes, splat(byte))
 }
 
