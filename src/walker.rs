@@ -201,12 +201,13 @@ impl<'a> Walker<'a> {
     }
 
     /// A string's raw content (escapes left as they are, but skipped correctly).
-    #[inline]
+    #[inline(always)]
     pub fn string(&mut self) -> Result<&'a [u8]> {
         self.expect(b'"', "a string")?;
         let start = self.pos;
         // A key or short value ends within 16 bytes, found without memchr2's call and
-        // setup (about 90 instructions a key); an escape or a longer string takes the loop.
+        // setup (about 90 instructions a key); an escape or a longer string takes the loop,
+        // out of line so that this path inlines into the object walk.
         if let Some(len) = self.bytes[start..].first_chunk::<16>().and_then(|chunk| {
             first_match_in_16(chunk, |word| {
                 matching_bytes(word, b'"') | matching_bytes(word, b'\\')
@@ -216,6 +217,13 @@ impl<'a> Walker<'a> {
             self.pos = start + len + 1;
             return Ok(&self.bytes[start..start + len]);
         }
+        self.rest_of_string(start)
+    }
+
+    /// The rest of a string that starts at `start` (after its opening quote): memchr2 to
+    /// each quote or backslash.
+    #[inline(never)]
+    fn rest_of_string(&mut self, start: usize) -> Result<&'a [u8]> {
         loop {
             let rest = &self.bytes[self.pos..];
             let found = memchr::memchr2(b'"', b'\\', rest).ok_or(DecodeError::Truncated)?;
