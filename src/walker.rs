@@ -528,10 +528,11 @@ impl<'a> Walker<'a> {
     ///
     /// Fast path (why it is here: a Bitstamp frame carries 100 levels a side, and most
     /// users keep 10): the end of a side of `[price, amount]` levels is the first `]]`.
-    /// One SIMD search (memmem) finds it, and one vectorised pass ([`is_rest_of_side`])
-    /// checks that the bytes before it can only be levels: brackets balance to exactly that
-    /// `]]`, quotes pair up and nothing is escaped (so the `]]` is not inside a string), and
-    /// there is no `:` (which would mean the side closed earlier and a key followed).
+    /// [`rest_of_side_len`] finds it and checks that the bytes before it can only be
+    /// levels (one AVX2 pass, or memmem and then a vectorised check without AVX2):
+    /// brackets balance to exactly that `]]`, quotes pair up and nothing is escaped (so the
+    /// `]]` is not inside a string), and there is no `:` (which would mean the side closed
+    /// earlier and a key followed).
     /// Anything else — a side whose last level and closing bracket are not adjacent
     /// (`] ]`), a `]]` inside a nested value or a string — takes the exact path,
     /// [`Walker::skip_elements`]. Skipped levels are checked for bracket structure only:
@@ -595,12 +596,12 @@ fn portable_rest_of_side_len(rest: &[u8]) -> Option<usize> {
     is_rest_of_side(&rest[..len]).then_some(len)
 }
 
-/// The check behind the fast side skip: brackets balance to one more close than opens,
+/// The check behind the two-pass side skip: brackets balance to one more close than opens,
 /// quotes pair up, no `:` or `\\`. Counts in 32 byte lanes, which the compiler keeps in one
-/// AVX2 register each (a compare and an add per counter per 32 bytes) and reduces once per
-/// 127 steps (before an `i8` lane can overflow) with word arithmetic. Written by hand
-/// because it is the widest loop of the hot path (a Bitstamp frame skips about 4.9 KB).
-/// Instruction counts: BENCHMARKS.md.
+/// vector register each (a compare and an add per counter per 32 bytes) and reduces once
+/// per 127 steps (before an `i8` lane can overflow) with word arithmetic. Written by hand
+/// because the skip is the widest loop of the hot path (a Bitstamp frame skips about
+/// 4.9 KB). Instruction counts: BENCHMARKS.md.
 fn is_rest_of_side(region: &[u8]) -> bool {
     let mut balance = 0i32; // '[' minus ']'
     let mut lane_quotes = [0u8; LANES]; // parity of '"'
