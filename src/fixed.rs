@@ -151,8 +151,9 @@ pub(crate) fn matching_bytes(word: u64, byte: u8) -> u64 {
 
 /// The leading ASCII digits of `bytes` (none: `(0, 0)`) as an integer and their count,
 /// for up to 16 digits; `None` when `bytes` has fewer than 17 bytes or more than 16
-/// digits, for a general loop to read. Two words, no loop: what `Walker::unsigned` reads
-/// is a sequence number or a timestamp of 10 to 16 digits, in every frame.
+/// digits, for [`long_leading_integer`] to read. Two words, no loop: what
+/// `Walker::unsigned` reads is a sequence number or a timestamp of 10 to 16 digits, in
+/// every frame.
 #[inline]
 pub(crate) fn leading_integer(bytes: &[u8]) -> Option<(u64, usize)> {
     const POWERS_OF_TEN: [u64; 9] = [
@@ -218,7 +219,8 @@ fn invalid_start(text: &[u8]) -> FixedPointError {
     }
 }
 
-/// Integer parts of more than 8 digits: rare (prices ≥ 100 000 000), so a checked loop.
+/// Integer parts of more than 8 digits: rare (prices ≥ 100 000 000, integers over 16
+/// digits), so a checked loop.
 #[cold]
 fn long_integer(digits: &[u8]) -> Result<u64, FixedPointError> {
     digits.iter().try_fold(0u64, |acc, &d| {
@@ -226,6 +228,19 @@ fn long_integer(digits: &[u8]) -> Result<u64, FixedPointError> {
             .and_then(|acc| acc.checked_add(u64::from(d - b'0')))
             .ok_or(FixedPointError::Overflow)
     })
+}
+
+/// The leading ASCII digits of `bytes` as an integer and their count, digit by digit:
+/// what [`leading_integer`] leaves (over 16 digits, or near the end of `bytes`). `None`:
+/// their value does not fit in a `u64`.
+#[cold]
+pub(crate) fn long_leading_integer(bytes: &[u8]) -> Option<(u64, usize)> {
+    let digits = bytes
+        .iter()
+        .take_while(|byte| byte.is_ascii_digit())
+        .count();
+    let value = long_integer(&bytes[..digits]).ok()?;
+    Some((value, digits))
 }
 
 /// What may follow the fractional digits one word held: after 8 digits, only more zeros

@@ -13,7 +13,9 @@
 //! it is skipped as unknown; no exchange escapes its keys).
 
 use crate::book::{Level, Levels, MAX_DEPTH, Side};
-use crate::fixed::{FixedPoint, FixedPointError, leading_integer, matching_bytes};
+use crate::fixed::{
+    FixedPoint, FixedPointError, leading_integer, long_leading_integer, matching_bytes,
+};
 use memchr::memmem;
 use std::sync::LazyLock;
 
@@ -282,7 +284,7 @@ impl<'a> Walker<'a> {
         let rest = &self.bytes[start..];
         let (value, digits) = match leading_integer(rest) {
             Some(read) => read,
-            None => long_unsigned(rest).ok_or(DecodeError::IntegerOverflow { at: start })?,
+            None => long_leading_integer(rest).ok_or(DecodeError::IntegerOverflow { at: start })?,
         };
         if digits == 0 {
             return Err(self.unexpected("an unsigned integer"));
@@ -558,17 +560,6 @@ impl<'a> Walker<'a> {
             }
         }
     }
-}
-
-/// The leading digits of `bytes` as an integer and their count, digit by digit: what
-/// [`leading_integer`] leaves (near a frame's end, or over 16 digits). `None`: overflow.
-#[cold]
-fn long_unsigned(bytes: &[u8]) -> Option<(u64, usize)> {
-    let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-    let value = bytes[..digits].iter().try_fold(0u64, |acc, &d| {
-        acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-    })?;
-    Some((value, digits))
 }
 
 /// The fast side skip (see [`Walker::skip_rest_of_array`]): the length of `rest` up to and
