@@ -124,6 +124,13 @@ pub fn spawn(
 /// hour). Three: one reordered book is dropped, a new count is followed within 3 books.
 const SEQUENCE_RESET_AFTER: u32 = 3;
 
+/// How much tungstenite asks the socket for per read. It zeroes that much spare buffer
+/// before every read, so its default (128 KiB) cost the reader a 128 KiB `memset` per
+/// frame, a quarter of its CPU at 50k frames/s (perf, BENCHMARKS.md). 16 KiB still takes
+/// a dozen Binance depth20 frames, or two 100-level Bitstamp frames, per read; a larger
+/// frame grows the buffer to fit it.
+const READ_BUFFER_BYTES: usize = 16 * 1024;
+
 /// Why a session ended.
 enum SessionEnd {
     Shutdown,
@@ -292,6 +299,7 @@ impl Reader {
     ) -> Result<SessionEnd, SessionError> {
         let settings = self.spec.settings;
         let config = WebSocketConfig::default()
+            .read_buffer_size(READ_BUFFER_BYTES)
             .max_message_size(Some(settings.max_frame_bytes))
             .max_frame_size(Some(settings.max_frame_bytes));
         let connect =
