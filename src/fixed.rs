@@ -414,32 +414,102 @@ impl FixedPoint {
 }
 
 impl FixedPoint {
-    /// Displays with `decimals` fractional digits (as a venue prints a pair's prices:
-    /// Bitstamp sends `9328.28`) when that is exact, and with all 8 otherwise: digits are
-    /// never dropped.
-    pub fn with_decimals(self, decimals: u32) -> impl fmt::Display {
-        struct WithDecimals(FixedPoint, u32);
-        impl fmt::Display for WithDecimals {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                let WithDecimals(value, decimals) = *self;
-                let dropped = 10u64.pow(DECIMALS - decimals.min(DECIMALS));
-                let fraction = value.0 % SCALE;
-                if !fraction.is_multiple_of(dropped) {
-                    return fmt::Display::fmt(&value, f);
-                }
-                let integer = value.0 / SCALE;
-                match decimals.min(DECIMALS) {
-                    0 => write!(f, "{integer}"),
-                    kept => write!(
-                        f,
-                        "{integer}.{:0width$}",
-                        fraction / dropped,
-                        width = kept as usize
-                    ),
-                }
-            }
+    /// The exact decimal text, with `decimals` fractional digits (as a venue prints a
+    /// pair's prices: Bitstamp sends `9328.28`) when the digits past them are zeros, and
+    /// with all 8 otherwise: digits are never dropped. `Display` is `with_decimals(8)`.
+    pub fn with_decimals(self, decimals: u32) -> DecimalText {
+        let mut text = DecimalText {
+            bytes: [0; DecimalText::CAPACITY],
+            len: 0,
+        };
+        self.decimal_words(decimals, |word, count| {
+            text.bytes[text.len..text.len + 8].copy_from_slice(&word.to_le_bytes());
+            text.len += count;
+        });
+        text
+    }
+
+    /// Appends `with_decimals(decimals)`'s text to `out`, with one 8-byte store per word
+    /// and no copy: the simulator's encoders write tens of numbers a frame.
+    #[inline]
+    pub fn append_decimal(self, decimals: u32, out: &mut Vec<u8>) {
+        self.decimal_words(decimals, |word, count| {
+            let len = out.len();
+            out.extend_from_slice(&word.to_le_bytes());
+            out.truncate(len + count);
+        });
+    }
+
+    /// The decimal text as words of up to 8 bytes: `push_first(word, count)` takes the
+    /// first `count` bytes of `word` (little-endian). Written by hand because `core::fmt`'s
+    /// `{:08}` was the simulator's largest cost under load (perf, BENCHMARKS.md).
+    #[inline(always)]
+    fn decimal_words(self, decimals: u32, mut push_first: impl FnMut(u64, usize)) {
+        let fraction = self.0 % SCALE;
+        let kept = match decimals.min(DECIMALS) {
+            kept if fraction.is_multiple_of(10u64.pow(DECIMALS - kept)) => kept as usize,
+            _ => DECIMALS as usize,
+        };
+        // The digits of `value` (below 10^8), without leading zeros.
+        let mut push_last_digits = |value: u64| {
+            let digits = value.checked_ilog10().map_or(1, |log| log as usize + 1);
+            push_first(eight_ascii_digits(value) >> (8 * (8 - digits)), digits);
+        };
+        let integer = self.0 / SCALE;
+        if integer >= SCALE {
+            // 10^8 and up: at most 4 more digits (FixedPoint::MAX is 184467440737.…).
+            push_last_digits(integer / SCALE);
+            push_first(eight_ascii_digits(integer % SCALE), 8);
+        } else {
+            push_last_digits(integer);
         }
-        WithDecimals(self, decimals)
+        if kept > 0 {
+            push_first(u64::from(b'.'), 1);
+            push_first(eight_ascii_digits(fraction), kept);
+        }
+    }
+}
+
+/// `value` (below 10^8) as 8 ASCII digits with leading zeros, the first in the lowest
+/// byte, by SWAR (the inverse of `eight_digits_value`): a few multiplies for all eight,
+/// not a division per digit.
+fn eight_ascii_digits(value: u64) -> u64 {
+    debug_assert!(value < SCALE);
+    // Two 32-bit lanes, the high four digits in the low lane (the first bytes in memory).
+    let fours = (value / 10_000) | ((value % 10_000) << 32);
+    // x * 10486 >> 20 is x / 100 for x < 43,699: per lane, the first two of four digits.
+    let hundreds = ((fours * 10_486) >> 20) & 0x0000_007F_0000_007F;
+    let pairs = hundreds | ((fours - hundreds * 100) << 16);
+    // x * 103 >> 10 is x / 10 for x < 179: per 16-bit lane, the first of two digits.
+    let tens = ((pairs * 103) >> 10) & 0x000F_000F_000F_000F;
+    let digits = tens | ((pairs - tens * 10) << 8);
+    digits | ASCII_ZEROS
+}
+
+/// A `FixedPoint`'s decimal text, on the stack (`FixedPoint::with_decimals`).
+#[derive(Clone, Copy)]
+pub struct DecimalText {
+    bytes: [u8; DecimalText::CAPACITY],
+    len: usize,
+}
+
+impl DecimalText {
+    /// `184467440737.09551615` (`FixedPoint::MAX`, 21 bytes), and room for the last
+    /// word's unused bytes.
+    const CAPACITY: usize = 21 + 7;
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).expect("digits and a dot are ASCII")
+    }
+}
+
+impl fmt::Display for DecimalText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -453,7 +523,7 @@ impl FromStr for FixedPoint {
 /// Always 8 fractional digits (`12.00000000`), the form the exchanges send.
 impl fmt::Display for FixedPoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:08}", self.0 / SCALE, self.0 % SCALE)
+        f.write_str(self.with_decimals(DECIMALS).as_str())
     }
 }
 
@@ -583,6 +653,30 @@ mod tests {
         fn format_then_parse_round_trips(raw: u64) {
             let value = FixedPoint::from_raw(raw);
             proptest::prop_assert_eq!(value.to_string().parse::<FixedPoint>(), Ok(value));
+        }
+
+        /// The hand-written formatter agrees with `core::fmt` for every value and every
+        /// count of decimals: `shift` gives values of every magnitude, `zeros` values that
+        /// end in zeros, which it shortens.
+        #[test]
+        fn formats_like_core_fmt(raw: u64, shift in 0u32..64, zeros in 0u32..=8, decimals in 0u32..12) {
+            let raw = raw >> shift;
+            let raw = raw - raw % 10u64.pow(zeros);
+            let (integer, fraction) = (raw / SCALE, raw % SCALE);
+            let all_eight = format!("{integer}.{fraction:08}");
+            let kept = decimals.min(DECIMALS) as usize;
+            let expected = if !all_eight.ends_with(&"0".repeat(DECIMALS as usize - kept)) {
+                all_eight
+            } else if kept == 0 {
+                integer.to_string()
+            } else {
+                all_eight[..all_eight.len() - (DECIMALS as usize - kept)].to_owned()
+            };
+            let text = FixedPoint::from_raw(raw).with_decimals(decimals);
+            proptest::prop_assert_eq!(text.as_str(), &expected);
+            let mut appended = b"[\"".to_vec();
+            FixedPoint::from_raw(raw).append_decimal(decimals, &mut appended);
+            proptest::prop_assert_eq!(appended, format!("[\"{expected}").into_bytes());
         }
 
         /// The SWAR parser agrees with an obvious per-digit reference on any short text.

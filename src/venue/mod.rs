@@ -6,6 +6,7 @@ pub mod binance;
 pub mod bitstamp;
 
 use crate::book::{BookUpdate, TopBook};
+use crate::fixed::DECIMALS;
 pub use crate::sync::SequenceRule;
 pub use crate::walker::DecodeError;
 
@@ -130,16 +131,19 @@ pub(crate) fn write_levels(
     separator: &str,
     out: &mut Vec<u8>,
 ) {
-    use std::io::Write;
     out.push(b'[');
     for (index, level) in levels.iter().enumerate() {
         if index > 0 {
             out.push(b',');
             out.extend_from_slice(separator.as_bytes());
         }
-        let price = level.price.with_decimals(price_decimals);
-        write!(out, "[\"{price}\",{separator}\"{}\"]", level.amount)
-            .expect("writing to a Vec cannot fail");
+        out.extend_from_slice(b"[\"");
+        level.price.append_decimal(price_decimals, out);
+        out.extend_from_slice(b"\",");
+        out.extend_from_slice(separator.as_bytes());
+        out.push(b'"');
+        level.amount.append_decimal(DECIMALS, out);
+        out.extend_from_slice(b"\"]");
     }
     out.push(b']');
 }
