@@ -34,6 +34,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 /// A one-off instruction to every open connection of a venue.
 #[derive(Clone, Debug)]
@@ -594,12 +595,18 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     stream.set_nodelay(true)?;
     let mut path = String::new();
-    let mut socket =
-        tokio_tungstenite::accept_hdr_async(stream, |request: &Request, response: Response| {
+    // Frames are written when flushed, never earlier (`BookFrames::send` stamps each
+    // tick's frames just before their one write): no tick's frames come near 1 GiB.
+    let config = WebSocketConfig::default().write_buffer_size(1 << 30);
+    let mut socket = tokio_tungstenite::accept_hdr_async_with_config(
+        stream,
+        |request: &Request, response: Response| {
             path = request.uri().path().to_owned();
             Ok(response)
-        })
-        .await?;
+        },
+        Some(config),
+    )
+    .await?;
     let venue_name = path
         .trim_start_matches('/')
         .split('/')
@@ -633,6 +640,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         venue,
         recording: shared.recordings.lock().expect("not poisoned")[venue.index()].clone(),
         send_log: shared.send_log.lock().expect("not poisoned").clone(),
+        unstamped: Vec::new(),
         replayed: 0,
         streams: Vec::new(),
         book: TopBook::default(),
@@ -711,6 +719,8 @@ struct BookFrames {
     venue: VenueId,
     recording: Option<Arc<Recording>>,
     send_log: Option<std::sync::mpsc::SyncSender<SentFrame>>,
+    /// The sequences of the frames encoded for the next write, for `send_log`.
+    unstamped: Vec<u64>,
     /// Recorded books served so far.
     replayed: usize,
     /// (stream, levels it carries, its market).
@@ -719,7 +729,10 @@ struct BookFrames {
 }
 
 impl BookFrames {
-    /// Sends `count` book frames on every stream.
+    /// Sends `count` book frames on every stream, in one write: above 1,000 frames a
+    /// second a tick carries several, and one write each would cost the simulator, which
+    /// shares the cores with the service under load, a system call and a loopback
+    /// delivery per frame. A reader that falls behind gets frames together anyway.
     async fn send(
         &mut self,
         socket: &mut tokio_tungstenite::WebSocketStream<TcpStream>,
@@ -758,17 +771,8 @@ impl BookFrames {
                 venue.encode_book(stream, book, price_decimals, &mut frame);
                 let text = String::from_utf8(frame).expect("encoders write UTF-8");
                 match &self.send_log {
-                    // Under load, the frame's time instead of a copy of its text.
-                    Some(log) => {
-                        let sent = SentFrame {
-                            venue,
-                            sequence: book.venue_sequence,
-                            sent_ns: crate::clock::monotonic_ns(),
-                        };
-                        if log.try_send(sent).is_err() {
-                            shared.unlogged_sends.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
+                    // Under load, the frame's time (below) instead of a copy of its text.
+                    Some(_) => self.unstamped.push(book.venue_sequence),
                     None => {
                         shared
                             .last_sent
@@ -777,9 +781,23 @@ impl BookFrames {
                             .insert((venue, stream.clone()), text.clone());
                     }
                 }
-                socket.send(Message::text(text)).await?;
+                socket.feed(Message::text(text)).await?;
             }
         }
+        if let Some(log) = &self.send_log {
+            let sent_ns = crate::clock::monotonic_ns();
+            for sequence in self.unstamped.drain(..) {
+                let sent = SentFrame {
+                    venue,
+                    sequence,
+                    sent_ns,
+                };
+                if log.try_send(sent).is_err() {
+                    shared.unlogged_sends.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        socket.flush().await?;
         Ok(())
     }
 }
