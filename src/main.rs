@@ -622,12 +622,18 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             };
             eprintln!(
-                "{rate} frames/s per venue: {}",
+                "{rate} frames/s per venue: {} (lost {}, unaccounted {}, achieved {:.0}/s, \
+                 wire P99 first second {:.1} µs, last second {:.1} µs)",
                 if report.sustained() {
                     "sustained"
                 } else {
                     "not sustained"
-                }
+                },
+                report.lost,
+                report.unaccounted,
+                report.achieved_rate_per_venue,
+                report.first_second_wire_ns.p99 as f64 / 1e3,
+                report.final_second_wire_ns.p99 as f64 / 1e3,
             );
             search.record(rate, report.sustained());
             reports.push(report);
