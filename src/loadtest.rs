@@ -583,7 +583,7 @@ pub fn table(reports: &[LoadReport]) -> String {
     let mut out = String::from(
         "| rate/venue | sent | published | superseded | lost | wire P50 µs | P99 | P99.9 | max | \
          in-process P50 µs | P99 | P99.9 | e2e histogram P50/P99 ≤ µs | service CPU s / M frames | \
-         peak RSS MB | achieved rate/venue |\n\
+         peak RSS MiB | achieved rate/venue |\n\
          |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
     );
     for report in reports {

@@ -654,6 +654,20 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
         print!("{}", loadtest::table(&reports));
     }
     for report in &reports {
+        let samples: Vec<_> = report
+            .rss_samples
+            .iter()
+            .map(|&(seconds, bytes)| {
+                format!("{seconds:.0} s {:.2}", bytes as f64 / (1 << 20) as f64)
+            })
+            .collect();
+        println!(
+            "resident MiB at {} frames/s per venue: {}",
+            report.rate_per_venue,
+            samples.join(", ")
+        );
+    }
+    for report in &reports {
         if report.unaccounted > 0 || report.lost != 0 {
             eprintln!(
                 "mergebook loadtest: at {} frames/s per venue, {} frames lost and {} records unaccounted",
