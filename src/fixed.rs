@@ -494,9 +494,10 @@ pub struct DecimalText {
 }
 
 impl DecimalText {
-    /// `184467440737.09551615` (`FixedPoint::MAX`, 21 bytes), and room for the last
-    /// word's unused bytes.
-    const CAPACITY: usize = 21 + 7;
+    /// The longest text, `184467440737.09551615` (`FixedPoint::MAX`): 21 bytes. Words
+    /// are written whole, 8 bytes each, and the last one starts at byte 13 at the latest,
+    /// so none runs past it.
+    const CAPACITY: usize = 21;
 
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
