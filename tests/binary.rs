@@ -197,11 +197,18 @@ fn loadtest_prints_the_wire_to_publish_table() {
         .unwrap();
     assert!(output.status.success());
     let table = String::from_utf8(output.stdout).unwrap();
-    let rows: Vec<Vec<&str>> = table
-        .lines()
+    let (rows, memory): (Vec<&str>, Vec<&str>) =
+        table.lines().partition(|line| line.starts_with('|'));
+    let rows: Vec<Vec<&str>> = rows
+        .iter()
         .map(|line| line.split('|').map(str::trim).collect())
         .collect();
     assert_eq!(rows.len(), 3, "header, rule, one rate: {table}");
+    assert_eq!(memory.len(), 1, "one line of memory samples: {table}");
+    assert!(
+        memory[0].starts_with("resident MiB at 200 frames/s per venue: 0 s "),
+        "{table}"
+    );
     assert_eq!(rows[0][1], "rate/venue");
     assert_eq!(rows[2][1], "200");
     assert_eq!(rows[2][5], "0", "lost: {table}");
