@@ -65,6 +65,9 @@ type Result<T> = std::result::Result<T, DecodeError>;
 pub struct Walker<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// The shape of the last level read by the vector reader, tried first on the next.
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    last_level: simd_level::LevelPattern,
 }
 
 #[inline]
@@ -103,7 +106,12 @@ fn first_match_in_16(chunk: &[u8; 16], matches: impl Fn(u64) -> u64) -> Option<u
 
 impl<'a> Walker<'a> {
     pub fn new(bytes: &'a [u8]) -> Self {
-        Walker { bytes, pos: 0 }
+        Walker {
+            bytes,
+            pos: 0,
+            #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+            last_level: simd_level::LevelPattern::none(),
+        }
     }
 
     pub fn position(&self) -> usize {
@@ -498,9 +506,16 @@ impl<'a> Walker<'a> {
         // With AVX2, levels with room to read ahead (all but the frame's last few) take
         // the vector reader; what it does not read falls to the scalar one below.
         #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
-        if let Some((level, len)) = rest.first_chunk().and_then(simd_level::compact_level) {
-            self.pos = start + len;
-            return Some(level);
+        if let Some(window) = rest.first_chunk() {
+            if let Some(level) = self.last_level.read(window) {
+                self.pos = start + self.last_level.len;
+                return Some(level);
+            }
+            if let Some((level, pattern)) = simd_level::compact_level(window) {
+                self.last_level = pattern;
+                self.pos = start + pattern.len;
+                return Some(level);
+            }
         }
         if !rest.starts_with(b"[\"") {
             return None;

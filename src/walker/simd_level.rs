@@ -18,14 +18,22 @@
 //! optionally a dot and 1 to 8 fraction digits (not both 8), and a level of at most 34 bytes
 //! (`["` and one register).
 //! Anything else returns `None` and the caller reads the level another way.
+//!
+//! Consecutive levels of a book mostly have the same shape (the same number of digits
+//! before and after each dot: `["91234.56000000","0.00123000"]` then
+//! `["91234.55000000","0.04100000"]`). A level read also gives its [`LevelPattern`], and
+//! the next level is first checked against it: one range compare of 32 bytes, after which
+//! the shape, the shuffles and the length are known, and only the conversion is left.
 
 use crate::book::Level;
 use crate::fixed::{FixedPoint, SCALE};
 use safe_arch::{
-    add_i64_m256i, extract_m128i_m256i, m128i, m256i, mul_i16_horizontal_add_m256i,
-    mul_u8i8_add_horizontal_saturating_m256i, mul_u64_low_bits_m256i, pack_i32_to_u16_m256i,
-    set_m128i_m256i, set_splat_i8_m256i, set_splat_i16_m256i, set_splat_i32_m256i,
-    set_splat_i64_m256i, shr_imm_u64_m256i, shuffle_av_i8z_half_m256i, sub_i8_m256i,
+    add_i64_m256i, blend_varying_i8_m256i, cmp_eq_mask_i8_m256i, cmp_gt_mask_i8_m256i,
+    extract_m128i_m256i, m128i, m256i, max_u8_m256i, min_u8_m256i, move_mask_i8_m256i,
+    mul_i16_horizontal_add_m256i, mul_u8i8_add_horizontal_saturating_m256i, mul_u64_low_bits_m256i,
+    pack_i32_to_u16_m256i, set_m128i_m256i, set_splat_i8_m256i, set_splat_i16_m256i,
+    set_splat_i32_m256i, set_splat_i64_m256i, shr_imm_u64_m256i, shuffle_av_i8z_half_m256i,
+    sub_i8_m256i,
 };
 
 /// Where the price starts, after `["`: the structure register starts there, so that the
@@ -37,22 +45,21 @@ const PRICE: usize = 2;
 /// is inside the 32.
 pub(super) const READ_AHEAD: usize = PRICE + 32 + 16;
 
-/// A level read: its price and amount, and its length in bytes (up to and including `]`).
+/// A level read: its price and amount, and its pattern (which holds its length).
 #[inline(always)]
-pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)> {
+pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, LevelPattern)> {
     if window[..PRICE] != *b"[\"" {
         return None;
     }
     // Positions below count from the price's first byte.
-    let head: &[u8; 32] = window[PRICE..].first_chunk()?;
+    let head = head(window);
     let bytes = m256i::from(*head);
-    let quotes = mask_where(bytes, |byte| byte_equal(byte, b'"'));
-    let dots = mask_where(bytes, |byte| byte_equal(byte, b'.'));
-    let digits = mask_where(bytes, |byte| {
-        // A digit is a byte whose distance from '0', read unsigned, is at most 9.
-        let offset = sub_i8_m256i(byte, splat(b'0'));
-        safe_arch::cmp_eq_mask_i8_m256i(safe_arch::min_u8_m256i(offset, splat(9)), offset)
-    });
+    let quotes = mask_of(byte_equal(bytes, b'"'));
+    let dots = mask_of(byte_equal(bytes, b'.'));
+    // A digit is a byte whose distance from '0', read unsigned, is at most 9.
+    let offset = sub_i8_m256i(bytes, splat(b'0'));
+    let digit_bytes = cmp_eq_mask_i8_m256i(min_u8_m256i(offset, splat(9)), offset);
+    let digits = mask_of(digit_bytes);
 
     // The price up to the next quote, `","` or `", "`, the amount up to the next quote,
     // `]`. Every position comes from the quote mask, none from the digits' values.
@@ -73,15 +80,49 @@ pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)>
         return None;
     }
 
-    // Each number's first 16 bytes in its own lane (price low, amount high), its digits
-    // placed by the shuffle, non-digits zeroed (shuffle control 0x80).
-    let amount_text: &[u8; 16] = window[PRICE + amount_start..].first_chunk()?;
-    let price_text = extract_m128i_m256i::<0>(bytes);
-    let text = set_m128i_m256i(m128i::from(*amount_text), price_text);
     let controls = set_m128i_m256i(
         m128i::from(amount_shape.shuffle()),
         m128i::from(price_shape.shuffle()),
     );
+    let level = numbers(window, bytes, amount_start, controls)?;
+    let len = amount_end + 2; // through `]`, from the price
+    let pattern = LevelPattern {
+        // Each byte of the level: a digit where it has a digit, itself elsewhere; any byte
+        // after it.
+        lowest: blend_varying_i8_m256i(bytes, splat(b'0'), digit_bytes),
+        highest: blend_varying_i8_m256i(bytes, splat(b'9'), digit_bytes),
+        controls,
+        amount_start,
+        len: PRICE + len,
+    }
+    .ending_at(len);
+    Some((level, pattern))
+}
+
+/// The 32 bytes from the price on, which hold the rest of a level this module reads.
+#[inline(always)]
+fn head(window: &[u8; READ_AHEAD]) -> &[u8; 32] {
+    window[PRICE..]
+        .first_chunk()
+        .expect("PRICE + 32 <= READ_AHEAD")
+}
+
+/// The price and amount of a level whose shape is known: `controls` are both numbers'
+/// digit shuffles (`NumberShape::shuffle`, price low, amount high), the amount starts at
+/// `amount_start` from the price. `None` only if the amount's lane is out of the window,
+/// which no readable shape allows.
+#[inline(always)]
+fn numbers(
+    window: &[u8; READ_AHEAD],
+    bytes: m256i,
+    amount_start: usize,
+    controls: m256i,
+) -> Option<Level> {
+    // Each number's first 16 bytes in its own lane (price low, amount high), its digits
+    // placed by the shuffle, non-digits zeroed (shuffle control 0x80).
+    let amount_text: &[u8; 16] = window.get(PRICE + amount_start..)?.first_chunk()?;
+    let price_text = extract_m128i_m256i::<0>(bytes);
+    let text = set_m128i_m256i(m128i::from(*amount_text), price_text);
     let digit_values = shuffle_av_i8z_half_m256i(sub_i8_m256i(text, splat(b'0')), controls);
     // Digits to values: pairs of digits (×10 + 1), pairs of pairs (×100 + 1), narrowed to
     // 16 bits, then pairs of those (×10_000 + 1): per lane, the integer part and the
@@ -96,11 +137,78 @@ pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)>
     let scaled_integers = mul_u64_low_bits_m256i(values, set_splat_i64_m256i(SCALE as i64));
     let fractions = shr_imm_u64_m256i::<32>(values);
     let raw: [u64; 4] = add_i64_m256i(scaled_integers, fractions).into();
-    let level = Level {
+    Some(Level {
         price: FixedPoint::from_raw(raw[0]),
         amount: FixedPoint::from_raw(raw[2]),
-    };
-    Some((level, PRICE + amount_end + 2))
+    })
+}
+
+/// What a level read leaves for reading the next one of the same shape: for each of the
+/// 32 bytes from the price on, the lowest and highest byte allowed there (`'0'..='9'`
+/// where the level had a digit, its own byte where it had `"`, `.`, `,`, ` ` or `]`, any
+/// byte after its `]`). A level within those ranges has the same quotes, dots and
+/// delimiters at the same places, so the same shape: its shuffles, amount position and
+/// length are this one's, and it converts exactly as [`compact_level`] would read it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct LevelPattern {
+    lowest: m256i,
+    highest: m256i,
+    controls: m256i,
+    amount_start: usize,
+    /// The level's length from its `[`, through its `]`.
+    pub(super) len: usize,
+}
+
+impl LevelPattern {
+    /// The pattern no bytes match (every lowest above every highest): before any level.
+    pub(super) fn none() -> LevelPattern {
+        LevelPattern {
+            lowest: splat(u8::MAX),
+            highest: splat(0),
+            controls: splat(0),
+            amount_start: 0,
+            len: 0,
+        }
+    }
+
+    /// Any byte allowed from `len` (from the price) on.
+    #[inline(always)]
+    fn ending_at(self, len: usize) -> LevelPattern {
+        const INDICES: [u8; 32] = {
+            let mut indices = [0; 32];
+            let mut index = 0;
+            while index < 32 {
+                indices[index] = index as u8;
+                index += 1;
+            }
+            indices
+        };
+        // `len` is at most 32 and the indices at most 31: no signed overflow either way.
+        let after = cmp_gt_mask_i8_m256i(m256i::from(INDICES), set_splat_i8_m256i(len as i8 - 1));
+        LevelPattern {
+            lowest: blend_varying_i8_m256i(self.lowest, splat(0), after),
+            highest: blend_varying_i8_m256i(self.highest, splat(u8::MAX), after),
+            ..self
+        }
+    }
+
+    /// The level at the start of `window` if it has this pattern's shape, else `None`.
+    #[inline(always)]
+    pub(super) fn read(&self, window: &[u8; READ_AHEAD]) -> Option<Level> {
+        if window[..PRICE] != *b"[\"" {
+            return None;
+        }
+        let bytes = m256i::from(*head(window));
+        // Within [lowest, highest] exactly where clamping to it changes nothing.
+        let within = cmp_eq_mask_i8_m256i(
+            max_u8_m256i(bytes, self.lowest),
+            min_u8_m256i(bytes, self.highest),
+        );
+        if move_mask_i8_m256i(within) != -1 {
+            return None;
+        }
+        numbers(window, bytes, self.amount_start, self.controls)
+    }
 }
 
 /// Where a number's digits are: `integer_len` digits, then `after_integer` bytes (none,
@@ -184,13 +292,13 @@ pub(super) fn splat(byte: u8) -> m256i {
 
 #[inline(always)]
 pub(super) fn byte_equal(bytes: m256i, byte: u8) -> m256i {
-    safe_arch::cmp_eq_mask_i8_m256i(bytes, splat(byte))
+    cmp_eq_mask_i8_m256i(bytes, splat(byte))
 }
 
-/// Bit `i` set where byte `i` passes `test` (which returns a byte mask).
+/// Bit `i` set where byte `i` of `byte_mask` is set.
 #[inline(always)]
-fn mask_where(bytes: m256i, test: impl Fn(m256i) -> m256i) -> u64 {
-    u64::from(safe_arch::move_mask_i8_m256i(test(bytes)) as u32)
+fn mask_of(byte_mask: m256i) -> u64 {
+    u64::from(move_mask_i8_m256i(byte_mask) as u32)
 }
 
 #[cfg(test)]
@@ -204,6 +312,11 @@ mod tests {
         let mut walker = Walker::new(window);
         let level = walker.any_level().ok()?;
         Some((level, walker.position()))
+    }
+
+    /// The vector reader's level and length.
+    fn read(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)> {
+        compact_level(window).map(|(level, pattern)| (level, pattern.len))
     }
 
     /// `text` followed by what may follow a level in a frame, to the read-ahead length.
@@ -239,8 +352,11 @@ mod tests {
             (r#"["12345678.1234567","1.5"]"#, "12345678.1234567", "1.5"),
         ];
         for (text, price, amount) in cases {
-            let read = compact_level(&window(text));
-            assert_eq!(read, Some((level(price, amount), text.len())), "{text}");
+            assert_eq!(
+                read(&window(text)),
+                Some((level(price, amount), text.len())),
+                "{text}"
+            );
         }
     }
 
@@ -267,8 +383,38 @@ mod tests {
             r#"["1234567.12345678","1234567.12345678"]"#, // 39 bytes
         ];
         for text in cases {
-            assert_eq!(compact_level(&window(text)), None, "{text}");
+            assert_eq!(read(&window(text)), None, "{text}");
         }
+    }
+
+    #[test]
+    fn a_pattern_reads_the_next_level_of_the_same_shape_only() {
+        let (_, pattern) = compact_level(&window(r#"["91234.56000000","0.00123000"]"#)).unwrap();
+        let next = window(r#"["91234.55000000","7.10000000"]"#);
+        assert_eq!(pattern.read(&next), Some(level("91234.55", "7.1")));
+        assert_eq!(pattern.len, 31);
+        for other in [
+            r#"["91234.55000000","17.10000000"]"#, // one more digit
+            r#"["91234.5500000","7.10000000"]"#,   // one fewer
+            r#"["91234.55000000", "7.10000000"]"#, // a space
+            r#"["9123.455000000","7.10000000"]"#,  // the dot moved
+            r#"["91234.55000000","7.10000000" "#,  // no `]`
+            r#"["91234.55000000","7.1000000a"]"#,  // not a digit
+        ] {
+            assert_eq!(pattern.read(&window(other)), None, "{other}");
+        }
+        assert_eq!(LevelPattern::none().read(&next), None);
+    }
+
+    /// `text` with its digits replaced, in order, by `digits` (cycled): the same shape.
+    fn same_shape(text: &str, digits: &[u8]) -> String {
+        let mut replacements = digits.iter().cycle();
+        text.bytes()
+            .map(|byte| match byte {
+                b'0'..=b'9' => char::from(*replacements.next().unwrap()),
+                _ => char::from(byte),
+            })
+            .collect()
     }
 
     fn number() -> impl Strategy<Value = String> {
@@ -313,7 +459,7 @@ mod tests {
             let text = format!(r#"["{price}{separator}{amount}"]"#);
             prop_assume!(text.len() <= READ_AHEAD);
             let window = window(&text);
-            let read = compact_level(&window);
+            let read = read(&window);
             if let Some(read) = read {
                 prop_assert_eq!(Some(read), exact(&window));
             }
@@ -324,6 +470,36 @@ mod tests {
                     && is_readable(&price)
                     && is_readable(&amount);
                 prop_assert_eq!(read.is_some(), meant_for, "{}", text);
+            }
+        }
+
+        /// A level's pattern reads every level of its shape, as the exact path does, and
+        /// whatever else it reads (one byte changed anywhere) it reads as the exact path
+        /// does.
+        #[test]
+        fn a_pattern_agrees_with_the_exact_path(
+            price in "[0-9]{1,8}(\\.[0-9]{1,8})?",
+            amount in "[0-9]{1,8}(\\.[0-9]{1,8})?",
+            separator in prop_oneof![Just(r#"",""#), Just(r#"", ""#)],
+            digits in proptest::collection::vec(b'0'..=b'9', 1..32),
+            changed_at in 0..READ_AHEAD,
+            changed_to in proptest::sample::select(b"0159.\",: ]/:e-".to_vec()),
+        ) {
+            let text = format!(r#"["{price}{separator}{amount}"]"#);
+            let Some((_, pattern)) = compact_level(&window(&text)) else {
+                // Longer than a lane or than the structure register: not this module's.
+                prop_assert!(price.len() > 16 || amount.len() > 16 || text.len() > PRICE + 32);
+                return Ok(());
+            };
+            let twin = window(&same_shape(&text, &digits));
+            let (level, len) = exact(&twin).expect("a level of a valid shape");
+            prop_assert_eq!(pattern.read(&twin), Some(level));
+            prop_assert_eq!(pattern.len, len);
+
+            let mut changed = twin;
+            changed[changed_at] = changed_to;
+            if let Some(level) = pattern.read(&changed) {
+                prop_assert_eq!(Some((level, pattern.len)), exact(&changed));
             }
         }
     }
