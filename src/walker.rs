@@ -407,32 +407,22 @@ impl<'a> Walker<'a> {
             self.pos += 1;
             return Ok(());
         }
-        let mut previous: Option<FixedPoint> = None;
+        let mut previous_rank: Option<u64> = None;
         loop {
             if out.len() == depth {
                 return self.skip_rest_of_array();
             }
-            let level = self.level()?;
-            if previous.is_some_and(|previous| !side.is_better(previous, level.price)) {
+            let (level, more) = self.level_and_separator()?;
+            let rank = side.rank(level.price);
+            if previous_rank.is_some_and(|previous_rank| previous_rank >= rank) {
                 return Err(DecodeError::Unsorted(side));
             }
-            previous = Some(level.price);
+            previous_rank = Some(rank);
             if !level.amount.is_zero() {
                 out.push(level);
             }
-            // Every venue's layout has `,` or `]` right after a level: checked directly,
-            // anything else (whitespace first) the general way.
-            match self.bytes.get(self.pos) {
-                Some(b',') => self.pos += 1,
-                Some(b']') => {
-                    self.pos += 1;
-                    return Ok(());
-                }
-                _ => {
-                    if !self.next_or_close(b']', "',' or ']' after a level")? {
-                        return Ok(());
-                    }
-                }
+            if !more {
+                return Ok(());
             }
         }
     }
@@ -457,17 +447,47 @@ impl<'a> Walker<'a> {
             if out.len() == limit {
                 return Err(DecodeError::TooManyLevels(limit));
             }
-            let level = self.level()?;
+            let (level, more) = self.level_and_separator()?;
             if let (Some(side), Some(previous)) = (sorted, out.last())
                 && !side.is_better(previous.price, level.price)
             {
                 return Err(DecodeError::Unsorted(side));
             }
             out.push(level);
-            if !self.next_or_close(b']', "',' or ']' after a level")? {
+            if !more {
                 return Ok(());
             }
         }
+    }
+
+    /// The next level of a side and what follows it: `true` after a `,` (another level
+    /// follows), `false` after the side's `]`.
+    #[inline(always)]
+    fn level_and_separator(&mut self) -> Result<(Level, bool)> {
+        // Most levels have the shape of the one before: one check reads them.
+        #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+        if let Some(window) = self.bytes.get(self.pos..).and_then(<[u8]>::first_chunk)
+            && let Some(level) = self.last_level.read(window)
+        {
+            self.pos += self.last_level.len;
+            return Ok((level, true));
+        }
+        let level = self.level()?;
+        // Every venue's layout has `,` or `]` right after a level: checked directly,
+        // anything else (whitespace first) the general way.
+        let more = match self.bytes.get(self.pos) {
+            Some(b',') => {
+                // And Bitstamp's space after it, so that the next level starts here.
+                self.pos += 1 + usize::from(self.bytes.get(self.pos + 1) == Some(&b' '));
+                true
+            }
+            Some(b']') => {
+                self.pos += 1;
+                false
+            }
+            _ => self.next_or_close(b']', "',' or ']' after a level")?,
+        };
+        Ok((level, more))
     }
 
     /// `[price, amount]`: the layouts exchanges send inline, any other out of line.
@@ -506,16 +526,13 @@ impl<'a> Walker<'a> {
         // With AVX2, levels with room to read ahead (all but the frame's last few) take
         // the vector reader; what it does not read falls to the scalar one below.
         #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
-        if let Some(window) = rest.first_chunk() {
-            if let Some(level) = self.last_level.read(window) {
-                self.pos = start + self.last_level.len;
-                return Some(level);
-            }
-            if let Some((level, pattern)) = simd_level::compact_level(window) {
+        if let Some((level, len, pattern)) = rest.first_chunk().and_then(simd_level::compact_level)
+        {
+            if let Some(pattern) = pattern {
                 self.last_level = pattern;
-                self.pos = start + pattern.len;
-                return Some(level);
             }
+            self.pos = start + len;
+            return Some(level);
         }
         if !rest.starts_with(b"[\"") {
             return None;

@@ -45,9 +45,12 @@ const PRICE: usize = 2;
 /// is inside the 32.
 pub(super) const READ_AHEAD: usize = PRICE + 32 + 16;
 
-/// A level read: its price and amount, and its pattern (which holds its length).
+/// A level read: its price and amount, its length (through `]`), and, when `,` follows it
+/// within the structure register, its pattern.
 #[inline(always)]
-pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, LevelPattern)> {
+pub(super) fn compact_level(
+    window: &[u8; READ_AHEAD],
+) -> Option<(Level, usize, Option<LevelPattern>)> {
     if window[..PRICE] != *b"[\"" {
         return None;
     }
@@ -86,17 +89,26 @@ pub(super) fn compact_level(window: &[u8; READ_AHEAD]) -> Option<(Level, LevelPa
     );
     let level = numbers(window, bytes, amount_start, controls)?;
     let len = amount_end + 2; // through `]`, from the price
-    let pattern = LevelPattern {
-        // Each byte of the level: a digit where it has a digit, itself elsewhere; any byte
-        // after it.
-        lowest: blend_varying_i8_m256i(bytes, splat(b'0'), digit_bytes),
-        highest: blend_varying_i8_m256i(bytes, splat(b'9'), digit_bytes),
-        controls,
-        amount_start,
-        len: PRICE + len,
+    // The separator venues send between levels, `,` (Binance) or `, ` (Bitstamp).
+    let pattern = match head.get(len..len + 2) {
+        Some([b',', b' ']) => Some(len + 2),
+        Some([b',', _]) => Some(len + 1),
+        _ if head.get(len) == Some(&b',') => Some(len + 1),
+        _ => None,
     }
-    .ending_at(len);
-    Some((level, pattern))
+    .map(|len_with_separator| {
+        LevelPattern {
+            // Each byte: a digit where the level has a digit, itself elsewhere; any byte
+            // after the separator.
+            lowest: blend_varying_i8_m256i(bytes, splat(b'0'), digit_bytes),
+            highest: blend_varying_i8_m256i(bytes, splat(b'9'), digit_bytes),
+            controls,
+            amount_start,
+            len: PRICE + len_with_separator,
+        }
+        .ending_at(len_with_separator)
+    });
+    Some((level, PRICE + len, pattern))
 }
 
 /// The 32 bytes from the price on, which hold the rest of a level this module reads.
@@ -145,17 +157,18 @@ fn numbers(
 
 /// What a level read leaves for reading the next one of the same shape: for each of the
 /// 32 bytes from the price on, the lowest and highest byte allowed there (`'0'..='9'`
-/// where the level had a digit, its own byte where it had `"`, `.`, `,`, ` ` or `]`, any
-/// byte after its `]`). A level within those ranges has the same quotes, dots and
-/// delimiters at the same places, so the same shape: its shuffles, amount position and
-/// length are this one's, and it converts exactly as [`compact_level`] would read it.
+/// where the level had a digit, its own byte where it had `"`, `.`, `,`, ` ` or `]`, and
+/// the separator after it, `,` or `, `; any byte after that). A level within those ranges
+/// has the same quotes, dots and delimiters at the same places, so the same shape: its
+/// shuffles, amount position and length are this one's, it converts exactly as
+/// [`compact_level`] would read it, and another level follows it.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct LevelPattern {
     lowest: m256i,
     highest: m256i,
     controls: m256i,
     amount_start: usize,
-    /// The level's length from its `[`, through its `]`.
+    /// The level's length from its `[`, through the separator after its `]`.
     pub(super) len: usize,
 }
 
@@ -192,7 +205,8 @@ impl LevelPattern {
         }
     }
 
-    /// The level at the start of `window` if it has this pattern's shape, else `None`.
+    /// The level at the start of `window` if it and the separator after it have this
+    /// pattern's shape, else `None`.
     #[inline(always)]
     pub(super) fn read(&self, window: &[u8; READ_AHEAD]) -> Option<Level> {
         if window[..PRICE] != *b"[\"" {
@@ -316,15 +330,30 @@ mod tests {
 
     /// The vector reader's level and length.
     fn read(window: &[u8; READ_AHEAD]) -> Option<(Level, usize)> {
-        compact_level(window).map(|(level, pattern)| (level, pattern.len))
+        compact_level(window).map(|(level, len, _)| (level, len))
+    }
+
+    /// Whether `window` holds, as the exact path reads it, `level` followed by `,` or `, `
+    /// that end at `len`.
+    fn is_exactly(window: &[u8], level: Level, len: usize) -> bool {
+        exact(window).is_some_and(|(exact_level, level_len)| {
+            exact_level == level && matches!(window.get(level_len..len), Some(b",") | Some(b", "))
+        })
     }
 
     /// `text` followed by what may follow a level in a frame, to the read-ahead length.
     fn window(text: &str) -> [u8; READ_AHEAD] {
-        let next_levels = br#",["9","9"]"#;
-        let mut window = std::array::from_fn(|i| next_levels[i % next_levels.len()]);
-        window[..text.len()].copy_from_slice(text.as_bytes());
-        window
+        window_with(text, r#",["9","9"]"#)
+    }
+
+    /// `text` followed by `next_levels`, repeated to the read-ahead length.
+    fn window_with(text: &str, next_levels: &str) -> [u8; READ_AHEAD] {
+        let text = text.as_bytes();
+        let next_levels = next_levels.as_bytes();
+        std::array::from_fn(|i| match text.get(i) {
+            Some(&byte) => byte,
+            None => next_levels[(i - text.len()) % next_levels.len()],
+        })
     }
 
     fn level(price: &str, amount: &str) -> Level {
@@ -389,10 +418,13 @@ mod tests {
 
     #[test]
     fn a_pattern_reads_the_next_level_of_the_same_shape_only() {
-        let (_, pattern) = compact_level(&window(r#"["91234.56000000","0.00123000"]"#)).unwrap();
+        let binance = compact_level(&window(r#"["91234.56000000","0.00123000"]"#));
+        let Some((_, 31, Some(pattern))) = binance else {
+            panic!("{binance:?}");
+        };
         let next = window(r#"["91234.55000000","7.10000000"]"#);
         assert_eq!(pattern.read(&next), Some(level("91234.55", "7.1")));
-        assert_eq!(pattern.len, 31);
+        assert_eq!(pattern.len, 32, "through the `,`");
         for other in [
             r#"["91234.55000000","17.10000000"]"#, // one more digit
             r#"["91234.5500000","7.10000000"]"#,   // one fewer
@@ -400,10 +432,26 @@ mod tests {
             r#"["9123.455000000","7.10000000"]"#,  // the dot moved
             r#"["91234.55000000","7.10000000" "#,  // no `]`
             r#"["91234.55000000","7.1000000a"]"#,  // not a digit
+            r#"["91234.55000000","7.10000000"]]"#, // the side's end, not a `,`
         ] {
             assert_eq!(pattern.read(&window(other)), None, "{other}");
         }
         assert_eq!(LevelPattern::none().read(&next), None);
+
+        // Bitstamp's `, ` is part of the pattern: the next level starts after it.
+        let bitstamp = r#"["9328.28", "0.05925332"]"#;
+        let Some((_, 25, Some(pattern))) = compact_level(&window_with(bitstamp, r#", ["1", "1"]"#))
+        else {
+            panic!("{bitstamp}");
+        };
+        assert_eq!(pattern.len, 27);
+        let next = window_with(r#"["9327.34", "0.43120000"]"#, r#", ["1", "1"]"#);
+        assert_eq!(pattern.read(&next), Some(level("9327.34", "0.4312")));
+        // The side's last level: no pattern, the old one stays.
+        assert!(matches!(
+            compact_level(&window_with(bitstamp, "]")),
+            Some((_, 25, None))
+        ));
     }
 
     /// `text` with its digits replaced, in order, by `digits` (cycled): the same shape.
@@ -486,20 +534,25 @@ mod tests {
             changed_to in proptest::sample::select(b"0159.\",: ]/:e-".to_vec()),
         ) {
             let text = format!(r#"["{price}{separator}{amount}"]"#);
-            let Some((_, pattern)) = compact_level(&window(&text)) else {
-                // Longer than a lane or than the structure register: not this module's.
-                prop_assert!(price.len() > 16 || amount.len() > 16 || text.len() > PRICE + 32);
+            let next_levels = if separator.contains(' ') { r#", ["9", "9"]"# } else { r#",["9","9"]"# };
+            let Some((_, _, Some(pattern))) = compact_level(&window_with(&text, next_levels)) else {
+                // Longer than a lane, or the level and its separator longer than the
+                // structure register: not this module's.
+                prop_assert!(
+                    price.len() > 16
+                        || amount.len() > 16
+                        || text.len() + next_levels.find('[').unwrap() > PRICE + 32
+                );
                 return Ok(());
             };
-            let twin = window(&same_shape(&text, &digits));
-            let (level, len) = exact(&twin).expect("a level of a valid shape");
-            prop_assert_eq!(pattern.read(&twin), Some(level));
-            prop_assert_eq!(pattern.len, len);
+            let twin = window_with(&same_shape(&text, &digits), next_levels);
+            let level = pattern.read(&twin);
+            prop_assert!(level.is_some_and(|level| is_exactly(&twin, level, pattern.len)));
 
             let mut changed = twin;
             changed[changed_at] = changed_to;
             if let Some(level) = pattern.read(&changed) {
-                prop_assert_eq!(Some((level, pattern.len)), exact(&changed));
+                prop_assert!(is_exactly(&changed, level, pattern.len));
             }
         }
     }
