@@ -5,15 +5,44 @@
 //!
 //! Why by hand: the skip is the widest loop of the hot path (a Bitstamp frame skips about
 //! 4.9 KB), and with memmem every skipped byte was loaded and compared twice. Here each
-//! 32-byte step does five compares: `]` (kept as a bit mask too, to find `]]` across steps),
-//! `[`, `"`, `:` and `\`, whose results add up in byte lanes (brackets' balance, quotes'
-//! parity, forbidden bytes seen). The step that holds the `]]` counts only its bytes up
-//! to it. The intrinsics come from `safe_arch`, as in `simd_level`: no `unsafe` here.
+//! 64-byte step (two registers, so the loop's own work and the `]]` test are paid once
+//! per 64 bytes) does four compares and a lookup per register: `]` (kept as a bit mask too,
+//! to find `]]` across steps), `[`, `"`, and `:` or `\` in one byte shuffle; their results
+//! add up in byte lanes (brackets' balance, quotes' parity, forbidden bytes seen). The step
+//! that holds the `]]` counts only its bytes up to it. The intrinsics come from
+//! `safe_arch`, as in `simd_level`: no `unsafe` here.
 
 use super::simd_level::{byte_equal, splat};
-use safe_arch::{add_i8_m256i, cmp_gt_mask_i8_m256i, m256i, move_mask_i8_m256i, sub_i8_m256i};
+use safe_arch::{
+    add_i8_m256i, cmp_eq_mask_i8_m256i, cmp_gt_mask_i8_m256i, m256i, move_mask_i8_m256i,
+    shuffle_av_i8z_half_m256i, sub_i8_m256i,
+};
 
-const STEP: usize = 32;
+/// Bytes a register holds.
+const LANES: usize = 32;
+/// Bytes a step reads: two registers.
+const STEP: usize = 2 * LANES;
+/// Steps between folds of the lane balance: a step moves a lane by at most 2 (one per
+/// register), so an `i8` lane cannot overflow within this many.
+const FOLD_STEPS: usize = i8::MAX as usize / 2;
+
+/// For `vpshufb`, indexed by a byte's low nibble: `:` (0x3A) at 0xA, `\` (0x5C) at 0xC,
+/// and elsewhere a byte whose high bit is set (`0x80 | index`), which no byte the shuffle
+/// looks up equals (a byte with its high bit set looks up zero). So a byte equals its
+/// lookup exactly when it is `:` or `\`.
+const FORBIDDEN_BY_LOW_NIBBLE: [u8; LANES] = {
+    let mut table = [0; LANES];
+    let mut index = 0;
+    while index < LANES {
+        table[index] = match index % 16 {
+            0xA => b':',
+            0xC => b'\\',
+            nibble => 0x80 | nibble as u8,
+        };
+        index += 1;
+    }
+    table
+};
 
 /// Byte lanes counting `[` minus `]`, the parity of `"`, and whether `:` or `\` appeared.
 struct Counts {
@@ -30,21 +59,30 @@ impl Counts {
     /// returns the end's index in the step. `close_before`: whether the previous step ended
     /// with `]` (bit 0), updated for the next.
     #[inline(always)]
-    fn step(&mut self, step: &[u8; STEP], close_before: &mut u32) -> Option<usize> {
-        let bytes = m256i::from(*step);
-        let closes = byte_equal(bytes, b']');
-        let close_bits = move_mask_i8_m256i(closes) as u32;
+    fn step(&mut self, step: &[u8; STEP], close_before: &mut u64) -> Option<usize> {
+        let (low, high) = step.split_at(LANES);
+        let low = m256i::from(*low.first_chunk::<LANES>().expect("half a step"));
+        let high = m256i::from(*high.first_chunk::<LANES>().expect("half a step"));
+        let closes_low = byte_equal(low, b']');
+        let closes_high = byte_equal(high, b']');
+        let close_bits = u64::from(move_mask_i8_m256i(closes_low) as u32)
+            | u64::from(move_mask_i8_m256i(closes_high) as u32) << LANES;
         let side_ends = close_bits & (close_bits << 1 | *close_before);
         if side_ends == 0 {
-            self.add(bytes, closes);
-            *close_before = close_bits >> 31;
+            self.add(low, closes_low);
+            self.add(high, closes_high);
+            *close_before = close_bits >> (STEP - 1);
             return None;
         }
         // Bytes 0..=last, where `last` is the second `]` of the first `]]`.
         let last = side_ends.trailing_zeros() as usize;
-        let lanes = m256i::from(std::array::from_fn::<i8, STEP, _>(|lane| lane as i8));
-        let keep = cmp_gt_mask_i8_m256i(splat(last as u8 + 1), lanes);
-        self.add(bytes & keep, closes & keep);
+        let lanes = m256i::from(std::array::from_fn::<i8, LANES, _>(|lane| lane as i8));
+        // Lanes below `kept` (at most 32: no signed overflow).
+        let below = |kept: usize| cmp_gt_mask_i8_m256i(splat(kept as u8), lanes);
+        let keep_low = below((last + 1).min(LANES));
+        let keep_high = below((last + 1).saturating_sub(LANES));
+        self.add(low & keep_low, closes_low & keep_low);
+        self.add(high & keep_high, closes_high & keep_high);
         Some(last)
     }
 
@@ -54,7 +92,8 @@ impl Counts {
         let opens = byte_equal(bytes, b'[');
         self.lane_balance = add_i8_m256i(sub_i8_m256i(self.lane_balance, opens), closes);
         self.quote_parity ^= byte_equal(bytes, b'"');
-        self.forbidden |= byte_equal(bytes, b':') | byte_equal(bytes, b'\\');
+        let lookup = shuffle_av_i8z_half_m256i(m256i::from(FORBIDDEN_BY_LOW_NIBBLE), bytes);
+        self.forbidden |= cmp_eq_mask_i8_m256i(lookup, bytes);
     }
 
     fn fold(&mut self) {
@@ -80,11 +119,10 @@ pub(super) fn rest_of_side_len(rest: &[u8]) -> Option<usize> {
         quote_parity: m256i::default(),
         forbidden: m256i::default(),
     };
-    let mut close_before = 0u32;
+    let mut close_before = 0u64;
     let mut offset = 0;
     let (steps, tail) = rest.as_chunks::<STEP>();
-    // Folded every 127 steps, before a signed byte lane can overflow.
-    for block in steps.chunks(i8::MAX as usize) {
+    for block in steps.chunks(FOLD_STEPS) {
         for step in block {
             if let Some(last) = counts.step(step, &mut close_before) {
                 return counts.rest_of_side().then_some(offset + last + 1);
@@ -140,10 +178,24 @@ mod tests {
         }
     }
 
-    /// A `]]` split across two steps, and a side longer than one lane fold (127 steps).
+    /// A `]]` split across two registers or two steps, and a side longer than one lane
+    /// fold.
     #[test]
     fn finds_the_end_across_steps_and_folds() {
-        for before in [30, 31, 32, 33, 127 * STEP - 1, 127 * STEP, 130 * STEP + 7] {
+        let fold = FOLD_STEPS * STEP;
+        for before in [
+            30,
+            31,
+            32,
+            33,
+            62,
+            63,
+            64,
+            65,
+            fold - 1,
+            fold,
+            fold + STEP + 7,
+        ] {
             let text = "[".to_owned() + &" ".repeat(before - 1) + "]]" + r#","x":1"#;
             // One `[` and two `]`: balance −1, the side's closing bracket.
             assert_eq!(
@@ -152,21 +204,21 @@ mod tests {
                 "{before}"
             );
         }
-        // 200 steps each with a `[` in lane 0 and its `]` in another lane: lane 0 alone
-        // counts past an `i8` unless folded in time.
+        // 400 registers each with a `[` in lane 0 and its `]` in another lane: lane 0
+        // alone counts past an `i8` unless folded in time.
         let mut text = String::new();
-        for step in 0..200 {
-            let close_lane = 1 + step % 30;
+        for register in 0..400 {
+            let close_lane = 1 + register % 30;
             text += &format!(
                 "[{}]{}",
                 " ".repeat(close_lane - 1),
-                " ".repeat(31 - close_lane)
+                " ".repeat(LANES - 1 - close_lane)
             );
         }
         text += "]]";
-        assert_eq!(text.len(), 200 * STEP + 2);
+        assert_eq!(text.len(), 400 * LANES + 2);
         assert_eq!(rest_of_side_len(text.as_bytes()), None, "balance −2");
-        text.truncate(200 * STEP);
+        text.truncate(400 * LANES);
         text += r#",["1","2"]]"#;
         assert_eq!(
             rest_of_side_len(text.as_bytes()),
