@@ -493,7 +493,7 @@ impl<'a> Walker<'a> {
     /// `[price, amount]`: the layouts exchanges send inline, any other out of line.
     #[inline(always)]
     fn level(&mut self) -> Result<Level> {
-        // Bitstamp puts a space after the comma between levels.
+        // Whitespace other than the one space the separator path takes after a `,`.
         self.skip_whitespace();
         match self.compact_level() {
             Some(level) => Ok(level),
