@@ -128,6 +128,19 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// Moves past `expected` if the bytes at the position are exactly it. For the layouts a
+    /// venue sends its frames in: with `expected` a literal, one compare of a known size,
+    /// inlined, where the general object walk reads each key, colon and comma on its own.
+    #[inline(always)]
+    pub fn skip_exactly(&mut self, expected: &[u8]) -> bool {
+        let end = self.pos + expected.len();
+        let matched = self.bytes.get(self.pos..end) == Some(expected);
+        if matched {
+            self.pos = end;
+        }
+        matched
+    }
+
     /// The next significant byte, not consumed.
     #[inline]
     pub fn peek(&mut self) -> Result<u8> {

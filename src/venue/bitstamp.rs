@@ -5,8 +5,10 @@
 //!
 //! Each data frame carries the top 100 bids and asks and replaces the previous book.
 //! Everything is a string; price decimals depend on the pair, amounts have 8. Data frames
-//! carry spaces after `:` and `,` and the key order varies, so nothing here depends on the
-//! byte layout. A real frame (`fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl`,
+//! carry spaces after `:` and `,` or none, and the key order varies, so what a frame means
+//! never depends on its byte layout: the two recorded layouts are read by a fast path that
+//! compares the bytes around the values with the layout's, and any other frame by the
+//! general object walk, which gives the same answer. A real frame (`fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl`,
 //! shortened):
 //!
 //! ```text
@@ -118,8 +120,97 @@ const DATA_KEYS: [(u32, &str); 3] = [
     (ASKS, "asks"),
 ];
 
+/// The bytes around the values of a book frame, in one of the layouts Bitstamp sends.
+struct Layout {
+    before_timestamp: &'static [u8],
+    before_microtimestamp: &'static [u8],
+    before_bids: &'static [u8],
+    before_asks: &'static [u8],
+    before_channel: &'static [u8],
+    after_channel: &'static [u8],
+}
+
+/// One space after each `:` and `,`, `event` before `channel`: the 2020-01 recording, and
+/// what the simulator sends.
+const SPACED: Layout = Layout {
+    before_timestamp: br#"{"data": {"timestamp": "#,
+    before_microtimestamp: br#", "microtimestamp": "#,
+    before_bids: br#", "bids": "#,
+    before_asks: br#", "asks": "#,
+    before_channel: br#"}, "event": "data", "channel": "#,
+    after_channel: b"}",
+};
+
+/// No spaces, `channel` before `event`: the 2020-12 recording and every recorded diff
+/// (2022).
+const COMPACT: Layout = Layout {
+    before_timestamp: br#"{"data":{"timestamp":"#,
+    before_microtimestamp: br#","microtimestamp":"#,
+    before_bids: br#","bids":"#,
+    before_asks: br#","asks":"#,
+    before_channel: br#"},"channel":"#,
+    after_channel: br#","event":"data"}"#,
+};
+
+/// A book frame in one of the two layouts of the recorded frames, read by comparing the
+/// bytes around the values with the layout's instead of walking the objects: the general
+/// walk costs about as much as reading twenty levels. `None` for any other frame, or an
+/// error in this one; then [`decode_frame`] reads it, and gives the same answer for every
+/// frame this accepts.
+fn decode_usual_layout<'a>(
+    frame: &'a [u8],
+    book_prefix: &str,
+    sink: &mut impl Sink,
+) -> Option<Message<'a>> {
+    // Each call inlines with its layout's literals, so every compare has a known size.
+    if frame.get(b"{\"data\":".len()) == Some(&b' ') {
+        decode_in_layout(frame, &SPACED, book_prefix, sink)
+    } else {
+        decode_in_layout(frame, &COMPACT, book_prefix, sink)
+    }
+}
+
+#[inline(always)]
+fn decode_in_layout<'a>(
+    frame: &'a [u8],
+    layout: &Layout,
+    book_prefix: &str,
+    sink: &mut impl Sink,
+) -> Option<Message<'a>> {
+    let mut walker = Walker::new(frame);
+    walker.skip_exactly(layout.before_timestamp).then_some(())?;
+    walker.skip_value().ok()?;
+    walker
+        .skip_exactly(layout.before_microtimestamp)
+        .then_some(())?;
+    sink.sequence(walker.unsigned().ok()?);
+    walker.skip_exactly(layout.before_bids).then_some(())?;
+    sink.side(&mut walker, Side::Bid).ok()?;
+    walker.skip_exactly(layout.before_asks).then_some(())?;
+    sink.side(&mut walker, Side::Ask).ok()?;
+    walker.skip_exactly(layout.before_channel).then_some(())?;
+    let channel = walker.string().ok()?;
+    walker.skip_exactly(layout.after_channel).then_some(())?;
+    walker.finish().ok()?;
+    channel
+        .starts_with(book_prefix.as_bytes())
+        .then_some(Message::Book { stream: channel })
+}
+
 /// One WebSocket frame; a data event on a channel starting with `book_prefix` is a book.
 fn decode_frame<'a>(
+    frame: &'a [u8],
+    book_prefix: &str,
+    sink: &mut impl Sink,
+) -> Result<Message<'a>, DecodeError> {
+    match decode_usual_layout(frame, book_prefix, sink) {
+        Some(message) => Ok(message),
+        None => decode_any_layout(frame, book_prefix, sink),
+    }
+}
+
+/// One frame in any layout, by the general object walk: the answer for every frame.
+fn decode_any_layout<'a>(
     frame: &'a [u8],
     book_prefix: &str,
     sink: &mut impl Sink,
@@ -358,6 +449,76 @@ mod tests {
 
     fn fp(text: &str) -> FixedPoint {
         text.parse().unwrap()
+    }
+
+    const DIFFS: &str = include_str!("../../tests/fixtures/bitstamp/diff_order_book_ethusd.jsonl");
+
+    /// The layout fast path reads every recorded book frame (both layouts) and diff.
+    #[test]
+    fn recorded_frames_take_the_layout_fast_path() {
+        for line in SAMPLES.lines() {
+            let mut sink = TopN {
+                depth: 10,
+                out: &mut TopBook::default(),
+            };
+            let message = decode_usual_layout(line.as_bytes(), ORDER_BOOK_PREFIX, &mut sink);
+            assert!(matches!(message, Some(Message::Book { .. })), "{line:.60}");
+        }
+        for line in DIFFS.lines().skip(1) {
+            let mut sink = AllLevels {
+                sorted: false,
+                max_levels: 1000,
+                out: &mut BookUpdate::default(),
+            };
+            let message = decode_usual_layout(line.as_bytes(), DIFF_ORDER_BOOK_PREFIX, &mut sink);
+            assert!(matches!(message, Some(Message::Book { .. })), "{line:.60}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// Whatever the layout fast path accepts, the general walk reads the same way: the
+        /// same message and book. Frames: the recorded ones with one edit, mostly where the
+        /// layouts' literals and values are (the first and last 80 bytes, around "asks").
+        #[test]
+        fn layout_fast_path_agrees_with_the_general_walk(
+            sample in 0usize..2,
+            near in 0usize..4,
+            offset in 0usize..80,
+            edit in 0usize..3,
+            byte in proptest::sample::select(&b" \t\n,:}]{[\"0159.abe-"[..]),
+        ) {
+            let mut frame = SAMPLES.lines().nth(sample).unwrap().as_bytes().to_vec();
+            let asks = frame.windows(6).position(|w| w == b"\"asks\"").unwrap();
+            let at = match near {
+                0 => offset,
+                1 => frame.len() - offset, // an insertion there appends
+                2 => asks - 40 + offset,
+                _ => offset * (frame.len() / 80),
+            };
+            let last = frame.len() - 1;
+            match edit {
+                0 => frame[at.min(last)] = byte,
+                1 => frame.insert(at, byte),
+                _ => { frame.remove(at.min(last)); }
+            }
+            let (mut fast, mut general) = (TopBook::default(), TopBook::default());
+            let fast_message = decode_usual_layout(
+                &frame,
+                ORDER_BOOK_PREFIX,
+                &mut TopN { depth: 10, out: &mut fast },
+            );
+            let general_message = decode_any_layout(
+                &frame,
+                ORDER_BOOK_PREFIX,
+                &mut TopN { depth: 10, out: &mut general },
+            );
+            if let Some(message) = fast_message {
+                proptest::prop_assert_eq!(general_message, Ok(message));
+                proptest::prop_assert_eq!(fast, general);
+            }
+        }
     }
 
     #[test]
