@@ -536,26 +536,11 @@ mod tests {
         #[test]
         fn layout_fast_path_agrees_with_the_general_walk(
             raw in proptest::bool::ANY,
-            near in 0usize..4,
-            offset in 0usize..80,
-            edit in 0usize..3,
-            byte in proptest::sample::select(&b" \t\n,:}]{[\"0159.abe-"[..]),
+            edit in crate::venue::layout_edits::edit(),
         ) {
             let [combined, data] = recorded_layouts();
             let mut frame = if raw { data } else { combined };
-            let asks = frame.windows(6).position(|w| w == b"\"asks\"").unwrap();
-            let at = match near {
-                0 => offset,
-                1 => frame.len() - offset, // an insertion there appends
-                2 => asks - 40 + offset,
-                _ => offset * (frame.len() / 80),
-            };
-            let last = frame.len() - 1;
-            match edit {
-                0 => frame[at.min(last)] = byte,
-                1 => frame.insert(at, byte),
-                _ => { frame.remove(at.min(last)); }
-            }
+            crate::venue::layout_edits::apply(&mut frame, edit);
             let (mut fast, mut general) = (TopBook::default(), TopBook::default());
             let fast_message = decode_usual_layout(&frame, 10, &mut fast);
             let general_message = decode_frame(&frame, PartialDepth { depth: 10, out: &mut general });

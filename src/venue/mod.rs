@@ -320,3 +320,45 @@ impl Seen {
         }
     }
 }
+
+/// For the layout fast paths' proptests (`decode_usual_layout` in the venue modules).
+#[cfg(test)]
+pub(crate) mod layout_edits {
+    use proptest::prelude::*;
+
+    /// One edit of a recorded frame (a byte replaced, inserted or removed), mostly where
+    /// the layouts' literals and values are: the first and last 80 bytes, and around
+    /// `"asks"`; else anywhere.
+    pub(crate) fn edit() -> impl Strategy<Value = (usize, usize, usize, u8)> {
+        (
+            0usize..4,
+            0usize..80,
+            0usize..3,
+            proptest::sample::select(&b" \t\n,:}]{[\"0159.abe-"[..]),
+        )
+    }
+
+    pub(crate) fn apply(
+        frame: &mut Vec<u8>,
+        (near, offset, kind, byte): (usize, usize, usize, u8),
+    ) {
+        let asks = frame
+            .windows(6)
+            .position(|w| w == b"\"asks\"")
+            .expect("a book frame");
+        let at = match near {
+            0 => offset,
+            1 => frame.len() - offset, // an insertion there appends
+            2 => asks - 40 + offset,
+            _ => offset * (frame.len() / 80),
+        };
+        let last = frame.len() - 1;
+        match kind {
+            0 => frame[at.min(last)] = byte,
+            1 => frame.insert(at, byte),
+            _ => {
+                frame.remove(at.min(last));
+            }
+        }
+    }
+}
