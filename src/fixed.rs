@@ -8,9 +8,9 @@
 //! Parsing is SWAR (SIMD within a register): up to 8 ASCII digits are validated and
 //! converted with a handful of multiply-shifts on one `u64` instead of a loop with a
 //! multiply-add dependency chain per digit; a number's integer and fraction words are
-//! converted together in one SSE register where the build has SSE4.1. It is written by hand because it is the
-//! innermost operation of every decoder (two per price level); general-purpose decimal
-//! crates parse through a per-digit loop.
+//! converted together in one SSE register where the build has SSE4.1. It is written by
+//! hand because it is the innermost operation of every decoder (two per price level);
+//! general-purpose decimal crates parse through a per-digit loop.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -333,8 +333,8 @@ impl FixedPoint {
     ///
     /// Two word loads cover the text without reading past its end: the first 8 bytes hold
     /// the integer digits and the dot, the last 8 end with the fraction digits. Every byte
-    /// is checked by one of the two non-digit masks or the dot test, and the two 8-digit
-    /// conversions are independent: no loop, no per-digit branch.
+    /// is checked by one of the two non-digit masks or the dot test, and both words are
+    /// converted together ([`eight_digits_values`]): no loop, no per-digit branch.
     #[inline(always)]
     fn parse_common_shape(text: &[u8]) -> Option<Self> {
         let head = u64::from_le_bytes(*text.first_chunk::<8>()?);

@@ -8,8 +8,8 @@
 //! carry spaces after `:` and `,` or none, and the key order varies, so what a frame means
 //! never depends on its byte layout: the two recorded layouts are read by a fast path that
 //! compares the bytes around the values with the layout's, and any other frame by the
-//! general object walk, which gives the same answer. A real frame (`fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl`,
-//! shortened):
+//! general object walk, which gives the same answer. A real frame
+//! (`fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl`, shortened):
 //!
 //! ```text
 //! {"data": {"timestamp": "1580336834", "microtimestamp": "1580336834607546",
@@ -155,8 +155,8 @@ const COMPACT: Layout = Layout {
 /// A book frame in one of the two layouts of the recorded frames, read by comparing the
 /// bytes around the values with the layout's instead of walking the objects: the general
 /// walk costs about as much as reading twenty levels. `None` for any other frame, or an
-/// error in this one; then [`decode_frame`] reads it, and gives the same answer for every
-/// frame this accepts.
+/// error in this one; then [`decode_any_layout`] reads it, and gives the same answer for
+/// every frame this accepts.
 fn decode_usual_layout<'a>(
     frame: &'a [u8],
     book_prefix: &str,
