@@ -222,16 +222,12 @@ pub(crate) fn leading_integer(bytes: &[u8]) -> Option<(u64, usize)> {
     if low_len == 8 && chunk[16].is_ascii_digit() {
         return None;
     }
-    let low_value = if low_len == 0 {
-        0
-    } else {
-        integer_value(low, low_len)
-    };
+    // The low word's digits moved to the top: the zero bytes shifted in read as '0', and
+    // with no digits nothing is left. Both words convert together.
+    let low_digits = low.checked_shl(8 * (8 - low_len) as u32).unwrap_or(0);
+    let (high_value, low_value) = eight_digits_values(high, low_digits);
     // At most 99_999_999 * 10^8 + 99_999_999: no overflow.
-    Some((
-        eight_digits_value(high) * POWERS_OF_TEN[low_len] + low_value,
-        8 + low_len,
-    ))
+    Some((high_value * POWERS_OF_TEN[low_len] + low_value, 8 + low_len))
 }
 
 /// Classifies the byte that stopped a number, for a precise error.
