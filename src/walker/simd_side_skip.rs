@@ -15,7 +15,7 @@
 use super::simd_level::{byte_equal, splat};
 use safe_arch::{
     add_i8_m256i, cmp_eq_mask_i8_m256i, cmp_gt_mask_i8_m256i, m256i, move_mask_i8_m256i,
-    shuffle_av_i8z_half_m256i, sub_i8_m256i,
+    shuffle_av_i8z_half_m256i, sub_i8_m256i, sum_of_u8_abs_diff_m256i,
 };
 
 /// Bytes a register holds.
@@ -96,8 +96,13 @@ impl Counts {
         self.forbidden |= cmp_eq_mask_i8_m256i(lookup, bytes);
     }
 
+    /// Adds the lanes to `balance`: biased to unsigned (`lane + 128`), then summed by
+    /// `vpsadbw` in four 64-bit groups of eight, which cannot overflow.
     fn fold(&mut self) {
-        self.balance += super::lane_sum(&self.lane_balance.into());
+        let biased = self.lane_balance ^ splat(0x80);
+        let groups: [u64; 4] = sum_of_u8_abs_diff_m256i(biased, m256i::default()).into();
+        let total: u64 = groups.iter().sum();
+        self.balance += total as i32 - 128 * LANES as i32;
         self.lane_balance = m256i::default();
     }
 
