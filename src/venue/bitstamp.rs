@@ -179,7 +179,8 @@ fn decode_in_layout<'a>(
 ) -> Option<Message<'a>> {
     let mut walker = Walker::new(frame);
     walker.skip_exactly(layout.before_timestamp).then_some(())?;
-    walker.skip_value().ok()?;
+    // A string in every frame; anything else is the general walk's.
+    walker.string().ok()?;
     walker
         .skip_exactly(layout.before_microtimestamp)
         .then_some(())?;
