@@ -20,7 +20,9 @@
 //! Both channels are bounded and never waited on; a record either could not take is
 //! counted and fails the run. CPU is read per thread from `/proc/self/task/*/schedstat`
 //! (the service's threads apart from the simulator's and the harness's), memory from
-//! `/proc/self/status` (the whole process: service, simulator and harness).
+//! `/proc/self/status` (the whole process: service, simulator and harness), and the CPU
+//! time the hypervisor took from the machine from `/proc/stat`'s `steal`: on a shared VM
+//! it decides the tail latencies, so each run reports it.
 
 use crate::clock;
 use crate::config::{IdleStrategy, RawConfig};
@@ -120,6 +122,9 @@ pub struct LoadReport {
     /// CPU of the whole process (adds the simulator and the harness).
     pub process_cpu_seconds: f64,
     pub peak_rss_bytes: u64,
+    /// Of the machine's CPU time in the window (all CPUs), the share the hypervisor gave
+    /// to others (`steal` in `/proc/stat`), in percent; 0 where it is not reported.
+    pub steal_percent: f64,
     /// (seconds since the window opened, resident bytes).
     pub rss_samples: Vec<(f64, u64)>,
 }
@@ -281,6 +286,29 @@ fn cpu_times() -> CpuTimes {
     times
 }
 
+/// `/proc/stat`'s first line: (steal, all time) in ticks, all CPUs together.
+fn machine_cpu_ticks() -> (u64, u64) {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|text| steal_and_total_ticks(text.lines().next()?))
+        .unwrap_or((0, 0))
+}
+
+/// `cpu  user nice system idle iowait irq softirq steal guest guest_nice`: steal and the
+/// sum of the first eight (guest time is already counted in user and nice).
+fn steal_and_total_ticks(cpu_line: &str) -> Option<(u64, u64)> {
+    let mut fields = cpu_line.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let ticks: Vec<u64> = fields
+        .take(8)
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    (ticks.len() == 8).then(|| (ticks[7], ticks.iter().sum()))
+}
+
 /// A multi-threaded runtime whose threads are named `name` (the CPU accounting tells
 /// thread groups apart by name).
 pub(crate) fn runtime(name: &str, workers: usize) -> Result<tokio::runtime::Runtime, String> {
@@ -411,6 +439,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
     accounting.measure_from_ns = window_start_ns;
     let sent_before_window = accounting.sent;
     let cpu_before = cpu_times();
+    let machine_before = machine_cpu_ticks();
     let window_started = Instant::now();
     let mut rss_samples = vec![(0.0, memory().0)];
     let mut next_second = Duration::from_secs(1);
@@ -432,6 +461,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         simulator.pause(venue, true);
     }
     let window_seconds = window_started.elapsed().as_secs_f64();
+    let machine_after = machine_cpu_ticks();
     // Frames the simulator stamped before the pause took effect still count as sent in
     // the window; give them time to be logged, then wait for their publishes.
     std::thread::sleep(Duration::from_millis(5));
@@ -497,6 +527,8 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
             / sent_in_window.max(1) as f64,
         process_cpu_seconds: seconds(cpu_after.process_ns, cpu_before.process_ns),
         peak_rss_bytes,
+        steal_percent: 100.0 * machine_after.0.saturating_sub(machine_before.0) as f64
+            / machine_after.1.saturating_sub(machine_before.1).max(1) as f64,
         rss_samples,
     };
     drop(simulator);
@@ -583,12 +615,12 @@ pub fn table(reports: &[LoadReport]) -> String {
     let mut out = String::from(
         "| rate/venue | sent | published | superseded | lost | wire P50 µs | P99 | P99.9 | max | \
          in-process P50 µs | P99 | P99.9 | e2e histogram P50/P99 ≤ µs | service CPU s / M frames | \
-         peak RSS MiB | achieved rate/venue |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
+         peak RSS MiB | achieved rate/venue | steal % |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|\n",
     );
     for report in reports {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {:.2} | {:.1} | {:.0} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {:.2} | {:.1} | {:.0} | {:.1} |\n",
             report.rate_per_venue,
             report.sent,
             report.published,
@@ -606,6 +638,7 @@ pub fn table(reports: &[LoadReport]) -> String {
             report.service_cpu_seconds_per_million_frames,
             report.peak_rss_bytes as f64 / (1 << 20) as f64,
             report.achieved_rate_per_venue,
+            report.steal_percent,
         ));
     }
     out
@@ -614,6 +647,19 @@ pub fn table(reports: &[LoadReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_the_eighth_of_the_cpu_lines_times() {
+        // This machine's `/proc/stat`, 2026-11-22 (ten fields since Linux 2.6.33).
+        let line = "cpu  526679 0 31486 294620 4743 0 719 7301 0 0";
+        assert_eq!(
+            steal_and_total_ticks(line),
+            Some((7301, 526_679 + 31_486 + 294_620 + 4_743 + 719 + 7_301))
+        );
+        assert_eq!(steal_and_total_ticks("cpu0 1 2 3 4 5 6 7 8 0 0"), None);
+        assert_eq!(steal_and_total_ticks("cpu  1 2 3 4 5 6 7"), None);
+        assert_eq!(steal_and_total_ticks("cpu  1 2 3 4 5 6 7 x 0 0"), None);
+    }
 
     fn sent(venue: VenueId, sequence: u64, sent_ns: u64) -> SentFrame {
         SentFrame {

@@ -623,7 +623,7 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
             };
             eprintln!(
                 "{rate} frames/s per venue: {} (lost {}, unaccounted {}, achieved {:.0}/s, \
-                 wire P99 first second {:.1} µs, last second {:.1} µs)",
+                 wire P99 first second {:.1} µs, last second {:.1} µs, steal {:.1} %)",
                 if report.sustained() {
                     "sustained"
                 } else {
@@ -634,6 +634,7 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
                 report.achieved_rate_per_venue,
                 report.first_second_wire_ns.p99 as f64 / 1e3,
                 report.final_second_wire_ns.p99 as f64 / 1e3,
+                report.steal_percent,
             );
             search.record(rate, report.sustained());
             reports.push(report);
