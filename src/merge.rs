@@ -11,7 +11,7 @@
 //! With K ≤ 8 inputs a linear scan of the K heads beats a heap: the heads sit in a few
 //! registers' worth of memory and the comparison is two integer compares.
 
-use crate::book::{Level, LevelArray, MAX_DEPTH, Side, TopBook};
+use crate::book::{Level, LevelArray, Side, TopBook};
 use crate::fixed::{FixedPoint, SignedFixed};
 use crate::venue::{MAX_VENUES, VenueId};
 
@@ -95,6 +95,15 @@ pub fn merge_side(side: Side, inputs: &[VenueBook<'_>], depth: usize, out: &mut 
 #[inline]
 fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: &mut MergedLevels) {
     let side = if BIDS { Side::Bid } else { Side::Ask };
+    if let [first, second] = inputs {
+        // Ahead of the scan's 8-slot head table: filling it cost a fifth of `merge_2x10`.
+        return merge_two::<BIDS>(
+            (first.book.side(side).as_slice(), first.venue),
+            (second.book.side(side).as_slice(), second.venue),
+            depth,
+            out,
+        );
+    }
     let inputs = &inputs[..inputs.len().min(MAX_VENUES)];
     // Each venue's remaining levels; a venue drops out of the scan when it runs dry.
     let mut heads: [(&[Level], VenueId); MAX_VENUES] = [(&[], VenueId::ALL[0]); MAX_VENUES];
@@ -106,12 +115,10 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
             live += 1;
         }
     }
-    let depth = depth.min(MAX_DEPTH);
-    out.clear();
-    if live == 2 {
-        return merge_two::<BIDS>(heads[0], heads[1], depth, out);
-    }
-    while out.len() < depth && live > 0 {
+    out.fill_from(depth, || {
+        if live == 0 {
+            return None;
+        }
         let mut best = 0;
         for candidate in 1..live {
             let (levels, venue) = heads[candidate];
@@ -121,12 +128,6 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
             }
         }
         let (levels, venue) = heads[best];
-        // Cannot fail: `depth` is at most the capacity.
-        out.push(MergedLevel {
-            price: levels[0].price,
-            amount: levels[0].amount,
-            venue,
-        });
         if levels.len() > 1 {
             heads[best].0 = &levels[1..];
         } else {
@@ -135,7 +136,12 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
             heads.copy_within(best + 1..live, best);
             live -= 1;
         }
-    }
+        Some(MergedLevel {
+            price: levels[0].price,
+            amount: levels[0].amount,
+            venue,
+        })
+    });
 }
 
 /// Two inputs, the common deployment: a two-pointer merge, one comparison per level
@@ -148,7 +154,7 @@ fn merge_two<const BIDS: bool>(
     depth: usize,
     out: &mut MergedLevels,
 ) {
-    while out.len() < depth {
+    out.fill_from(depth, || {
         let (level, venue) = match (first.split_first(), second.split_first()) {
             (Some((a, a_rest)), Some((b, b_rest))) => {
                 if ranks_before::<BIDS>(b, second_venue, a, first_venue) {
@@ -167,14 +173,14 @@ fn merge_two<const BIDS: bool>(
                 second = b_rest;
                 (b, second_venue)
             }
-            (None, None) => return,
+            (None, None) => return None,
         };
-        out.push(MergedLevel {
+        Some(MergedLevel {
             price: level.price,
             amount: level.amount,
             venue,
-        });
-    }
+        })
+    });
 }
 
 /// Merges both sides and derives the spread and cross state.
@@ -199,7 +205,7 @@ pub fn merge(inputs: &[VenueBook<'_>], depth: usize, out: &mut MergedBook) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::book::Levels;
+    use crate::book::{Levels, MAX_DEPTH};
     use proptest::prelude::*;
 
     fn level(price: u64, amount: u64) -> Level {

@@ -120,6 +120,20 @@ impl<T> LevelArray<T> {
 }
 
 impl<T: Copy> LevelArray<T> {
+    /// Replaces the contents with the levels `next` yields, up to `limit` (and the
+    /// capacity), stopping at its first `None`. The length is stored once, at the end,
+    /// instead of once per level as `push` must: this is the merge's inner loop.
+    #[inline]
+    pub fn fill_from(&mut self, limit: usize, mut next: impl FnMut() -> Option<T>) {
+        let mut len = 0;
+        for slot in self.levels.iter_mut().take(limit) {
+            let Some(level) = next() else { break };
+            *slot = level;
+            len += 1;
+        }
+        self.len = len;
+    }
+
     /// Copies the live levels of `other` (not the whole inline array).
     #[inline]
     pub fn copy_from(&mut self, other: &LevelArray<T>) {
