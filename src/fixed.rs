@@ -137,35 +137,34 @@ fn eight_digits_values(first: u64, second: u64) -> (u64, u64) {
     }
 }
 
-/// The first `count` (1..=8) digits of `word` moved to the top, with `'0'` above them (at
-/// the most significant end): `"123"` → `"00000123"`.
-#[inline]
-fn pad_integer(word: u64, count: usize) -> u64 {
-    debug_assert!((1..=8).contains(&count));
-    let missing_bits = 8 * (8 - count) as u32;
-    (word << missing_bits) | ASCII_ZEROS.checked_shr(64 - missing_bits).unwrap_or(0)
+/// The first `count` (0..=8) digits of `word` moved to its top (most significant) end,
+/// zero bytes below them: [`eight_digits_value`] keeps each byte's low 4 bits, so a zero
+/// byte reads as a `'0'` and the result as the integer the digits spell (`"123"` → 123;
+/// no digits → 0).
+#[inline(always)]
+fn integer_digits(word: u64, count: usize) -> u64 {
+    debug_assert!(count <= 8);
+    word.checked_shl(8 * (8 - count) as u32).unwrap_or(0)
 }
 
-/// The first `count` (1..=8) digits of `word` with `'0'` after them (the least significant
-/// end): `"5"` → `"50000000"`, read as a fraction scaled by 10^8.
-#[inline]
-fn pad_fraction(word: u64, count: usize) -> u64 {
+/// The first `count` (1..=8) digits of `word`, the bytes after them cleared: read as 8
+/// digits, the fraction scaled by 10^8 (`"5"` → 50_000_000).
+#[inline(always)]
+fn fraction_digits(word: u64, count: usize) -> u64 {
     debug_assert!((1..=8).contains(&count));
-    let kept_bits = 8 * count as u32;
-    let digits = word & u64::MAX.checked_shr(64 - kept_bits).unwrap_or(u64::MAX);
-    digits | ASCII_ZEROS.checked_shl(kept_bits).unwrap_or(0)
+    word & (u64::MAX >> (64 - 8 * count))
 }
 
-/// Value of the first `count` (1..=8) digits of `word`, as an integer.
+/// Value of the first `count` (0..=8) digits of `word`, as an integer.
 #[inline]
 fn integer_value(word: u64, count: usize) -> u64 {
-    eight_digits_value(pad_integer(word, count))
+    eight_digits_value(integer_digits(word, count))
 }
 
 /// Value of the first `count` (1..=8) digits of `word` read as a fraction scaled by 10^8.
 #[inline]
 fn fraction_value(word: u64, count: usize) -> u64 {
-    eight_digits_value(pad_fraction(word, count))
+    eight_digits_value(fraction_digits(word, count))
 }
 
 /// The high bit of every byte of `word` that is not an ASCII digit, exactly (no borrow
@@ -211,21 +210,14 @@ pub(crate) fn leading_integer(bytes: &[u8]) -> Option<(u64, usize)> {
     let (high, low) = (word_at(0), word_at(8));
     let high_len = leading_digit_count(high);
     if high_len < 8 {
-        let value = if high_len == 0 {
-            0
-        } else {
-            integer_value(high, high_len)
-        };
-        return Some((value, high_len));
+        return Some((integer_value(high, high_len), high_len));
     }
     let low_len = leading_digit_count(low);
     if low_len == 8 && chunk[16].is_ascii_digit() {
         return None;
     }
-    // The low word's digits moved to the top: the zero bytes shifted in read as '0', and
-    // with no digits nothing is left. Both words convert together.
-    let low_digits = low.checked_shl(8 * (8 - low_len) as u32).unwrap_or(0);
-    let (high_value, low_value) = eight_digits_values(high, low_digits);
+    // Both words convert together.
+    let (high_value, low_value) = eight_digits_values(high, integer_digits(low, low_len));
     // At most 99_999_999 * 10^8 + 99_999_999: no overflow.
     Some((high_value * POWERS_OF_TEN[low_len] + low_value, 8 + low_len))
 }
@@ -352,10 +344,9 @@ impl FixedPoint {
         if non_digit_bytes(tail) >> fraction_shift != 0 {
             return None;
         }
-        // Integer digits moved to the top; the zero bytes shifted in count as '0'. At most
-        // 9_999_999 * 10^8 + 99_999_999: no overflow.
+        // At most 9_999_999 * 10^8 + 99_999_999: no overflow.
         let (integer, fraction) =
-            eight_digits_values(head << (8 * (8 - integer_len)), tail >> fraction_shift);
+            eight_digits_values(integer_digits(head, integer_len), tail >> fraction_shift);
         Some(FixedPoint(integer * SCALE + fraction))
     }
 
@@ -397,12 +388,11 @@ impl FixedPoint {
         if integer_len == 0 {
             return None;
         }
-        // Digits moved to the top of the word; the zero bytes shifted in count as '0'.
         // At most 99_999_999 * 10^8: no overflow, here or when the fraction is added.
-        let integer_digits = integer_word << (8 * (8 - integer_len));
+        let integer = integer_digits(integer_word, integer_len);
         match chunk[integer_len] {
             b'"' if integer_len == len => {
-                let whole = eight_digits_value(integer_digits) * SCALE;
+                let whole = eight_digits_value(integer) * SCALE;
                 return Some((FixedPoint(whole), len));
             }
             b'.' => {}
@@ -413,10 +403,8 @@ impl FixedPoint {
         if fraction_len == 0 || integer_len + 1 + fraction_len != len || chunk[len] != b'"' {
             return None;
         }
-        // Fraction digits at the bottom, zero bytes after them: read as 8 digits, that is
-        // the fraction scaled by 10^8.
-        let fraction_digits = fraction_word & (u64::MAX >> (64 - 8 * fraction_len));
-        let (integer, fraction) = eight_digits_values(integer_digits, fraction_digits);
+        let (integer, fraction) =
+            eight_digits_values(integer, fraction_digits(fraction_word, fraction_len));
         Some((FixedPoint(integer * SCALE + fraction), len))
     }
 
