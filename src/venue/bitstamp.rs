@@ -454,6 +454,15 @@ mod tests {
 
     const DIFFS: &str = include_str!("../../tests/fixtures/bitstamp/diff_order_book_ethusd.jsonl");
 
+    /// A diff frame's sink: every level (up to 1,000 a side), in frame order.
+    fn all_levels(out: &mut BookUpdate) -> AllLevels<'_> {
+        AllLevels {
+            sorted: false,
+            max_levels: 1000,
+            out,
+        }
+    }
+
     /// The layout fast path reads every recorded book frame (both layouts) and diff.
     #[test]
     fn recorded_frames_take_the_layout_fast_path() {
@@ -466,12 +475,12 @@ mod tests {
             assert!(matches!(message, Some(Message::Book { .. })), "{line:.60}");
         }
         for line in DIFFS.lines().skip(1) {
-            let mut sink = AllLevels {
-                sorted: false,
-                max_levels: 1000,
-                out: &mut BookUpdate::default(),
-            };
-            let message = decode_usual_layout(line.as_bytes(), DIFF_ORDER_BOOK_PREFIX, &mut sink);
+            let mut update = BookUpdate::default();
+            let message = decode_usual_layout(
+                line.as_bytes(),
+                DIFF_ORDER_BOOK_PREFIX,
+                &mut all_levels(&mut update),
+            );
             assert!(matches!(message, Some(Message::Book { .. })), "{line:.60}");
         }
     }
@@ -500,6 +509,25 @@ mod tests {
                 ORDER_BOOK_PREFIX,
                 &mut TopN { depth: 10, out: &mut general },
             );
+            if let Some(message) = fast_message {
+                proptest::prop_assert_eq!(general_message, Ok(message));
+                proptest::prop_assert_eq!(fast, general);
+            }
+        }
+
+        /// The same for diff frames, which the fast path reads into every level.
+        #[test]
+        fn layout_fast_path_agrees_with_the_general_walk_on_diffs(
+            sample in 1..DIFFS.lines().count(),
+            edit in crate::venue::layout_edits::edit(),
+        ) {
+            let mut frame = DIFFS.lines().nth(sample).unwrap().as_bytes().to_vec();
+            crate::venue::layout_edits::apply(&mut frame, edit);
+            let (mut fast, mut general) = (BookUpdate::default(), BookUpdate::default());
+            let fast_message =
+                decode_usual_layout(&frame, DIFF_ORDER_BOOK_PREFIX, &mut all_levels(&mut fast));
+            let general_message =
+                decode_any_layout(&frame, DIFF_ORDER_BOOK_PREFIX, &mut all_levels(&mut general));
             if let Some(message) = fast_message {
                 proptest::prop_assert_eq!(general_message, Ok(message));
                 proptest::prop_assert_eq!(fast, general);

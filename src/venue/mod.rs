@@ -349,7 +349,7 @@ pub(crate) mod layout_edits {
         let at = match near {
             0 => offset,
             1 => frame.len() - offset, // an insertion there appends
-            2 => asks - 40 + offset,
+            2 => asks.saturating_sub(40) + offset,
             _ => offset * (frame.len() / 80),
         };
         let last = frame.len() - 1;
