@@ -312,6 +312,29 @@ mod tests {
         assert_eq!((merged.spread, merged.bids.as_slice().len()), (None, 0));
     }
 
+    /// A depth beyond the capacity keeps a full side, on both paths (two venues, the scan).
+    #[test]
+    fn keeps_at_most_max_depth_levels() {
+        let asks: Vec<(u64, u64)> = (1..=MAX_DEPTH as u64).map(|price| (price, 1)).collect();
+        let bids: Vec<(u64, u64)> = asks.iter().rev().copied().collect();
+        let full = book(&bids, &asks);
+        let view = |venue| VenueBook { venue, book: &full };
+        let inputs = [
+            view(VenueId::Binance),
+            view(VenueId::Bitstamp),
+            view(VenueId::Binance),
+        ];
+        for venues in [2, 3] {
+            let mut merged = MergedBook::default();
+            merge(&inputs[..venues], usize::MAX, &mut merged);
+            assert_eq!(
+                (merged.bids.len(), merged.asks.len()),
+                (MAX_DEPTH, MAX_DEPTH)
+            );
+            assert_eq!(merged.bids.as_slice()[1].price.raw(), MAX_DEPTH as u64);
+        }
+    }
+
     /// The obvious merge: concatenate every (level, venue), sort by the tie-break, take N.
     fn reference_side(side: Side, inputs: &[(VenueId, TopBook)], depth: usize) -> Vec<MergedLevel> {
         let mut all: Vec<MergedLevel> = inputs
