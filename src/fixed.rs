@@ -85,9 +85,7 @@ fn load_masked(buffer: &[u8], start: usize, len: usize) -> u64 {
 /// Number of leading ASCII digits in `word` (0..=8), first byte lowest.
 #[inline]
 fn leading_digit_count(word: u64) -> usize {
-    let offset = word ^ ASCII_ZEROS; // a digit becomes 0..=9
-    let non_digit = (((offset & LOW_7_BITS) + DIGIT_LIMIT) | offset) & HIGH_BITS;
-    (non_digit.trailing_zeros() / 8) as usize
+    (non_digit_bytes(word).trailing_zeros() / 8) as usize
 }
 
 /// Converts 8 ASCII digits (first byte most significant, stored lowest) to their value:
@@ -327,7 +325,7 @@ impl FixedPoint {
     fn parse_common_shape(text: &[u8]) -> Option<Self> {
         let head = u64::from_le_bytes(*text.first_chunk::<8>()?);
         let tail = u64::from_le_bytes(*text.last_chunk::<8>()?);
-        let integer_len = (non_digit_bytes(head).trailing_zeros() / 8) as usize;
+        let integer_len = leading_digit_count(head);
         // 0 is an error and 8 a long integer part: `parse_in` reads both.
         if !(1..8).contains(&integer_len) || (head >> (8 * integer_len)) as u8 != b'.' {
             return None;
@@ -384,7 +382,7 @@ impl FixedPoint {
             before_quote => before_quote as usize,
         };
         // 8 when the whole word is digits: the byte after them decides below.
-        let integer_len = (non_digit_bytes(integer_word).trailing_zeros() / 8) as usize;
+        let integer_len = leading_digit_count(integer_word);
         if integer_len == 0 {
             return None;
         }
@@ -399,7 +397,7 @@ impl FixedPoint {
             _ => return None,
         }
         let fraction_word = word_at(integer_len + 1)?;
-        let fraction_len = (non_digit_bytes(fraction_word).trailing_zeros() / 8) as usize;
+        let fraction_len = leading_digit_count(fraction_word);
         if fraction_len == 0 || integer_len + 1 + fraction_len != len || chunk[len] != b'"' {
             return None;
         }
