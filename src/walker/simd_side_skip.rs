@@ -9,7 +9,11 @@
 //! per 64 bytes) does four compares and a lookup per register: `]` (kept as a bit mask too,
 //! to find `]]` across steps), `[`, `"`, and `:` or `\` in one byte shuffle; their results
 //! add up in byte lanes (brackets' balance, quotes' parity, forbidden bytes seen). The step
-//! that holds the `]]` counts only its bytes up to it. The intrinsics come from
+//! that holds the `]]` counts only its bytes up to it. A tail shorter than a step is read
+//! as the input's last 64 bytes, the ones already counted masked off, rather than copied
+//! into a padded step: a Bitstamp frame's asks end within a step of the frame's end, and
+//! the copy's narrow stores cannot be forwarded to the step's 32-byte loads, which then
+//! wait for them to reach the cache. The intrinsics come from
 //! `safe_arch`, as in `simd_level`: no `unsafe` here.
 
 use super::simd_level::{byte_equal, splat};
@@ -76,14 +80,49 @@ impl Counts {
         }
         // Bytes 0..=last, where `last` is the second `]` of the first `]]`.
         let last = side_ends.trailing_zeros() as usize;
+        self.add_between(low, high, closes_low, closes_high, 0, last + 1);
+        Some(last)
+    }
+
+    /// The input's last `STEP` bytes, of which the first `counted` (1..STEP) were counted
+    /// by the last whole step: as [`Counts::step`] for the bytes after them, if a `]]` ends
+    /// there. No `close_before`: a `]]` whose first `]` was counted lies inside this step.
+    #[inline(always)]
+    fn last_step(&mut self, step: &[u8; STEP], counted: usize) -> Option<usize> {
+        let (low, high) = step.split_at(LANES);
+        let low = m256i::from(*low.first_chunk::<LANES>().expect("half a step"));
+        let high = m256i::from(*high.first_chunk::<LANES>().expect("half a step"));
+        let closes_low = byte_equal(low, b']');
+        let closes_high = byte_equal(high, b']');
+        let close_bits = u64::from(move_mask_i8_m256i(closes_low) as u32)
+            | u64::from(move_mask_i8_m256i(closes_high) as u32) << LANES;
+        let side_ends = close_bits & close_bits << 1 & u64::MAX << counted;
+        if side_ends == 0 {
+            return None;
+        }
+        let last = side_ends.trailing_zeros() as usize;
+        self.add_between(low, high, closes_low, closes_high, counted, last + 1);
+        Some(last)
+    }
+
+    /// Counts the step's bytes `from..to` only (`from < to <= STEP`).
+    #[inline(always)]
+    fn add_between(
+        &mut self,
+        low: m256i,
+        high: m256i,
+        closes_low: m256i,
+        closes_high: m256i,
+        from: usize,
+        to: usize,
+    ) {
         let lanes = m256i::from(std::array::from_fn::<i8, LANES, _>(|lane| lane as i8));
-        // Lanes below `kept` (at most 32: no signed overflow).
-        let below = |kept: usize| cmp_gt_mask_i8_m256i(splat(kept as u8), lanes);
-        let keep_low = below((last + 1).min(LANES));
-        let keep_high = below((last + 1).saturating_sub(LANES));
+        // Lanes below `bound` (at most 32: no signed overflow).
+        let below = |bound: usize| cmp_gt_mask_i8_m256i(splat(bound as u8), lanes);
+        let keep_low = below(to.min(LANES)) & !below(from.min(LANES));
+        let keep_high = below(to.saturating_sub(LANES)) & !below(from.saturating_sub(LANES));
         self.add(low & keep_low, closes_low & keep_low);
         self.add(high & keep_high, closes_high & keep_high);
-        Some(last)
     }
 
     #[inline(always)]
@@ -136,7 +175,17 @@ pub(super) fn rest_of_side_len(rest: &[u8]) -> Option<usize> {
         }
         counts.fold();
     }
-    // The tail, zero-padded (a zero byte is none of the counted ones), as a last step.
+    if tail.is_empty() {
+        return None;
+    }
+    // The tail, read as the input's last 64 bytes (no copy) when there are that many.
+    if let Some(last_step) = rest.last_chunk::<STEP>() {
+        let last = counts.last_step(last_step, STEP - tail.len())?;
+        return counts
+            .rest_of_side()
+            .then_some(rest.len() - STEP + last + 1);
+    }
+    // Shorter than a step: zero-padded (a zero byte is none of the counted ones).
     let mut padded = [0u8; STEP];
     padded[..tail.len()].copy_from_slice(tail);
     let last = counts.step(&padded, &mut close_before)?;
@@ -172,9 +221,12 @@ mod tests {
         fn agrees_with_the_two_pass_skip(
             pieces in prop::collection::vec(piece(), 0..400),
             shift in 0usize..STEP,
+            side_end in prop_oneof![Just(""), Just("]]")],
+            after in prop::collection::vec(piece(), 0..4),
         ) {
-            // A shifted start moves every `]]` across the step boundaries.
-            let text = " ".repeat(shift) + &pieces.concat() + "]]";
+            // A shifted start moves every `]]` across the step boundaries, and the bytes
+            // after it (as after a side in a frame) put it in the tail or a whole step.
+            let text = " ".repeat(shift) + &pieces.concat() + side_end + &after.concat();
             prop_assert_eq!(
                 rest_of_side_len(text.as_bytes()),
                 crate::walker::portable_rest_of_side_len(text.as_bytes()),
