@@ -327,8 +327,8 @@ pub(crate) mod layout_edits {
     use proptest::prelude::*;
 
     /// One edit of a recorded frame (a byte replaced, inserted or removed), mostly where
-    /// the layouts' literals and values are: the first and last 80 bytes, and around
-    /// `"asks"`; else anywhere.
+    /// the layouts' literals and values are: the first and last 80 bytes, and around the
+    /// second side's key (`"asks"`, or `"a"` in a Binance diff event); else anywhere.
     pub(crate) fn edit() -> impl Strategy<Value = (usize, usize, usize, u8)> {
         (
             0usize..4,
@@ -345,13 +345,16 @@ pub(crate) mod layout_edits {
         let asks = frame
             .windows(6)
             .position(|w| w == b"\"asks\"")
+            .or_else(|| frame.windows(4).position(|w| w == b"\"a\":"))
             .expect("a book frame");
+        // At most the end (an insertion there appends): a diff event is short.
         let at = match near {
             0 => offset,
-            1 => frame.len() - offset, // an insertion there appends
+            1 => frame.len().saturating_sub(offset),
             2 => asks.saturating_sub(40) + offset,
             _ => offset * (frame.len() / 80),
-        };
+        }
+        .min(frame.len());
         let last = frame.len() - 1;
         match kind {
             0 => frame[at.min(last)] = byte,
