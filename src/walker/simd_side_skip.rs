@@ -58,29 +58,52 @@ struct Counts {
     forbidden: m256i,
 }
 
-impl Counts {
-    /// Counts one step's bytes, or, if a `]]` ends in it, its bytes up to that end and
-    /// returns the end's index in the step. `close_before`: whether the previous step ended
-    /// with `]` (bit 0), updated for the next.
+/// A step's two registers and their `]` masks, as vector masks and as bits.
+struct Step {
+    low: m256i,
+    high: m256i,
+    closes_low: m256i,
+    closes_high: m256i,
+    close_bits: u64,
+}
+
+impl Step {
     #[inline(always)]
-    fn step(&mut self, step: &[u8; STEP], close_before: &mut u64) -> Option<usize> {
-        let (low, high) = step.split_at(LANES);
+    fn load(bytes: &[u8; STEP]) -> Step {
+        let (low, high) = bytes.split_at(LANES);
         let low = m256i::from(*low.first_chunk::<LANES>().expect("half a step"));
         let high = m256i::from(*high.first_chunk::<LANES>().expect("half a step"));
         let closes_low = byte_equal(low, b']');
         let closes_high = byte_equal(high, b']');
         let close_bits = u64::from(move_mask_i8_m256i(closes_low) as u32)
             | u64::from(move_mask_i8_m256i(closes_high) as u32) << LANES;
-        let side_ends = close_bits & (close_bits << 1 | *close_before);
+        Step {
+            low,
+            high,
+            closes_low,
+            closes_high,
+            close_bits,
+        }
+    }
+}
+
+impl Counts {
+    /// Counts one step's bytes, or, if a `]]` ends in it, its bytes up to that end and
+    /// returns the end's index in the step. `close_before`: whether the previous step ended
+    /// with `]` (bit 0), updated for the next.
+    #[inline(always)]
+    fn step(&mut self, bytes: &[u8; STEP], close_before: &mut u64) -> Option<usize> {
+        let step = Step::load(bytes);
+        let side_ends = step.close_bits & (step.close_bits << 1 | *close_before);
         if side_ends == 0 {
-            self.add(low, closes_low);
-            self.add(high, closes_high);
-            *close_before = close_bits >> (STEP - 1);
+            self.add(step.low, step.closes_low);
+            self.add(step.high, step.closes_high);
+            *close_before = step.close_bits >> (STEP - 1);
             return None;
         }
         // Bytes 0..=last, where `last` is the second `]` of the first `]]`.
         let last = side_ends.trailing_zeros() as usize;
-        self.add_between(low, high, closes_low, closes_high, 0, last + 1);
+        self.add_between(&step, 0, last + 1);
         Some(last)
     }
 
@@ -88,41 +111,27 @@ impl Counts {
     /// by the last whole step: as [`Counts::step`] for the bytes after them, if a `]]` ends
     /// there. No `close_before`: a `]]` whose first `]` was counted lies inside this step.
     #[inline(always)]
-    fn last_step(&mut self, step: &[u8; STEP], counted: usize) -> Option<usize> {
-        let (low, high) = step.split_at(LANES);
-        let low = m256i::from(*low.first_chunk::<LANES>().expect("half a step"));
-        let high = m256i::from(*high.first_chunk::<LANES>().expect("half a step"));
-        let closes_low = byte_equal(low, b']');
-        let closes_high = byte_equal(high, b']');
-        let close_bits = u64::from(move_mask_i8_m256i(closes_low) as u32)
-            | u64::from(move_mask_i8_m256i(closes_high) as u32) << LANES;
-        let side_ends = close_bits & close_bits << 1 & u64::MAX << counted;
+    fn last_step(&mut self, bytes: &[u8; STEP], counted: usize) -> Option<usize> {
+        let step = Step::load(bytes);
+        let side_ends = step.close_bits & step.close_bits << 1 & u64::MAX << counted;
         if side_ends == 0 {
             return None;
         }
         let last = side_ends.trailing_zeros() as usize;
-        self.add_between(low, high, closes_low, closes_high, counted, last + 1);
+        self.add_between(&step, counted, last + 1);
         Some(last)
     }
 
     /// Counts the step's bytes `from..to` only (`from < to <= STEP`).
     #[inline(always)]
-    fn add_between(
-        &mut self,
-        low: m256i,
-        high: m256i,
-        closes_low: m256i,
-        closes_high: m256i,
-        from: usize,
-        to: usize,
-    ) {
+    fn add_between(&mut self, step: &Step, from: usize, to: usize) {
         let lanes = m256i::from(std::array::from_fn::<i8, LANES, _>(|lane| lane as i8));
         // Lanes below `bound` (at most 32: no signed overflow).
         let below = |bound: usize| cmp_gt_mask_i8_m256i(splat(bound as u8), lanes);
         let keep_low = below(to.min(LANES)) & !below(from.min(LANES));
         let keep_high = below(to.saturating_sub(LANES)) & !below(from.saturating_sub(LANES));
-        self.add(low & keep_low, closes_low & keep_low);
-        self.add(high & keep_high, closes_high & keep_high);
+        self.add(step.low & keep_low, step.closes_low & keep_low);
+        self.add(step.high & keep_high, step.closes_high & keep_high);
     }
 
     #[inline(always)]
