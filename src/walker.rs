@@ -408,7 +408,7 @@ impl<'a> Walker<'a> {
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, so that `01`, `1.` and `.5` are
     /// refused. Read in one pass by hand: the numbers skipped are the event times and ids
     /// of every Binance diff event (`"E":1700000000123`), and a float parse of each cost
-    /// more than a tenth of the event's decode.
+    /// about a tenth of the event's decode (BENCHMARKS.md).
     fn skip_number(&mut self) -> Result<()> {
         let start = self.pos;
         let bytes = self.bytes;
