@@ -11,9 +11,9 @@
 //! add up in byte lanes (brackets' balance, quotes' parity, forbidden bytes seen). The step
 //! that holds the `]]` counts only its bytes up to it. A tail shorter than a step is read
 //! as the input's last 64 bytes, the ones already counted masked off, rather than copied
-//! into a padded step: a Bitstamp frame's asks end within a step of the frame's end, and
-//! the copy's narrow stores cannot be forwarded to the step's 32-byte loads, which then
-//! wait for them to reach the cache. The intrinsics come from
+//! into a padded step: a Bitstamp frame's asks end about 50 bytes before the frame's end,
+//! often in the tail, and the copy's narrow stores cannot be forwarded to the step's
+//! 32-byte loads, which then wait for them to reach the cache. The intrinsics come from
 //! `safe_arch`, as in `simd_level`: no `unsafe` here.
 
 use super::simd_level::{byte_equal, splat};
