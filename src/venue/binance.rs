@@ -207,53 +207,17 @@ fn payload_message<'a, P: Payload<'a>>(
     })
 }
 
-/// A partial depth push in the layouts Binance sends every one in (all recorded frames: no
-/// whitespace, this key order), combined (`{"stream":…,"data":{…}}`) or raw, read by
-/// comparing the bytes between the values with that layout instead of walking the
-/// objects: the general walk costs about as much as reading ten levels. `None` for any
-/// other frame, or an error in this one; then [`decode_frame`] reads it, and gives the same
-/// answer for every frame this accepts.
+/// A frame in the layout Binance sends every push in (all recorded frames: no whitespace,
+/// the keys in this order): the payload raw, or combined as `{"stream":…,"data":<payload>}`.
+/// `read_payload` reads the payload object, its braces included, by comparing the bytes
+/// between its values with the layout instead of walking the objects: the general walk
+/// costs about as much as reading ten levels, and more than half of a two-level diff
+/// event's decode. `None` for any other frame, or an error in this one; then
+/// [`decode_frame`] reads it, and gives the same answer for every frame this accepts.
 fn decode_usual_layout<'a>(
     frame: &'a [u8],
-    depth: usize,
-    out: &mut TopBook,
+    read_payload: impl FnOnce(&mut Walker<'a>) -> Option<()>,
 ) -> Option<Message<'a>> {
-    let mut walker = Walker::new(frame);
-    let combined = walker.skip_exactly(br#"{"stream":"#);
-    let stream = if combined {
-        let stream = walker.string().ok()?;
-        walker
-            .skip_exactly(br#","data":{"lastUpdateId":"#)
-            .then_some(stream)?
-    } else {
-        walker
-            .skip_exactly(br#"{"lastUpdateId":"#)
-            .then_some(&b""[..])?
-    };
-    out.venue_sequence = walker.unsigned().ok()?;
-    walker.skip_exactly(br#","bids":"#).then_some(())?;
-    walker.levels(Side::Bid, depth, &mut out.bids).ok()?;
-    walker.skip_exactly(br#","asks":"#).then_some(())?;
-    walker.levels(Side::Ask, depth, &mut out.asks).ok()?;
-    walker.skip_exactly(b"}").then_some(())?;
-    if combined {
-        walker.skip_exactly(b"}").then_some(())?;
-    }
-    walker.finish().ok()?;
-    Some(Message::Book { stream })
-}
-
-/// A diff event in the layout Binance sends every one in (all recorded diff frames: no
-/// whitespace, this key order), combined or raw: as [`decode_usual_layout`] for partial
-/// depth, where the general walk of a two-level event cost more than half its decode.
-/// `None` for any other frame, or an error in this one; then [`decode_frame`] reads it,
-/// and gives the same answer for every frame this accepts.
-fn decode_usual_diff_layout<'a>(
-    frame: &'a [u8],
-    max_levels: usize,
-    out: &mut BookUpdate,
-) -> Option<Message<'a>> {
-    const EVENT_START: &[u8] = br#"{"e":"depthUpdate","E":"#;
     let mut walker = Walker::new(frame);
     let combined = walker.skip_exactly(br#"{"stream":"#);
     let stream = if combined {
@@ -262,7 +226,38 @@ fn decode_usual_diff_layout<'a>(
     } else {
         &b""[..]
     };
-    walker.skip_exactly(EVENT_START).then_some(())?;
+    read_payload(&mut walker)?;
+    if combined {
+        walker.skip_exactly(b"}").then_some(())?;
+    }
+    walker.finish().ok()?;
+    Some(Message::Book { stream })
+}
+
+/// A partial depth payload in [`decode_usual_layout`]'s layout.
+fn read_usual_partial_depth(
+    walker: &mut Walker<'_>,
+    depth: usize,
+    out: &mut TopBook,
+) -> Option<()> {
+    walker.skip_exactly(br#"{"lastUpdateId":"#).then_some(())?;
+    out.venue_sequence = walker.unsigned().ok()?;
+    walker.skip_exactly(br#","bids":"#).then_some(())?;
+    walker.levels(Side::Bid, depth, &mut out.bids).ok()?;
+    walker.skip_exactly(br#","asks":"#).then_some(())?;
+    walker.levels(Side::Ask, depth, &mut out.asks).ok()?;
+    walker.skip_exactly(b"}").then_some(())
+}
+
+/// A diff event payload in [`decode_usual_layout`]'s layout.
+fn read_usual_diff_event(
+    walker: &mut Walker<'_>,
+    max_levels: usize,
+    out: &mut BookUpdate,
+) -> Option<()> {
+    walker
+        .skip_exactly(br#"{"e":"depthUpdate","E":"#)
+        .then_some(())?;
     walker.skip_value().ok()?; // the event time: unused, skipped as the general walk does
     walker.skip_exactly(br#","s":"#).then_some(())?;
     walker.string().ok()?; // the symbol: the stream names it
@@ -274,12 +269,7 @@ fn decode_usual_diff_layout<'a>(
     walker.all_levels(None, max_levels, &mut out.bids).ok()?;
     walker.skip_exactly(br#","a":"#).then_some(())?;
     walker.all_levels(None, max_levels, &mut out.asks).ok()?;
-    walker.skip_exactly(b"}").then_some(())?;
-    if combined {
-        walker.skip_exactly(b"}").then_some(())?;
-    }
-    walker.finish().ok()?;
-    Some(Message::Book { stream })
+    walker.skip_exactly(b"}").then_some(())
 }
 
 /// One frame: a raw payload, a combined-stream envelope around one, or a control frame.
@@ -355,7 +345,9 @@ impl Venue for Binance {
         depth: usize,
         out: &mut TopBook,
     ) -> Result<Message<'a>, DecodeError> {
-        if let Some(message) = decode_usual_layout(frame, depth, out) {
+        if let Some(message) =
+            decode_usual_layout(frame, |walker| read_usual_partial_depth(walker, depth, out))
+        {
             return Ok(message);
         }
         decode_frame(frame, PartialDepth { depth, out })
@@ -366,7 +358,9 @@ impl Venue for Binance {
         max_levels: usize,
         out: &mut BookUpdate,
     ) -> Result<Message<'a>, DecodeError> {
-        let message = match decode_usual_diff_layout(frame, max_levels, out) {
+        let message = match decode_usual_layout(frame, |walker| {
+            read_usual_diff_event(walker, max_levels, out)
+        }) {
             Some(message) => message,
             None => decode_frame(frame, DiffEvent { max_levels, out })?,
         };
@@ -560,11 +554,62 @@ mod tests {
         [recorded.into(), data.into()]
     }
 
+    /// A frame's two readings, by the layout fast path and by the general walk, each with
+    /// what it wrote.
+    type BothReadings<'a, Out> = (
+        (Option<Message<'a>>, Out),
+        (Result<Message<'a>, DecodeError>, Out),
+    );
+
+    /// `frame` read as a partial depth push (keeping 10 levels) both ways.
+    fn partial_depth_both_ways(frame: &[u8]) -> BothReadings<'_, TopBook> {
+        let (mut fast, mut general) = (TopBook::default(), TopBook::default());
+        let fast_message = decode_usual_layout(frame, |walker| {
+            read_usual_partial_depth(walker, 10, &mut fast)
+        });
+        let general_message = decode_frame(
+            frame,
+            PartialDepth {
+                depth: 10,
+                out: &mut general,
+            },
+        );
+        ((fast_message, fast), (general_message, general))
+    }
+
+    /// `frame` read as a diff event both ways.
+    fn diff_event_both_ways(frame: &[u8]) -> BothReadings<'_, BookUpdate> {
+        let (mut fast, mut general) = (BookUpdate::default(), BookUpdate::default());
+        let fast_message = decode_usual_layout(frame, |walker| {
+            read_usual_diff_event(walker, 1000, &mut fast)
+        });
+        let general_message = decode_frame(
+            frame,
+            DiffEvent {
+                max_levels: 1000,
+                out: &mut general,
+            },
+        );
+        ((fast_message, fast), (general_message, general))
+    }
+
+    /// Whether the fast path accepted the frame; if it did, the general walk must have read
+    /// the same message and written the same.
+    fn fast_path_agrees<Out: PartialEq + std::fmt::Debug>(
+        ((fast_message, fast), (general_message, general)): BothReadings<'_, Out>,
+    ) -> Result<bool, proptest::test_runner::TestCaseError> {
+        let Some(message) = fast_message else {
+            return Ok(false);
+        };
+        proptest::prop_assert_eq!(general_message, Ok(message));
+        proptest::prop_assert_eq!(fast, general);
+        Ok(true)
+    }
+
     #[test]
     fn recorded_frames_take_the_layout_fast_path() {
         for frame in recorded_layouts() {
-            let message = decode_usual_layout(&frame, 10, &mut TopBook::default());
-            assert!(matches!(message, Some(Message::Book { .. })));
+            assert!(fast_path_agrees(partial_depth_both_ways(&frame)).unwrap());
         }
     }
 
@@ -591,19 +636,8 @@ mod tests {
             .flat_map(|recording| recording.lines());
         let raw = recorded_diff_layouts()[1].clone();
         for frame in frames.chain([std::str::from_utf8(&raw).unwrap()]) {
-            let mut fast = BookUpdate::default();
-            let message = decode_usual_diff_layout(frame.as_bytes(), 1000, &mut fast);
-            assert!(matches!(message, Some(Message::Book { .. })), "{frame}");
-            let mut general = BookUpdate::default();
-            let general_message = decode_frame(
-                frame.as_bytes(),
-                DiffEvent {
-                    max_levels: 1000,
-                    out: &mut general,
-                },
-            );
-            assert_eq!(general_message, Ok(message.unwrap()));
-            assert_eq!(fast, general);
+            let readings = diff_event_both_ways(frame.as_bytes());
+            assert!(fast_path_agrees(readings).unwrap(), "{frame}");
         }
     }
 
@@ -620,14 +654,7 @@ mod tests {
             let [combined, data] = recorded_diff_layouts();
             let mut frame = if raw { data } else { combined };
             crate::venue::layout_edits::apply(&mut frame, edit);
-            let (mut fast, mut general) = (BookUpdate::default(), BookUpdate::default());
-            let fast_message = decode_usual_diff_layout(&frame, 1000, &mut fast);
-            let general_message =
-                decode_frame(&frame, DiffEvent { max_levels: 1000, out: &mut general });
-            if let Some(message) = fast_message {
-                proptest::prop_assert_eq!(general_message, Ok(message));
-                proptest::prop_assert_eq!(fast, general);
-            }
+            fast_path_agrees(diff_event_both_ways(&frame))?;
         }
 
         /// Whatever the layout fast path accepts, the general walk reads the same way: the
@@ -642,13 +669,7 @@ mod tests {
             let [combined, data] = recorded_layouts();
             let mut frame = if raw { data } else { combined };
             crate::venue::layout_edits::apply(&mut frame, edit);
-            let (mut fast, mut general) = (TopBook::default(), TopBook::default());
-            let fast_message = decode_usual_layout(&frame, 10, &mut fast);
-            let general_message = decode_frame(&frame, PartialDepth { depth: 10, out: &mut general });
-            if let Some(message) = fast_message {
-                proptest::prop_assert_eq!(general_message, Ok(message));
-                proptest::prop_assert_eq!(fast, general);
-            }
+            fast_path_agrees(partial_depth_both_ways(&frame))?;
         }
     }
 
