@@ -18,52 +18,66 @@
 
 use super::simd_level::{byte_equal, splat};
 use safe_arch::{
-    add_i8_m256i, cmp_eq_mask_i8_m256i, cmp_gt_mask_i8_m256i, m256i, move_mask_i8_m256i,
-    shuffle_av_i8z_half_m256i, sub_i8_m256i, sum_of_u8_abs_diff_m256i,
+    add_saturating_u8_m256i, cmp_eq_mask_i8_m256i, cmp_gt_mask_i8_m256i, m256i, move_mask_i8_m256i,
+    shuffle_av_i8z_half_m256i, sum_of_u8_abs_diff_m256i,
 };
 
 /// Bytes a register holds.
 const LANES: usize = 32;
 /// Bytes a step reads: two registers.
 const STEP: usize = 2 * LANES;
-/// Steps between folds of the lane balance: a step moves a lane by at most 2 (one per
-/// register), so an `i8` lane cannot overflow within this many.
+/// Steps between folds of the lane counts: a step adds at most 2 to a lane's opens (one
+/// per register), so within this many a lane stays below 128, the forbidden mark.
 const FOLD_STEPS: usize = i8::MAX as usize / 2;
 
-/// For `vpshufb`, indexed by a byte's low nibble: `:` (0x3A) at 0xA, `\` (0x5C) at 0xC,
-/// and elsewhere a byte whose high bit is set (`0x80 | index`), which no byte the shuffle
-/// looks up equals (a byte with its high bit set looks up zero). So a byte equals its
-/// lookup exactly when it is `:` or `\`.
-const FORBIDDEN_BY_LOW_NIBBLE: [u8; LANES] = {
+/// For `vpshufb`, indexed by a byte's low nibble: the one counted byte with that nibble —
+/// `"` (0x22) at 0x2, `:` (0x3A) at 0xA, `[` (0x5B) at 0xB, `\` (0x5C) at 0xC — and elsewhere
+/// a byte whose high bit is set (`0x80 | index`), which no byte the shuffle looks up equals
+/// (a byte with its high bit set looks up zero). So a byte equals its lookup exactly when
+/// it is one of the four: one lookup and one compare classify them all.
+const COUNTED_BY_LOW_NIBBLE: [u8; LANES] = both_halves([
+    0x80, 0x81, b'"', 0x83, 0x84, 0x85, 0x86, 0x87, //
+    0x88, 0x89, b':', b'[', b'\\', 0x8D, 0x8E, 0x8F,
+]);
+
+/// What each counted byte adds to its lane's opens, by low nibble: `[` 1, `"` 0, and
+/// `:` or `\` the forbidden mark, 0x80, which saturating adds keep (a lane's opens alone
+/// stay below it).
+const OPENS_BY_LOW_NIBBLE: [u8; LANES] = both_halves([
+    0, 0, 0, 0, 0, 0, 0, 0, //
+    0, 0, 0x80, 1, 0x80, 0, 0, 0,
+]);
+
+/// A `vpshufb` table: the same 16 bytes in each 128-bit half.
+const fn both_halves(half: [u8; 16]) -> [u8; LANES] {
     let mut table = [0; LANES];
     let mut index = 0;
     while index < LANES {
-        table[index] = match index % 16 {
-            0xA => b':',
-            0xC => b'\\',
-            nibble => 0x80 | nibble as u8,
-        };
+        table[index] = half[index % 16];
         index += 1;
     }
     table
-};
-
-/// Byte lanes counting `[` minus `]`, the parity of `"`, and whether `:` or `\` appeared.
-struct Counts {
-    /// Signed per lane; folded into `balance` before a lane can overflow.
-    lane_balance: m256i,
-    balance: i32,
-    /// 0x00 or 0xFF per lane: the parity of that lane's quotes.
-    quote_parity: m256i,
-    forbidden: m256i,
 }
 
-/// A step's two registers and their `]` masks, as vector masks and as bits.
+/// The counted bytes: `[` per lane (with the forbidden mark), `]` in all, the parity of
+/// `[` and `"` together per lane, and whether `:` or `\` appeared.
+struct Counts {
+    /// Per lane, saturating: the `[` seen since the last fold, at least 0x80 once a `:` or
+    /// `\` was; folded into `opens` and `forbidden` before the opens alone could reach it.
+    lane_opens: m256i,
+    opens: u32,
+    /// From the steps' `]` bits: `]` is found for the side's end anyway.
+    closes: u32,
+    /// 0x00 or 0xFF per lane: the parity of that lane's counted bytes. Without a forbidden
+    /// one, they are the `[` and the `"`, so with `opens` it gives the quotes' parity.
+    counted_parity: m256i,
+    forbidden: bool,
+}
+
+/// A step's two registers and the bits of their `]` bytes.
 struct Step {
     low: m256i,
     high: m256i,
-    closes_low: m256i,
-    closes_high: m256i,
     close_bits: u64,
 }
 
@@ -73,15 +87,11 @@ impl Step {
         let (low, high) = bytes.split_at(LANES);
         let low = m256i::from(*low.first_chunk::<LANES>().expect("half a step"));
         let high = m256i::from(*high.first_chunk::<LANES>().expect("half a step"));
-        let closes_low = byte_equal(low, b']');
-        let closes_high = byte_equal(high, b']');
-        let close_bits = u64::from(move_mask_i8_m256i(closes_low) as u32)
-            | u64::from(move_mask_i8_m256i(closes_high) as u32) << LANES;
+        let close_bits = u64::from(move_mask_i8_m256i(byte_equal(low, b']')) as u32)
+            | u64::from(move_mask_i8_m256i(byte_equal(high, b']')) as u32) << LANES;
         Step {
             low,
             high,
-            closes_low,
-            closes_high,
             close_bits,
         }
     }
@@ -96,8 +106,8 @@ impl Counts {
         let step = Step::load(bytes);
         let side_ends = step.close_bits & (step.close_bits << 1 | *close_before);
         if side_ends == 0 {
-            self.add(step.low, step.closes_low);
-            self.add(step.high, step.closes_high);
+            self.add(step.low, step.high);
+            self.closes += step.close_bits.count_ones();
             *close_before = step.close_bits >> (STEP - 1);
             return None;
         }
@@ -130,47 +140,62 @@ impl Counts {
         let below = |bound: usize| cmp_gt_mask_i8_m256i(splat(bound as u8), lanes);
         let keep_low = below(to.min(LANES)) & !below(from.min(LANES));
         let keep_high = below(to.saturating_sub(LANES)) & !below(from.saturating_sub(LANES));
-        self.add(step.low & keep_low, step.closes_low & keep_low);
-        self.add(step.high & keep_high, step.closes_high & keep_high);
+        // A cleared byte (zero) is none of the counted ones.
+        self.add(step.low & keep_low, step.high & keep_high);
+        let kept_bits = (u64::MAX >> (STEP - to)) & (u64::MAX << from);
+        self.closes += (step.close_bits & kept_bits).count_ones();
     }
 
+    /// Counts a step's two registers, summed first: each lane's count then grows by one
+    /// dependent add a step.
     #[inline(always)]
-    fn add(&mut self, bytes: m256i, closes: m256i) {
-        // A compare gives -1 where true: subtracting the opens adds them.
-        let opens = byte_equal(bytes, b'[');
-        self.lane_balance = add_i8_m256i(sub_i8_m256i(self.lane_balance, opens), closes);
-        self.quote_parity ^= byte_equal(bytes, b'"');
-        let lookup = shuffle_av_i8z_half_m256i(m256i::from(FORBIDDEN_BY_LOW_NIBBLE), bytes);
-        self.forbidden |= cmp_eq_mask_i8_m256i(lookup, bytes);
+    fn add(&mut self, low: m256i, high: m256i) {
+        let (low_counted, low_opens) = classify(low);
+        let (high_counted, high_opens) = classify(high);
+        let opens = add_saturating_u8_m256i(low_opens, high_opens);
+        self.lane_opens = add_saturating_u8_m256i(self.lane_opens, opens);
+        self.counted_parity ^= low_counted ^ high_counted;
     }
 
-    /// Adds the lanes to `balance`: biased to unsigned (`lane + 128`), then summed by
-    /// `vpsadbw` in four 64-bit groups of eight, which cannot overflow.
+    /// Adds the lanes' opens to `opens` (`vpsadbw` sums them in four 64-bit groups of
+    /// eight), and notes a forbidden mark.
     fn fold(&mut self) {
-        let biased = self.lane_balance ^ splat(0x80);
-        let groups: [u64; 4] = sum_of_u8_abs_diff_m256i(biased, m256i::default()).into();
-        let total: u64 = groups.iter().sum();
-        self.balance += total as i32 - 128 * LANES as i32;
-        self.lane_balance = m256i::default();
+        self.forbidden |= move_mask_i8_m256i(self.lane_opens) != 0;
+        let groups: [u64; 4] = sum_of_u8_abs_diff_m256i(self.lane_opens, m256i::default()).into();
+        self.opens = self.opens.wrapping_add(groups.iter().sum::<u64>() as u32);
+        self.lane_opens = m256i::default();
     }
 
-    /// Whether the counted bytes can be the rest of a side: brackets balance to one more
-    /// close than opens, quotes pair up, nothing forbidden.
+    /// Whether the counted bytes can be the rest of a side: one more `]` than `[`, quotes
+    /// that pair up, nothing forbidden.
     fn rest_of_side(mut self) -> bool {
         self.fold();
-        let quotes = (move_mask_i8_m256i(self.quote_parity) as u32).count_ones();
-        self.balance == -1 && quotes.is_multiple_of(2) && move_mask_i8_m256i(self.forbidden) == 0
+        let counted = (move_mask_i8_m256i(self.counted_parity) as u32).count_ones();
+        // Only without a forbidden byte are the counted ones the opens and the quotes.
+        !self.forbidden
+            && self.opens.wrapping_add(1) == self.closes
+            && (counted ^ self.opens).is_multiple_of(2)
     }
+}
+
+/// A register's counted bytes (0xFF where one is) and what each adds to its lane's opens.
+#[inline(always)]
+fn classify(bytes: m256i) -> (m256i, m256i) {
+    let lookup = shuffle_av_i8z_half_m256i(m256i::from(COUNTED_BY_LOW_NIBBLE), bytes);
+    let counted = cmp_eq_mask_i8_m256i(lookup, bytes);
+    let opens = shuffle_av_i8z_half_m256i(m256i::from(OPENS_BY_LOW_NIBBLE), bytes) & counted;
+    (counted, opens)
 }
 
 /// The length of `rest` up to and including its first `]]`, if the bytes before it can
 /// only be the rest of a side (the same answer as the portable path's).
 pub(super) fn rest_of_side_len(rest: &[u8]) -> Option<usize> {
     let mut counts = Counts {
-        lane_balance: m256i::default(),
-        balance: 0,
-        quote_parity: m256i::default(),
-        forbidden: m256i::default(),
+        lane_opens: m256i::default(),
+        opens: 0,
+        closes: 0,
+        counted_parity: m256i::default(),
+        forbidden: false,
     };
     let mut close_before = 0u64;
     let mut offset = 0;
