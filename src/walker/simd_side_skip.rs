@@ -198,14 +198,14 @@ pub(super) fn rest_of_side_len(rest: &[u8]) -> Option<usize> {
         forbidden: false,
     };
     let mut close_before = 0u64;
-    let mut offset = 0;
     let (steps, tail) = rest.as_chunks::<STEP>();
     for block in steps.chunks(FOLD_STEPS) {
         for step in block {
             if let Some(last) = counts.step(step, &mut close_before) {
+                // The step's offset in `rest`, only needed here: no counter in the loop.
+                let offset = step.as_ptr().addr() - rest.as_ptr().addr();
                 return counts.rest_of_side().then_some(offset + last + 1);
             }
-            offset += STEP;
         }
         counts.fold();
     }
@@ -223,7 +223,7 @@ pub(super) fn rest_of_side_len(rest: &[u8]) -> Option<usize> {
     let mut padded = [0u8; STEP];
     padded[..tail.len()].copy_from_slice(tail);
     let last = counts.step(&padded, &mut close_before)?;
-    counts.rest_of_side().then_some(offset + last + 1)
+    counts.rest_of_side().then_some(last + 1)
 }
 
 #[cfg(test)]
