@@ -6,10 +6,12 @@
 //! Why by hand: the skip is the widest loop of the hot path (a Bitstamp frame skips about
 //! 4.9 KB), and with memmem every skipped byte was loaded and compared twice. Here each
 //! 64-byte step (two registers, so the loop's own work and the `]]` test are paid once
-//! per 64 bytes) does four compares and a lookup per register: `]` (kept as a bit mask too,
-//! to find `]]` across steps), `[`, `"`, and `:` or `\` in one byte shuffle; their results
-//! add up in byte lanes (brackets' balance, quotes' parity, forbidden bytes seen). The step
-//! that holds the `]]` counts only its bytes up to it. A tail shorter than a step is read
+//! per 64 bytes) does, per register, one compare for `]` (as a bit mask: `]]` across
+//! steps, and the count of `]`) and one byte shuffle and compare that classify `[`, `"`,
+//! `:` and `\` together; a second shuffle gives what each adds to its byte lane's count
+//! of `[`, with a mark for `:` and `\` that saturating adds keep, and the classified
+//! bytes' parity per lane gives the quotes' parity. The step that holds the `]]` counts
+//! only its bytes up to it. A tail shorter than a step is read
 //! as the input's last 64 bytes, the ones already counted masked off, rather than copied
 //! into a padded step: a Bitstamp frame's asks end about 50 bytes before the frame's end,
 //! often in the tail, and the copy's narrow stores cannot be forwarded to the step's
