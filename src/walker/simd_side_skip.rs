@@ -271,6 +271,24 @@ mod tests {
         }
     }
 
+    /// A `:` or `\` is refused whatever else is counted: where the rest balances without
+    /// it, and where the rest would pass if its mark were read as a count of `[` (64 of
+    /// them, were the mark 0x40, against 65 closes; one quote makes the counted bytes'
+    /// parity even).
+    #[test]
+    fn a_forbidden_byte_is_refused_whatever_the_counts() {
+        for forbidden in [":", "\\"] {
+            let balanced = forbidden.to_owned() + r#"["1","2"]]"#;
+            assert_eq!(rest_of_side_len(balanced.as_bytes()), None, "{balanced}");
+            let balanced_by_mark = forbidden.to_owned() + "\"" + &"],".repeat(63) + "]]";
+            assert_eq!(
+                rest_of_side_len(balanced_by_mark.as_bytes()),
+                None,
+                "{forbidden}"
+            );
+        }
+    }
+
     /// A `]]` split across two registers or two steps, and a side longer than one lane
     /// fold.
     #[test]
