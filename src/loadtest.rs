@@ -9,7 +9,8 @@
 //!
 //! - **published**: a summary contained the frame; its wire-to-publish latency is
 //!   publish − write, its in-process latency publish − the reader's receive stamp (the
-//!   quantity `orderbook_e2e_duration_seconds` observes);
+//!   quantity `orderbook_e2e_duration_seconds` observes), split into three parts by the
+//!   merger's stamps ([`InProcessSplit`]);
 //! - **superseded**: a newer frame replaced it in the mailbox before the merger took it
 //!   (latest value wins), as the readers' mailboxes count it
 //!   (`orderbook_books_superseded_total`), an independent count;
@@ -78,6 +79,23 @@ impl Percentiles {
     }
 }
 
+/// The in-process latency of published frames in three consecutive parts, on the stamps
+/// the merger adds to each publish when tapped (`PublishRecord`); per frame they add up to
+/// its in-process latency.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct InProcessSplit {
+    /// Reader receive → the start of the merger's poll that took the book: decoding,
+    /// routing, the mailbox write, and the merger reaching the mailbox. (0 in the rare
+    /// case that poll began before the receive; the merge part then holds the rest.)
+    pub to_merger_ns: Percentiles,
+    /// That poll's start → summary written: the take, applying the book, merging,
+    /// summarizing.
+    pub merge_ns: Percentiles,
+    /// Summary written → published: the publish slot's store and waking the fan-out task
+    /// (a system call when it sleeps).
+    pub wake_ns: Percentiles,
+}
+
 /// What a run measured. Frame counts cover the whole run (warm-up included, so that every
 /// frame is accounted for); latencies, rates and CPU cover the measured window.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -107,6 +125,7 @@ pub struct LoadReport {
     pub final_second_wire_ns: Percentiles,
     /// Reader receive → summary published, per frame.
     pub internal_ns: Percentiles,
+    pub internal_split: InProcessSplit,
     /// `orderbook_e2e_duration_seconds` over the whole run: its count, and the upper
     /// bounds of the buckets holding its P50 and P99.
     pub e2e_histogram_count: u64,
@@ -159,6 +178,9 @@ pub struct Accounting {
     pub measure_from_ns: u64,
     pub wire: Histogram<u64>,
     pub internal: Histogram<u64>,
+    pub to_merger: Histogram<u64>,
+    pub merge: Histogram<u64>,
+    pub wake: Histogram<u64>,
     pub first_second: Option<Histogram<u64>>,
     pub final_second: Histogram<u64>,
     this_second: Histogram<u64>,
@@ -182,6 +204,9 @@ impl Accounting {
             measure_from_ns: u64::MAX,
             wire: latency_histogram(),
             internal: latency_histogram(),
+            to_merger: latency_histogram(),
+            merge: latency_histogram(),
+            wake: latency_histogram(),
             first_second: None,
             final_second: latency_histogram(),
             this_second: latency_histogram(),
@@ -214,10 +239,18 @@ impl Accounting {
                         let wire = record.published_ns.saturating_sub(sent_ns);
                         self.wire.saturating_record(wire);
                         self.this_second.saturating_record(wire);
-                        self.internal.saturating_record(
+                        let received_ns = record.venue_received_ns[index];
+                        self.internal
+                            .saturating_record(record.published_ns.saturating_sub(received_ns));
+                        self.to_merger
+                            .saturating_record(record.polled_ns.saturating_sub(received_ns));
+                        self.merge.saturating_record(
                             record
-                                .published_ns
-                                .saturating_sub(record.venue_received_ns[index]),
+                                .written_ns
+                                .saturating_sub(record.polled_ns.max(received_ns)),
+                        );
+                        self.wake.saturating_record(
+                            record.published_ns.saturating_sub(record.written_ns),
                         );
                     }
                 }
@@ -513,6 +546,11 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
             .unwrap_or_default(),
         final_second_wire_ns: Percentiles::of(&accounting.final_second),
         internal_ns: Percentiles::of(&accounting.internal),
+        internal_split: InProcessSplit {
+            to_merger_ns: Percentiles::of(&accounting.to_merger),
+            merge_ns: Percentiles::of(&accounting.merge),
+            wake_ns: Percentiles::of(&accounting.wake),
+        },
         e2e_histogram_count: e2e_count,
         e2e_histogram_p50_le_ns: e2e_p50,
         e2e_histogram_p99_le_ns: e2e_p99,
@@ -609,7 +647,8 @@ impl MaxRateSearch {
     }
 }
 
-/// The reports as a markdown table (BENCHMARKS.md's wire-to-publish table).
+/// The reports as markdown tables (BENCHMARKS.md's wire-to-publish tables): the figures,
+/// then the in-process latency's parts.
 pub fn table(reports: &[LoadReport]) -> String {
     let micros = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
     let mut out = String::from(
@@ -639,6 +678,25 @@ pub fn table(reports: &[LoadReport]) -> String {
             report.peak_rss_bytes as f64 / (1 << 20) as f64,
             report.achieved_rate_per_venue,
             report.steal_percent,
+        ));
+    }
+    out.push_str(
+        "\n| rate/venue | in-process P50 µs | P99 | to merger P50 µs | P99 | merge P50 µs | P99 | \
+         wake P50 µs | P99 |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for report in reports {
+        let split = &report.internal_split;
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            report.rate_per_venue,
+            micros(report.internal_ns.p50),
+            micros(report.internal_ns.p99),
+            micros(split.to_merger_ns.p50),
+            micros(split.to_merger_ns.p99),
+            micros(split.merge_ns.p50),
+            micros(split.merge_ns.p99),
+            micros(split.wake_ns.p50),
+            micros(split.wake_ns.p99),
         ));
     }
     out
@@ -671,6 +729,8 @@ mod tests {
 
     fn published(at_ns: u64, binance: u64, bitstamp: u64) -> PublishRecord {
         let mut record = PublishRecord {
+            polled_ns: at_ns - 8,
+            written_ns: at_ns - 3,
             published_ns: at_ns,
             venue_sequence: [0; MAX_VENUES],
             venue_received_ns: [0; MAX_VENUES],
@@ -701,6 +761,12 @@ mod tests {
         assert_eq!(accounting.wire.len(), 3);
         assert_eq!(accounting.wire.max(), 1_700); // 2_000 − 300, to 3 digits
         assert_eq!(accounting.internal.max(), 20);
+        // Its parts: receive → poll (Bitstamp's book, received 20 before the publish, 12),
+        // poll → written (5), written → published (3).
+        assert_eq!(accounting.to_merger.max(), 12);
+        assert_eq!(accounting.merge.max(), 5);
+        assert_eq!(accounting.wake.max(), 3);
+        assert_eq!(accounting.wake.len(), 3);
 
         // A frame not yet reached is pending; a publish of a frame never logged is counted.
         accounting.on_sent(sent(VenueId::Binance, 9, 2_100));
@@ -708,6 +774,20 @@ mod tests {
         accounting.on_publish(&published(3_000, 12, 40));
         assert_eq!(accounting.passed_over, 2);
         assert_eq!(accounting.unmatched, 1);
+    }
+
+    #[test]
+    fn the_in_process_parts_add_up_when_the_poll_began_before_the_receive() {
+        let mut accounting = Accounting::new(&[VenueId::Binance]);
+        accounting.measure_from_ns = 0;
+        accounting.on_sent(sent(VenueId::Binance, 1, 100));
+        let mut record = published(1_000, 1, 0);
+        record.polled_ns = 985; // before the receive at 990
+        accounting.on_publish(&record);
+        assert_eq!(accounting.internal.max(), 10);
+        assert_eq!(accounting.to_merger.max(), 0);
+        assert_eq!(accounting.merge.max(), 7); // receive → written at 997
+        assert_eq!(accounting.wake.max(), 3);
     }
 
     #[test]

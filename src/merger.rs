@@ -148,11 +148,15 @@ pub struct MergerSpec {
     pub tap: Option<PublishTap>,
 }
 
-/// Which frames one publish contained, and when it happened.
+/// Which frames one publish contained, and when it happened. Monotonic ns
+/// (`clock::monotonic_ns`), so that the harness can split the in-process time.
 #[derive(Clone, Copy, Debug)]
 pub struct PublishRecord {
-    /// Monotonic ns (`clock::monotonic_ns`), read once the summary is in the publish slot
-    /// and the fan-out has been woken.
+    /// The start of the poll that took the new books (its clock read, before the take).
+    pub polled_ns: u64,
+    /// Read when the summary is written, before the publish slot's store and the wake.
+    pub written_ns: u64,
+    /// Read once the summary is in the publish slot and the fan-out has been woken.
     pub published_ns: u64,
     pub venue_sequence: [u64; MAX_VENUES],
     pub venue_received_ns: [u64; MAX_VENUES],
@@ -166,8 +170,8 @@ pub struct PublishTap {
 }
 
 /// How often stale venues are looked for. Staleness is measured in seconds; checking
-/// every millisecond keeps the clock read off most polls. A merged book is at most this
-/// much older than the stale age when it is published.
+/// every millisecond keeps the scan of the venues' ages (and the metrics' flush) off most
+/// polls. A merged book is at most this much older than the stale age when it is published.
 pub const STALE_CHECK_EVERY_NS: u64 = 1_000_000;
 
 /// Starts the merger thread; it polls the mailboxes until `stop` is set. Readers unpark it
@@ -243,6 +247,8 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
                     received_ns = summary.received_ns;
                     if spec.tap.is_some() {
                         record = Some(PublishRecord {
+                            polled_ns: now,
+                            written_ns: clock::monotonic_ns(),
                             published_ns: 0,
                             venue_sequence: summary.venue_sequence,
                             venue_received_ns: summary.venue_received_ns,

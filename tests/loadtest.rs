@@ -33,6 +33,10 @@ fn a_short_run_accounts_for_every_frame_sent() {
     assert_eq!(report.lost, 0, "{report:?}");
     assert!(report.wire_ns.count > 0 && report.wire_ns.count <= report.published);
     assert_eq!(report.internal_ns.count, report.wire_ns.count);
+    let split = report.internal_split;
+    for part in [split.to_merger_ns, split.merge_ns, split.wake_ns] {
+        assert_eq!(part.count, report.internal_ns.count, "{split:?}");
+    }
     assert!(report.e2e_histogram_count > 0);
     assert!(report.peak_rss_bytes > 0 && report.rss_samples.len() >= 2);
 }

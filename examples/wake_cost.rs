@@ -1,0 +1,106 @@
+//! What waking a sleeping thread costs on this machine: the price the merger pays each
+//! time it wakes the tokio fan-out task (`publish/mod.rs`), and the readers pay when they
+//! unpark a parked merger. BENCHMARKS.md ("Where the end-to-end time goes") uses it.
+//!
+//! `cargo run --release --example wake_cost [waker-cpu] [sleeper-cpu]` (default 1 and 0):
+//! the waker spins 300 µs between wakes, so that the sleeper is parked each time, then
+//! unparks it and waits for it to answer. Printed, as percentiles over 2,000 wakes:
+//! the `unpark` call on the waker's thread (a `futex` system call, the cost on the
+//! caller), and unpark → the sleeper running (what a consumer waits). For scale, one
+//! plain system call (`getpid`) and one clock read.
+
+use mergebook::clock::monotonic_ns;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const WAKES: usize = 2_000;
+const PAUSE: Duration = Duration::from_micros(300);
+
+fn cpu_arg(position: usize, default: usize) -> usize {
+    std::env::args()
+        .nth(position)
+        .map_or(default, |arg| arg.parse().expect("a CPU number"))
+}
+
+fn pin(cpu: usize) {
+    if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+        eprintln!("could not pin to CPU {cpu}; running unpinned");
+    }
+}
+
+fn percentiles(name: &str, mut samples: Vec<u64>) {
+    samples.sort_unstable();
+    let at = |quantile: f64| samples[((samples.len() - 1) as f64 * quantile) as usize];
+    println!(
+        "{name:<34} P10 {:>7} ns  P50 {:>7} ns  P90 {:>7} ns  P99 {:>7} ns",
+        at(0.10),
+        at(0.50),
+        at(0.90),
+        at(0.99)
+    );
+}
+
+fn per_call_ns(calls: u32, mut call: impl FnMut()) -> f64 {
+    let start = Instant::now();
+    for _ in 0..calls {
+        call();
+    }
+    start.elapsed().as_nanos() as f64 / f64::from(calls)
+}
+
+fn main() {
+    let (waker_cpu, sleeper_cpu) = (cpu_arg(1, 1), cpu_arg(2, 0));
+    // Wake n is asked for by `requested` = n and answered by `answered` = n, with the
+    // sleeper's clock in `woken_at`: a spurious or early return from `park` re-parks.
+    let requested = Arc::new(AtomicU64::new(0));
+    let answered = Arc::new(AtomicU64::new(0));
+    let woken_at = Arc::new(AtomicU64::new(0));
+    let sleeper = {
+        let (requested, answered, woken_at) = (
+            Arc::clone(&requested),
+            Arc::clone(&answered),
+            Arc::clone(&woken_at),
+        );
+        std::thread::spawn(move || {
+            pin(sleeper_cpu);
+            for wake in 1..=WAKES as u64 {
+                while requested.load(Ordering::Acquire) < wake {
+                    std::thread::park();
+                }
+                woken_at.store(monotonic_ns(), Ordering::Relaxed);
+                answered.store(wake, Ordering::Release);
+            }
+        })
+    };
+    pin(waker_cpu);
+    let (mut calls, mut latencies) = (Vec::new(), Vec::new());
+    for wake in 1..=WAKES as u64 {
+        let pause = Instant::now();
+        while pause.elapsed() < PAUSE {
+            std::hint::spin_loop();
+        }
+        requested.store(wake, Ordering::Release);
+        let before = monotonic_ns();
+        sleeper.thread().unpark();
+        let after = monotonic_ns();
+        while answered.load(Ordering::Acquire) < wake {
+            std::hint::spin_loop();
+        }
+        calls.push(after - before);
+        latencies.push(woken_at.load(Ordering::Relaxed).saturating_sub(before));
+    }
+    sleeper
+        .join()
+        .expect("the sleeper ends after its last wake");
+    println!("waker on CPU {waker_cpu}, sleeper on CPU {sleeper_cpu}, {WAKES} wakes");
+    percentiles("unpark call (waker's cost)", calls);
+    percentiles("unpark → sleeper running", latencies);
+    let getpid = per_call_ns(100_000, || {
+        std::hint::black_box(std::process::id());
+    });
+    let clock = per_call_ns(1_000_000, || {
+        std::hint::black_box(monotonic_ns());
+    });
+    println!("getpid system call: {getpid:.0} ns; clock read: {clock:.0} ns");
+}
