@@ -197,13 +197,16 @@ fn loadtest_prints_the_wire_to_publish_table() {
         .unwrap();
     assert!(output.status.success());
     let table = String::from_utf8(output.stdout).unwrap();
-    let (rows, memory): (Vec<&str>, Vec<&str>) =
-        table.lines().partition(|line| line.starts_with('|'));
+    let (rows, memory): (Vec<&str>, Vec<&str>) = table
+        .lines()
+        .filter(|line| !line.is_empty())
+        .partition(|line| line.starts_with('|'));
     let rows: Vec<Vec<&str>> = rows
         .iter()
         .map(|line| line.split('|').map(str::trim).collect())
         .collect();
-    assert_eq!(rows.len(), 3, "header, rule, one rate: {table}");
+    // The figures, then the in-process time's parts: header, rule, one rate each.
+    assert_eq!(rows.len(), 6, "two tables of one rate: {table}");
     assert_eq!(memory.len(), 1, "one line of memory samples: {table}");
     assert!(
         memory[0].starts_with("resident MiB at 200 frames/s per venue: 0 s "),
@@ -216,4 +219,7 @@ fn loadtest_prints_the_wire_to_publish_table() {
     let published: u64 = rows[2][3].parse().unwrap();
     let superseded: u64 = rows[2][4].parse().unwrap();
     assert_eq!(sent, published + superseded, "the row adds up: {table}");
+    assert_eq!(rows[3][2], "in-process P50 µs");
+    assert_eq!(rows[5][1], "200");
+    assert_eq!(rows[5][2], rows[2][10], "the same in-process P50: {table}");
 }
