@@ -11,6 +11,10 @@
 //!   publish − write, its in-process latency publish − the reader's receive stamp (the
 //!   quantity `orderbook_e2e_duration_seconds` observes), split into three parts by the
 //!   merger's stamps ([`InProcessSplit`]);
+//! - beyond the publish, a **consumer** of the service (the harness's own subscriber to
+//!   the summaries, a task on the service's runtime as a gRPC stream is) stamps each
+//!   summary it sees ([`ConsumedSummary`]): receive → seen by a consumer, which adds the
+//!   tokio side's wake-up to the in-process figure;
 //! - **superseded**: a newer frame replaced it in the mailbox before the merger took it
 //!   (latest value wins), as the readers' mailboxes count it
 //!   (`orderbook_books_superseded_total`), an independent count;
@@ -18,7 +22,7 @@
 //!   (dropped on the wire, rejected by a decoder, merged but never published) lands here;
 //!   it must be 0.
 //!
-//! Both channels are bounded and never waited on; a record either could not take is
+//! The channels are bounded and never waited on; a record either could not take is
 //! counted and fails the run. CPU is read per thread from `/proc/self/task/*/schedstat`
 //! (the service's threads apart from the simulator's and the harness's), memory from
 //! `/proc/self/status` (the whole process: service, simulator and harness), and the CPU
@@ -96,6 +100,15 @@ pub struct InProcessSplit {
     pub wake_ns: Percentiles,
 }
 
+/// A summary as a consumer of the service saw it: which frame of each venue it held, when
+/// each was received, and when the consumer saw it.
+#[derive(Clone, Copy, Debug)]
+pub struct ConsumedSummary {
+    pub venue_sequence: [u64; MAX_VENUES],
+    pub venue_received_ns: [u64; MAX_VENUES],
+    pub seen_ns: u64,
+}
+
 /// What a run measured. Frame counts cover the whole run (warm-up included, so that every
 /// frame is accounted for); latencies, rates and CPU cover the measured window.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -126,6 +139,9 @@ pub struct LoadReport {
     /// Reader receive → summary published, per frame.
     pub internal_ns: Percentiles,
     pub internal_split: InProcessSplit,
+    /// Reader receive → seen by a consumer, per frame of the summaries the consumer saw (a
+    /// consumer skips the summaries published while it was busy: latest value wins).
+    pub to_consumer_ns: Percentiles,
     /// `orderbook_e2e_duration_seconds` over the whole run: its count, and the upper
     /// bounds of the buckets holding its P50 and P99.
     pub e2e_histogram_count: u64,
@@ -168,6 +184,7 @@ pub struct Accounting {
     /// (sequence, sent_ns).
     pending: [VecDeque<(u64, u64)>; MAX_VENUES],
     last_published: [u64; MAX_VENUES],
+    last_consumed: [u64; MAX_VENUES],
     pub sent: u64,
     pub published: u64,
     /// Frames a later published frame passed over.
@@ -181,6 +198,7 @@ pub struct Accounting {
     pub to_merger: Histogram<u64>,
     pub merge: Histogram<u64>,
     pub wake: Histogram<u64>,
+    pub to_consumer: Histogram<u64>,
     pub first_second: Option<Histogram<u64>>,
     pub final_second: Histogram<u64>,
     this_second: Histogram<u64>,
@@ -197,6 +215,7 @@ impl Accounting {
             venues: venues.to_vec(),
             pending: Default::default(),
             last_published: [0; MAX_VENUES],
+            last_consumed: [0; MAX_VENUES],
             sent: 0,
             published: 0,
             passed_over: 0,
@@ -207,6 +226,7 @@ impl Accounting {
             to_merger: latency_histogram(),
             merge: latency_histogram(),
             wake: latency_histogram(),
+            to_consumer: latency_histogram(),
             first_second: None,
             final_second: latency_histogram(),
             this_second: latency_histogram(),
@@ -255,6 +275,22 @@ impl Accounting {
                     }
                 }
                 _ => self.unmatched += 1,
+            }
+        }
+    }
+
+    /// Times each venue's frame that is new in a summary the consumer saw.
+    pub fn on_consumed(&mut self, summary: &ConsumedSummary) {
+        for &venue in &self.venues {
+            let index = venue.index();
+            if summary.venue_sequence[index] <= self.last_consumed[index] {
+                continue;
+            }
+            self.last_consumed[index] = summary.venue_sequence[index];
+            let received_ns = summary.venue_received_ns[index];
+            if received_ns >= self.measure_from_ns {
+                self.to_consumer
+                    .saturating_record(summary.seen_ns.saturating_sub(received_ns));
             }
         }
     }
@@ -411,6 +447,10 @@ fn config_for(spec: &LoadSpec) -> Result<crate::config::Config, String> {
 /// Capacity of the send log and the publish tap: at 200k frames/s, 80 ms of records, far
 /// more than the harness's 1 ms between drains.
 const CHANNEL_CAPACITY: usize = 1 << 14;
+/// Capacity of the consumer's records: it sees one summary per wake-up, a few µs apart at
+/// the least, so 4 ms of them at its fastest; smaller than the tap's because the
+/// channel's buffer counts in the peak RSS reported.
+const CONSUMER_CHANNEL_CAPACITY: usize = 1 << 12;
 /// Longest wait, after the simulator stops, for the last frames to be published.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -450,6 +490,25 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
     })?;
     let metrics = service.metrics();
 
+    let (consumer, consumed) = sync_channel(CONSUMER_CHANNEL_CAPACITY);
+    let mut summaries = service.summaries(0);
+    let consumer_overflowed = Arc::clone(&overflowed);
+    service_runtime.spawn(async move {
+        // Ends when the service stops and its fan-out drops the channel.
+        while summaries.changed().await.is_ok() {
+            let seen_ns = clock::monotonic_ns();
+            let summary = Arc::clone(&summaries.borrow_and_update());
+            let seen = ConsumedSummary {
+                venue_sequence: summary.venue_sequence,
+                venue_received_ns: summary.venue_received_ns,
+                seen_ns,
+            };
+            if consumer.try_send(seen).is_err() {
+                consumer_overflowed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+
     let mut accounting = Accounting::new(&spec.venues);
     let drain = |accounting: &mut Accounting| {
         // Publishes first: every publish taken here had its frame logged before it, so the
@@ -461,6 +520,9 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         taken
             .iter()
             .for_each(|record| accounting.on_publish(record));
+        consumed
+            .try_iter()
+            .for_each(|summary| accounting.on_consumed(&summary));
     };
 
     let started = Instant::now();
@@ -551,6 +613,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
             merge_ns: Percentiles::of(&accounting.merge),
             wake_ns: Percentiles::of(&accounting.wake),
         },
+        to_consumer_ns: Percentiles::of(&accounting.to_consumer),
         e2e_histogram_count: e2e_count,
         e2e_histogram_p50_le_ns: e2e_p50,
         e2e_histogram_p99_le_ns: e2e_p99,
@@ -648,7 +711,7 @@ impl MaxRateSearch {
 }
 
 /// The reports as markdown tables (BENCHMARKS.md's wire-to-publish tables): the figures,
-/// then the in-process latency's parts.
+/// then the in-process latency's parts and the time to a consumer.
 pub fn table(reports: &[LoadReport]) -> String {
     let micros = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
     let mut out = String::from(
@@ -682,12 +745,13 @@ pub fn table(reports: &[LoadReport]) -> String {
     }
     out.push_str(
         "\n| rate/venue | in-process P50 µs | P99 | to merger P50 µs | P99 | merge P50 µs | P99 | \
-         wake P50 µs | P99 |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         wake P50 µs | P99 | to consumer P50 µs | P99 |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for report in reports {
         let split = &report.internal_split;
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             report.rate_per_venue,
             micros(report.internal_ns.p50),
             micros(report.internal_ns.p99),
@@ -697,6 +761,8 @@ pub fn table(reports: &[LoadReport]) -> String {
             micros(split.merge_ns.p99),
             micros(split.wake_ns.p50),
             micros(split.wake_ns.p99),
+            micros(report.to_consumer_ns.p50),
+            micros(report.to_consumer_ns.p99),
         ));
     }
     out
@@ -788,6 +854,41 @@ mod tests {
         assert_eq!(accounting.to_merger.max(), 0);
         assert_eq!(accounting.merge.max(), 7); // receive → written at 997
         assert_eq!(accounting.wake.max(), 3);
+    }
+
+    #[test]
+    fn a_consumer_times_the_frames_new_in_each_summary_it_sees() {
+        let mut accounting = Accounting::new(&[VenueId::Binance, VenueId::Bitstamp]);
+        accounting.measure_from_ns = 100;
+        let seen = |seen_ns: u64, binance: (u64, u64), bitstamp: (u64, u64)| {
+            let mut summary = ConsumedSummary {
+                venue_sequence: [0; MAX_VENUES],
+                venue_received_ns: [0; MAX_VENUES],
+                seen_ns,
+            };
+            for (venue, (sequence, received_ns)) in
+                [(VenueId::Binance, binance), (VenueId::Bitstamp, bitstamp)]
+            {
+                summary.venue_sequence[venue.index()] = sequence;
+                summary.venue_received_ns[venue.index()] = received_ns;
+            }
+            summary
+        };
+        // Received before the window: not timed.
+        accounting.on_consumed(&seen(150, (1, 90), (10, 95)));
+        // Binance 2 is new; Bitstamp 10 was timed already.
+        accounting.on_consumed(&seen(400, (2, 300), (10, 95)));
+        // Both new; Bitstamp 11 was skipped by this consumer, 12 is what it saw.
+        accounting.on_consumed(&seen(1_000, (3, 900), (12, 700)));
+        let mut timed: Vec<u64> = accounting
+            .to_consumer
+            .iter_recorded()
+            .flat_map(|value| {
+                std::iter::repeat_n(value.value_iterated_to(), value.count_at_value() as usize)
+            })
+            .collect();
+        timed.sort_unstable();
+        assert_eq!(timed, [100, 100, 300]);
     }
 
     #[test]

@@ -205,7 +205,8 @@ fn loadtest_prints_the_wire_to_publish_table() {
         .iter()
         .map(|line| line.split('|').map(str::trim).collect())
         .collect();
-    // The figures, then the in-process time's parts: header, rule, one rate each.
+    // The figures, then the in-process time's parts and the time to a consumer: header,
+    // rule, one rate each.
     assert_eq!(rows.len(), 6, "two tables of one rate: {table}");
     assert_eq!(memory.len(), 1, "one line of memory samples: {table}");
     assert!(
@@ -222,4 +223,6 @@ fn loadtest_prints_the_wire_to_publish_table() {
     assert_eq!(rows[3][2], "in-process P50 µs");
     assert_eq!(rows[5][1], "200");
     assert_eq!(rows[5][2], rows[2][10], "the same in-process P50: {table}");
+    assert_eq!(rows[3][10], "to consumer P50 µs");
+    assert!(rows[5][10].parse::<f64>().is_ok(), "{table}");
 }

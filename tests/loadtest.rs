@@ -37,6 +37,11 @@ fn a_short_run_accounts_for_every_frame_sent() {
     for part in [split.to_merger_ns, split.merge_ns, split.wake_ns] {
         assert_eq!(part.count, report.internal_ns.count, "{split:?}");
     }
+    // The harness's consumer saw summaries (not necessarily every one: latest value).
+    assert!(
+        report.to_consumer_ns.count > 0 && report.to_consumer_ns.count <= report.published,
+        "{report:?}"
+    );
     assert!(report.e2e_histogram_count > 0);
     assert!(report.peak_rss_bytes > 0 && report.rss_samples.len() >= 2);
 }
