@@ -31,8 +31,9 @@ use crate::summary::VenueState;
 use crate::sync::{BookSync, SnapshotOutcome, UpdateOutcome};
 use crate::venue::{Message, VenueId};
 use futures_util::{SinkExt, StreamExt};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
 
 /// What one reader serves.
@@ -59,22 +60,32 @@ pub struct StreamSpec {
 /// A reader's end of one mailbox to the merger. It counts the books the merger never
 /// took: a publish that replaced an unread value which was a book (state changes, such
 /// as `Connecting`, that are replaced unread are not books lost to latest-value).
+///
+/// Each publish also wakes the instrument's fan-out task (`publish::SummaryFanout`) at
+/// once, before the merger has merged: waking a sleeping tokio worker is a system call
+/// and, when its CPU sleeps, tens of microseconds on a VM (BENCHMARKS.md, "Where the end
+/// to end time goes"). Woken here, the worker comes up while the merger merges, the merger
+/// finds the fan-out already woken and publishes with atomic stores alone, and the system
+/// call is paid by the reader once its book is on its way.
 pub struct FeedSender {
     sender: Sender<VenueFeed>,
+    fanout_wake: Arc<Notify>,
     holds_unread_book: bool,
     superseded_books: u64,
 }
 
 impl FeedSender {
-    pub fn new(sender: Sender<VenueFeed>) -> FeedSender {
+    /// `fanout_wake`: the instrument's `SummaryFanout::early_wake`.
+    pub fn new(sender: Sender<VenueFeed>, fanout_wake: Arc<Notify>) -> FeedSender {
         FeedSender {
             sender,
+            fanout_wake,
             holds_unread_book: false,
             superseded_books: 0,
         }
     }
 
-    /// Lets `write` fill the next value in place and publishes it.
+    /// Lets `write` fill the next value in place, publishes it, and wakes the fan-out.
     #[inline]
     pub fn publish_with(&mut self, write: impl FnOnce(&mut VenueFeed)) {
         let replaced_before = self.sender.superseded();
@@ -88,6 +99,7 @@ impl FeedSender {
             self.superseded_books += 1;
         }
         self.holds_unread_book = is_book;
+        self.fanout_wake.notify_one();
     }
 
     /// Books replaced in the mailbox before the merger took them.
@@ -749,4 +761,29 @@ fn is_tls_failure(error: &std::io::Error, url: &str) -> bool {
         .is_some_and(|inner| inner.is::<rustls::Error>());
     rustls_refused
         || (url.starts_with("wss://") && error.kind() == std::io::ErrorKind::UnexpectedEof)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `wake` holds a wake-up: `notified()` completes on its first poll.
+    async fn woken(wake: &Notify) -> bool {
+        tokio::time::timeout(Duration::ZERO, wake.notified())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn every_publish_wakes_the_fanout_before_any_summary() {
+        let (sender, _merger_end) = crate::mailbox::mailbox(VenueFeed::default());
+        let fanout_wake = Arc::new(Notify::new());
+        let mut feed = FeedSender::new(sender, Arc::clone(&fanout_wake));
+        assert!(!woken(&fanout_wake).await);
+        feed.publish_with(|feed| feed.state = VenueState::Synced);
+        assert!(woken(&fanout_wake).await);
+        assert!(!woken(&fanout_wake).await, "one publish, one wake-up");
+        feed.publish_with(|feed| feed.state = VenueState::OutOfSync);
+        assert!(woken(&fanout_wake).await, "a state change is news too");
+    }
 }

@@ -76,6 +76,7 @@ impl Service {
         for (index, instrument) in config.instruments.iter().enumerate() {
             let venues: Vec<VenueId> = instrument.symbols.iter().map(|(venue, _)| *venue).collect();
             let mut inputs = Vec::new();
+            let (output, fanout) = publish::summary_channel();
             for (venue, symbol) in &instrument.symbols {
                 let (sender, receiver) = mailbox::mailbox(VenueFeed::default());
                 let reader = config
@@ -90,11 +91,10 @@ impl Service {
                 reader_streams[reader].push(StreamSpec {
                     name,
                     symbol: symbol.clone(),
-                    sender: feed::FeedSender::new(sender),
+                    sender: feed::FeedSender::new(sender, fanout.early_wake()),
                 });
                 inputs.push((*venue, receiver));
             }
-            let (output, fanout) = publish::summary_channel();
             merger_instruments.push(MergerInstrument {
                 merger: InstrumentMerger::new(index, config.depth, &venues),
                 inputs,

@@ -1,7 +1,8 @@
 //! Publishing summaries to consumers.
 //!
 //! The merger thread writes each instrument's `Summary` in place into a latest-value
-//! mailbox and pokes a `Notify`; it never waits for a consumer. On the tokio side one
+//! mailbox and pokes a `Notify` (which the readers usually poked already, when their books
+//! reached the merger: `SummaryFanout::early_wake`); it never waits for a consumer. On the tokio side one
 //! fan-out task per instrument takes the newest summary and puts it in a `watch` channel,
 //! from which every consumer (gRPC streams, the JSON-lines writer, `/health`) reads the
 //! latest value at its own pace: a slow or stuck consumer skips summaries, it never slows
@@ -48,9 +49,10 @@ pub fn summary_channel() -> (SummaryPublisher, SummaryFanout) {
 
 impl SummaryPublisher {
     /// Lets `write` fill the next summary in place, publishes it, and wakes the fan-out.
-    /// The wake is an atomic store when the fan-out is busy, and a wake-up of a tokio
-    /// worker (a system call) when it is idle: the one the merger cannot avoid while no
-    /// thread spins on the consumer side.
+    /// The wake is an atomic store when the fan-out is busy or already woken (the reader
+    /// whose book this summary merges wakes it early: `SummaryFanout::early_wake`), and a
+    /// wake-up of a tokio worker (a system call) only when the fan-out went back to sleep
+    /// before this publish.
     #[inline]
     pub fn publish_with(&mut self, write: impl FnOnce(&mut Summary)) {
         let _ = self.sender.publish_with(|slot| -> Result<(), ()> {
@@ -62,6 +64,12 @@ impl SummaryPublisher {
 }
 
 impl SummaryFanout {
+    /// For the readers feeding this instrument: they wake the fan-out as soon as a book
+    /// is in the merger's mailbox, ahead of the summary (`feed::FeedSender`). A wake with
+    /// no new summary behind it costs the fan-out one empty `take`.
+    pub fn early_wake(&self) -> Arc<Notify> {
+        Arc::clone(&self.notify)
+    }
     /// A consumer's view: always the newest summary (the initial one is empty, sequence 0).
     pub fn subscribe(&self) -> watch::Receiver<Arc<Summary>> {
         self.latest.subscribe()
