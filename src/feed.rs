@@ -61,12 +61,18 @@ pub struct StreamSpec {
 /// took: a publish that replaced an unread value which was a book (state changes, such
 /// as `Connecting`, that are replaced unread are not books lost to latest-value).
 ///
-/// Each publish also wakes the instrument's fan-out task (`publish::SummaryFanout`) at
-/// once, before the merger has merged: waking a sleeping tokio worker is a system call
-/// and, when its CPU sleeps, tens of microseconds on a VM (BENCHMARKS.md, "Where the end
-/// to end time goes"). Woken here, the worker comes up while the merger merges, the merger
-/// finds the fan-out already woken and publishes with atomic stores alone, and the system
-/// call is paid by the reader once its book is on its way.
+/// A publish also wakes the instrument's fan-out task (`publish::SummaryFanout`) at once,
+/// before the merger has merged: waking a sleeping tokio worker is a system call and, when
+/// its CPU sleeps, tens of microseconds on a VM (BENCHMARKS.md, "Where the end-to-end time
+/// goes"). Woken here, the worker comes up while the merger merges, the merger finds the
+/// fan-out already woken and publishes with atomic stores alone, and the system call is
+/// paid by the reader once its book is on its way.
+///
+/// Unless the publish replaced a value the merger had not taken: then the merger is behind,
+/// the summary this value goes into is not the next one, and the fan-out was woken for the
+/// value replaced (or is busy). Waking it on every publish regardless cost one reader a
+/// quarter of its sustained rate (BENCHMARKS.md), a system call whenever the fan-out had
+/// just gone back to sleep.
 pub struct FeedSender {
     sender: Sender<VenueFeed>,
     fanout_wake: Arc<Notify>,
@@ -85,7 +91,8 @@ impl FeedSender {
         }
     }
 
-    /// Lets `write` fill the next value in place, publishes it, and wakes the fan-out.
+    /// Lets `write` fill the next value in place, publishes it, and wakes the fan-out
+    /// unless the value replaced was still unread.
     #[inline]
     pub fn publish_with(&mut self, write: impl FnOnce(&mut VenueFeed)) {
         let replaced_before = self.sender.superseded();
@@ -95,11 +102,14 @@ impl FeedSender {
             is_book = feed.state == VenueState::Synced;
             Ok(())
         });
-        if self.sender.superseded() > replaced_before && self.holds_unread_book {
+        let replaced_unread = self.sender.superseded() > replaced_before;
+        if replaced_unread && self.holds_unread_book {
             self.superseded_books += 1;
         }
         self.holds_unread_book = is_book;
-        self.fanout_wake.notify_one();
+        if !replaced_unread {
+            self.fanout_wake.notify_one();
+        }
     }
 
     /// Books replaced in the mailbox before the merger took them.
@@ -775,14 +785,18 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn every_publish_wakes_the_fanout_before_any_summary() {
-        let (sender, _merger_end) = crate::mailbox::mailbox(VenueFeed::default());
+    async fn a_publish_wakes_the_fanout_before_any_summary_unless_the_merger_is_behind() {
+        let (sender, mut merger_end) = crate::mailbox::mailbox(VenueFeed::default());
         let fanout_wake = Arc::new(Notify::new());
         let mut feed = FeedSender::new(sender, Arc::clone(&fanout_wake));
         assert!(!woken(&fanout_wake).await);
         feed.publish_with(|feed| feed.state = VenueState::Synced);
         assert!(woken(&fanout_wake).await);
         assert!(!woken(&fanout_wake).await, "one publish, one wake-up");
+        // The merger has not taken the first book: the second replaces it, no wake.
+        feed.publish_with(|feed| feed.state = VenueState::Synced);
+        assert!(!woken(&fanout_wake).await);
+        assert!(merger_end.take());
         feed.publish_with(|feed| feed.state = VenueState::OutOfSync);
         assert!(woken(&fanout_wake).await, "a state change is news too");
     }
