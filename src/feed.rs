@@ -91,10 +91,16 @@ impl FeedSender {
         }
     }
 
-    /// Lets `write` fill the next value in place, publishes it, and wakes the fan-out
-    /// unless the value replaced was still unread.
+    /// Lets `write` fill the next value in place, publishes it, unparks the merger (asleep
+    /// under the `park` idle strategy), then wakes the fan-out unless the value replaced
+    /// was still unread: in that order, so that the fan-out's system call never delays
+    /// the merger.
     #[inline]
-    pub fn publish_with(&mut self, write: impl FnOnce(&mut VenueFeed)) {
+    pub fn publish_with(
+        &mut self,
+        merger: &std::thread::Thread,
+        write: impl FnOnce(&mut VenueFeed),
+    ) {
         let replaced_before = self.sender.superseded();
         let mut is_book = false;
         let _ = self.sender.publish_with(|feed| -> Result<(), ()> {
@@ -107,6 +113,7 @@ impl FeedSender {
             self.superseded_books += 1;
         }
         self.holds_unread_book = is_book;
+        merger.unpark();
         if !replaced_unread {
             self.fanout_wake.notify_one();
         }
@@ -310,9 +317,8 @@ impl Reader {
     fn publish_state(&mut self, state: VenueState) {
         for StreamSpec { sender, .. } in &mut self.spec.streams {
             // The merger reads a feed's book only when it is `Synced`.
-            sender.publish_with(|feed| feed.state = state);
+            sender.publish_with(&self.merger, |feed| feed.state = state);
         }
-        self.merger.unpark();
     }
 
     async fn session(
@@ -498,11 +504,12 @@ impl Reader {
                 self.last_sequence[slot] = sequence;
                 self.scratch.received_ns = received_ns;
                 let scratch = &self.scratch;
-                self.spec.streams[slot].sender.publish_with(|feed| {
-                    feed.state = VenueState::Synced;
-                    feed.book.copy_from(scratch);
-                });
-                self.merger.unpark();
+                self.spec.streams[slot]
+                    .sender
+                    .publish_with(&self.merger, |feed| {
+                        feed.state = VenueState::Synced;
+                        feed.book.copy_from(scratch);
+                    });
                 self.books_this_session += 1;
             }
             Ok(Message::SubscribeResult { accepted: true }) => {
@@ -591,8 +598,7 @@ impl Reader {
     fn publish_stream_state(&mut self, slot: usize, state: VenueState) {
         self.spec.streams[slot]
             .sender
-            .publish_with(|feed| feed.state = state);
-        self.merger.unpark();
+            .publish_with(&self.merger, |feed| feed.state = state);
     }
 
     /// Publishes what the metrics recorded locally, and what the mailboxes counted.
@@ -615,11 +621,12 @@ impl Reader {
         let Some(diff) = &self.diff else { return };
         let sync = &diff.books[slot].sync;
         let depth = self.spec.depth;
-        self.spec.streams[slot].sender.publish_with(|feed| {
-            feed.state = VenueState::Synced;
-            sync.write_top(depth, received_ns, &mut feed.book);
-        });
-        self.merger.unpark();
+        self.spec.streams[slot]
+            .sender
+            .publish_with(&self.merger, |feed| {
+                feed.state = VenueState::Synced;
+                sync.write_top(depth, received_ns, &mut feed.book);
+            });
         self.books_this_session += 1;
     }
 
@@ -789,15 +796,16 @@ mod tests {
         let (sender, mut merger_end) = crate::mailbox::mailbox(VenueFeed::default());
         let fanout_wake = Arc::new(Notify::new());
         let mut feed = FeedSender::new(sender, Arc::clone(&fanout_wake));
+        let merger = std::thread::current();
         assert!(!woken(&fanout_wake).await);
-        feed.publish_with(|feed| feed.state = VenueState::Synced);
+        feed.publish_with(&merger, |feed| feed.state = VenueState::Synced);
         assert!(woken(&fanout_wake).await);
         assert!(!woken(&fanout_wake).await, "one publish, one wake-up");
         // The merger has not taken the first book: the second replaces it, no wake.
-        feed.publish_with(|feed| feed.state = VenueState::Synced);
+        feed.publish_with(&merger, |feed| feed.state = VenueState::Synced);
         assert!(!woken(&fanout_wake).await);
         assert!(merger_end.take());
-        feed.publish_with(|feed| feed.state = VenueState::OutOfSync);
+        feed.publish_with(&merger, |feed| feed.state = VenueState::OutOfSync);
         assert!(woken(&fanout_wake).await, "a state change is news too");
     }
 }
