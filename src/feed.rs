@@ -70,8 +70,8 @@ pub struct StreamSpec {
 ///
 /// Unless the publish replaced a value the merger had not taken: then the merger is behind,
 /// the summary this value goes into is not the next one, and the fan-out was woken for the
-/// value replaced (or is busy). Waking it on every publish regardless cost one reader a
-/// quarter of its sustained rate (BENCHMARKS.md), a system call whenever the fan-out had
+/// value replaced (or is busy). Waking it on every publish regardless cut one reader's
+/// sustained rate by about a third (BENCHMARKS.md): a system call whenever the fan-out had
 /// just gone back to sleep.
 pub struct FeedSender {
     sender: Sender<VenueFeed>,
