@@ -874,10 +874,10 @@ mod tests {
             }
             summary
         };
-        // Received before the window: not timed.
-        accounting.on_consumed(&seen(150, (1, 90), (10, 95)));
-        // Binance 2 is new; Bitstamp 10 was timed already.
-        accounting.on_consumed(&seen(400, (2, 300), (10, 95)));
+        // Binance 1 was received before the window: not timed; Bitstamp 10 is.
+        accounting.on_consumed(&seen(150, (1, 90), (10, 120)));
+        // Binance 2 is new; Bitstamp 10 was seen already.
+        accounting.on_consumed(&seen(400, (2, 300), (10, 120)));
         // Both new; Bitstamp 11 was skipped by this consumer, 12 is what it saw.
         accounting.on_consumed(&seen(1_000, (3, 900), (12, 700)));
         let mut timed: Vec<u64> = accounting
@@ -888,7 +888,7 @@ mod tests {
             })
             .collect();
         timed.sort_unstable();
-        assert_eq!(timed, [100, 100, 300]);
+        assert_eq!(timed, [30, 100, 100, 300]);
     }
 
     #[test]
