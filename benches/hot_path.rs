@@ -37,6 +37,28 @@ fn decoders(c: &mut Criterion) {
                 .map(drop)
         })
     });
+    // Frames whose levels change shape as real altcoin books do, a different one each
+    // iteration (see `workloads::binance_20_varied`).
+    for (name, venue, frames) in [
+        (
+            "binance_decode_20_varied",
+            VenueId::Binance,
+            binance_20_varied(),
+        ),
+        (
+            "bitstamp_decode_100_varied",
+            VenueId::Bitstamp,
+            bitstamp_100_varied(),
+        ),
+    ] {
+        let mut next = frames.iter().cycle();
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                let frame = next.next().expect("cycle of a non-empty list");
+                venue.decode(black_box(frame), KEEP, &mut out).map(drop)
+            })
+        });
+    }
     c.bench_function("fixed_point_parse", |b| {
         b.iter(|| {
             let price = FixedPoint::parse(black_box(PRICE));

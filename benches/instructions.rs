@@ -49,7 +49,22 @@ fn main() {
         .decode_diff(diff_frame, MAX_BOOK_LEVELS, &mut applied_event)
         .expect("decodes");
     let mut depth_book = nknusdt_book();
+    let varied = |frames: Vec<Vec<u8>>, venue: VenueId| {
+        let mut out = mergebook::book::TopBook::default();
+        let mut index = 0;
+        move || {
+            let frame = &frames[index % frames.len()];
+            index += 1;
+            black_box(
+                venue
+                    .decode(black_box(frame), KEEP, &mut out)
+                    .expect("decodes"),
+            );
+        }
+    };
     let mut work: Box<dyn FnMut()> = match workload {
+        "binance_decode_20_varied" => Box::new(varied(binance_20_varied(), VenueId::Binance)),
+        "bitstamp_decode_100_varied" => Box::new(varied(bitstamp_100_varied(), VenueId::Bitstamp)),
         "binance_decode_20" => Box::new(|| {
             let result = VenueId::Binance.decode(black_box(BINANCE_20), KEEP, &mut out);
             black_box(result.expect("decodes"));
@@ -92,8 +107,9 @@ fn main() {
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
-                 bitstamp_decode_100 | fixed_point_parse | merge_2x10 | e2e_parse_merge | \
-                 binance_diff_decode | book_apply_diff>"
+                 bitstamp_decode_100 | binance_decode_20_varied | bitstamp_decode_100_varied | \
+                 fixed_point_parse | merge_2x10 | e2e_parse_merge | binance_diff_decode | \
+                 book_apply_diff>"
             );
             std::process::exit(2);
         }

@@ -2,7 +2,7 @@
 //! and `instructions` (callgrind, instruction counts), so the two measure the same thing.
 #![allow(dead_code)] // each bench target uses its own subset
 
-use mergebook::book::{BookUpdate, DepthBook, TopBook};
+use mergebook::book::{BookUpdate, DepthBook, Level, TopBook};
 use mergebook::merge::{MergedBook, VenueBook, merge};
 use mergebook::venue::{Message, VenueId};
 
@@ -126,4 +126,74 @@ pub fn nknusdt_book() -> DepthBook {
     let mut book = DepthBook::new(MAX_BOOK_LEVELS);
     book.replace(&snapshot);
     book
+}
+
+/// How many distinct frames the `_varied` benches decode in turn: enough that the branch
+/// predictor cannot learn them (on the Intel host, 64 frames still decode nearly as fast
+/// as one; BENCHMARKS.md, "Level shapes").
+pub const VARIED_FRAMES: usize = 1024;
+
+/// The recorded Bitstamp ETHUSD REST snapshot (2,023 bids, 1,971 asks).
+const ETHUSD_SNAPSHOT: &[u8] =
+    include_bytes!("../../tests/fixtures/bitstamp/rest_order_book_ethusd.json");
+
+/// `binance_decode_20_varied`: depth20 frames whose levels have the shapes of a real
+/// altcoin book. Each frame takes 20 consecutive prices a side of the recorded NKNUSDT
+/// snapshot and, for each level, the amount of a level drawn at random from the same side
+/// (`672.00000000`, `15356.00000000`: one level in two changes the amount's digit count).
+/// The recorded BTCUSDT frame of `binance_decode_20` is the other extreme: every amount
+/// `0.xxxxxxxx`, every level the shape of the one before.
+pub fn binance_20_varied() -> Vec<Vec<u8>> {
+    let mut snapshot = BookUpdate::default();
+    VenueId::Binance
+        .decode_snapshot(NKNUSDT_SNAPSHOT, MAX_BOOK_LEVELS, &mut snapshot)
+        .expect("recorded snapshot decodes");
+    varied_frames(VenueId::Binance, "nknusdt@depth20@100ms", &snapshot, 20, 8)
+}
+
+/// `bitstamp_decode_100_varied`: 100-level frames from the recorded ETHUSD snapshot the
+/// same way (amounts `0.60000000`, `3.23948640`, `18.45000000`).
+pub fn bitstamp_100_varied() -> Vec<Vec<u8>> {
+    let mut snapshot = BookUpdate::default();
+    VenueId::Bitstamp
+        .decode_snapshot(ETHUSD_SNAPSHOT, MAX_BOOK_LEVELS, &mut snapshot)
+        .expect("recorded snapshot decodes");
+    varied_frames(VenueId::Bitstamp, "order_book_ethusd", &snapshot, 100, 2)
+}
+
+/// [`VARIED_FRAMES`] frames encoded by `venue`'s own encoder, frame `i` with the prices of
+/// levels `i % room ..` of each side and amounts drawn (seeded) from the whole side.
+fn varied_frames(
+    venue: VenueId,
+    stream: &str,
+    snapshot: &BookUpdate,
+    levels: usize,
+    price_decimals: u32,
+) -> Vec<Vec<u8>> {
+    let mut rng = mergebook::rng::Rng::new(20_261_124);
+    let mut side = |recorded: &[Level], first: usize| -> Vec<Level> {
+        recorded[first..first + levels]
+            .iter()
+            .map(|level| Level {
+                price: level.price,
+                amount: recorded[rng.below(recorded.len() as u64) as usize].amount,
+            })
+            .collect()
+    };
+    (0..VARIED_FRAMES)
+        .map(|index| {
+            let room = snapshot.bids.len().min(snapshot.asks.len()) - levels;
+            let mut book = TopBook::default();
+            for level in side(&snapshot.bids, index % room) {
+                assert!(book.bids.push(level), "levels <= MAX_DEPTH");
+            }
+            for level in side(&snapshot.asks, index % room) {
+                assert!(book.asks.push(level), "levels <= MAX_DEPTH");
+            }
+            book.venue_sequence = 1_000 + index as u64;
+            let mut frame = Vec::new();
+            venue.encode_book(stream, &book, price_decimals, &mut frame);
+            frame
+        })
+        .collect()
 }
