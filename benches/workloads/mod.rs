@@ -119,13 +119,18 @@ pub fn typical_diff_event() -> &'static [u8] {
 
 /// `book_apply_diff`'s book: the recorded NKNUSDT snapshot (1000 asks, 609 bids).
 pub fn nknusdt_book() -> DepthBook {
-    let mut snapshot = BookUpdate::default();
-    VenueId::Binance
-        .decode_snapshot(NKNUSDT_SNAPSHOT, MAX_BOOK_LEVELS, &mut snapshot)
-        .expect("recorded snapshot decodes");
     let mut book = DepthBook::new(MAX_BOOK_LEVELS);
-    book.replace(&snapshot);
+    book.replace(&recorded_snapshot(VenueId::Binance, NKNUSDT_SNAPSHOT));
     book
+}
+
+/// A recorded REST snapshot, decoded.
+fn recorded_snapshot(venue: VenueId, body: &[u8]) -> BookUpdate {
+    let mut snapshot = BookUpdate::default();
+    venue
+        .decode_snapshot(body, MAX_BOOK_LEVELS, &mut snapshot)
+        .expect("recorded snapshot decodes");
+    snapshot
 }
 
 /// How many distinct frames the `_varied` benches decode in turn: enough that the branch
@@ -140,24 +145,18 @@ const ETHUSD_SNAPSHOT: &[u8] =
 /// `binance_decode_20_varied`: depth20 frames whose levels have the shapes of a real
 /// altcoin book. Each frame takes 20 consecutive prices a side of the recorded NKNUSDT
 /// snapshot and, for each level, the amount of a level drawn at random from the same side
-/// (`672.00000000`, `15356.00000000`: one level in two changes the amount's digit count).
-/// The recorded BTCUSDT frame of `binance_decode_20` is the other extreme: every amount
-/// `0.xxxxxxxx`, every level the shape of the one before.
+/// (`672.00000000`, `15356.00000000`: about two levels in three change the amount's digit
+/// count). The recorded BTCUSDT frame of `binance_decode_20` is the other extreme: every
+/// amount `0.xxxxxxxx`, every level the shape of the one before.
 pub fn binance_20_varied() -> Vec<Vec<u8>> {
-    let mut snapshot = BookUpdate::default();
-    VenueId::Binance
-        .decode_snapshot(NKNUSDT_SNAPSHOT, MAX_BOOK_LEVELS, &mut snapshot)
-        .expect("recorded snapshot decodes");
+    let snapshot = recorded_snapshot(VenueId::Binance, NKNUSDT_SNAPSHOT);
     varied_frames(VenueId::Binance, "nknusdt@depth20@100ms", &snapshot, 20, 8)
 }
 
 /// `bitstamp_decode_100_varied`: 100-level frames from the recorded ETHUSD snapshot the
 /// same way (amounts `0.60000000`, `3.23948640`, `18.45000000`).
 pub fn bitstamp_100_varied() -> Vec<Vec<u8>> {
-    let mut snapshot = BookUpdate::default();
-    VenueId::Bitstamp
-        .decode_snapshot(ETHUSD_SNAPSHOT, MAX_BOOK_LEVELS, &mut snapshot)
-        .expect("recorded snapshot decodes");
+    let snapshot = recorded_snapshot(VenueId::Bitstamp, ETHUSD_SNAPSHOT);
     varied_frames(VenueId::Bitstamp, "order_book_ethusd", &snapshot, 100, 2)
 }
 
