@@ -154,7 +154,7 @@ pub fn binance_20_varied() -> Vec<Vec<u8>> {
 }
 
 /// `bitstamp_decode_100_varied`: 100-level frames from the recorded ETHUSD snapshot the
-/// same way (amounts `0.60000000`, `3.23948640`, `18.45000000`).
+/// same way (amounts `0.60000000`, `3.23948640`, `18.19696010`).
 pub fn bitstamp_100_varied() -> Vec<Vec<u8>> {
     let snapshot = recorded_snapshot(VenueId::Bitstamp, ETHUSD_SNAPSHOT);
     varied_frames(VenueId::Bitstamp, "order_book_ethusd", &snapshot, 100, 2)
@@ -179,9 +179,9 @@ fn varied_frames(
             })
             .collect()
     };
+    let room = snapshot.bids.len().min(snapshot.asks.len()) - levels;
     (0..VARIED_FRAMES)
         .map(|index| {
-            let room = snapshot.bids.len().min(snapshot.asks.len()) - levels;
             let mut book = TopBook::default();
             for level in side(&snapshot.bids, index % room) {
                 assert!(book.bids.push(level), "levels <= MAX_DEPTH");
