@@ -142,6 +142,23 @@ impl<T> Sender<T> {
         result
     }
 
+    /// Lets `prepare` write the producer's slot without publishing it: the consumer never
+    /// sees what it writes, and the next `publish_with` writes the slot anew.
+    ///
+    /// For taking the slot's cache lines back early. After a publish the producer usually
+    /// holds the slot the consumer read last, so its lines sit in the consumer's core; the
+    /// first write to each line waits for that core to give it up, and the next publish's
+    /// atomic swap waits for those writes. Written right after a publish, off the value's
+    /// latency, the lines are the producer's again when the next value comes
+    /// (`feed::FeedSender::publish_with`).
+    #[inline]
+    pub fn prepare(&mut self, prepare: impl FnOnce(&mut T)) {
+        let _ = self.publish_with(|slot| -> Result<(), ()> {
+            prepare(slot);
+            Err(())
+        });
+    }
+
     /// How many published values were replaced by a newer one before the consumer took
     /// them: what latest-value semantics dropped, counted by the producer for free (the
     /// swap returns the replaced value's flag).
@@ -239,16 +256,44 @@ mod tests {
         assert!(!receiver.take());
     }
 
+    #[test]
+    fn what_prepare_writes_is_never_seen() {
+        let (mut sender, mut receiver) = mailbox(0u64);
+        sender.publish(&1);
+        sender.prepare(|slot| *slot = 99);
+        assert!(receiver.take());
+        assert_eq!(*receiver.latest(), 1);
+        sender.prepare(|slot| *slot = 99);
+        assert!(!receiver.take(), "prepare publishes nothing");
+        assert_eq!(*receiver.latest(), 1);
+        sender
+            .publish_with(|slot| -> Result<(), ()> {
+                *slot += 1;
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+        assert_eq!(
+            *receiver.latest(),
+            100,
+            "the next write starts from what prepare left"
+        );
+        assert_eq!(sender.superseded(), 0);
+    }
+
     /// Across threads, the consumer only ever sees whole values, in increasing order, and
-    /// every value published is either taken or counted as superseded by the producer.
-    /// Runs under Miri too (fewer rounds), which checks the accesses for data races.
+    /// every value published is either taken or counted as superseded by the producer;
+    /// never what the producer writes with `prepare` between publishes. Runs under Miri
+    /// too (fewer rounds), which checks the accesses for data races.
     #[test]
     fn threaded_values_are_whole_and_monotonic() {
         const ROUNDS: u64 = if cfg!(miri) { 200 } else { 200_000 };
+        const PREPARED: u64 = u64::MAX;
         let (mut sender, mut receiver) = mailbox([0u64; 8]);
         let producer = std::thread::spawn(move || {
             for round in 1..=ROUNDS {
                 sender.publish(&[round; 8]);
+                sender.prepare(|slot| *slot = [PREPARED; 8]);
             }
             sender.superseded()
         });
@@ -262,6 +307,7 @@ mod tests {
                     value.iter().all(|&word| word == value[0]),
                     "torn read: {value:?}"
                 );
+                assert_ne!(value[0], PREPARED, "a prepared slot was seen");
                 assert!(value[0] > last, "went backwards: {} after {last}", value[0]);
                 last = value[0];
             } else {
@@ -282,8 +328,8 @@ mod loom_tests {
     use super::*;
     use loom::thread;
 
-    /// Every interleaving of two publishes against a consumer that takes twice and reads
-    /// in between. loom fails the test if the producer ever writes a slot while the
+    /// Every interleaving of two publishes, with a `prepare` between them, against a
+    /// consumer that takes twice and reads in between. loom fails the test if the producer ever writes a slot while the
     /// consumer holds it (the buffer-reuse race), and the asserts check that every value
     /// read is whole and never older than the one before.
     #[test]
@@ -292,6 +338,9 @@ mod loom_tests {
             let (mut sender, mut receiver) = mailbox([0u8; 2]);
             let producer = thread::spawn(move || {
                 sender.publish(&[1, 1]);
+                // Writes the producer's slot between publishes, as the readers and the
+                // merger do: never the one the consumer holds, never seen.
+                sender.prepare(|slot| *slot = [9, 9]);
                 sender.publish(&[2, 2]);
             });
             let mut last = 0;
@@ -299,6 +348,7 @@ mod loom_tests {
                 receiver.take();
                 let [first, second] = *receiver.latest();
                 assert_eq!(first, second, "torn value");
+                assert_ne!(first, 9, "a prepared slot was seen");
                 assert!(first >= last, "went backwards");
                 last = first;
             }

@@ -119,6 +119,16 @@ impl<T> LevelArray<T> {
     }
 }
 
+impl<T: Copy + Default> LevelArray<T> {
+    /// Empties the array by writing its first `n` slots: the lines the next fill of up to
+    /// `n` levels writes (see `mailbox::Sender::prepare`).
+    #[inline]
+    pub fn clear_writing(&mut self, n: usize) {
+        self.levels[..n.min(MAX_DEPTH)].fill(T::default());
+        self.len = 0;
+    }
+}
+
 impl<T: Copy> LevelArray<T> {
     /// Replaces the contents with the levels `next` yields, up to `limit` (and the
     /// capacity), stopping at its first `None`. The length is stored once, at the end,
@@ -178,6 +188,22 @@ impl TopBook {
             (Some(bid), Some(ask)) => bid.price >= ask.price,
             _ => false,
         }
+    }
+
+    /// Empties the book by writing every line that a `copy_from` of a book with `bids` and
+    /// `asks` levels writes (see `mailbox::Sender::prepare`).
+    #[inline]
+    pub fn clear_writing(&mut self, bids: usize, asks: usize) {
+        let TopBook {
+            bids: bid_levels,
+            asks: ask_levels,
+            venue_sequence,
+            received_ns,
+        } = self;
+        bid_levels.clear_writing(bids);
+        ask_levels.clear_writing(asks);
+        *venue_sequence = 0;
+        *received_ns = 0;
     }
 
     /// Copies the live part of `other`.
