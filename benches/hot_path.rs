@@ -106,6 +106,14 @@ fn merging(c: &mut Criterion) {
     c.bench_function("merge_2x10", |b| {
         b.iter(|| merge_two(black_box(&binance), black_box(&bitstamp), &mut merged))
     });
+    let pairs = simulated_pairs();
+    let mut next = pairs.iter().cycle();
+    c.bench_function("merge_2x10_varied", |b| {
+        b.iter(|| {
+            let (binance, bitstamp) = next.next().expect("cycle of a non-empty list");
+            merge_two(black_box(binance), black_box(bitstamp), &mut merged)
+        })
+    });
 
     let bitstamp_frame = bitstamp_100();
     let mut parse_merge = ParseMerge::new();

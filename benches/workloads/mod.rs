@@ -138,6 +138,26 @@ fn recorded_snapshot(venue: VenueId, body: &[u8]) -> BookUpdate {
 /// as one; BENCHMARKS.md, "Level shapes").
 pub const VARIED_FRAMES: usize = 1024;
 
+/// `merge_2x10_varied`: [`VARIED_FRAMES`] pairs of books as the simulator quotes them
+/// (`mergebook::sim::market`): each venue's top 10 around a shared random-walk mid, one
+/// or two ticks apart, so that which venue has the next level changes at random, as it
+/// does between real venues. `merge_2x10` merges one recorded pair, every time the same:
+/// the branch predictor learns its order.
+pub fn simulated_pairs() -> Vec<(TopBook, TopBook)> {
+    let mut mid = mergebook::sim::market::MidPrice::new(1);
+    let mut binance = mergebook::sim::market::SimulatedBook::new(2);
+    let mut bitstamp = mergebook::sim::market::SimulatedBook::new(3);
+    (0..VARIED_FRAMES)
+        .map(|_| {
+            let mid_ticks = mid.step();
+            let mut pair = (TopBook::default(), TopBook::default());
+            binance.next_book(mid_ticks, KEEP, 0, &mut pair.0);
+            bitstamp.next_book(mid_ticks, KEEP, 0, &mut pair.1);
+            pair
+        })
+        .collect()
+}
+
 /// The recorded Bitstamp ETHUSD REST snapshot (2,023 bids, 1,971 asks).
 const ETHUSD_SNAPSHOT: &[u8] =
     include_bytes!("../../tests/fixtures/bitstamp/rest_order_book_ethusd.json");
