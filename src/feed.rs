@@ -95,7 +95,7 @@ impl FeedSender {
     /// under the `park` idle strategy), then wakes the fan-out unless the value replaced
     /// was still unread: in that order, so that the fan-out's system call never delays
     /// the merger. Last, after a book, it takes back the lines of the slot the next book
-    /// goes into (`mailbox::Sender::prepare`): that moved 0.3 µs a book out of the
+    /// goes into (`mailbox::Sender::prepare`): that moved 0.2–0.3 µs a book out of the
     /// in-process latency (BENCHMARKS.md, "Session 22's change").
     #[inline]
     pub fn publish_with(

@@ -329,17 +329,17 @@ mod loom_tests {
     use loom::thread;
 
     /// Every interleaving of two publishes, with a `prepare` between them, against a
-    /// consumer that takes twice and reads in between. loom fails the test if the producer ever writes a slot while the
-    /// consumer holds it (the buffer-reuse race), and the asserts check that every value
-    /// read is whole and never older than the one before.
+    /// consumer that takes twice and reads in between. loom fails the test if the producer
+    /// ever writes a slot while the consumer holds it (the buffer-reuse race), and the
+    /// asserts check that every value read is whole, never older than the one before, and
+    /// never what `prepare` wrote.
     #[test]
     fn producer_never_writes_the_slot_the_consumer_reads() {
         loom::model(|| {
             let (mut sender, mut receiver) = mailbox([0u8; 2]);
             let producer = thread::spawn(move || {
                 sender.publish(&[1, 1]);
-                // Writes the producer's slot between publishes, as the readers and the
-                // merger do: never the one the consumer holds, never seen.
+                // Writes the producer's slot between publishes, as the readers do.
                 sender.prepare(|slot| *slot = [9, 9]);
                 sender.publish(&[2, 2]);
             });
