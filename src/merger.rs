@@ -7,10 +7,12 @@
 //! book is older than the stale age is shown with that state and left out, so a partial
 //! or stale book is never presented as live.
 
-use crate::book::TopBook;
+use crate::book::{TopBook, field_bytes, within};
 use crate::merge::{VenueBook, merge};
 use crate::summary::{Summary, VenueState};
 use crate::venue::{MAX_VENUES, VenueId};
+use std::mem::offset_of;
+use std::ops::Range;
 
 /// What a reader hands the merger for one (venue, instrument): the latest book and the
 /// state of the feed. Latest value wins, so a state change and a book travel together.
@@ -19,6 +21,24 @@ pub struct VenueFeed {
     pub state: VenueState,
     /// Meaningful when `state` is `Synced` (it carries its own receive time).
     pub book: TopBook,
+}
+
+impl VenueFeed {
+    /// The bytes the merger reads of a feed keeping `depth` levels (see
+    /// `TopBook::bytes_read`), from the feed's start.
+    pub fn bytes_read(depth: usize) -> [Range<usize>; 7] {
+        let [a, b, c, d, e, f] =
+            TopBook::bytes_read(depth).map(|range| within(offset_of!(Self, book), range));
+        [
+            field_bytes::<VenueState>(offset_of!(Self, state)),
+            a,
+            b,
+            c,
+            d,
+            e,
+            f,
+        ]
+    }
 }
 
 #[derive(Clone, Copy, Default)]
@@ -199,6 +219,12 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
         .iter()
         .map(|venue| metrics.stale_evictions.with_label_values(&[venue.name()]))
         .collect();
+    // What each instrument's merge reads of a feed, fetched while the feed is taken.
+    let bytes_read: Vec<_> = spec
+        .instruments
+        .iter()
+        .map(|instrument| VenueFeed::bytes_read(instrument.merger.depth))
+        .collect();
     let mut idler = Idler::new(spec.idle);
     let mut next_stale_check = 0;
     // Thread-local recording, flushed with the stale check's clock (see metrics.rs).
@@ -218,10 +244,10 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
                 merges.flush();
             }
         }
-        for instrument in &mut spec.instruments {
+        for (instrument, bytes_read) in spec.instruments.iter_mut().zip(&bytes_read) {
             let mut new_book = false;
             for (venue, input) in &mut instrument.inputs {
-                if input.take() {
+                if input.take_prefetching(bytes_read) {
                     instrument.merger.apply(*venue, input.latest());
                     new_book = true;
                 }
@@ -334,6 +360,22 @@ mod tests {
         VenueFeed {
             state: VenueState::Synced,
             book,
+        }
+    }
+
+    /// The merger's prefetch of a taken feed covers what `apply` reads: the state, and
+    /// the book's parts as `TopBook::bytes_read` names them (tested there).
+    #[test]
+    fn bytes_read_covers_the_state_and_the_book() {
+        let feed = VenueFeed::default();
+        let ranges = VenueFeed::bytes_read(20);
+        assert!(crate::book::bytes_cover(&ranges, &feed, &feed.state));
+        let book_start = std::ptr::from_ref(&feed.book).addr() - std::ptr::from_ref(&feed).addr();
+        for (in_feed, in_book) in ranges[1..].iter().zip(TopBook::bytes_read(20)) {
+            assert_eq!(
+                *in_feed,
+                book_start + in_book.start..book_start + in_book.end
+            );
         }
     }
 

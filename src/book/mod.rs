@@ -8,6 +8,8 @@ pub mod depth;
 pub use depth::{BookUpdate, DepthBook};
 
 use crate::fixed::FixedPoint;
+use std::mem::{offset_of, size_of};
+use std::ops::Range;
 
 /// The most levels per side that any book or summary holds (Bitstamp's whole snapshot).
 /// Configured depths are validated against it; arrays are inline so the hot path never allocates.
@@ -117,6 +119,27 @@ impl<T> LevelArray<T> {
             None => false,
         }
     }
+
+    /// The bytes that reading the best `depth` levels touches, from the array's start: the
+    /// levels and the length.
+    pub fn bytes_read(depth: usize) -> [Range<usize>; 2] {
+        let levels = offset_of!(Self, levels);
+        [
+            levels..levels + depth.min(MAX_DEPTH) * size_of::<T>(),
+            field_bytes::<usize>(offset_of!(Self, len)),
+        ]
+    }
+}
+
+/// The bytes of a field of type `F` at `offset`.
+pub fn field_bytes<F>(offset: usize) -> Range<usize> {
+    offset..offset + size_of::<F>()
+}
+
+/// `range` (bytes of a field's own type) as bytes of the type that holds the field at
+/// `offset`.
+pub fn within(offset: usize, range: Range<usize>) -> Range<usize> {
+    offset + range.start..offset + range.end
 }
 
 impl<T: Copy + Default> LevelArray<T> {
@@ -206,6 +229,24 @@ impl TopBook {
         *received_ns = 0;
     }
 
+    /// The bytes that reading the best `depth` levels a side and the two stamps touches,
+    /// from the book's start: what the merger asks its core to fetch before it takes a
+    /// book written on a reader's core (`mailbox::Receiver::take_prefetching`).
+    pub fn bytes_read(depth: usize) -> [Range<usize>; 6] {
+        let [bid_levels, bid_len] =
+            Levels::bytes_read(depth).map(|range| within(offset_of!(Self, bids), range));
+        let [ask_levels, ask_len] =
+            Levels::bytes_read(depth).map(|range| within(offset_of!(Self, asks), range));
+        [
+            bid_levels,
+            bid_len,
+            ask_levels,
+            ask_len,
+            field_bytes::<u64>(offset_of!(Self, venue_sequence)),
+            field_bytes::<u64>(offset_of!(Self, received_ns)),
+        ]
+    }
+
     /// Copies the live part of `other`.
     #[inline]
     pub fn copy_from(&mut self, other: &TopBook) {
@@ -213,5 +254,48 @@ impl TopBook {
         self.asks.copy_from(&other.asks);
         self.venue_sequence = other.venue_sequence;
         self.received_ns = other.received_ns;
+    }
+}
+
+/// For tests of `bytes_read`: whether every byte of `field` (inside `whole`) lies in one
+/// of `ranges`, which are offsets from `whole`'s start and must lie inside it.
+#[cfg(test)]
+pub(crate) fn bytes_cover<W, F: ?Sized>(ranges: &[Range<usize>], whole: &W, field: &F) -> bool {
+    let start = std::ptr::from_ref(whole).addr();
+    assert!(
+        ranges.iter().all(|range| range.end <= size_of::<W>()),
+        "a range past the end: {ranges:?}"
+    );
+    let field_start = std::ptr::from_ref(field).cast::<u8>().addr() - start;
+    (field_start..field_start + size_of_val(field))
+        .all(|byte| ranges.iter().any(|range| range.contains(&byte)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the merger reads of a book keeping `depth` levels (`apply`: the best levels and
+    /// the lengths for `is_crossed` and `copy_from`, the stamps) is within `bytes_read`, for
+    /// depths below, at and above the capacity.
+    #[test]
+    fn bytes_read_covers_the_best_levels_the_lengths_and_the_stamps() {
+        let book = TopBook::default();
+        for depth in [0, 1, 10, 20, MAX_DEPTH, MAX_DEPTH + 50] {
+            let ranges = TopBook::bytes_read(depth);
+            let kept = depth.min(MAX_DEPTH);
+            for side in [&book.bids, &book.asks] {
+                assert!(bytes_cover(&ranges, &book, &side.levels[..kept]), "{depth}");
+                assert!(bytes_cover(&ranges, &book, &side.len), "{depth}");
+                if let Some(one_more) = side.levels.get(..kept + 1) {
+                    assert!(
+                        !bytes_cover(&ranges, &book, one_more),
+                        "{depth}: not a level more than the depth"
+                    );
+                }
+            }
+            assert!(bytes_cover(&ranges, &book, &book.venue_sequence));
+            assert!(bytes_cover(&ranges, &book, &book.received_ns));
+        }
     }
 }
