@@ -195,11 +195,12 @@ impl<T> Receiver<T> {
     ///
     /// For a value written on another core: the swap that takes the slot waits for the
     /// producer's core to give up the middle's line, and only then would the reads of the
-    /// value start, each waiting for its own line from that core (and the reads that need a
-    /// length read first, for that). The slot's index is known from the load that finds
-    /// the value fresh, so its lines are requested before the swap, all at once. Should the
-    /// producer publish again between the load and the swap, the lines fetched are of the
-    /// slot it just gave up: wasted, never read. A prefetch reads nothing the program can see.
+    /// value start, each waiting for its line from that core, and a read whose address
+    /// comes from another (a level after a length) waiting twice. The slot's index is known
+    /// from the load that finds the value fresh, so its lines are requested before the
+    /// swap, all at once. Should the producer publish again between the load and the swap,
+    /// the lines fetched are of the slot it just gave up: wasted, never read. A prefetch
+    /// reads nothing the program can see.
     #[inline]
     pub fn take_prefetching(&mut self, bytes: &[Range<usize>]) -> bool {
         // Relaxed is enough to decide: if the flag is seen set, the swap below (Acquire)
