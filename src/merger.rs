@@ -7,7 +7,7 @@
 //! book is older than the stale age is shown with that state and left out, so a partial
 //! or stale book is never presented as live.
 
-use crate::book::{TopBook, field_bytes, within};
+use crate::book::{TopBook, field_bytes};
 use crate::merge::{VenueBook, merge};
 use crate::summary::{Summary, VenueState};
 use crate::venue::{MAX_VENUES, VenueId};
@@ -24,20 +24,13 @@ pub struct VenueFeed {
 }
 
 impl VenueFeed {
-    /// The bytes the merger reads of a feed keeping `depth` levels (see
-    /// `TopBook::bytes_read`), from the feed's start.
+    /// The bytes the merger reads of a feed keeping `depth` levels, from the feed's start:
+    /// the state, and the book's parts (`TopBook::bytes_read`).
     pub fn bytes_read(depth: usize) -> [Range<usize>; 7] {
-        let [a, b, c, d, e, f] =
-            TopBook::bytes_read(depth).map(|range| within(offset_of!(Self, book), range));
-        [
-            field_bytes::<VenueState>(offset_of!(Self, state)),
-            a,
-            b,
-            c,
-            d,
-            e,
-            f,
-        ]
+        let mut bytes: [Range<usize>; 7] = Default::default();
+        bytes[0] = field_bytes::<VenueState>(offset_of!(Self, state));
+        bytes[1..].clone_from_slice(&TopBook::bytes_read(offset_of!(Self, book), depth));
+        bytes
     }
 }
 
@@ -363,20 +356,43 @@ mod tests {
         }
     }
 
-    /// The merger's prefetch of a taken feed covers what `apply` reads: the state, and
-    /// the book's parts as `TopBook::bytes_read` names them (tested there).
+    /// The merger's prefetch of a taken feed covers what `apply` reads of it: the state,
+    /// the stamps and the levels of a book as deep as the merger keeps (the lengths are
+    /// private to `book`, whose test covers them).
     #[test]
-    fn bytes_read_covers_the_state_and_the_book() {
-        let feed = VenueFeed::default();
-        let ranges = VenueFeed::bytes_read(20);
-        assert!(crate::book::bytes_cover(&ranges, &feed, &feed.state));
-        let book_start = std::ptr::from_ref(&feed.book).addr() - std::ptr::from_ref(&feed).addr();
-        for (in_feed, in_book) in ranges[1..].iter().zip(TopBook::bytes_read(20)) {
-            assert_eq!(
-                *in_feed,
-                book_start + in_book.start..book_start + in_book.end
-            );
+    fn bytes_read_covers_what_apply_reads() {
+        const DEPTH: usize = 20;
+        let mut feed = VenueFeed::default();
+        for price in 1..=DEPTH as u64 {
+            let level = Level {
+                price: FixedPoint::from_raw(price),
+                amount: FixedPoint::from_raw(1),
+            };
+            feed.book.bids.push(level);
+            feed.book.asks.push(level);
         }
+        let ranges = VenueFeed::bytes_read(DEPTH);
+        assert!(crate::book::bytes_cover(&ranges, &feed, &feed.state));
+        assert!(crate::book::bytes_cover(
+            &ranges,
+            &feed,
+            &feed.book.venue_sequence
+        ));
+        assert!(crate::book::bytes_cover(
+            &ranges,
+            &feed,
+            &feed.book.received_ns
+        ));
+        assert!(crate::book::bytes_cover(
+            &ranges,
+            &feed,
+            feed.book.bids.as_slice()
+        ));
+        assert!(crate::book::bytes_cover(
+            &ranges,
+            &feed,
+            feed.book.asks.as_slice()
+        ));
     }
 
     #[test]

@@ -120,13 +120,13 @@ impl<T> LevelArray<T> {
         }
     }
 
-    /// The bytes that reading the best `depth` levels touches, from the array's start: the
-    /// levels and the length.
-    pub fn bytes_read(depth: usize) -> [Range<usize>; 2] {
-        let levels = offset_of!(Self, levels);
+    /// The bytes that reading the best `depth` levels touches, the levels and the length,
+    /// as offsets from the start of whatever holds the array at offset `at`.
+    pub fn bytes_read(at: usize, depth: usize) -> [Range<usize>; 2] {
+        let levels = at + offset_of!(Self, levels);
         [
             levels..levels + depth.min(MAX_DEPTH) * size_of::<T>(),
-            field_bytes::<usize>(offset_of!(Self, len)),
+            field_bytes::<usize>(at + offset_of!(Self, len)),
         ]
     }
 }
@@ -134,12 +134,6 @@ impl<T> LevelArray<T> {
 /// The bytes of a field of type `F` at `offset`.
 pub fn field_bytes<F>(offset: usize) -> Range<usize> {
     offset..offset + size_of::<F>()
-}
-
-/// `range` (bytes of a field's own type) as bytes of the type that holds the field at
-/// `offset`.
-pub fn within(offset: usize, range: Range<usize>) -> Range<usize> {
-    offset + range.start..offset + range.end
 }
 
 impl<T: Copy + Default> LevelArray<T> {
@@ -230,20 +224,19 @@ impl TopBook {
     }
 
     /// The bytes that reading the best `depth` levels a side and the two stamps touches,
-    /// from the book's start: what the merger asks its core to fetch before it takes a
-    /// book written on a reader's core (`mailbox::Receiver::take_prefetching`).
-    pub fn bytes_read(depth: usize) -> [Range<usize>; 6] {
-        let [bid_levels, bid_len] =
-            Levels::bytes_read(depth).map(|range| within(offset_of!(Self, bids), range));
-        let [ask_levels, ask_len] =
-            Levels::bytes_read(depth).map(|range| within(offset_of!(Self, asks), range));
+    /// as offsets from the start of whatever holds the book at offset `at`: what the
+    /// merger asks its core to fetch before it takes a book written on a reader's core
+    /// (`mailbox::Receiver::take_prefetching`).
+    pub fn bytes_read(at: usize, depth: usize) -> [Range<usize>; 6] {
+        let [bid_levels, bid_len] = Levels::bytes_read(at + offset_of!(Self, bids), depth);
+        let [ask_levels, ask_len] = Levels::bytes_read(at + offset_of!(Self, asks), depth);
         [
             bid_levels,
             bid_len,
             ask_levels,
             ask_len,
-            field_bytes::<u64>(offset_of!(Self, venue_sequence)),
-            field_bytes::<u64>(offset_of!(Self, received_ns)),
+            field_bytes::<u64>(at + offset_of!(Self, venue_sequence)),
+            field_bytes::<u64>(at + offset_of!(Self, received_ns)),
         ]
     }
 
@@ -282,7 +275,7 @@ mod tests {
     fn bytes_read_covers_the_best_levels_the_lengths_and_the_stamps() {
         let book = TopBook::default();
         for depth in [0, 1, 10, 20, MAX_DEPTH, MAX_DEPTH + 50] {
-            let ranges = TopBook::bytes_read(depth);
+            let ranges = TopBook::bytes_read(0, depth);
             let kept = depth.min(MAX_DEPTH);
             for side in [&book.bids, &book.asks] {
                 assert!(bytes_cover(&ranges, &book, &side.levels[..kept]), "{depth}");
