@@ -27,10 +27,12 @@
 //! (the service's threads apart from the simulator's and the harness's), memory from
 //! `/proc/self/status` (the whole process: service, simulator and harness), and the CPU
 //! time the hypervisor took from the machine from `/proc/stat`'s `steal`: on a shared VM
-//! it decides the tail latencies, so each run reports it.
+//! it decides the tail latencies, so each run reports it. So is the CPU-latency limit in
+//! force ([`crate::cpu_latency`]), which decides whether idle vCPUs halt between frames.
 
 use crate::clock;
 use crate::config::{IdleStrategy, RawConfig};
+use crate::cpu_latency::{CpuLatencyRequest, DEVICE, NO_LIMIT_US};
 use crate::merger::{PublishRecord, PublishTap};
 use crate::service::{Listeners, Service};
 use crate::sim::{SentFrame, Simulator};
@@ -59,6 +61,10 @@ pub struct LoadSpec {
     pub merger_core: Option<usize>,
     /// How often memory is sampled.
     pub rss_every: Duration,
+    /// Holds the kernel's CPU-latency request at this many µs for the run
+    /// ([`crate::cpu_latency`]: 0 keeps idle CPUs polling instead of halting), as a host
+    /// tuned for latency would. A run that cannot take it fails.
+    pub cpu_wake_latency_us: Option<u32>,
 }
 
 /// Latency percentiles, in nanoseconds.
@@ -118,6 +124,10 @@ pub struct LoadReport {
     pub depth: usize,
     pub idle: String,
     pub merger_core: Option<usize>,
+    /// The CPU-latency limit in force during the run ([`crate::cpu_latency`], in µs; the
+    /// run's own request or another process's), read at its end; `None` where the device
+    /// could not be read (it needs root).
+    pub cpu_wake_latency_limit_us: Option<i32>,
     pub window_seconds: f64,
     pub sent: u64,
     pub published: u64,
@@ -456,6 +466,11 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Runs one load run in this process.
 pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
+    let _cpu_latency_request = spec
+        .cpu_wake_latency_us
+        .map(CpuLatencyRequest::hold)
+        .transpose()
+        .map_err(|error| error.to_string())?;
     // The simulator gets one worker, the service the default runtime the binary runs on.
     let simulator_runtime = runtime(SIMULATOR_THREADS, 1)?;
     let service_runtime = runtime(
@@ -574,6 +589,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
     }
     let cpu_after = cpu_times();
     let (_, peak_rss_bytes) = memory();
+    let cpu_wake_latency_limit_us = CpuLatencyRequest::effective_us().ok();
 
     service_runtime.block_on(service.stop());
     drain(&mut accounting);
@@ -591,6 +607,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         depth: spec.depth,
         idle: spec.idle.name().to_owned(),
         merger_core: spec.merger_core,
+        cpu_wake_latency_limit_us,
         window_seconds,
         sent: accounting.sent,
         published: accounting.published,
@@ -765,6 +782,21 @@ pub fn table(reports: &[LoadReport]) -> String {
             micros(report.to_consumer_ns.p99),
         ));
     }
+    let limits: Vec<String> = reports
+        .iter()
+        .map(|report| {
+            let limit = match report.cpu_wake_latency_limit_us {
+                None => "unknown (reading the device needs root)".to_owned(),
+                Some(NO_LIMIT_US) => "none (idle CPUs halt)".to_owned(),
+                Some(us) => format!("{us} µs"),
+            };
+            format!("{} frames/s: {limit}", report.rate_per_venue)
+        })
+        .collect();
+    out.push_str(&format!(
+        "\nCPU wake-latency limit ({DEVICE}) in each run: {}\n",
+        limits.join("; ")
+    ));
     out
 }
 

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use mergebook::book::MAX_DEPTH;
 use mergebook::config::{Config, ConfigError, IdleStrategy, LogFormat, RawConfig};
+use mergebook::cpu_latency::NO_LIMIT_US;
 use mergebook::loadtest::{self, LoadReport, LoadSpec, MaxRateSearch};
 use mergebook::publish::jsonl;
 use mergebook::replay::{self, RecordedFrame};
@@ -180,6 +181,11 @@ struct LoadtestArgs {
     /// Pin the merger thread to this CPU.
     #[arg(long)]
     merger_core: Option<usize>,
+    /// Hold the kernel's CPU-latency request (/dev/cpu_dma_latency, needs root) at this
+    /// many µs during each run, as a host tuned for latency does; 0: idle CPUs poll
+    /// instead of halting.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=i64::from(NO_LIMIT_US)))]
+    cpu_wake_latency_us: Option<u32>,
     /// Seconds between memory samples.
     #[arg(long, default_value = "1", value_parser = parse_seconds)]
     rss_every: Duration,
@@ -602,6 +608,7 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
             idle: args.idle,
             merger_core: args.merger_core,
             rss_every: args.rss_every,
+            cpu_wake_latency_us: args.cpu_wake_latency_us,
         };
         return match loadtest::run(&spec) {
             Ok(report) => {
@@ -693,6 +700,9 @@ fn loadtest_child(args: &LoadtestArgs, rate: u32) -> Option<LoadReport> {
         .args(["--rss-every", &args.rss_every.as_secs_f64().to_string()]);
     if let Some(core) = args.merger_core {
         command.args(["--merger-core", &core.to_string()]);
+    }
+    if let Some(us) = args.cpu_wake_latency_us {
+        command.args(["--cpu-wake-latency-us", &us.to_string()]);
     }
     let output = match command.stderr(std::process::Stdio::inherit()).output() {
         Ok(output) if output.status.success() => output,

@@ -4,12 +4,14 @@
 //! latencies are only checked to exist, one per published frame of the window.
 
 use mergebook::config::IdleStrategy;
+use mergebook::cpu_latency::CpuLatencyRequest;
 use mergebook::loadtest::{self, LoadSpec};
 use mergebook::venue::VenueId;
 use std::time::Duration;
 
 #[test]
 fn a_short_run_accounts_for_every_frame_sent() {
+    let limit_before = CpuLatencyRequest::effective_us().ok();
     let spec = LoadSpec {
         rate_per_venue: 500,
         venues: vec![VenueId::Binance, VenueId::Bitstamp],
@@ -20,8 +22,16 @@ fn a_short_run_accounts_for_every_frame_sent() {
         idle: IdleStrategy::Park,
         merger_core: None,
         rss_every: Duration::from_millis(500),
+        // Where the limit can be read (root, as in CI), the run asks for one that lets idle
+        // CPUs halt as they did (1 ms; less if a process already holds less), and the
+        // report must show it in force.
+        cpu_wake_latency_us: limit_before.map(|before| before.clamp(0, 1000) as u32),
     };
     let report = loadtest::run(&spec).unwrap();
+    assert_eq!(
+        report.cpu_wake_latency_limit_us,
+        spec.cpu_wake_latency_us.map(|asked| asked as i32)
+    );
     assert!(
         report.sent > 500,
         "at least a second's frames were sent: {report:?}"
