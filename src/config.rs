@@ -211,6 +211,23 @@ pub struct Config {
     pub simulator: Option<SimulatorConfig>,
 }
 
+impl Config {
+    /// Worker threads for the service's tokio runtime (gRPC, JSON lines, HTTP, the
+    /// summaries' fan-out; each reader has a thread of its own): the CPUs the process may
+    /// run on, less the one a merger that never sleeps (`spin`, `spin-then-yield`) takes.
+    /// A worker there could run only by taking the CPU from the merger, so on two CPUs one
+    /// worker is left, not two sharing one CPU: two do worse, as tokio wakes a second worker
+    /// to look for work whenever the first is woken, three context switches per summary
+    /// on the CPU the readers need (BENCHMARKS.md, "Where the end-to-end time goes").
+    pub fn runtime_workers(&self, cpus: usize) -> usize {
+        let merger_cpus = match self.idle {
+            IdleStrategy::Spin | IdleStrategy::SpinThenYield => 1,
+            IdleStrategy::Park => 0,
+        };
+        cpus.saturating_sub(merger_cpus).max(1)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FeedSettings {
     pub max_frame_bytes: usize,
@@ -707,6 +724,21 @@ mod tests {
 
     const MINIMAL: &str =
         "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n";
+
+    #[test]
+    fn a_merger_that_never_sleeps_takes_its_cpu_from_the_runtime() {
+        let with_idle =
+            |idle: &str| validate(&format!("[merger]\nidle = \"{idle}\"\n{MINIMAL}")).unwrap();
+        for idle in ["spin", "spin-then-yield"] {
+            let config = with_idle(idle);
+            assert_eq!(config.runtime_workers(4), 3, "{idle}");
+            assert_eq!(config.runtime_workers(2), 1, "{idle}");
+            assert_eq!(config.runtime_workers(1), 1, "{idle}: never none");
+        }
+        let parking = with_idle("park");
+        assert_eq!(parking.runtime_workers(2), 2);
+        assert_eq!(parking.runtime_workers(1), 1);
+    }
 
     #[test]
     fn a_minimal_file_gets_the_documented_defaults() {

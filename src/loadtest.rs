@@ -471,13 +471,11 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         .map(CpuLatencyRequest::hold)
         .transpose()
         .map_err(|error| error.to_string())?;
-    // The simulator gets one worker, the service the default runtime the binary runs on.
-    let simulator_runtime = runtime(SIMULATOR_THREADS, 1)?;
-    let service_runtime = runtime(
-        SERVICE_THREADS,
-        std::thread::available_parallelism().map_or(2, usize::from),
-    )?;
     let mut config = config_for(spec)?;
+    // The simulator gets one worker, the service the runtime the binary runs it on.
+    let simulator_runtime = runtime(SIMULATOR_THREADS, 1)?;
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let service_runtime = runtime(SERVICE_THREADS, config.runtime_workers(cpus))?;
 
     let (sends, sent_frames) = sync_channel(CHANNEL_CAPACITY);
     let simulator = simulator_runtime.block_on(async {

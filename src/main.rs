@@ -281,7 +281,12 @@ fn run_service(args: &RunArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_logging(config.log_format);
-    let runtime = match tokio::runtime::Runtime::new() {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.runtime_workers(cpus))
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("mergebook: cannot start the runtime: {error}");
