@@ -533,7 +533,8 @@ impl Simulator {
     /// Makes connections opened from now on report every generated book frame they send
     /// to `log`, stamped just before the write (the load harness's start of the clock). The
     /// log is bounded and never waited on: when it is full the frame is still sent and
-    /// counted in `unlogged_sends`.
+    /// counted in `unlogged_sends`. After a write of one frame a stream the simulator's thread
+    /// then yields its CPU, so that the reader the write woke runs first.
     pub fn record_sends(&self, log: std::sync::mpsc::SyncSender<SentFrame>) {
         *self.shared.send_log.lock().expect("not poisoned") = Some(log);
     }
@@ -798,6 +799,18 @@ impl BookFrames {
             }
         }
         socket.flush().await?;
+        if self.send_log.is_some() && count == 1 {
+            // Under measurement (`mergebook loadtest`) the simulator stands in for exchanges
+            // on other machines but shares a CPU with the readers (on two CPUs, the one the
+            // merger does not own). The write has just woken this frame's reader; without
+            // the yield the scheduler often lets this thread run on (the next venue's frame,
+            // its own wake-ups) while the reader waits, time no deployment's frame spends
+            // (BENCHMARKS.md, "Wire to publish"). Not when a write carries several frames
+            // of a stream (above 1,000 a second): the reader has a batch to work through
+            // either way, and yielding would only slow the simulator down (at 400,000 a
+            // second it then fell 4–7 % short of its rate).
+            std::thread::yield_now();
+        }
         Ok(())
     }
 }
