@@ -215,10 +215,8 @@ impl Config {
     /// Worker threads for the service's tokio runtime (gRPC, JSON lines, HTTP, the
     /// summaries' fan-out; each reader has a thread of its own): the CPUs the process may
     /// run on, less the one a merger that never sleeps (`spin`, `spin-then-yield`) takes.
-    /// A worker there could run only by taking the CPU from the merger, so on two CPUs one
-    /// worker is left, not two sharing one CPU: two do worse, as tokio wakes a second worker
-    /// to look for work whenever the first is woken, three context switches per summary
-    /// on the CPU the readers need (BENCHMARKS.md, "Where the end-to-end time goes").
+    /// A worker there could run only by taking the CPU from the merger; two workers sharing
+    /// the other CPU wake each other on every summary (docs/decisions.md).
     pub fn runtime_workers(&self, cpus: usize) -> usize {
         let merger_cpus = match self.idle {
             IdleStrategy::Spin | IdleStrategy::SpinThenYield => 1,

@@ -5,9 +5,8 @@
 //!
 //! Why it matters here: on a VM an idle vCPU halts, and the next frame's whole path (the
 //! socket, the reader's wake-up, the decode, the hand-over) then runs on a vCPU the
-//! hypervisor has just scheduled again, with cold caches and predictors: about a fifth of
-//! the in-process time and of the wire time at 1k frames/s (BENCHMARKS.md, "Where the
-//! end-to-end time goes").
+//! hypervisor has just scheduled again, with cold caches and predictors (BENCHMARKS.md,
+//! "Session 24's changes").
 //!
 //! It is a host setting, like `isolcpus`: it applies to every CPU and every process, keeps
 //! idle CPUs busy, and needs write access to a root-only device. So the service, which runs
