@@ -197,10 +197,19 @@ fn loadtest_prints_the_wire_to_publish_table() {
         .unwrap();
     assert!(output.status.success());
     let table = String::from_utf8(output.stdout).unwrap();
-    let (rows, memory): (Vec<&str>, Vec<&str>) = table
+    let (rows, notes): (Vec<&str>, Vec<&str>) = table
         .lines()
         .filter(|line| !line.is_empty())
         .partition(|line| line.starts_with('|'));
+    let (limits, memory): (Vec<&str>, Vec<&str>) = notes.into_iter().partition(|line| {
+        line.starts_with("CPU wake-latency limit (/dev/cpu_dma_latency) in each run: ")
+    });
+    assert_eq!(
+        limits.len(),
+        1,
+        "one line of CPU wake-latency limits: {table}"
+    );
+    assert!(limits[0].contains("200 frames/s: "), "{table}");
     let rows: Vec<Vec<&str>> = rows
         .iter()
         .map(|line| line.split('|').map(str::trim).collect())
