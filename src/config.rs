@@ -217,13 +217,19 @@ impl Config {
     /// run on, less the one a merger that never sleeps (`spin`, `spin-then-yield`) takes.
     /// A worker there could run only by taking the CPU from the merger; two workers sharing
     /// the other CPU wake each other on every summary (docs/decisions.md).
-    pub fn runtime_workers(&self, cpus: usize) -> usize {
-        let merger_cpus = match self.idle {
-            IdleStrategy::Spin | IdleStrategy::SpinThenYield => 1,
-            IdleStrategy::Park => 0,
-        };
-        cpus.saturating_sub(merger_cpus).max(1)
+    pub fn runtime_workers(&self) -> usize {
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        workers_beside_merger(self.idle, cpus)
     }
+}
+
+/// The rule of [`Config::runtime_workers`], for `cpus` CPUs.
+fn workers_beside_merger(idle: IdleStrategy, cpus: usize) -> usize {
+    let merger_cpus = match idle {
+        IdleStrategy::Spin | IdleStrategy::SpinThenYield => 1,
+        IdleStrategy::Park => 0,
+    };
+    cpus.saturating_sub(merger_cpus).max(1)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -725,17 +731,18 @@ mod tests {
 
     #[test]
     fn a_merger_that_never_sleeps_takes_its_cpu_from_the_runtime() {
-        let with_idle =
-            |idle: &str| validate(&format!("[merger]\nidle = \"{idle}\"\n{MINIMAL}")).unwrap();
-        for idle in ["spin", "spin-then-yield"] {
-            let config = with_idle(idle);
-            assert_eq!(config.runtime_workers(4), 3, "{idle}");
-            assert_eq!(config.runtime_workers(2), 1, "{idle}");
-            assert_eq!(config.runtime_workers(1), 1, "{idle}: never none");
+        for idle in [IdleStrategy::Spin, IdleStrategy::SpinThenYield] {
+            assert_eq!(workers_beside_merger(idle, 4), 3, "{idle:?}");
+            assert_eq!(workers_beside_merger(idle, 2), 1, "{idle:?}");
+            assert_eq!(workers_beside_merger(idle, 1), 1, "{idle:?}: never none");
         }
-        let parking = with_idle("park");
-        assert_eq!(parking.runtime_workers(2), 2);
-        assert_eq!(parking.runtime_workers(1), 1);
+        assert_eq!(workers_beside_merger(IdleStrategy::Park, 2), 2);
+        assert_eq!(workers_beside_merger(IdleStrategy::Park, 1), 1);
+        // The service's configuration is what chooses the rule.
+        let spinning = validate(&format!("[merger]\nidle = \"spin\"\n{MINIMAL}")).unwrap();
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(spinning.runtime_workers(), cpus.saturating_sub(1).max(1));
+        assert_eq!(validate(MINIMAL).unwrap().runtime_workers(), cpus);
     }
 
     #[test]

@@ -474,8 +474,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
     let mut config = config_for(spec)?;
     // The simulator gets one worker, the service the runtime the binary runs it on.
     let simulator_runtime = runtime(SIMULATOR_THREADS, 1)?;
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-    let service_runtime = runtime(SERVICE_THREADS, config.runtime_workers(cpus))?;
+    let service_runtime = runtime(SERVICE_THREADS, config.runtime_workers())?;
 
     let (sends, sent_frames) = sync_channel(CHANNEL_CAPACITY);
     let simulator = simulator_runtime.block_on(async {
@@ -785,7 +784,7 @@ pub fn table(reports: &[LoadReport]) -> String {
         .map(|report| {
             let limit = match report.cpu_wake_latency_limit_us {
                 None => "unknown (reading the device needs root)".to_owned(),
-                Some(NO_LIMIT_US) => "none (idle CPUs halt)".to_owned(),
+                Some(NO_LIMIT_US) => "none (idle CPUs may halt)".to_owned(),
                 Some(us) => format!("{us} µs"),
             };
             format!("{} frames/s: {limit}", report.rate_per_venue)

@@ -281,9 +281,8 @@ fn run_service(args: &RunArgs) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_logging(config.log_format);
-    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.runtime_workers(cpus))
+        .worker_threads(config.runtime_workers())
         .enable_all()
         .build()
     {
