@@ -58,6 +58,23 @@ pub struct MergedBook {
     pub cross: CrossState,
 }
 
+impl MergedBook {
+    /// Empties the book by writing what the next merge of up to `bids` and `asks` levels
+    /// writes (see `mailbox::Sender::prepare`).
+    pub fn clear_writing(&mut self, bids: usize, asks: usize) {
+        let MergedBook {
+            bids: bid_levels,
+            asks: ask_levels,
+            spread,
+            cross,
+        } = self;
+        bid_levels.clear_writing(bids);
+        ask_levels.clear_writing(asks);
+        *spread = None;
+        *cross = CrossState::default();
+    }
+}
+
 /// One venue's input to a merge.
 #[derive(Clone, Copy)]
 pub struct VenueBook<'a> {

@@ -285,6 +285,7 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
                         tap.overflowed.fetch_add(1, Ordering::Relaxed);
                     }
                 }
+                instrument.output.take_back_next_slot();
                 worked = true;
             }
         }

@@ -62,6 +62,31 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Empties the summary by writing what the next summary of up to `bids` and `asks`
+    /// levels writes (see `mailbox::Sender::prepare`).
+    pub fn clear_writing(&mut self, bids: usize, asks: usize) {
+        let Summary {
+            instrument,
+            sequence,
+            published_ns,
+            published_monotonic_ns,
+            received_ns,
+            book,
+            venues,
+            venue_received_ns,
+            venue_sequence,
+        } = self;
+        *instrument = 0;
+        *sequence = 0;
+        *published_ns = 0;
+        *published_monotonic_ns = 0;
+        *received_ns = 0;
+        book.clear_writing(bids, asks);
+        *venues = Default::default();
+        *venue_received_ns = [0; MAX_VENUES];
+        *venue_sequence = [0; MAX_VENUES];
+    }
+
     pub fn venue_state(&self, venue: VenueId) -> VenueState {
         self.venues[venue.index()]
     }
@@ -72,5 +97,43 @@ impl Summary {
             .iter()
             .map(|&venue| (venue, self.venue_state(venue)))
             .filter(|&(_, state)| state != VenueState::Absent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixed::{FixedPoint, SignedFixed};
+    use crate::merge::{CrossState, MergedLevel};
+
+    #[test]
+    fn clear_writing_empties_every_field_it_writes() {
+        let level = |raw| MergedLevel {
+            price: FixedPoint::from_raw(raw),
+            amount: FixedPoint::from_raw(raw),
+            venue: VenueId::Bitstamp,
+        };
+        let mut summary = Summary {
+            instrument: 1,
+            sequence: 2,
+            published_ns: 3,
+            published_monotonic_ns: 4,
+            received_ns: 5,
+            venues: [VenueState::Synced; MAX_VENUES],
+            venue_received_ns: [6; MAX_VENUES],
+            venue_sequence: [7; MAX_VENUES],
+            ..Summary::default()
+        };
+        for raw in 1..=3 {
+            summary.book.bids.push(level(raw));
+        }
+        summary.book.asks.push(level(9));
+        summary.book.spread = Some(SignedFixed {
+            negative: true,
+            magnitude: FixedPoint::from_raw(8),
+        });
+        summary.book.cross = CrossState::Crossed;
+        summary.clear_writing(3, 1);
+        assert_eq!(summary, Summary::default());
     }
 }
