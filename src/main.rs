@@ -189,8 +189,9 @@ struct LoadtestArgs {
     /// Seconds between memory samples.
     #[arg(long, default_value = "1", value_parser = parse_seconds)]
     rss_every: Duration,
-    /// Instead of the given rates: raise the rate until a run is no longer sustained (lost
-    /// frames, the simulator held back, or a growing backlog), then bisect.
+    /// Instead of the given rates: raise the rate until it is no longer sustained (lost
+    /// frames, the simulator held back, or a growing backlog, in two runs in a row), then
+    /// bisect.
     #[arg(long)]
     find_max: bool,
     /// Print the report of one rate as JSON (what each child process of a table prints).
