@@ -82,7 +82,7 @@ impl Summary {
         *published_monotonic_ns = 0;
         *received_ns = 0;
         book.clear_writing(bids, asks);
-        *venues = Default::default();
+        *venues = [VenueState::default(); MAX_VENUES];
         *venue_received_ns = [0; MAX_VENUES];
         *venue_sequence = [0; MAX_VENUES];
     }

@@ -69,10 +69,11 @@ impl SummaryPublisher {
     }
 
     /// Takes back the lines of the slot the next summary goes into
-    /// (`mailbox::Sender::prepare`). The fan-out's copy of a summary leaves its lines
-    /// shared with the fan-out's core, and the merger's next write of each would wait
-    /// for that core to drop it; written here, after the publish is stamped, the wait is
-    /// off the latency path (BENCHMARKS.md, "Session 25's change").
+    /// (`mailbox::Sender::prepare`). The fan-out copies each summary on its own core, and
+    /// the merger's next write to that slot, about a millisecond later at 1k frames/s,
+    /// took 0.1–0.5 µs longer than to lines the merger had just written (BENCHMARKS.md,
+    /// "Session 25's change"). Called after the publish is stamped, it pays that wait off
+    /// the latency path.
     #[inline]
     pub fn take_back_next_slot(&mut self) {
         let (bids, asks) = self.last_levels;
