@@ -285,7 +285,9 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
                         tap.overflowed.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                instrument.output.take_back_next_slot();
+                instrument
+                    .output
+                    .take_back_next_slot(instrument.merger.depth);
                 worked = true;
             }
         }

@@ -87,7 +87,7 @@ fn decode_mailbox_merge_publish_allocates_nothing_after_warm_up() {
             merge(&inputs, 10, &mut summary.book);
             assert_eq!(summary.book.bids.as_slice().len(), 10);
         });
-        publisher.take_back_next_slot();
+        publisher.take_back_next_slot(10);
     };
 
     for round in 0..10 {

@@ -20,8 +20,6 @@ use tokio::sync::{Notify, watch};
 pub struct SummaryPublisher {
     sender: Sender<Summary>,
     notify: Arc<Notify>,
-    /// Levels a side in the last summary published: what `take_back_next_slot` writes.
-    last_levels: (usize, usize),
 }
 
 /// The tokio end: moves the newest summary into the watch channel consumers read.
@@ -40,7 +38,6 @@ pub fn summary_channel() -> (SummaryPublisher, SummaryFanout) {
         SummaryPublisher {
             sender,
             notify: Arc::clone(&notify),
-            last_levels: (0, 0),
         },
         SummaryFanout {
             receiver,
@@ -58,26 +55,22 @@ impl SummaryPublisher {
     /// before this publish.
     #[inline]
     pub fn publish_with(&mut self, write: impl FnOnce(&mut Summary)) {
-        let mut levels = (0, 0);
         let _ = self.sender.publish_with(|slot| -> Result<(), ()> {
             write(slot);
-            levels = (slot.book.bids.len(), slot.book.asks.len());
             Ok(())
         });
-        self.last_levels = levels;
         self.notify.notify_one();
     }
 
-    /// Takes back the lines of the slot the next summary goes into
-    /// (`mailbox::Sender::prepare`). The fan-out copies each summary on its own core, and
+    /// Takes back the lines of the slot the next summary, of at most `depth` levels a
+    /// side, goes into (`mailbox::Sender::prepare`). The fan-out copies each summary on its own core, and
     /// the merger's next write to that slot, about a millisecond later at 1k frames/s,
     /// took 0.1–0.5 µs longer than to lines the merger had just written (BENCHMARKS.md,
     /// "Session 25's change"). Called after the publish is stamped, it pays that wait off
     /// the latency path.
     #[inline]
-    pub fn take_back_next_slot(&mut self) {
-        let (bids, asks) = self.last_levels;
-        self.sender.prepare(|next| next.clear_writing(bids, asks));
+    pub fn take_back_next_slot(&mut self, depth: usize) {
+        self.sender.prepare(|next| next.clear_writing(depth, depth));
     }
 }
 
@@ -127,7 +120,7 @@ mod tests {
                     });
                 }
             });
-            publisher.take_back_next_slot();
+            publisher.take_back_next_slot(4);
             assert!(fanout.receiver.take());
             let taken = fanout.receiver.latest();
             assert_eq!(taken.sequence, sequence);
