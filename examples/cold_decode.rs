@@ -1,0 +1,118 @@
+//! What a frame's decode costs when it runs cold, as it does in the service: at 1k frames/s
+//! a reader decodes once a millisecond, and the core does other work (or sleeps) between
+//! two frames. Criterion's loops decode frame after frame and never see that.
+//! BENCHMARKS.md ("Where the end-to-end time goes") uses it.
+//!
+//! `cargo run --release --example cold_decode [frames]`, pinned to CPU 0, keeping 20
+//! levels a side as the load harness does. `frames`: `varied` (default; Binance depth20
+//! frames whose levels change shape as an altcoin book's do: `binance_decode_20_varied`),
+//! `recorded` (the recorded BTCUSDT frame, every level the shape of the one before: the
+//! decoder's best case) or `bitstamp` (`bitstamp_decode_100_varied`'s frames). Each round
+//! times one decode of a different frame after each of these (clock reads around the
+//! decode alone), over 2,000 rounds:
+//! - another decode just before it (the frame before in turn);
+//! - 1 ms asleep (`thread::sleep`: the core idles or runs other threads);
+//! - 1 ms spinning on the clock (the core busy, with almost no code or data of its own);
+//! - 1 ms asleep, then another frame's decode and a 5 µs spin (a warm-up just before);
+//! - 1 ms asleep, then the frame's bytes and the output book's levels read, and a 5 µs
+//!   spin.
+
+#[path = "../benches/workloads/mod.rs"]
+mod workloads;
+
+use mergebook::book::TopBook;
+use mergebook::clock::monotonic_ns;
+use mergebook::venue::VenueId;
+use std::time::Duration;
+
+const KEEP: usize = 20;
+const ROUNDS: usize = 2_000;
+const PAUSE: Duration = Duration::from_millis(1);
+const SETTLE_NS: u64 = 5_000;
+
+fn percentiles(name: &str, mut samples: Vec<u64>) {
+    samples.sort_unstable();
+    let at = |quantile: f64| samples[((samples.len() - 1) as f64 * quantile) as usize];
+    println!(
+        "{name:<40} P10 {:>6} ns  P50 {:>6} ns  P90 {:>6} ns  P99 {:>6} ns",
+        at(0.10),
+        at(0.50),
+        at(0.90),
+        at(0.99)
+    );
+}
+
+fn spin_for(ns: u64) {
+    let end = monotonic_ns() + ns;
+    while monotonic_ns() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// Reads one byte of every cache line of `bytes`.
+fn touch(bytes: &[u8]) {
+    let sum: u64 = bytes.iter().step_by(64).map(|&byte| u64::from(byte)).sum();
+    std::hint::black_box(sum);
+}
+
+fn main() {
+    if !core_affinity::set_for_current(core_affinity::CoreId { id: 0 }) {
+        eprintln!("could not pin to CPU 0; running unpinned");
+    }
+    let kind = std::env::args().nth(1).unwrap_or_else(|| "varied".into());
+    let (venue, frames) = match kind.as_str() {
+        "varied" => (VenueId::Binance, workloads::binance_20_varied()),
+        "recorded" => (VenueId::Binance, vec![workloads::BINANCE_20.to_vec()]),
+        "bitstamp" => (VenueId::Bitstamp, workloads::bitstamp_100_varied()),
+        other => panic!("unknown frames {other:?}: varied, recorded or bitstamp"),
+    };
+    let frame = |index: usize| frames[index % frames.len()].as_slice();
+    let mut book = TopBook::default();
+    let mut warm_up_book = TopBook::default();
+    let timed_decode = |index: usize, book: &mut TopBook| {
+        let start = monotonic_ns();
+        let decoded = venue.decode(frame(index), KEEP, book);
+        let elapsed = monotonic_ns() - start;
+        decoded.expect("bench frames decode");
+        elapsed
+    };
+    let [
+        mut after_decode,
+        mut asleep,
+        mut spinning,
+        mut warmed_up,
+        mut data_read,
+    ] = std::array::from_fn(|_| Vec::with_capacity(ROUNDS));
+    for round in 0..ROUNDS {
+        let index = round * 5;
+        std::thread::sleep(PAUSE);
+        asleep.push(timed_decode(index, &mut book));
+        after_decode.push(timed_decode(index + 1, &mut book));
+
+        spin_for(PAUSE.as_nanos() as u64);
+        spinning.push(timed_decode(index + 2, &mut book));
+
+        std::thread::sleep(PAUSE);
+        venue
+            .decode(frame(index + 7), KEEP, &mut warm_up_book)
+            .expect("bench frames decode");
+        spin_for(SETTLE_NS);
+        warmed_up.push(timed_decode(index + 3, &mut book));
+
+        std::thread::sleep(PAUSE);
+        touch(frame(index + 4));
+        let levels = book.bids.as_slice().iter().chain(book.asks.as_slice());
+        std::hint::black_box(levels.map(|level| level.price.raw()).sum::<u64>());
+        spin_for(SETTLE_NS);
+        data_read.push(timed_decode(index + 4, &mut book));
+    }
+    println!(
+        "{venue:?}, {kind} frames ({} distinct), keeping {KEEP}, {ROUNDS} rounds",
+        frames.len()
+    );
+    percentiles("right after another decode", after_decode);
+    percentiles("after 1 ms asleep", asleep);
+    percentiles("after 1 ms spinning", spinning);
+    percentiles("asleep, then a warm-up decode", warmed_up);
+    percentiles("asleep, then its bytes and book read", data_read);
+}
