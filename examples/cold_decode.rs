@@ -17,6 +17,9 @@
 //! - 1 ms asleep, then the frame's bytes and the output book's levels read, and a 5 µs
 //!   spin.
 
+#[path = "shared/mod.rs"]
+mod shared;
+
 #[path = "../benches/workloads/mod.rs"]
 mod workloads;
 
@@ -29,18 +32,6 @@ const KEEP: usize = 20;
 const ROUNDS: usize = 2_000;
 const PAUSE: Duration = Duration::from_millis(1);
 const SETTLE_NS: u64 = 5_000;
-
-fn percentiles(name: &str, mut samples: Vec<u64>) {
-    samples.sort_unstable();
-    let at = |quantile: f64| samples[((samples.len() - 1) as f64 * quantile) as usize];
-    println!(
-        "{name:<40} P10 {:>6} ns  P50 {:>6} ns  P90 {:>6} ns  P99 {:>6} ns",
-        at(0.10),
-        at(0.50),
-        at(0.90),
-        at(0.99)
-    );
-}
 
 fn spin_for(ns: u64) {
     let end = monotonic_ns() + ns;
@@ -110,9 +101,9 @@ fn main() {
         "{venue:?}, {kind} frames ({} distinct), keeping {KEEP}, {ROUNDS} rounds",
         frames.len()
     );
-    percentiles("right after another decode", after_decode);
-    percentiles("after 1 ms asleep", asleep);
-    percentiles("after 1 ms spinning", spinning);
-    percentiles("asleep, then a warm-up decode", warmed_up);
-    percentiles("asleep, then its bytes and book read", data_read);
+    shared::print_percentiles("right after another decode", after_decode);
+    shared::print_percentiles("after 1 ms asleep", asleep);
+    shared::print_percentiles("after 1 ms spinning", spinning);
+    shared::print_percentiles("asleep, then a warm-up decode", warmed_up);
+    shared::print_percentiles("asleep, then its bytes and book read", data_read);
 }

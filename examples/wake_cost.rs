@@ -9,6 +9,9 @@
 //! caller), and unpark → the sleeper running (what a consumer waits). For scale, one
 //! plain system call (`getpid`) and one clock read.
 
+#[path = "shared/mod.rs"]
+mod shared;
+
 use mergebook::clock::monotonic_ns;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,18 +30,6 @@ fn pin(cpu: usize) {
     if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
         eprintln!("could not pin to CPU {cpu}; running unpinned");
     }
-}
-
-fn percentiles(name: &str, mut samples: Vec<u64>) {
-    samples.sort_unstable();
-    let at = |quantile: f64| samples[((samples.len() - 1) as f64 * quantile) as usize];
-    println!(
-        "{name:<34} P10 {:>7} ns  P50 {:>7} ns  P90 {:>7} ns  P99 {:>7} ns",
-        at(0.10),
-        at(0.50),
-        at(0.90),
-        at(0.99)
-    );
 }
 
 fn per_call_ns(calls: u32, mut call: impl FnMut()) -> f64 {
@@ -94,8 +85,8 @@ fn main() {
         .join()
         .expect("the sleeper ends after its last wake");
     println!("waker on CPU {waker_cpu}, sleeper on CPU {sleeper_cpu}, {WAKES} wakes");
-    percentiles("unpark call (waker's cost)", calls);
-    percentiles("unpark → sleeper running", latencies);
+    shared::print_percentiles("unpark call (waker's cost)", calls);
+    shared::print_percentiles("unpark → sleeper running", latencies);
     let getpid = per_call_ns(100_000, || {
         std::hint::black_box(std::process::id());
     });
