@@ -8,6 +8,11 @@
 //! hypervisor has just scheduled again, with cold caches and predictors (BENCHMARKS.md,
 //! "Session 24's changes").
 //!
+//! The limit is kept by the kernel's cpuidle governor, so it needs a cpuidle driver
+//! (`haltpoll` on a KVM guest, `intel_idle` or `acpi_idle` on metal): without one an idle
+//! CPU halts whatever limit is held ([`idle_driver`]; the Zen 3 test VM of BENCHMARKS.md has
+//! none).
+//!
 //! It is a host setting, like `isolcpus`: it applies to every CPU and every process, keeps
 //! idle CPUs busy, and needs write access to a root-only device. So the service, which runs
 //! unprivileged, does not take it; the host does (docs/operations.md, "Pinning"), and
@@ -20,6 +25,21 @@ pub const DEVICE: &str = "/dev/cpu_dma_latency";
 
 /// The kernel's value when nobody asks for less: 2,000 s, i.e. no limit.
 pub const NO_LIMIT_US: i32 = 2_000_000_000;
+
+/// Where the kernel names the cpuidle driver in use (`none` when there is none).
+pub const IDLE_DRIVER: &str = "/sys/devices/system/cpu/cpuidle/current_driver";
+
+/// The cpuidle driver in use, or `None` where there is none (or the kernel has no cpuidle
+/// at all): then the limit changes nothing, and idle CPUs halt.
+pub fn idle_driver() -> Option<String> {
+    driver_name(&std::fs::read_to_string(IDLE_DRIVER).ok()?)
+}
+
+/// The driver named in [`IDLE_DRIVER`]'s text.
+fn driver_name(text: &str) -> Option<String> {
+    let name = text.trim();
+    (!name.is_empty() && name != "none").then(|| name.to_owned())
+}
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot hold {DEVICE} at {max_wake_us} µs: {source}")]
@@ -104,6 +124,14 @@ mod tests {
         assert_eq!(CpuLatencyRequest::effective_us().unwrap(), asked as i32);
         drop(request);
         assert_eq!(CpuLatencyRequest::effective_us().unwrap(), before);
+    }
+
+    #[test]
+    fn a_kernel_without_a_cpuidle_driver_names_none() {
+        assert_eq!(driver_name("none\n"), None);
+        assert_eq!(driver_name(""), None);
+        assert_eq!(driver_name("haltpoll\n").as_deref(), Some("haltpoll"));
+        assert_eq!(driver_name("intel_idle").as_deref(), Some("intel_idle"));
     }
 
     #[test]

@@ -32,7 +32,7 @@
 
 use crate::clock;
 use crate::config::{IdleStrategy, RawConfig};
-use crate::cpu_latency::{CpuLatencyRequest, DEVICE, NO_LIMIT_US};
+use crate::cpu_latency::{CpuLatencyRequest, DEVICE, NO_LIMIT_US, idle_driver};
 use crate::merger::{PublishRecord, PublishTap};
 use crate::service::{Listeners, Service};
 use crate::sim::{SentFrame, Simulator};
@@ -128,6 +128,9 @@ pub struct LoadReport {
     /// run's own request or another process's), read at its end; `None` where the device
     /// could not be read (it needs root).
     pub cpu_wake_latency_limit_us: Option<i32>,
+    /// The cpuidle driver in use ([`crate::cpu_latency::idle_driver`]); `None`: there is
+    /// none, and idle CPUs halt whatever the limit.
+    pub cpu_idle_driver: Option<String>,
     pub window_seconds: f64,
     pub sent: u64,
     pub published: u64,
@@ -605,6 +608,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         idle: spec.idle.name().to_owned(),
         merger_core: spec.merger_core,
         cpu_wake_latency_limit_us,
+        cpu_idle_driver: idle_driver(),
         window_seconds,
         sent: accounting.sent,
         published: accounting.published,
@@ -802,8 +806,16 @@ pub fn table(reports: &[LoadReport]) -> String {
             format!("{} frames/s: {limit}", report.rate_per_venue)
         })
         .collect();
+    // One machine, so one driver for every run.
+    let driver = match reports
+        .first()
+        .and_then(|report| report.cpu_idle_driver.as_deref())
+    {
+        Some(driver) => driver.to_owned(),
+        None => "none (idle CPUs halt whatever the limit)".to_owned(),
+    };
     out.push_str(&format!(
-        "\nCPU wake-latency limit ({DEVICE}) in each run: {}\n",
+        "\nCPU wake-latency limit ({DEVICE}) in each run: {}; cpuidle driver: {driver}\n",
         limits.join("; ")
     ));
     out

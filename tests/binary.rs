@@ -210,6 +210,7 @@ fn loadtest_prints_the_wire_to_publish_table() {
         "one line of CPU wake-latency limits: {table}"
     );
     assert!(limits[0].contains("200 frames/s: "), "{table}");
+    assert!(limits[0].contains("; cpuidle driver: "), "{table}");
     let rows: Vec<Vec<&str>> = rows
         .iter()
         .map(|line| line.split('|').map(str::trim).collect())
