@@ -8,10 +8,8 @@
 //! hypervisor has just scheduled again, with cold caches and predictors (BENCHMARKS.md,
 //! "Session 24's changes").
 //!
-//! The limit is kept by the kernel's cpuidle governor, so it needs a cpuidle driver
-//! (`haltpoll` on a KVM guest, `intel_idle` or `acpi_idle` on metal): without one an idle
-//! CPU halts whatever limit is held ([`idle_driver`]; the Zen 3 test VM of BENCHMARKS.md has
-//! none).
+//! The limit is kept by the kernel's cpuidle governor: without a cpuidle driver an idle CPU
+//! halts whatever limit is held ([`idle_driver`]).
 //!
 //! It is a host setting, like `isolcpus`: it applies to every CPU and every process, keeps
 //! idle CPUs busy, and needs write access to a root-only device. So the service, which runs
