@@ -59,17 +59,17 @@ pub struct MergedBook {
 }
 
 impl MergedBook {
-    /// Empties the book by writing what the next merge of up to `bids` and `asks` levels
+    /// Empties the book by writing what the next merge of up to `depth` levels a side
     /// writes (see `mailbox::Sender::prepare`).
-    pub fn clear_writing(&mut self, bids: usize, asks: usize) {
+    pub fn clear_writing(&mut self, depth: usize) {
         let MergedBook {
             bids: bid_levels,
             asks: ask_levels,
             spread,
             cross,
         } = self;
-        bid_levels.clear_writing(bids);
-        ask_levels.clear_writing(asks);
+        bid_levels.clear_writing(depth);
+        ask_levels.clear_writing(depth);
         *spread = None;
         *cross = CrossState::default();
     }

@@ -62,9 +62,9 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Empties the summary by writing what the next summary of up to `bids` and `asks`
-    /// levels writes (see `mailbox::Sender::prepare`).
-    pub fn clear_writing(&mut self, bids: usize, asks: usize) {
+    /// Empties the summary by writing what the next summary of up to `depth` levels a side
+    /// writes (see `mailbox::Sender::prepare`).
+    pub fn clear_writing(&mut self, depth: usize) {
         let Summary {
             instrument,
             sequence,
@@ -81,7 +81,7 @@ impl Summary {
         *published_ns = 0;
         *published_monotonic_ns = 0;
         *received_ns = 0;
-        book.clear_writing(bids, asks);
+        book.clear_writing(depth);
         *venues = [VenueState::default(); MAX_VENUES];
         *venue_received_ns = [0; MAX_VENUES];
         *venue_sequence = [0; MAX_VENUES];
@@ -128,12 +128,13 @@ mod tests {
             summary.book.bids.push(level(raw));
         }
         summary.book.asks.push(level(9));
+        summary.book.asks.push(level(10));
         summary.book.spread = Some(SignedFixed {
             negative: true,
             magnitude: FixedPoint::from_raw(8),
         });
         summary.book.cross = CrossState::Crossed;
-        summary.clear_writing(3, 1);
+        summary.clear_writing(3);
         assert_eq!(summary, Summary::default());
     }
 }

@@ -70,7 +70,7 @@ impl SummaryPublisher {
     /// the latency path.
     #[inline]
     pub fn take_back_next_slot(&mut self, depth: usize) {
-        self.sender.prepare(|next| next.clear_writing(depth, depth));
+        self.sender.prepare(|next| next.clear_writing(depth));
     }
 }
 
