@@ -7,13 +7,14 @@
 //! levels a side as the load harness does. `frames`: `varied` (default; Binance depth20
 //! frames whose levels change shape as an altcoin book's do: `binance_decode_20_varied`),
 //! `recorded` (the recorded BTCUSDT frame, every level the shape of the one before: the
-//! decoder's best case) or `bitstamp` (`bitstamp_decode_100_varied`'s frames). Each round
-//! times one decode of a different frame after each of these (clock reads around the
-//! decode alone), over 2,000 rounds:
+//! decoder's best case, the one frame every time) or `bitstamp`
+//! (`bitstamp_decode_100_varied`'s frames). Each round times one decode of the next frame
+//! after each of these (clock reads around the decode alone), over 2,000 rounds:
 //! - another decode just before it (the frame before in turn);
 //! - 1 ms asleep (`thread::sleep`: the core idles or runs other threads);
 //! - 1 ms spinning on the clock (the core busy, with almost no code or data of its own);
-//! - 1 ms asleep, then another frame's decode and a 5 µs spin (a warm-up just before);
+//! - 1 ms asleep, then another frame's decode (with `recorded`, the same frame) and a
+//!   5 µs spin (a warm-up just before);
 //! - 1 ms asleep, then the frame's bytes and the output book's levels read, and a 5 µs
 //!   spin.
 

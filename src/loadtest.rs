@@ -807,13 +807,10 @@ pub fn table(reports: &[LoadReport]) -> String {
         })
         .collect();
     // One machine, so one driver for every run.
-    let driver = match reports
+    let driver = reports
         .first()
         .and_then(|report| report.cpu_idle_driver.as_deref())
-    {
-        Some(driver) => driver.to_owned(),
-        None => "none (idle CPUs halt whatever the limit)".to_owned(),
-    };
+        .unwrap_or("none (idle CPUs halt whatever the limit)");
     out.push_str(&format!(
         "\nCPU wake-latency limit ({DEVICE}) in each run: {}; cpuidle driver: {driver}\n",
         limits.join("; ")
