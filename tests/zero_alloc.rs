@@ -1,4 +1,5 @@
-//! The hot path allocates nothing after warm-up: decode → mailbox → merge → merged book.
+//! The hot path allocates nothing after warm-up: decode → mailbox → merge → merged book →
+//! the fan-out to consumers.
 //!
 //! A counting global allocator counts the allocations made by this thread while the
 //! measured section runs; it must count zero.
@@ -47,14 +48,15 @@ const BITSTAMP: &str =
     include_str!("fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl");
 
 #[test]
-fn decode_mailbox_merge_publish_allocates_nothing_after_warm_up() {
+fn decode_mailbox_merge_fan_out_allocates_nothing_after_warm_up() {
     let bitstamp = BITSTAMP.lines().next().unwrap().as_bytes();
     let frames = [(VenueId::Binance, BINANCE), (VenueId::Bitstamp, bitstamp)];
     let mut scratch = TopBook::default();
     let (mut senders, mut receivers): (Vec<_>, Vec<_>) =
         frames.iter().map(|_| mailbox(TopBook::default())).unzip();
-    // The merger's output as the service has it (its fan-out end is not polled here).
-    let (mut publisher, _fanout) = summary_channel();
+    // The merger's output as the service has it, and a consumer that keeps up.
+    let (mut publisher, mut fanout) = summary_channel();
+    let mut consumer = fanout.subscribe();
 
     let mut step = |round: u64| {
         for ((venue, frame), sender) in frames.iter().zip(&mut senders) {
@@ -88,6 +90,9 @@ fn decode_mailbox_merge_publish_allocates_nothing_after_warm_up() {
             assert_eq!(summary.book.bids.as_slice().len(), 10);
         });
         publisher.take_back_next_slot(10);
+        assert!(fanout.forward_latest(&mut |_| {}));
+        let seen = std::sync::Arc::clone(&consumer.borrow_and_update());
+        assert_eq!(seen.book.bids.as_slice().len(), 10);
     };
 
     for round in 0..10 {

@@ -27,6 +27,9 @@ pub struct SummaryFanout {
     receiver: Receiver<Summary>,
     notify: Arc<Notify>,
     latest: watch::Sender<Arc<Summary>>,
+    /// The summary the latest replaced, written again for the next one if no consumer
+    /// holds it by then: consumers that keep up cost no allocation.
+    spare: Option<Arc<Summary>>,
 }
 
 /// A publisher/fan-out pair for one instrument.
@@ -43,6 +46,7 @@ pub fn summary_channel() -> (SummaryPublisher, SummaryFanout) {
             receiver,
             notify,
             latest,
+            spare: None,
         },
     )
 }
@@ -91,12 +95,31 @@ impl SummaryFanout {
     pub async fn run(mut self, mut on_summary: impl FnMut(&Summary)) {
         loop {
             self.notify.notified().await;
-            if self.receiver.take() {
-                let summary = *self.receiver.latest();
-                on_summary(&summary);
-                self.latest.send_replace(Arc::new(summary));
-            }
+            self.forward_latest(&mut on_summary);
         }
+    }
+
+    /// Hands consumers the newest summary, if one came since the last call (`false` if
+    /// not). Into the spare when no consumer holds it any more, else into a new one: a
+    /// summary a consumer holds is never written again.
+    pub fn forward_latest(&mut self, on_summary: &mut impl FnMut(&Summary)) -> bool {
+        if !self.receiver.take() {
+            return false;
+        }
+        let summary = self.receiver.latest();
+        on_summary(summary);
+        let next = match self.spare.take() {
+            Some(mut spare) => match Arc::get_mut(&mut spare) {
+                Some(unshared) => {
+                    *unshared = *summary;
+                    spare
+                }
+                None => Arc::new(*summary),
+            },
+            None => Arc::new(*summary),
+        };
+        self.spare = Some(self.latest.send_replace(next));
+        true
     }
 }
 
@@ -132,5 +155,24 @@ mod tests {
             );
             assert!(!fanout.receiver.take(), "taking back publishes nothing");
         }
+    }
+
+    #[test]
+    fn the_fan_out_reuses_a_summary_once_no_consumer_holds_it() {
+        let (mut publisher, mut fanout) = summary_channel();
+        let mut consumer = fanout.subscribe();
+        let mut forward = |sequence| {
+            publisher.publish_with(|summary| summary.sequence = sequence);
+            assert!(fanout.forward_latest(&mut |_| {}));
+            let seen = Arc::clone(&consumer.borrow_and_update());
+            assert_eq!(seen.sequence, sequence);
+            seen
+        };
+        let held = forward(1);
+        let released = Arc::as_ptr(&forward(2));
+        forward(3); // the spare is summary 1, still held: a new one
+        let reused = Arc::as_ptr(&forward(4)); // the spare is summary 2, let go
+        assert_eq!(held.sequence, 1, "a held summary is never written again");
+        assert_eq!(reused, released);
     }
 }
