@@ -511,16 +511,36 @@ impl<'a> Walker<'a> {
     fn level_and_separator(&mut self) -> Result<(Level, bool)> {
         // Most levels have the shape of the one before: one check reads them.
         #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
-        if let Some(window) = self.bytes.get(self.pos..).and_then(<[u8]>::first_chunk)
-            && let Some(level) = self.last_level.read(window)
-        {
-            self.pos += self.last_level.len;
-            return Ok((level, true));
+        if let Some(window) = self.bytes.get(self.pos..).and_then(<[u8]>::first_chunk) {
+            match self.last_level.read(window) {
+                simd_level::PatternRead::Same(level) => {
+                    self.pos += self.last_level.len;
+                    return Ok((level, true));
+                }
+                // A pattern comes with the `,` after the level: another follows.
+                simd_level::PatternRead::NewAmount(level, _, Some(pattern)) => {
+                    self.last_level = pattern;
+                    self.pos += pattern.len;
+                    return Ok((level, true));
+                }
+                simd_level::PatternRead::NewAmount(level, len, None) => {
+                    self.pos += len;
+                    return Ok((level, self.after_level()?));
+                }
+                simd_level::PatternRead::Other => {}
+            }
         }
         let level = self.level()?;
+        Ok((level, self.after_level()?))
+    }
+
+    /// What follows a level: `true` after a `,` (and Bitstamp's space after it), `false`
+    /// after the side's `]`.
+    #[inline(always)]
+    fn after_level(&mut self) -> Result<bool> {
         // Every venue's layout has `,` or `]` right after a level: checked directly,
         // anything else (whitespace first) the general way.
-        let more = match self.bytes.get(self.pos) {
+        Ok(match self.bytes.get(self.pos) {
             Some(b',') => {
                 // And Bitstamp's space after it, so that the next level starts here.
                 self.pos += 1 + usize::from(self.bytes.get(self.pos + 1) == Some(&b' '));
@@ -531,8 +551,7 @@ impl<'a> Walker<'a> {
                 false
             }
             _ => self.next_or_close(b']', "',' or ']' after a level")?,
-        };
-        Ok((level, more))
+        })
     }
 
     /// `[price, amount]`: the layouts exchanges send inline, any other out of line.

@@ -24,6 +24,10 @@
 //! `["91234.55000000","0.04100000"]`). A level read also gives its [`LevelPattern`], and
 //! the next level is first checked against it: one range compare of 32 bytes, after which
 //! the shape, the shuffles and the length are known, and only the conversion is left.
+//! In most books the amount's integer digit count changes at about one level in two while
+//! the price's shape does not (BENCHMARKS.md, "Level shapes"): a level that matches its
+//! pattern up to the amount is read from the amount on, with the price's shuffle and the
+//! amount's position taken from the pattern.
 
 use crate::book::Level;
 use crate::fixed::{FixedPoint, SCALE};
@@ -56,38 +60,49 @@ pub(super) fn compact_level(
     }
     // Positions below count from the price's first byte.
     let head = head(window);
-    let bytes = m256i::from(*head);
-    let quotes = mask_of(byte_equal(bytes, b'"'));
-    let dots = mask_of(byte_equal(bytes, b'.'));
-    // A digit is a byte whose distance from '0', read unsigned, is at most 9.
-    let offset = sub_i8_m256i(bytes, splat(b'0'));
-    let digit_bytes = cmp_eq_mask_i8_m256i(min_u8_m256i(offset, splat(9)), offset);
-    let digits = mask_of(digit_bytes);
-
+    let structure = Structure::of(head);
     // The price up to the next quote, `","` or `", "`, the amount up to the next quote,
     // `]`. Every position comes from the quote mask, none from the digits' values.
-    let price_end = quotes.trailing_zeros() as usize; // 64 when absent
+    let price_end = structure.quotes.trailing_zeros() as usize; // 64 when absent
     let amount_start = price_end
         + match head.get(price_end + 1..price_end + 4)? {
             [b',', b'"', _] => 3,
             [b',', b' ', b'"'] => 4,
             _ => return None,
         };
-    let amount_end = amount_start + (quotes >> amount_start).trailing_zeros() as usize;
+    let price_shape = NumberShape::of(structure.digits, structure.dots, 0, price_end);
+    if !price_shape.readable {
+        return None;
+    }
+    rest_of_level(
+        window,
+        &structure,
+        m128i::from(price_shape.shuffle()),
+        amount_start,
+    )
+}
+
+/// A level from its amount on, the price's shape known: `price_shuffle` converts the
+/// price (`NumberShape::shuffle`), the amount starts at `amount_start` from the price.
+/// What [`compact_level`] returns.
+#[inline(always)]
+fn rest_of_level(
+    window: &[u8; READ_AHEAD],
+    structure: &Structure,
+    price_shuffle: m128i,
+    amount_start: usize,
+) -> Option<(Level, usize, Option<LevelPattern>)> {
+    let head = head(window);
+    let amount_end = amount_start + (structure.quotes >> amount_start).trailing_zeros() as usize;
     if head.get(amount_end + 1) != Some(&b']') {
         return None;
     }
-    let price_shape = NumberShape::of(digits, dots, 0, price_end);
-    let amount_shape = NumberShape::of(digits, dots, amount_start, amount_end);
-    if !(price_shape.readable & amount_shape.readable) {
+    let amount_shape = NumberShape::of(structure.digits, structure.dots, amount_start, amount_end);
+    if !amount_shape.readable {
         return None;
     }
-
-    let controls = set_m128i_m256i(
-        m128i::from(amount_shape.shuffle()),
-        m128i::from(price_shape.shuffle()),
-    );
-    let level = numbers(window, bytes, amount_start, controls)?;
+    let controls = set_m128i_m256i(m128i::from(amount_shape.shuffle()), price_shuffle);
+    let level = numbers(window, structure.bytes, amount_start, controls)?;
     let len = amount_end + 2; // through `]`, from the price
     // The separator venues send between levels, `,` (Binance) or `, ` (Bitstamp).
     let pattern = match head.get(len..len + 2) {
@@ -100,8 +115,8 @@ pub(super) fn compact_level(
         LevelPattern {
             // Each byte: a digit where the level has a digit, itself elsewhere; any byte
             // after the separator.
-            lowest: blend_varying_i8_m256i(bytes, splat(b'0'), digit_bytes),
-            highest: blend_varying_i8_m256i(bytes, splat(b'9'), digit_bytes),
+            lowest: blend_varying_i8_m256i(structure.bytes, splat(b'0'), structure.digit_bytes),
+            highest: blend_varying_i8_m256i(structure.bytes, splat(b'9'), structure.digit_bytes),
             controls,
             amount_start,
             len: PRICE + len_with_separator,
@@ -109,6 +124,33 @@ pub(super) fn compact_level(
         .ending_at(len_with_separator)
     });
     Some((level, PRICE + len, pattern))
+}
+
+/// The structure register (the 32 bytes from the price on) and its bit masks.
+struct Structure {
+    bytes: m256i,
+    /// A byte's lane all ones where it is a digit.
+    digit_bytes: m256i,
+    quotes: u64,
+    dots: u64,
+    digits: u64,
+}
+
+impl Structure {
+    #[inline(always)]
+    fn of(head: &[u8; 32]) -> Structure {
+        let bytes = m256i::from(*head);
+        // A digit is a byte whose distance from '0', read unsigned, is at most 9.
+        let offset = sub_i8_m256i(bytes, splat(b'0'));
+        let digit_bytes = cmp_eq_mask_i8_m256i(min_u8_m256i(offset, splat(9)), offset);
+        Structure {
+            bytes,
+            digit_bytes,
+            quotes: mask_of(byte_equal(bytes, b'"')),
+            dots: mask_of(byte_equal(bytes, b'.')),
+            digits: mask_of(digit_bytes),
+        }
+    }
 }
 
 /// The 32 bytes from the price on, which hold the rest of a level this module reads.
@@ -205,24 +247,53 @@ impl LevelPattern {
         }
     }
 
-    /// The level at the start of `window` if it and the separator after it have this
-    /// pattern's shape, else `None`.
+    /// The level at the start of `window`, read by this pattern as far as it has its shape.
     #[inline(always)]
-    pub(super) fn read(&self, window: &[u8; READ_AHEAD]) -> Option<Level> {
+    pub(super) fn read(&self, window: &[u8; READ_AHEAD]) -> PatternRead {
         if window[..PRICE] != *b"[\"" {
-            return None;
+            return PatternRead::Other;
         }
-        let bytes = m256i::from(*head(window));
+        let head = head(window);
+        let bytes = m256i::from(*head);
         // Within [lowest, highest] exactly where clamping to it changes nothing.
-        let within = cmp_eq_mask_i8_m256i(
+        let within = move_mask_i8_m256i(cmp_eq_mask_i8_m256i(
             max_u8_m256i(bytes, self.lowest),
             min_u8_m256i(bytes, self.highest),
-        );
-        if move_mask_i8_m256i(within) != -1 {
-            return None;
+        )) as u32;
+        if within == u32::MAX {
+            return numbers(window, bytes, self.amount_start, self.controls)
+                .map_or(PatternRead::Other, PatternRead::Same);
         }
-        numbers(window, bytes, self.amount_start, self.controls)
+        // Most levels that miss differ in their amount only (its integer digits): with the
+        // price, its quotes and the `,` within the pattern, only the amount is read anew.
+        // (`none()` matches no byte, and every pattern of a level has its price's bytes
+        // below `amount_start`, so an empty price part never matches.)
+        let price_part = (1u64 << self.amount_start) - 1; // `amount_start` is at most 32
+        if price_part == 0 || u64::from(within) & price_part != price_part {
+            return PatternRead::Other;
+        }
+        let structure = Structure::of(head);
+        match rest_of_level(
+            window,
+            &structure,
+            extract_m128i_m256i::<0>(self.controls),
+            self.amount_start,
+        ) {
+            Some((level, len, pattern)) => PatternRead::NewAmount(level, len, pattern),
+            None => PatternRead::Other,
+        }
     }
+}
+
+/// What a [`LevelPattern`] makes of the next level.
+pub(super) enum PatternRead {
+    /// The pattern's shape, so its length (`LevelPattern::len`, the separator included)
+    /// and another level after it.
+    Same(Level),
+    /// The pattern's price shape and another amount's: what [`compact_level`] returns.
+    NewAmount(Level, usize, Option<LevelPattern>),
+    /// Another price shape, or no level this module reads.
+    Other,
 }
 
 /// Where a number's digits are: `integer_len` digits, then `after_integer` bytes (none,
@@ -416,27 +487,72 @@ mod tests {
         }
     }
 
+    /// A [`PatternRead`] in comparable form (a new pattern by its length).
+    #[derive(Debug, PartialEq)]
+    enum Outcome {
+        Same(Level),
+        NewAmount(Level, usize, Option<usize>),
+        Other,
+    }
+
+    fn outcome(read: PatternRead) -> Outcome {
+        match read {
+            PatternRead::Same(level) => Outcome::Same(level),
+            PatternRead::NewAmount(level, len, pattern) => {
+                Outcome::NewAmount(level, len, pattern.map(|pattern| pattern.len))
+            }
+            PatternRead::Other => Outcome::Other,
+        }
+    }
+
+    /// [`compact_level`]'s reading in the same form.
+    fn read_in_full(window: &[u8; READ_AHEAD]) -> Outcome {
+        match compact_level(window) {
+            Some((level, len, pattern)) => {
+                Outcome::NewAmount(level, len, pattern.map(|pattern| pattern.len))
+            }
+            None => Outcome::Other,
+        }
+    }
+
     #[test]
-    fn a_pattern_reads_the_next_level_of_the_same_shape_only() {
+    fn a_pattern_reads_a_level_of_its_shape_at_once_and_a_new_amount_alone() {
         let binance = compact_level(&window(r#"["91234.56000000","0.00123000"]"#));
         let Some((_, 31, Some(pattern))) = binance else {
             panic!("{binance:?}");
         };
         let next = window(r#"["91234.55000000","7.10000000"]"#);
-        assert_eq!(pattern.read(&next), Some(level("91234.55", "7.1")));
+        assert_eq!(
+            outcome(pattern.read(&next)),
+            Outcome::Same(level("91234.55", "7.1"))
+        );
         assert_eq!(pattern.len, 32, "through the `,`");
+        let new_amounts = [
+            // One more integer digit, then the side's end (no `,`: no pattern).
+            (r#"["91234.55000000","17.10000000"]"#, "17.1", 32, Some(33)),
+            (r#"["91234.55000000","7.10000000"]]"#, "7.1", 31, None),
+            (r#"["91234.55000000","7"]"#, "7", 22, Some(23)),
+        ];
+        for (text, amount, len, pattern_len) in new_amounts {
+            let expected = Outcome::NewAmount(level("91234.55", amount), len, pattern_len);
+            assert_eq!(outcome(pattern.read(&window(text))), expected, "{text}");
+            assert_eq!(read_in_full(&window(text)), expected, "{text}");
+        }
         for other in [
-            r#"["91234.55000000","17.10000000"]"#, // one more digit
-            r#"["91234.5500000","7.10000000"]"#,   // one fewer
+            r#"["91234.5500000","7.10000000"]"#,   // one fewer price digit
             r#"["91234.55000000", "7.10000000"]"#, // a space
             r#"["9123.455000000","7.10000000"]"#,  // the dot moved
             r#"["91234.55000000","7.10000000" "#,  // no `]`
             r#"["91234.55000000","7.1000000a"]"#,  // not a digit
-            r#"["91234.55000000","7.10000000"]]"#, // the side's end, not a `,`
+            r#"["91234.55000000","7.123456789"]"#, // 9 fraction digits
         ] {
-            assert_eq!(pattern.read(&window(other)), None, "{other}");
+            assert_eq!(
+                outcome(pattern.read(&window(other))),
+                Outcome::Other,
+                "{other}"
+            );
         }
-        assert_eq!(LevelPattern::none().read(&next), None);
+        assert_eq!(outcome(LevelPattern::none().read(&next)), Outcome::Other);
 
         // Bitstamp's `, ` is part of the pattern: the next level starts after it.
         let bitstamp = r#"["9328.28", "0.05925332"]"#;
@@ -446,7 +562,10 @@ mod tests {
         };
         assert_eq!(pattern.len, 27);
         let next = window_with(r#"["9327.34", "0.43120000"]"#, r#", ["1", "1"]"#);
-        assert_eq!(pattern.read(&next), Some(level("9327.34", "0.4312")));
+        assert_eq!(
+            outcome(pattern.read(&next)),
+            Outcome::Same(level("9327.34", "0.4312"))
+        );
         // The side's last level: no pattern, the old one stays.
         assert!(matches!(
             compact_level(&window_with(bitstamp, "]")),
@@ -546,13 +665,51 @@ mod tests {
                 return Ok(());
             };
             let twin = window_with(&same_shape(&text, &digits), next_levels);
-            let level = pattern.read(&twin);
-            prop_assert!(level.is_some_and(|level| is_exactly(&twin, level, pattern.len)));
+            let read = pattern.read(&twin);
+            prop_assert!(
+                matches!(read, PatternRead::Same(level) if is_exactly(&twin, level, pattern.len))
+            );
 
             let mut changed = twin;
             changed[changed_at] = changed_to;
-            if let Some(level) = pattern.read(&changed) {
-                prop_assert!(is_exactly(&changed, level, pattern.len));
+            match pattern.read(&changed) {
+                PatternRead::Same(level) => prop_assert!(is_exactly(&changed, level, pattern.len)),
+                PatternRead::NewAmount(level, len, new_pattern) => {
+                    prop_assert_eq!(exact(&changed), Some((level, len)));
+                    prop_assert_eq!(
+                        read_in_full(&changed),
+                        Outcome::NewAmount(level, len, new_pattern.map(|pattern| pattern.len))
+                    );
+                }
+                PatternRead::Other => {}
+            }
+        }
+
+        /// After a level, one of the same price shape and any amount is read as
+        /// [`compact_level`] reads it: by the pattern alone if the amount's shape is the
+        /// same, by its amount alone if not.
+        #[test]
+        fn a_new_amount_is_read_as_the_full_reader_reads_it(
+            price in "[0-9]{1,8}(\\.[0-9]{1,8})?",
+            amount in "[0-9]{1,8}(\\.[0-9]{1,8})?",
+            next_amount in number(),
+            separator in prop_oneof![Just(r#"",""#), Just(r#"", ""#)],
+            next_levels in prop_oneof![Just(r#",["9","9"]"#), Just(r#", ["9", "9"]"#), Just("]]")],
+            digits in proptest::collection::vec(b'0'..=b'9', 1..32),
+        ) {
+            let text = format!(r#"["{price}{separator}{amount}"]"#);
+            let Some((_, _, Some(pattern))) = compact_level(&window_with(&text, r#",["9","9"]"#)) else {
+                return Ok(());
+            };
+            let next_price = same_shape(&price, &digits);
+            let next = window_with(&format!(r#"["{next_price}{separator}{next_amount}"]"#), next_levels);
+            let full = read_in_full(&next);
+            match outcome(pattern.read(&next)) {
+                Outcome::Same(level) => prop_assert!(
+                    matches!(full, Outcome::NewAmount(full_level, _, _) if full_level == level)
+                ),
+                Outcome::Other => prop_assert_eq!(full, Outcome::Other),
+                new_amount => prop_assert_eq!(new_amount, full),
             }
         }
     }
