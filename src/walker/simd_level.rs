@@ -266,8 +266,7 @@ impl LevelPattern {
         }
         // Most levels that miss differ in their amount only (its integer digits): with the
         // price, its quotes and the `,` within the pattern, only the amount is read anew.
-        // (`none()` matches no byte, and every pattern of a level has its price's bytes
-        // below `amount_start`, so an empty price part never matches.)
+        // (`none()` has no price part, `amount_start` 0: it reads nothing.)
         let price_part = (1u64 << self.amount_start) - 1; // `amount_start` is at most 32
         if price_part == 0 || u64::from(within) & price_part != price_part {
             return PatternRead::Other;
