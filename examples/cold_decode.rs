@@ -17,6 +17,9 @@
 //!   5 µs spin (a warm-up just before);
 //! - 1 ms asleep, then the frame's bytes and the output book's levels read, and a 5 µs
 //!   spin.
+//!
+//! Then, as the warm reference in the same units, 10,000 decodes back to back, each timed
+//! alone: Criterion's benches keep 10 levels a side, so their times are not this one's.
 
 #[path = "shared/mod.rs"]
 mod shared;
@@ -33,6 +36,7 @@ const KEEP: usize = 20;
 const ROUNDS: usize = 2_000;
 const PAUSE: Duration = Duration::from_millis(1);
 const SETTLE_NS: u64 = 5_000;
+const BACK_TO_BACK: usize = 10_000;
 
 fn spin_for(ns: u64) {
     let end = monotonic_ns() + ns;
@@ -98,6 +102,9 @@ fn main() {
         spin_for(SETTLE_NS);
         data_read.push(timed_decode(index + 4, &mut book));
     }
+    let back_to_back = (0..BACK_TO_BACK)
+        .map(|index| timed_decode(index, &mut book))
+        .collect();
     println!(
         "{venue:?}, {kind} frames ({} distinct), keeping {KEEP}, {ROUNDS} rounds",
         frames.len()
@@ -107,4 +114,5 @@ fn main() {
     shared::print_percentiles("after 1 ms spinning", spinning);
     shared::print_percentiles("asleep, then a warm-up decode", warmed_up);
     shared::print_percentiles("asleep, then its bytes and book read", data_read);
+    shared::print_percentiles("back to back (warm)", back_to_back);
 }
