@@ -20,6 +20,13 @@
 //!
 //! Then, as the warm reference in the same units, 10,000 decodes back to back, each timed
 //! alone: Criterion's benches keep 10 levels a side, so their times are not this one's.
+//!
+//! `cargo run --release --example cold_decode [frames] sweep` instead times how the cold
+//! cost grows with the pause: one decode after each of `SWEEP_PAUSES_US` asleep and the
+//! same spinning, the pauses in a pseudo-random order (the host's phases change within
+//! seconds, so pauses timed one after another would compare minutes, not pauses), 400
+//! of each. Before each timed decode the frame's bytes are read, as the reader's `recv`
+//! has just copied them in the service, so that only the time away is measured.
 
 #[path = "shared/mod.rs"]
 mod shared;
@@ -37,6 +44,8 @@ const ROUNDS: usize = 2_000;
 const PAUSE: Duration = Duration::from_millis(1);
 const SETTLE_NS: u64 = 5_000;
 const BACK_TO_BACK: usize = 10_000;
+const SWEEP_PAUSES_US: [u64; 10] = [0, 5, 20, 50, 100, 200, 300, 500, 1_000, 3_000];
+const SWEEP_ROUNDS: usize = 400;
 
 fn spin_for(ns: u64) {
     let end = monotonic_ns() + ns;
@@ -56,6 +65,11 @@ fn main() {
         eprintln!("could not pin to CPU 0; running unpinned");
     }
     let kind = std::env::args().nth(1).unwrap_or_else(|| "varied".into());
+    let sweep = match std::env::args().nth(2).as_deref() {
+        None => false,
+        Some("sweep") => true,
+        Some(other) => panic!("unknown mode {other:?}: sweep, or nothing"),
+    };
     let (venue, frames) = match kind.as_str() {
         "varied" => (VenueId::Binance, workloads::binance_20_varied()),
         "recorded" => (VenueId::Binance, vec![workloads::BINANCE_20.to_vec()]),
@@ -72,6 +86,14 @@ fn main() {
         decoded.expect("bench frames decode");
         elapsed
     };
+    let title = format!(
+        "{venue:?}, {kind} frames ({} distinct), keeping {KEEP}",
+        frames.len()
+    );
+    if sweep {
+        pause_sweep(&title, frame, |index| timed_decode(index, &mut book));
+        return;
+    }
     let [
         mut after_decode,
         mut asleep,
@@ -105,14 +127,46 @@ fn main() {
     let back_to_back = (0..BACK_TO_BACK)
         .map(|index| timed_decode(index, &mut book))
         .collect();
-    println!(
-        "{venue:?}, {kind} frames ({} distinct), keeping {KEEP}, {ROUNDS} rounds",
-        frames.len()
-    );
+    println!("{title}, {ROUNDS} rounds");
     shared::print_percentiles("right after another decode", after_decode);
     shared::print_percentiles("after 1 ms asleep", asleep);
     shared::print_percentiles("after 1 ms spinning", spinning);
     shared::print_percentiles("asleep, then a warm-up decode", warmed_up);
     shared::print_percentiles("asleep, then its bytes and book read", data_read);
     shared::print_percentiles("back to back (warm)", back_to_back);
+}
+
+/// The sweep: `timed_decode(index)` decodes frame `index` (`frame(index)` its bytes) and
+/// returns its time.
+fn pause_sweep<'a>(
+    title: &str,
+    frame: impl Fn(usize) -> &'a [u8],
+    mut timed_decode: impl FnMut(usize) -> u64,
+) {
+    let [mut asleep, mut spinning]: [[Vec<u64>; SWEEP_PAUSES_US.len()]; 2] =
+        std::array::from_fn(|_| std::array::from_fn(|_| Vec::with_capacity(SWEEP_ROUNDS)));
+    // Every pause SWEEP_ROUNDS times, shuffled (Fisher–Yates).
+    let mut order: Vec<usize> = (0..SWEEP_ROUNDS * SWEEP_PAUSES_US.len())
+        .map(|draw| draw % SWEEP_PAUSES_US.len())
+        .collect();
+    let mut rng = mergebook::rng::Rng::new(29);
+    for last in (1..order.len()).rev() {
+        order.swap(last, rng.below(last as u64 + 1) as usize);
+    }
+    let mut index = 0;
+    for pause in order {
+        let pause_us = SWEEP_PAUSES_US[pause];
+        std::thread::sleep(Duration::from_micros(pause_us));
+        touch(frame(index));
+        asleep[pause].push(timed_decode(index));
+        spin_for(pause_us * 1_000);
+        touch(frame(index + 1));
+        spinning[pause].push(timed_decode(index + 1));
+        index += 2;
+    }
+    println!("{title}, {SWEEP_ROUNDS} of each pause");
+    for ((pause_us, asleep), spinning) in SWEEP_PAUSES_US.iter().zip(asleep).zip(spinning) {
+        shared::print_percentiles(&format!("after {pause_us} us asleep"), asleep);
+        shared::print_percentiles(&format!("after {pause_us} us spinning"), spinning);
+    }
 }
