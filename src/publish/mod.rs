@@ -11,10 +11,22 @@
 pub mod grpc;
 pub mod jsonl;
 
+use crate::clock;
 use crate::mailbox::{self, Receiver, Sender};
 use crate::summary::Summary;
 use std::sync::Arc;
 use tokio::sync::{Notify, watch};
+
+/// How long the fan-out, woken with no new summary, keeps looking for one before it
+/// sleeps again. A wake with nothing to take is almost always a reader's early wake: its
+/// book is in the merger's mailbox, and the summary follows within the merge's few µs
+/// (its P99 was 1.5–5 µs at 1k frames/s a venue in session 29's runs). Sleeping meanwhile
+/// leaves the merger to wake the fan-out itself: a system call on the merger's thread,
+/// 14.5 µs at the P50 on that host, which holds up the next book too. With idle vCPUs
+/// polling there, this wait took the in-process P99 from 20–37 µs to 8–9 µs (BENCHMARKS.md,
+/// "On the Intel host (session 29)"). It costs the fan-out's worker at most this much CPU
+/// a book (about 1 % more service CPU at 1k frames/s a venue).
+pub const SUMMARY_AFTER_EARLY_WAKE_NS: u64 = 5_000;
 
 /// The merger's end: in-place, non-blocking publish.
 pub struct SummaryPublisher {
@@ -56,7 +68,8 @@ impl SummaryPublisher {
     /// The wake is an atomic store when the fan-out is busy or already woken (the reader
     /// whose book this summary merges wakes it early: `SummaryFanout::early_wake`), and a
     /// wake-up of a tokio worker (a system call) only when the fan-out went back to sleep
-    /// before this publish.
+    /// before this publish, which it does only after looking for the summary for
+    /// [`SUMMARY_AFTER_EARLY_WAKE_NS`].
     #[inline]
     pub fn publish_with(&mut self, write: impl FnOnce(&mut Summary)) {
         let _ = self.sender.publish_with(|slot| -> Result<(), ()> {
@@ -92,10 +105,27 @@ impl SummaryFanout {
 
     /// Runs until the task is aborted (the service does so at shutdown). `on_summary`
     /// sees every summary taken (for gauges) before consumers do.
-    pub async fn run(mut self, mut on_summary: impl FnMut(&Summary)) {
+    pub async fn run(self, on_summary: impl FnMut(&Summary)) {
+        self.run_awaiting(SUMMARY_AFTER_EARLY_WAKE_NS, on_summary)
+            .await
+    }
+
+    /// `run`, awaiting a summary for `await_ns` after a wake that found none
+    /// ([`SUMMARY_AFTER_EARLY_WAKE_NS`]).
+    async fn run_awaiting(mut self, await_ns: u64, mut on_summary: impl FnMut(&Summary)) {
         loop {
             self.notify.notified().await;
-            self.forward_latest(&mut on_summary);
+            if self.forward_latest(&mut on_summary) {
+                continue;
+            }
+            let until = clock::monotonic_ns().saturating_add(await_ns);
+            while clock::monotonic_ns() < until {
+                // Lets the runtime's other tasks run; this worker stays awake.
+                tokio::task::yield_now().await;
+                if self.forward_latest(&mut on_summary) {
+                    break;
+                }
+            }
         }
     }
 
@@ -154,6 +184,36 @@ mod tests {
                 FixedPoint::from_raw(100)
             );
             assert!(!fanout.receiver.take(), "taking back publishes nothing");
+        }
+    }
+
+    /// A wake that finds no summary (a reader's early wake, ahead of the merger) leaves
+    /// the fan-out looking for one, so that a summary published without a wake of its own
+    /// still reaches consumers; with no time to look, the fan-out sleeps through it.
+    #[tokio::test(flavor = "current_thread")]
+    async fn after_an_empty_wake_the_fan_out_awaits_the_summary() {
+        for (await_ns, forwarded) in [(60_000_000_000, true), (0, false)] {
+            let (mut publisher, fanout) = summary_channel();
+            let early_wake = fanout.early_wake();
+            let consumer = fanout.subscribe();
+            let task = tokio::spawn(fanout.run_awaiting(await_ns, |_| {}));
+            early_wake.notify_one();
+            // The fan-out runs, finds nothing, and looks again or sleeps.
+            tokio::task::yield_now().await;
+            // The summary's publish without the wake `publish_with` adds.
+            let _ = publisher.sender.publish_with(|summary| -> Result<(), ()> {
+                summary.sequence = 1;
+                Ok(())
+            });
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+            assert_eq!(
+                consumer.has_changed().unwrap(),
+                forwarded,
+                "looking for {await_ns} ns"
+            );
+            task.abort();
         }
     }
 
