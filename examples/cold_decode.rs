@@ -145,14 +145,11 @@ fn pause_sweep<'a>(
 ) {
     let [mut asleep, mut spinning]: [[Vec<u64>; SWEEP_PAUSES_US.len()]; 2] =
         std::array::from_fn(|_| std::array::from_fn(|_| Vec::with_capacity(SWEEP_ROUNDS)));
-    // Every pause SWEEP_ROUNDS times, shuffled (Fisher–Yates).
+    // Every pause SWEEP_ROUNDS times, shuffled.
     let mut order: Vec<usize> = (0..SWEEP_ROUNDS * SWEEP_PAUSES_US.len())
         .map(|draw| draw % SWEEP_PAUSES_US.len())
         .collect();
-    let mut rng = mergebook::rng::Rng::new(29);
-    for last in (1..order.len()).rev() {
-        order.swap(last, rng.below(last as u64 + 1) as usize);
-    }
+    mergebook::rng::Rng::new(29).shuffle(&mut order);
     let mut index = 0;
     for pause in order {
         let pause_us = SWEEP_PAUSES_US[pause];

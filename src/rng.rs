@@ -21,4 +21,25 @@ impl Rng {
     pub fn below(&mut self, bound: u64) -> u64 {
         self.next_u64() % bound
     }
+
+    /// Puts `items` in a random order (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for last in (1..items.len()).rev() {
+            items.swap(last, self.below(last as u64 + 1) as usize);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rng;
+
+    #[test]
+    fn shuffle_reorders_and_keeps_every_item() {
+        let mut items: Vec<u32> = (0..100).collect();
+        Rng::new(7).shuffle(&mut items);
+        assert_ne!(items, (0..100).collect::<Vec<_>>());
+        items.sort_unstable();
+        assert_eq!(items, (0..100).collect::<Vec<_>>());
+    }
 }

@@ -2,6 +2,7 @@
 
 use mergebook::book::{Level, MAX_DEPTH, Side, TopBook};
 use mergebook::fixed::{FixedPoint, FixedPointError};
+use mergebook::rng::Rng;
 use mergebook::venue::{DecodeError, Message, VenueId};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -622,23 +623,15 @@ fn recorded_book_frames_match_the_reference_at_every_depth() {
 
 // ---- generated frames: random books, whitespace, key order and unknown members ----
 
-/// A tiny deterministic generator of layout choices, seeded by proptest.
-struct Layout(u64);
+/// Layout choices from the crate's deterministic generator, seeded by proptest.
+struct Layout(Rng);
 
 impl Layout {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        self.0.next_u64()
     }
     fn ws(&mut self) -> &'static str {
         ["", "", " ", "\n", "\t ", "\r\n  "][(self.next() % 6) as usize]
-    }
-    fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            items.swap(i, (self.next() % (i as u64 + 1)) as usize);
-        }
     }
     fn unknown_member(&mut self) -> Option<String> {
         let values = [
@@ -660,7 +653,7 @@ impl Layout {
     }
     fn object(&mut self, mut members: Vec<String>) -> String {
         members.extend(self.unknown_member());
-        self.shuffle(&mut members);
+        self.0.shuffle(&mut members);
         self.list('{', &members, '}')
     }
     /// `open`, the items separated by commas, `close`: whitespace wherever JSON allows it.
@@ -696,7 +689,7 @@ impl Layout {
 }
 
 fn generated_frame(venue: VenueId, bids: &[(u64, u64)], asks: &[(u64, u64)], seed: u64) -> String {
-    let mut layout = Layout(seed | 1);
+    let mut layout = Layout(Rng::new(seed));
     let sides = [layout.side(bids), layout.side(asks)];
     match venue {
         VenueId::Binance => {

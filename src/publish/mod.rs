@@ -19,13 +19,10 @@ use tokio::sync::{Notify, watch};
 
 /// How long the fan-out, woken with no new summary, keeps looking for one before it
 /// sleeps again. A wake with nothing to take is almost always a reader's early wake: its
-/// book is in the merger's mailbox, and the summary follows within the merge's few µs
-/// (its P99 was 1.5–5 µs at 1k frames/s a venue in session 29's runs). Sleeping meanwhile
-/// leaves the merger to wake the fan-out itself: a system call on the merger's thread,
-/// 14.5 µs at the P50 on that host, which holds up the next book too. With idle vCPUs
-/// polling there, this wait took the in-process P99 from 20–37 µs to 8–9 µs (BENCHMARKS.md,
-/// "On the Intel host (session 29)"). It costs the fan-out's worker at most this much CPU
-/// a book (about 1 % more service CPU at 1k frames/s a venue).
+/// book is in the merger's mailbox, and the summary follows within the merge's few µs.
+/// Sleeping meanwhile leaves the merger to wake the fan-out itself, a system call on the
+/// merger's thread (what that cost, and what this wait saved: docs/decisions.md, "Readers
+/// wake the fan-out early"). It costs the fan-out's worker at most this much CPU a book.
 pub const SUMMARY_AFTER_EARLY_WAKE_NS: u64 = 5_000;
 
 /// The merger's end: in-place, non-blocking publish.
