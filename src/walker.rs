@@ -61,6 +61,27 @@ pub enum DecodeError {
 
 type Result<T> = std::result::Result<T, DecodeError>;
 
+/// What [`Walker::levels`] does with each level read: checks that it comes strictly after
+/// the one before in `side`'s order (`previous_rank`), and keeps it unless its amount is
+/// zero.
+#[inline(always)]
+fn keep_in_order(
+    side: Side,
+    level: Level,
+    out: &mut Levels,
+    previous_rank: &mut Option<u64>,
+) -> Result<()> {
+    let rank = side.rank(level.price);
+    if previous_rank.is_some_and(|previous_rank| previous_rank >= rank) {
+        return Err(DecodeError::Unsorted(side));
+    }
+    *previous_rank = Some(rank);
+    if !level.amount.is_zero() {
+        out.push(level);
+    }
+    Ok(())
+}
+
 /// A cursor over one frame.
 pub struct Walker<'a> {
     bytes: &'a [u8],
@@ -457,19 +478,59 @@ impl<'a> Walker<'a> {
             if out.len() == depth {
                 return self.skip_rest_of_array();
             }
+            #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+            if self.kept_shape_levels(side, depth, out, &mut previous_rank)? {
+                continue;
+            }
             let (level, more) = self.level_and_separator()?;
-            let rank = side.rank(level.price);
-            if previous_rank.is_some_and(|previous_rank| previous_rank >= rank) {
-                return Err(DecodeError::Unsorted(side));
-            }
-            previous_rank = Some(rank);
-            if !level.amount.is_zero() {
-                out.push(level);
-            }
+            keep_in_order(side, level, out, &mut previous_rank)?;
             if !more {
                 return Ok(());
             }
         }
+    }
+
+    /// The levels from here on that have a kept pattern's shape (`simd_level::KeptPatterns`),
+    /// checked and kept as [`Walker::levels`] does, up to `depth` kept; whether there was one.
+    /// Each is checked to end where the next `[` starts, so another level follows it.
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    #[inline(always)]
+    fn kept_shape_levels(
+        &mut self,
+        side: Side,
+        depth: usize,
+        out: &mut Levels,
+        previous_rank: &mut Option<u64>,
+    ) -> Result<bool> {
+        /// Level starts looked for at once: a depth of 20 and the start after it.
+        const STARTS: usize = 21;
+        let mut starts = [0u32; STARTS + simd_level::STARTS_SLACK];
+        let wanted = (depth - out.len() + 1).min(STARTS);
+        let found = simd_level::level_starts(self.bytes, self.pos, wanted, &mut starts);
+        if found < 2 || starts[0] as usize != self.pos {
+            return Ok(false);
+        }
+        simd_level::KeptPatterns::with(|kept| {
+            let mut read = false;
+            for pair in starts[..found].windows(2) {
+                let (start, next) = (pair[0] as usize, pair[1] as usize);
+                let Some(level) = self
+                    .bytes
+                    .get(start..)
+                    .and_then(<[u8]>::first_chunk)
+                    .and_then(|window| kept.read(window, next - start))
+                else {
+                    break;
+                };
+                keep_in_order(side, level, out, previous_rank)?;
+                self.pos = next;
+                read = true;
+                if out.len() == depth {
+                    break;
+                }
+            }
+            Ok(read)
+        })
     }
 
     /// Reads one side array of a diff event or a snapshot into `out`: every level, zero
@@ -593,6 +654,7 @@ impl<'a> Walker<'a> {
         if let Some((level, len, pattern)) = rest.first_chunk().and_then(simd_level::compact_level)
         {
             if let Some(pattern) = pattern {
+                simd_level::KeptPatterns::remember(&pattern);
                 self.last_level = pattern;
             }
             self.pos = start + len;
@@ -836,6 +898,65 @@ mod tests {
             let mut walker = Walker::new(text.as_bytes());
             let skipped = walker.skip_value().and_then(|()| walker.finish()).is_ok();
             prop_assert_eq!(skipped, json_number, "{}", text);
+        }
+    }
+
+    /// A bid side of `count` levels in Binance's layout whose amounts change their integer
+    /// digit count from level to level, with `between` before the level at `at`.
+    fn bid_side(count: usize, between: (usize, &str)) -> (String, Vec<Level>) {
+        let levels: Vec<Level> = (0..count)
+            .map(|index| Level {
+                price: FixedPoint::from_raw(9_123_456_000_000 - index as u64 * 1_000_000),
+                amount: FixedPoint::from_raw([50_000_000, 1_200_000_000, 325_000_000][index % 3]),
+            })
+            .collect();
+        let texts: Vec<String> = levels
+            .iter()
+            .enumerate()
+            .map(|(index, level)| {
+                let before = if index == between.0 { between.1 } else { "" };
+                format!(r#"{before}["{}","{}"]"#, level.price, level.amount)
+            })
+            .collect();
+        (format!("[{}]", texts.join(",")), levels)
+    }
+
+    fn read_bids(side: &str, depth: usize) -> Result<Levels> {
+        let mut levels = Levels::default();
+        Walker::new(side.as_bytes()).levels(Side::Bid, depth, &mut levels)?;
+        Ok(levels)
+    }
+
+    /// With the patterns of a side's shapes kept (the second read on, with AVX2), a side is
+    /// read as the general path reads it: every level, whitespace before one allowed, and a
+    /// stray byte before one refused rather than skipped.
+    #[test]
+    fn sides_are_read_as_written_once_their_shapes_are_kept() {
+        let (side, levels) = bid_side(30, (0, ""));
+        for _ in 0..3 {
+            assert_eq!(read_bids(&side, 20).unwrap().as_slice(), &levels[..20]);
+            assert_eq!(read_bids(&side, 100).unwrap().as_slice(), &levels[..]);
+        }
+        for at in [1, 2, 7, 19, 20, 29] {
+            let (spaced, _) = bid_side(30, (at, " "));
+            assert_eq!(
+                read_bids(&spaced, 20).unwrap().as_slice(),
+                &levels[..20],
+                "{at}"
+            );
+            let (stray, _) = bid_side(30, (at, "x"));
+            assert!(read_bids(&stray, 30).is_err(), "{at}");
+            // A price out of order (here, the one before's again) is refused.
+            let unsorted = side.replacen(
+                &format!(r#"["{}""#, levels[at].price),
+                &format!(r#"["{}""#, levels[at - 1].price),
+                1,
+            );
+            assert_eq!(
+                read_bids(&unsorted, 30),
+                Err(DecodeError::Unsorted(Side::Bid)),
+                "{at}"
+            );
         }
     }
 

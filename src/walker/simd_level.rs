@@ -28,6 +28,13 @@
 //! the price's shape does not (BENCHMARKS.md, "Level shapes"): a level that matches its
 //! pattern up to the amount is read from the amount on, with the price's shuffle and the
 //! amount's position taken from the pattern.
+//!
+//! A side of a book frame is read faster still by [`KeptPatterns`]: the patterns of the
+//! levels read in full, kept from frame to frame by their price's length and their amount's
+//! integer digits; each level is checked against the one kept for its own, at a position
+//! found from the `[` bytes ahead ([`level_starts`]). Neither the choice of the pattern nor
+//! the level's position waits on the level before, and no branch depends on a level's shape
+//! once that shape has been seen (BENCHMARKS.md, "Level shapes", session 30).
 
 use crate::book::Level;
 use crate::fixed::{FixedPoint, SCALE};
@@ -119,6 +126,7 @@ fn rest_of_level(
             highest: blend_varying_i8_m256i(structure.bytes, splat(b'9'), structure.digit_bytes),
             controls,
             amount_start,
+            kept_at: KeptPatterns::index(structure.quotes, structure.dots),
             len: PRICE + len_with_separator,
         }
         .ending_at(len_with_separator)
@@ -210,6 +218,8 @@ pub(super) struct LevelPattern {
     highest: m256i,
     controls: m256i,
     amount_start: usize,
+    /// Where [`KeptPatterns`] keeps it.
+    kept_at: usize,
     /// The level's length from its `[`, through the separator after its `]`.
     pub(super) len: usize,
 }
@@ -222,8 +232,20 @@ impl LevelPattern {
             highest: splat(0),
             controls: splat(0),
             amount_start: 0,
+            kept_at: 0,
             len: 0,
         }
+    }
+
+    /// Bit `i` set where byte `i` of the 32 from the price on is within this pattern's
+    /// range: all set, the level has this pattern's shape.
+    #[inline(always)]
+    fn within(&self, bytes: m256i) -> u32 {
+        // Within [lowest, highest] exactly where clamping to it changes nothing.
+        move_mask_i8_m256i(cmp_eq_mask_i8_m256i(
+            max_u8_m256i(bytes, self.lowest),
+            min_u8_m256i(bytes, self.highest),
+        )) as u32
     }
 
     /// Any byte allowed from `len` (from the price) on.
@@ -255,11 +277,7 @@ impl LevelPattern {
         }
         let head = head(window);
         let bytes = m256i::from(*head);
-        // Within [lowest, highest] exactly where clamping to it changes nothing.
-        let within = move_mask_i8_m256i(cmp_eq_mask_i8_m256i(
-            max_u8_m256i(bytes, self.lowest),
-            min_u8_m256i(bytes, self.highest),
-        )) as u32;
+        let within = self.within(bytes);
         if within == u32::MAX {
             return numbers(window, bytes, self.amount_start, self.controls)
                 .map_or(PatternRead::Other, PatternRead::Same);
@@ -282,6 +300,120 @@ impl LevelPattern {
             None => PatternRead::Other,
         }
     }
+}
+
+/// How many patterns [`KeptPatterns`] keeps (a power of two: the index is taken modulo it).
+const KEPT_PATTERNS: usize = 32;
+
+/// The patterns of levels read in full, kept from frame to frame by each thread (a venue's
+/// reader is one thread), each at an index made of its price's length and its amount's
+/// integer digits ([`KeptPatterns::index`]): the latest of each such shape.
+///
+/// Why kept at all: in most books the amounts take a few integer digit counts in turn (the
+/// simulator's 1 and 2, the recorded altcoin books' 2 to 5), and one pattern misses at
+/// every change, a misprediction the next level's position then waits on. Why across
+/// frames: learning them anew costs each frame a full read and a new scan of the side for
+/// each shape. Why the price's length in the index: one thread may read several venues or
+/// instruments, whose prices differ in length. Why by thread rather than passed in: every
+/// decoder would carry it in its signature, for a cache whose content never changes a
+/// result (each check is exact: a pattern found at a level's index that is not its shape
+/// only misses).
+pub(super) struct KeptPatterns {
+    patterns: [LevelPattern; KEPT_PATTERNS],
+}
+
+thread_local! {
+    static KEPT: std::cell::RefCell<KeptPatterns> = std::cell::RefCell::new(KeptPatterns {
+        patterns: [LevelPattern::none(); KEPT_PATTERNS],
+    });
+}
+
+impl KeptPatterns {
+    /// Runs `read` with this thread's kept patterns.
+    #[inline(always)]
+    pub(super) fn with<R>(read: impl FnOnce(&KeptPatterns) -> R) -> R {
+        KEPT.with_borrow(read)
+    }
+
+    /// Keeps the pattern of a level read in full, in this thread's patterns.
+    #[inline(always)]
+    pub(super) fn remember(pattern: &LevelPattern) {
+        KEPT.with_borrow_mut(|kept| kept.patterns[pattern.kept_at] = *pattern);
+    }
+
+    /// Where the pattern of a level is kept, from the level's quote and dot masks (from its
+    /// price on): its price's length, and the bytes from 3 after the price's end (the
+    /// amount's first digit, or Bitstamp's quote before it) to the next dot. Both come from
+    /// the level's own bytes, so a level of a kept pattern's shape finds it, whatever was
+    /// read before; what else the index holds (another shape's pattern, or none) misses.
+    #[inline(always)]
+    fn index(quotes: u64, dots: u64) -> usize {
+        let price_len = quotes.trailing_zeros(); // at most 64
+        let to_dot = dots
+            .checked_shr(price_len + 3)
+            .unwrap_or(0)
+            .trailing_zeros();
+        (price_len as usize * 8 + to_dot as usize) % KEPT_PATTERNS
+    }
+
+    /// The level at the start of `window`, if the pattern kept at its index has
+    /// its shape and its length, separator included, is `len`: so another level follows.
+    #[inline(always)]
+    pub(super) fn read(&self, window: &[u8; READ_AHEAD], len: usize) -> Option<Level> {
+        let bytes = m256i::from(*head(window));
+        let index = KeptPatterns::index(
+            mask_of(byte_equal(bytes, b'"')),
+            mask_of(byte_equal(bytes, b'.')),
+        );
+        let pattern = &self.patterns[index];
+        // One branch for all three: a failure is rare, and which one need not be told.
+        if (window[..PRICE] == *b"[\"") & (pattern.within(bytes) == u32::MAX) & (pattern.len == len)
+        {
+            numbers(window, bytes, pattern.amount_start, pattern.controls)
+        } else {
+            None
+        }
+    }
+}
+
+/// The most level starts [`level_starts`] takes from 64 bytes: the layouts venues send have
+/// levels of 20 bytes and more, three at most in 64.
+const STARTS_A_STEP: usize = 3;
+
+/// Room [`level_starts`] needs in `starts` past the number it is asked for.
+pub(super) const STARTS_SLACK: usize = STARTS_A_STEP;
+
+/// The positions of the `[` bytes from `from` on (`from` first, if it is one), 64 bytes at a
+/// time, until `wanted` are found, fewer than 64 bytes are left, or a step holds more than
+/// [`STARTS_A_STEP`]; how many were found, in order. Writes up to `STARTS_A_STEP` past them.
+///
+/// Why 64 bytes at a time: the positions come from bit masks, the next from the last by
+/// clearing its bit, so that no level's position waits on the bytes of the level before.
+#[inline(always)]
+pub(super) fn level_starts(bytes: &[u8], from: usize, wanted: usize, starts: &mut [u32]) -> usize {
+    let mut found = 0;
+    let mut step = from;
+    while found < wanted && found + STARTS_A_STEP <= starts.len() {
+        let Some(block) = bytes.get(step..).and_then(<[u8]>::first_chunk::<64>) else {
+            break;
+        };
+        let (low, high) = block.split_at(32);
+        let low = m256i::from(*low.first_chunk::<32>().expect("32 of 64"));
+        let high = m256i::from(*high.first_chunk::<32>().expect("32 of 64"));
+        let mut opens = mask_of(byte_equal(low, b'[')) | mask_of(byte_equal(high, b'[')) << 32;
+        let count = opens.count_ones() as usize;
+        // Written whether or not there are as many: no branch on how many there are.
+        for start in &mut starts[found..found + STARTS_A_STEP] {
+            *start = (step + opens.trailing_zeros() as usize) as u32;
+            opens &= opens.wrapping_sub(1);
+        }
+        if count > STARTS_A_STEP {
+            return found + STARTS_A_STEP;
+        }
+        found += count;
+        step += 64;
+    }
+    found
 }
 
 /// What a [`LevelPattern`] makes of the next level.
@@ -572,6 +704,97 @@ mod tests {
         ));
     }
 
+    /// This thread's kept patterns after reading `levels` in full (each followed by `,`).
+    fn kept_after(levels: &[&str]) {
+        for text in levels {
+            let Some((_, _, Some(pattern))) = compact_level(&window(text)) else {
+                panic!("{text}");
+            };
+            KeptPatterns::remember(&pattern);
+        }
+    }
+
+    fn read_kept(text: &str, next_levels: &str, len: usize) -> Option<Level> {
+        KeptPatterns::with(|kept| kept.read(&window_with(text, next_levels), len))
+    }
+
+    #[test]
+    fn kept_patterns_read_every_shape_kept_and_nothing_else() {
+        // Two amounts' digit counts in turn, as most books have (and the simulator).
+        kept_after(&[
+            r#"["91234.56000000","0.00123000"]"#,
+            r#"["91234.55000000","17.10000000"]"#,
+        ]);
+        let next = r#",["9","9"]"#;
+        for (text, amount) in [
+            (r#"["91234.54000000","7.50000000"]"#, "7.5"),
+            (r#"["91234.53000000","12.00000000"]"#, "12"),
+            (r#"["91234.52000000","3.00000001"]"#, "3.00000001"),
+        ] {
+            let len = text.len() + 1;
+            assert_eq!(
+                read_kept(text, next, len),
+                Some(level(&text[2..16], amount)),
+                "{text}"
+            );
+            // Its length must be the distance to the next level's `[`.
+            assert_eq!(read_kept(text, next, len + 1), None, "{text}");
+            assert_eq!(read_kept(text, next, len - 1), None, "{text}");
+        }
+        for text in [
+            r#"["91234.51000000","170.10000000"]"#, // three integer digits: none kept
+            r#"["9123.451000000","7.10000000"]"#,   // the price's dot moved
+            r#"["91234.5100000","7.10000000"]"#,    // one fewer price digit
+            r#"["91234.51000000","7.1000000a"]"#,   // not a digit
+            r#"["91234.51000000", "7.10000000"]"#,  // a space
+            r#"{"91234.51000000","7.10000000"]"#,   // not a level
+            r#"[[91234.51000000","7.10000000"]"#,
+        ] {
+            assert_eq!(read_kept(text, next, text.len() + 1), None, "{text}");
+        }
+        // The side's last level: `]` where the pattern has `,`.
+        let last = r#"["91234.54000000","7.50000000"]"#;
+        assert_eq!(read_kept(last, "]]", last.len() + 1), None);
+
+        // Another venue's layout is kept beside, not over, these (its price is shorter).
+        let bitstamp = r#"["9328.28", "0.05925332"]"#;
+        let Some((_, _, Some(pattern))) = compact_level(&window_with(bitstamp, r#", ["1", "1"]"#))
+        else {
+            panic!("{bitstamp}");
+        };
+        KeptPatterns::remember(&pattern);
+        let next_bitstamp = r#"["9327.34", "0.43120000"]"#;
+        assert_eq!(
+            read_kept(next_bitstamp, r#", ["1", "1"]"#, next_bitstamp.len() + 2),
+            Some(level("9327.34", "0.4312"))
+        );
+        let text = r#"["91234.54000000","7.50000000"]"#;
+        assert!(read_kept(text, next, text.len() + 1).is_some());
+    }
+
+    /// The positions of `[` from `from` on, the simple way.
+    fn opens_from(bytes: &[u8], from: usize) -> Vec<u32> {
+        (from..bytes.len())
+            .filter(|&at| bytes[at] == b'[')
+            .map(|at| at as u32)
+            .collect()
+    }
+
+    #[test]
+    fn level_starts_are_the_opening_brackets_in_order() {
+        let side = r#"[["91234.56000000","0.00123000"],["91234.55000000","17.10000000"],["91234.54000000","7.50000000"],["91234.53000000","12.00000000"],["91234.52000000","3.00000001"]]"#;
+        let mut starts = [0u32; 8 + STARTS_SLACK];
+        let found = level_starts(side.as_bytes(), 1, 8, &mut starts);
+        // The last 64-byte step that fits ends before the fifth level.
+        assert_eq!(found, 4);
+        assert_eq!(starts[..found], opens_from(side.as_bytes(), 1)[..found]);
+        // Fewer than 64 bytes: none.
+        assert_eq!(
+            level_starts(side.as_bytes(), side.len() - 63, 8, &mut starts),
+            0
+        );
+    }
+
     /// `text` with its digits replaced, in order, by `digits` (cycled): the same shape.
     fn same_shape(text: &str, digits: &[u8]) -> String {
         let mut replacements = digits.iter().cycle();
@@ -710,6 +933,52 @@ mod tests {
                 Outcome::Other => prop_assert_eq!(full, Outcome::Other),
                 new_amount => prop_assert_eq!(new_amount, full),
             }
+        }
+
+        /// Whatever a kept pattern reads, the exact path reads the same, followed by `,` or
+        /// `, ` that end where the reader was told the next level starts; and a level of
+        /// a kept shape is read.
+        #[test]
+        fn kept_patterns_agree_with_the_exact_path(
+            price in "[0-9]{1,8}(\\.[0-9]{1,8})?",
+            amount in "[0-9]{1,8}(\\.[0-9]{1,8})?",
+            separator in prop_oneof![Just(r#"",""#), Just(r#"", ""#)],
+            digits in proptest::collection::vec(b'0'..=b'9', 1..32),
+            changed_at in 0..READ_AHEAD,
+            changed_to in proptest::sample::select(b"0159.\",: []/e-".to_vec()),
+            len_off in -1i64..=1,
+        ) {
+            let text = format!(r#"["{price}{separator}{amount}"]"#);
+            let next_levels = if separator.contains(' ') { r#", ["9", "9"]"# } else { r#",["9","9"]"# };
+            let Some((_, _, Some(pattern))) = compact_level(&window_with(&text, next_levels)) else {
+                return Ok(());
+            };
+            KeptPatterns::remember(&pattern);
+            let twin = window_with(&same_shape(&text, &digits), next_levels);
+            let read = KeptPatterns::with(|kept| kept.read(&twin, pattern.len));
+            prop_assert!(read.is_some_and(|level| is_exactly(&twin, level, pattern.len)));
+
+            let mut changed = twin;
+            changed[changed_at] = changed_to;
+            let len = (pattern.len as i64 + len_off) as usize;
+            if let Some(level) = KeptPatterns::with(|kept| kept.read(&changed, len)) {
+                prop_assert!(is_exactly(&changed, level, len), "{:?}", String::from_utf8_lossy(&changed));
+            }
+        }
+
+        /// [`level_starts`] finds the first `[` bytes from where it starts, in order.
+        #[test]
+        fn level_starts_agree_with_a_simple_search(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(b"[[]\"0,.9 ".to_vec()), 0..400),
+            from in 0usize..80,
+            wanted in 0usize..22,
+        ) {
+            let mut starts = [0u32; 21 + STARTS_SLACK];
+            let found = level_starts(&bytes, from, wanted, &mut starts);
+            let opens = opens_from(&bytes, from.min(bytes.len()));
+            prop_assert!(found <= opens.len());
+            prop_assert_eq!(&starts[..found], &opens[..found]);
         }
     }
 }
