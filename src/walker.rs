@@ -902,7 +902,8 @@ mod tests {
     }
 
     /// A bid side of `count` levels in Binance's layout whose amounts change their integer
-    /// digit count from level to level, with `between` before the level at `at`.
+    /// digit count from level to level, with the text `between.1` before the level at index
+    /// `between.0`; and its levels.
     fn bid_side(count: usize, between: (usize, &str)) -> (String, Vec<Level>) {
         let levels: Vec<Level> = (0..count)
             .map(|index| Level {
