@@ -580,8 +580,8 @@ impl<'a> Walker<'a> {
                 }
                 // A pattern comes with the `,` after the level: another follows.
                 simd_level::PatternRead::NewAmount(level, _, Some(pattern)) => {
-                    self.last_level = pattern;
                     self.pos += pattern.len;
+                    self.adopt(pattern);
                     return Ok((level, true));
                 }
                 simd_level::PatternRead::NewAmount(level, len, None) => {
@@ -613,6 +613,15 @@ impl<'a> Walker<'a> {
             }
             _ => self.next_or_close(b']', "',' or ']' after a level")?,
         })
+    }
+
+    /// A new level's pattern: tried first on the next level, and kept for the sides read
+    /// after it (`Walker::kept_shape_levels`), wherever it was read.
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    #[inline(always)]
+    fn adopt(&mut self, pattern: simd_level::LevelPattern) {
+        simd_level::KeptPatterns::remember(&pattern);
+        self.last_level = pattern;
     }
 
     /// `[price, amount]`: the layouts exchanges send inline, any other out of line.
@@ -654,8 +663,7 @@ impl<'a> Walker<'a> {
         if let Some((level, len, pattern)) = rest.first_chunk().and_then(simd_level::compact_level)
         {
             if let Some(pattern) = pattern {
-                simd_level::KeptPatterns::remember(&pattern);
-                self.last_level = pattern;
+                self.adopt(pattern);
             }
             self.pos = start + len;
             return Some(level);
@@ -931,6 +939,24 @@ mod tests {
     /// With the patterns of a side's shapes kept (the second read on, with AVX2), a side is
     /// read as the general path reads it: every level, whitespace before one allowed, and a
     /// stray byte before one refused rather than skipped.
+    /// Every shape a side's read meets is kept, however its level was read: after one read
+    /// of a side, each of its levels is read by a kept pattern.
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    #[test]
+    fn a_read_keeps_the_shape_of_every_level_it_meets() {
+        let (side, levels) = bid_side(8, (0, ""));
+        read_bids(&side, 8).unwrap();
+        let starts: Vec<usize> = (0..side.len())
+            .filter(|&at| side.as_bytes()[at] == b'[')
+            .skip(1)
+            .collect();
+        for (pair, level) in starts.windows(2).zip(&levels) {
+            let window = side.as_bytes()[pair[0]..].first_chunk().unwrap();
+            let read = simd_level::KeptPatterns::with(|kept| kept.read(window, pair[1] - pair[0]));
+            assert_eq!(read, Some(*level), "{}", pair[0]);
+        }
+    }
+
     #[test]
     fn sides_are_read_as_written_once_their_shapes_are_kept() {
         let (side, levels) = bid_side(30, (0, ""));
