@@ -481,9 +481,22 @@ impl FixedPoint {
         }
     }
 
-    /// The nearest `f64`, for consumers that ask for floats (the legacy gRPC contract).
+    /// The nearest `f64` to the exact decimal (correctly rounded), for consumers that ask
+    /// for floats (the legacy gRPC contract): two venues' equal prices give equal doubles.
     pub fn to_f64(self) -> f64 {
-        (self.0 / SCALE) as f64 + (self.0 % SCALE) as f64 / SCALE as f64
+        // Below 2^53 the scaled integer and 10^8 are both exact doubles, and IEEE 754
+        // rounds their quotient once: the nearest double. Above it the integer itself
+        // would round first, so the exact decimal text goes through the standard library's
+        // correctly rounded parse (no allocation: the text is on the stack).
+        const EXACT_IN_F64: u64 = 1 << f64::MANTISSA_DIGITS;
+        if self.0 < EXACT_IN_F64 {
+            self.0 as f64 / SCALE as f64
+        } else {
+            self.with_decimals(8)
+                .as_str()
+                .parse()
+                .expect("a decimal's text parses as f64")
+        }
     }
 }
 
@@ -723,7 +736,28 @@ mod tests {
         );
     }
 
+    #[test]
+    fn to_f64_is_the_nearest_double() {
+        // Adding the integer part to the fraction / 1e8 rounds twice: one ulp off here.
+        assert_eq!(
+            "2.76501066".parse::<FixedPoint>().unwrap().to_f64(),
+            2.76501066
+        );
+        let max: f64 = "184467440737.09551615".parse().unwrap();
+        assert_eq!(FixedPoint::MAX.to_f64(), max);
+        assert_eq!(FixedPoint::ZERO.to_f64(), 0.0);
+    }
+
     proptest::proptest! {
+        /// Against the standard library's correctly rounded parse of the exact text, for
+        /// values of every magnitude (`shift`), on both sides of 2^53.
+        #[test]
+        fn to_f64_rounds_like_parsing_the_text(raw: u64, shift in 0u32..64) {
+            let value = FixedPoint::from_raw(raw >> shift);
+            let nearest: f64 = value.to_string().parse().unwrap();
+            proptest::prop_assert_eq!(value.to_f64().to_bits(), nearest.to_bits());
+        }
+
         #[test]
         fn format_then_parse_round_trips(raw: u64) {
             let value = FixedPoint::from_raw(raw);
