@@ -6,7 +6,7 @@
 //!   built on [`walker`] (the JSON byte walker) and [`fixed`] (exact decimals);
 //! - [`book`]: the fixed-capacity top-N book a decoder fills;
 //! - [`mailbox`]: the single-slot latest-value handoff from a reader to the merger (the
-//!   crate's only `unsafe`);
+//!   project's only `unsafe`, in its own crate, `crates/mailbox`);
 //! - [`merger`]: per-instrument venue states and the rule for who is merged;
 //!   [`merge`]: the k-way merge itself;
 //! - [`summary`]: the published consolidated book; [`publish`]: its output formats;
@@ -25,7 +25,7 @@ pub mod fuzz_contracts;
 pub mod http;
 pub mod invariants;
 pub mod loadtest;
-pub mod mailbox;
+pub use mergebook_mailbox as mailbox;
 pub mod merge;
 pub mod merger;
 pub mod metrics;

@@ -12,12 +12,14 @@
 //! retry when torn, and reading a torn value is undefined behaviour in Rust's memory model
 //! unless every field is atomic. The triple buffer lets the merger read the book in place.
 //!
-//! This is the crate's only `unsafe` code. The invariant it rests on: **each slot index is
+//! This is the project's only `unsafe` code (mergebook denies it everywhere else). The invariant it rests on: **each slot index is
 //! held by exactly one of {producer, middle, consumer} at any time**, because the only way
 //! an index changes hands is an atomic swap with the middle. The loom tests at the bottom
 //! check every interleaving of that protocol, including the one where the producer would
 //! write the slot the consumer is still reading; Miri runs the threaded tests. The one
 //! other `unsafe` here is a prefetch hint (`prefetch_lines`), which reads nothing.
+
+#![deny(unsafe_code)] // allowed item by item below, each with its SAFETY comment
 
 #[cfg(mergebook_loom)]
 use loom::{
