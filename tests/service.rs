@@ -280,6 +280,72 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
     }
 }
 
+/// grpcurl, grpcui and Postman find the services and their messages by server
+/// reflection, without the proto file (`grpcurl -plaintext ADDR list`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_reflection_lists_the_services_and_describes_them() {
+    use prost::Message;
+    use tonic_reflection::pb::v1::{
+        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+    };
+    let harness = start(60_000).await;
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", harness.grpc))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut client = ServerReflectionClient::new(channel);
+    // A request stream of one message, which the service answers once.
+    let ask = |request: MessageRequest| {
+        futures_util::stream::iter([ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(request),
+        }])
+    };
+    let mut answers = client
+        .server_reflection_info(ask(MessageRequest::ListServices(String::new())))
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(MessageResponse::ListServicesResponse(list)) =
+        answers.message().await.unwrap().unwrap().message_response
+    else {
+        panic!("not a service list");
+    };
+    let mut names: Vec<_> = list.service.into_iter().map(|s| s.name).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "grpc.reflection.v1.ServerReflection",
+            "orderbook.OrderbookAggregator"
+        ]
+    );
+
+    let mut answers = client
+        .server_reflection_info(ask(MessageRequest::FileContainingSymbol(
+            "orderbook.OrderbookAggregator".into(),
+        )))
+        .await
+        .unwrap()
+        .into_inner();
+    let Some(MessageResponse::FileDescriptorResponse(files)) =
+        answers.message().await.unwrap().unwrap().message_response
+    else {
+        panic!("not a file descriptor");
+    };
+    let file =
+        prost_types::FileDescriptorProto::decode(&files.file_descriptor_proto[0][..]).unwrap();
+    let methods: Vec<_> = file.service[0]
+        .method
+        .iter()
+        .map(|method| method.name().to_owned())
+        .collect();
+    assert_eq!(methods, ["BookSummary", "BookSummaryExact"]);
+    harness.service.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_connection_reconnects_resubscribes_and_resumes() {
     let harness = start(60_000).await;

@@ -24,6 +24,10 @@ use tonic::{Request, Response, Status};
 /// The generated protobuf types and service stubs.
 pub mod proto {
     tonic::include_proto!("orderbook");
+
+    /// The encoded descriptors of `proto/orderbook.proto`, served by reflection.
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/orderbook_descriptor.bin"));
 }
 
 use proto::orderbook_aggregator_server::{OrderbookAggregator, OrderbookAggregatorServer};
@@ -96,8 +100,10 @@ type SummaryStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 /// Every summary published after the call, latest value first, as `convert` makes it.
 /// The stream holds `slot` until the client goes.
 ///
-/// A client slower than the merger gets the latest summary when it is ready for one: what
-/// it skipped is counted (sequences are consecutive), and logged the first time.
+/// A client that reads fewer summaries than are published gets the latest one when it is
+/// ready: what it skipped is counted (sequences are consecutive). That is what a
+/// latest-value stream is for (a screen refreshing 30 times a second skips most of a busy
+/// book's summaries), so it is logged at debug level, once a stream.
 fn stream_of<T: Send + 'static>(
     mut latest: watch::Receiver<Arc<Summary>>,
     slot: ClientSlot,
@@ -120,11 +126,11 @@ fn stream_of<T: Send + 'static>(
                 let skipped = summary.sequence.saturating_sub(sent.last + 1);
                 if sent.last > 0 && skipped > 0 {
                     if !sent.skipped_before {
-                        tracing::info!(
+                        tracing::debug!(
                             sent = sent.last,
                             latest = summary.sequence,
-                            "gRPC client slower than the merger: it gets the latest summary \
-                             and skips the rest (orderbook_grpc_summaries_skipped_total)"
+                            "gRPC client reads fewer summaries than are published: it gets \
+                             the latest and skips the rest (orderbook_grpc_summaries_skipped_total)"
                         );
                         sent.skipped_before = true;
                     }
@@ -239,6 +245,19 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
+/// Adds gRPC server reflection (v1, and v1alpha for older clients), so grpcurl, grpcui
+/// and Postman list and call the services without the proto file.
+fn with_reflection(routes: tonic::service::Routes) -> tonic::service::Routes {
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
+    };
+    // The descriptors are compiled in and checked by the build: building cannot fail.
+    routes
+        .add_service(reflection().build_v1().expect("valid descriptors"))
+        .add_service(reflection().build_v1alpha().expect("valid descriptors"))
+}
+
 /// Serves until the task is aborted.
 pub async fn serve(
     listener: TcpListener,
@@ -255,8 +274,8 @@ pub async fn serve(
         config,
         summaries,
         clients,
-    }))
-    .prepare();
+    }));
+    let routes = with_reflection(routes).prepare();
     // hyper's HTTP/2 server under tonic's routes rather than tonic's own server, because
     // tonic does not expose HTTP/2's send buffer, half of what a client can hold up.
     let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
