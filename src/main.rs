@@ -99,32 +99,8 @@ enum Command {
         address: std::net::SocketAddr,
     },
     /// Replay recorded frames through the decoders and merge; print JSON-lines summaries.
-    Replay {
-        /// A venue and its recording, `binance=FILE` (plain frames or a session timeline).
-        #[arg(long = "venue", value_name = "VENUE=FILE", required = true, value_parser = parse_venue_file)]
-        venues: Vec<(VenueId, PathBuf)>,
-        /// The instrument name printed in each summary.
-        #[arg(long, default_value = "REPLAY")]
-        instrument: String,
-        /// Levels per side, per venue and in the merged book.
-        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=MAX_DEPTH as i64))]
-        depth: u16,
-        /// "snapshot": book frames replace each venue's book; "diff": full-depth books from
-        /// diff events and REST snapshots, synced as the live service does.
-        #[arg(long, value_enum, default_value_t = ReplayMode::Snapshot)]
-        mode: ReplayMode,
-        /// Diff mode: the symbol to follow on a venue, `binance=NKNUSDT` (one per venue).
-        #[arg(long = "symbol", value_name = "VENUE=SYMBOL", value_parser = parse_venue_value)]
-        symbols: Vec<(VenueId, String)>,
-        /// Diff mode: a REST snapshot body recorded apart from the frames (per-pair
-        /// files), `binance=FILE`; it is taken right after the first diff event. Timelines
-        /// carry their own.
-        #[arg(long = "snapshot", value_name = "VENUE=FILE", value_parser = parse_venue_value)]
-        snapshots: Vec<(VenueId, String)>,
-        /// Diff mode: levels a side kept in each full-depth book.
-        #[arg(long, default_value_t = 5000)]
-        max_levels: usize,
-    },
+    #[command(subcommand)]
+    Replay(ReplayCommand),
     /// The wire-to-publish harness: the embedded simulator sends frames at a fixed rate per
     /// venue over loopback WebSockets to the real pipeline; prints latency percentiles,
     /// frame accounting, CPU and memory (BENCHMARKS.md). Each rate runs in a fresh process.
@@ -199,10 +175,62 @@ struct LoadtestArgs {
     json: bool,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum ReplayMode {
-    Snapshot,
-    Diff,
+/// Replay's two modes, as the service's feed modes: each takes only its own flags.
+#[derive(Subcommand)]
+enum ReplayCommand {
+    /// Snapshot streams: every book frame replaces its venue's book.
+    Snapshot {
+        #[command(flatten)]
+        recordings: Recordings,
+        /// The instrument name printed in each summary.
+        #[arg(long, default_value = "REPLAY")]
+        instrument: String,
+    },
+    /// Diff streams: full-depth books from diff events and REST snapshots, synced as the
+    /// live service does. Every symbol in the recordings is followed (each symbol an
+    /// instrument, merged across venues: Binance `ETHBTC` and Bitstamp `ethbtc` are one),
+    /// unless --symbol names the ones to follow.
+    Diff {
+        #[command(flatten)]
+        recordings: Recordings,
+        /// A symbol to follow on a venue, `binance=NKNUSDT` (repeatable).
+        #[arg(long = "symbol", value_name = "VENUE=SYMBOL", value_parser = parse_venue_value)]
+        symbols: Vec<(VenueId, String)>,
+        /// A REST snapshot body recorded apart from the frames (per-pair files),
+        /// `binance=FILE`; it is taken right after the first diff event. Timelines carry
+        /// their own.
+        #[arg(long = "snapshot", value_name = "VENUE=FILE", value_parser = parse_venue_value)]
+        snapshots: Vec<(VenueId, String)>,
+        /// Levels a side kept in each full-depth book.
+        #[arg(long, default_value_t = 5000)]
+        max_levels: usize,
+    },
+}
+
+/// What both replay modes take.
+#[derive(clap::Args)]
+struct Recordings {
+    /// A venue and its recording, `binance=FILE` (plain frames or a session timeline).
+    #[arg(long = "venue", value_name = "VENUE=FILE", required = true, value_parser = parse_venue_file)]
+    venues: Vec<(VenueId, PathBuf)>,
+    /// Levels per side, per venue and in the merged book.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=MAX_DEPTH as i64))]
+    depth: u16,
+}
+
+impl Recordings {
+    /// Each venue's frames, checked to fit `mode`.
+    fn load(&self, mode: replay::Mode) -> Result<Vec<(VenueId, Vec<RecordedFrame>)>, String> {
+        self.venues
+            .iter()
+            .map(|(venue, path)| {
+                let frames = replay::load_frames(path).map_err(|error| error.to_string())?;
+                replay::check_mode(*venue, &frames, mode)
+                    .map_err(|mismatch| format!("{}: {mismatch}", path.display()))?;
+                Ok((*venue, frames))
+            })
+            .collect()
+    }
 }
 
 fn parse_venue_file(argument: &str) -> Result<(VenueId, PathBuf), String> {
@@ -239,29 +267,21 @@ fn parse_venue_value(argument: &str) -> Result<(VenueId, String), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Replay {
-            venues,
+        Some(Command::Replay(ReplayCommand::Snapshot {
+            recordings,
             instrument,
-            depth,
-            mode: ReplayMode::Snapshot,
-            ..
-        }) => run_replay(&venues, &instrument, usize::from(depth)),
-        Some(Command::Replay {
-            venues,
-            instrument,
-            depth,
-            mode: ReplayMode::Diff,
+        })) => replay_exit(run_replay(&recordings, &instrument)),
+        Some(Command::Replay(ReplayCommand::Diff {
+            recordings,
             symbols,
             snapshots,
             max_levels,
-        }) => run_diff_replay(
-            &venues,
+        })) => replay_exit(run_diff_replay(
+            &recordings,
             &symbols,
             &snapshots,
-            &instrument,
-            usize::from(depth),
             max_levels,
-        ),
+        )),
         Some(Command::Healthcheck { address }) => healthcheck(address),
         Some(Command::Loadtest(args)) => run_loadtest(&args),
         Some(Command::Soak(args)) => run_soak(&args),
@@ -420,95 +440,113 @@ async fn shutdown_signal() {
     }
 }
 
-fn run_replay(venues: &[(VenueId, PathBuf)], instrument: &str, depth: usize) -> ExitCode {
-    let mut inputs: Vec<(VenueId, Vec<RecordedFrame>)> = Vec::new();
-    for (venue, path) in venues {
-        match replay::load_frames(path) {
-            Ok(frames) => inputs.push((*venue, frames)),
-            Err(error) => {
-                eprintln!("mergebook replay: {error}");
-                return ExitCode::FAILURE;
-            }
+/// A replay's exit: its error (if any) printed as `mergebook replay: …`.
+fn replay_exit(result: Result<(), String>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("mergebook replay: {message}");
+            ExitCode::FAILURE
         }
     }
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let mut write_error = None;
+}
+
+/// Prints a replay's summaries as JSON lines on stdout, keeping the first write error.
+struct SummaryPrinter<W: Write> {
+    out: W,
+    error: Option<std::io::Error>,
+}
+
+impl<W: Write> SummaryPrinter<W> {
+    fn print(&mut self, instrument: &str, summary: &mergebook::summary::Summary) {
+        if self.error.is_none() {
+            self.error = jsonl::write_summary(&mut self.out, instrument, summary).err();
+        }
+    }
+
+    fn finish(mut self) -> Result<(), String> {
+        match self.error.or_else(|| self.out.flush().err()) {
+            Some(error) => Err(format!("writing output: {error}")),
+            None => Ok(()),
+        }
+    }
+}
+
+fn stdout_printer() -> SummaryPrinter<BufWriter<std::io::StdoutLock<'static>>> {
+    SummaryPrinter {
+        out: BufWriter::new(std::io::stdout().lock()),
+        error: None,
+    }
+}
+
+fn report_decode_error(venue: VenueId, frame: usize, error: &mergebook::venue::DecodeError) {
+    eprintln!("mergebook replay: {venue} frame {}: {error}", frame + 1);
+}
+
+fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
+    let inputs = recordings.load(replay::Mode::Snapshot)?;
+    let mut printer = stdout_printer();
     let stats = replay::replay(
         &inputs,
-        depth,
-        |summary| {
-            if write_error.is_none() {
-                write_error = jsonl::write_summary(&mut out, instrument, summary).err();
-            }
-        },
-        |venue, frame, error| eprintln!("mergebook replay: {venue} frame {}: {error}", frame + 1),
+        usize::from(recordings.depth),
+        |summary| printer.print(instrument, summary),
+        report_decode_error,
     );
-    if let Some(error) = write_error.or_else(|| out.flush().err()) {
-        eprintln!("mergebook replay: writing output: {error}");
-        return ExitCode::FAILURE;
-    }
+    printer.finish()?;
     eprintln!(
         "mergebook replay: {} book frames, {} other, {} decode errors, {} summaries",
         stats.books, stats.other_messages, stats.decode_errors, stats.summaries
     );
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 fn run_diff_replay(
-    venues: &[(VenueId, PathBuf)],
+    recordings: &Recordings,
     symbols: &[(VenueId, String)],
     snapshots: &[(VenueId, String)],
-    instrument: &str,
-    depth: usize,
     max_levels: usize,
-) -> ExitCode {
-    let fail = |message: String| {
-        eprintln!("mergebook replay: {message}");
-        ExitCode::FAILURE
-    };
-    let mut inputs = Vec::new();
-    for (venue, path) in venues {
-        let Some((_, symbol)) = symbols.iter().find(|(v, _)| v == venue) else {
-            return fail(format!("--mode diff needs --symbol {venue}=SYMBOL"));
-        };
-        let mut frames = match replay::load_frames(path) {
-            Ok(frames) => frames,
-            Err(error) => return fail(error.to_string()),
-        };
-        for (_, snapshot) in snapshots.iter().filter(|(v, _)| v == venue) {
-            match std::fs::read_to_string(snapshot) {
-                Ok(body) => replay::insert_snapshot(*venue, symbol, &mut frames, body),
-                Err(error) => return fail(format!("cannot read {snapshot}: {error}")),
-            }
-        }
-        inputs.push(replay::DiffInput {
-            venue: *venue,
-            symbol: symbol.clone(),
+) -> Result<(), String> {
+    let mut inputs: Vec<replay::DiffRecording> = recordings
+        .load(replay::Mode::Diff)?
+        .into_iter()
+        .map(|(venue, frames)| replay::DiffRecording {
+            venue,
             frames,
-        });
+            symbols: symbols
+                .iter()
+                .filter(|(v, _)| *v == venue)
+                .map(|(_, symbol)| symbol.clone())
+                .collect(),
+        })
+        .collect();
+    let mut plan = replay::plan_diff(&inputs, max_levels)
+        .map_err(|(index, error)| format!("{}: {error}", recordings.venues[index].1.display()))?;
+    for (venue, snapshot) in snapshots {
+        let mut books = plan.books.iter().filter(|book| book.venue == *venue);
+        let (Some(book), None) = (books.next(), books.next()) else {
+            return Err(format!(
+                "--snapshot {venue}=…: give it with a {venue} recording of one symbol"
+            ));
+        };
+        let body = std::fs::read_to_string(snapshot)
+            .map_err(|error| format!("cannot read {snapshot}: {error}"))?;
+        let frames = &mut inputs[book.recording].frames;
+        replay::insert_snapshot(*venue, &book.symbol, frames, body);
     }
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let mut write_error = None;
-    let outcomes = replay::replay_diff(
+    let mut printer = stdout_printer();
+    let instruments = plan.instruments.clone();
+    replay::replay_diff(
         &inputs,
-        depth,
+        &mut plan,
+        usize::from(recordings.depth),
         max_levels,
-        |summary| {
-            if write_error.is_none() {
-                write_error = jsonl::write_summary(&mut out, instrument, summary).err();
-            }
-        },
-        |venue, frame, error| eprintln!("mergebook replay: {venue} frame {}: {error}", frame + 1),
+        |instrument, summary| printer.print(&instruments[instrument], summary),
+        report_decode_error,
     );
-    if let Some(error) = write_error.or_else(|| out.flush().err()) {
-        return fail(format!("writing output: {error}"));
-    }
-    for (input, outcome) in inputs.iter().zip(&outcomes) {
-        let stats = outcome.stats;
-        let sync = &outcome.sync;
-        let book = if sync.is_synced() {
+    printer.finish()?;
+    for book in &plan.books {
+        let (stats, sync) = (book.stats, &book.sync);
+        let state = if sync.is_synced() {
             use mergebook::book::Side;
             format!(
                 "synced at id {}, {} bids, {} asks",
@@ -520,10 +558,10 @@ fn run_diff_replay(
             "not synced".to_owned()
         };
         eprintln!(
-            "mergebook replay: {} {}: {} events, {} applied, {} dropped, {} gaps, {} crossings, \
-             {} snapshots ({} too old), {} decode errors; {book}",
-            outcome.venue,
-            input.symbol,
+            "mergebook replay: {} {}: {} events, {} applied, {} dropped, {} gaps, \
+                 {} crossings, {} snapshots ({} too old), {} decode errors; {state}",
+            book.venue,
+            book.symbol,
             stats.events,
             stats.applied,
             stats.dropped,
@@ -534,7 +572,7 @@ fn run_diff_replay(
             stats.decode_errors
         );
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 fn healthcheck(address: std::net::SocketAddr) -> ExitCode {

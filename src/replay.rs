@@ -1,26 +1,28 @@
 //! `mergebook replay`: recorded frames through the same decoders, consolidation and merge
 //! as the live service, deterministically.
 //!
-//! Two file formats (see `../shared/fixtures/SOURCES.md`):
+//! Two file formats (the fixtures' SOURCES.md), told apart by the keys of the first line:
 //! - plain: one raw frame per line;
 //! - session timeline: one `{"recv_ts": <unix seconds>, "kind": "ws_recv" | …, "url": …,
-//!   "raw": "<frame>"}` object per line; only `ws_recv` frames are replayed.
+//!   "raw": "<frame>"}` object per line, keys in any order; `ws_recv` frames and
+//!   `rest_response` bodies are replayed.
 //!
 //! Two modes, as in the service: snapshot streams (`replay`: every book frame replaces the
-//! venue's book) and diff streams (`replay_diff`: one symbol's diff events a venue, joined
-//! to the REST snapshots recorded in the timeline — or given apart for per-pair files —
-//! by the same rules as the live reader, `sync.rs`).
+//! venue's book) and diff streams (`replay_diff`: every followed symbol's diff events,
+//! joined to the REST snapshots recorded in the timeline — or given apart for per-pair
+//! files — by the same rules as the live reader, `sync.rs`). A recording whose frames do
+//! not fit the mode is refused, naming the mode that fits ([`check_mode`]).
 //!
 //! Frames of all venues are replayed in time order (timeline `recv_ts`; for plain files
 //! the line number, so plain files interleave line by line), ties broken by the order of
-//! the `--venue` arguments. Every book frame, and every frame that changes a venue's
+//! the venues' recordings. Every book frame, and every frame that changes a venue's
 //! state, produces one summary.
 
-use crate::book::BookUpdate;
+use crate::book::{BookUpdate, MAX_DEPTH, TopBook};
 use crate::merger::{InstrumentMerger, VenueFeed};
 use crate::summary::{Summary, VenueState};
 use crate::sync::{BookSync, SnapshotOutcome, UpdateOutcome};
-use crate::venue::{Message, VenueId};
+use crate::venue::{DecodeError, Message, VenueId};
 use std::path::{Path, PathBuf};
 
 /// One recorded frame and when it was received (ns; for plain files, its line index).
@@ -55,18 +57,31 @@ struct TimelineEntry {
     raw: String,
 }
 
-/// Reads a plain or timeline file. A file is a timeline when its first line is a JSON
-/// object with a `recv_ts` key.
+/// Whether `line` is a session-timeline entry: a JSON object with `recv_ts` and `kind`,
+/// whatever the order of its keys and its spacing.
+fn is_timeline_entry(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line).is_ok_and(|value| {
+        value
+            .as_object()
+            .is_some_and(|entry| entry.contains_key("recv_ts") && entry.contains_key("kind"))
+    })
+}
+
+/// Reads a plain or timeline file. A file is a timeline when its first line is a
+/// timeline entry; then every line must be one.
 pub fn load_frames(path: &Path) -> Result<Vec<RecordedFrame>, ReplayError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
         path: path.into(),
         source,
     })?;
-    let lines = text
+    let mut lines = text
         .lines()
         .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty());
-    let is_timeline = text.trim_start().starts_with("{\"recv_ts\"");
+        .filter(|(_, line)| !line.trim().is_empty())
+        .peekable();
+    let is_timeline = lines
+        .peek()
+        .is_some_and(|(_, first)| is_timeline_entry(first));
     if !is_timeline {
         return Ok(lines
             .map(|(index, line)| RecordedFrame {
@@ -97,6 +112,93 @@ pub fn load_frames(path: &Path) -> Result<Vec<RecordedFrame>, ReplayError> {
     Ok(frames)
 }
 
+/// The service's two feed modes, as replay runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Book frames replace the venue's book.
+    Snapshot,
+    /// Full-depth books from diff events and REST snapshots.
+    Diff,
+}
+
+/// Why a recording does not fit the chosen mode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModeMismatch {
+    #[error(
+        "its {venue} frames are diff events, not book snapshots: replay it with `mergebook replay diff`"
+    )]
+    DiffEvents { venue: VenueId },
+    #[error(
+        "its {venue} frames are book snapshots, not diff events: replay it with `mergebook replay snapshot`"
+    )]
+    BookSnapshots { venue: VenueId },
+    #[error("it holds no {venue} book frame of either mode in {frames} frames")]
+    NoBooks { venue: VenueId, frames: usize },
+}
+
+/// Whether `frame` is a book of a snapshot stream (not of a diff stream, which some
+/// venues send in the same envelope).
+fn is_book_snapshot(venue: VenueId, frame: &RecordedFrame, scratch: &mut TopBook) -> bool {
+    frame.rest_url.is_none()
+        && matches!(
+            venue.decode(frame.raw.as_bytes(), MAX_DEPTH, scratch),
+            Ok(Message::Book { stream }) if !is_diff_stream(venue, stream)
+        )
+}
+
+/// The stream of a diff event (empty on a raw stream), or `None` for any other frame.
+fn diff_event_stream<'a>(
+    venue: VenueId,
+    raw: &'a str,
+    max_levels: usize,
+    update: &mut BookUpdate,
+) -> Result<Option<&'a [u8]>, DecodeError> {
+    Ok(
+        match venue.decode_diff(raw.as_bytes(), max_levels, update)? {
+            Message::Book { stream } if stream.is_empty() || is_diff_stream(venue, stream) => {
+                Some(stream)
+            }
+            _ => None,
+        },
+    )
+}
+
+fn is_diff_stream(venue: VenueId, stream: &[u8]) -> bool {
+    std::str::from_utf8(stream).is_ok_and(|stream| venue.is_diff_stream(stream))
+}
+
+/// Checks that `venue`'s recording holds books of `mode`'s kind; if it holds only the
+/// other mode's, the error names that mode.
+pub fn check_mode(
+    venue: VenueId,
+    frames: &[RecordedFrame],
+    mode: Mode,
+) -> Result<(), ModeMismatch> {
+    let mut book = TopBook::default();
+    let mut update = BookUpdate::default();
+    let mut snapshots = frames
+        .iter()
+        .filter(|frame| is_book_snapshot(venue, frame, &mut book));
+    let mut diffs = frames.iter().filter(|frame| {
+        frame.rest_url.is_none()
+            && diff_event_stream(venue, &frame.raw, MAX_DEPTH, &mut update)
+                .is_ok_and(|s| s.is_some())
+    });
+    let (fits, other_fits) = match mode {
+        Mode::Snapshot => (snapshots.next().is_some(), diffs.next().is_some()),
+        Mode::Diff => (diffs.next().is_some(), snapshots.next().is_some()),
+    };
+    match (fits, other_fits, mode) {
+        (true, _, _) => Ok(()),
+        (false, true, Mode::Snapshot) => Err(ModeMismatch::DiffEvents { venue }),
+        (false, true, Mode::Diff) => Err(ModeMismatch::BookSnapshots { venue }),
+        (false, false, _) => Err(ModeMismatch::NoBooks {
+            venue,
+            frames: frames.len(),
+        }),
+    }
+}
+
 /// Counts of what a replay saw.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayStats {
@@ -106,38 +208,45 @@ pub struct ReplayStats {
     pub summaries: u64,
 }
 
+/// The order frames of several recordings are replayed in: by receive time, then by
+/// recording, then by position. Yields (receive time, recording, frame index).
+fn time_order<'a>(
+    recordings: impl Iterator<Item = &'a [RecordedFrame]>,
+) -> Vec<(u64, usize, usize)> {
+    let mut order: Vec<(u64, usize, usize)> = recordings
+        .enumerate()
+        .flat_map(|(recording, frames)| {
+            frames
+                .iter()
+                .enumerate()
+                .map(move |(index, frame)| (frame.received_ns, recording, index))
+        })
+        .collect();
+    order.sort_unstable();
+    order
+}
+
 /// Replays `inputs` (venue and its frames) for one instrument, calling `emit` with every
-/// summary. `on_error` hears of each frame that failed to decode.
+/// summary. `on_error` hears of each frame that failed to decode. Frames of diff streams
+/// and REST responses are not book snapshots and are passed over.
 pub fn replay(
     inputs: &[(VenueId, Vec<RecordedFrame>)],
     depth: usize,
     mut emit: impl FnMut(&Summary),
-    mut on_error: impl FnMut(VenueId, usize, &crate::venue::DecodeError),
+    mut on_error: impl FnMut(VenueId, usize, &DecodeError),
 ) -> ReplayStats {
     let venues: Vec<VenueId> = inputs.iter().map(|(venue, _)| *venue).collect();
     let mut merger = InstrumentMerger::new(0, depth, &venues);
-    let mut order: Vec<(u64, usize, usize)> = inputs
-        .iter()
-        .enumerate()
-        .flat_map(|(input, (_, frames))| {
-            frames
-                .iter()
-                .enumerate()
-                .map(move |(i, f)| (f.received_ns, input, i))
-        })
-        .collect();
-    order.sort_unstable();
-
     let mut stats = ReplayStats::default();
     let mut feed = VenueFeed::default();
     let mut summary = Summary::default();
-    for (received_ns, input, index) in order {
+    for (received_ns, input, index) in time_order(inputs.iter().map(|(_, f)| &f[..])) {
         let (venue, frames) = &inputs[input];
         if frames[index].rest_url.is_some() {
-            continue; // snapshot streams need no REST snapshot
+            continue;
         }
         let changed = match venue.decode(frames[index].raw.as_bytes(), depth, &mut feed.book) {
-            Ok(Message::Book { .. }) => {
+            Ok(Message::Book { stream }) if !is_diff_stream(*venue, stream) => {
                 stats.books += 1;
                 feed.state = VenueState::Synced;
                 feed.book.received_ns = received_ns;
@@ -164,15 +273,27 @@ pub fn replay(
     stats
 }
 
-/// One venue's input to a diff-mode replay: its recording and the symbol to follow.
+/// One venue's recording in a diff-mode replay.
 #[derive(Debug, Clone)]
-pub struct DiffInput {
+pub struct DiffRecording {
     pub venue: VenueId,
-    pub symbol: String,
     pub frames: Vec<RecordedFrame>,
+    /// The symbols to follow; empty: every symbol whose diff stream the recording holds.
+    pub symbols: Vec<String>,
 }
 
-/// What a diff-mode replay saw on one venue.
+/// Why a diff replay cannot decide what to follow.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DiffPlanError {
+    #[error(
+        "its {venue} diff events do not name their stream: say which symbol they are of with --symbol {venue}=SYMBOL"
+    )]
+    UnnamedStream { venue: VenueId },
+    #[error("it holds no {venue} diff event of {symbol}")]
+    NoSuchSymbol { venue: VenueId, symbol: String },
+}
+
+/// What a diff-mode replay saw on one book.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct DiffStats {
     pub events: u64,
@@ -186,11 +307,98 @@ pub struct DiffStats {
     pub decode_errors: u64,
 }
 
-/// Each venue's final state after a diff-mode replay.
-pub struct DiffOutcome {
+/// One book a diff replay follows, and in the end its state.
+pub struct DiffBook {
+    /// Index into the recordings.
+    pub recording: usize,
     pub venue: VenueId,
+    pub symbol: String,
+    /// Index into the plan's instruments.
+    pub instrument: usize,
     pub stats: DiffStats,
     pub sync: BookSync,
+}
+
+/// The books a diff replay follows and the instruments they merge into.
+pub struct DiffPlan {
+    /// Instrument names: a symbol's letters and digits, upper case.
+    pub instruments: Vec<String>,
+    pub books: Vec<DiffBook>,
+}
+
+/// The instrument a symbol merges into: Binance `ETHBTC` and Bitstamp `ethbtc` are one.
+fn instrument_key(symbol: &str) -> String {
+    symbol
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_uppercase())
+        .collect()
+}
+
+/// Plans a diff replay: each recording's chosen symbols, or every symbol with a diff
+/// stream in it (in order of first appearance); symbols of several venues that are the
+/// same instrument (`instrument_key`) are merged.
+pub fn plan_diff(
+    recordings: &[DiffRecording],
+    max_levels: usize,
+) -> Result<DiffPlan, (usize, DiffPlanError)> {
+    let mut plan = DiffPlan {
+        instruments: Vec::new(),
+        books: Vec::new(),
+    };
+    let mut update = BookUpdate::default();
+    for (index, recording) in recordings.iter().enumerate() {
+        let venue = recording.venue;
+        let mut seen: Vec<String> = Vec::new();
+        let mut unnamed = false;
+        for frame in recording.frames.iter().filter(|f| f.rest_url.is_none()) {
+            match diff_event_stream(venue, &frame.raw, max_levels, &mut update) {
+                Ok(Some(b"")) => unnamed = true,
+                Ok(Some(stream)) => {
+                    let symbol = std::str::from_utf8(stream)
+                        .ok()
+                        .and_then(|stream| venue.diff_stream_symbol(stream));
+                    if let Some(symbol) = symbol.filter(|symbol| !seen.contains(symbol)) {
+                        seen.push(symbol);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let symbols = if recording.symbols.is_empty() {
+            if seen.is_empty() && unnamed {
+                return Err((index, DiffPlanError::UnnamedStream { venue }));
+            }
+            seen
+        } else {
+            for symbol in &recording.symbols {
+                if !unnamed && !seen.iter().any(|s| s.eq_ignore_ascii_case(symbol)) {
+                    let symbol = symbol.clone();
+                    return Err((index, DiffPlanError::NoSuchSymbol { venue, symbol }));
+                }
+            }
+            recording.symbols.clone()
+        };
+        for symbol in symbols {
+            let key = instrument_key(&symbol);
+            let instrument = match plan.instruments.iter().position(|name| *name == key) {
+                Some(instrument) => instrument,
+                None => {
+                    plan.instruments.push(key);
+                    plan.instruments.len() - 1
+                }
+            };
+            plan.books.push(DiffBook {
+                recording: index,
+                venue,
+                symbol,
+                instrument,
+                stats: DiffStats::default(),
+                sync: BookSync::new(venue.sequence_rule(), max_levels, usize::MAX),
+            });
+        }
+    }
+    Ok(plan)
 }
 
 /// Inserts a separately recorded snapshot body (`--snapshot`, for per-pair files) right
@@ -206,7 +414,7 @@ pub fn insert_snapshot(
     let first_event = frames.iter().position(|frame| {
         matches!(
             venue.decode_diff(frame.raw.as_bytes(), usize::MAX, &mut update),
-            Ok(Message::Book { stream: name }) if name.is_empty() || name == stream.as_bytes()
+            Ok(Message::Book { stream: name }) if name.is_empty() || name.eq_ignore_ascii_case(stream.as_bytes())
         )
     });
     let at = first_event.map_or(0, |index| index + 1);
@@ -223,114 +431,128 @@ pub fn insert_snapshot(
     );
 }
 
-/// Replays diff streams: per venue, `symbol`'s diff events and the REST snapshots for it,
-/// in time order, through [`BookSync`], merging the synced venues' top `depth` into a
-/// summary after every change.
+/// Replays diff streams: the planned books' diff events and the REST snapshots for them,
+/// in time order, through [`BookSync`], merging each instrument's synced venues' top
+/// `depth` into a summary after every change (`emit(instrument, summary)`). A frame that
+/// cannot be decoded resets every book of its recording, as the live reader does (it
+/// cannot tell which stream the frame was for).
 pub fn replay_diff(
-    inputs: &[DiffInput],
+    recordings: &[DiffRecording],
+    plan: &mut DiffPlan,
     depth: usize,
     max_levels: usize,
-    mut emit: impl FnMut(&Summary),
-    mut on_error: impl FnMut(VenueId, usize, &crate::venue::DecodeError),
-) -> Vec<DiffOutcome> {
-    let venues: Vec<VenueId> = inputs.iter().map(|input| input.venue).collect();
-    let mut merger = InstrumentMerger::new(0, depth, &venues);
-    let mut outcomes: Vec<DiffOutcome> = inputs
-        .iter()
-        .map(|input| DiffOutcome {
-            venue: input.venue,
-            stats: DiffStats::default(),
-            sync: BookSync::new(input.venue.sequence_rule(), max_levels, usize::MAX),
-        })
-        .collect();
-    let streams: Vec<String> = inputs
-        .iter()
-        .map(|input| input.venue.diff_stream_name(&input.symbol))
-        .collect();
-    let mut order: Vec<(u64, usize, usize)> = inputs
-        .iter()
-        .enumerate()
-        .flat_map(|(input, recorded)| {
-            recorded
-                .frames
+    mut emit: impl FnMut(usize, &Summary),
+    mut on_error: impl FnMut(VenueId, usize, &DecodeError),
+) {
+    let mut mergers: Vec<InstrumentMerger> = (0..plan.instruments.len())
+        .map(|instrument| {
+            let venues: Vec<VenueId> = plan
+                .books
                 .iter()
-                .enumerate()
-                .map(move |(i, f)| (f.received_ns, input, i))
+                .filter(|book| book.instrument == instrument)
+                .map(|book| book.venue)
+                .collect();
+            InstrumentMerger::new(instrument, depth, &venues)
         })
         .collect();
-    order.sort_unstable();
-
     let mut update = BookUpdate::default();
     let mut feed = VenueFeed::default();
     let mut summary = Summary::default();
-    for (received_ns, input, index) in order {
-        let DiffInput {
-            venue,
-            symbol,
-            frames,
-        } = &inputs[input];
-        let frame = &frames[index];
-        let DiffOutcome { stats, sync, .. } = &mut outcomes[input];
-        let was_synced = sync.is_synced();
-        let mut book_changed = false;
+    let mut publish = |book: &DiffBook, received_ns: u64, merger: &mut InstrumentMerger| {
+        if book.sync.is_synced() {
+            feed.state = VenueState::Synced;
+            book.sync.write_top(depth, received_ns, &mut feed.book);
+        } else {
+            feed.state = VenueState::OutOfSync;
+        }
+        merger.apply(book.venue, &feed);
+        merger.summarize(received_ns, &mut summary);
+        emit(book.instrument, &summary);
+    };
+    let books_of = |recording: usize, symbol: &dyn Fn(&str) -> bool, books: &[DiffBook]| {
+        books
+            .iter()
+            .position(|book| book.recording == recording && symbol(&book.symbol))
+    };
+    for (received_ns, recording, index) in time_order(recordings.iter().map(|r| &r.frames[..])) {
+        let venue = recordings[recording].venue;
+        let frame = &recordings[recording].frames[index];
         if let Some(url) = &frame.rest_url {
-            let asked = venue.snapshot_symbol(url);
-            if !asked.is_some_and(|asked| asked.eq_ignore_ascii_case(symbol)) {
+            let Some(asked) = venue.snapshot_symbol(url) else {
                 continue;
-            }
-            stats.snapshots += 1;
+            };
+            let Some(at) = books_of(recording, &|s| s.eq_ignore_ascii_case(&asked), &plan.books)
+            else {
+                continue;
+            };
+            let book = &mut plan.books[at];
+            let was_synced = book.sync.is_synced();
+            book.stats.snapshots += 1;
+            let mut changed = false;
             match venue.decode_snapshot(frame.raw.as_bytes(), max_levels, &mut update) {
-                Ok(()) => match sync.on_snapshot(&update) {
+                Ok(()) => match book.sync.on_snapshot(&update) {
                     SnapshotOutcome::Synced { applied, dropped } => {
-                        stats.applied += applied as u64;
-                        stats.dropped += dropped as u64;
-                        book_changed = true;
+                        book.stats.applied += applied as u64;
+                        book.stats.dropped += dropped as u64;
+                        changed = true;
                     }
-                    SnapshotOutcome::TooOld => stats.snapshots_too_old += 1,
-                    SnapshotOutcome::Crossed => stats.crossings += 1,
+                    SnapshotOutcome::TooOld => book.stats.snapshots_too_old += 1,
+                    SnapshotOutcome::Crossed => book.stats.crossings += 1,
                     SnapshotOutcome::Unexpected => {}
                 },
                 Err(error) => {
-                    stats.decode_errors += 1;
-                    on_error(*venue, index, &error);
+                    book.stats.decode_errors += 1;
+                    on_error(venue, index, &error);
                 }
             }
-        } else {
-            match venue.decode_diff(frame.raw.as_bytes(), max_levels, &mut update) {
-                Ok(Message::Book { stream })
-                    if stream.is_empty() || stream == streams[input].as_bytes() =>
-                {
-                    stats.events += 1;
-                    match sync.on_update(&update) {
-                        UpdateOutcome::Applied => {
-                            stats.applied += 1;
-                            book_changed = true;
-                        }
-                        UpdateOutcome::Stale => stats.dropped += 1,
-                        UpdateOutcome::Gap => stats.gaps += 1,
-                        UpdateOutcome::Crossed => stats.crossings += 1,
-                        UpdateOutcome::Buffered { .. } => {}
+            if changed || was_synced != book.sync.is_synced() {
+                publish(book, received_ns, &mut mergers[book.instrument]);
+            }
+            continue;
+        }
+        match diff_event_stream(venue, &frame.raw, max_levels, &mut update) {
+            Ok(None) => {}
+            Ok(Some(stream)) => {
+                let symbol = std::str::from_utf8(stream)
+                    .ok()
+                    .and_then(|stream| venue.diff_stream_symbol(stream));
+                let at = match symbol {
+                    Some(symbol) => {
+                        books_of(recording, &|s| s.eq_ignore_ascii_case(&symbol), &plan.books)
+                    }
+                    // A raw stream: the recording is of one symbol.
+                    None => books_of(recording, &|_| true, &plan.books),
+                };
+                let Some(at) = at else { continue };
+                let book = &mut plan.books[at];
+                let was_synced = book.sync.is_synced();
+                book.stats.events += 1;
+                let mut changed = false;
+                match book.sync.on_update(&update) {
+                    UpdateOutcome::Applied => {
+                        book.stats.applied += 1;
+                        changed = true;
+                    }
+                    UpdateOutcome::Stale => book.stats.dropped += 1,
+                    UpdateOutcome::Gap => book.stats.gaps += 1,
+                    UpdateOutcome::Crossed => book.stats.crossings += 1,
+                    UpdateOutcome::Buffered { .. } => {}
+                }
+                if changed || was_synced != book.sync.is_synced() {
+                    publish(book, received_ns, &mut mergers[book.instrument]);
+                }
+            }
+            Err(error) => {
+                on_error(venue, index, &error);
+                for book in plan.books.iter_mut().filter(|b| b.recording == recording) {
+                    book.stats.decode_errors += 1;
+                    let was_synced = book.sync.is_synced();
+                    book.sync.reset();
+                    if was_synced {
+                        publish(book, received_ns, &mut mergers[book.instrument]);
                     }
                 }
-                Ok(_) => {}
-                Err(error) => {
-                    stats.decode_errors += 1;
-                    on_error(*venue, index, &error);
-                    sync.reset();
-                }
             }
-        }
-        if book_changed || was_synced != sync.is_synced() {
-            if sync.is_synced() {
-                feed.state = VenueState::Synced;
-                sync.write_top(depth, received_ns, &mut feed.book);
-            } else {
-                feed.state = VenueState::OutOfSync;
-            }
-            merger.apply(*venue, &feed);
-            merger.summarize(received_ns, &mut summary);
-            emit(&summary);
         }
     }
-    outcomes
 }

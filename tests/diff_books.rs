@@ -6,7 +6,7 @@
 use mergebook::book::Side;
 use mergebook::fixed::FixedPoint;
 use mergebook::merge::MergedBook;
-use mergebook::replay::{self, DiffInput, DiffOutcome, RecordedFrame};
+use mergebook::replay::{self, DiffBook, DiffRecording, RecordedFrame};
 use mergebook::summary::VenueState;
 use mergebook::venue::VenueId;
 use std::path::Path;
@@ -113,31 +113,33 @@ fn per_pair_frames(expected: &Expected) -> Vec<RecordedFrame> {
     frames
 }
 
-/// Replays one venue's frames; returns its outcome and every published book (`None` when
-/// the venue was not synced in that summary).
-fn run(expected: &Expected, frames: Vec<RecordedFrame>) -> (DiffOutcome, Vec<Option<MergedBook>>) {
-    let input = DiffInput {
+/// Replays one venue's frames following the expected symbol; returns its book's outcome
+/// and every published book (`None` when the venue was not synced in that summary).
+fn run(expected: &Expected, frames: Vec<RecordedFrame>) -> (DiffBook, Vec<Option<MergedBook>>) {
+    let recordings = [DiffRecording {
         venue: expected.venue,
-        symbol: expected.symbol.to_owned(),
         frames,
-    };
+        symbols: vec![expected.symbol.to_owned()],
+    }];
+    let mut plan = replay::plan_diff(&recordings, 5000).unwrap();
     let mut published = Vec::new();
-    let mut outcomes = replay::replay_diff(
-        &[input],
+    replay::replay_diff(
+        &recordings,
+        &mut plan,
         10,
         5000,
-        |summary| {
+        |_, summary| {
             let synced = summary.venue_state(expected.venue) == VenueState::Synced;
             published.push(synced.then_some(summary.book));
         },
         |venue, frame, error| panic!("{venue} frame {frame}: {error}"),
     );
-    (outcomes.remove(0), published)
+    (plan.books.remove(0), published)
 }
 
-fn check_final_book(expected: &Expected, outcome: &DiffOutcome, source: &str) {
+fn check_final_book(expected: &Expected, outcome: &DiffBook, source: &str) {
     let context = format!("{} {} ({source})", expected.venue, expected.symbol);
-    let DiffOutcome { stats, sync, .. } = outcome;
+    let DiffBook { stats, sync, .. } = outcome;
     assert!(sync.is_synced(), "{context}");
     assert_eq!(stats.dropped, expected.dropped, "{context}: dropped");
     assert_eq!(stats.applied, expected.applied, "{context}: applied");
@@ -263,49 +265,89 @@ fn a_snapshot_older_than_the_buffer_is_refused() {
     assert!(published.iter().all(Option::is_none));
 }
 
+/// `mergebook replay diff` follows every symbol of the recordings it is given, both
+/// venues' timelines in one run, each symbol its own instrument.
 #[test]
 fn mergebook_replay_runs_the_same_checks_from_the_command_line() {
-    let cases = [
-        (
-            &EXPECTED[0],
-            "binance NKNUSDT: 150 events, 149 applied, 1 dropped, 0 gaps, 0 crossings, \
-             1 snapshots (0 too old), 0 decode errors; synced at id 499870179, 614 bids, 994 asks",
-        ),
-        (
-            &EXPECTED[1],
-            "binance LRCBTC: 15 events, 13 applied, 2 dropped, 0 gaps",
-        ),
-        (
-            &EXPECTED[2],
-            "bitstamp ethusd: 85 events, 73 applied, 12 dropped, 0 gaps",
-        ),
-        (
-            &EXPECTED[3],
-            "bitstamp batbtc: 136 events, 111 applied, 25 dropped, 0 gaps",
-        ),
-        (
-            &EXPECTED[4],
-            "bitstamp usdteur: 101 events, 89 applied, 12 dropped, 0 gaps",
-        ),
+    let reports = [
+        "binance NKNUSDT: 150 events, 149 applied, 1 dropped, 0 gaps, 0 crossings, \
+         1 snapshots (0 too old), 0 decode errors; synced at id 499870179, 614 bids, 994 asks",
+        "binance LRCBTC: 15 events, 13 applied, 2 dropped, 0 gaps",
+        "bitstamp ethusd: 85 events, 73 applied, 12 dropped, 0 gaps",
+        "bitstamp batbtc: 136 events, 111 applied, 25 dropped, 0 gaps",
+        "bitstamp usdteur: 101 events, 89 applied, 12 dropped, 0 gaps",
     ];
-    for (expected, report) in cases {
-        let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
-            .args(["replay", "--mode", "diff", "--venue"])
-            .arg(format!("{}={}", expected.venue, expected.timeline))
-            .arg("--symbol")
-            .arg(format!("{}={}", expected.venue, expected.symbol))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success(), "{stderr}");
-        assert!(stderr.contains(report), "{stderr}");
-        let stdout = String::from_utf8(output.stdout).unwrap();
-        let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .args(["replay", "diff"])
+        .args(["--venue", &format!("binance={BINANCE_TIMELINE}")])
+        .args(["--venue", &format!("bitstamp={BITSTAMP_TIMELINE}")])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    for report in reports {
+        assert!(stderr.contains(report), "{report}\n{stderr}");
+    }
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let summaries: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let times: Vec<u64> = summaries
+        .iter()
+        .map(|s| s["ts_ns"].as_u64().unwrap())
+        .collect();
+    assert!(times.is_sorted(), "in receive order across venues");
+    for expected in EXPECTED {
+        let instrument = expected.symbol.to_ascii_uppercase();
+        let last = summaries
+            .iter()
+            .rev()
+            .find(|summary| summary["instrument"] == instrument.as_str())
+            .unwrap_or_else(|| panic!("no summary of {instrument}"));
         assert_eq!(last["venues"][expected.venue.name()], "synced");
         for (side, (price, _)) in [("bids", expected.best_bid), ("asks", expected.best_ask)] {
             let printed: FixedPoint = last[side][0]["price"].as_str().unwrap().parse().unwrap();
-            assert_eq!(printed, fp(price), "{} {side}", expected.symbol);
+            assert_eq!(printed, fp(price), "{instrument} {side}");
         }
     }
+}
+
+/// `--symbol` restricts a replay to the symbols it names, and one the recording does not
+/// hold is refused.
+#[test]
+fn mergebook_replay_diff_follows_only_the_symbols_named() {
+    let replay = |symbol: &str| {
+        Command::new(env!("CARGO_BIN_EXE_mergebook"))
+            .args([
+                "replay",
+                "diff",
+                "--venue",
+                &format!("binance={BINANCE_TIMELINE}"),
+            ])
+            .args(["--symbol", &format!("binance={symbol}")])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    let output = replay("LRCBTC");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("binance LRCBTC: 15 events"), "{stderr}");
+    assert!(!stderr.contains("NKNUSDT"), "{stderr}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout
+            .lines()
+            .all(|line| line.contains(r#""instrument":"LRCBTC""#))
+    );
+
+    let output = replay("BTCUSDT");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("it holds no binance diff event of BTCUSDT"),
+        "{stderr}"
+    );
 }

@@ -1,5 +1,6 @@
-//! `mergebook replay` on the recorded snapshot frames prints the merged book that an
-//! independent computation (serde_json + concatenate, sort, take N) expects.
+//! `mergebook replay snapshot` on the recorded snapshot frames prints the merged book that
+//! an independent computation (serde_json + concatenate, sort, take N) expects; a
+//! recording that does not fit the mode, or holds no book, is refused with the reason.
 
 use serde_json::Value;
 use std::process::Command;
@@ -48,6 +49,7 @@ fn replay_of_recorded_snapshots_prints_the_expected_merged_book() {
     let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
         .args([
             "replay",
+            "snapshot",
             "--venue",
             &format!("binance={BINANCE}"),
             "--venue",
@@ -102,13 +104,123 @@ fn replay_of_recorded_snapshots_prints_the_expected_merged_book() {
 #[test]
 fn replay_refuses_an_unknown_venue_with_a_clear_message() {
     let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
-        .args(["replay", "--venue", "nasdaq=x.jsonl"])
+        .args(["replay", "snapshot", "--venue", "nasdaq=x.jsonl"])
         .output()
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("unknown venue \"nasdaq\" (known: binance, bitstamp)"),
+        "{stderr}"
+    );
+}
+
+fn mergebook_replay(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .arg("replay")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+const DIFF_TIMELINE: &str = "tests/fixtures/binance/session_timeline_NKNUSDT_LRCBTC.jsonl";
+
+#[test]
+fn a_recording_of_the_other_mode_is_refused_naming_the_mode_that_fits() {
+    let output = mergebook_replay(&["snapshot", "--venue", &format!("binance={DIFF_TIMELINE}")]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("its binance frames are diff events, not book snapshots: replay it with `mergebook replay diff`"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+
+    let output = mergebook_replay(&["diff", "--venue", &format!("binance={BINANCE}")]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("replay it with `mergebook replay snapshot`"),
+        "{stderr}"
+    );
+
+    // Bitstamp sends both modes in the same envelope: the channel tells them apart.
+    let diffs = "tests/fixtures/bitstamp/diff_order_book_batbtc.jsonl";
+    let output = mergebook_replay(&["snapshot", "--venue", &format!("bitstamp={diffs}")]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("replay it with `mergebook replay diff`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_recording_without_books_is_refused() {
+    let controls = "tests/fixtures/bitstamp/control_messages.jsonl";
+    for mode in ["snapshot", "diff"] {
+        let output = mergebook_replay(&[mode, "--venue", &format!("bitstamp={controls}")]);
+        assert!(!output.status.success(), "{mode}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("it holds no bitstamp book frame of either mode in 5 frames"),
+            "{mode}: {stderr}"
+        );
+    }
+}
+
+/// A timeline is known by its keys, not by its first bytes: the same session with its
+/// keys in another order and other spacing replays the same.
+#[test]
+fn a_timeline_is_known_by_its_keys_in_any_order() {
+    let text = std::fs::read_to_string(DIFF_TIMELINE).unwrap();
+    let reordered: String = text
+        .lines()
+        .map(|line| {
+            let entry: Value = serde_json::from_str(line).unwrap();
+            let mut keys: Vec<(&String, &Value)> = entry.as_object().unwrap().iter().collect();
+            keys.reverse(); // "raw" (or "url") first, "recv_ts" last
+            let fields: Vec<String> = keys
+                .iter()
+                .map(|(key, value)| format!("{key:?} :  {value}"))
+                .collect();
+            format!("{{ {} }}\n", fields.join(" , "))
+        })
+        .collect();
+    assert!(!reordered.starts_with("{\"recv_ts\""));
+    let path =
+        std::env::temp_dir().join(format!("mergebook-reordered-{}.jsonl", std::process::id()));
+    std::fs::write(&path, reordered).unwrap();
+    let run = |file: &str| {
+        let output = mergebook_replay(&["diff", "--venue", &format!("binance={file}")]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    };
+    let original = run(DIFF_TIMELINE);
+    let reordered = run(path.to_str().unwrap());
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(reordered.stdout, original.stdout);
+    assert_eq!(reordered.stderr, original.stderr);
+    assert!(String::from_utf8_lossy(&original.stderr).contains("binance NKNUSDT: 150 events"));
+}
+
+#[test]
+fn a_flag_of_the_other_mode_is_refused() {
+    let output = mergebook_replay(&[
+        "snapshot",
+        "--venue",
+        &format!("binance={BINANCE}"),
+        "--symbol",
+        "binance=BTCUSDT",
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("unexpected argument '--symbol'"),
         "{stderr}"
     );
 }

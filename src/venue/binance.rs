@@ -458,8 +458,13 @@ impl Venue for Binance {
         format!("{}@depth@100ms", symbol.to_ascii_lowercase())
     }
 
-    fn is_diff_stream(stream: &str) -> bool {
-        stream.ends_with("@depth@100ms") || stream.ends_with("@depth")
+    /// `nknusdt@depth@100ms` or `nknusdt@depth` (the 1000 ms stream): `NKNUSDT`, as the
+    /// REST API names it.
+    fn diff_stream_symbol(stream: &str) -> Option<String> {
+        let symbol = stream
+            .strip_suffix("@depth@100ms")
+            .or_else(|| stream.strip_suffix("@depth"))?;
+        (!symbol.is_empty()).then(|| symbol.to_ascii_uppercase())
     }
 
     fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {

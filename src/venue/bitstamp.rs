@@ -371,8 +371,9 @@ impl Venue for Bitstamp {
         format!("{DIFF_ORDER_BOOK_PREFIX}{}", symbol.to_ascii_lowercase())
     }
 
-    fn is_diff_stream(stream: &str) -> bool {
-        stream.starts_with(DIFF_ORDER_BOOK_PREFIX)
+    fn diff_stream_symbol(stream: &str) -> Option<String> {
+        let pair = stream.strip_prefix(DIFF_ORDER_BOOK_PREFIX)?;
+        (!pair.is_empty()).then(|| pair.to_owned())
     }
 
     fn snapshot_url(rest_base: &str, symbol: &str, _limit: usize) -> String {

@@ -81,8 +81,9 @@ pub trait Venue {
     /// The diff stream of `symbol`.
     fn diff_stream_name(symbol: &str) -> String;
 
-    /// Whether `stream` is a diff stream (the simulator serves it as one).
-    fn is_diff_stream(stream: &str) -> bool;
+    /// The symbol whose diff stream `stream` is (the inverse of `diff_stream_name`, up to
+    /// letter case), or `None` for any other stream.
+    fn diff_stream_symbol(stream: &str) -> Option<String>;
 
     /// Decodes one text frame of a diff connection. `Message::Book` means `out` holds one
     /// diff event: all its levels in wire order (zero amounts delete), at most
@@ -219,9 +220,14 @@ macro_rules! venues {
                 match self { $(VenueId::$variant => <$venue as Venue>::diff_stream_name(symbol)),+ }
             }
 
-            /// See [`Venue::is_diff_stream`].
+            /// See [`Venue::diff_stream_symbol`].
+            pub fn diff_stream_symbol(self, stream: &str) -> Option<String> {
+                match self { $(VenueId::$variant => <$venue as Venue>::diff_stream_symbol(stream)),+ }
+            }
+
+            /// Whether `stream` is a diff stream.
             pub fn is_diff_stream(self, stream: &str) -> bool {
-                match self { $(VenueId::$variant => <$venue as Venue>::is_diff_stream(stream)),+ }
+                self.diff_stream_symbol(stream).is_some()
             }
 
             /// Decodes a diff connection's frame (see [`Venue::decode_diff`]).
@@ -362,6 +368,25 @@ pub(crate) mod layout_edits {
             _ => {
                 frame.remove(at.min(last));
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replay finds a recording's symbols by their diff streams' names.
+    #[test]
+    fn every_venue_names_the_symbol_of_its_diff_stream_and_no_other() {
+        for &venue in VenueId::ALL {
+            let symbol = venue
+                .diff_stream_symbol(&venue.diff_stream_name("EthBtc"))
+                .unwrap_or_else(|| panic!("{venue}: its own diff stream"));
+            assert!(symbol.eq_ignore_ascii_case("ethbtc"), "{venue}: {symbol}");
+            let book_stream = venue.stream_name("ETHBTC", 10);
+            assert_eq!(venue.diff_stream_symbol(&book_stream), None, "{venue}");
+            assert_eq!(venue.diff_stream_symbol(""), None, "{venue}");
         }
     }
 }
