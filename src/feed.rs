@@ -704,6 +704,8 @@ impl Reader {
                     }
                     Ok(()) => match book.sync.on_snapshot(&diff.snapshot) {
                         SnapshotOutcome::Synced { applied, dropped } => {
+                            // The buffered events the snapshot already contains.
+                            self.metrics.events_dropped_stale.inc_by(dropped as u64);
                             let took = now.saturating_sub(book.out_of_sync_since_ns);
                             self.metrics.resync_seconds.observe(took as f64 * 1e-9);
                             tracing::info!(%venue, stream = %self.spec.streams[slot].name, applied, dropped, took_ms = took / 1_000_000, "book synced");

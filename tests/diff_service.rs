@@ -366,6 +366,11 @@ async fn a_late_snapshot_is_joined_to_the_events_buffered_meanwhile() {
                 .await
                 > 0
         );
+        // The events buffered before the snapshot was taken (at least the one that asked
+        // for it) are in it: dropped at the join, and counted.
+        let stale =
+            format!("orderbook_diff_events_dropped_total{{exchange=\"{venue}\",reason=\"stale\"}}");
+        assert!(harness.metric(&stale).await >= 1.0, "{stale}");
     }
     harness.service.stop().await;
 }
