@@ -298,6 +298,11 @@ fn run_service(args: &RunArgs) -> ExitCode {
         }
     };
     if args.check_config {
+        // Files the configuration names are part of it: they must be there from here.
+        if let Err(error) = simulator_recordings(&config) {
+            eprintln!("mergebook: {error}");
+            return ExitCode::FAILURE;
+        }
         println!("{}: valid", args.config.display());
         return ExitCode::SUCCESS;
     }
@@ -358,31 +363,34 @@ fn init_logging(format: LogFormat) {
 }
 
 async fn serve(mut config: Config) -> Result<(), String> {
-    let bind = |address| async move {
+    // A port in use is the common failure: the error names what moves it.
+    let bind = |address, setting: &'static str| async move {
         tokio::net::TcpListener::bind(address)
             .await
-            .map_err(|error| format!("cannot listen on {address}: {error}"))
+            .map_err(|error| format!("cannot listen on {address} ({setting}): {error}"))
     };
     if let Some(simulator) = &config.simulator {
-        let listener = bind(simulator.listen).await?;
+        let listener = bind(simulator.listen, "simulator.listen in the config file").await?;
         let simulator = Simulator::start(listener, simulator.rate_per_second, simulator.seed)
             .map_err(|error| format!("simulator: {error}"))?;
-        for (venue, path) in &config.simulator.as_ref().expect("checked above").replay {
-            let recording = Recording::load(*venue, path).map_err(|error| {
-                format!(
-                    "simulator.replay.{venue} = {:?}: {error}",
-                    path.display().to_string()
-                )
-            })?;
-            simulator.replay(*venue, recording);
+        for (venue, recording) in simulator_recordings(&config)? {
+            simulator.replay(venue, recording);
         }
         tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
         simulator.point(&mut config);
     }
     raise_open_file_limit(config.grpc_max_clients);
     let listeners = Listeners {
-        grpc: bind(config.grpc_listen).await?,
-        metrics: bind(config.metrics_listen).await?,
+        grpc: bind(
+            config.grpc_listen,
+            "grpc.listen, --grpc-listen or MERGEBOOK_GRPC_LISTEN",
+        )
+        .await?,
+        metrics: bind(
+            config.metrics_listen,
+            "metrics.listen, --metrics-listen or MERGEBOOK_METRICS_LISTEN",
+        )
+        .await?,
     };
     tracing::info!(grpc = %config.grpc_listen, metrics = %config.metrics_listen, "serving");
     let service = Service::start(config, listeners).map_err(|error| error.to_string())?;
@@ -398,6 +406,26 @@ async fn serve(mut config: Config) -> Result<(), String> {
     service.stop().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The recordings `simulator.replay` names, loaded (paths relative to the working
+/// directory).
+fn simulator_recordings(config: &Config) -> Result<Vec<(VenueId, Recording)>, String> {
+    let Some(simulator) = &config.simulator else {
+        return Ok(Vec::new());
+    };
+    simulator
+        .replay
+        .iter()
+        .map(|(venue, path)| {
+            Recording::load(*venue, path)
+                .map(|recording| (*venue, recording))
+                .map_err(|error| {
+                    let path = path.display().to_string();
+                    format!("simulator.replay.{venue} = {path:?}: {error}")
+                })
+        })
+        .collect()
 }
 
 fn notify_systemd(state: sd_notify::NotifyState) {

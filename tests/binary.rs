@@ -5,6 +5,7 @@ mod common;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 #[test]
@@ -137,6 +138,64 @@ fn check_config_accepts_the_shipped_configs_and_names_a_bad_key() {
     assert!(!bad.status.success());
     let message = String::from_utf8_lossy(&bad.stderr);
     assert!(message.contains("metrics.listen = "), "{message}");
+
+    // The recordings a config replays are checked from where the command runs.
+    let replaying = |dir: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_mergebook"))
+            .arg("--config")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("config/sim-replay.toml"))
+            .arg("--check-config")
+            .current_dir(dir)
+            .output()
+            .unwrap()
+    };
+    assert!(
+        replaying(Path::new(env!("CARGO_MANIFEST_DIR")))
+            .status
+            .success()
+    );
+    let elsewhere = replaying(&std::env::temp_dir());
+    assert!(!elsewhere.status.success());
+    let message = String::from_utf8_lossy(&elsewhere.stderr);
+    assert!(
+        message.contains("simulator.replay.binance = \"tests/fixtures/binance/"),
+        "{message}"
+    );
+}
+
+/// A port in use: the error names the settings that move it.
+#[test]
+fn a_port_in_use_names_the_flag_and_variable_that_move_it() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    for (flag, setting) in [
+        (
+            "--grpc-listen",
+            "grpc.listen, --grpc-listen or MERGEBOOK_GRPC_LISTEN",
+        ),
+        (
+            "--metrics-listen",
+            "metrics.listen, --metrics-listen or MERGEBOOK_METRICS_LISTEN",
+        ),
+    ] {
+        let (other_flag, free) = if flag == "--grpc-listen" {
+            ("--metrics-listen", "127.0.0.1:0")
+        } else {
+            ("--grpc-listen", "127.0.0.1:0")
+        };
+        let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
+            .args(["--config", "config/sim.toml", "--output", "none"])
+            .args([flag, &format!("127.0.0.1:{port}"), other_flag, free])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let message = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            message.contains(&format!("cannot listen on 127.0.0.1:{port} ({setting})")),
+            "{message}"
+        );
+    }
 }
 
 /// The diff-mode simulator config: full-depth books synced from diff streams and REST
