@@ -1,7 +1,7 @@
 //! `mergebook replay`: recorded frames through the same decoders, consolidation and merge
 //! as the live service, deterministically.
 //!
-//! Two file formats (the fixtures' SOURCES.md), told apart by the keys of the first line:
+//! Two file formats (`tests/fixtures/SOURCES.md`), told apart by the keys of the first line:
 //! - plain: one raw frame per line;
 //! - session timeline: one `{"recv_ts": <unix seconds>, "kind": "ws_recv" | …, "url": …,
 //!   "raw": "<frame>"}` object per line, keys in any order; `ws_recv` frames and

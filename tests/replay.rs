@@ -224,3 +224,23 @@ fn a_flag_of_the_other_mode_is_refused() {
         "{stderr}"
     );
 }
+
+/// Every recording the tests use says where it comes from (tests/fixtures/SOURCES.md).
+#[test]
+fn every_fixture_has_its_provenance() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let sources = std::fs::read_to_string(fixtures.join("SOURCES.md")).unwrap();
+    for venue in std::fs::read_dir(&fixtures).unwrap() {
+        let venue = venue.unwrap().path();
+        if !venue.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&venue).unwrap() {
+            let name = file.unwrap().file_name().into_string().unwrap();
+            assert!(
+                sources.contains(&format!("`{name}`")),
+                "{name} is not in tests/fixtures/SOURCES.md"
+            );
+        }
+    }
+}
