@@ -11,6 +11,7 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
 COPY .cargo .cargo
 COPY proto proto
+COPY crates crates
 COPY scripts/build-release scripts/build-release
 # Cargo needs every target of the manifest to exist: a placeholder for each [[bench]].
 RUN mkdir -p src benches \
