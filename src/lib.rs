@@ -18,6 +18,7 @@
 pub mod book;
 pub mod clock;
 pub mod config;
+pub mod cpu;
 pub mod cpu_latency;
 pub mod feed;
 pub mod fixed;

@@ -265,6 +265,10 @@ fn parse_venue_value(argument: &str) -> Result<(VenueId, String), String> {
 }
 
 fn main() -> ExitCode {
+    // Before anything else: a CPU without the build's instructions would die of SIGILL.
+    if !mergebook::cpu::check() {
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Replay(ReplayCommand::Snapshot {

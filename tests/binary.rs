@@ -295,3 +295,37 @@ fn loadtest_prints_the_wire_to_publish_table() {
     assert_eq!(rows[3][10], "to consumer P50 µs");
     assert!(rows[5][10].parse::<f64>().is_ok(), "{table}");
 }
+
+/// On a CPU without the instructions the build uses (an emulated Westmere: no AVX), the
+/// binary says what is missing and exits 1 instead of dying of SIGILL; on one with them
+/// (an emulated Haswell) it runs.
+#[test]
+fn a_cpu_without_the_build_s_features_is_refused_plainly() {
+    if !cfg!(all(target_arch = "x86_64", target_feature = "avx2")) {
+        return; // a portable build runs anywhere: nothing to refuse
+    }
+    let Some(qemu) = common::tool("qemu-x86_64", "qemu-user") else {
+        return;
+    };
+    let run = |cpu: &str| {
+        Command::new(&qemu)
+            .args(["-cpu", cpu, env!("CARGO_BIN_EXE_mergebook"), "--version"])
+            .output()
+            .unwrap()
+    };
+    let old = run("Westmere");
+    let stderr = String::from_utf8_lossy(&old.stderr);
+    assert_eq!(old.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("this CPU lacks") && stderr.contains("avx2"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("target-cpu=native"), "{stderr}");
+    let new = run("Haswell");
+    assert!(
+        new.status.success(),
+        "{}",
+        String::from_utf8_lossy(&new.stderr)
+    );
+    assert!(String::from_utf8_lossy(&new.stdout).starts_with("mergebook "));
+}
