@@ -1,7 +1,8 @@
 # mergebook: multi-stage build. `docker build -t mergebook .`, then see docker-compose.yml.
 #
 # Target CPU: x86-64-v3 (AVX2, BMI2), from .cargo/config.toml, the same flags as the
-# benches in BENCHMARKS.md. Hosts older than Haswell (2013) cannot run this image.
+# benches in BENCHMARKS.md. On hosts older than Haswell (2013) the binary exits at start-up
+# naming the instructions the CPU lacks.
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src

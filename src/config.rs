@@ -3,7 +3,6 @@
 //! value. Command-line flags and `MERGEBOOK_*` environment variables override the file
 //! (see `src/main.rs`); the file's example with every key is `config/default.toml`.
 
-use crate::book::MAX_DEPTH;
 use crate::venue::{MAX_VENUES, VenueId};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -295,6 +294,136 @@ pub const MAX_INSTRUMENTS: i64 = 1024;
 /// The simulator's rate range, per (venue, instrument), in frames per second.
 pub const SIMULATOR_RATES: std::ops::RangeInclusive<i64> = 10..=100_000;
 
+// ---- every key's default, in one place ----
+
+/// A numeric key: its default and the values it takes. `key` is the dotted path, or for
+/// a venue's key (`venues.<name>.…`) the last part.
+pub struct IntKey {
+    pub key: &'static str,
+    pub default: i64,
+    pub range: std::ops::RangeInclusive<i64>,
+}
+
+/// A key whose value is text (a name or an address), and its default.
+pub struct TextKey {
+    pub key: &'static str,
+    pub default: &'static str,
+}
+
+/// Every key's default: written here once, stated by `config/default.toml` (the simulator's
+/// by `config/sim.toml`), which a test compares.
+pub mod defaults {
+    use super::{IntKey, MAX_INSTRUMENTS, SIMULATOR_RATES, TextKey};
+    use crate::book::MAX_DEPTH;
+
+    const fn int(key: &'static str, default: i64, min: i64, max: i64) -> IntKey {
+        IntKey {
+            key,
+            default,
+            range: min..=max,
+        }
+    }
+
+    const fn text(key: &'static str, default: &'static str) -> TextKey {
+        TextKey { key, default }
+    }
+
+    pub const DEPTH: IntKey = int("service.depth", 10, 1, MAX_DEPTH as i64);
+    pub const STALE_AFTER_MS: IntKey = int("service.stale_after_ms", 5_000, 10, 3_600_000);
+    pub const MAX_INSTRUMENTS_KEY: IntKey = int("service.max_instruments", 64, 1, MAX_INSTRUMENTS);
+    pub const OUTPUT: TextKey = text("service.output", "jsonl");
+    pub const LOG_FORMAT: TextKey = text("service.log_format", "text");
+    pub const IDLE: TextKey = text("merger.idle", "park");
+    pub const MAX_FRAME_BYTES: IntKey = int("feed.max_frame_bytes", 1 << 20, 4096, 64 << 20);
+    pub const READ_IDLE_TIMEOUT_MS: IntKey = int("feed.read_idle_timeout_ms", 30_000, 100, 600_000);
+    pub const CONNECT_TIMEOUT_MS: IntKey = int("feed.connect_timeout_ms", 10_000, 100, 120_000);
+    pub const BACKOFF_INITIAL_MS: IntKey = int("feed.backoff_initial_ms", 100, 1, 60_000);
+    pub const BACKOFF_MAX_MS: IntKey = int("feed.backoff_max_ms", 30_000, 1, 600_000);
+    pub const GRPC_LISTEN: TextKey = text("grpc.listen", "127.0.0.1:50051");
+    pub const GRPC_MAX_CLIENTS: IntKey = int("grpc.max_clients", 1024, 1, 65_536);
+    pub const GRPC_CLIENT_BUFFER_BYTES: IntKey =
+        int("grpc.client_buffer_bytes", 262_144, 16_384, 67_108_864);
+    pub const METRICS_LISTEN: TextKey = text("metrics.listen", "127.0.0.1:9898");
+
+    /// The service's keys above, for the test that `config/default.toml` states them.
+    pub const SERVICE_INTS: &[&IntKey] = &[
+        &DEPTH,
+        &STALE_AFTER_MS,
+        &MAX_INSTRUMENTS_KEY,
+        &MAX_FRAME_BYTES,
+        &READ_IDLE_TIMEOUT_MS,
+        &CONNECT_TIMEOUT_MS,
+        &BACKOFF_INITIAL_MS,
+        &BACKOFF_MAX_MS,
+        &GRPC_MAX_CLIENTS,
+        &GRPC_CLIENT_BUFFER_BYTES,
+    ];
+    pub const SERVICE_TEXTS: &[&TextKey] =
+        &[&OUTPUT, &LOG_FORMAT, &IDLE, &GRPC_LISTEN, &METRICS_LISTEN];
+
+    // Each venue's keys, under `venues.<name>.`; the URLs' defaults are the venue's own.
+    pub const MODE: TextKey = text("mode", "snapshot");
+    pub const SNAPSHOT_DEPTH: IntKey = int("snapshot_depth", 1000, 1, 5000);
+    /// At least `service.depth`, too.
+    pub const MAX_BOOK_LEVELS: IntKey = int("max_book_levels", 5000, 1, 100_000);
+    pub const MAX_BUFFERED_EVENTS: IntKey = int("max_buffered_events", 10_000, 1, 1_000_000);
+    pub const SNAPSHOT_WEIGHT_PER_MINUTE: IntKey =
+        int("snapshot_weight_per_minute", 1200, 1, 1_000_000);
+    pub const SNAPSHOT_SPACING_MS: IntKey = int("snapshot_spacing_ms", 250, 0, 60_000);
+    pub const SNAPSHOT_TIMEOUT_MS: IntKey = int("snapshot_timeout_ms", 10_000, 100, 120_000);
+    pub const VENUE_INTS: &[&IntKey] = &[
+        &SNAPSHOT_DEPTH,
+        &MAX_BOOK_LEVELS,
+        &MAX_BUFFERED_EVENTS,
+        &SNAPSHOT_WEIGHT_PER_MINUTE,
+        &SNAPSHOT_SPACING_MS,
+        &SNAPSHOT_TIMEOUT_MS,
+    ];
+
+    pub const SIMULATOR_LISTEN: TextKey = text("simulator.listen", "127.0.0.1:0");
+    pub const SIMULATOR_RATE: IntKey = int(
+        "simulator.rate_per_second",
+        20,
+        *SIMULATOR_RATES.start(),
+        *SIMULATOR_RATES.end(),
+    );
+    pub const SIMULATOR_SEED: IntKey = int("simulator.seed", 1, 0, i64::MAX);
+}
+
+impl IntKey {
+    /// The value given, or the default; out of range is an error naming `key`.
+    fn read(&self, key: &str, value: Option<i64>) -> Result<i64, ConfigError> {
+        in_range(key, value, self.default, self.range.clone())
+    }
+
+    /// A top-level key (named by itself).
+    fn get(&self, value: Option<i64>) -> Result<i64, ConfigError> {
+        self.read(self.key, value)
+    }
+
+    /// A top-level key in milliseconds.
+    fn get_millis(&self, value: Option<i64>) -> Result<Duration, ConfigError> {
+        self.get(value).map(milliseconds)
+    }
+}
+
+impl TextKey {
+    fn get<'a>(&'a self, value: Option<&'a str>) -> &'a str {
+        value.unwrap_or(self.default)
+    }
+
+    fn socket_address(&self, value: Option<&str>) -> Result<SocketAddr, ConfigError> {
+        let value = self.get(value);
+        value.parse().map_err(|_| {
+            invalid(
+                self.key,
+                format!("{value:?}"),
+                "expected an address like 127.0.0.1:9898",
+            )
+        })
+    }
+}
+
 fn in_range(
     key: &str,
     value: Option<i64>,
@@ -313,30 +442,6 @@ fn in_range(
     }
 }
 
-fn millis(
-    key: &str,
-    value: Option<i64>,
-    default: i64,
-    range: std::ops::RangeInclusive<i64>,
-) -> Result<Duration, ConfigError> {
-    in_range(key, value, default, range).map(|ms| Duration::from_millis(ms as u64))
-}
-
-fn socket_address(
-    key: &str,
-    value: Option<&str>,
-    default: &str,
-) -> Result<SocketAddr, ConfigError> {
-    let value = value.unwrap_or(default);
-    value.parse().map_err(|_| {
-        invalid(
-            key,
-            format!("{value:?}"),
-            "expected an address like 127.0.0.1:9898",
-        )
-    })
-}
-
 /// An instrument name is printed unescaped in JSON and used as a metric label.
 fn valid_instrument_name(name: &str) -> bool {
     !name.is_empty()
@@ -344,13 +449,6 @@ fn valid_instrument_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/-_.".contains(&b))
-}
-
-fn default_url(venue: VenueId) -> &'static str {
-    match venue {
-        VenueId::Binance => "wss://stream.binance.com:9443/stream",
-        VenueId::Bitstamp => "wss://ws.bitstamp.net",
-    }
 }
 
 impl RawConfig {
@@ -373,14 +471,9 @@ impl RawConfig {
     /// Checks every value and fills in the defaults.
     pub fn validate(&self) -> Result<Config, ConfigError> {
         let service = &self.service;
-        let depth = in_range("service.depth", service.depth, 10, 1..=MAX_DEPTH as i64)? as usize;
-        let stale_after = millis(
-            "service.stale_after_ms",
-            service.stale_after_ms,
-            5_000,
-            10..=3_600_000,
-        )?;
-        let output = match service.output.as_deref().unwrap_or("jsonl") {
+        let depth = defaults::DEPTH.get(service.depth)? as usize;
+        let stale_after = defaults::STALE_AFTER_MS.get_millis(service.stale_after_ms)?;
+        let output = match defaults::OUTPUT.get(service.output.as_deref()) {
             "jsonl" => Output::JsonLines,
             "none" => Output::None,
             other => {
@@ -391,7 +484,7 @@ impl RawConfig {
                 ));
             }
         };
-        let log_format = match service.log_format.as_deref().unwrap_or("text") {
+        let log_format = match defaults::LOG_FORMAT.get(service.log_format.as_deref()) {
             "text" => LogFormat::Text,
             "json" => LogFormat::Json,
             other => {
@@ -406,47 +499,23 @@ impl RawConfig {
             None => None,
             Some(core) => Some(in_range("merger.core", Some(core), 0, 0..=4095)? as usize),
         };
-        let idle = match self.merger.idle.as_deref() {
-            None => IdleStrategy::Park,
-            Some(text) => IdleStrategy::parse(text).ok_or_else(|| {
-                invalid(
-                    "merger.idle",
-                    format!("{text:?}"),
-                    "expected \"spin\", \"spin-then-yield\" or \"park\"",
-                )
-            })?,
-        };
+        let idle_name = defaults::IDLE.get(self.merger.idle.as_deref());
+        let idle = IdleStrategy::parse(idle_name).ok_or_else(|| {
+            invalid(
+                defaults::IDLE.key,
+                format!("{idle_name:?}"),
+                "expected \"spin\", \"spin-then-yield\" or \"park\"",
+            )
+        })?;
         let feed = FeedSettings {
-            max_frame_bytes: in_range(
-                "feed.max_frame_bytes",
-                self.feed.max_frame_bytes,
-                1 << 20,
-                4096..=64 << 20,
-            )? as usize,
-            read_idle_timeout: millis(
-                "feed.read_idle_timeout_ms",
-                self.feed.read_idle_timeout_ms,
-                30_000,
-                100..=600_000,
-            )?,
-            connect_timeout: millis(
-                "feed.connect_timeout_ms",
-                self.feed.connect_timeout_ms,
-                10_000,
-                100..=120_000,
-            )?,
-            backoff_initial: millis(
-                "feed.backoff_initial_ms",
-                self.feed.backoff_initial_ms,
-                100,
-                1..=60_000,
-            )?,
-            backoff_max: millis(
-                "feed.backoff_max_ms",
-                self.feed.backoff_max_ms,
-                30_000,
-                1..=600_000,
-            )?,
+            max_frame_bytes: defaults::MAX_FRAME_BYTES.get(self.feed.max_frame_bytes)? as usize,
+            read_idle_timeout: defaults::READ_IDLE_TIMEOUT_MS
+                .get_millis(self.feed.read_idle_timeout_ms)?,
+            connect_timeout: defaults::CONNECT_TIMEOUT_MS
+                .get_millis(self.feed.connect_timeout_ms)?,
+            backoff_initial: defaults::BACKOFF_INITIAL_MS
+                .get_millis(self.feed.backoff_initial_ms)?,
+            backoff_max: defaults::BACKOFF_MAX_MS.get_millis(self.feed.backoff_max_ms)?,
         };
         if feed.backoff_max < feed.backoff_initial {
             return Err(invalid(
@@ -472,12 +541,7 @@ impl RawConfig {
                 "configure at least one [[instruments]]",
             ));
         }
-        let max_instruments = in_range(
-            "service.max_instruments",
-            service.max_instruments,
-            64,
-            1..=MAX_INSTRUMENTS,
-        )? as usize;
+        let max_instruments = defaults::MAX_INSTRUMENTS_KEY.get(service.max_instruments)? as usize;
         if self.instruments.len() > max_instruments {
             return Err(invalid(
                 "instruments",
@@ -558,7 +622,7 @@ impl RawConfig {
         for &venue in VenueId::ALL.iter().filter(|venue| used[venue.index()]) {
             let url = match self.venues.get(venue.name()).and_then(|v| v.url.clone()) {
                 Some(url) => url,
-                None => default_url(venue).to_owned(),
+                None => venue.default_url().to_owned(),
             };
             if !(url.starts_with("ws://") || url.starts_with("wss://")) {
                 return Err(invalid(
@@ -575,14 +639,9 @@ impl RawConfig {
         let simulator = match &self.simulator {
             None => None,
             Some(raw) => Some(SimulatorConfig {
-                listen: socket_address("simulator.listen", raw.listen.as_deref(), "127.0.0.1:0")?,
-                rate_per_second: in_range(
-                    "simulator.rate_per_second",
-                    raw.rate_per_second,
-                    20,
-                    SIMULATOR_RATES,
-                )? as u32,
-                seed: in_range("simulator.seed", raw.seed, 1, 0..=i64::MAX)? as u64,
+                listen: defaults::SIMULATOR_LISTEN.socket_address(raw.listen.as_deref())?,
+                rate_per_second: defaults::SIMULATOR_RATE.get(raw.rate_per_second)? as u32,
+                seed: defaults::SIMULATOR_SEED.get(raw.seed)? as u64,
                 replay: raw
                     .replay
                     .iter()
@@ -609,24 +668,12 @@ impl RawConfig {
             merger_core,
             idle,
             feed,
-            grpc_listen: socket_address(
-                "grpc.listen",
-                self.grpc.listen.as_deref(),
-                "127.0.0.1:50051",
-            )?,
-            grpc_max_clients: in_range("grpc.max_clients", self.grpc.max_clients, 1024, 1..=65_536)?
-                as usize,
-            grpc_client_buffer_bytes: in_range(
-                "grpc.client_buffer_bytes",
-                self.grpc.client_buffer_bytes,
-                262_144,
-                16_384..=67_108_864,
-            )? as usize,
-            metrics_listen: socket_address(
-                "metrics.listen",
-                self.metrics.listen.as_deref(),
-                "127.0.0.1:9898",
-            )?,
+            grpc_listen: defaults::GRPC_LISTEN.socket_address(self.grpc.listen.as_deref())?,
+            grpc_max_clients: defaults::GRPC_MAX_CLIENTS.get(self.grpc.max_clients)? as usize,
+            grpc_client_buffer_bytes: defaults::GRPC_CLIENT_BUFFER_BYTES
+                .get(self.grpc.client_buffer_bytes)? as usize,
+            metrics_listen: defaults::METRICS_LISTEN
+                .socket_address(self.metrics.listen.as_deref())?,
             venues,
             instruments,
             simulator,
@@ -637,7 +684,7 @@ impl RawConfig {
 /// `venues.<name>.mode` and the diff-mode settings.
 fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, ConfigError> {
     let key = |name: &str| format!("venues.{venue}.{name}");
-    match raw.mode.as_deref().unwrap_or("snapshot") {
+    match defaults::MODE.get(raw.mode.as_deref()) {
         "snapshot" => return Ok(FeedMode::Snapshot),
         "diff" => {}
         other => {
@@ -660,24 +707,20 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
         ));
     }
     let rest_url = rest_url.trim_end_matches('/').to_owned();
-    let snapshot_depth = in_range(&key("snapshot_depth"), raw.snapshot_depth, 1000, 1..=5000)?;
-    let max_levels = in_range(
-        &key("max_book_levels"),
-        raw.max_book_levels,
-        5000,
-        depth as i64..=100_000,
-    )?;
-    let max_buffered = in_range(
-        &key("max_buffered_events"),
-        raw.max_buffered_events,
-        10_000,
-        1..=1_000_000,
-    )?;
-    let weight_per_minute = in_range(
-        &key("snapshot_weight_per_minute"),
+    let read = |setting: &IntKey, value| setting.read(&key(setting.key), value);
+    let snapshot_depth = read(&defaults::SNAPSHOT_DEPTH, raw.snapshot_depth)?;
+    let max_levels = read(&defaults::MAX_BOOK_LEVELS, raw.max_book_levels)?;
+    if max_levels < depth as i64 {
+        return Err(invalid(
+            key(defaults::MAX_BOOK_LEVELS.key),
+            max_levels,
+            format!("must be at least service.depth ({depth})"),
+        ));
+    }
+    let max_buffered = read(&defaults::MAX_BUFFERED_EVENTS, raw.max_buffered_events)?;
+    let weight_per_minute = read(
+        &defaults::SNAPSHOT_WEIGHT_PER_MINUTE,
         raw.snapshot_weight_per_minute,
-        1200,
-        1..=1_000_000,
     )?;
     let weight = i64::from(venue.snapshot_weight(snapshot_depth as usize));
     if weight > weight_per_minute {
@@ -694,23 +737,19 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
         max_buffered: max_buffered as usize,
         policy: crate::snapshot::SnapshotPolicy {
             weight_per_minute: weight_per_minute as u32,
-            spacing: millis(
-                &key("snapshot_spacing_ms"),
-                raw.snapshot_spacing_ms,
-                250,
-                0..=60_000,
-            )?,
+            spacing: read(&defaults::SNAPSHOT_SPACING_MS, raw.snapshot_spacing_ms)
+                .map(milliseconds)?,
             retry_initial: Duration::from_millis(500),
             retry_max: Duration::from_secs(30),
             rate_limited_pause: Duration::from_secs(60),
         },
-        snapshot_timeout: millis(
-            &key("snapshot_timeout_ms"),
-            raw.snapshot_timeout_ms,
-            10_000,
-            100..=120_000,
-        )?,
+        snapshot_timeout: read(&defaults::SNAPSHOT_TIMEOUT_MS, raw.snapshot_timeout_ms)
+            .map(milliseconds)?,
     }))
+}
+
+fn milliseconds(ms: i64) -> Duration {
+    Duration::from_millis(ms as u64)
 }
 
 fn unknown_venue_reason() -> String {
@@ -754,7 +793,7 @@ mod tests {
             config.venues,
             [VenueConfig {
                 venue: VenueId::Binance,
-                url: default_url(VenueId::Binance).into(),
+                url: VenueId::Binance.default_url().into(),
                 mode: FeedMode::Snapshot,
             }]
         );
@@ -893,6 +932,74 @@ mod tests {
     }
 
     /// Every file shipped in config/ is valid.
+    /// A value of a TOML file by its dotted path.
+    fn at<'a>(file: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
+        let (tables, leaf) = path.rsplit_once('.').unwrap_or(("", path));
+        let mut table = file;
+        for name in tables.split('.').filter(|name| !name.is_empty()) {
+            table = table.get(name)?.as_table()?;
+        }
+        table.get(leaf)
+    }
+
+    fn shipped(name: &str) -> (String, toml::Table) {
+        let path = format!("{}/config/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let table = text.parse().unwrap();
+        (text, table)
+    }
+
+    /// Whether `text` has the commented-out line `# {key} = {value}` (keys that apply only
+    /// in another mode are shown so).
+    fn states_in_comment(text: &str, key: &str, value: &str) -> bool {
+        let line = format!("# {key} = {value}");
+        text.lines().any(|l| {
+            l.trim_start()
+                .strip_prefix(&line)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+        })
+    }
+
+    /// Every default is written once (`defaults`, the venues' URLs) and the files a user
+    /// copies state each: `config/default.toml` the service's and the venues', and
+    /// `config/sim.toml` the simulator's.
+    #[test]
+    fn the_shipped_files_state_every_default() {
+        let (text, file) = shipped("default.toml");
+        for setting in defaults::SERVICE_INTS {
+            let value = at(&file, setting.key).and_then(toml::Value::as_integer);
+            assert_eq!(value, Some(setting.default), "{}", setting.key);
+        }
+        for setting in defaults::SERVICE_TEXTS {
+            let value = at(&file, setting.key).and_then(toml::Value::as_str);
+            assert_eq!(value, Some(setting.default), "{}", setting.key);
+        }
+        for &venue in VenueId::ALL {
+            let key = |name: &str| format!("venues.{venue}.{name}");
+            let text_at = |name: &str| at(&file, &key(name)).and_then(toml::Value::as_str);
+            assert_eq!(text_at("url"), Some(venue.default_url()), "{venue}");
+            assert_eq!(text_at(defaults::MODE.key), Some(defaults::MODE.default));
+            let rest_url = format!("{:?}", venue.default_rest_url());
+            assert!(states_in_comment(&text, "rest_url", &rest_url), "{venue}");
+        }
+        for setting in defaults::VENUE_INTS {
+            let default = setting.default.to_string();
+            assert!(
+                states_in_comment(&text, setting.key, &default),
+                "{}",
+                setting.key
+            );
+        }
+
+        let (_, simulator) = shipped("sim.toml");
+        for setting in [&defaults::SIMULATOR_RATE, &defaults::SIMULATOR_SEED] {
+            let value = at(&simulator, setting.key).and_then(toml::Value::as_integer);
+            assert_eq!(value, Some(setting.default), "{}", setting.key);
+        }
+        let listen = at(&simulator, defaults::SIMULATOR_LISTEN.key).and_then(toml::Value::as_str);
+        assert_eq!(listen, Some(defaults::SIMULATOR_LISTEN.default));
+    }
+
     #[test]
     fn every_shipped_config_file_is_valid() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");

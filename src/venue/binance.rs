@@ -338,6 +338,7 @@ fn decode_frame<'a, P: Payload<'a>>(
 impl Venue for Binance {
     const NAME: &'static str = "binance";
     const SEQUENCE: SequenceRule = SequenceRule::IdRanges;
+    const DEFAULT_URL: &'static str = "wss://stream.binance.com:9443/stream";
     const DEFAULT_REST_URL: &'static str = "https://api.binance.com";
 
     fn decode<'a>(

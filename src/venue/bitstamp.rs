@@ -267,6 +267,7 @@ fn decode_any_layout<'a>(
 impl Venue for Bitstamp {
     const NAME: &'static str = "bitstamp";
     const SEQUENCE: SequenceRule = SequenceRule::Timestamps;
+    const DEFAULT_URL: &'static str = "wss://ws.bitstamp.net";
     const DEFAULT_REST_URL: &'static str = "https://www.bitstamp.net";
 
     fn decode<'a>(

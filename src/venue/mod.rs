@@ -36,6 +36,9 @@ pub trait Venue {
     /// The name used in config, metrics and published levels.
     const NAME: &'static str;
 
+    /// The venue's public market-data WebSocket (`venues.<name>.url` overrides it).
+    const DEFAULT_URL: &'static str;
+
     /// Decodes one text frame, writing a book message's top `depth` levels per side into
     /// `out`. On error `out` holds garbage and must not be published.
     fn decode<'a>(
@@ -208,6 +211,11 @@ macro_rules! venues {
             /// See [`Venue::SEQUENCE`].
             pub fn sequence_rule(self) -> SequenceRule {
                 match self { $(VenueId::$variant => <$venue as Venue>::SEQUENCE),+ }
+            }
+
+            /// See [`Venue::DEFAULT_URL`].
+            pub fn default_url(self) -> &'static str {
+                match self { $(VenueId::$variant => <$venue as Venue>::DEFAULT_URL),+ }
             }
 
             /// See [`Venue::DEFAULT_REST_URL`].
