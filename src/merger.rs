@@ -147,7 +147,7 @@ pub struct MergerInstrument {
     pub output: SummaryPublisher,
 }
 
-pub struct MergerSpec {
+pub struct MergerSpec<O: PublishObserver = ()> {
     pub instruments: Vec<MergerInstrument>,
     pub idle: IdleStrategy,
     /// Pin the thread to this CPU (validated against the process's affinity beforehand).
@@ -156,9 +156,25 @@ pub struct MergerSpec {
     /// The merger stores the monotonic time here every `STALE_CHECK_EVERY_NS` while it runs:
     /// the systemd watchdog is fed only while this moves (a stuck merger is a dead service).
     pub heartbeat_ns: Arc<AtomicU64>,
-    /// Where every publish is reported, for the load harness (`loadtest.rs`); `None` in
-    /// the service.
-    pub tap: Option<PublishTap>,
+    /// Told of every publish: the load harness's accounting; the service's is `()`.
+    pub observer: O,
+}
+
+/// What hears of each publish, with the frames in it and its times: the load harness
+/// (`mergebook-tools loadtest`). The service's observer is `()`, for which the merger
+/// reads no extra clock and makes no call: the code compiles away.
+pub trait PublishObserver: Send + 'static {
+    /// Whether `published` wants records (`false`: none is made).
+    const OBSERVES: bool;
+
+    /// Called on the merger thread after each publish: must not wait.
+    fn published(&mut self, record: &PublishRecord);
+}
+
+impl PublishObserver for () {
+    const OBSERVES: bool = false;
+
+    fn published(&mut self, _: &PublishRecord) {}
 }
 
 /// Which frames one publish contained, and when it happened. Monotonic ns
@@ -175,13 +191,6 @@ pub struct PublishRecord {
     pub venue_received_ns: [u64; MAX_VENUES],
 }
 
-/// A bounded channel of every publish. The merger never waits on it: a full channel
-/// drops the record and counts it in `overflowed`, which the harness reports as a failure.
-pub struct PublishTap {
-    pub records: std::sync::mpsc::SyncSender<PublishRecord>,
-    pub overflowed: Arc<AtomicU64>,
-}
-
 /// How often stale venues are looked for. Staleness is measured in seconds; checking
 /// every millisecond keeps the scan of the venues' ages (and the metrics' flush) off most
 /// polls. A merged book is at most this much older than the stale age when it is published.
@@ -189,8 +198,8 @@ pub const STALE_CHECK_EVERY_NS: u64 = 1_000_000;
 
 /// Starts the merger thread; it polls the mailboxes until `stop` is set. Readers unpark it
 /// after every publish (the `park` strategy sleeps between them).
-pub fn spawn(
-    spec: MergerSpec,
+pub fn spawn<O: PublishObserver>(
+    spec: MergerSpec<O>,
     metrics: Arc<Metrics>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -199,7 +208,7 @@ pub fn spawn(
         .spawn(move || run(spec, &metrics, &stop))
 }
 
-fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
+fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &AtomicBool) {
     if let Some(core) = spec.core {
         if core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
             tracing::info!(core, "merger pinned");
@@ -264,7 +273,7 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
                     merger.summarize(clock::unix_ns(), summary);
                     summary.published_monotonic_ns = now;
                     received_ns = summary.received_ns;
-                    if spec.tap.is_some() {
+                    if O::OBSERVES {
                         record = Some(PublishRecord {
                             polled_ns: now,
                             written_ns: clock::monotonic_ns(),
@@ -279,11 +288,9 @@ fn run(mut spec: MergerSpec, metrics: &Metrics, stop: &AtomicBool) {
                 if new_book {
                     e2e_seconds.observe(published_ns.saturating_sub(received_ns) as f64 * 1e-9);
                 }
-                if let (Some(tap), Some(mut record)) = (&spec.tap, record) {
+                if let Some(mut record) = record {
                     record.published_ns = published_ns;
-                    if tap.records.try_send(record).is_err() {
-                        tap.overflowed.fetch_add(1, Ordering::Relaxed);
-                    }
+                    spec.observer.published(&record);
                 }
                 instrument
                     .output

@@ -46,14 +46,14 @@ pub struct Service {
 impl Service {
     /// Starts everything on the current tokio runtime (plus the merger and reader threads).
     pub fn start(config: Config, listeners: Listeners) -> Result<Service, ServiceError> {
-        Service::start_tapped(config, listeners, None)
+        Service::start_observed(config, listeners, ())
     }
 
-    /// `start`, with every publish also reported to `tap` (the load harness).
-    pub fn start_tapped(
+    /// `start`, with every publish also told to `observer` (the load harness).
+    pub fn start_observed<O: merger::PublishObserver>(
         config: Config,
         listeners: Listeners,
-        tap: Option<merger::PublishTap>,
+        observer: O,
     ) -> Result<Service, ServiceError> {
         if let Some(core) = config.merger_core {
             let allowed: Vec<usize> = core_affinity::get_core_ids()
@@ -112,7 +112,7 @@ impl Service {
                 core: config.merger_core,
                 stale_after: config.stale_after,
                 heartbeat_ns: Arc::clone(&merger_heartbeat_ns),
-                tap,
+                observer,
             },
             Arc::clone(&metrics),
             Arc::clone(&stop_merger),

@@ -238,64 +238,6 @@ fn the_diff_mode_simulator_config_prints_a_live_merged_book() {
     assert!(child.0.wait().unwrap().success());
 }
 
-#[test]
-fn loadtest_prints_the_wire_to_publish_table() {
-    let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
-        .args([
-            "loadtest",
-            "--rate",
-            "200",
-            "--duration",
-            "1",
-            "--warmup",
-            "1",
-        ])
-        .args(["--idle", "park"])
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let table = String::from_utf8(output.stdout).unwrap();
-    let (rows, notes): (Vec<&str>, Vec<&str>) = table
-        .lines()
-        .filter(|line| !line.is_empty())
-        .partition(|line| line.starts_with('|'));
-    let (limits, memory): (Vec<&str>, Vec<&str>) = notes.into_iter().partition(|line| {
-        line.starts_with("CPU wake-latency limit (/dev/cpu_dma_latency) in each run: ")
-    });
-    assert_eq!(
-        limits.len(),
-        1,
-        "one line of CPU wake-latency limits: {table}"
-    );
-    assert!(limits[0].contains("200 frames/s: "), "{table}");
-    assert!(limits[0].contains("; cpuidle driver: "), "{table}");
-    let rows: Vec<Vec<&str>> = rows
-        .iter()
-        .map(|line| line.split('|').map(str::trim).collect())
-        .collect();
-    // The figures, then the in-process time's parts and the time to a consumer: header,
-    // rule, one rate each.
-    assert_eq!(rows.len(), 6, "two tables of one rate: {table}");
-    assert_eq!(memory.len(), 1, "one line of memory samples: {table}");
-    assert!(
-        memory[0].starts_with("resident MiB at 200 frames/s per venue: 0 s "),
-        "{table}"
-    );
-    assert_eq!(rows[0][1], "rate/venue");
-    assert_eq!(rows[2][1], "200");
-    assert_eq!(rows[2][5], "0", "lost: {table}");
-    let sent: u64 = rows[2][2].parse().unwrap();
-    let published: u64 = rows[2][3].parse().unwrap();
-    let superseded: u64 = rows[2][4].parse().unwrap();
-    assert_eq!(sent, published + superseded, "the row adds up: {table}");
-    assert_eq!(rows[3][2], "in-process P50 µs");
-    assert_eq!(rows[5][1], "200");
-    assert_eq!(rows[5][2], rows[2][10], "the same in-process P50: {table}");
-    assert_eq!(rows[3][10], "to consumer P50 µs");
-    assert!(rows[5][10].parse::<f64>().is_ok(), "{table}");
-}
-
 /// On a CPU without the instructions the build uses (an emulated Westmere: no AVX), the
 /// binary says what is missing and exits 1 instead of dying of SIGILL; on one with them
 /// (an emulated Haswell) it runs.

@@ -5,11 +5,11 @@
 //! counter that records the fault, and that the affected venue recovers by itself.
 
 use mergebook::config::RawConfig;
-use mergebook::invariants::InvariantChecker;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use mergebook::summary::{Summary, VenueState};
 use mergebook::venue::VenueId;
+use mergebook_testkit::invariants::InvariantChecker;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,9 +1,9 @@
 //! Every input of the committed fuzz corpus (`fuzz/corpus/<target>/`, minimised with
 //! `cargo fuzz cmin`) and every past crash (`fuzz/regressions/<target>/`) through the
-//! contract its target checks (`mergebook::fuzz_contracts`), on stable Rust, so a finding
+//! contract its target checks (`mergebook_testkit::fuzz_contracts`), on stable Rust, so a finding
 //! of the fuzz campaign stays a regression test.
 
-use mergebook::fuzz_contracts::TARGETS;
+use mergebook_testkit::fuzz_contracts::TARGETS;
 use std::path::Path;
 
 /// The files of `dir`, or none when it does not exist.

@@ -1,5 +1,5 @@
-//! See `mergebook::fuzz_contracts::diff_books` for what this target checks.
+//! See `mergebook_testkit::fuzz_contracts::diff_books` for what this target checks.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| mergebook::fuzz_contracts::diff_books(data));
+fuzz_target!(|data: &[u8]| mergebook_testkit::fuzz_contracts::diff_books(data));

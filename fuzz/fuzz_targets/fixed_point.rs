@@ -1,5 +1,5 @@
-//! See `mergebook::fuzz_contracts::fixed_point` for what this target checks.
+//! See `mergebook_testkit::fuzz_contracts::fixed_point` for what this target checks.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| mergebook::fuzz_contracts::fixed_point(data));
+fuzz_target!(|data: &[u8]| mergebook_testkit::fuzz_contracts::fixed_point(data));

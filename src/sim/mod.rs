@@ -800,7 +800,7 @@ impl BookFrames {
         }
         socket.flush().await?;
         if self.send_log.is_some() && count == 1 {
-            // Under measurement (`mergebook loadtest`) the simulator stands in for exchanges
+            // Under measurement (`mergebook-tools loadtest`) the simulator stands in for exchanges
             // on other machines but shares a CPU with the readers (on two CPUs, the one the
             // merger does not own). The write has just woken this frame's reader; without
             // the yield the scheduler often lets this thread run on (the next venue's frame,

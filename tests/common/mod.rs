@@ -34,7 +34,7 @@ pub fn mergebook(metrics_port: u16) -> Command {
 
 /// A process's resident memory (the loadtest's reader of `/proc/<pid>/status`).
 pub fn rss_bytes(pid: u32) -> u64 {
-    let (rss, _) = mergebook::loadtest::process_memory(&pid.to_string());
+    let (rss, _) = mergebook_testkit::process::memory(&pid.to_string());
     assert!(rss > 0, "no VmRSS for process {pid}");
     rss
 }

@@ -14,7 +14,7 @@
 //! It is a host setting, like `isolcpus`: it applies to every CPU and every process, keeps
 //! idle CPUs busy, and needs write access to a root-only device. So the service, which runs
 //! unprivileged, does not take it; the host does (docs/operations.md, "Pinning"), and
-//! `mergebook loadtest --cpu-wake-latency-us` takes it for its runs, as such a host would.
+//! `mergebook-tools loadtest --cpu-wake-latency-us` takes it for its runs, as such a host would.
 
 use std::fs::File;
 use std::io::{Read, Write};

@@ -1,5 +1,5 @@
 //! What every merged book a consumer sees must satisfy, checked summary by summary: the
-//! chaos tests and `mergebook soak` run this on everything published while faults are
+//! chaos tests and `mergebook-tools soak` run this on everything published while faults are
 //! injected.
 //!
 //! - sequence numbers increase for each consumer (a latest-value consumer may skip some);
@@ -8,12 +8,12 @@
 //! - no venue's own levels in it are crossed;
 //! - no venue in it is older than the stale age, give or take the merger's check period.
 
-use crate::book::Side;
-use crate::fixed::FixedPoint;
-use crate::merge::MergedLevel;
-use crate::merger::STALE_CHECK_EVERY_NS;
-use crate::summary::{Summary, VenueState};
-use crate::venue::VenueId;
+use mergebook::book::Side;
+use mergebook::fixed::FixedPoint;
+use mergebook::merge::MergedLevel;
+use mergebook::merger::STALE_CHECK_EVERY_NS;
+use mergebook::summary::{Summary, VenueState};
+use mergebook::venue::VenueId;
 use std::time::Duration;
 
 /// One broken invariant.
@@ -131,7 +131,7 @@ fn prices_of(venue: VenueId, levels: &[MergedLevel]) -> impl Iterator<Item = Fix
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::venue::MAX_VENUES;
+    use mergebook::venue::MAX_VENUES;
 
     fn level(venue: VenueId, price: u64) -> MergedLevel {
         MergedLevel {

@@ -5,10 +5,10 @@
 //! Each function takes the fuzzer's raw bytes and panics (the fuzzer's finding) when a
 //! contract is broken; any input it does not panic on is fine, rejected or accepted.
 
-use crate::book::{BookUpdate, Level, Side, TopBook};
-use crate::fixed::FixedPoint;
-use crate::sync::BookSync;
-use crate::venue::{Message, VenueId};
+use mergebook::book::{BookUpdate, Level, Side, TopBook};
+use mergebook::fixed::FixedPoint;
+use mergebook::sync::BookSync;
+use mergebook::venue::{Message, VenueId};
 
 /// A target's check: panics when the input breaks the contract.
 pub type Contract = fn(&[u8]);

@@ -1,4 +1,4 @@
-//! `mergebook soak`: the simulator at a steady rate with a random fault every few seconds
+//! `mergebook-tools soak`: the simulator at a steady rate with a random fault every few seconds
 //! (the chaos tests' catalogue), the service under it, and two consumers checking every
 //! summary they see: one on the in-process channel (`InvariantChecker`: sorted sides,
 //! nothing of an excluded or stale venue, no venue crossed, sequences increasing) and
@@ -6,17 +6,17 @@
 //! faults, violations and RSS over time, and fails on any violation, on a venue that
 //! does not recover by itself once the faults stop, or on RSS that keeps growing.
 
-use crate::config::{Config, RawConfig};
-use crate::invariants::InvariantChecker;
 use crate::loadtest::{memory, runtime};
-use crate::publish::grpc::proto::{
+use mergebook::config::{Config, RawConfig};
+use mergebook::publish::grpc::proto::{
     SummaryRequest, orderbook_aggregator_client::OrderbookAggregatorClient,
 };
-use crate::rng::Rng;
-use crate::service::{Listeners, Service};
-use crate::sim::Simulator;
-use crate::summary::VenueState;
-use crate::venue::VenueId;
+use mergebook::rng::Rng;
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
+use mergebook::summary::VenueState;
+use mergebook::venue::VenueId;
+use mergebook_testkit::invariants::InvariantChecker;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -360,7 +360,7 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
 
     let mut latest = service.summaries(0);
     let recovered = service_runtime.block_on(async {
-        let all_synced = |summary: &Arc<crate::summary::Summary>| {
+        let all_synced = |summary: &Arc<mergebook::summary::Summary>| {
             VenueId::ALL
                 .iter()
                 .all(|&venue| summary.venue_state(venue) == VenueState::Synced)

@@ -1,4 +1,4 @@
-//! `mergebook loadtest`: the wire-to-publish harness.
+//! `mergebook-tools loadtest`: the wire-to-publish harness.
 //!
 //! In one process, on one clock (`clock::monotonic_ns`): the embedded simulator sends book
 //! frames at a fixed rate per venue over real loopback WebSockets to the real service
@@ -30,14 +30,14 @@
 //! it decides the tail latencies, so each run reports it. So is the CPU-latency limit in
 //! force ([`crate::cpu_latency`]), which decides whether idle vCPUs halt between frames.
 
-use crate::clock;
-use crate::config::{IdleStrategy, RawConfig};
 use crate::cpu_latency::{CpuLatencyRequest, DEVICE, NO_LIMIT_US, idle_driver};
-use crate::merger::{PublishRecord, PublishTap};
-use crate::service::{Listeners, Service};
-use crate::sim::{SentFrame, Simulator};
-use crate::venue::{MAX_VENUES, VenueId};
 use hdrhistogram::Histogram;
+use mergebook::clock;
+use mergebook::config::{IdleStrategy, RawConfig};
+use mergebook::merger::{PublishObserver, PublishRecord};
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::{SentFrame, Simulator};
+use mergebook::venue::{MAX_VENUES, VenueId};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -404,23 +404,27 @@ pub(crate) fn runtime(name: &str, workers: usize) -> Result<tokio::runtime::Runt
 
 /// `VmRSS` and `VmHWM` of this process, in bytes.
 pub(crate) fn memory() -> (u64, u64) {
-    process_memory("self")
+    mergebook_testkit::process::memory("self")
 }
 
-/// `VmRSS` and `VmHWM` of process `pid` (`"self"`: this one), in bytes; 0 when unreadable.
-pub fn process_memory(pid: &str) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
-            .map_or(0, |kib| kib * 1024)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+/// A bounded channel of every publish. The merger never waits on it: a full channel
+/// drops the record and counts it in `overflowed`, which the harness reports as a failure.
+struct PublishTap {
+    records: std::sync::mpsc::SyncSender<PublishRecord>,
+    overflowed: Arc<AtomicU64>,
 }
 
-fn config_for(spec: &LoadSpec) -> Result<crate::config::Config, String> {
+impl PublishObserver for PublishTap {
+    const OBSERVES: bool = true;
+
+    fn published(&mut self, record: &PublishRecord) {
+        if self.records.try_send(*record).is_err() {
+            self.overflowed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn config_for(spec: &LoadSpec) -> Result<mergebook::config::Config, String> {
     let symbols: Vec<String> = spec
         .venues
         .iter()
@@ -501,7 +505,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
             grpc: bind().await.map_err(|error| error.to_string())?,
             metrics: bind().await.map_err(|error| error.to_string())?,
         };
-        Service::start_tapped(config, listeners, Some(tap)).map_err(|error| error.to_string())
+        Service::start_observed(config, listeners, tap).map_err(|error| error.to_string())
     })?;
     let metrics = service.metrics();
 

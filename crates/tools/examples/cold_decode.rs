@@ -3,7 +3,7 @@
 //! two frames. Criterion's loops decode frame after frame and never see that.
 //! BENCHMARKS.md ("Where the end-to-end time goes") uses it.
 //!
-//! `cargo run --release --example cold_decode [frames]`, pinned to CPU 0, keeping 20
+//! `cargo run --release -p mergebook-tools --example cold_decode [frames]`, pinned to CPU 0, keeping 20
 //! levels a side as the load harness does. `frames`: `varied` (default; Binance depth20
 //! frames whose levels change shape as an altcoin book's do: `binance_decode_20_varied`),
 //! `recorded` (the recorded BTCUSDT frame, every level the shape of the one before: the
@@ -21,7 +21,7 @@
 //! Then, as the warm reference in the same units, 10,000 decodes back to back, each timed
 //! alone: Criterion's benches keep 10 levels a side, so their times are not this one's.
 //!
-//! `cargo run --release --example cold_decode [frames] sweep` instead times how the cold
+//! `cargo run --release -p mergebook-tools --example cold_decode [frames] sweep` instead times how the cold
 //! cost grows with the pause: one decode after each of `SWEEP_PAUSES_US` asleep and the
 //! same spinning, the pauses in a pseudo-random order (the host's phases change within
 //! seconds, so pauses timed one after another would compare minutes, not pauses), 400
@@ -31,7 +31,7 @@
 #[path = "shared/mod.rs"]
 mod shared;
 
-#[path = "../benches/workloads/mod.rs"]
+#[path = "../../../benches/workloads/mod.rs"]
 mod workloads;
 
 use mergebook::book::TopBook;

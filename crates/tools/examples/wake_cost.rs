@@ -2,7 +2,7 @@
 //! time it wakes the tokio fan-out task (`publish/mod.rs`), and the readers pay when they
 //! unpark a parked merger. BENCHMARKS.md ("Where the end-to-end time goes") uses it.
 //!
-//! `cargo run --release --example wake_cost [waker-cpu] [sleeper-cpu]` (default 1 and 0):
+//! `cargo run --release -p mergebook-tools --example wake_cost [waker-cpu] [sleeper-cpu]` (default 1 and 0):
 //! the waker spins 300 µs between wakes, so that the sleeper is parked each time, then
 //! unparks it and waits for it to answer. Printed, as percentiles over 2,000 wakes:
 //! the `unpark` call on the waker's thread (a `futex` system call, the cost on the

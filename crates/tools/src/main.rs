@@ -1,0 +1,290 @@
+#![forbid(unsafe_code)]
+//! `mergebook-tools`: the measurements and endurance runs of mergebook, apart from the
+//! service binary. `loadtest`: the wire-to-publish harness (BENCHMARKS.md); `soak`: random
+//! faults at a steady rate, every summary checked (docs/reliability.md).
+
+use clap::Parser;
+use mergebook::book::MAX_DEPTH;
+use mergebook::config::IdleStrategy;
+use mergebook::venue::VenueId;
+use mergebook_tools::cpu_latency::NO_LIMIT_US;
+use mergebook_tools::loadtest::{self, LoadReport, LoadSpec, MaxRateSearch};
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(version, about = "mergebook's load harness and soak")]
+enum Command {
+    /// The wire-to-publish harness: the embedded simulator sends frames at a fixed rate per
+    /// venue over loopback WebSockets to the real pipeline; prints latency percentiles,
+    /// frame accounting, CPU and memory (BENCHMARKS.md). Each rate runs in a fresh process.
+    Loadtest(LoadtestArgs),
+    /// Soak: the simulator at a steady rate with a random fault every few seconds, every
+    /// summary checked against the merged book's invariants; reports frames, faults,
+    /// reconnections, violations and RSS over time (docs/reliability.md). Exits non-zero
+    /// on any violation, a venue that does not recover, or RSS that keeps growing.
+    Soak(SoakArgs),
+}
+
+#[derive(clap::Args)]
+struct SoakArgs {
+    /// How long to run, in seconds.
+    #[arg(long, default_value_t = 60)]
+    duration: u64,
+    /// Book frames per second per venue.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(10..=100_000))]
+    rate: u32,
+    /// Seeds the market and the choice of faults.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Seconds between faults.
+    #[arg(long, default_value_t = 2.0)]
+    fault_every: f64,
+    /// Seconds between RSS samples.
+    #[arg(long, default_value_t = 10)]
+    rss_every: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct LoadtestArgs {
+    /// Frames per second per venue; several (`100,1000,10000`) make a table.
+    #[arg(long, value_delimiter = ',', default_value = "1000", value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    rate: Vec<u32>,
+    /// Venues sending (each has its own reader thread).
+    #[arg(long = "venue", value_delimiter = ',', default_value = "binance,bitstamp", value_parser = parse_venue)]
+    venues: Vec<VenueId>,
+    /// Seconds measured, after the warm-up.
+    #[arg(long, default_value = "10", value_parser = parse_seconds)]
+    duration: Duration,
+    /// Seconds of warm-up (connect, subscribe, first books), counted but not timed.
+    #[arg(long, default_value = "2", value_parser = parse_seconds)]
+    warmup: Duration,
+    /// Levels per side; 20 makes Binance send depth20 frames (about 1.2 KB).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=MAX_DEPTH as i64))]
+    depth: u16,
+    /// The merger's idle strategy: spin, spin-then-yield, park.
+    #[arg(long, default_value = "spin", value_parser = parse_idle)]
+    idle: IdleStrategy,
+    /// Pin the merger thread to this CPU.
+    #[arg(long)]
+    merger_core: Option<usize>,
+    /// Hold the kernel's CPU-latency request (/dev/cpu_dma_latency, needs root) at this
+    /// many µs during each run, as a host tuned for latency does; 0: idle CPUs poll
+    /// instead of halting.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=i64::from(NO_LIMIT_US)))]
+    cpu_wake_latency_us: Option<u32>,
+    /// Seconds between memory samples.
+    #[arg(long, default_value = "1", value_parser = parse_seconds)]
+    rss_every: Duration,
+    /// Instead of the given rates: raise the rate until it is no longer sustained (lost
+    /// frames, the simulator held back, or a growing backlog, in two runs in a row), then
+    /// bisect.
+    #[arg(long)]
+    find_max: bool,
+    /// Print the report of one rate as JSON (what each child process of a table prints).
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_venue(name: &str) -> Result<VenueId, String> {
+    VenueId::from_name(name).ok_or_else(|| {
+        let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
+        format!("unknown venue {name:?} (known: {})", known.join(", "))
+    })
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+        .filter(|duration| !duration.is_zero())
+        .ok_or_else(|| format!("expected a positive number of seconds, got {text:?}"))
+}
+
+fn parse_idle(name: &str) -> Result<IdleStrategy, String> {
+    IdleStrategy::parse(name).ok_or_else(|| format!("unknown idle strategy {name:?}"))
+}
+
+fn main() -> ExitCode {
+    if !mergebook::cpu::check() {
+        return ExitCode::FAILURE;
+    }
+    match Command::parse() {
+        Command::Loadtest(args) => run_loadtest(&args),
+        Command::Soak(args) => run_soak(&args),
+    }
+}
+
+fn run_soak(args: &SoakArgs) -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let spec = mergebook_tools::soak::SoakSpec {
+        duration: Duration::from_secs(args.duration),
+        rate_per_venue: args.rate,
+        seed: args.seed,
+        fault_every: Duration::from_secs_f64(args.fault_every.max(0.01)),
+        rss_every: Duration::from_secs(args.rss_every.max(1)),
+    };
+    let report = match mergebook_tools::soak::run(&spec) {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("mergebook-tools soak: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("serializable")
+        );
+    } else {
+        print!("{}", report.text());
+    }
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
+    if args.json {
+        let [rate] = args.rate[..] else {
+            eprintln!("mergebook-tools loadtest: --json runs one rate");
+            return ExitCode::FAILURE;
+        };
+        let spec = LoadSpec {
+            rate_per_venue: rate,
+            venues: args.venues.clone(),
+            depth: usize::from(args.depth),
+            warmup: args.warmup,
+            duration: args.duration,
+            idle: args.idle,
+            merger_core: args.merger_core,
+            rss_every: args.rss_every,
+            cpu_wake_latency_us: args.cpu_wake_latency_us,
+        };
+        return match loadtest::run(&spec) {
+            Ok(report) => {
+                println!("{}", serde_json::to_string(&report).expect("serializable"));
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("mergebook-tools loadtest: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let mut reports = Vec::new();
+    if args.find_max {
+        let mut search = MaxRateSearch::new(25_000, 4);
+        while let Some(rate) = search.next_rate() {
+            let Some(report) = loadtest_child(args, rate) else {
+                return ExitCode::FAILURE;
+            };
+            eprintln!(
+                "{rate} frames/s per venue: {} (lost {}, unaccounted {}, achieved {:.0}/s, \
+                 wire P99 first second {:.1} µs, last second {:.1} µs, steal {:.1} %)",
+                if report.sustained() {
+                    "sustained"
+                } else {
+                    "not sustained"
+                },
+                report.lost,
+                report.unaccounted,
+                report.achieved_rate_per_venue,
+                report.first_second_wire_ns.p99 as f64 / 1e3,
+                report.final_second_wire_ns.p99 as f64 / 1e3,
+                report.steal_percent,
+            );
+            search.record(rate, report.sustained());
+            reports.push(report);
+        }
+        reports.sort_by_key(|report| report.rate_per_venue);
+        print!("{}", loadtest::table(&reports));
+        match search.best() {
+            Some(best) => println!("\nmax sustained rate: {best} frames/s per venue"),
+            None => println!("\nno rate tried was sustained"),
+        }
+    } else {
+        for &rate in &args.rate {
+            let Some(report) = loadtest_child(args, rate) else {
+                return ExitCode::FAILURE;
+            };
+            reports.push(report);
+        }
+        print!("{}", loadtest::table(&reports));
+    }
+    for report in &reports {
+        let samples: Vec<_> = report
+            .rss_samples
+            .iter()
+            .map(|&(seconds, bytes)| {
+                format!("{seconds:.0} s {:.2}", bytes as f64 / (1 << 20) as f64)
+            })
+            .collect();
+        println!(
+            "resident MiB at {} frames/s per venue: {}",
+            report.rate_per_venue,
+            samples.join(", ")
+        );
+    }
+    for report in &reports {
+        if report.unaccounted > 0 || report.lost != 0 {
+            eprintln!(
+                "mergebook-tools loadtest: at {} frames/s per venue, {} frames lost and {} records unaccounted",
+                report.rate_per_venue, report.lost, report.unaccounted
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs one rate in a fresh process (memory and CPU figures of that rate alone).
+fn loadtest_child(args: &LoadtestArgs, rate: u32) -> Option<LoadReport> {
+    let venues: Vec<&str> = args.venues.iter().map(|venue| venue.name()).collect();
+    let mut command = std::process::Command::new(std::env::current_exe().ok()?);
+    command
+        .args(["loadtest", "--json", "--rate", &rate.to_string()])
+        .args(["--venue", &venues.join(",")])
+        .args(["--duration", &args.duration.as_secs_f64().to_string()])
+        .args(["--warmup", &args.warmup.as_secs_f64().to_string()])
+        .args(["--depth", &args.depth.to_string()])
+        .args(["--idle", args.idle.name()])
+        .args(["--rss-every", &args.rss_every.as_secs_f64().to_string()]);
+    if let Some(core) = args.merger_core {
+        command.args(["--merger-core", &core.to_string()]);
+    }
+    if let Some(us) = args.cpu_wake_latency_us {
+        command.args(["--cpu-wake-latency-us", &us.to_string()]);
+    }
+    let output = match command.stderr(std::process::Stdio::inherit()).output() {
+        Ok(output) if output.status.success() => output,
+        Ok(output) => {
+            eprintln!(
+                "mergebook-tools loadtest: the run at {rate} frames/s failed ({})",
+                output.status
+            );
+            return None;
+        }
+        Err(error) => {
+            eprintln!("mergebook-tools loadtest: cannot run itself: {error}");
+            return None;
+        }
+    };
+    match serde_json::from_slice(&output.stdout) {
+        Ok(report) => Some(report),
+        Err(error) => {
+            eprintln!("mergebook-tools loadtest: unreadable report: {error}");
+            None
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The wire-to-publish harness, on short real runs: its accounting (every frame the
+//! simulator sent is published or superseded, counted by the readers' mailboxes apart
+//! from the harness; none is lost; every record was taken) and its printed tables. Not
+//! timing tests: the latencies are only checked to exist, one per published frame.
+
+use mergebook::config::IdleStrategy;
+use mergebook::venue::VenueId;
+use mergebook_tools::cpu_latency::CpuLatencyRequest;
+use mergebook_tools::loadtest::{self, LoadSpec};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[test]
+fn a_short_run_accounts_for_every_frame_sent() {
+    let limit_before = CpuLatencyRequest::effective_us().ok();
+    let spec = LoadSpec {
+        rate_per_venue: 500,
+        venues: vec![VenueId::Binance, VenueId::Bitstamp],
+        depth: 20,
+        warmup: Duration::from_secs(1),
+        duration: Duration::from_secs(2),
+        // The test machine has 2 cores: a spinning merger would take one from the tests.
+        idle: IdleStrategy::Park,
+        merger_core: None,
+        rss_every: Duration::from_millis(500),
+        // Where the limit can be read (root, as in CI), the run asks for one that lets idle
+        // CPUs halt as they did (1 ms; less if a process already holds less), and the
+        // report must show it in force.
+        cpu_wake_latency_us: limit_before.map(|before| before.clamp(0, 1000) as u32),
+    };
+    let report = loadtest::run(&spec).unwrap();
+    assert_eq!(
+        report.cpu_wake_latency_limit_us,
+        spec.cpu_wake_latency_us.map(|asked| asked as i32)
+    );
+    assert!(
+        report.sent > 500,
+        "at least a second's frames were sent: {report:?}"
+    );
+    assert!(report.published > 0);
+    assert_eq!(report.unaccounted, 0, "{report:?}");
+    // `lost` is sent − published − superseded, with superseded counted by the readers'
+    // mailboxes apart from the harness: 0 means those two counts cover every frame sent.
+    assert_eq!(report.lost, 0, "{report:?}");
+    assert!(report.wire_ns.count > 0 && report.wire_ns.count <= report.published);
+    assert_eq!(report.internal_ns.count, report.wire_ns.count);
+    let split = report.internal_split;
+    for part in [split.to_merger_ns, split.merge_ns, split.wake_ns] {
+        assert_eq!(part.count, report.internal_ns.count, "{split:?}");
+    }
+    // The harness's consumer saw summaries (not necessarily every one: latest value).
+    assert!(
+        report.to_consumer_ns.count > 0 && report.to_consumer_ns.count <= report.published,
+        "{report:?}"
+    );
+    assert!(report.e2e_histogram_count > 0);
+    assert!(report.peak_rss_bytes > 0 && report.rss_samples.len() >= 2);
+}
+
+/// `mergebook-tools loadtest` prints its tables: the figures add up, one row a rate.
+#[test]
+fn loadtest_prints_the_wire_to_publish_table() {
+    let output = Command::new(env!("CARGO_BIN_EXE_mergebook-tools"))
+        .args([
+            "loadtest",
+            "--rate",
+            "200",
+            "--duration",
+            "1",
+            "--warmup",
+            "1",
+        ])
+        .args(["--idle", "park"])
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let table = String::from_utf8(output.stdout).unwrap();
+    let (rows, notes): (Vec<&str>, Vec<&str>) = table
+        .lines()
+        .filter(|line| !line.is_empty())
+        .partition(|line| line.starts_with('|'));
+    let (limits, memory): (Vec<&str>, Vec<&str>) = notes.into_iter().partition(|line| {
+        line.starts_with("CPU wake-latency limit (/dev/cpu_dma_latency) in each run: ")
+    });
+    assert_eq!(
+        limits.len(),
+        1,
+        "one line of CPU wake-latency limits: {table}"
+    );
+    assert!(limits[0].contains("200 frames/s: "), "{table}");
+    assert!(limits[0].contains("; cpuidle driver: "), "{table}");
+    let rows: Vec<Vec<&str>> = rows
+        .iter()
+        .map(|line| line.split('|').map(str::trim).collect())
+        .collect();
+    // The figures, then the in-process time's parts and the time to a consumer: header,
+    // rule, one rate each.
+    assert_eq!(rows.len(), 6, "two tables of one rate: {table}");
+    assert_eq!(memory.len(), 1, "one line of memory samples: {table}");
+    assert!(
+        memory[0].starts_with("resident MiB at 200 frames/s per venue: 0 s "),
+        "{table}"
+    );
+    assert_eq!(rows[0][1], "rate/venue");
+    assert_eq!(rows[2][1], "200");
+    assert_eq!(rows[2][5], "0", "lost: {table}");
+    let sent: u64 = rows[2][2].parse().unwrap();
+    let published: u64 = rows[2][3].parse().unwrap();
+    let superseded: u64 = rows[2][4].parse().unwrap();
+    assert_eq!(sent, published + superseded, "the row adds up: {table}");
+    assert_eq!(rows[3][2], "in-process P50 µs");
+    assert_eq!(rows[5][1], "200");
+    assert_eq!(rows[5][2], rows[2][10], "the same in-process P50: {table}");
+    assert_eq!(rows[3][10], "to consumer P50 µs");
+    assert!(rows[5][10].parse::<f64>().is_ok(), "{table}");
+}
