@@ -184,67 +184,56 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let cli = Cli::parse();
-    match cli.command {
+    let (command, result) = match cli.command {
         Some(Command::Replay(ReplayCommand::Snapshot {
             recordings,
             instrument,
-        })) => replay_exit(run_replay(&recordings, &instrument)),
+        })) => ("mergebook replay", run_replay(&recordings, &instrument)),
         Some(Command::Replay(ReplayCommand::Diff {
             recordings,
             symbols,
             snapshots,
             max_levels,
-        })) => replay_exit(run_diff_replay(
-            &recordings,
-            &symbols,
-            &snapshots,
-            max_levels,
-        )),
-        Some(Command::Healthcheck { address }) => healthcheck(address),
-        None => run_service(&cli.run),
+        })) => (
+            "mergebook replay",
+            run_diff_replay(&recordings, &symbols, &snapshots, max_levels),
+        ),
+        Some(Command::Healthcheck { address }) => ("mergebook healthcheck", healthcheck(address)),
+        None => ("mergebook", run_service(&cli.run)),
+    };
+    // The one exit path: every command's failure is one message, said once.
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            if tracing::dispatcher::has_been_set() {
+                tracing::error!("{message}"); // the service's logs, in their format
+            } else {
+                eprintln!("{command}: {message}");
+            }
+            ExitCode::FAILURE
+        }
     }
 }
 
-fn run_service(args: &RunArgs) -> ExitCode {
-    let config = match args.load() {
-        Ok(config) => config,
-        Err(error) => {
-            eprintln!("mergebook: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
+fn run_service(args: &RunArgs) -> Result<(), String> {
+    let config = args.load().map_err(|error| error.to_string())?;
     if args.check_config {
         // Files the configuration names are part of it: they must be there from here.
-        if let Err(error) = simulator_recordings(&config) {
-            eprintln!("mergebook: {error}");
-            return ExitCode::FAILURE;
-        }
+        simulator_recordings(&config)?;
         println!("{}: valid", args.config.display());
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     init_logging(config.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.runtime_workers())
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("mergebook: cannot start the runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
+        .map_err(|error| format!("cannot start the runtime: {error}"))?;
     let result = runtime.block_on(serve(config));
     // A write to a stuck stdout may still be in flight on a blocking thread: do not wait
     // for it forever.
     runtime.shutdown_timeout(Duration::from_secs(2));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            tracing::error!("{error}");
-            ExitCode::FAILURE
-        }
-    }
+    result
 }
 
 /// File descriptors besides the gRPC clients': venue connections, snapshot requests,
@@ -384,17 +373,6 @@ async fn shutdown_signal() {
     }
 }
 
-/// A replay's exit: its error (if any) printed as `mergebook replay: …`.
-fn replay_exit(result: Result<(), String>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("mergebook replay: {message}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
 /// Prints a replay's summaries as JSON lines on stdout, keeping the first write error.
 struct SummaryPrinter<W: Write> {
     out: W,
@@ -519,17 +497,16 @@ fn run_diff_replay(
     Ok(())
 }
 
-fn healthcheck(address: std::net::SocketAddr) -> ExitCode {
-    match get_health(address) {
-        Ok(response) if response.starts_with("HTTP/1.1 200") => ExitCode::SUCCESS,
-        Ok(response) => {
-            eprintln!("{}", response.lines().next().unwrap_or("empty response"));
-            ExitCode::FAILURE
-        }
-        Err(error) => {
-            eprintln!("mergebook healthcheck: {address}: {error}");
-            ExitCode::FAILURE
-        }
+fn healthcheck(address: std::net::SocketAddr) -> Result<(), String> {
+    let response = get_health(address).map_err(|error| format!("{address}: {error}"))?;
+    if response.starts_with("HTTP/1.1 200") {
+        Ok(())
+    } else {
+        Err(response
+            .lines()
+            .next()
+            .unwrap_or("empty response")
+            .to_owned())
     }
 }
 
