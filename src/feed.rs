@@ -96,7 +96,7 @@ impl FeedSender {
     /// was still unread: in that order, so that the fan-out's system call never delays
     /// the merger. Last, after a book, it takes back the lines of the slot the next book
     /// goes into (`mailbox::Sender::prepare`): that moved 0.2–0.3 µs a book out of the
-    /// in-process latency (BENCHMARKS.md, "Session 22's change").
+    /// in-process latency (docs/decisions.md, "Readers take back their next mailbox slot").
     #[inline]
     pub fn publish_with(
         &mut self,

@@ -34,7 +34,8 @@ pub struct FixedPoint(u64);
 /// is a pair of scalars and comes back from `parse` in two registers. With a one-byte error
 /// it was returned through memory, and a caller's 16-byte copy of it read a 1-byte and an
 /// 8-byte store that cannot be forwarded to it: `fixed_point_parse` 15.6 ns → 10.0 ns in
-/// alternation, instructions unchanged (BENCHMARKS.md, "Session 20's change").
+/// alternation, instructions unchanged (docs/decisions.md, "`FixedPointError` as wide as
+/// the value").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[repr(u64)]
 pub enum FixedPointError {

@@ -79,8 +79,8 @@ impl SummaryPublisher {
     /// Takes back the lines of the slot the next summary, of at most `depth` levels a
     /// side, goes into (`mailbox::Sender::prepare`). The fan-out copies each summary on its own core, and
     /// the merger's next write to that slot, about a millisecond later at 1k frames/s,
-    /// took 0.1–0.5 µs longer than to lines the merger had just written (BENCHMARKS.md,
-    /// "Session 25's change"). Called after the publish is stamped, it pays that wait off
+    /// took 0.1–0.5 µs longer than to lines the merger had just written (docs/decisions.md,
+    /// "The merger takes back its next summary slot after a publish"). Called after the publish is stamped, it pays that wait off
     /// the latency path.
     #[inline]
     pub fn take_back_next_slot(&mut self, depth: usize) {

@@ -805,7 +805,7 @@ impl BookFrames {
             // merger does not own). The write has just woken this frame's reader; without
             // the yield the scheduler often lets this thread run on (the next venue's frame,
             // its own wake-ups) while the reader waits, time no deployment's frame spends
-            // (BENCHMARKS.md, "Session 24's changes"). Not when a write carries several
+            // (docs/decisions.md, "Under measurement the simulator yields after a write"). Not when a write carries several
             // frames of a stream (above 1,000 a second): the reader has a batch to work
             // through either way, and yielding only slowed the simulator down.
             std::thread::yield_now();

@@ -34,7 +34,8 @@
 //! integer digits; each level is checked against the one kept for its own, at a position
 //! found from the `[` bytes ahead ([`level_starts`]). Neither the choice of the pattern nor
 //! the level's position waits on the level before, and no branch depends on a level's shape
-//! once that shape has been seen (BENCHMARKS.md, "Level shapes", session 30).
+//! once that shape has been seen (docs/decisions.md, "A side's levels are read by patterns
+//! kept across frames").
 
 use crate::book::Level;
 use crate::fixed::{FixedPoint, SCALE};

@@ -5,8 +5,8 @@
 //!
 //! Why it matters here: on a VM an idle vCPU halts, and the next frame's whole path (the
 //! socket, the reader's wake-up, the decode, the hand-over) then runs on a vCPU the
-//! hypervisor has just scheduled again, with cold caches and predictors (BENCHMARKS.md,
-//! "Session 24's changes").
+//! hypervisor has just scheduled again, with cold caches and predictors (docs/decisions.md,
+//! "Idle CPUs polling is the host's setting, not the service's").
 //!
 //! The limit is kept by the kernel's cpuidle governor: without a cpuidle driver an idle CPU
 //! halts whatever limit is held ([`idle_driver`]).
