@@ -1,27 +1,34 @@
 //! mergebook: a low-latency multi-exchange order book aggregator.
 //!
-//! The path of one frame, and the module for each step:
+//! The public API, by what it is for. The path of one frame:
 //!
-//! - [`venue`]: one module per exchange decodes its frames (pure: bytes in, book out),
-//!   built on [`walker`] (the JSON byte walker) and [`fixed`] (exact decimals);
-//! - [`book`]: the fixed-capacity top-N book a decoder fills;
-//! - [`mailbox`]: the single-slot latest-value handoff from a reader to the merger (the
+//! - [`venue`]: one module per exchange decodes its frames (pure: bytes in, book out, or a
+//!   typed [`venue::DecodeError`]), in exact decimals ([`fixed`]);
+//! - [`book`]: the fixed-capacity top-N book a decoder fills, and diff mode's full-depth
+//!   book; [`sync`]: diff mode's rules for joining events to snapshots;
+//! - [`mailbox`]: the single-slot latest-value hand-off from a reader to the merger (the
 //!   project's only `unsafe`, in its own crate, `crates/mailbox`);
-//! - [`merger`]: per-instrument venue states and the rule for who is merged;
-//!   [`merge`]: the k-way merge itself;
-//! - [`summary`]: the published consolidated book; [`publish`]: its output formats;
-//! - [`replay`]: recorded frames through the same path, deterministically.
+//! - [`merger`]: per-instrument venue states and the rule for who is merged, and the
+//!   merger thread; [`merge`]: the k-way merge itself;
+//! - [`summary`]: the published consolidated book; [`publish`]: its output formats.
 //!
-//! ARCHITECTURE.md has the map and the invariants.
+//! Running it: [`config`] (the file, validated), [`service`] (start and stop the whole
+//! pipeline on a tokio runtime), [`metrics`], [`cpu`] (the start-up CPU check). Around
+//! it: [`replay`] (recorded frames through the same path), [`sim`] (the embedded exchange
+//! simulator), [`clock`] and [`rng`].
+//!
+//! The readers' I/O (`feed`), the REST snapshot client (`snapshot`), the HTTP endpoints
+//! (`http`) and the JSON byte walker (`walker`) are private: they are reached through the
+//! service and the venues. ARCHITECTURE.md has the map and the invariants.
 #![deny(unsafe_code)]
 
 pub mod book;
 pub mod clock;
 pub mod config;
 pub mod cpu;
-pub mod feed;
+mod feed;
 pub mod fixed;
-pub mod http;
+mod http;
 pub use mergebook_mailbox as mailbox;
 pub mod merge;
 pub mod merger;
@@ -31,8 +38,8 @@ pub mod replay;
 pub mod rng;
 pub mod service;
 pub mod sim;
-pub mod snapshot;
+mod snapshot;
 pub mod summary;
 pub mod sync;
 pub mod venue;
-pub mod walker;
+mod walker;

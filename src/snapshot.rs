@@ -87,10 +87,6 @@ impl SnapshotScheduler {
         self.in_flight = None;
     }
 
-    pub fn in_flight(&self) -> Option<usize> {
-        self.in_flight
-    }
-
     fn refill(&mut self, now_ns: u64) {
         let per_ns = f64::from(self.policy.weight_per_minute) / 60e9;
         let elapsed = now_ns.saturating_sub(self.refilled_ns) as f64;

@@ -135,6 +135,8 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// Where the cursor is (the tests check what a read consumed).
+    #[cfg(test)]
     pub fn position(&self) -> usize {
         self.pos
     }

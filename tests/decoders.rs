@@ -210,7 +210,7 @@ fn malformed_frames_get_typed_errors() {
     use FixedPointError as F;
     let binance = VenueId::Binance;
     let bitstamp = VenueId::Bitstamp;
-    let nesting = mergebook::walker::MAX_NESTING as usize + 1;
+    let nesting = mergebook::venue::MAX_NESTING as usize + 1;
     let too_deep = &format!("{{\"x\":{}{}}}", "[".repeat(nesting), "]".repeat(nesting));
     let cases: &[(VenueId, &str, DecodeError)] = &[
         (binance, "", Truncated),

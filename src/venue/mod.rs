@@ -8,7 +8,7 @@ pub mod bitstamp;
 use crate::book::{BookUpdate, TopBook};
 use crate::fixed::DECIMALS;
 pub use crate::sync::SequenceRule;
-pub use crate::walker::DecodeError;
+pub use crate::walker::{DecodeError, MAX_NESTING};
 
 /// The most venues one instrument can merge (the merge and summary hold them inline).
 pub const MAX_VENUES: usize = 8;
