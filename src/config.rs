@@ -507,6 +507,33 @@ impl RawConfig {
                 "expected \"spin\", \"spin-then-yield\" or \"park\"",
             )
         })?;
+        let feed = self.feed_settings()?;
+        let (instruments, used) = self.instruments()?;
+        let venues = self.venue_configs(&used, depth)?;
+        let simulator = self.simulator_config()?;
+
+        Ok(Config {
+            depth,
+            stale_after,
+            output,
+            log_format,
+            merger_core,
+            idle,
+            feed,
+            grpc_listen: defaults::GRPC_LISTEN.socket_address(self.grpc.listen.as_deref())?,
+            grpc_max_clients: defaults::GRPC_MAX_CLIENTS.get(self.grpc.max_clients)? as usize,
+            grpc_client_buffer_bytes: defaults::GRPC_CLIENT_BUFFER_BYTES
+                .get(self.grpc.client_buffer_bytes)? as usize,
+            metrics_listen: defaults::METRICS_LISTEN
+                .socket_address(self.metrics.listen.as_deref())?,
+            venues,
+            instruments,
+            simulator,
+        })
+    }
+
+    /// `[feed]`.
+    fn feed_settings(&self) -> Result<FeedSettings, ConfigError> {
         let feed = FeedSettings {
             max_frame_bytes: defaults::MAX_FRAME_BYTES.get(self.feed.max_frame_bytes)? as usize,
             read_idle_timeout: defaults::READ_IDLE_TIMEOUT_MS
@@ -524,7 +551,11 @@ impl RawConfig {
                 "must not be below feed.backoff_initial_ms",
             ));
         }
+        Ok(feed)
+    }
 
+    /// `[[instruments]]` (and `[venues.*]` names), with which venues they use.
+    fn instruments(&self) -> Result<(Vec<Instrument>, [bool; MAX_VENUES]), ConfigError> {
         for name in self.venues.keys() {
             if VenueId::from_name(name).is_none() {
                 return Err(invalid(
@@ -541,7 +572,8 @@ impl RawConfig {
                 "configure at least one [[instruments]]",
             ));
         }
-        let max_instruments = defaults::MAX_INSTRUMENTS_KEY.get(service.max_instruments)? as usize;
+        let max_instruments =
+            defaults::MAX_INSTRUMENTS_KEY.get(self.service.max_instruments)? as usize;
         if self.instruments.len() > max_instruments {
             return Err(invalid(
                 "instruments",
@@ -617,7 +649,15 @@ impl RawConfig {
                 symbols,
             });
         }
+        Ok((instruments, used))
+    }
 
+    /// `[venues.<name>]` of each venue an instrument uses.
+    fn venue_configs(
+        &self,
+        used: &[bool; MAX_VENUES],
+        depth: usize,
+    ) -> Result<Vec<VenueConfig>, ConfigError> {
         let mut venues = Vec::new();
         for &venue in VenueId::ALL.iter().filter(|venue| used[venue.index()]) {
             let url = match self.venues.get(venue.name()).and_then(|v| v.url.clone()) {
@@ -635,8 +675,12 @@ impl RawConfig {
             let mode = venue_mode(venue, raw.unwrap_or(&RawVenue::default()), depth)?;
             venues.push(VenueConfig { venue, url, mode });
         }
+        Ok(venues)
+    }
 
-        let simulator = match &self.simulator {
+    /// `[simulator]`.
+    fn simulator_config(&self) -> Result<Option<SimulatorConfig>, ConfigError> {
+        Ok(match &self.simulator {
             None => None,
             Some(raw) => Some(SimulatorConfig {
                 listen: defaults::SIMULATOR_LISTEN.socket_address(raw.listen.as_deref())?,
@@ -658,25 +702,6 @@ impl RawConfig {
                     })
                     .collect::<Result<_, ConfigError>>()?,
             }),
-        };
-
-        Ok(Config {
-            depth,
-            stale_after,
-            output,
-            log_format,
-            merger_core,
-            idle,
-            feed,
-            grpc_listen: defaults::GRPC_LISTEN.socket_address(self.grpc.listen.as_deref())?,
-            grpc_max_clients: defaults::GRPC_MAX_CLIENTS.get(self.grpc.max_clients)? as usize,
-            grpc_client_buffer_bytes: defaults::GRPC_CLIENT_BUFFER_BYTES
-                .get(self.grpc.client_buffer_bytes)? as usize,
-            metrics_listen: defaults::METRICS_LISTEN
-                .socket_address(self.metrics.listen.as_deref())?,
-            venues,
-            instruments,
-            simulator,
         })
     }
 }
