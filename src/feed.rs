@@ -63,15 +63,15 @@ pub struct StreamSpec {
 ///
 /// A publish also wakes the instrument's fan-out task (`publish::SummaryFanout`) at once,
 /// before the merger has merged: waking a sleeping tokio worker is a system call and, when
-/// its CPU sleeps, tens of microseconds on a VM (BENCHMARKS.md, "Where the end-to-end time
-/// goes"). Woken here, the worker comes up while the merger merges, the merger finds the
+/// its CPU sleeps, tens of microseconds on a VM (`mergebook-tools` example `wake_cost`
+/// measures it). Woken here, the worker comes up while the merger merges, the merger finds the
 /// fan-out already woken and publishes with atomic stores alone, and the system call is
 /// paid by the reader once its book is on its way.
 ///
 /// Unless the publish replaced a value the merger had not taken: then the merger is behind,
 /// the summary this value goes into is not the next one, and the fan-out was woken for the
 /// value replaced (or is busy). Waking it on every publish regardless cut one reader's
-/// sustained rate by about a third (BENCHMARKS.md): a system call whenever the fan-out had
+/// sustained rate by about a third (measured 2026-11-23): a system call whenever the fan-out had
 /// just gone back to sleep.
 pub struct FeedSender {
     sender: Sender<VenueFeed>,
@@ -163,7 +163,7 @@ const SEQUENCE_RESET_AFTER: u32 = 3;
 
 /// How much tungstenite asks the socket for per read. It zeroes that much spare buffer
 /// before every read, so its default (128 KiB) cost the reader a 128 KiB `memset` per
-/// frame, a quarter of its CPU at 50k frames/s (perf, BENCHMARKS.md). 16 KiB still takes
+/// frame, a quarter of its CPU at 50k frames/s (perf, 2026-11-22). 16 KiB still takes
 /// a dozen Binance depth20 frames, or two 100-level Bitstamp frames, per read; a larger
 /// frame grows the buffer to fit it.
 const READ_BUFFER_BYTES: usize = 16 * 1024;

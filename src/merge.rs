@@ -162,7 +162,7 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
 }
 
 /// Two inputs, the common deployment: a two-pointer merge, one comparison per level
-/// instead of a scan of the heads (`merge_2x10`: see BENCHMARKS.md). The same order as the
+/// instead of a scan of the heads (`merge_2x10`: 970 → 542 instructions). The same order as the
 /// scan: `second` goes first only when it ranks strictly before `first`.
 #[inline]
 fn merge_two<const BIDS: bool>(

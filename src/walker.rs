@@ -431,7 +431,8 @@ impl<'a> Walker<'a> {
     /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, so that `01`, `1.` and `.5` are
     /// refused. Read in one pass by hand: the numbers skipped are the event times and ids
     /// of every Binance diff event (`"E":1700000000123`), and a float parse of each cost
-    /// about a tenth of the event's decode (BENCHMARKS.md).
+    /// about a tenth of the event's decode (`binance_diff_decode`, 3,497 → 3,149
+    /// instructions).
     fn skip_number(&mut self) -> Result<()> {
         let start = self.pos;
         let bytes = self.bytes;
@@ -760,7 +761,7 @@ fn portable_rest_of_side_len(rest: &[u8]) -> Option<usize> {
 /// vector register each (a compare and an add per counter per 32 bytes) and reduces once
 /// per 127 steps (before an `i8` lane can overflow) with word arithmetic. Written by hand
 /// because the skip is the widest loop of the hot path (a Bitstamp frame skips about
-/// 4.9 KB). Instruction counts: BENCHMARKS.md.
+/// 4.9 KB; `scripts/bench-instructions` counts it in `bitstamp_decode_100`).
 fn is_rest_of_side(region: &[u8]) -> bool {
     let mut balance = 0i32; // '[' minus ']'
     let mut lane_quotes = [0u8; LANES]; // parity of '"'

@@ -135,7 +135,7 @@ fn recorded_snapshot(venue: VenueId, body: &[u8]) -> BookUpdate {
 
 /// How many distinct frames the `_varied` benches decode in turn: enough that the branch
 /// predictor cannot learn them (on the Intel host, 64 frames still decode nearly as fast
-/// as one; BENCHMARKS.md, "Level shapes").
+/// as one, measured 2026-11-24).
 pub const VARIED_FRAMES: usize = 1024;
 
 /// `merge_2x10_varied`: [`VARIED_FRAMES`] pairs of books as the simulator quotes them

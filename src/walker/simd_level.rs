@@ -8,7 +8,7 @@
 //! structure as three bit masks (quotes, dots, digits), the delimiters and spans are checked
 //! with scalar bit arithmetic on those masks, and both numbers are converted together in
 //! one register (each number in its own 128-bit lane, placed by one byte shuffle, then
-//! three multiply-adds). BENCHMARKS.md has the measurements.
+//! three multiply-adds); docs/decisions.md has the measurements that chose it.
 //!
 //! The intrinsics come from `safe_arch`, which exposes them as safe functions when the
 //! build enables the target feature, so this module needs no `unsafe`.
@@ -25,7 +25,7 @@
 //! the next level is first checked against it: one range compare of 32 bytes, after which
 //! the shape, the shuffles and the length are known, and only the conversion is left.
 //! In most books the amount's integer digit count changes at about one level in two while
-//! the price's shape does not (BENCHMARKS.md, "Level shapes"): a level that matches its
+//! the price's shape does not (the recorded altcoin snapshots): a level that matches its
 //! pattern up to the amount is read from the amount on, with the price's shuffle and the
 //! amount's position taken from the pattern.
 //!

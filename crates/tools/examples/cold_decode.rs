@@ -1,7 +1,7 @@
 //! What a frame's decode costs when it runs cold, as it does in the service: at 1k frames/s
 //! a reader decodes once a millisecond, and the core does other work (or sleeps) between
 //! two frames. Criterion's loops decode frame after frame and never see that.
-//! BENCHMARKS.md ("Where the end-to-end time goes") uses it.
+//! The figures it gave are in docs/decisions.md.
 //!
 //! `cargo run --release -p mergebook-tools --example cold_decode [frames]`, pinned to CPU 0, keeping 20
 //! levels a side as the load harness does. `frames`: `varied` (default; Binance depth20

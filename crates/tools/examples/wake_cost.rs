@@ -1,6 +1,6 @@
 //! What waking a sleeping thread costs on this machine: the price the merger pays each
 //! time it wakes the tokio fan-out task (`publish/mod.rs`), and the readers pay when they
-//! unpark a parked merger. BENCHMARKS.md ("Where the end-to-end time goes") uses it.
+//! unpark a parked merger. docs/decisions.md cites what it measured.
 //!
 //! `cargo run --release -p mergebook-tools --example wake_cost [waker-cpu] [sleeper-cpu]` (default 1 and 0):
 //! the waker spins 300 µs between wakes, so that the sleeper is parked each time, then
