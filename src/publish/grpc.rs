@@ -342,4 +342,59 @@ mod tests {
         drop(stream);
         assert_eq!(metrics.grpc_clients.get(), 0, "the place is given back");
     }
+
+    /// What the logs at `level` and above say while `run` runs on this thread.
+    async fn logs_at<F: std::future::Future<Output = ()>>(
+        level: tracing::Level,
+        run: impl FnOnce() -> F,
+    ) -> String {
+        #[derive(Clone, Default)]
+        struct Buffer(Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Buffer {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_writer(move || writer.clone())
+            .finish();
+        let _logging = tracing::subscriber::set_default(subscriber);
+        run().await;
+        String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+    }
+
+    /// A client that reads fewer summaries than are published is what a latest-value
+    /// stream is for: nothing at info level, one debug line a stream however often.
+    #[tokio::test]
+    async fn a_client_skipping_summaries_is_logged_once_at_debug_level() {
+        let skip_twice = || async {
+            let metrics = Metrics::new();
+            let limit = ClientLimit::new(1, &metrics);
+            let (publish, latest) = watch::channel(summary(1));
+            let mut stream = stream_of(latest, limit.admit().unwrap(), |s| s.sequence);
+            assert_eq!(stream.next().await.unwrap().unwrap(), 1);
+            for burst in [2..=4, 5..=9] {
+                for sequence in burst {
+                    publish.send(summary(sequence)).unwrap();
+                }
+                stream.next().await.unwrap().unwrap();
+            }
+            assert_eq!(metrics.grpc_summaries_skipped.get(), 6);
+        };
+        assert_eq!(logs_at(tracing::Level::INFO, skip_twice).await, "");
+        let debug = logs_at(tracing::Level::DEBUG, skip_twice).await;
+        assert_eq!(
+            debug
+                .matches("reads fewer summaries than are published")
+                .count(),
+            1
+        );
+    }
 }
