@@ -114,6 +114,7 @@ pub struct RawVenue {
     pub snapshot_weight_per_minute: Option<i64>,
     pub snapshot_spacing_ms: Option<i64>,
     pub snapshot_timeout_ms: Option<i64>,
+    pub allow_one_sided: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -245,6 +246,8 @@ pub struct VenueConfig {
     pub venue: VenueId,
     pub url: String,
     pub mode: FeedMode,
+    /// Merge its books even when they lack a side (they are shown `one-sided` either way).
+    pub allow_one_sided: bool,
 }
 
 /// Which book stream a venue's reader follows.
@@ -310,10 +313,16 @@ pub struct TextKey {
     pub default: &'static str,
 }
 
+/// A key whose value is `true` or `false`, and its default.
+pub struct BoolKey {
+    pub key: &'static str,
+    pub default: bool,
+}
+
 /// Every key's default: written here once, stated by `config/default.toml` (the simulator's
 /// by `config/sim.toml`), which a test compares.
 pub mod defaults {
-    use super::{IntKey, MAX_INSTRUMENTS, SIMULATOR_RATES, TextKey};
+    use super::{BoolKey, IntKey, MAX_INSTRUMENTS, SIMULATOR_RATES, TextKey};
     use crate::book::MAX_DEPTH;
 
     const fn int(key: &'static str, default: i64, min: i64, max: i64) -> IntKey {
@@ -363,6 +372,10 @@ pub mod defaults {
 
     // Each venue's keys, under `venues.<name>.`; the URLs' defaults are the venue's own.
     pub const MODE: TextKey = text("mode", "snapshot");
+    pub const ALLOW_ONE_SIDED: BoolKey = BoolKey {
+        key: "allow_one_sided",
+        default: false,
+    };
     pub const SNAPSHOT_DEPTH: IntKey = int("snapshot_depth", 1000, 1, 5000);
     /// At least `service.depth`, too.
     pub const MAX_BOOK_LEVELS: IntKey = int("max_book_levels", 5000, 1, 100_000);
@@ -673,7 +686,15 @@ impl RawConfig {
             }
             let raw = self.venues.get(venue.name());
             let mode = venue_mode(venue, raw.unwrap_or(&RawVenue::default()), depth)?;
-            venues.push(VenueConfig { venue, url, mode });
+            let allow_one_sided = raw
+                .and_then(|raw| raw.allow_one_sided)
+                .unwrap_or(defaults::ALLOW_ONE_SIDED.default);
+            venues.push(VenueConfig {
+                venue,
+                url,
+                mode,
+                allow_one_sided,
+            });
         }
         Ok(venues)
     }
@@ -820,6 +841,7 @@ mod tests {
                 venue: VenueId::Binance,
                 url: VenueId::Binance.default_url().into(),
                 mode: FeedMode::Snapshot,
+                allow_one_sided: false,
             }]
         );
         // Safe defaults (docs/reliability.md): loopback only, bounded clients.
@@ -1004,6 +1026,9 @@ mod tests {
             let text_at = |name: &str| at(&file, &key(name)).and_then(toml::Value::as_str);
             assert_eq!(text_at("url"), Some(venue.default_url()), "{venue}");
             assert_eq!(text_at(defaults::MODE.key), Some(defaults::MODE.default));
+            let allow = at(&file, &key(defaults::ALLOW_ONE_SIDED.key));
+            let allow = allow.and_then(toml::Value::as_bool);
+            assert_eq!(allow, Some(defaults::ALLOW_ONE_SIDED.default), "{venue}");
             let rest_url = format!("{:?}", venue.default_rest_url());
             assert!(states_in_comment(&text, "rest_url", &rest_url), "{venue}");
         }

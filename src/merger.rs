@@ -46,6 +46,8 @@ pub struct InstrumentMerger {
     depth: usize,
     venues: [VenueSlot; MAX_VENUES],
     sequence: u64,
+    /// Venues whose one-sided books are merged (`venues.<name>.allow_one_sided`).
+    one_sided_allowed: [bool; MAX_VENUES],
     /// Receive time of the newest book applied since the last summary: the start of the
     /// latency the next summary reports.
     latest_received_ns: u64,
@@ -63,16 +65,23 @@ impl InstrumentMerger {
             depth,
             venues: slots,
             sequence: 0,
+            one_sided_allowed: [false; MAX_VENUES],
             latest_received_ns: 0,
         }
     }
 
+    /// Merges `venue`'s books even when they lack a side (they are still shown `OneSided`).
+    pub fn allow_one_sided(&mut self, venue: VenueId) {
+        self.one_sided_allowed[venue.index()] = true;
+    }
+
     /// Applies what a venue's reader published. A `Synced` book whose own best bid is not
-    /// below its best ask is held as `Crossed` (excluded).
+    /// below its best ask is held as `Crossed`, one that lacks a side as `OneSided`.
     pub fn apply(&mut self, venue: VenueId, feed: &VenueFeed) {
         let slot = &mut self.venues[venue.index()];
         slot.state = match feed.state {
             VenueState::Synced if feed.book.is_crossed() => VenueState::Crossed,
+            VenueState::Synced if feed.book.lacks_a_side() => VenueState::OneSided,
             state => state,
         };
         if feed.state == VenueState::Synced {
@@ -81,12 +90,13 @@ impl InstrumentMerger {
         }
     }
 
-    /// Marks `Stale` every synced venue whose book was received before `oldest_ns`, and
+    /// Marks `Stale` every merged venue whose book was received before `oldest_ns`, and
     /// returns them (none: the merged book did not change).
     pub fn evict_stale(&mut self, oldest_ns: u64) -> impl Iterator<Item = VenueId> + use<> {
         let mut evicted = [false; MAX_VENUES];
-        for (slot, evicted) in self.venues.iter_mut().zip(&mut evicted) {
-            if slot.state == VenueState::Synced && slot.book.received_ns < oldest_ns {
+        let slots = self.venues.iter_mut().zip(self.one_sided_allowed);
+        for ((slot, allowed), evicted) in slots.zip(&mut evicted) {
+            if is_merged(slot.state, allowed) && slot.book.received_ns < oldest_ns {
                 slot.state = VenueState::Stale;
                 *evicted = true;
             }
@@ -106,7 +116,7 @@ impl InstrumentMerger {
         let mut count = 0;
         for &venue in VenueId::ALL {
             let slot = &self.venues[venue.index()];
-            if slot.state == VenueState::Synced {
+            if is_merged(slot.state, self.one_sided_allowed[venue.index()]) {
                 inputs[count] = VenueBook {
                     venue,
                     book: &slot.book,
@@ -126,6 +136,11 @@ impl InstrumentMerger {
             out.venue_sequence[venue] = slot.book.venue_sequence;
         }
     }
+}
+
+/// Whether a venue in `state` is in the merge: synced, or one-sided where allowed.
+fn is_merged(state: VenueState, one_sided_allowed: bool) -> bool {
+    state == VenueState::Synced || (state == VenueState::OneSided && one_sided_allowed)
 }
 
 // ---- the merger thread ----
@@ -348,6 +363,7 @@ mod tests {
     use super::*;
     use crate::book::Level;
     use crate::fixed::FixedPoint;
+    use crate::merge::MergedLevel;
 
     fn feed(bid: u64, ask: u64, received_ns: u64) -> VenueFeed {
         let mut book = TopBook {
@@ -445,6 +461,41 @@ mod tests {
         );
         merger.summarize(4, &mut summary);
         assert_eq!(summary.book.bids.as_slice().len(), 0);
+    }
+
+    /// A book without asks, or without anything, is excluded (its bids alone could cross
+    /// the other venues' asks, and no check of its own could tell), unless allowed.
+    #[test]
+    fn one_sided_books_are_excluded_unless_allowed() {
+        let mut merger = InstrumentMerger::new(0, 10, VenueId::ALL);
+        let mut summary = Summary::default();
+        merger.apply(VenueId::Bitstamp, &feed(99, 102, 20));
+        let mut bids_only = feed(105, 106, 30);
+        bids_only.book.asks = Default::default();
+        merger.apply(VenueId::Binance, &bids_only);
+        merger.summarize(1, &mut summary);
+        assert_eq!(summary.venue_state(VenueId::Binance), VenueState::OneSided);
+        let venues = |levels: &[MergedLevel]| levels.iter().map(|l| l.venue).collect::<Vec<_>>();
+        assert_eq!(venues(summary.book.bids.as_slice()), [VenueId::Bitstamp]);
+        assert!(summary.book.spread.is_some_and(|spread| !spread.negative));
+
+        merger.allow_one_sided(VenueId::Binance);
+        merger.apply(VenueId::Binance, &bids_only);
+        merger.summarize(2, &mut summary);
+        assert_eq!(summary.venue_state(VenueId::Binance), VenueState::OneSided);
+        assert_eq!(
+            venues(summary.book.bids.as_slice()),
+            [VenueId::Binance, VenueId::Bitstamp],
+            "allowed: merged, and still shown one-sided"
+        );
+        assert_eq!(merger.evict_stale(40).count(), 2, "and evicted when stale");
+
+        let mut empty = feed(1, 2, 50);
+        empty.book.bids = Default::default();
+        empty.book.asks = Default::default();
+        merger.apply(VenueId::Bitstamp, &empty);
+        merger.summarize(3, &mut summary);
+        assert_eq!(summary.venue_state(VenueId::Bitstamp), VenueState::OneSided);
     }
 
     #[test]

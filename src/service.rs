@@ -95,8 +95,12 @@ impl Service {
                 });
                 inputs.push((*venue, receiver));
             }
+            let mut merger = InstrumentMerger::new(index, config.depth, &venues);
+            for venue_config in config.venues.iter().filter(|v| v.allow_one_sided) {
+                merger.allow_one_sided(venue_config.venue);
+            }
             merger_instruments.push(MergerInstrument {
-                merger: InstrumentMerger::new(index, config.depth, &venues),
+                merger,
                 inputs,
                 output,
             });
@@ -233,12 +237,13 @@ struct VenueGauge {
     states: Vec<(VenueState, prometheus::IntGauge)>,
 }
 
-const REPORTED_STATES: [VenueState; 5] = [
+const REPORTED_STATES: [VenueState; 6] = [
     VenueState::Connecting,
     VenueState::Synced,
     VenueState::Stale,
     VenueState::OutOfSync,
     VenueState::Crossed,
+    VenueState::OneSided,
 ];
 
 impl VenueGauges {

@@ -21,6 +21,10 @@ pub enum VenueState {
     OutOfSync,
     /// Its own best bid is at or above its own best ask: excluded while that lasts.
     Crossed,
+    /// Its book lacks a side (or both): excluded while that lasts, unless the venue is
+    /// configured to allow it (`venues.<name>.allow_one_sided`, for thin markets). A side
+    /// alone cannot be checked for crossing, and may cross the other venues' books.
+    OneSided,
 }
 
 impl VenueState {
@@ -32,6 +36,7 @@ impl VenueState {
             VenueState::Stale => "stale",
             VenueState::OutOfSync => "out-of-sync",
             VenueState::Crossed => "crossed",
+            VenueState::OneSided => "one-sided",
         }
     }
 }

@@ -483,6 +483,47 @@ async fn a_silent_venue_is_evicted_and_health_degrades() {
     harness.service.stop().await;
 }
 
+/// A venue whose book has bids and no asks is shown `one-sided` and left out of the merge
+/// (its bids could cross the other venue's asks unseen), and /health says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_one_sided_book_is_shown_and_left_out_of_the_merge() {
+    let harness = start(60_000).await;
+    let mut summaries = harness.service.summaries(0);
+    wait_for(&mut summaries, both_synced).await;
+    let frame = harness
+        .simulator
+        .last_sent(VenueId::Binance, "ethbtc@depth10@100ms")
+        .unwrap();
+    let asks = frame.find("\"asks\":").unwrap();
+    let bids_only = format!("{}\"asks\":[]}}}}", &frame[..asks]);
+    harness.simulator.pause(VenueId::Binance, true);
+    harness.simulator.send_raw(VenueId::Binance, bids_only);
+    let summary = wait_for(&mut summaries, |summary| {
+        summary.venue_state(VenueId::Binance) == VenueState::OneSided
+    })
+    .await;
+    let levels = summary
+        .book
+        .bids
+        .as_slice()
+        .iter()
+        .chain(summary.book.asks.as_slice());
+    assert!(
+        levels
+            .into_iter()
+            .all(|level| level.venue == VenueId::Bitstamp)
+    );
+    let (status, body) = http_get(harness.metrics, "/health").await;
+    assert_eq!(status, 200);
+    assert!(
+        body.contains("DEGRADED") && body.contains("\"binance\":\"one-sided\""),
+        "{body}"
+    );
+    harness.simulator.pause(VenueId::Binance, false);
+    wait_for(&mut summaries, both_synced).await;
+    harness.service.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_frames_are_counted_and_never_reach_the_merged_book() {
     let harness = start(60_000).await;

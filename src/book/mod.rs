@@ -200,6 +200,11 @@ impl TopBook {
 
     /// A venue's own book is crossed (or locked) when its best bid is not below its best
     /// ask. Such a book is not a market; the merger excludes the venue while it lasts.
+    /// Whether a side (or both) has no level.
+    pub fn lacks_a_side(&self) -> bool {
+        self.bids.is_empty() || self.asks.is_empty()
+    }
+
     pub fn is_crossed(&self) -> bool {
         match (self.bids.best(), self.asks.best()) {
             (Some(bid), Some(ask)) => bid.price >= ask.price,
