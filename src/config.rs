@@ -86,6 +86,7 @@ pub struct RawFeed {
     pub connect_timeout_ms: Option<i64>,
     pub backoff_initial_ms: Option<i64>,
     pub backoff_max_ms: Option<i64>,
+    pub backoff_reset_after_ms: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -239,6 +240,8 @@ pub struct FeedSettings {
     pub connect_timeout: Duration,
     pub backoff_initial: Duration,
     pub backoff_max: Duration,
+    /// How long a connection must deliver books before the backoff starts over.
+    pub backoff_reset_after: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -348,6 +351,8 @@ pub mod defaults {
     pub const CONNECT_TIMEOUT_MS: IntKey = int("feed.connect_timeout_ms", 10_000, 100, 120_000);
     pub const BACKOFF_INITIAL_MS: IntKey = int("feed.backoff_initial_ms", 100, 1, 60_000);
     pub const BACKOFF_MAX_MS: IntKey = int("feed.backoff_max_ms", 30_000, 1, 600_000);
+    pub const BACKOFF_RESET_AFTER_MS: IntKey =
+        int("feed.backoff_reset_after_ms", 30_000, 0, 3_600_000);
     pub const GRPC_LISTEN: TextKey = text("grpc.listen", "127.0.0.1:50051");
     pub const GRPC_MAX_CLIENTS: IntKey = int("grpc.max_clients", 1024, 1, 65_536);
     pub const GRPC_CLIENT_BUFFER_BYTES: IntKey =
@@ -364,6 +369,7 @@ pub mod defaults {
         &CONNECT_TIMEOUT_MS,
         &BACKOFF_INITIAL_MS,
         &BACKOFF_MAX_MS,
+        &BACKOFF_RESET_AFTER_MS,
         &GRPC_MAX_CLIENTS,
         &GRPC_CLIENT_BUFFER_BYTES,
     ];
@@ -556,6 +562,8 @@ impl RawConfig {
             backoff_initial: defaults::BACKOFF_INITIAL_MS
                 .get_millis(self.feed.backoff_initial_ms)?,
             backoff_max: defaults::BACKOFF_MAX_MS.get_millis(self.feed.backoff_max_ms)?,
+            backoff_reset_after: defaults::BACKOFF_RESET_AFTER_MS
+                .get_millis(self.feed.backoff_reset_after_ms)?,
         };
         if feed.backoff_max < feed.backoff_initial {
             return Err(invalid(

@@ -3,9 +3,10 @@
 //! each frame, and publishes each instrument's book into its mailbox for the merger.
 //! Shared by every venue; what differs per venue lives in `venue/<name>.rs`.
 //!
-//! It survives what exchanges do: a refused or dropped connection (exponential backoff
-//! with jitter, capped), a venue's reconnect request (`serverShutdown`,
-//! `bts:request_reconnect`: reconnect at once), a silent connection (read-idle watchdog),
+//! It survives what exchanges do: a refused or dropped connection, a venue's reconnect
+//! request (`serverShutdown`, `bts:request_reconnect`), each reconnect paced by one
+//! policy (`reconnect.rs`: backoff reset only by a healthy connection, and the venue's
+//! budget of connection attempts), a silent connection (read-idle watchdog),
 //! oversized frames (refused by the WebSocket layer: the connection is reset), and bad
 //! frames (counted, logged, dropped; the connection stays up). While a venue is not
 //! delivering books its instruments are marked `Connecting` or `OutOfSync`, so the merger
@@ -25,6 +26,7 @@ use crate::config::{DiffSettings, FeedMode, FeedSettings};
 use crate::mailbox::Sender;
 use crate::merger::VenueFeed;
 use crate::metrics::VenueMetrics;
+use crate::reconnect::{ConnectionEnd, ReconnectPolicy};
 use crate::rng::Rng;
 use crate::snapshot::{FetchError, FetchOutcome, SnapshotClient, SnapshotScheduler};
 use crate::summary::VenueState;
@@ -185,7 +187,8 @@ struct Reader {
     last_sequence: Vec<u64>,
     /// Per stream, books in a row whose sequence went below `last_sequence`.
     regressions: Vec<u32>,
-    books_this_session: u64,
+    /// When the connection's first book was published (monotonic ns; `None`: none yet).
+    first_book_ns: Option<u64>,
     /// The mailboxes' superseded counts already added to the metric.
     superseded_reported: u64,
     rng: Rng,
@@ -274,7 +277,7 @@ impl Reader {
             scratch: TopBook::default(),
             last_sequence: vec![0; streams],
             regressions: vec![0; streams],
-            books_this_session: 0,
+            first_book_ns: None,
             superseded_reported: 0,
             rng: Rng::new(clock::unix_ns()),
             diff,
@@ -283,35 +286,59 @@ impl Reader {
 
     async fn run(&mut self, mut shutdown: watch::Receiver<bool>) {
         let venue = self.spec.venue;
-        let mut backoff = self.spec.settings.backoff_initial;
+        let settings = self.spec.settings;
+        let mut policy = ReconnectPolicy::new(
+            settings.backoff_initial,
+            settings.backoff_max,
+            settings.backoff_reset_after,
+            venue.connect_budget(),
+        );
+        let mut next_attempt_ns = clock::monotonic_ns();
         loop {
+            // Every attempt, the first included, within the venue's budget.
+            let now = clock::monotonic_ns();
+            let due = next_attempt_ns.max(now);
+            let at = policy.earliest_attempt(due);
+            if at > due {
+                self.metrics.connect_budget_waits.inc();
+                let wait_ms = (at - due) / 1_000_000;
+                tracing::warn!(%venue, wait_ms, "connection attempts at the venue's budget: waiting");
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_nanos(at - now)) => {}
+                _ = shutdown.wait_for(|stop| *stop) => return,
+            }
+            policy.attempted(at);
+            self.metrics.connect_attempts.inc();
             self.publish_state(VenueState::Connecting);
+            self.first_book_ns = None;
             let result = self.session(&mut shutdown).await;
             self.flush_metrics();
-            let pause = match result {
+            let ended_ns = clock::monotonic_ns();
+            let error = match result {
                 Ok(SessionEnd::Shutdown) => return,
-                Ok(SessionEnd::Reconnect) => {
-                    tracing::info!(%venue, "venue asked to reconnect; reconnecting now");
-                    Duration::ZERO
-                }
+                Ok(SessionEnd::Reconnect) => None,
                 Err(error) => {
                     self.metrics
                         .connection_errors(error.reason(&self.spec.url))
                         .inc();
-                    if self.books_this_session > 0 {
-                        backoff = self.spec.settings.backoff_initial;
-                    }
-                    let pause = self.jittered(backoff);
-                    tracing::warn!(%venue, %error, retry_in_ms = pause.as_millis() as u64, "connection lost");
-                    backoff = (backoff * 2).min(self.spec.settings.backoff_max);
-                    pause
+                    Some(error)
                 }
             };
-            self.metrics.reconnections.inc();
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = shutdown.wait_for(|stop| *stop) => return,
+            let ended = ConnectionEnd {
+                delivered_for: self.first_book_ns.map_or(Duration::ZERO, |first| {
+                    Duration::from_nanos(ended_ns - first)
+                }),
+                venue_asked: error.is_none(),
+            };
+            let pause = policy.pause_after(ended, |backoff| self.jittered(backoff));
+            let retry_in_ms = pause.as_millis() as u64;
+            match error {
+                None => tracing::info!(%venue, retry_in_ms, "venue asked to reconnect"),
+                Some(error) => tracing::warn!(%venue, %error, retry_in_ms, "connection lost"),
             }
+            self.metrics.reconnections.inc();
+            next_attempt_ns = ended_ns + pause.as_nanos() as u64;
         }
     }
 
@@ -348,7 +375,6 @@ impl Reader {
             }
             _ = shutdown.wait_for(|stop| *stop) => return Ok(SessionEnd::Shutdown),
         };
-        self.books_this_session = 0;
         // Order is per connection: the first book of a new one is the newest there is.
         self.last_sequence.fill(0);
         self.regressions.fill(0);
@@ -518,7 +544,7 @@ impl Reader {
                         feed.state = VenueState::Synced;
                         feed.book.copy_from(scratch);
                     });
-                self.books_this_session += 1;
+                self.first_book_ns.get_or_insert_with(clock::monotonic_ns);
             }
             Ok(Message::SubscribeResult { accepted: true }) => {
                 *acks_pending = acks_pending.saturating_sub(1);
@@ -635,7 +661,7 @@ impl Reader {
                 feed.state = VenueState::Synced;
                 sync.write_top(depth, received_ns, &mut feed.book);
             });
-        self.books_this_session += 1;
+        self.first_book_ns.get_or_insert_with(clock::monotonic_ns);
     }
 
     /// When the next snapshot request is due, if one is.

@@ -29,6 +29,7 @@ pub mod cpu;
 mod feed;
 pub mod fixed;
 mod http;
+mod reconnect;
 pub use mergebook_mailbox as mailbox;
 pub mod merge;
 pub mod merger;

@@ -27,6 +27,8 @@ pub struct Metrics {
     pub superseded: IntCounterVec,
     pub decode_errors: IntCounterVec,
     pub reconnections: IntCounterVec,
+    pub connect_attempts: IntCounterVec,
+    pub connect_budget_waits: IntCounterVec,
     pub stale_evictions: IntCounterVec,
     pub merges: IntCounter,
     /// 1 when the venue is synced for the instrument (in the merged book).
@@ -94,6 +96,14 @@ impl Metrics {
         let reconnections = counter(
             "orderbook_reconnections_total",
             "Reconnections to the venue.",
+        );
+        let connect_attempts = counter(
+            "orderbook_connect_attempts_total",
+            "Connection attempts to the venue (each counts against its budget).",
+        );
+        let connect_budget_waits = counter(
+            "orderbook_connect_budget_waits_total",
+            "Connection attempts held back by the venue's budget of attempts per interval.",
         );
         let stale_evictions = counter(
             "orderbook_stale_evictions_total",
@@ -205,6 +215,8 @@ impl Metrics {
             Box::new(superseded.clone()),
             Box::new(decode_errors.clone()),
             Box::new(reconnections.clone()),
+            Box::new(connect_attempts.clone()),
+            Box::new(connect_budget_waits.clone()),
             Box::new(stale_evictions.clone()),
             Box::new(merges.clone()),
             Box::new(venue_up.clone()),
@@ -228,6 +240,8 @@ impl Metrics {
             superseded,
             decode_errors,
             reconnections,
+            connect_attempts,
+            connect_budget_waits,
             stale_evictions,
             merges,
             venue_up,
@@ -258,6 +272,8 @@ impl Metrics {
             superseded: self.superseded.with_label_values(&labels),
             decode_errors: self.decode_errors.with_label_values(&labels),
             reconnections: self.reconnections.with_label_values(&labels),
+            connect_attempts: self.connect_attempts.with_label_values(&labels),
+            connect_budget_waits: self.connect_budget_waits.with_label_values(&labels),
             gaps: self.gaps.with_label_values(&labels),
             resyncs: ResyncReason::ALL.map(|reason| {
                 self.resyncs
@@ -310,6 +326,8 @@ pub struct VenueMetrics {
     pub superseded: IntCounter,
     pub decode_errors: IntCounter,
     pub reconnections: IntCounter,
+    pub connect_attempts: IntCounter,
+    pub connect_budget_waits: IntCounter,
     pub gaps: IntCounter,
     resyncs: [IntCounter; ResyncReason::ALL.len()],
     pub resync_seconds: Histogram,

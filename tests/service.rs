@@ -483,6 +483,80 @@ async fn a_silent_venue_is_evicted_and_health_degrades() {
     harness.service.stop().await;
 }
 
+/// After a good session, a venue that refuses every new connection is retried ever less
+/// often: the backoff starts over only after a connection has delivered books for a
+/// while (`feed.backoff_reset_after_ms`), not because one ever did. With a 20 ms first
+/// pause doubling to 200 ms (jittered down to half), 2 s hold at most about 23 attempts;
+/// a backoff reset by the earlier good session retried every 10–20 ms, over a hundred.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_venue_refusing_after_a_good_session_is_retried_ever_less_often() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
+    // A front for Binance: the first connection is passed through to the simulator until
+    // `cut` is notified; every later one is counted and closed at once.
+    let front = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let front_addr = front.local_addr().unwrap();
+    let simulator_addr = simulator.addr();
+    let refused = Arc::new(AtomicU64::new(0));
+    let cut = Arc::new(tokio::sync::Notify::new());
+    let (counted, cutting) = (Arc::clone(&refused), Arc::clone(&cut));
+    tokio::spawn(async move {
+        let (mut first, _) = front.accept().await.unwrap();
+        let mut upstream = tokio::net::TcpStream::connect(simulator_addr)
+            .await
+            .unwrap();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::io::copy_bidirectional(&mut first, &mut upstream) => {}
+                _ = cutting.notified() => {}
+            }
+        });
+        loop {
+            let (connection, _) = front.accept().await.unwrap();
+            counted.fetch_add(1, Ordering::Relaxed);
+            drop(connection);
+        }
+    });
+    let binance_url = simulator
+        .url(VenueId::Binance)
+        .replace(&simulator_addr.to_string(), &front_addr.to_string());
+    let config = format!(
+        r#"
+        [service]
+        output = "none"
+        [feed]
+        backoff_initial_ms = 20
+        backoff_max_ms = 200
+        [venues.binance]
+        url = "{binance_url}"
+        [venues.bitstamp]
+        url = "{}"
+        [[instruments]]
+        name = "ETH/BTC"
+        symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc" }}
+        "#,
+        simulator.url(VenueId::Bitstamp),
+    );
+    let config = RawConfig::parse(&config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let service = Service::start(config, Listeners { grpc, metrics }).unwrap();
+    let mut summaries = service.summaries(0);
+    wait_for(&mut summaries, both_synced).await;
+    cut.notify_one();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let attempts = refused.load(Ordering::Relaxed);
+    assert!(
+        (3..=23).contains(&attempts),
+        "{attempts} connection attempts in 2 s after the good session"
+    );
+    service.stop().await;
+}
+
 /// A venue whose book has bids and no asks is shown `one-sided` and left out of the merge
 /// (its bids could cross the other venue's asks unseen), and /health says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,7 +26,7 @@
 //! Prices and amounts are strings with 8 decimals. `lastUpdateId` becomes the book's
 //! `venue_sequence`, so a reader can drop an out-of-order push.
 
-use super::{DecodeError, Message, Seen, SequenceRule, Venue};
+use super::{ConnectBudget, DecodeError, Message, Seen, SequenceRule, Venue};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::walker::Walker;
 
@@ -338,6 +338,12 @@ fn decode_frame<'a, P: Payload<'a>>(
 impl Venue for Binance {
     const NAME: &'static str = "binance";
     const SEQUENCE: SequenceRule = SequenceRule::IdRanges;
+    /// "≤300 connection attempts per 5 minutes per IP" (PROTOCOLS.md, Binance, Limits);
+    /// beyond it the IP is banned.
+    const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
+        attempts: 300,
+        per: std::time::Duration::from_secs(300),
+    };
     const DEFAULT_URL: &'static str = "wss://stream.binance.com:9443/stream";
     const DEFAULT_REST_URL: &'static str = "https://api.binance.com";
 

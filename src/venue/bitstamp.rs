@@ -24,7 +24,7 @@
 //! `bts:error` for a refused request. `microtimestamp` becomes the book's
 //! `venue_sequence`.
 
-use super::{DecodeError, Message, Seen, SequenceRule, Venue};
+use super::{ConnectBudget, DecodeError, Message, Seen, SequenceRule, Venue};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::walker::Walker;
 
@@ -267,6 +267,12 @@ fn decode_any_layout<'a>(
 impl Venue for Bitstamp {
     const NAME: &'static str = "bitstamp";
     const SEQUENCE: SequenceRule = SequenceRule::Timestamps;
+    /// Bitstamp publishes no limit on connection attempts (PROTOCOLS.md, Bitstamp,
+    /// Limits): Binance's, the one a large venue publishes, as a polite bound.
+    const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
+        attempts: 300,
+        per: std::time::Duration::from_secs(300),
+    };
     const DEFAULT_URL: &'static str = "wss://ws.bitstamp.net";
     const DEFAULT_REST_URL: &'static str = "https://www.bitstamp.net";
 

@@ -7,6 +7,7 @@ pub mod bitstamp;
 
 use crate::book::{BookUpdate, TopBook};
 use crate::fixed::DECIMALS;
+pub use crate::reconnect::ConnectBudget;
 pub use crate::sync::SequenceRule;
 pub use crate::walker::{DecodeError, MAX_NESTING};
 
@@ -38,6 +39,9 @@ pub trait Venue {
 
     /// The venue's public market-data WebSocket (`venues.<name>.url` overrides it).
     const DEFAULT_URL: &'static str;
+
+    /// The venue's limit on connection attempts, which every reconnect respects.
+    const CONNECT_BUDGET: ConnectBudget;
 
     /// Decodes one text frame, writing a book message's top `depth` levels per side into
     /// `out`. On error `out` holds garbage and must not be published.
@@ -211,6 +215,11 @@ macro_rules! venues {
             /// See [`Venue::SEQUENCE`].
             pub fn sequence_rule(self) -> SequenceRule {
                 match self { $(VenueId::$variant => <$venue as Venue>::SEQUENCE),+ }
+            }
+
+            /// See [`Venue::CONNECT_BUDGET`].
+            pub fn connect_budget(self) -> ConnectBudget {
+                match self { $(VenueId::$variant => <$venue as Venue>::CONNECT_BUDGET),+ }
             }
 
             /// See [`Venue::DEFAULT_URL`].
