@@ -39,9 +39,18 @@ async fn start(stale_after_ms: u64) -> Harness {
 
 /// `setup` configures the simulator before the service connects to it.
 async fn start_with(stale_after_ms: u64, setup: impl FnOnce(&Simulator)) -> Harness {
-    let simulator =
-        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
+    let simulator = simulator().await;
     setup(&simulator);
+    let binance_url = simulator.url(VenueId::Binance);
+    serve(simulator, stale_after_ms, &binance_url).await
+}
+
+async fn simulator() -> Simulator {
+    Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap()
+}
+
+/// The service on `simulator`, its Binance reader connecting to `binance_url`.
+async fn serve(simulator: Simulator, stale_after_ms: u64, binance_url: &str) -> Harness {
     let config = format!(
         r#"
         [service]
@@ -52,14 +61,13 @@ async fn start_with(stale_after_ms: u64, setup: impl FnOnce(&Simulator)) -> Harn
         backoff_initial_ms = 20
         backoff_max_ms = 200
         [venues.binance]
-        url = "{}"
+        url = "{binance_url}"
         [venues.bitstamp]
         url = "{}"
         [[instruments]]
         name = "ETH/BTC"
         symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc" }}
         "#,
-        simulator.url(VenueId::Binance),
         simulator.url(VenueId::Bitstamp),
     );
     let config = RawConfig::parse(&config, "test")
@@ -491,8 +499,7 @@ async fn a_silent_venue_is_evicted_and_health_degrades() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_venue_refusing_after_a_good_session_is_retried_ever_less_often() {
     use std::sync::atomic::{AtomicU64, Ordering};
-    let simulator =
-        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
+    let simulator = simulator().await;
     // A front for Binance: the first connection is passed through to the simulator until
     // `cut` is notified; every later one is counted and closed at once.
     let front = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -521,31 +528,8 @@ async fn a_venue_refusing_after_a_good_session_is_retried_ever_less_often() {
     let binance_url = simulator
         .url(VenueId::Binance)
         .replace(&simulator_addr.to_string(), &front_addr.to_string());
-    let config = format!(
-        r#"
-        [service]
-        output = "none"
-        [feed]
-        backoff_initial_ms = 20
-        backoff_max_ms = 200
-        [venues.binance]
-        url = "{binance_url}"
-        [venues.bitstamp]
-        url = "{}"
-        [[instruments]]
-        name = "ETH/BTC"
-        symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc" }}
-        "#,
-        simulator.url(VenueId::Bitstamp),
-    );
-    let config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
-    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let service = Service::start(config, Listeners { grpc, metrics }).unwrap();
-    let mut summaries = service.summaries(0);
+    let harness = serve(simulator, 60_000, &binance_url).await;
+    let mut summaries = harness.service.summaries(0);
     wait_for(&mut summaries, both_synced).await;
     cut.notify_one();
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -554,7 +538,7 @@ async fn a_venue_refusing_after_a_good_session_is_retried_ever_less_often() {
         (3..=23).contains(&attempts),
         "{attempts} connection attempts in 2 s after the good session"
     );
-    service.stop().await;
+    harness.service.stop().await;
 }
 
 /// A venue whose book has bids and no asks is shown `one-sided` and left out of the merge
