@@ -189,6 +189,10 @@ struct Reader {
     regressions: Vec<u32>,
     /// When the connection's first book was published (monotonic ns; `None`: none yet).
     first_book_ns: Option<u64>,
+    /// When the last frame of a subscribed stream arrived, or the connection opened: the
+    /// read-idle watchdog's clock. Pings, acks and heartbeats do not move it, so a dead
+    /// subscription on a live socket is recycled.
+    last_book_data_ns: u64,
     /// The mailboxes' superseded counts already added to the metric.
     superseded_reported: u64,
     rng: Rng,
@@ -278,6 +282,7 @@ impl Reader {
             last_sequence: vec![0; streams],
             regressions: vec![0; streams],
             first_book_ns: None,
+            last_book_data_ns: 0,
             superseded_reported: 0,
             rng: Rng::new(clock::unix_ns()),
             diff,
@@ -393,11 +398,12 @@ impl Reader {
         let ack_deadline = tokio::time::Instant::now() + settings.connect_timeout;
 
         let mut flush = tokio::time::interval(crate::metrics::FLUSH_EVERY);
-        // The read-idle watchdog. A timeout around each read would restart with every
-        // other event of this loop (the metrics flush comes every 100 ms) and never fire:
-        // the timer runs to the deadline, and re-arms from the last read if there was one.
+        // The read-idle watchdog, on the last book data (`last_book_data_ns`). A timeout
+        // around each read would restart with every other event of this loop (the metrics
+        // flush comes every 100 ms) and never fire: the timer runs to the deadline, and
+        // re-arms from the last book data if there was some.
         let idle_timeout_ns = settings.read_idle_timeout.as_nanos() as u64;
-        let mut last_read_ns = clock::monotonic_ns();
+        self.last_book_data_ns = clock::monotonic_ns();
         let idle_timer = tokio::time::sleep(settings.read_idle_timeout);
         tokio::pin!(idle_timer);
         // Diff mode: when the next snapshot request is due (re-armed after every change).
@@ -420,7 +426,7 @@ impl Reader {
             let next = tokio::select! {
                 next = socket.next() => next,
                 _ = &mut idle_timer => {
-                    let idle_ns = clock::monotonic_ns().saturating_sub(last_read_ns);
+                    let idle_ns = clock::monotonic_ns().saturating_sub(self.last_book_data_ns);
                     if idle_ns >= idle_timeout_ns {
                         return Err(SessionError::IdleTimeout);
                     }
@@ -455,7 +461,6 @@ impl Reader {
                 Some(message) => message?,
             };
             let received_ns = clock::monotonic_ns();
-            last_read_ns = received_ns;
             match message {
                 tungstenite::Message::Text(text) => {
                     match self.on_text(text.as_bytes(), received_ns, &mut acks_pending) {
@@ -510,6 +515,7 @@ impl Reader {
                 else {
                     return Ok(None); // a stream we did not ask for
                 };
+                self.last_book_data_ns = received_ns;
                 if self.diff.is_some() {
                     self.on_diff_event(slot, received_ns);
                     return Ok(None);

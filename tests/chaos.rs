@@ -228,6 +228,41 @@ async fn a_peer_stalled_mid_frame_is_dropped_at_the_read_idle_timeout() {
     .await;
 }
 
+/// A connection that only pings (a dead subscription on a live socket) is recycled at the
+/// read-idle timeout: pings do not count as data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_only_pings_is_recycled_at_the_read_idle_timeout() {
+    let chaos = start(None).await;
+    chaos.both_synced().await;
+    // A new connection, pinging every 50 ms (a new connection takes the interval).
+    chaos
+        .simulator
+        .set_ping_interval(BINANCE, Duration::from_millis(50));
+    chaos.simulator.disconnect(BINANCE);
+    chaos
+        .eventually("a reconnection", || {
+            chaos.simulator.connections(BINANCE) >= 2
+        })
+        .await;
+    chaos.both_synced().await;
+    chaos.simulator.pause(BINANCE, true);
+    chaos
+        .counted(&connection_errors(BINANCE, "idle_timeout"), 1.0)
+        .await;
+    chaos
+        .eventually("a reconnection after the timeout", || {
+            chaos.simulator.connections(BINANCE) >= 3
+        })
+        .await;
+    assert!(
+        chaos.simulator.pongs(BINANCE) > 0,
+        "the pings were answered"
+    );
+    chaos.simulator.pause(BINANCE, false);
+    chaos.both_synced().await;
+    chaos.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_frame_is_refused_and_the_connection_reset() {
     reconnects_after(
