@@ -681,15 +681,23 @@ impl RawConfig {
     ) -> Result<Vec<VenueConfig>, ConfigError> {
         let mut venues = Vec::new();
         for &venue in VenueId::ALL.iter().filter(|venue| used[venue.index()]) {
-            let url = match self.venues.get(venue.name()).and_then(|v| v.url.clone()) {
-                Some(url) => url,
-                None => venue.default_url().to_owned(),
-            };
-            if !(url.starts_with("ws://") || url.starts_with("wss://")) {
+            let configured = self.venues.get(venue.name()).and_then(|v| v.url.clone());
+            if configured.is_some() && self.simulator.is_some() {
+                // The simulator points every venue at itself: a URL beside it would be
+                // silently ignored, and a live config with a [simulator] left in it would
+                // serve simulated books as live ones.
+                return Err(invalid(
+                    format!("venues.{venue}.url"),
+                    format!("{:?}", configured.unwrap_or_default()),
+                    "a [simulator] section replaces the venues' URLs: remove one of the two",
+                ));
+            }
+            let url = configured.unwrap_or_else(|| venue.default_url().to_owned());
+            if !is_websocket_url(&url) {
                 return Err(invalid(
                     format!("venues.{venue}.url"),
                     format!("{url:?}"),
-                    "expected a ws:// or wss:// URL",
+                    "expected a ws:// or wss:// URL with a host",
                 ));
             }
             let raw = self.venues.get(venue.name());
@@ -806,6 +814,22 @@ fn milliseconds(ms: i64) -> Duration {
     Duration::from_millis(ms as u64)
 }
 
+/// `ws://` or `wss://`, then a host (`ws://` alone passes a prefix check, and fails only
+/// when the reader connects).
+fn is_websocket_url(url: &str) -> bool {
+    let Some(rest) = url
+        .strip_prefix("ws://")
+        .or_else(|| url.strip_prefix("wss://"))
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, _)| host);
+    !host.is_empty() && !host.contains(char::is_whitespace)
+}
+
 fn unknown_venue_reason() -> String {
     let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
     format!("unknown venue (known: {})", known.join(", "))
@@ -909,7 +933,19 @@ mod tests {
             ),
             (
                 "[venues.binance]\nurl = \"http://x\"\n",
-                "venues.binance.url = \"http://x\": expected a ws:// or wss:// URL",
+                "venues.binance.url = \"http://x\": expected a ws:// or wss:// URL with a host",
+            ),
+            (
+                "[venues.binance]\nurl = \"ws://\"\n",
+                "venues.binance.url = \"ws://\": expected a ws:// or wss:// URL with a host",
+            ),
+            (
+                "[venues.binance]\nurl = \"wss://:443/stream\"\n",
+                "venues.binance.url = \"wss://:443/stream\": expected a ws:// or wss:// URL with a host",
+            ),
+            (
+                "[simulator]\n[venues.binance]\nurl = \"wss://stream.binance.com:9443/stream\"\n",
+                "venues.binance.url = \"wss://stream.binance.com:9443/stream\": a [simulator] section replaces the venues' URLs: remove one of the two",
             ),
             (
                 "[venues.kraken]\n",

@@ -258,8 +258,10 @@ fn raise_open_file_limit(max_clients: usize) {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour only for a person at a terminal: journald, files and pipes get plain text.
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => logs.init(),
@@ -298,6 +300,14 @@ async fn serve(mut config: Config) -> Result<(), String> {
         .await?,
     };
     tracing::info!(grpc = %config.grpc_listen, metrics = %config.metrics_listen, "serving");
+    for (setting, address) in [
+        ("grpc.listen", config.grpc_listen),
+        ("metrics.listen", config.metrics_listen),
+    ] {
+        if address.ip().is_unspecified() {
+            tracing::warn!(%address, "{setting} listens on every interface: anyone who can reach this host can connect (bind 127.0.0.1 or a private address unless that is meant)");
+        }
+    }
     let service = Service::start(config, listeners).map_err(|error| error.to_string())?;
     // systemd (Type=notify): ready once every listener is bound and every thread runs. Off
     // systemd NOTIFY_SOCKET is unset and these are no-ops.

@@ -271,3 +271,54 @@ fn a_cpu_without_the_build_s_features_is_refused_plainly() {
     );
     assert!(String::from_utf8_lossy(&new.stdout).starts_with("mergebook "));
 }
+
+/// Listening on every interface is said at start-up, and logs to a pipe carry no colour
+/// codes (journald, files and log shippers read them).
+#[test]
+fn a_listener_on_every_interface_is_warned_of_in_plain_text() {
+    let child = Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .args(["--config", "config/sim.toml", "--output", "none"])
+        .args([
+            "--grpc-listen",
+            "0.0.0.0:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = common::KillOnDrop(child);
+    let stderr = BufReader::new(child.0.stderr.take().unwrap());
+    let (lines, logged) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut logs = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        let Ok(line) = logged.recv_timeout(left) else {
+            break;
+        };
+        logs.push(line);
+        if logs.last().unwrap().contains("listens on every interface") {
+            break;
+        }
+    }
+    common::terminate(&child.0);
+    let text = logs.join("\n");
+    assert!(text.contains("serving"), "{text}");
+    assert!(
+        text.contains("grpc.listen listens on every interface"),
+        "no warning of grpc.listen on 0.0.0.0:\n{text}"
+    );
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in piped logs:\n{text}"
+    );
+}
