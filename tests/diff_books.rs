@@ -351,3 +351,27 @@ fn mergebook_replay_diff_follows_only_the_symbols_named() {
         "{stderr}"
     );
 }
+
+/// A per-pair file takes its REST snapshot apart (`--snapshot`), joined after the first
+/// event as a live reader would ask for it.
+#[test]
+fn mergebook_replay_diff_joins_a_snapshot_given_apart() {
+    let expected = &EXPECTED[0];
+    let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .args(["replay", "diff"])
+        .args(["--venue", &format!("binance={}", expected.diffs)])
+        .args(["--snapshot", &format!("binance={}", expected.snapshot)])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("binance NKNUSDT: 150 events, 149 applied, 1 dropped, 0 gaps"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("synced at id 499870179, 614 bids, 994 asks"),
+        "{stderr}"
+    );
+}
