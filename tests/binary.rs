@@ -125,18 +125,9 @@ fn systemd_readiness_and_watchdog_and_the_healthcheck_command() {
 /// `--check-config` validates file + flags + environment without starting anything.
 #[test]
 fn check_config_accepts_the_shipped_configs_and_names_a_bad_key() {
-    let check = |extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_mergebook"))
-            .args(["--config", "config/default.toml", "--check-config"])
-            .args(extra)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .unwrap()
-    };
-    assert!(check(&[]).status.success());
-    let bad = check(&["--metrics-listen", "nowhere"]);
-    assert!(!bad.status.success());
-    let message = String::from_utf8_lossy(&bad.stderr);
+    let check = ["--config", "config/default.toml", "--check-config"];
+    common::run_ok(&check);
+    let message = common::run_failing(&[&check[..], &["--metrics-listen", "nowhere"]].concat());
     assert!(message.contains("metrics.listen = "), "{message}");
 
     // The recordings a config replays are checked from where the command runs.
@@ -183,14 +174,17 @@ fn a_port_in_use_names_the_flag_and_variable_that_move_it() {
         } else {
             ("--grpc-listen", "127.0.0.1:0")
         };
-        let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
-            .args(["--config", "config/sim.toml", "--output", "none"])
-            .args([flag, &format!("127.0.0.1:{port}"), other_flag, free])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .unwrap();
-        assert!(!output.status.success());
-        let message = String::from_utf8_lossy(&output.stderr);
+        let address = format!("127.0.0.1:{port}");
+        let message = common::run_failing(&[
+            "--config",
+            "config/sim.toml",
+            "--output",
+            "none",
+            flag,
+            &address,
+            other_flag,
+            free,
+        ]);
         assert!(
             message.contains(&format!("cannot listen on 127.0.0.1:{port} ({setting})")),
             "{message}"

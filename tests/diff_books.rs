@@ -3,6 +3,8 @@
 //! timelines with the snapshots interleaved as they arrived, through the same sync rules
 //! as the live reader. The expected figures are SOURCES.md's verification notes.
 
+mod common;
+
 use mergebook::book::Side;
 use mergebook::fixed::FixedPoint;
 use mergebook::merge::MergedBook;
@@ -10,7 +12,6 @@ use mergebook::replay::{self, DiffBook, DiffRecording, RecordedFrame};
 use mergebook::summary::VenueState;
 use mergebook::venue::VenueId;
 use std::path::Path;
-use std::process::Command;
 
 struct Expected {
     venue: VenueId,
@@ -277,19 +278,17 @@ fn mergebook_replay_runs_the_same_checks_from_the_command_line() {
         "bitstamp batbtc: 136 events, 111 applied, 25 dropped, 0 gaps",
         "bitstamp usdteur: 101 events, 89 applied, 12 dropped, 0 gaps",
     ];
-    let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
-        .args(["replay", "diff"])
-        .args(["--venue", &format!("binance={BINANCE_TIMELINE}")])
-        .args(["--venue", &format!("bitstamp={BITSTAMP_TIMELINE}")])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let (stdout, stderr) = common::run_ok(&[
+        "replay",
+        "diff",
+        "--venue",
+        &format!("binance={BINANCE_TIMELINE}"),
+        "--venue",
+        &format!("bitstamp={BITSTAMP_TIMELINE}"),
+    ]);
     for report in reports {
         assert!(stderr.contains(report), "{report}\n{stderr}");
     }
-    let stdout = String::from_utf8(output.stdout).unwrap();
     let summaries: Vec<serde_json::Value> = stdout
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
@@ -318,34 +317,31 @@ fn mergebook_replay_runs_the_same_checks_from_the_command_line() {
 /// hold is refused.
 #[test]
 fn mergebook_replay_diff_follows_only_the_symbols_named() {
-    let replay = |symbol: &str| {
-        Command::new(env!("CARGO_BIN_EXE_mergebook"))
-            .args([
-                "replay",
-                "diff",
-                "--venue",
-                &format!("binance={BINANCE_TIMELINE}"),
-            ])
-            .args(["--symbol", &format!("binance={symbol}")])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .unwrap()
-    };
-    let output = replay("LRCBTC");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let timeline = format!("binance={BINANCE_TIMELINE}");
+    let (stdout, stderr) = common::run_ok(&[
+        "replay",
+        "diff",
+        "--venue",
+        &timeline,
+        "--symbol",
+        "binance=LRCBTC",
+    ]);
     assert!(stderr.contains("binance LRCBTC: 15 events"), "{stderr}");
     assert!(!stderr.contains("NKNUSDT"), "{stderr}");
-    let stdout = String::from_utf8(output.stdout).unwrap();
     assert!(
         stdout
             .lines()
             .all(|line| line.contains(r#""instrument":"LRCBTC""#))
     );
 
-    let output = replay("BTCUSDT");
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = common::run_failing(&[
+        "replay",
+        "diff",
+        "--venue",
+        &timeline,
+        "--symbol",
+        "binance=BTCUSDT",
+    ]);
     assert!(
         stderr.contains("it holds no binance diff event of BTCUSDT"),
         "{stderr}"
@@ -357,15 +353,14 @@ fn mergebook_replay_diff_follows_only_the_symbols_named() {
 #[test]
 fn mergebook_replay_diff_joins_a_snapshot_given_apart() {
     let expected = &EXPECTED[0];
-    let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
-        .args(["replay", "diff"])
-        .args(["--venue", &format!("binance={}", expected.diffs)])
-        .args(["--snapshot", &format!("binance={}", expected.snapshot)])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let (_, stderr) = common::run_ok(&[
+        "replay",
+        "diff",
+        "--venue",
+        &format!("binance={}", expected.diffs),
+        "--snapshot",
+        &format!("binance={}", expected.snapshot),
+    ]);
     assert!(
         stderr.contains("binance NKNUSDT: 150 events, 149 applied, 1 dropped, 0 gaps"),
         "{stderr}"

@@ -2,8 +2,9 @@
 //! an independent computation (serde_json + concatenate, sort, take N) expects; a
 //! recording that does not fit the mode, or holds no book, is refused with the reason.
 
+mod common;
+
 use serde_json::Value;
-use std::process::Command;
 
 const BINANCE: &str = "tests/fixtures/binance/partial_depth20_BTCUSDT_combined.json";
 const BITSTAMP: &str = "tests/fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl";
@@ -46,25 +47,18 @@ fn key_amount(level: &(String, String, String)) -> f64 {
 
 #[test]
 fn replay_of_recorded_snapshots_prints_the_expected_merged_book() {
-    let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
-        .args([
-            "replay",
-            "snapshot",
-            "--venue",
-            &format!("binance={BINANCE}"),
-            "--venue",
-            &format!("bitstamp={BITSTAMP}"),
-        ])
-        .args(["--instrument", "BTC/USD", "--depth", &DEPTH.to_string()])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout).unwrap();
+    let (stdout, _) = common::run_ok(&[
+        "replay",
+        "snapshot",
+        "--venue",
+        &format!("binance={BINANCE}"),
+        "--venue",
+        &format!("bitstamp={BITSTAMP}"),
+        "--instrument",
+        "BTC/USD",
+        "--depth",
+        &DEPTH.to_string(),
+    ]);
     let summaries: Vec<Value> = stdout
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
@@ -103,52 +97,36 @@ fn replay_of_recorded_snapshots_prints_the_expected_merged_book() {
 
 #[test]
 fn replay_refuses_an_unknown_venue_with_a_clear_message() {
-    let output = Command::new(env!("CARGO_BIN_EXE_mergebook"))
-        .args(["replay", "snapshot", "--venue", "nasdaq=x.jsonl"])
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = common::run_failing(&["replay", "snapshot", "--venue", "nasdaq=x.jsonl"]);
     assert!(
         stderr.contains("unknown venue \"nasdaq\" (known: binance, bitstamp)"),
         "{stderr}"
     );
 }
 
-fn mergebook_replay(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_mergebook"))
-        .arg("replay")
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
-
 const DIFF_TIMELINE: &str = "tests/fixtures/binance/session_timeline_NKNUSDT_LRCBTC.jsonl";
 
 #[test]
 fn a_recording_of_the_other_mode_is_refused_naming_the_mode_that_fits() {
-    let output = mergebook_replay(&["snapshot", "--venue", &format!("binance={DIFF_TIMELINE}")]);
+    let diff_timeline = format!("binance={DIFF_TIMELINE}");
+    let output = common::run(&["replay", "snapshot", "--venue", &diff_timeline]);
     assert!(!output.status.success());
+    assert!(output.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("its binance frames are diff events, not book snapshots: replay it with `mergebook replay diff`"),
         "{stderr}"
     );
-    assert!(output.stdout.is_empty());
 
-    let output = mergebook_replay(&["diff", "--venue", &format!("binance={BINANCE}")]);
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = common::run_failing(&["replay", "diff", "--venue", &format!("binance={BINANCE}")]);
     assert!(
         stderr.contains("replay it with `mergebook replay snapshot`"),
         "{stderr}"
     );
 
     // Bitstamp sends both modes in the same envelope: the channel tells them apart.
-    let diffs = "tests/fixtures/bitstamp/diff_order_book_batbtc.jsonl";
-    let output = mergebook_replay(&["snapshot", "--venue", &format!("bitstamp={diffs}")]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let diffs = "bitstamp=tests/fixtures/bitstamp/diff_order_book_batbtc.jsonl";
+    let stderr = common::run_failing(&["replay", "snapshot", "--venue", diffs]);
     assert!(
         stderr.contains("replay it with `mergebook replay diff`"),
         "{stderr}"
@@ -157,11 +135,9 @@ fn a_recording_of_the_other_mode_is_refused_naming_the_mode_that_fits() {
 
 #[test]
 fn a_recording_without_books_is_refused() {
-    let controls = "tests/fixtures/bitstamp/control_messages.jsonl";
+    let controls = "bitstamp=tests/fixtures/bitstamp/control_messages.jsonl";
     for mode in ["snapshot", "diff"] {
-        let output = mergebook_replay(&[mode, "--venue", &format!("bitstamp={controls}")]);
-        assert!(!output.status.success(), "{mode}");
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = common::run_failing(&["replay", mode, "--venue", controls]);
         assert!(
             stderr.contains("it holds no bitstamp book frame of either mode in 5 frames"),
             "{mode}: {stderr}"
@@ -191,34 +167,25 @@ fn a_timeline_is_known_by_its_keys_in_any_order() {
     let path =
         std::env::temp_dir().join(format!("mergebook-reordered-{}.jsonl", std::process::id()));
     std::fs::write(&path, reordered).unwrap();
-    let run = |file: &str| {
-        let output = mergebook_replay(&["diff", "--venue", &format!("binance={file}")]);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output
-    };
-    let original = run(DIFF_TIMELINE);
-    let reordered = run(path.to_str().unwrap());
+    let replay =
+        |file: &str| common::run_ok(&["replay", "diff", "--venue", &format!("binance={file}")]);
+    let original = replay(DIFF_TIMELINE);
+    let reordered = replay(path.to_str().unwrap());
     std::fs::remove_file(&path).unwrap();
-    assert_eq!(reordered.stdout, original.stdout);
-    assert_eq!(reordered.stderr, original.stderr);
-    assert!(String::from_utf8_lossy(&original.stderr).contains("binance NKNUSDT: 150 events"));
+    assert_eq!(reordered, original);
+    assert!(original.1.contains("binance NKNUSDT: 150 events"));
 }
 
 #[test]
 fn a_flag_of_the_other_mode_is_refused() {
-    let output = mergebook_replay(&[
+    let stderr = common::run_failing(&[
+        "replay",
         "snapshot",
         "--venue",
         &format!("binance={BINANCE}"),
         "--symbol",
         "binance=BTCUSDT",
     ]);
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("unexpected argument '--symbol'"),
         "{stderr}"

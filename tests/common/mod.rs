@@ -32,6 +32,30 @@ pub fn mergebook(metrics_port: u16) -> Command {
     command
 }
 
+/// `mergebook ARGS`, run in the repository (where the configs and recordings are).
+pub fn run(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+/// `run`, which must succeed: its stdout and stderr.
+pub fn run_ok(args: &[&str]) -> (String, String) {
+    let output = run(args);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "mergebook {args:?}: {stderr}");
+    (String::from_utf8(output.stdout).unwrap(), stderr)
+}
+
+/// `run`, which must fail: its stderr.
+pub fn run_failing(args: &[&str]) -> String {
+    let output = run(args);
+    assert!(!output.status.success(), "mergebook {args:?} succeeded");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// A process's resident memory (the loadtest's reader of `/proc/<pid>/status`).
 pub fn rss_bytes(pid: u32) -> u64 {
     let (rss, _) = mergebook_testkit::process::memory(&pid.to_string());
