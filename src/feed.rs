@@ -550,7 +550,7 @@ impl Reader {
                         feed.state = VenueState::Synced;
                         feed.book.copy_from(scratch);
                     });
-                self.first_book_ns.get_or_insert_with(clock::monotonic_ns);
+                self.first_book_ns.get_or_insert(received_ns);
             }
             Ok(Message::SubscribeResult { accepted: true }) => {
                 *acks_pending = acks_pending.saturating_sub(1);
@@ -667,7 +667,7 @@ impl Reader {
                 feed.state = VenueState::Synced;
                 sync.write_top(depth, received_ns, &mut feed.book);
             });
-        self.first_book_ns.get_or_insert_with(clock::monotonic_ns);
+        self.first_book_ns.get_or_insert(received_ns);
     }
 
     /// When the next snapshot request is due, if one is.
