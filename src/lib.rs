@@ -28,6 +28,7 @@ pub mod config;
 pub mod cpu;
 mod feed;
 pub mod fixed;
+pub mod handoff;
 mod http;
 mod reconnect;
 pub use mergebook_mailbox as mailbox;

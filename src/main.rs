@@ -411,7 +411,7 @@ fn stdout_printer() -> SummaryPrinter<BufWriter<std::io::StdoutLock<'static>>> {
     }
 }
 
-fn report_decode_error(venue: VenueId, frame: usize, error: &mergebook::venue::DecodeError) {
+fn report_decode_error(venue: VenueId, frame: usize, error: &replay::BadFrame) {
     eprintln!("mergebook replay: {venue} frame {}: {error}", frame + 1);
 }
 
@@ -426,8 +426,8 @@ fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
     );
     printer.finish()?;
     eprintln!(
-        "mergebook replay: {} book frames, {} other, {} decode errors, {} summaries",
-        stats.books, stats.other_messages, stats.decode_errors, stats.summaries
+        "mergebook replay: {} frames, {} books, {} out of order, {} decode errors, {} summaries",
+        stats.frames, stats.books, stats.out_of_order, stats.decode_errors, stats.summaries
     );
     Ok(())
 }
@@ -491,7 +491,7 @@ fn run_diff_replay(
         };
         eprintln!(
             "mergebook replay: {} {}: {} events, {} applied, {} dropped, {} gaps, \
-                 {} crossings, {} snapshots ({} too old), {} decode errors; {state}",
+                 {} crossings, {} snapshots ({} too old, {} refused), {} decode errors; {state}",
             book.venue,
             book.symbol,
             stats.events,
@@ -501,6 +501,7 @@ fn run_diff_replay(
             stats.crossings,
             stats.snapshots,
             stats.snapshots_too_old,
+            stats.snapshots_refused,
             stats.decode_errors
         );
     }

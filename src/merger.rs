@@ -7,32 +7,11 @@
 //! book is older than the stale age is shown with that state and left out, so a partial
 //! or stale book is never presented as live.
 
-use crate::book::{TopBook, field_bytes};
+use crate::book::TopBook;
+use crate::handoff::VenueFeed;
 use crate::merge::{VenueBook, merge};
 use crate::summary::{Summary, VenueState};
 use crate::venue::{MAX_VENUES, VenueId};
-use std::mem::offset_of;
-use std::ops::Range;
-
-/// What a reader hands the merger for one (venue, instrument): the latest book and the
-/// state of the feed. Latest value wins, so a state change and a book travel together.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct VenueFeed {
-    pub state: VenueState,
-    /// Meaningful when `state` is `Synced` (it carries its own receive time).
-    pub book: TopBook,
-}
-
-impl VenueFeed {
-    /// The bytes the merger reads of a feed keeping `depth` levels, from the feed's start:
-    /// the state, and the book's parts (`TopBook::bytes_read`).
-    pub fn bytes_read(depth: usize) -> [Range<usize>; 7] {
-        let mut bytes: [Range<usize>; 7] = Default::default();
-        bytes[0] = field_bytes::<VenueState>(offset_of!(Self, state));
-        bytes[1..].clone_from_slice(&TopBook::bytes_read(offset_of!(Self, book), depth));
-        bytes
-    }
-}
 
 #[derive(Clone, Copy, Default)]
 struct VenueSlot {

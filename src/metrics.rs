@@ -3,8 +3,8 @@
 //! `metrics_record` bench) and flush them into the registry every `FLUSH_EVERY`, so a
 //! scrape is at most that much behind.
 
-use crate::feed::ResyncReason;
 use crate::snapshot::FetchOutcome;
+use crate::sync::ResyncReason;
 use crate::venue::VenueId;
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,

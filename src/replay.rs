@@ -7,21 +7,29 @@
 //!   "raw": "<frame>"}` object per line, keys in any order; `ws_recv` frames and
 //!   `rest_response` bodies are replayed.
 //!
-//! Two modes, as in the service: snapshot streams (`replay`: every book frame replaces the
-//! venue's book) and diff streams (`replay_diff`: every followed symbol's diff events,
-//! joined to the REST snapshots recorded in the timeline — or given apart for per-pair
-//! files — by the same rules as the live reader, `sync.rs`). A recording whose frames do
-//! not fit the mode is refused, naming the mode that fits ([`check_mode`]).
+//! Each recording goes through a [`FeedCore`], the live reader's own rules, so a replay
+//! publishes what the service would have: the same books dropped as out of order, the
+//! same venue states. Two modes, as in the service: snapshot streams (`replay`: every
+//! book frame replaces the venue's book) and diff streams (`replay_diff`: every followed
+//! symbol's diff events, joined to the REST snapshots recorded in the timeline — or given
+//! apart for per-pair files). A recording whose frames do not fit the mode is refused,
+//! naming the mode that fits ([`check_mode`]).
 //!
 //! Frames of all venues are replayed in time order (timeline `recv_ts`; for plain files
 //! the line number, so plain files interleave line by line), ties broken by the order of
-//! the venues' recordings. Every book frame, and every frame that changes a venue's
-//! state, produces one summary.
+//! the venues' recordings. Every book published, and every change of a venue's state,
+//! produces one summary. A venue's request to reconnect is followed as the service
+//! follows it: its books are `Connecting`, then start over.
 
 use crate::book::{BookUpdate, MAX_DEPTH, TopBook};
-use crate::merger::{InstrumentMerger, VenueFeed};
+use crate::config::DiffSettings;
+pub use crate::feed::core::BadFrame;
+use crate::feed::core::{CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict};
+use crate::handoff::VenueFeed;
+use crate::merger::InstrumentMerger;
+use crate::snapshot::{FetchOutcome, SnapshotPolicy};
 use crate::summary::{Summary, VenueState};
-use crate::sync::{BookSync, SnapshotOutcome, UpdateOutcome};
+use crate::sync::{BookSync, ResyncReason, UpdateOutcome};
 use crate::venue::{DecodeError, Message, VenueId};
 use std::path::{Path, PathBuf};
 
@@ -199,12 +207,15 @@ pub fn check_mode(
     }
 }
 
-/// Counts of what a replay saw.
+/// Counts of what a snapshot-mode replay saw.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayStats {
+    pub frames: u64,
+    /// Books published.
     pub books: u64,
+    /// Books older than the last one published, dropped.
+    pub out_of_order: u64,
     pub decode_errors: u64,
-    pub other_messages: u64,
     pub summaries: u64,
 }
 
@@ -227,50 +238,166 @@ fn time_order<'a>(
 }
 
 /// Replays `inputs` (venue and its frames) for one instrument, calling `emit` with every
-/// summary. `on_error` hears of each frame that failed to decode. Frames of diff streams
-/// and REST responses are not book snapshots and are passed over.
+/// summary. `on_error` hears of each frame that failed to decode. Each venue's book
+/// stream is the first one its recording holds; frames of other streams, of diff
+/// streams, and REST responses are passed over, as a service subscribed to that stream
+/// would.
 pub fn replay(
     inputs: &[(VenueId, Vec<RecordedFrame>)],
     depth: usize,
     mut emit: impl FnMut(&Summary),
-    mut on_error: impl FnMut(VenueId, usize, &DecodeError),
+    mut on_error: impl FnMut(VenueId, usize, &BadFrame),
 ) -> ReplayStats {
     let venues: Vec<VenueId> = inputs.iter().map(|(venue, _)| *venue).collect();
-    let mut merger = InstrumentMerger::new(0, depth, &venues);
+    let mut mergers = vec![InstrumentMerger::new(0, depth, &venues)];
+    let mut scratch = TopBook::default();
+    let mut cores: Vec<FeedCore> = inputs
+        .iter()
+        .map(|(venue, frames)| {
+            let stream = frames
+                .iter()
+                .filter(|frame| frame.rest_url.is_none())
+                .find_map(|frame| {
+                    match venue.decode(frame.raw.as_bytes(), MAX_DEPTH, &mut scratch) {
+                        Ok(Message::Book { stream }) if !is_diff_stream(*venue, stream) => {
+                            Some(String::from_utf8_lossy(stream).into_owned())
+                        }
+                        _ => None,
+                    }
+                })
+                .unwrap_or_default();
+            let streams = vec![CoreStream {
+                name: stream,
+                symbol: String::new(),
+            }];
+            FeedCore::new(*venue, depth, streams, None, 0)
+        })
+        .collect();
     let mut stats = ReplayStats::default();
-    let mut feed = VenueFeed::default();
-    let mut summary = Summary::default();
+    let mut tally = Tally::default();
     for (received_ns, input, index) in time_order(inputs.iter().map(|(_, f)| &f[..])) {
         let (venue, frames) = &inputs[input];
-        if frames[index].rest_url.is_some() {
+        let frame = &frames[index];
+        if frame.rest_url.is_some() {
             continue;
         }
-        let changed = match venue.decode(frames[index].raw.as_bytes(), depth, &mut feed.book) {
-            Ok(Message::Book { stream }) if !is_diff_stream(*venue, stream) => {
-                stats.books += 1;
-                feed.state = VenueState::Synced;
-                feed.book.received_ns = received_ns;
-                true
-            }
-            Ok(_) => {
-                stats.other_messages += 1;
-                false
-            }
-            Err(error) => {
-                stats.decode_errors += 1;
-                on_error(*venue, index, &error);
-                feed.state = VenueState::OutOfSync;
-                true
-            }
+        stats.frames += 1;
+        let mut outlet = ReplayOutlet {
+            venue: *venue,
+            instruments: &[0],
+            mergers: &mut mergers,
+            received_ns,
+            emit: &mut |_, summary: &Summary| emit(summary),
+            on_error: &mut |error: &BadFrame| on_error(*venue, index, error),
+            tally: &mut tally,
+            diff_stats: &mut [],
         };
-        if changed {
-            merger.apply(*venue, &feed);
-            merger.summarize(received_ns, &mut summary);
-            stats.summaries += 1;
-            emit(&summary);
+        replay_frame(&mut cores[input], frame, received_ns, &mut outlet);
+    }
+    stats.books = tally.books;
+    stats.out_of_order = tally.out_of_order;
+    stats.decode_errors = tally.decode_errors;
+    stats.summaries = tally.summaries;
+    stats
+}
+
+/// Hands one recorded WebSocket frame to its core, and follows a reconnect the frame asks
+/// for (as the live reader would: `Connecting`, then a new connection's rules).
+fn replay_frame(
+    core: &mut FeedCore,
+    frame: &RecordedFrame,
+    received_ns: u64,
+    outlet: &mut ReplayOutlet<'_>,
+) {
+    if core.on_frame(frame.raw.as_bytes(), received_ns, outlet) != FrameVerdict::Continue {
+        core.connecting(outlet);
+        core.connected(received_ns, outlet);
+    }
+}
+
+/// Counts across a whole replay.
+#[derive(Default)]
+struct Tally {
+    books: u64,
+    out_of_order: u64,
+    decode_errors: u64,
+    summaries: u64,
+}
+
+/// Where a replay's cores publish: each stream's instrument, merged and summarized at
+/// once (`emit`), as the merger thread would.
+struct ReplayOutlet<'a> {
+    venue: VenueId,
+    /// Per stream of the core, its instrument.
+    instruments: &'a [usize],
+    mergers: &'a mut [InstrumentMerger],
+    received_ns: u64,
+    emit: &'a mut dyn FnMut(usize, &Summary),
+    on_error: &'a mut dyn FnMut(&BadFrame),
+    tally: &'a mut Tally,
+    /// Per stream of the core (diff mode).
+    diff_stats: &'a mut [DiffStats],
+}
+
+impl FeedOutput for ReplayOutlet<'_> {
+    fn publish(&mut self, stream: usize, write: impl FnOnce(&mut VenueFeed)) {
+        let mut feed = VenueFeed::default();
+        write(&mut feed);
+        if feed.state == VenueState::Synced {
+            self.tally.books += 1;
+        }
+        let instrument = self.instruments[stream];
+        let merger = &mut self.mergers[instrument];
+        merger.apply(self.venue, &feed);
+        let mut summary = Summary::default();
+        merger.summarize(self.received_ns, &mut summary);
+        self.tally.summaries += 1;
+        (self.emit)(instrument, &summary);
+    }
+
+    fn note(&mut self, stream: Option<usize>, event: FeedEvent) {
+        match event {
+            FeedEvent::BadFrame(error) => {
+                self.tally.decode_errors += 1;
+                (self.on_error)(&error);
+                for stats in self.diff_stats.iter_mut() {
+                    stats.decode_errors += 1;
+                }
+            }
+            FeedEvent::BookOutOfOrder => self.tally.out_of_order += 1,
+            _ => {}
+        }
+        let Some(stats) = stream.and_then(|stream| self.diff_stats.get_mut(stream)) else {
+            return;
+        };
+        match event {
+            FeedEvent::DiffEvent(outcome) => {
+                stats.events += 1;
+                match outcome {
+                    UpdateOutcome::Applied => stats.applied += 1,
+                    UpdateOutcome::Stale => stats.dropped += 1,
+                    UpdateOutcome::Gap => stats.gaps += 1,
+                    UpdateOutcome::Buffered { .. } | UpdateOutcome::Crossed => {}
+                }
+            }
+            FeedEvent::Resync(ResyncReason::Crossed) => stats.crossings += 1,
+            FeedEvent::Snapshot {
+                outcome,
+                applied,
+                dropped,
+            } => {
+                stats.snapshots += 1;
+                stats.applied += applied as u64;
+                stats.dropped += dropped as u64;
+                match outcome {
+                    FetchOutcome::TooOld => stats.snapshots_too_old += 1,
+                    FetchOutcome::Failed => stats.snapshots_refused += 1,
+                    FetchOutcome::Used | FetchOutcome::RateLimited { .. } => {}
+                }
+            }
+            _ => {}
         }
     }
-    stats
 }
 
 /// One venue's recording in a diff-mode replay.
@@ -304,6 +431,8 @@ pub struct DiffStats {
     pub crossings: u64,
     pub snapshots: u64,
     pub snapshots_too_old: u64,
+    /// Snapshot bodies that did not decode, or crossed once the buffer was applied.
+    pub snapshots_refused: u64,
     pub decode_errors: u64,
 }
 
@@ -313,9 +442,12 @@ pub struct DiffBook {
     pub recording: usize,
     pub venue: VenueId,
     pub symbol: String,
+    /// The stream as the recording names it (empty: a raw stream).
+    pub stream: String,
     /// Index into the plan's instruments.
     pub instrument: usize,
     pub stats: DiffStats,
+    /// The book as the replay left it.
     pub sync: BookSync,
 }
 
@@ -349,37 +481,49 @@ pub fn plan_diff(
     let mut update = BookUpdate::default();
     for (index, recording) in recordings.iter().enumerate() {
         let venue = recording.venue;
-        let mut seen: Vec<String> = Vec::new();
+        // (symbol, stream as named in the recording), in order of first appearance.
+        let mut seen: Vec<(String, String)> = Vec::new();
         let mut unnamed = false;
         for frame in recording.frames.iter().filter(|f| f.rest_url.is_none()) {
             match diff_event_stream(venue, &frame.raw, max_levels, &mut update) {
                 Ok(Some(b"")) => unnamed = true,
                 Ok(Some(stream)) => {
-                    let symbol = std::str::from_utf8(stream)
-                        .ok()
-                        .and_then(|stream| venue.diff_stream_symbol(stream));
-                    if let Some(symbol) = symbol.filter(|symbol| !seen.contains(symbol)) {
-                        seen.push(symbol);
+                    let Ok(stream) = std::str::from_utf8(stream) else {
+                        continue;
+                    };
+                    let symbol = venue.diff_stream_symbol(stream);
+                    if let Some(symbol) =
+                        symbol.filter(|symbol| !seen.iter().any(|(s, _)| s == symbol))
+                    {
+                        seen.push((symbol, stream.to_owned()));
                     }
                 }
                 _ => {}
             }
         }
-        let symbols = if recording.symbols.is_empty() {
+        let followed = if recording.symbols.is_empty() {
             if seen.is_empty() && unnamed {
                 return Err((index, DiffPlanError::UnnamedStream { venue }));
             }
             seen
         } else {
+            let mut followed = Vec::new();
             for symbol in &recording.symbols {
-                if !unnamed && !seen.iter().any(|s| s.eq_ignore_ascii_case(symbol)) {
-                    let symbol = symbol.clone();
-                    return Err((index, DiffPlanError::NoSuchSymbol { venue, symbol }));
-                }
+                let named = seen.iter().find(|(s, _)| s.eq_ignore_ascii_case(symbol));
+                let stream = match named {
+                    Some((_, stream)) => stream.clone(),
+                    // A raw stream: the recording is of one symbol.
+                    None if unnamed => String::new(),
+                    None => {
+                        let symbol = symbol.clone();
+                        return Err((index, DiffPlanError::NoSuchSymbol { venue, symbol }));
+                    }
+                };
+                followed.push((symbol.clone(), stream));
             }
-            recording.symbols.clone()
+            followed
         };
-        for symbol in symbols {
+        for (symbol, stream) in followed {
             let key = instrument_key(&symbol);
             let instrument = match plan.instruments.iter().position(|name| *name == key) {
                 Some(instrument) => instrument,
@@ -392,9 +536,10 @@ pub fn plan_diff(
                 recording: index,
                 venue,
                 symbol,
+                stream,
                 instrument,
                 stats: DiffStats::default(),
-                sync: BookSync::new(venue.sequence_rule(), max_levels, usize::MAX),
+                sync: BookSync::new(venue.sequencing(), max_levels, usize::MAX),
             });
         }
     }
@@ -432,17 +577,18 @@ pub fn insert_snapshot(
 }
 
 /// Replays diff streams: the planned books' diff events and the REST snapshots for them,
-/// in time order, through [`BookSync`], merging each instrument's synced venues' top
-/// `depth` into a summary after every change (`emit(instrument, summary)`). A frame that
-/// cannot be decoded resets every book of its recording, as the live reader does (it
-/// cannot tell which stream the frame was for).
+/// in time order, through a [`FeedCore`] per recording in diff mode, merging each
+/// instrument's synced venues' top `depth` into a summary after every change
+/// (`emit(instrument, summary)`). A frame that cannot be decoded resets every book of
+/// its recording, as the live reader does (it cannot tell which stream the frame was
+/// for). In the end each planned book holds its statistics and its book.
 pub fn replay_diff(
     recordings: &[DiffRecording],
     plan: &mut DiffPlan,
     depth: usize,
     max_levels: usize,
     mut emit: impl FnMut(usize, &Summary),
-    mut on_error: impl FnMut(VenueId, usize, &DecodeError),
+    mut on_error: impl FnMut(VenueId, usize, &BadFrame),
 ) {
     let mut mergers: Vec<InstrumentMerger> = (0..plan.instruments.len())
         .map(|instrument| {
@@ -455,104 +601,108 @@ pub fn replay_diff(
             InstrumentMerger::new(instrument, depth, &venues)
         })
         .collect();
-    let mut update = BookUpdate::default();
-    let mut feed = VenueFeed::default();
-    let mut summary = Summary::default();
-    let mut publish = |book: &DiffBook, received_ns: u64, merger: &mut InstrumentMerger| {
-        if book.sync.is_synced() {
-            feed.state = VenueState::Synced;
-            book.sync.write_top(depth, received_ns, &mut feed.book);
-        } else {
-            feed.state = VenueState::OutOfSync;
-        }
-        merger.apply(book.venue, &feed);
-        merger.summarize(received_ns, &mut summary);
-        emit(book.instrument, &summary);
-    };
-    let books_of = |recording: usize, symbol: &dyn Fn(&str) -> bool, books: &[DiffBook]| {
-        books
-            .iter()
-            .position(|book| book.recording == recording && symbol(&book.symbol))
-    };
+    let settings = replay_settings(max_levels);
+    let mut cores: Vec<RecordingCore> = recordings
+        .iter()
+        .enumerate()
+        .map(|(index, recording)| {
+            let books: Vec<usize> = (0..plan.books.len())
+                .filter(|&book| plan.books[book].recording == index)
+                .collect();
+            let streams = books
+                .iter()
+                .map(|&book| CoreStream {
+                    name: plan.books[book].stream.clone(),
+                    symbol: plan.books[book].symbol.clone(),
+                })
+                .collect();
+            let instruments = books
+                .iter()
+                .map(|&book| plan.books[book].instrument)
+                .collect();
+            RecordingCore {
+                core: FeedCore::new(recording.venue, depth, streams, Some(&settings), 0),
+                stats: vec![DiffStats::default(); books.len()],
+                books,
+                instruments,
+            }
+        })
+        .collect();
+    let mut tally = Tally::default();
     for (received_ns, recording, index) in time_order(recordings.iter().map(|r| &r.frames[..])) {
         let venue = recordings[recording].venue;
         let frame = &recordings[recording].frames[index];
-        if let Some(url) = &frame.rest_url {
-            let Some(asked) = venue.snapshot_symbol(url) else {
-                continue;
-            };
-            let Some(at) = books_of(recording, &|s| s.eq_ignore_ascii_case(&asked), &plan.books)
-            else {
-                continue;
-            };
-            let book = &mut plan.books[at];
-            let was_synced = book.sync.is_synced();
-            book.stats.snapshots += 1;
-            let mut changed = false;
-            match venue.decode_snapshot(frame.raw.as_bytes(), max_levels, &mut update) {
-                Ok(()) => match book.sync.on_snapshot(&update) {
-                    SnapshotOutcome::Synced { applied, dropped } => {
-                        book.stats.applied += applied as u64;
-                        book.stats.dropped += dropped as u64;
-                        changed = true;
-                    }
-                    SnapshotOutcome::TooOld => book.stats.snapshots_too_old += 1,
-                    SnapshotOutcome::Crossed => book.stats.crossings += 1,
-                    SnapshotOutcome::Unexpected => {}
-                },
-                Err(error) => {
-                    book.stats.decode_errors += 1;
-                    on_error(venue, index, &error);
-                }
-            }
-            if changed || was_synced != book.sync.is_synced() {
-                publish(book, received_ns, &mut mergers[book.instrument]);
-            }
-            continue;
-        }
-        match diff_event_stream(venue, &frame.raw, max_levels, &mut update) {
-            Ok(None) => {}
-            Ok(Some(stream)) => {
-                let symbol = std::str::from_utf8(stream)
-                    .ok()
-                    .and_then(|stream| venue.diff_stream_symbol(stream));
-                let at = match symbol {
-                    Some(symbol) => {
-                        books_of(recording, &|s| s.eq_ignore_ascii_case(&symbol), &plan.books)
-                    }
-                    // A raw stream: the recording is of one symbol.
-                    None => books_of(recording, &|_| true, &plan.books),
-                };
-                let Some(at) = at else { continue };
-                let book = &mut plan.books[at];
-                let was_synced = book.sync.is_synced();
-                book.stats.events += 1;
-                let mut changed = false;
-                match book.sync.on_update(&update) {
-                    UpdateOutcome::Applied => {
-                        book.stats.applied += 1;
-                        changed = true;
-                    }
-                    UpdateOutcome::Stale => book.stats.dropped += 1,
-                    UpdateOutcome::Gap => book.stats.gaps += 1,
-                    UpdateOutcome::Crossed => book.stats.crossings += 1,
-                    UpdateOutcome::Buffered { .. } => {}
-                }
-                if changed || was_synced != book.sync.is_synced() {
-                    publish(book, received_ns, &mut mergers[book.instrument]);
-                }
-            }
-            Err(error) => {
-                on_error(venue, index, &error);
-                for book in plan.books.iter_mut().filter(|b| b.recording == recording) {
-                    book.stats.decode_errors += 1;
-                    let was_synced = book.sync.is_synced();
-                    book.sync.reset();
-                    if was_synced {
-                        publish(book, received_ns, &mut mergers[book.instrument]);
-                    }
+        let RecordingCore {
+            core,
+            books,
+            instruments,
+            stats,
+        } = &mut cores[recording];
+        let mut outlet = ReplayOutlet {
+            venue,
+            instruments,
+            mergers: &mut mergers,
+            received_ns,
+            emit: &mut emit,
+            on_error: &mut |error: &BadFrame| on_error(venue, index, error),
+            tally: &mut tally,
+            diff_stats: stats,
+        };
+        match &frame.rest_url {
+            None => replay_frame(core, frame, received_ns, &mut outlet),
+            Some(url) => {
+                let asked = venue.snapshot_symbol(url);
+                let stream = books.iter().position(|&book| {
+                    asked
+                        .as_ref()
+                        .is_some_and(|asked| plan.books[book].symbol.eq_ignore_ascii_case(asked))
+                });
+                if let Some(stream) = stream {
+                    core.on_recorded_snapshot(
+                        stream,
+                        frame.raw.as_bytes(),
+                        received_ns,
+                        &mut outlet,
+                    );
                 }
             }
         }
+    }
+    for RecordingCore {
+        core, books, stats, ..
+    } in cores
+    {
+        for ((book, sync), stats) in books.into_iter().zip(core.into_diff_books()).zip(stats) {
+            plan.books[book].sync = sync;
+            plan.books[book].stats = stats;
+        }
+    }
+}
+
+/// One recording's core in a diff replay, and per stream of it: its book in the plan, its
+/// instrument, its statistics.
+struct RecordingCore {
+    core: FeedCore,
+    books: Vec<usize>,
+    instruments: Vec<usize>,
+    stats: Vec<DiffStats>,
+}
+
+/// Diff mode's settings for a replay: the recording holds the snapshots, so nothing is
+/// fetched and the snapshot budget is never consulted; every event is buffered.
+fn replay_settings(max_levels: usize) -> DiffSettings {
+    DiffSettings {
+        rest_url: String::new(),
+        snapshot_depth: max_levels,
+        max_levels,
+        max_buffered: usize::MAX,
+        policy: SnapshotPolicy {
+            weight_per_minute: u32::MAX,
+            spacing: std::time::Duration::ZERO,
+            retry_initial: std::time::Duration::ZERO,
+            retry_max: std::time::Duration::ZERO,
+            rate_limited_pause: std::time::Duration::ZERO,
+        },
+        snapshot_timeout: std::time::Duration::ZERO,
     }
 }

@@ -4,8 +4,9 @@
 
 use crate::config::{Config, FeedMode, Output};
 use crate::feed::{self, ReaderSpec, StreamSpec};
+use crate::handoff::{FeedSender, VenueFeed};
 use crate::mailbox;
-use crate::merger::{self, InstrumentMerger, MergerInstrument, MergerSpec, VenueFeed};
+use crate::merger::{self, InstrumentMerger, MergerInstrument, MergerSpec};
 use crate::metrics::Metrics;
 use crate::publish::{self, grpc, jsonl};
 use crate::summary::{Summary, VenueState};
@@ -91,7 +92,7 @@ impl Service {
                 reader_streams[reader].push(StreamSpec {
                     name,
                     symbol: symbol.clone(),
-                    sender: feed::FeedSender::new(sender, fanout.early_wake()),
+                    sender: FeedSender::new(sender, fanout.early_wake()),
                 });
                 inputs.push((*venue, receiver));
             }

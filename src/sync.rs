@@ -1,21 +1,17 @@
-//! Keeping one full-depth book in sync with a venue's diff stream and REST snapshots
+//! Keeping one full-depth book in sync with a venue's diff stream and its snapshots
 //! (`mode = "diff"`). Pure: events and snapshots in, outcomes out; no I/O and no clock, so
-//! the live reader (`feed.rs`) and `mergebook replay` run exactly these rules.
+//! the live reader and `mergebook replay` run exactly these rules (through `feed::core`).
 //!
 //! The algorithm is the venues' own (PROTOCOLS.md): buffer events while the snapshot is
 //! fetched; the snapshot replaces the book; buffered events it already contains are
-//! dropped and the rest applied; live events follow. What may go wrong, and what happens:
+//! dropped and the rest applied; live events follow. How a stream is sequenced — what is
+//! contained, what is a gap, what joins — is the venue's ([`Sequencing`], in
+//! `venue/<name>.rs`, with what its ids cannot show). What may go wrong, and what happens:
 //!
 //! | what | seen as | then |
 //! |---|---|---|
-//! | an event lost (Binance `U > last u + 1`) | [`UpdateOutcome::Gap`] | book discarded, rebuilt from this event on |
-//! | a duplicate or late event (`u <= last u`; Bitstamp: stamped at or before the snapshot, or equal to the last) | [`UpdateOutcome::Stale`] | dropped |
-//! | Bitstamp: an event stamped before the last applied one (out of order: applying it late or dropping it both corrupt) | [`UpdateOutcome::Gap`] | book discarded, rebuilt |
-//!
-//! What cannot be seen: Bitstamp's events carry no sequence, so a lost event goes
-//! unnoticed, and of two swapped events the later one is applied before the earlier
-//! arrives (the book published in between lacks the earlier one) — the venue's protocol
-//! allows no better (PROTOCOLS.md: resync periodically, on a crossing, on reconnect).
+//! | an event lost, or one out of order | [`UpdateOutcome::Gap`] | book discarded, rebuilt |
+//! | a duplicate or late event | [`UpdateOutcome::Stale`] | dropped |
 //! | a snapshot older than the first buffered event | [`SnapshotOutcome::TooOld`] | buffer kept, snapshot asked for again |
 //! | the book crosses after an event | [`UpdateOutcome::Crossed`] | book discarded, rebuilt |
 //! | too many events buffered | oldest dropped | the next snapshot will be too old, and asked again |
@@ -28,18 +24,63 @@
 use crate::book::{BookUpdate, DepthBook};
 use std::collections::VecDeque;
 
-/// How a venue's diff events are identified.
+/// How a venue's diff stream is sequenced: when an event is already in the book, when one
+/// is missing, and whether a snapshot joins the buffered events. Each venue implements it
+/// in its own module (`Venue::SEQUENCE`); [`BookSync`] keeps the buffering and joining
+/// they all share. Ids are the venue's: an event covers `first_id..=last_id`, a snapshot
+/// is at its `last_id`.
+pub trait Sequencing: Sync {
+    /// Whether `update` is already contained in a book whose last event is `last_id` and
+    /// that was built from the snapshot at `snapshot_id` (old, duplicate): dropped.
+    fn is_contained(&self, update: &BookUpdate, last_id: u64, snapshot_id: u64) -> bool;
+
+    /// Whether the events do not join up between the book's `last_id` and `update`: one
+    /// is missing, or `update` comes after a later one.
+    fn is_gap(&self, update: &BookUpdate, last_id: u64) -> bool;
+
+    /// Whether a snapshot at `snapshot_id` can be followed by `first`, the oldest buffered
+    /// event; if not, the snapshot is too old and is asked for again.
+    fn joins(&self, snapshot_id: u64, first: &BookUpdate) -> bool;
+
+    /// While buffering, whether the event that broke the chain starts the new buffer
+    /// (true), or is dropped and the next event starts it (false: the event is older than
+    /// what was buffered).
+    fn gap_event_starts_buffer(&self) -> bool;
+
+    /// The simulator's side: the ids of the event after `last_id` that changes `changes`
+    /// levels at `now_us` (unix microseconds).
+    fn next_event_ids(&self, last_id: u64, changes: u64, now_us: u64) -> (u64, u64);
+
+    /// The simulator's side: the id a new stream's book starts at.
+    fn initial_id(&self, now_us: u64) -> u64;
+}
+
+/// Why an instrument's diff book is being rebuilt (the `reason` label of
+/// `orderbook_resyncs_total`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SequenceRule {
-    /// Binance: an event covers update ids `U..=u` and the next starts at `u + 1`. A
-    /// snapshot at `lastUpdateId` is followed by the events with `u > lastUpdateId`, the
-    /// first of which must cover `lastUpdateId + 1`.
-    IdRanges,
-    /// Bitstamp: an event has only its microsecond timestamp; a snapshot is followed by the
-    /// events stamped after it (the recording has one stamped equal to the snapshot and
-    /// contained in it). Lost events cannot be seen: the book is rebuilt after every
-    /// reconnect, decode error and crossing, and when events arrive out of order.
-    Timestamps,
+pub enum ResyncReason {
+    Connect,
+    Gap,
+    Crossed,
+    DecodeError,
+}
+
+impl ResyncReason {
+    pub const ALL: [ResyncReason; 4] = [
+        ResyncReason::Connect,
+        ResyncReason::Gap,
+        ResyncReason::Crossed,
+        ResyncReason::DecodeError,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ResyncReason::Connect => "connect",
+            ResyncReason::Gap => "gap",
+            ResyncReason::Crossed => "crossed",
+            ResyncReason::DecodeError => "decode_error",
+        }
+    }
 }
 
 /// What an event did.
@@ -74,7 +115,7 @@ pub enum SnapshotOutcome {
 
 /// One (venue, instrument) book and its sync state.
 pub struct BookSync {
-    rule: SequenceRule,
+    rule: &'static dyn Sequencing,
     synced: bool,
     /// The id of the last event (or snapshot) in the book; while buffering, in the buffer.
     last_id: u64,
@@ -94,7 +135,7 @@ pub struct BookSync {
 impl BookSync {
     /// `max_levels`: the book's depth a side; `max_buffered`: events held while a snapshot
     /// is fetched.
-    pub fn new(rule: SequenceRule, max_levels: usize, max_buffered: usize) -> BookSync {
+    pub fn new(rule: &'static dyn Sequencing, max_levels: usize, max_buffered: usize) -> BookSync {
         BookSync {
             rule,
             synced: false,
@@ -156,24 +197,13 @@ impl BookSync {
         self.last_id = update.last_id;
     }
 
-    /// Whether `update` is already contained in a book (or buffer) that ends at `last_id`.
     fn is_stale(&self, update: &BookUpdate) -> bool {
-        match self.rule {
-            SequenceRule::IdRanges => update.last_id <= self.last_id,
-            // Contained in the snapshot, or a repeat of the last event.
-            SequenceRule::Timestamps => {
-                update.last_id <= self.snapshot_id || update.last_id == self.last_id
-            }
-        }
+        self.rule
+            .is_contained(update, self.last_id, self.snapshot_id)
     }
 
-    /// Whether the events do not join up between `last_id` and `update`: one is missing
-    /// (ids), or `update` comes after a later one (timestamps).
     fn is_gap(&self, update: &BookUpdate) -> bool {
-        match self.rule {
-            SequenceRule::IdRanges => update.first_id > self.last_id.saturating_add(1),
-            SequenceRule::Timestamps => update.last_id < self.last_id,
-        }
+        self.rule.is_gap(update, self.last_id)
     }
 
     /// Takes one decoded diff event.
@@ -187,9 +217,7 @@ impl BookSync {
             if !first && self.is_gap(update) {
                 // The buffered chain is broken: only events from here on can be joined.
                 self.clear_buffer();
-                if self.rule == SequenceRule::Timestamps {
-                    // Older than what was buffered: the next event starts the buffer, and
-                    // the snapshot must not be older than that one.
+                if !self.rule.gap_event_starts_buffer() {
                     self.stale_events += 1;
                     return UpdateOutcome::Stale;
                 }
@@ -222,14 +250,10 @@ impl BookSync {
             return SnapshotOutcome::Unexpected;
         }
         let snapshot_id = snapshot.last_id;
-        if let Some(first) = self.buffer.front() {
-            let too_old = match self.rule {
-                SequenceRule::IdRanges => first.first_id > snapshot_id.saturating_add(1),
-                SequenceRule::Timestamps => first.first_id > snapshot_id,
-            };
-            if too_old {
-                return SnapshotOutcome::TooOld;
-            }
+        if let Some(first) = self.buffer.front()
+            && !self.rule.joins(snapshot_id, first)
+        {
+            return SnapshotOutcome::TooOld;
         }
         self.book.replace(snapshot);
         self.last_id = snapshot_id;
@@ -260,13 +284,13 @@ impl BookSync {
     }
 }
 
+/// Events and snapshots for the sequencing tests (here and in the venue modules).
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::book::{Level, Side};
+pub(crate) mod test_events {
+    use crate::book::{BookUpdate, Level};
     use crate::fixed::FixedPoint;
 
-    fn event(first_id: u64, last_id: u64, bid: u64, amount: u64) -> BookUpdate {
+    pub(crate) fn event(first_id: u64, last_id: u64, bid: u64, amount: u64) -> BookUpdate {
         BookUpdate {
             first_id,
             last_id,
@@ -278,7 +302,7 @@ mod tests {
         }
     }
 
-    fn snapshot(id: u64) -> BookUpdate {
+    pub(crate) fn snapshot(id: u64) -> BookUpdate {
         BookUpdate {
             first_id: id,
             last_id: id,
@@ -289,97 +313,41 @@ mod tests {
             }],
         }
     }
+}
 
-    #[test]
-    fn id_ranges_follow_the_official_algorithm() {
-        let mut sync = BookSync::new(SequenceRule::IdRanges, 100, 100);
-        assert_eq!(
-            sync.on_update(&event(8, 10, 1, 1)),
-            UpdateOutcome::Buffered { first: true }
-        );
-        assert_eq!(
-            sync.on_update(&event(11, 12, 2, 1)),
-            UpdateOutcome::Buffered { first: false }
-        );
-        assert_eq!(sync.on_update(&event(11, 12, 2, 1)), UpdateOutcome::Stale);
-        assert_eq!(sync.on_snapshot(&snapshot(6)), SnapshotOutcome::TooOld);
-        assert!(!sync.is_synced());
-        assert_eq!(
-            sync.on_snapshot(&snapshot(10)),
-            SnapshotOutcome::Synced {
-                applied: 1,
-                dropped: 1
-            }
-        );
-        assert_eq!(sync.last_id(), 12);
-        assert_eq!(sync.on_update(&event(13, 13, 3, 1)), UpdateOutcome::Applied);
-        assert_eq!(sync.on_update(&event(12, 13, 3, 1)), UpdateOutcome::Stale);
-        assert_eq!(sync.on_update(&event(15, 16, 4, 1)), UpdateOutcome::Gap);
-        assert!(!sync.is_synced());
-        assert!(sync.book.is_empty(), "a book with a hole is thrown away");
-        assert_eq!(
-            sync.buffered(),
-            1,
-            "the event after the gap starts the buffer"
-        );
-        assert_eq!(
-            sync.on_snapshot(&snapshot(15)),
-            SnapshotOutcome::Synced {
-                applied: 1,
-                dropped: 0
-            }
-        );
-        assert_eq!(sync.on_snapshot(&snapshot(16)), SnapshotOutcome::Unexpected);
-    }
+#[cfg(test)]
+mod tests {
+    use super::test_events::{event, snapshot};
+    use super::*;
+    use crate::book::Side;
 
-    #[test]
-    fn a_broken_buffer_restarts_at_the_event_after_the_hole() {
-        let mut sync = BookSync::new(SequenceRule::IdRanges, 100, 100);
-        sync.on_update(&event(1, 2, 1, 1));
-        sync.on_update(&event(5, 6, 2, 1));
-        assert_eq!(sync.buffered(), 1);
-        assert_eq!(sync.on_snapshot(&snapshot(2)), SnapshotOutcome::TooOld);
-        assert!(matches!(
-            sync.on_snapshot(&snapshot(4)),
-            SnapshotOutcome::Synced { applied: 1, .. }
-        ));
-    }
+    /// Consecutive ids, for the rules every venue shares.
+    struct Consecutive;
 
-    #[test]
-    fn timestamps_drop_what_the_snapshot_contains() {
-        let mut sync = BookSync::new(SequenceRule::Timestamps, 100, 100);
-        sync.on_update(&event(100, 100, 1, 1));
-        sync.on_update(&event(200, 200, 2, 1));
-        assert_eq!(sync.on_update(&event(200, 200, 2, 1)), UpdateOutcome::Stale);
-        assert_eq!(sync.buffered(), 2);
-        let mut reordered = BookSync::new(SequenceRule::Timestamps, 100, 100);
-        reordered.on_update(&event(200, 200, 2, 1));
-        reordered.on_update(&event(100, 100, 1, 1));
-        assert_eq!(reordered.buffered(), 0, "out of order: start again");
-        assert_eq!(sync.on_snapshot(&snapshot(99)), SnapshotOutcome::TooOld);
-        assert_eq!(
-            sync.on_snapshot(&snapshot(100)),
-            SnapshotOutcome::Synced {
-                applied: 1,
-                dropped: 1
-            }
-        );
-        assert_eq!(sync.on_update(&event(200, 200, 3, 1)), UpdateOutcome::Stale);
-        assert_eq!(
-            sync.on_update(&event(900, 900, 3, 1)),
-            UpdateOutcome::Applied,
-            "timestamps cannot show lost events"
-        );
-        assert_eq!(
-            sync.on_update(&event(800, 800, 3, 1)),
-            UpdateOutcome::Gap,
-            "an event older than the last applied arrived out of order"
-        );
+    impl Sequencing for Consecutive {
+        fn is_contained(&self, update: &BookUpdate, last_id: u64, _: u64) -> bool {
+            update.last_id <= last_id
+        }
+        fn is_gap(&self, update: &BookUpdate, last_id: u64) -> bool {
+            update.first_id > last_id + 1
+        }
+        fn joins(&self, snapshot_id: u64, first: &BookUpdate) -> bool {
+            first.first_id <= snapshot_id + 1
+        }
+        fn gap_event_starts_buffer(&self) -> bool {
+            true
+        }
+        fn next_event_ids(&self, last_id: u64, _: u64, _: u64) -> (u64, u64) {
+            (last_id + 1, last_id + 1)
+        }
+        fn initial_id(&self, _: u64) -> u64 {
+            0
+        }
     }
 
     #[test]
     fn a_crossing_event_discards_the_book() {
-        let mut sync = BookSync::new(SequenceRule::IdRanges, 100, 100);
+        let mut sync = BookSync::new(&Consecutive, 100, 100);
         sync.on_update(&event(1, 1, 1, 1));
         sync.on_snapshot(&snapshot(0));
         assert_eq!(sync.book.best(Side::Bid).unwrap().price.raw(), 1);
@@ -392,7 +360,7 @@ mod tests {
 
     #[test]
     fn a_full_buffer_drops_its_oldest_event() {
-        let mut sync = BookSync::new(SequenceRule::IdRanges, 100, 2);
+        let mut sync = BookSync::new(&Consecutive, 100, 2);
         for id in 1..=3 {
             sync.on_update(&event(id, id, id, 1));
         }

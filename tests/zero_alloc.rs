@@ -127,7 +127,7 @@ fn applying_diff_events_allocates_nothing_in_steady_state() {
     use mergebook::sync::{BookSync, UpdateOutcome};
     const MAX_LEVELS: usize = 5000;
     let venue = VenueId::Binance;
-    let mut sync = BookSync::new(venue.sequence_rule(), MAX_LEVELS, 1000);
+    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
     let mut update = BookUpdate::with_capacity(MAX_LEVELS);
     let (mut sender, mut receiver) = mailbox(TopBook::default());
     let events: Vec<&[u8]> = NKNUSDT_DIFFS.lines().map(str::as_bytes).collect();

@@ -4,7 +4,7 @@
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook};
 use crate::fixed::FixedPoint;
 use crate::rng::Rng;
-use crate::sync::SequenceRule;
+use crate::sync::Sequencing;
 
 /// ETH/BTC-like: mid 0.06824, tick 0.00000100 (raw FixedPoint units: 1e-8).
 pub const START_MID_TICKS: u64 = 6_824_000 / TICK_RAW;
@@ -101,21 +101,23 @@ pub struct DiffMarket {
     pub book: DepthBook,
     /// The id of the last event in `book` (Binance update id; Bitstamp microtimestamp).
     pub last_id: u64,
-    rule: SequenceRule,
+    rule: &'static dyn Sequencing,
 }
 
 /// Levels a side the simulated full-depth book starts with.
 const DIFF_BOOK_LEVELS: u64 = 400;
 
 impl DiffMarket {
-    pub fn new(seed: u64, rule: SequenceRule, mid_ticks: u64, now_us: u64) -> DiffMarket {
+    pub fn new(
+        seed: u64,
+        rule: &'static dyn Sequencing,
+        mid_ticks: u64,
+        now_us: u64,
+    ) -> DiffMarket {
         let mut market = DiffMarket {
             rng: Rng::new(seed),
             book: DepthBook::new(2 * DIFF_BOOK_LEVELS as usize),
-            last_id: match rule {
-                SequenceRule::IdRanges => 1_000_000,
-                SequenceRule::Timestamps => now_us,
-            },
+            last_id: rule.initial_id(now_us),
             rule,
         };
         let mut initial = BookUpdate::default();
@@ -168,13 +170,7 @@ impl DiffMarket {
             }
         }
         let changes = (out.bids.len() + out.asks.len()) as u64;
-        (out.first_id, out.last_id) = match self.rule {
-            SequenceRule::IdRanges => (self.last_id + 1, self.last_id + changes),
-            SequenceRule::Timestamps => {
-                let stamp = now_us.max(self.last_id + 1);
-                (stamp, stamp)
-            }
-        };
+        (out.first_id, out.last_id) = self.rule.next_event_ids(self.last_id, changes, now_us);
         self.last_id = out.last_id;
         self.book.apply(out);
     }
@@ -195,7 +191,10 @@ mod tests {
 
     #[test]
     fn diff_events_rebuild_the_book_from_any_snapshot() {
-        for rule in [SequenceRule::IdRanges, SequenceRule::Timestamps] {
+        for rule in crate::venue::VenueId::ALL
+            .iter()
+            .map(|venue| venue.sequencing())
+        {
             let mut mid = MidPrice::new(5);
             let mut market = DiffMarket::new(9, rule, START_MID_TICKS, 1_000);
             let mut event = BookUpdate::default();

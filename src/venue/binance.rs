@@ -26,8 +26,9 @@
 //! Prices and amounts are strings with 8 decimals. `lastUpdateId` becomes the book's
 //! `venue_sequence`, so a reader can drop an out-of-order push.
 
-use super::{ConnectBudget, DecodeError, Message, Seen, SequenceRule, Venue};
+use super::{ConnectBudget, DecodeError, Message, Seen, Venue};
 use crate::book::{BookUpdate, Side, TopBook};
+use crate::sync::Sequencing;
 use crate::walker::Walker;
 
 pub struct Binance;
@@ -335,9 +336,41 @@ fn decode_frame<'a, P: Payload<'a>>(
     payload_message::<P>(&inner, top.stream)
 }
 
+/// How Binance sequences its diff stream: an event covers update ids `U..=u` and the next
+/// starts at `u + 1`. A snapshot at `lastUpdateId` is followed by the events with
+/// `u > lastUpdateId`, the first of which must cover `lastUpdateId + 1` (PROTOCOLS.md,
+/// Binance, "How to manage a local order book").
+pub struct UpdateIdRanges;
+
+impl Sequencing for UpdateIdRanges {
+    fn is_contained(&self, update: &BookUpdate, last_id: u64, _snapshot_id: u64) -> bool {
+        update.last_id <= last_id
+    }
+
+    fn is_gap(&self, update: &BookUpdate, last_id: u64) -> bool {
+        update.first_id > last_id.saturating_add(1)
+    }
+
+    fn joins(&self, snapshot_id: u64, first: &BookUpdate) -> bool {
+        first.first_id <= snapshot_id.saturating_add(1)
+    }
+
+    fn gap_event_starts_buffer(&self) -> bool {
+        true
+    }
+
+    fn next_event_ids(&self, last_id: u64, changes: u64, _now_us: u64) -> (u64, u64) {
+        (last_id + 1, last_id + changes)
+    }
+
+    fn initial_id(&self, _now_us: u64) -> u64 {
+        1_000_000
+    }
+}
+
 impl Venue for Binance {
     const NAME: &'static str = "binance";
-    const SEQUENCE: SequenceRule = SequenceRule::IdRanges;
+    const SEQUENCE: &'static dyn Sequencing = &UpdateIdRanges;
     /// "≤300 connection attempts per 5 minutes per IP" (PROTOCOLS.md, Binance, Limits);
     /// beyond it the IP is banned.
     const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
@@ -550,6 +583,8 @@ impl Venue for Binance {
 mod tests {
     use super::*;
     use crate::fixed::FixedPoint;
+    use crate::sync::test_events::{event, snapshot};
+    use crate::sync::{BookSync, SnapshotOutcome, UpdateOutcome};
 
     fn fp(text: &str) -> FixedPoint {
         text.parse().unwrap()
@@ -557,6 +592,61 @@ mod tests {
 
     const RECORDED: &[u8] =
         include_bytes!("../../tests/fixtures/binance/partial_depth20_BTCUSDT_combined.json");
+
+    #[test]
+    fn update_id_ranges_follow_the_official_algorithm() {
+        let mut sync = BookSync::new(&UpdateIdRanges, 100, 100);
+        assert_eq!(
+            sync.on_update(&event(8, 10, 1, 1)),
+            UpdateOutcome::Buffered { first: true }
+        );
+        assert_eq!(
+            sync.on_update(&event(11, 12, 2, 1)),
+            UpdateOutcome::Buffered { first: false }
+        );
+        assert_eq!(sync.on_update(&event(11, 12, 2, 1)), UpdateOutcome::Stale);
+        assert_eq!(sync.on_snapshot(&snapshot(6)), SnapshotOutcome::TooOld);
+        assert!(!sync.is_synced());
+        assert_eq!(
+            sync.on_snapshot(&snapshot(10)),
+            SnapshotOutcome::Synced {
+                applied: 1,
+                dropped: 1
+            }
+        );
+        assert_eq!(sync.last_id(), 12);
+        assert_eq!(sync.on_update(&event(13, 13, 3, 1)), UpdateOutcome::Applied);
+        assert_eq!(sync.on_update(&event(12, 13, 3, 1)), UpdateOutcome::Stale);
+        assert_eq!(sync.on_update(&event(15, 16, 4, 1)), UpdateOutcome::Gap);
+        assert!(!sync.is_synced());
+        assert!(sync.book.is_empty(), "a book with a hole is thrown away");
+        assert_eq!(
+            sync.buffered(),
+            1,
+            "the event after the gap starts the buffer"
+        );
+        assert_eq!(
+            sync.on_snapshot(&snapshot(15)),
+            SnapshotOutcome::Synced {
+                applied: 1,
+                dropped: 0
+            }
+        );
+        assert_eq!(sync.on_snapshot(&snapshot(16)), SnapshotOutcome::Unexpected);
+    }
+
+    #[test]
+    fn a_broken_buffer_restarts_at_the_event_after_the_hole() {
+        let mut sync = BookSync::new(&UpdateIdRanges, 100, 100);
+        sync.on_update(&event(1, 2, 1, 1));
+        sync.on_update(&event(5, 6, 2, 1));
+        assert_eq!(sync.buffered(), 1);
+        assert_eq!(sync.on_snapshot(&snapshot(2)), SnapshotOutcome::TooOld);
+        assert!(matches!(
+            sync.on_snapshot(&snapshot(4)),
+            SnapshotOutcome::Synced { applied: 1, .. }
+        ));
+    }
 
     /// The recorded frame as a combined stream sends it and as a raw stream would (its
     /// `data` alone).

@@ -24,8 +24,9 @@
 //! `bts:error` for a refused request. `microtimestamp` becomes the book's
 //! `venue_sequence`.
 
-use super::{ConnectBudget, DecodeError, Message, Seen, SequenceRule, Venue};
+use super::{ConnectBudget, DecodeError, Message, Seen, Venue};
 use crate::book::{BookUpdate, Side, TopBook};
+use crate::sync::Sequencing;
 use crate::walker::Walker;
 
 pub struct Bitstamp;
@@ -264,9 +265,51 @@ fn decode_any_layout<'a>(
     }
 }
 
+/// How Bitstamp sequences its diff stream: an event has only its `microtimestamp`; a
+/// snapshot is followed by the events stamped after it (the recording has one stamped
+/// equal to the snapshot and contained in it).
+///
+/// What it cannot show: a lost event goes unnoticed, and of two swapped events the later
+/// one is applied before the earlier arrives (the book published in between lacks the
+/// earlier one). So an event stamped before the last applied one is a gap (applying it
+/// late or dropping it both corrupt the book), and the book is rebuilt after every
+/// reconnect, decode error and crossing — the venue's protocol allows no better
+/// (PROTOCOLS.md, Bitstamp: resync periodically, on a crossing, on reconnect).
+pub struct Microtimestamps;
+
+impl Sequencing for Microtimestamps {
+    /// Contained in the snapshot, or a repeat of the last event.
+    fn is_contained(&self, update: &BookUpdate, last_id: u64, snapshot_id: u64) -> bool {
+        update.last_id <= snapshot_id || update.last_id == last_id
+    }
+
+    fn is_gap(&self, update: &BookUpdate, last_id: u64) -> bool {
+        update.last_id < last_id
+    }
+
+    fn joins(&self, snapshot_id: u64, first: &BookUpdate) -> bool {
+        first.first_id <= snapshot_id
+    }
+
+    /// An event stamped before the buffered ones: the next event starts the buffer, and
+    /// the snapshot must not be older than that one.
+    fn gap_event_starts_buffer(&self) -> bool {
+        false
+    }
+
+    fn next_event_ids(&self, last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
+        let stamp = now_us.max(last_id + 1);
+        (stamp, stamp)
+    }
+
+    fn initial_id(&self, now_us: u64) -> u64 {
+        now_us
+    }
+}
+
 impl Venue for Bitstamp {
     const NAME: &'static str = "bitstamp";
-    const SEQUENCE: SequenceRule = SequenceRule::Timestamps;
+    const SEQUENCE: &'static dyn Sequencing = &Microtimestamps;
     /// Bitstamp publishes no limit on connection attempts (PROTOCOLS.md, Bitstamp,
     /// Limits): Binance's, the one a large venue publishes, as a polite bound.
     const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
@@ -451,10 +494,44 @@ impl Venue for Bitstamp {
 mod tests {
     use super::*;
     use crate::fixed::FixedPoint;
+    use crate::sync::test_events::{event, snapshot};
+    use crate::sync::{BookSync, SnapshotOutcome, UpdateOutcome};
 
     const SAMPLES: &str =
         include_str!("../../tests/fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl");
     const CONTROL: &str = include_str!("../../tests/fixtures/bitstamp/control_messages.jsonl");
+
+    #[test]
+    fn microtimestamps_drop_what_the_snapshot_contains() {
+        let mut sync = BookSync::new(&Microtimestamps, 100, 100);
+        sync.on_update(&event(100, 100, 1, 1));
+        sync.on_update(&event(200, 200, 2, 1));
+        assert_eq!(sync.on_update(&event(200, 200, 2, 1)), UpdateOutcome::Stale);
+        assert_eq!(sync.buffered(), 2);
+        let mut reordered = BookSync::new(&Microtimestamps, 100, 100);
+        reordered.on_update(&event(200, 200, 2, 1));
+        reordered.on_update(&event(100, 100, 1, 1));
+        assert_eq!(reordered.buffered(), 0, "out of order: start again");
+        assert_eq!(sync.on_snapshot(&snapshot(99)), SnapshotOutcome::TooOld);
+        assert_eq!(
+            sync.on_snapshot(&snapshot(100)),
+            SnapshotOutcome::Synced {
+                applied: 1,
+                dropped: 1
+            }
+        );
+        assert_eq!(sync.on_update(&event(200, 200, 3, 1)), UpdateOutcome::Stale);
+        assert_eq!(
+            sync.on_update(&event(900, 900, 3, 1)),
+            UpdateOutcome::Applied,
+            "timestamps cannot show lost events"
+        );
+        assert_eq!(
+            sync.on_update(&event(800, 800, 3, 1)),
+            UpdateOutcome::Gap,
+            "an event older than the last applied arrived out of order"
+        );
+    }
 
     fn fp(text: &str) -> FixedPoint {
         text.parse().unwrap()

@@ -8,7 +8,7 @@ pub mod bitstamp;
 use crate::book::{BookUpdate, TopBook};
 use crate::fixed::DECIMALS;
 pub use crate::reconnect::ConnectBudget;
-pub use crate::sync::SequenceRule;
+pub use crate::sync::Sequencing;
 pub use crate::walker::{DecodeError, MAX_NESTING};
 
 /// The most venues one instrument can merge (the merge and summary hold them inline).
@@ -77,10 +77,10 @@ pub trait Venue {
     fn levels_on_stream(stream: &str) -> usize;
 
     // ---- diff mode (`mode = "diff"`): a full-depth book from a diff stream and REST
-    // snapshots; the sync rules live in `sync.rs` ----
+    // snapshots; the generic sync in `sync.rs`, the venue's rules in `SEQUENCE` ----
 
-    /// How the diff stream identifies its events, which decides the sync rules.
-    const SEQUENCE: SequenceRule;
+    /// How the diff stream is sequenced: the venue's sync rules.
+    const SEQUENCE: &'static dyn Sequencing;
 
     /// Where the venue's REST API is (`venues.<name>.rest_url` overrides it).
     const DEFAULT_REST_URL: &'static str;
@@ -213,7 +213,7 @@ macro_rules! venues {
             }
 
             /// See [`Venue::SEQUENCE`].
-            pub fn sequence_rule(self) -> SequenceRule {
+            pub fn sequencing(self) -> &'static dyn Sequencing {
                 match self { $(VenueId::$variant => <$venue as Venue>::SEQUENCE),+ }
             }
 

@@ -1,0 +1,532 @@
+//! The feed core: the rules of one venue connection, without I/O. It takes frames and
+//! REST snapshot bodies with their receive time, and says what to publish (through a
+//! [`FeedOutput`]), what to ask for (a snapshot: [`FeedCore::start_snapshot`]; a
+//! reconnect: [`FrameVerdict`]) and which state each instrument is in. The live reader
+//! (`feed.rs`) does the I/O around it; `mergebook replay` feeds it recorded frames; so
+//! replay publishes what the service would have published.
+//!
+//! Snapshot mode (`venues.<name>.mode = "snapshot"`): each book frame replaces its
+//! instrument's book, unless it is older than the last one published (a venue sequence
+//! below it): then it is dropped, until the venue has stayed below for
+//! [`SEQUENCE_RESET_AFTER`] books in a row.
+//!
+//! Diff mode: each instrument has a full-depth [`BookSync`] under the venue's
+//! [`Sequencing`](crate::sync::Sequencing); the first buffered event asks the venue's
+//! [`SnapshotScheduler`] for a snapshot; a gap, a crossing, a decode error or a
+//! reconnect marks the instrument out of sync at once (the others carry on) until a new
+//! snapshot joins its buffered events. A snapshot requested before a reset is discarded
+//! when it arrives (its `generation` is old), so it can never be joined to events it did
+//! not precede.
+
+use crate::book::{BookUpdate, TopBook};
+use crate::config::DiffSettings;
+use crate::handoff::VenueFeed;
+use crate::snapshot::{FetchError, FetchOutcome, SnapshotScheduler};
+use crate::summary::VenueState;
+use crate::sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutcome};
+use crate::venue::{DecodeError, Message, VenueId};
+
+/// Books in a row with a sequence below the last one published after which the core
+/// takes the lower sequence as the venue's new count. A book out of order is dropped (an
+/// older book must not replace a newer one); a venue whose clock jumped back, or whose
+/// counter restarted, sends nothing but such books, and without this its books would all
+/// be dropped until the old count was passed again (for a clock jump of an hour, an
+/// hour). Three: one reordered book is dropped, a new count is followed within 3 books.
+pub const SEQUENCE_RESET_AFTER: u32 = 3;
+
+/// One instrument on a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreStream {
+    /// The stream (channel) subscribed to, as the venue names it in its frames (empty: a
+    /// raw stream, whose frames name none).
+    pub name: String,
+    /// The venue's symbol (diff mode asks for its snapshot).
+    pub symbol: String,
+}
+
+/// What the connection must do after a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameVerdict {
+    Continue,
+    /// The venue refused the subscription.
+    Refused,
+    /// The venue asked the client to reconnect.
+    Reconnect,
+}
+
+/// What the core saw, for metrics and replay's statistics. `stream` is `None` where the
+/// event concerns the whole connection.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FeedEvent {
+    /// A frame was decoded (or refused) that was received at `received_ns`.
+    Decoded { received_ns: u64 },
+    /// A frame could not be understood: every stream of the connection is out of sync.
+    BadFrame(BadFrame),
+    /// A snapshot-mode book repeated the last one's sequence (a quiet market): published.
+    BookRepeated,
+    /// A snapshot-mode book older than the last one published: dropped.
+    BookOutOfOrder,
+    /// The venue's sequence went back and stayed back: followed from here.
+    SequenceReset,
+    /// A diff event and what it did.
+    DiffEvent(UpdateOutcome),
+    /// Buffered diff events dropped because the buffer was full.
+    EventsOverflowed(u64),
+    /// A diff book left sync, for this reason.
+    Resync(ResyncReason),
+    /// A snapshot request ended; `applied` and `dropped`: buffered events it took or found
+    /// already contained.
+    Snapshot {
+        outcome: FetchOutcome,
+        applied: usize,
+        dropped: usize,
+    },
+    /// A diff book is back in sync, `took_ns` after it left.
+    Synced { took_ns: u64 },
+    /// Every snapshot request was forgotten (the books were reset): one in flight will be
+    /// discarded when it arrives, and need not be waited for.
+    SnapshotsCancelled,
+}
+
+/// Where the core's results go: the merger's mailboxes (the live reader), or a merge in
+/// this thread (replay).
+pub trait FeedOutput {
+    /// Hands `stream`'s next value to the merger: `write` fills it in place (a state
+    /// alone, or a state and a book).
+    fn publish(&mut self, stream: usize, write: impl FnOnce(&mut VenueFeed));
+
+    /// Hears what the core saw.
+    fn note(&mut self, stream: Option<usize>, event: FeedEvent);
+}
+
+/// A snapshot to fetch: its URL, and what to hand [`FeedCore::on_snapshot`] with the body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotRequest {
+    pub stream: usize,
+    pub generation: u64,
+    pub url: String,
+}
+
+/// A frame the core could not use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BadFrame {
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    #[error("binary frame of {bytes} bytes where text is expected")]
+    Binary { bytes: usize },
+}
+
+/// One venue connection's books and rules.
+pub struct FeedCore {
+    venue: VenueId,
+    /// Levels a side handed to the merger.
+    depth: usize,
+    streams: Vec<CoreStream>,
+    scratch: TopBook,
+    /// Per stream, the venue sequence of the last book published (snapshot mode).
+    last_sequence: Vec<u64>,
+    /// Per stream, books in a row whose sequence went below `last_sequence`.
+    regressions: Vec<u32>,
+    /// Subscription acks still expected on this connection.
+    acks_pending: usize,
+    /// When the connection's first book was published (`None`: none yet).
+    first_book_ns: Option<u64>,
+    /// When the last frame of a subscribed stream arrived, or the connection opened: the
+    /// read-idle watchdog's clock. Pings, acks and heartbeats do not move it, so a dead
+    /// subscription on a live socket is recycled.
+    last_book_data_ns: u64,
+    diff: Option<DiffBooks>,
+}
+
+struct DiffBooks {
+    settings: DiffSettings,
+    scheduler: SnapshotScheduler,
+    /// Per stream.
+    books: Vec<DiffBook>,
+    /// The decode target of every diff frame, and of every snapshot (sized once).
+    update: BookUpdate,
+    snapshot: BookUpdate,
+}
+
+struct DiffBook {
+    sync: BookSync,
+    /// Bumped at every reset: a snapshot asked for before it is discarded.
+    generation: u64,
+    /// When the book left sync: the start of the resync duration.
+    out_of_sync_since_ns: u64,
+}
+
+impl FeedCore {
+    /// A core for `venue`'s `streams`, in diff mode when `diff` is given; `now_ns` on the
+    /// clock every later time is on.
+    pub fn new(
+        venue: VenueId,
+        depth: usize,
+        streams: Vec<CoreStream>,
+        diff: Option<&DiffSettings>,
+        now_ns: u64,
+    ) -> FeedCore {
+        let count = streams.len();
+        let diff = diff.map(|settings| DiffBooks {
+            scheduler: SnapshotScheduler::new(settings.policy, count, now_ns),
+            books: (0..count)
+                .map(|_| DiffBook {
+                    sync: BookSync::new(
+                        venue.sequencing(),
+                        settings.max_levels,
+                        settings.max_buffered,
+                    ),
+                    generation: 0,
+                    out_of_sync_since_ns: now_ns,
+                })
+                .collect(),
+            update: BookUpdate::with_capacity(settings.max_levels),
+            snapshot: BookUpdate::with_capacity(settings.max_levels),
+            settings: settings.clone(),
+        });
+        FeedCore {
+            venue,
+            depth,
+            streams,
+            scratch: TopBook::default(),
+            last_sequence: vec![0; count],
+            regressions: vec![0; count],
+            acks_pending: 0,
+            first_book_ns: None,
+            last_book_data_ns: now_ns,
+            diff,
+        }
+    }
+
+    /// When the connection's first book was published, if one was.
+    pub fn first_book_ns(&self) -> Option<u64> {
+        self.first_book_ns
+    }
+
+    /// When book data last arrived (or the connection opened).
+    pub fn last_book_data_ns(&self) -> u64 {
+        self.last_book_data_ns
+    }
+
+    /// Subscription acks the venue still owes.
+    pub fn acks_pending(&self) -> usize {
+        self.acks_pending
+    }
+
+    /// A connection is being opened: every stream is `Connecting`.
+    pub fn connecting(&mut self, out: &mut impl FeedOutput) {
+        self.first_book_ns = None;
+        self.publish_state(VenueState::Connecting, out);
+    }
+
+    /// The connection is open at `now_ns`: order starts over (the first book of a new
+    /// connection is the newest there is), every diff book is rebuilt. Returns the frames
+    /// that subscribe it.
+    pub fn connected(&mut self, now_ns: u64, out: &mut impl FeedOutput) -> Vec<String> {
+        self.last_sequence.fill(0);
+        self.regressions.fill(0);
+        self.last_book_data_ns = now_ns;
+        self.reset_diff_books(ResyncReason::Connect, now_ns, out);
+        let names: Vec<String> = self.streams.iter().map(|s| s.name.clone()).collect();
+        let (requests, acks) = self.venue.subscribe_frames(&names);
+        self.acks_pending = acks;
+        requests
+    }
+
+    /// Handles one text frame received at `received_ns`.
+    #[inline]
+    pub fn on_frame(
+        &mut self,
+        frame: &[u8],
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) -> FrameVerdict {
+        let decoded = match &mut self.diff {
+            None => self.venue.decode(frame, self.depth, &mut self.scratch),
+            Some(diff) => self
+                .venue
+                .decode_diff(frame, diff.settings.max_levels, &mut diff.update),
+        };
+        out.note(None, FeedEvent::Decoded { received_ns });
+        match decoded {
+            Ok(Message::Book { stream }) => {
+                let Some(slot) = self
+                    .streams
+                    .iter()
+                    .position(|spec| spec.name.as_bytes() == stream)
+                else {
+                    return FrameVerdict::Continue; // a stream we did not ask for
+                };
+                self.last_book_data_ns = received_ns;
+                if self.diff.is_some() {
+                    self.on_diff_event(slot, received_ns, out);
+                } else {
+                    self.on_book(slot, received_ns, out);
+                }
+            }
+            Ok(Message::SubscribeResult { accepted: true }) => {
+                self.acks_pending = self.acks_pending.saturating_sub(1);
+                if self.acks_pending == 0 {
+                    tracing::info!(venue = %self.venue, "subscribed");
+                }
+            }
+            Ok(Message::SubscribeResult { accepted: false }) => return FrameVerdict::Refused,
+            Ok(Message::Reconnect) => return FrameVerdict::Reconnect,
+            Ok(Message::Heartbeat | Message::Ignored) => {}
+            Err(error) => self.on_bad_frame(BadFrame::Decode(error), received_ns, out),
+        }
+        FrameVerdict::Continue
+    }
+
+    /// A snapshot-mode book for `slot`, decoded into `scratch`.
+    #[inline]
+    fn on_book(&mut self, slot: usize, received_ns: u64, out: &mut impl FeedOutput) {
+        let sequence = self.scratch.venue_sequence;
+        let last = self.last_sequence[slot];
+        if sequence == last {
+            // A quiet market: Binance repeats `lastUpdateId` while nothing changes. The
+            // book is complete and still current, so it is published again with its
+            // receipt time; dropping it would let a healthy venue age into eviction.
+            out.note(Some(slot), FeedEvent::BookRepeated);
+        }
+        if sequence < last {
+            self.regressions[slot] += 1;
+            if self.regressions[slot] < SEQUENCE_RESET_AFTER {
+                out.note(Some(slot), FeedEvent::BookOutOfOrder);
+                tracing::debug!(venue = %self.venue, sequence, last, "out-of-order book dropped");
+                return;
+            }
+            out.note(Some(slot), FeedEvent::SequenceReset);
+            tracing::warn!(venue = %self.venue, stream = %self.streams[slot].name, sequence, last,
+                "the venue's sequence went back and stayed back (a clock jump or a restart): following it");
+        }
+        self.regressions[slot] = 0;
+        self.last_sequence[slot] = sequence;
+        self.scratch.received_ns = received_ns;
+        let scratch = &self.scratch;
+        out.publish(slot, |feed| {
+            feed.state = VenueState::Synced;
+            feed.book.copy_from(scratch);
+        });
+        self.first_book_ns.get_or_insert(received_ns);
+    }
+
+    /// A frame that could not be understood (or a binary frame where the venue sends
+    /// text): counted, logged, dropped. Which stream it was for is unknown, so every
+    /// stream is out of sync until its next good book, and every diff book is rebuilt (a
+    /// diff stream that lost a frame has a hole in it).
+    pub fn on_bad_frame(&mut self, error: BadFrame, received_ns: u64, out: &mut impl FeedOutput) {
+        out.note(None, FeedEvent::BadFrame(error));
+        tracing::warn!(venue = %self.venue, %error, "bad frame dropped");
+        self.publish_state(VenueState::OutOfSync, out);
+        self.reset_diff_books(ResyncReason::DecodeError, received_ns, out);
+    }
+
+    /// Tells the merger about every stream at once (the connection's state).
+    fn publish_state(&mut self, state: VenueState, out: &mut impl FeedOutput) {
+        for slot in 0..self.streams.len() {
+            // The merger reads a feed's book only when it is `Synced`.
+            out.publish(slot, |feed| feed.state = state);
+        }
+    }
+
+    // ---- diff mode ----
+
+    /// Throws every diff book away (they rebuild from their next events and a snapshot)
+    /// and forgets the snapshot requests.
+    fn reset_diff_books(&mut self, reason: ResyncReason, now_ns: u64, out: &mut impl FeedOutput) {
+        let Some(diff) = &mut self.diff else { return };
+        diff.scheduler.cancel_all();
+        out.note(None, FeedEvent::SnapshotsCancelled);
+        for (slot, book) in diff.books.iter_mut().enumerate() {
+            if book.sync.is_synced() || reason == ResyncReason::Connect {
+                book.out_of_sync_since_ns = now_ns;
+                out.note(Some(slot), FeedEvent::Resync(reason));
+            }
+            book.sync.reset();
+            book.generation += 1;
+        }
+    }
+
+    fn on_diff_event(&mut self, slot: usize, received_ns: u64, out: &mut impl FeedOutput) {
+        let venue = self.venue;
+        let Some(diff) = &mut self.diff else { return };
+        let book = &mut diff.books[slot];
+        let outcome = book.sync.on_update(&diff.update);
+        out.note(Some(slot), FeedEvent::DiffEvent(outcome));
+        match outcome {
+            UpdateOutcome::Applied => {
+                self.publish_diff_book(slot, received_ns, out);
+                return;
+            }
+            UpdateOutcome::Buffered { first } => {
+                if first {
+                    diff.scheduler.request(slot);
+                }
+                if book.sync.overflowed_events > 0 {
+                    let overflowed = std::mem::take(&mut book.sync.overflowed_events);
+                    out.note(Some(slot), FeedEvent::EventsOverflowed(overflowed));
+                }
+                return;
+            }
+            UpdateOutcome::Stale => return,
+            UpdateOutcome::Gap => {
+                out.note(Some(slot), FeedEvent::Resync(ResyncReason::Gap));
+                tracing::warn!(%venue, stream = %self.streams[slot].name, "gap in the diff stream; resyncing");
+                diff.scheduler.request(slot);
+            }
+            UpdateOutcome::Crossed => {
+                out.note(Some(slot), FeedEvent::Resync(ResyncReason::Crossed));
+                tracing::warn!(%venue, stream = %self.streams[slot].name, "book crossed; resyncing");
+            }
+        }
+        book.generation += 1;
+        book.out_of_sync_since_ns = received_ns;
+        out.publish(slot, |feed| feed.state = VenueState::OutOfSync);
+    }
+
+    /// Publishes the top of a synced diff book.
+    fn publish_diff_book(&mut self, slot: usize, received_ns: u64, out: &mut impl FeedOutput) {
+        let Some(diff) = &self.diff else { return };
+        let sync = &diff.books[slot].sync;
+        let depth = self.depth;
+        out.publish(slot, |feed| {
+            feed.state = VenueState::Synced;
+            sync.write_top(depth, received_ns, &mut feed.book);
+        });
+        self.first_book_ns.get_or_insert(received_ns);
+    }
+
+    /// When the next snapshot request is due (ns), if one is.
+    pub fn next_snapshot_at(&mut self, now_ns: u64) -> Option<u64> {
+        let diff = self.diff.as_mut()?;
+        let weight = self.venue.snapshot_weight(diff.settings.snapshot_depth);
+        let (_, at) = diff.scheduler.next(now_ns, weight)?;
+        Some(at)
+    }
+
+    /// The snapshot request to send now, if one is due: recorded as sent.
+    pub fn start_snapshot(&mut self, now_ns: u64) -> Option<SnapshotRequest> {
+        let diff = self.diff.as_mut()?;
+        let weight = self.venue.snapshot_weight(diff.settings.snapshot_depth);
+        let (slot, at) = diff.scheduler.next(now_ns, weight)?;
+        if at > now_ns {
+            return None;
+        }
+        diff.scheduler.started(slot, now_ns, weight);
+        let url = self.venue.snapshot_url(
+            &diff.settings.rest_url,
+            &self.streams[slot].symbol,
+            diff.settings.snapshot_depth,
+        );
+        tracing::debug!(venue = %self.venue, %url, "requesting snapshot");
+        Some(SnapshotRequest {
+            stream: slot,
+            generation: diff.books[slot].generation,
+            url,
+        })
+    }
+
+    /// The answer to `stream`'s snapshot request of `generation`, at `now_ns`.
+    pub fn on_snapshot(
+        &mut self,
+        stream: usize,
+        generation: u64,
+        result: Result<&[u8], &FetchError>,
+        now_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let venue = self.venue;
+        let Some(diff) = &mut self.diff else { return };
+        let book = &mut diff.books[stream];
+        if generation != book.generation {
+            // Asked for before a reset, which cancelled it in the scheduler (and the stream
+            // asks again with its next buffered event): drop it, touching nothing.
+            return;
+        }
+        let (mut applied, mut dropped) = (0, 0);
+        let outcome = match result {
+            Err(FetchError::RateLimited {
+                status,
+                retry_after,
+            }) => {
+                tracing::warn!(%venue, status, ?retry_after, "snapshot rate limited");
+                FetchOutcome::RateLimited {
+                    retry_after: *retry_after,
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%venue, %error, "snapshot request failed");
+                FetchOutcome::Failed
+            }
+            Ok(body) => {
+                match venue.decode_snapshot(body, diff.settings.max_levels, &mut diff.snapshot) {
+                    Err(error) => {
+                        tracing::warn!(%venue, %error, "snapshot refused");
+                        FetchOutcome::Failed
+                    }
+                    Ok(()) => match book.sync.on_snapshot(&diff.snapshot) {
+                        SnapshotOutcome::Synced {
+                            applied: took,
+                            dropped: contained,
+                        } => {
+                            (applied, dropped) = (took, contained);
+                            let took_ns = now_ns.saturating_sub(book.out_of_sync_since_ns);
+                            out.note(Some(stream), FeedEvent::Synced { took_ns });
+                            tracing::info!(%venue, stream = %self.streams[stream].name, applied, dropped, took_ms = took_ns / 1_000_000, "book synced");
+                            FetchOutcome::Used
+                        }
+                        SnapshotOutcome::TooOld => {
+                            tracing::info!(%venue, stream = %self.streams[stream].name, "snapshot older than the buffered events; asking again");
+                            FetchOutcome::TooOld
+                        }
+                        SnapshotOutcome::Crossed => {
+                            // Unusable: asked for again after the retry backoff.
+                            out.note(Some(stream), FeedEvent::Resync(ResyncReason::Crossed));
+                            FetchOutcome::Failed
+                        }
+                        SnapshotOutcome::Unexpected => FetchOutcome::Used,
+                    },
+                }
+            }
+        };
+        out.note(
+            Some(stream),
+            FeedEvent::Snapshot {
+                outcome,
+                applied,
+                dropped,
+            },
+        );
+        diff.scheduler.finished(stream, outcome, now_ns);
+        if outcome == FetchOutcome::Used && diff.books[stream].sync.is_synced() {
+            self.publish_diff_book(stream, now_ns, out);
+        }
+    }
+
+    /// A snapshot body that arrived for `stream` without a request of this core's (a
+    /// recording's REST response): taken as the answer to the stream's current request.
+    pub fn on_recorded_snapshot(
+        &mut self,
+        stream: usize,
+        body: &[u8],
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let Some(generation) = self
+            .diff
+            .as_ref()
+            .and_then(|diff| Some(diff.books.get(stream)?.generation))
+        else {
+            return;
+        };
+        self.on_snapshot(stream, generation, Ok(body), received_ns, out);
+    }
+
+    /// The diff books as they are now, one per stream (none in snapshot mode).
+    pub fn into_diff_books(self) -> Vec<BookSync> {
+        self.diff
+            .map(|diff| diff.books.into_iter().map(|book| book.sync).collect())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,138 @@
+//! What a reader hands the merger: per (venue, instrument), the latest book and the feed's
+//! state ([`VenueFeed`]), through a single-slot mailbox whose reader end is the merger's
+//! and whose writer end is a [`FeedSender`].
+
+use crate::book::{TopBook, field_bytes};
+use crate::mailbox::Sender;
+use crate::summary::VenueState;
+use std::mem::offset_of;
+use std::ops::Range;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// What a reader hands the merger for one (venue, instrument): the latest book and the
+/// state of the feed. Latest value wins, so a state change and a book travel together.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct VenueFeed {
+    pub state: VenueState,
+    /// Meaningful when `state` is `Synced` (it carries its own receive time).
+    pub book: TopBook,
+}
+
+impl VenueFeed {
+    /// The bytes the merger reads of a feed keeping `depth` levels, from the feed's start:
+    /// the state, and the book's parts (`TopBook::bytes_read`).
+    pub fn bytes_read(depth: usize) -> [Range<usize>; 7] {
+        let mut bytes: [Range<usize>; 7] = Default::default();
+        bytes[0] = field_bytes::<VenueState>(offset_of!(Self, state));
+        bytes[1..].clone_from_slice(&TopBook::bytes_read(offset_of!(Self, book), depth));
+        bytes
+    }
+}
+
+/// A reader's end of one mailbox to the merger. It counts the books the merger never
+/// took: a publish that replaced an unread value which was a book (state changes, such
+/// as `Connecting`, that are replaced unread are not books lost to latest-value).
+///
+/// A publish also wakes the instrument's fan-out task (`publish::SummaryFanout`) at once,
+/// before the merger has merged: waking a sleeping tokio worker is a system call and, when
+/// its CPU sleeps, tens of microseconds on a VM (`mergebook-tools` example `wake_cost`
+/// measures it). Woken here, the worker comes up while the merger merges, the merger finds the
+/// fan-out already woken and publishes with atomic stores alone, and the system call is
+/// paid by the reader once its book is on its way.
+///
+/// Unless the publish replaced a value the merger had not taken: then the merger is behind,
+/// the summary this value goes into is not the next one, and the fan-out was woken for the
+/// value replaced (or is busy). Waking it on every publish regardless cut one reader's
+/// sustained rate by about a third (measured 2026-11-23): a system call whenever the fan-out had
+/// just gone back to sleep.
+pub struct FeedSender {
+    sender: Sender<VenueFeed>,
+    fanout_wake: Arc<Notify>,
+    holds_unread_book: bool,
+    superseded_books: u64,
+}
+
+impl FeedSender {
+    /// `fanout_wake`: the instrument's `SummaryFanout::early_wake`.
+    pub fn new(sender: Sender<VenueFeed>, fanout_wake: Arc<Notify>) -> FeedSender {
+        FeedSender {
+            sender,
+            fanout_wake,
+            holds_unread_book: false,
+            superseded_books: 0,
+        }
+    }
+
+    /// Lets `write` fill the next value in place, publishes it, unparks the merger (asleep
+    /// under the `park` idle strategy), then wakes the fan-out unless the value replaced
+    /// was still unread: in that order, so that the fan-out's system call never delays
+    /// the merger. Last, after a book, it takes back the lines of the slot the next book
+    /// goes into (`mailbox::Sender::prepare`): that moved 0.2–0.3 µs a book out of the
+    /// in-process latency (docs/decisions.md, "Readers take back their next mailbox slot").
+    #[inline]
+    pub fn publish_with(
+        &mut self,
+        merger: &std::thread::Thread,
+        write: impl FnOnce(&mut VenueFeed),
+    ) {
+        let replaced_before = self.sender.superseded();
+        let mut is_book = false;
+        let mut levels = (0, 0);
+        let _ = self.sender.publish_with(|feed| -> Result<(), ()> {
+            write(feed);
+            is_book = feed.state == VenueState::Synced;
+            levels = (feed.book.bids.len(), feed.book.asks.len());
+            Ok(())
+        });
+        let replaced_unread = self.sender.superseded() > replaced_before;
+        if replaced_unread && self.holds_unread_book {
+            self.superseded_books += 1;
+        }
+        self.holds_unread_book = is_book;
+        merger.unpark();
+        if !replaced_unread {
+            self.fanout_wake.notify_one();
+        }
+        if is_book {
+            self.sender
+                .prepare(|next| next.book.clear_writing(levels.0, levels.1));
+        }
+    }
+
+    /// Books replaced in the mailbox before the merger took them.
+    pub fn superseded_books(&self) -> u64 {
+        self.superseded_books
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Whether `wake` holds a wake-up: `notified()` completes on its first poll.
+    async fn woken(wake: &Notify) -> bool {
+        tokio::time::timeout(Duration::ZERO, wake.notified())
+            .await
+            .is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_publish_wakes_the_fanout_before_any_summary_unless_the_merger_is_behind() {
+        let (sender, mut merger_end) = crate::mailbox::mailbox(VenueFeed::default());
+        let fanout_wake = Arc::new(Notify::new());
+        let mut feed = FeedSender::new(sender, Arc::clone(&fanout_wake));
+        let merger = std::thread::current();
+        assert!(!woken(&fanout_wake).await);
+        feed.publish_with(&merger, |feed| feed.state = VenueState::Synced);
+        assert!(woken(&fanout_wake).await);
+        assert!(!woken(&fanout_wake).await, "one publish, one wake-up");
+        // The merger has not taken the first book: the second replaces it, no wake.
+        feed.publish_with(&merger, |feed| feed.state = VenueState::Synced);
+        assert!(!woken(&fanout_wake).await);
+        assert!(merger_end.take());
+        feed.publish_with(&merger, |feed| feed.state = VenueState::OutOfSync);
+        assert!(woken(&fanout_wake).await, "a state change is news too");
+    }
+}
