@@ -3,8 +3,30 @@
 //! contract its target checks (`mergebook_testkit::fuzz_contracts`), on stable Rust, so a finding
 //! of the fuzz campaign stays a regression test.
 
-use mergebook_testkit::fuzz_contracts::TARGETS;
+use mergebook::venue::VenueId;
+use mergebook_testkit::fuzz_contracts::{TARGETS, snapshot_decoder};
 use std::path::Path;
+
+/// Each venue's snapshot decoder target.
+const SNAPSHOT_TARGETS: [(&str, VenueId); 2] = [
+    ("binance_depth", VenueId::Binance),
+    ("bitstamp_order_book", VenueId::Bitstamp),
+];
+
+/// A target's check, for any target.
+type Check = Box<dyn Fn(&[u8]) + std::panic::RefUnwindSafe>;
+
+/// Every target with its contract.
+fn contracts() -> Vec<(&'static str, Check)> {
+    let shared = TARGETS
+        .iter()
+        .map(|&(target, contract)| (target, Box::new(contract) as Box<_>));
+    let venues = SNAPSHOT_TARGETS.iter().map(|&(target, venue)| {
+        let contract = move |bytes: &[u8]| snapshot_decoder(venue, bytes);
+        (target, Box::new(contract) as Box<_>)
+    });
+    shared.chain(venues).collect()
+}
 
 /// The files of `dir`, or none when it does not exist.
 fn inputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -25,7 +47,7 @@ fn inputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn every_corpus_input_and_past_crash_keeps_its_targets_contract() {
     let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-    for (target, contract) in TARGETS {
+    for (target, contract) in contracts() {
         let corpus = inputs(&fuzz.join("corpus").join(target));
         assert!(
             corpus.len() >= 10,
@@ -57,7 +79,17 @@ fn every_fuzz_target_is_replayed_here() {
         })
         .collect();
     found.sort();
-    let mut replayed: Vec<_> = TARGETS.iter().map(|(target, _)| *target).collect();
+    let mut replayed: Vec<_> = contracts().into_iter().map(|(target, _)| target).collect();
     replayed.sort();
     assert_eq!(found, replayed);
+}
+
+#[test]
+fn every_venue_has_a_snapshot_decoder_target() {
+    for venue in VenueId::ALL {
+        assert!(
+            SNAPSHOT_TARGETS.iter().any(|(_, v)| v == venue),
+            "{venue} has no fuzz target"
+        );
+    }
 }

@@ -98,7 +98,10 @@ fn messages_received(service: &Service, venue: VenueId) -> f64 {
 async fn wait_until(what: &str, condition: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while !condition() {
-        assert!(tokio::time::Instant::now() < deadline, "{what}: not within {WAIT:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {WAIT:?}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -184,7 +187,8 @@ fn through_replay(frames: &[(VenueId, String)]) -> Vec<serde_json::Value> {
             .enumerate()
             .filter(|(_, (v, _))| *v == venue)
             .map(|(at, (_, raw))| {
-                let entry = serde_json::json!({"recv_ts": at as f64, "kind": "ws_recv", "raw": raw});
+                let entry =
+                    serde_json::json!({"recv_ts": at as f64, "kind": "ws_recv", "raw": raw});
                 format!("{entry}\n")
             })
             .collect();

@@ -428,10 +428,7 @@ fn config_for(spec: &LoadSpec) -> Result<mergebook::config::Config, String> {
     let symbols: Vec<String> = spec
         .venues
         .iter()
-        .map(|venue| match venue {
-            VenueId::Binance => "binance = \"ETHBTC\"".to_owned(),
-            VenueId::Bitstamp => "bitstamp = \"ethbtc\"".to_owned(),
-        })
+        .map(|venue| format!("{venue} = \"ETHBTC\""))
         .collect();
     let core = spec
         .merger_core

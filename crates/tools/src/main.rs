@@ -53,8 +53,8 @@ struct LoadtestArgs {
     /// Frames per second per venue; several (`100,1000,10000`) make a table.
     #[arg(long, value_delimiter = ',', default_value = "1000", value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     rate: Vec<u32>,
-    /// Venues sending (each has its own reader thread).
-    #[arg(long = "venue", value_delimiter = ',', default_value = "binance,bitstamp", value_parser = parse_venue)]
+    /// Venues sending, each with its own reader thread (default: every venue).
+    #[arg(long = "venue", value_delimiter = ',', value_parser = parse_venue)]
     venues: Vec<VenueId>,
     /// Seconds measured, after the warm-up.
     #[arg(long, default_value = "10", value_parser = parse_seconds)]
@@ -113,7 +113,12 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     match Command::parse() {
-        Command::Loadtest(args) => run_loadtest(&args),
+        Command::Loadtest(mut args) => {
+            if args.venues.is_empty() {
+                args.venues = VenueId::ALL.to_vec();
+            }
+            run_loadtest(&args)
+        }
         Command::Soak(args) => run_soak(&args),
     }
 }

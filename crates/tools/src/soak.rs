@@ -207,6 +207,11 @@ impl SoakReport {
 }
 
 fn config(simulator: &Simulator) -> Result<Config, String> {
+    let symbols: Vec<String> = VenueId::ALL
+        .iter()
+        .map(|venue| format!("{venue} = \"ETHBTC\""))
+        .collect();
+    let symbols = symbols.join(", ");
     let text = format!(
         r#"
         [service]
@@ -220,7 +225,7 @@ fn config(simulator: &Simulator) -> Result<Config, String> {
         backoff_max_ms = 500
         [[instruments]]
         name = "ETH/BTC"
-        symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc" }}
+        symbols = {{ {symbols} }}
         "#
     );
     let mut config = RawConfig::parse(&text, "soak")
