@@ -46,13 +46,6 @@ pub trait Sequencing: Sync {
     /// (true), or is dropped and the next event starts it (false: the event is older than
     /// what was buffered).
     fn gap_event_starts_buffer(&self) -> bool;
-
-    /// The simulator's side: the ids of the event after `last_id` that changes `changes`
-    /// levels at `now_us` (unix microseconds).
-    fn next_event_ids(&self, last_id: u64, changes: u64, now_us: u64) -> (u64, u64);
-
-    /// The simulator's side: the id a new stream's book starts at.
-    fn initial_id(&self, now_us: u64) -> u64;
 }
 
 /// Why an instrument's diff book is being rebuilt (the `reason` label of
@@ -336,12 +329,6 @@ mod tests {
         }
         fn gap_event_starts_buffer(&self) -> bool {
             true
-        }
-        fn next_event_ids(&self, last_id: u64, _: u64, _: u64) -> (u64, u64) {
-            (last_id + 1, last_id + 1)
-        }
-        fn initial_id(&self, _: u64) -> u64 {
-            0
         }
     }
 

@@ -4,7 +4,7 @@
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook};
 use crate::fixed::FixedPoint;
 use crate::rng::Rng;
-use crate::sync::Sequencing;
+use crate::venue::VenueId;
 
 /// ETH/BTC-like: mid 0.06824, tick 0.00000100 (raw FixedPoint units: 1e-8).
 pub const START_MID_TICKS: u64 = 6_824_000 / TICK_RAW;
@@ -101,24 +101,19 @@ pub struct DiffMarket {
     pub book: DepthBook,
     /// The id of the last event in `book` (Binance update id; Bitstamp microtimestamp).
     pub last_id: u64,
-    rule: &'static dyn Sequencing,
+    venue: VenueId,
 }
 
 /// Levels a side the simulated full-depth book starts with.
 const DIFF_BOOK_LEVELS: u64 = 400;
 
 impl DiffMarket {
-    pub fn new(
-        seed: u64,
-        rule: &'static dyn Sequencing,
-        mid_ticks: u64,
-        now_us: u64,
-    ) -> DiffMarket {
+    pub fn new(seed: u64, venue: VenueId, mid_ticks: u64, now_us: u64) -> DiffMarket {
         let mut market = DiffMarket {
             rng: Rng::new(seed),
             book: DepthBook::new(2 * DIFF_BOOK_LEVELS as usize),
-            last_id: rule.initial_id(now_us),
-            rule,
+            last_id: venue.initial_event_id(now_us),
+            venue,
         };
         let mut initial = BookUpdate::default();
         for offset in 1..=DIFF_BOOK_LEVELS {
@@ -170,7 +165,7 @@ impl DiffMarket {
             }
         }
         let changes = (out.bids.len() + out.asks.len()) as u64;
-        (out.first_id, out.last_id) = self.rule.next_event_ids(self.last_id, changes, now_us);
+        (out.first_id, out.last_id) = self.venue.next_event_ids(self.last_id, changes, now_us);
         self.last_id = out.last_id;
         self.book.apply(out);
     }
@@ -191,15 +186,12 @@ mod tests {
 
     #[test]
     fn diff_events_rebuild_the_book_from_any_snapshot() {
-        for rule in crate::venue::VenueId::ALL
-            .iter()
-            .map(|venue| venue.sequencing())
-        {
+        for &venue in VenueId::ALL {
             let mut mid = MidPrice::new(5);
-            let mut market = DiffMarket::new(9, rule, START_MID_TICKS, 1_000);
+            let mut market = DiffMarket::new(9, venue, START_MID_TICKS, 1_000);
             let mut event = BookUpdate::default();
             let mut snapshot = BookUpdate::default();
-            let mut copy = crate::sync::BookSync::new(rule, 10_000, 10_000);
+            let mut copy = crate::sync::BookSync::new(venue.sequencing(), 10_000, 10_000);
             for step in 0..2000 {
                 market.next_event(mid.step(), 1_000 + step / 3, &mut event);
                 if step == 0 {

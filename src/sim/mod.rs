@@ -824,7 +824,7 @@ fn diff_stream(shared: &Arc<Shared>, venue: VenueId, stream: &str) -> Arc<DiffSt
     let seed = shared.seed ^ (streams.len() as u64) << 16 ^ (venue.index() as u64) << 32;
     let market = DiffMarket::new(
         seed,
-        venue.sequencing(),
+        venue,
         shared.mid_ticks.load(Ordering::Relaxed),
         crate::clock::unix_ns() / 1_000,
     );

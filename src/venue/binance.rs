@@ -26,7 +26,7 @@
 //! Prices and amounts are strings with 8 decimals. `lastUpdateId` becomes the book's
 //! `venue_sequence`, so a reader can drop an out-of-order push.
 
-use super::{ConnectBudget, DecodeError, Message, Seen, Venue};
+use super::{ConnectBudget, DecodeError, Message, Seen, Simulated, Venue};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
 use crate::walker::Walker;
@@ -358,14 +358,6 @@ impl Sequencing for UpdateIdRanges {
     fn gap_event_starts_buffer(&self) -> bool {
         true
     }
-
-    fn next_event_ids(&self, last_id: u64, changes: u64, _now_us: u64) -> (u64, u64) {
-        (last_id + 1, last_id + changes)
-    }
-
-    fn initial_id(&self, _now_us: u64) -> u64 {
-        1_000_000
-    }
 }
 
 impl Venue for Binance {
@@ -441,20 +433,6 @@ impl Venue for Binance {
         seen.require(&PARTIAL_KEYS)
     }
 
-    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
-        use std::io::Write;
-        write!(
-            out,
-            r#"{{"stream":"{stream}","data":{{"lastUpdateId":{},"bids":"#,
-            book.venue_sequence
-        )
-        .expect("writing to a Vec cannot fail");
-        super::write_levels(book.bids.as_slice(), price_decimals, "", out);
-        out.extend_from_slice(br#","asks":"#);
-        super::write_levels(book.asks.as_slice(), price_decimals, "", out);
-        out.extend_from_slice(b"}}");
-    }
-
     /// Partial depth comes in 5, 10 or 20 levels: the smallest that covers `depth`.
     fn stream_name(symbol: &str, depth: usize) -> String {
         let levels = [5, 10, 20]
@@ -468,30 +446,6 @@ impl Venue for Binance {
     fn subscribe_frames(streams: &[String]) -> (Vec<String>, usize) {
         let request = serde_json::json!({"method": "SUBSCRIBE", "params": streams, "id": 1});
         (vec![request.to_string()], 1)
-    }
-
-    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)> {
-        let request: serde_json::Value = serde_json::from_str(request).ok()?;
-        if request.get("method")? != "SUBSCRIBE" {
-            return None;
-        }
-        let streams = request
-            .get("params")?
-            .as_array()?
-            .iter()
-            .map(|s| s.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()?;
-        let reply = serde_json::json!({"result": null, "id": request.get("id")?});
-        Some((streams, vec![reply.to_string()]))
-    }
-
-    fn reconnect_request() -> &'static str {
-        r#"{"stream":"!serverShutdown","data":{"e":"serverShutdown","E":1770123456789}}"#
-    }
-
-    /// "The server sends a ping frame every 20 seconds" (PROTOCOLS.md, Binance keep-alive).
-    fn server_ping_interval() -> Option<std::time::Duration> {
-        Some(std::time::Duration::from_secs(20))
     }
 
     fn diff_stream_name(symbol: &str) -> String {
@@ -531,6 +485,47 @@ impl Venue for Binance {
             501..=1000 => 50,
             _ => 250,
         }
+    }
+}
+
+/// The simulator's side of Binance.
+impl Simulated for Binance {
+    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+        use std::io::Write;
+        write!(
+            out,
+            r#"{{"stream":"{stream}","data":{{"lastUpdateId":{},"bids":"#,
+            book.venue_sequence
+        )
+        .expect("writing to a Vec cannot fail");
+        super::write_levels(book.bids.as_slice(), price_decimals, "", out);
+        out.extend_from_slice(br#","asks":"#);
+        super::write_levels(book.asks.as_slice(), price_decimals, "", out);
+        out.extend_from_slice(b"}}");
+    }
+
+    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)> {
+        let request: serde_json::Value = serde_json::from_str(request).ok()?;
+        if request.get("method")? != "SUBSCRIBE" {
+            return None;
+        }
+        let streams = request
+            .get("params")?
+            .as_array()?
+            .iter()
+            .map(|s| s.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()?;
+        let reply = serde_json::json!({"result": null, "id": request.get("id")?});
+        Some((streams, vec![reply.to_string()]))
+    }
+
+    fn reconnect_request() -> &'static str {
+        r#"{"stream":"!serverShutdown","data":{"e":"serverShutdown","E":1770123456789}}"#
+    }
+
+    /// "The server sends a ping frame every 20 seconds" (PROTOCOLS.md, Binance keep-alive).
+    fn server_ping_interval() -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_secs(20))
     }
 
     fn encode_diff(
@@ -576,6 +571,14 @@ impl Venue for Binance {
             .next()
             .and_then(|levels| levels.parse().ok())
             .unwrap_or(20)
+    }
+
+    fn next_event_ids(last_id: u64, changes: u64, _now_us: u64) -> (u64, u64) {
+        (last_id + 1, last_id + changes)
+    }
+
+    fn initial_event_id(_now_us: u64) -> u64 {
+        1_000_000
     }
 }
 

@@ -24,7 +24,7 @@
 //! `bts:error` for a refused request. `microtimestamp` becomes the book's
 //! `venue_sequence`.
 
-use super::{ConnectBudget, DecodeError, Message, Seen, Venue};
+use super::{ConnectBudget, DecodeError, Message, Seen, Simulated, Venue};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
 use crate::walker::Walker;
@@ -296,15 +296,6 @@ impl Sequencing for Microtimestamps {
     fn gap_event_starts_buffer(&self) -> bool {
         false
     }
-
-    fn next_event_ids(&self, last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
-        let stamp = now_us.max(last_id + 1);
-        (stamp, stamp)
-    }
-
-    fn initial_id(&self, now_us: u64) -> u64 {
-        now_us
-    }
 }
 
 impl Venue for Bitstamp {
@@ -359,23 +350,6 @@ impl Venue for Bitstamp {
         seen.require(&DATA_KEYS)
     }
 
-    /// Python-style separators and key order, as in the first recorded sample.
-    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
-        use std::io::Write;
-        let micros = book.venue_sequence;
-        write!(
-            out,
-            r#"{{"data": {{"timestamp": "{}", "microtimestamp": "{micros}", "bids": "#,
-            micros / 1_000_000
-        )
-        .expect("writing to a Vec cannot fail");
-        super::write_levels(book.bids.as_slice(), price_decimals, " ", out);
-        out.extend_from_slice(br#", "asks": "#);
-        super::write_levels(book.asks.as_slice(), price_decimals, " ", out);
-        write!(out, r#"}}, "event": "data", "channel": "{stream}"}}"#)
-            .expect("writing to a Vec cannot fail");
-    }
-
     /// `order_book_<pair>` always carries 100 levels; `depth` only limits what is kept.
     fn stream_name(symbol: &str, _depth: usize) -> String {
         format!("{ORDER_BOOK_PREFIX}{}", symbol.to_ascii_lowercase())
@@ -391,30 +365,6 @@ impl Venue for Bitstamp {
             })
             .collect();
         (frames, streams.len())
-    }
-
-    /// Subscriptions, and the heartbeat (reply shape from control_messages.jsonl).
-    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)> {
-        let request: serde_json::Value = serde_json::from_str(request).ok()?;
-        if request.get("event")? == "bts:heartbeat" {
-            let reply = r#"{"event":"bts:heartbeat","channel":"","data":{"status":"success"}}"#;
-            return Some((Vec::new(), vec![reply.to_owned()]));
-        }
-        if request.get("event")? != "bts:subscribe" {
-            return None;
-        }
-        let channel = request.get("data")?.get("channel")?.as_str()?.to_owned();
-        let reply = serde_json::json!({"event": "bts:subscription_succeeded", "channel": channel, "data": {}});
-        Some((vec![channel], vec![reply.to_string()]))
-    }
-
-    fn reconnect_request() -> &'static str {
-        r#"{"event":"bts:request_reconnect","channel":"","data":""}"#
-    }
-
-    /// Bitstamp relies on protocol-level pings from the client side only.
-    fn server_ping_interval() -> Option<std::time::Duration> {
-        None
     }
 
     fn diff_stream_name(symbol: &str) -> String {
@@ -443,6 +393,50 @@ impl Venue for Bitstamp {
     /// One request against a budget counted in requests.
     fn snapshot_weight(_limit: usize) -> u32 {
         1
+    }
+}
+
+/// The simulator's side of Bitstamp.
+impl Simulated for Bitstamp {
+    /// Python-style separators and key order, as in the first recorded sample.
+    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+        use std::io::Write;
+        let micros = book.venue_sequence;
+        write!(
+            out,
+            r#"{{"data": {{"timestamp": "{}", "microtimestamp": "{micros}", "bids": "#,
+            micros / 1_000_000
+        )
+        .expect("writing to a Vec cannot fail");
+        super::write_levels(book.bids.as_slice(), price_decimals, " ", out);
+        out.extend_from_slice(br#", "asks": "#);
+        super::write_levels(book.asks.as_slice(), price_decimals, " ", out);
+        write!(out, r#"}}, "event": "data", "channel": "{stream}"}}"#)
+            .expect("writing to a Vec cannot fail");
+    }
+
+    /// Subscriptions, and the heartbeat (reply shape from control_messages.jsonl).
+    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)> {
+        let request: serde_json::Value = serde_json::from_str(request).ok()?;
+        if request.get("event")? == "bts:heartbeat" {
+            let reply = r#"{"event":"bts:heartbeat","channel":"","data":{"status":"success"}}"#;
+            return Some((Vec::new(), vec![reply.to_owned()]));
+        }
+        if request.get("event")? != "bts:subscribe" {
+            return None;
+        }
+        let channel = request.get("data")?.get("channel")?.as_str()?.to_owned();
+        let reply = serde_json::json!({"event": "bts:subscription_succeeded", "channel": channel, "data": {}});
+        Some((vec![channel], vec![reply.to_string()]))
+    }
+
+    fn reconnect_request() -> &'static str {
+        r#"{"event":"bts:request_reconnect","channel":"","data":""}"#
+    }
+
+    /// Bitstamp relies on protocol-level pings from the client side only.
+    fn server_ping_interval() -> Option<std::time::Duration> {
+        None
     }
 
     /// As recorded: compact, `data` first.
@@ -487,6 +481,15 @@ impl Venue for Bitstamp {
     /// The snapshot channel always carries the top 100.
     fn levels_on_stream(_stream: &str) -> usize {
         100
+    }
+
+    fn next_event_ids(last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
+        let stamp = now_us.max(last_id + 1);
+        (stamp, stamp)
+    }
+
+    fn initial_event_id(now_us: u64) -> u64 {
+        now_us
     }
 }
 

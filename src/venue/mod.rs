@@ -51,30 +51,12 @@ pub trait Venue {
         out: &mut TopBook,
     ) -> Result<Message<'a>, DecodeError>;
 
-    /// Appends `book` to `out` as this venue's book frame for `stream`, byte for byte in
-    /// the recorded wire format (prices with `price_decimals` digits where exact). The
-    /// simulator serves these; tests and benches decode them.
-    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>);
-
     /// The stream (channel) this venue publishes `symbol`'s book on, for `depth` levels.
     fn stream_name(symbol: &str, depth: usize) -> String;
 
     /// The text frames that subscribe an open connection to `streams`, and how many
     /// subscription acks the venue answers them with.
     fn subscribe_frames(streams: &[String]) -> (Vec<String>, usize);
-
-    /// The simulator's side: if the venue answers `request` (a subscription, an
-    /// application heartbeat), the streams it subscribes to (maybe none) and the replies.
-    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)>;
-
-    /// How often the venue sends WebSocket pings, if it does (served by the simulator).
-    fn server_ping_interval() -> Option<std::time::Duration>;
-
-    /// The frame by which the venue asks clients to reconnect (served by the simulator).
-    fn reconnect_request() -> &'static str;
-
-    /// How many levels a side the venue sends on `stream` (served by the simulator).
-    fn levels_on_stream(stream: &str) -> usize;
 
     // ---- diff mode (`mode = "diff"`): a full-depth book from a diff stream and REST
     // snapshots; the generic sync in `sync.rs`, the venue's rules in `SEQUENCE` ----
@@ -118,6 +100,29 @@ pub trait Venue {
 
     /// What one snapshot request of `limit` levels costs against the venue's budget.
     fn snapshot_weight(limit: usize) -> u32;
+}
+
+/// The simulator's side of a venue: what the embedded exchange simulator (`sim/`) serves
+/// in the venue's own protocol, and what tests and benches build frames with. Apart from
+/// [`Venue`], which is what the service needs to read the venue.
+pub trait Simulated: Venue {
+    /// Appends `book` to `out` as this venue's book frame for `stream`, byte for byte in
+    /// the recorded wire format (prices with `price_decimals` digits where exact). The
+    /// simulator serves these; tests and benches decode them.
+    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>);
+
+    /// If the venue answers `request` (a subscription, an application heartbeat), the
+    /// streams it subscribes to (maybe none) and the replies.
+    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)>;
+
+    /// How often the venue sends WebSocket pings, if it does.
+    fn server_ping_interval() -> Option<std::time::Duration>;
+
+    /// The frame by which the venue asks clients to reconnect.
+    fn reconnect_request() -> &'static str;
+
+    /// How many levels a side the venue sends on `stream`.
+    fn levels_on_stream(stream: &str) -> usize;
 
     /// Appends one diff event frame for `stream` in the recorded wire format.
     fn encode_diff(
@@ -130,6 +135,13 @@ pub trait Venue {
 
     /// Appends a REST snapshot body in the recorded format.
     fn encode_snapshot(snapshot: &BookUpdate, price_decimals: u32, out: &mut Vec<u8>);
+
+    /// The ids of the diff event after `last_id` that changes `changes` levels at
+    /// `now_us` (unix microseconds), as the venue numbers them.
+    fn next_event_ids(last_id: u64, changes: u64, now_us: u64) -> (u64, u64);
+
+    /// The id a new diff stream's book starts at.
+    fn initial_event_id(now_us: u64) -> u64;
 }
 
 /// Writes a side as `[["price","amount"],…]` with `separator` after each `,`.
@@ -179,7 +191,7 @@ macro_rules! venues {
 
             /// Encodes a book frame with this venue's encoder (see [`Venue::encode_book`]).
             pub fn encode_book(self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
-                match self { $(VenueId::$variant => <$venue as Venue>::encode_book(stream, book, price_decimals, out)),+ }
+                match self { $(VenueId::$variant => <$venue as Simulated>::encode_book(stream, book, price_decimals, out)),+ }
             }
 
             /// See [`Venue::stream_name`].
@@ -192,29 +204,39 @@ macro_rules! venues {
                 match self { $(VenueId::$variant => <$venue as Venue>::subscribe_frames(streams)),+ }
             }
 
-            /// See [`Venue::answer_request`].
+            /// See [`Simulated::answer_request`].
             pub fn answer_request(self, request: &str) -> Option<(Vec<String>, Vec<String>)> {
-                match self { $(VenueId::$variant => <$venue as Venue>::answer_request(request)),+ }
+                match self { $(VenueId::$variant => <$venue as Simulated>::answer_request(request)),+ }
             }
 
-            /// See [`Venue::server_ping_interval`].
+            /// See [`Simulated::server_ping_interval`].
             pub fn server_ping_interval(self) -> Option<std::time::Duration> {
-                match self { $(VenueId::$variant => <$venue as Venue>::server_ping_interval()),+ }
+                match self { $(VenueId::$variant => <$venue as Simulated>::server_ping_interval()),+ }
             }
 
-            /// See [`Venue::levels_on_stream`].
+            /// See [`Simulated::levels_on_stream`].
             pub fn levels_on_stream(self, stream: &str) -> usize {
-                match self { $(VenueId::$variant => <$venue as Venue>::levels_on_stream(stream)),+ }
+                match self { $(VenueId::$variant => <$venue as Simulated>::levels_on_stream(stream)),+ }
             }
 
-            /// See [`Venue::reconnect_request`].
+            /// See [`Simulated::reconnect_request`].
             pub fn reconnect_request(self) -> &'static str {
-                match self { $(VenueId::$variant => <$venue as Venue>::reconnect_request()),+ }
+                match self { $(VenueId::$variant => <$venue as Simulated>::reconnect_request()),+ }
             }
 
             /// See [`Venue::SEQUENCE`].
             pub fn sequencing(self) -> &'static dyn Sequencing {
                 match self { $(VenueId::$variant => <$venue as Venue>::SEQUENCE),+ }
+            }
+
+            /// See [`Simulated::next_event_ids`].
+            pub fn next_event_ids(self, last_id: u64, changes: u64, now_us: u64) -> (u64, u64) {
+                match self { $(VenueId::$variant => <$venue as Simulated>::next_event_ids(last_id, changes, now_us)),+ }
+            }
+
+            /// See [`Simulated::initial_event_id`].
+            pub fn initial_event_id(self, now_us: u64) -> u64 {
+                match self { $(VenueId::$variant => <$venue as Simulated>::initial_event_id(now_us)),+ }
             }
 
             /// See [`Venue::CONNECT_BUDGET`].
@@ -273,14 +295,14 @@ macro_rules! venues {
                 match self { $(VenueId::$variant => <$venue as Venue>::snapshot_weight(limit)),+ }
             }
 
-            /// See [`Venue::encode_diff`].
+            /// See [`Simulated::encode_diff`].
             pub fn encode_diff(self, stream: &str, update: &BookUpdate, price_decimals: u32, unix_ms: u64, out: &mut Vec<u8>) {
-                match self { $(VenueId::$variant => <$venue as Venue>::encode_diff(stream, update, price_decimals, unix_ms, out)),+ }
+                match self { $(VenueId::$variant => <$venue as Simulated>::encode_diff(stream, update, price_decimals, unix_ms, out)),+ }
             }
 
-            /// See [`Venue::encode_snapshot`].
+            /// See [`Simulated::encode_snapshot`].
             pub fn encode_snapshot(self, snapshot: &BookUpdate, price_decimals: u32, out: &mut Vec<u8>) {
-                match self { $(VenueId::$variant => <$venue as Venue>::encode_snapshot(snapshot, price_decimals, out)),+ }
+                match self { $(VenueId::$variant => <$venue as Simulated>::encode_snapshot(snapshot, price_decimals, out)),+ }
             }
         }
     };
