@@ -17,9 +17,10 @@
 //! it: [`replay`] (recorded frames through the same path), [`sim`] (the embedded exchange
 //! simulator), [`clock`] and [`rng`].
 //!
-//! The readers' I/O (`feed`), the REST snapshot client (`snapshot`), the HTTP endpoints
-//! (`http`) and the JSON byte walker (`walker`) are private: they are reached through the
-//! service and the venues. ARCHITECTURE.md has the map and the invariants.
+//! The readers (`feed`: the I/O, and the sans-I/O core replay shares), the REST snapshot
+//! client (`snapshot`) and the HTTP endpoints (`http`) are private: they are reached through
+//! the service and [`replay`]. The JSON byte walker the decoders are written with is
+//! [`venue::Walker`]. ARCHITECTURE.md has the map and the invariants.
 #![deny(unsafe_code)]
 
 pub mod book;

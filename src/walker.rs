@@ -61,6 +61,65 @@ pub enum DecodeError {
 
 type Result<T> = std::result::Result<T, DecodeError>;
 
+/// How a venue writes one price level. `[price, amount]` has the fast paths; prices and
+/// amounts may be quoted or bare JSON numbers in every shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LevelShape {
+    /// `[price, amount]`.
+    Pair,
+    /// `[price, amount, …]`: elements after the amount (an order count, a deprecated
+    /// field) are skipped.
+    PairThenMore,
+    /// `{"<price>": price, "<amount>": amount, …}`: the two members in any order, other
+    /// members skipped.
+    Object {
+        price: &'static str,
+        amount: &'static str,
+    },
+}
+
+/// How a venue writes a change that names its own side, bids and asks in one array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaggedShape {
+    /// `[side, price, amount]`.
+    Array,
+    /// `{"<side>": side, "<price>": price, "<amount>": amount, …}`, any member order,
+    /// other members skipped.
+    Object {
+        side: &'static str,
+        price: &'static str,
+        amount: &'static str,
+    },
+}
+
+/// The most fractional digits among the prices, and among the amounts, read as written
+/// on the wire (`"0.0500"` has 4): what a checksum over the venue's text of its numbers
+/// needs where the venue prints every number of a book with the same precision.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WireDecimals {
+    pub price: u8,
+    pub amount: u8,
+}
+
+/// The side a tagged change names: `bid`/`buy`, or `ask`/`offer`/`sell`.
+fn side_named(name: &[u8]) -> Result<Side> {
+    match name {
+        b"bid" | b"buy" => Ok(Side::Bid),
+        b"ask" | b"offer" | b"sell" => Ok(Side::Ask),
+        _ => Err(DecodeError::Invalid(
+            "a side must be bid, buy, ask, offer or sell",
+        )),
+    }
+}
+
+/// Fractional digits of a number's text (quotes and all): those after its `.`.
+fn fraction_digits(text: &[u8]) -> u8 {
+    let text = text.strip_suffix(b"\"").unwrap_or(text);
+    text.iter().position(|&byte| byte == b'.').map_or(0, |dot| {
+        (text.len() - dot - 1).min(usize::from(u8::MAX)) as u8
+    })
+}
+
 /// What [`Walker::levels`] does with each level read: checks that it comes strictly after
 /// the one before in `side`'s order (`previous_rank`), and keeps it unless its amount is
 /// zero.
@@ -300,7 +359,7 @@ impl<'a> Walker<'a> {
     }
 
     /// An exact decimal, quoted (`"0.06824000"`, as most venues send) or a bare JSON number
-    /// (`0.06824`, as Kraken sends), parsed in place.
+    /// (`0.06824`), parsed in place.
     ///
     /// The number's end is found first, by a search that does not depend on its digits, so
     /// the walk to the next number never waits for this one's conversion: on a book frame
@@ -569,6 +628,228 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// [`Walker::levels`] for a side of levels of any `shape`.
+    pub fn shaped_levels(
+        &mut self,
+        shape: LevelShape,
+        side: Side,
+        depth: usize,
+        out: &mut Levels,
+    ) -> Result<()> {
+        if shape == LevelShape::Pair {
+            return self.levels(side, depth, out);
+        }
+        let depth = depth.min(MAX_DEPTH);
+        out.clear();
+        let mut previous_rank: Option<u64> = None;
+        self.elements(|walker| {
+            if out.len() == depth {
+                walker.skip_value()
+            } else {
+                let level = walker.shaped_level(shape, None)?;
+                keep_in_order(side, level, out, &mut previous_rank)
+            }
+        })
+    }
+
+    /// [`Walker::all_levels`] for a side of levels of any `shape`; with `decimals`, also
+    /// the most fractional digits of its prices and amounts as written (read the general
+    /// way, without the fast paths).
+    pub fn all_shaped_levels(
+        &mut self,
+        shape: LevelShape,
+        sorted: Option<Side>,
+        limit: usize,
+        out: &mut Vec<Level>,
+        mut decimals: Option<&mut WireDecimals>,
+    ) -> Result<()> {
+        if shape == LevelShape::Pair && decimals.is_none() {
+            return self.all_levels(sorted, limit, out);
+        }
+        out.clear();
+        self.elements(|walker| {
+            if out.len() == limit {
+                return Err(DecodeError::TooManyLevels(limit));
+            }
+            let level = walker.shaped_level(shape, decimals.as_deref_mut())?;
+            if let (Some(side), Some(previous)) = (sorted, out.last())
+                && !side.is_better(previous.price, level.price)
+            {
+                return Err(DecodeError::Unsorted(side));
+            }
+            out.push(level);
+            Ok(())
+        })
+    }
+
+    /// An array of changes that name their sides (`shape`), in wire order, into `bids`
+    /// and `asks`: at most `limit` in all (more is an error).
+    pub fn tagged_levels(
+        &mut self,
+        shape: TaggedShape,
+        limit: usize,
+        bids: &mut Vec<Level>,
+        asks: &mut Vec<Level>,
+        mut decimals: Option<&mut WireDecimals>,
+    ) -> Result<()> {
+        bids.clear();
+        asks.clear();
+        self.elements(|walker| {
+            if bids.len() + asks.len() == limit {
+                return Err(DecodeError::TooManyLevels(limit));
+            }
+            let (side, level) = walker.tagged_level(shape, decimals.as_deref_mut())?;
+            match side {
+                Side::Bid => bids.push(level),
+                Side::Ask => asks.push(level),
+            }
+            Ok(())
+        })
+    }
+
+    /// Visits each element of an array; `element` must consume exactly one value.
+    fn elements(&mut self, mut element: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        self.expect(b'[', "'[' opening a side")?;
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
+            element(self)?;
+            if !self.next_or_close(b']', "',' or ']' after a level")? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A price or an amount, and the most fractional digits of its kind so far.
+    fn counted_fixed_point(&mut self, most_digits: Option<&mut u8>) -> Result<FixedPoint> {
+        self.skip_whitespace();
+        let start = self.pos;
+        let value = self.fixed_point()?;
+        if let Some(most_digits) = most_digits {
+            let digits = fraction_digits(&self.bytes[start..self.pos]);
+            *most_digits = (*most_digits).max(digits);
+        }
+        Ok(value)
+    }
+
+    /// One level of `shape`.
+    fn shaped_level(
+        &mut self,
+        shape: LevelShape,
+        decimals: Option<&mut WireDecimals>,
+    ) -> Result<Level> {
+        let (price_digits, amount_digits) = match decimals {
+            Some(WireDecimals { price, amount }) => (Some(price), Some(amount)),
+            None => (None, None),
+        };
+        match shape {
+            LevelShape::Pair | LevelShape::PairThenMore => {
+                self.expect(b'[', "'[' opening a level")?;
+                let price = self.counted_fixed_point(price_digits)?;
+                self.expect(b',', "',' between price and amount")?;
+                let amount = self.counted_fixed_point(amount_digits)?;
+                let mut more = self.next_or_close(b']', "',' or ']' in a level")?;
+                if more && shape == LevelShape::Pair {
+                    return Err(DecodeError::LevelShape { at: self.pos });
+                }
+                while more {
+                    self.skip_value()?;
+                    more = self.next_or_close(b']', "',' or ']' in a level")?;
+                }
+                Ok(Level { price, amount })
+            }
+            LevelShape::Object {
+                price: price_key,
+                amount: amount_key,
+            } => {
+                let (mut price, mut amount) = (None, None);
+                let (mut price_digits, mut amount_digits) = (price_digits, amount_digits);
+                self.object(|walker, key| {
+                    if key == price_key.as_bytes() {
+                        if price.is_some() {
+                            return Err(DecodeError::DuplicateKey(price_key));
+                        }
+                        price = Some(walker.counted_fixed_point(price_digits.take())?);
+                    } else if key == amount_key.as_bytes() {
+                        if amount.is_some() {
+                            return Err(DecodeError::DuplicateKey(amount_key));
+                        }
+                        amount = Some(walker.counted_fixed_point(amount_digits.take())?);
+                    } else {
+                        walker.skip_value()?;
+                    }
+                    Ok(())
+                })?;
+                Ok(Level {
+                    price: price.ok_or(DecodeError::MissingKey(price_key))?,
+                    amount: amount.ok_or(DecodeError::MissingKey(amount_key))?,
+                })
+            }
+        }
+    }
+
+    /// One change of `shape`: its side and level.
+    fn tagged_level(
+        &mut self,
+        shape: TaggedShape,
+        decimals: Option<&mut WireDecimals>,
+    ) -> Result<(Side, Level)> {
+        let (mut price_digits, mut amount_digits) = match decimals {
+            Some(WireDecimals { price, amount }) => (Some(price), Some(amount)),
+            None => (None, None),
+        };
+        match shape {
+            TaggedShape::Array => {
+                self.expect(b'[', "'[' opening a change")?;
+                let side = side_named(self.string()?)?;
+                self.expect(b',', "',' after the side")?;
+                let price = self.counted_fixed_point(price_digits)?;
+                self.expect(b',', "',' between price and amount")?;
+                let amount = self.counted_fixed_point(amount_digits)?;
+                if self.next_or_close(b']', "']' closing a change")? {
+                    return Err(DecodeError::LevelShape { at: self.pos });
+                }
+                Ok((side, Level { price, amount }))
+            }
+            TaggedShape::Object {
+                side: side_key,
+                price: price_key,
+                amount: amount_key,
+            } => {
+                let (mut side, mut price, mut amount) = (None, None, None);
+                self.object(|walker, key| {
+                    let duplicate = |key| Err(DecodeError::DuplicateKey(key));
+                    if key == side_key.as_bytes() {
+                        if side.is_some() {
+                            return duplicate(side_key);
+                        }
+                        side = Some(side_named(walker.string()?)?);
+                    } else if key == price_key.as_bytes() {
+                        if price.is_some() {
+                            return duplicate(price_key);
+                        }
+                        price = Some(walker.counted_fixed_point(price_digits.take())?);
+                    } else if key == amount_key.as_bytes() {
+                        if amount.is_some() {
+                            return duplicate(amount_key);
+                        }
+                        amount = Some(walker.counted_fixed_point(amount_digits.take())?);
+                    } else {
+                        walker.skip_value()?;
+                    }
+                    Ok(())
+                })?;
+                let level = Level {
+                    price: price.ok_or(DecodeError::MissingKey(price_key))?,
+                    amount: amount.ok_or(DecodeError::MissingKey(amount_key))?,
+                };
+                Ok((side.ok_or(DecodeError::MissingKey(side_key))?, level))
+            }
+        }
+    }
+
     /// The next level of a side and what follows it: `true` after a `,` (another level
     /// follows), `false` after the side's `]`.
     #[inline(always)]
@@ -598,7 +879,7 @@ impl<'a> Walker<'a> {
         Ok((level, self.after_level()?))
     }
 
-    /// What follows a level: `true` after a `,` (and Bitstamp's space after it), `false`
+    /// What follows a level: `true` after a `,` (and one space after it), `false`
     /// after the side's `]`.
     #[inline(always)]
     fn after_level(&mut self) -> Result<bool> {
@@ -606,7 +887,7 @@ impl<'a> Walker<'a> {
         // anything else (whitespace first) the general way.
         Ok(match self.bytes.get(self.pos) {
             Some(b',') => {
-                // And Bitstamp's space after it, so that the next level starts here.
+                // And one space after it (the spaced layout), so that the next level starts here.
                 self.pos += 1 + usize::from(self.bytes.get(self.pos + 1) == Some(&b' '));
                 true
             }
@@ -652,8 +933,8 @@ impl<'a> Walker<'a> {
         Ok(Level { price, amount })
     }
 
-    /// The layouts exchanges send, `["price","amount"]` (Binance) and
-    /// `["price", "amount"]` (Bitstamp), read with direct byte checks. `None` (position
+    /// The two layouts exchanges send, compact `["price","amount"]` and spaced
+    /// `["price", "amount"]`, read with direct byte checks. `None` (position
     /// unchanged) sends anything else, including every error, through the general path,
     /// which reports it precisely.
     #[inline(always)]
@@ -823,6 +1104,172 @@ fn lane_sum(lanes: &[i8; LANES]) -> i32 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    fn level(price: &str, amount: &str) -> Level {
+        Level {
+            price: price.parse().unwrap(),
+            amount: amount.parse().unwrap(),
+        }
+    }
+
+    /// The level shapes venues send, each read from an excerpt of a recorded frame.
+    #[test]
+    fn every_level_shape_reads_its_recorded_excerpt() {
+        // Four strings a level: price, size, a deprecated "0", the order count.
+        let four = br#"[["64073.1","1.07909367","0","8"],["64073.6","0.15471482","0","1"],["64074","0.0000102","0","1"]]"#;
+        let mut out = Vec::new();
+        let mut decimals = WireDecimals::default();
+        let mut walker = Walker::new(four);
+        walker
+            .all_shaped_levels(
+                LevelShape::PairThenMore,
+                Some(Side::Ask),
+                10,
+                &mut out,
+                Some(&mut decimals),
+            )
+            .unwrap();
+        assert_eq!(walker.position(), four.len());
+        assert_eq!(out[2], level("64074", "0.0000102"));
+        assert_eq!(
+            decimals,
+            WireDecimals {
+                price: 1,
+                amount: 8
+            }
+        );
+        let mut top = Levels::default();
+        Walker::new(four)
+            .shaped_levels(LevelShape::PairThenMore, Side::Ask, 2, &mut top)
+            .unwrap();
+        assert_eq!(top.as_slice(), &out[..2]);
+
+        // Objects of bare JSON numbers, printed with the instrument's precision.
+        let objects = br#"[{"price":63299.4,"qty":0.00209987},{"price":63298.0,"qty":0.01534518}]"#;
+        let shape = LevelShape::Object {
+            price: "price",
+            amount: "qty",
+        };
+        let mut decimals = WireDecimals::default();
+        Walker::new(objects)
+            .all_shaped_levels(shape, Some(Side::Bid), 10, &mut out, Some(&mut decimals))
+            .unwrap();
+        assert_eq!(
+            out,
+            [level("63299.4", "0.00209987"), level("63298", "0.01534518")]
+        );
+        assert_eq!(
+            decimals,
+            WireDecimals {
+                price: 1,
+                amount: 8
+            }
+        );
+        let reordered = br#"[{"qty":0.5, "price":1.25, "n":[1,{"x":2}]}]"#;
+        Walker::new(reordered)
+            .all_shaped_levels(shape, None, 10, &mut out, None)
+            .unwrap();
+        assert_eq!(out, [level("1.25", "0.5")]);
+
+        // Changes that name their side.
+        let (mut bids, mut asks) = (Vec::new(), Vec::new());
+        let changes = br#"[["sell","14.8098","0.00"],["buy","14.7","1.5"]]"#;
+        Walker::new(changes)
+            .tagged_levels(TaggedShape::Array, 10, &mut bids, &mut asks, None)
+            .unwrap();
+        assert_eq!(
+            (bids[0], asks[0]),
+            (level("14.7", "1.5"), level("14.8098", "0"))
+        );
+        let updates = br#"[{"side":"offer","event_time":"2026-09-07T01:57:58.894355Z","price_level":"79944.1","new_quantity":"1.2"},{"side":"bid","event_time":"2026-09-07T01:57:58.894355Z","price_level":"79943.9","new_quantity":"3.0105"}]"#;
+        let shape = TaggedShape::Object {
+            side: "side",
+            price: "price_level",
+            amount: "new_quantity",
+        };
+        Walker::new(updates)
+            .tagged_levels(shape, 10, &mut bids, &mut asks, None)
+            .unwrap();
+        assert_eq!(
+            (bids[0], asks[0]),
+            (level("79943.9", "3.0105"), level("79944.1", "1.2"))
+        );
+    }
+
+    /// What each shape refuses, with the error that names it.
+    #[test]
+    fn malformed_shaped_levels_are_refused_with_typed_errors() {
+        let object = LevelShape::Object {
+            price: "price",
+            amount: "qty",
+        };
+        let tagged = TaggedShape::Object {
+            side: "side",
+            price: "p",
+            amount: "q",
+        };
+        let cases: [(&[u8], Result<()>); 9] = [
+            (
+                br#"[["1","2","3"]]"#,
+                Err(DecodeError::LevelShape { at: 10 }),
+            ),
+            (br#"[{"price":1}]"#, Err(DecodeError::MissingKey("qty"))),
+            (
+                br#"[{"price":1,"qty":2,"price":3}]"#,
+                Err(DecodeError::DuplicateKey("price")),
+            ),
+            (
+                br#"[{"price":1e-5,"qty":2}]"#,
+                Err(DecodeError::Number {
+                    at: 10,
+                    error: FixedPointError::Exponent,
+                }),
+            ),
+            (
+                br#"[["hold","1","2"]]"#,
+                Err(DecodeError::Invalid(
+                    "a side must be bid, buy, ask, offer or sell",
+                )),
+            ),
+            (
+                br#"[{"p":"1","q":"2"}]"#,
+                Err(DecodeError::MissingKey("side")),
+            ),
+            (
+                br#"[["buy","1","2","3"]]"#,
+                Err(DecodeError::LevelShape { at: 16 }),
+            ),
+            (
+                br#"[["1","2"],["1","3"]]"#,
+                Err(DecodeError::TooManyLevels(1)),
+            ),
+            (br#"[["1","2"]"#, Err(DecodeError::Truncated)),
+        ];
+        for (index, (input, expected)) in cases.into_iter().enumerate() {
+            let mut out = Vec::new();
+            let (mut bids, mut asks) = (Vec::new(), Vec::new());
+            let mut walker = Walker::new(input);
+            let got = match index {
+                0 => walker.all_shaped_levels(
+                    LevelShape::Pair,
+                    None,
+                    10,
+                    &mut out,
+                    Some(&mut WireDecimals::default()),
+                ),
+                1..=3 => walker.all_shaped_levels(object, None, 10, &mut out, None),
+                4 | 6 => walker.tagged_levels(TaggedShape::Array, 10, &mut bids, &mut asks, None),
+                5 => walker.tagged_levels(tagged, 10, &mut bids, &mut asks, None),
+                _ => walker.all_shaped_levels(LevelShape::PairThenMore, None, 1, &mut out, None),
+            };
+            assert_eq!(
+                got,
+                expected,
+                "case {index}: {}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
 
     /// A string's end found one byte at a time: the reference for [`Walker::string`]'s
     /// word-at-a-time path and its loop.

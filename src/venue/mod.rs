@@ -9,7 +9,7 @@ use crate::book::{BookUpdate, TopBook};
 use crate::fixed::DECIMALS;
 pub use crate::reconnect::ConnectBudget;
 pub use crate::sync::Sequencing;
-pub use crate::walker::{DecodeError, MAX_NESTING};
+pub use crate::walker::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker, WireDecimals};
 
 /// The most venues one instrument can merge (the merge and summary hold them inline).
 pub const MAX_VENUES: usize = 8;

@@ -1,5 +1,5 @@
-//! One price level in the layouts exchanges send, `["price","amount"]` (Binance) and
-//! `["price", "amount"]` (Bitstamp), read with AVX2: the walker's fast path on x86-64
+//! One price level in the two layouts exchanges send, compact `["price","amount"]` and
+//! spaced `["price", "amount"]`, read with AVX2: the walker's fast path on x86-64
 //! builds that enable AVX2 (`.cargo/config.toml` sets `target-cpu=x86-64-v3`).
 //!
 //! Why by hand: a book frame is mostly levels, and the scalar reader spends about 285
@@ -112,7 +112,7 @@ fn rest_of_level(
     let controls = set_m128i_m256i(m128i::from(amount_shape.shuffle()), price_shuffle);
     let level = numbers(window, structure.bytes, amount_start, controls)?;
     let len = amount_end + 2; // through `]`, from the price
-    // The separator venues send between levels, `,` (Binance) or `, ` (Bitstamp).
+    // The separator venues send between levels, `,` (compact) or `, ` (spaced).
     let pattern = match head.get(len..len + 2) {
         Some([b',', b' ']) => Some(len + 2),
         Some([b',', _]) => Some(len + 1),
@@ -344,7 +344,7 @@ impl KeptPatterns {
 
     /// Where the pattern of a level is kept, from the level's quote and dot masks (from its
     /// price on): its price's length, and the bytes from 3 after the price's end (the
-    /// amount's first digit, or Bitstamp's quote before it) to the next dot. Both come from
+    /// amount's first digit, or the spaced layout's quote before it) to the next dot. Both come from
     /// the level's own bytes, so a level of a kept pattern's shape finds it, whatever was
     /// read before; what else the index holds (another shape's pattern, or none) misses.
     #[inline(always)]
