@@ -746,7 +746,19 @@ impl RawConfig {
 /// `venues.<name>.mode` and the diff-mode settings.
 fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, ConfigError> {
     let key = |name: &str| format!("venues.{venue}.{name}");
-    match defaults::MODE.get(raw.mode.as_deref()) {
+    // A venue without snapshot streams has diff mode only, which is then its default.
+    let mode = match raw.mode.as_deref() {
+        None if !venue.has_snapshot_streams() => "diff",
+        mode => defaults::MODE.get(mode),
+    };
+    match mode {
+        "snapshot" if !venue.has_snapshot_streams() => {
+            return Err(invalid(
+                key("mode"),
+                "\"snapshot\"",
+                "this venue has no snapshot streams: \"diff\" is its only mode",
+            ));
+        }
         "snapshot" => return Ok(FeedMode::Snapshot),
         "diff" => {}
         other => {

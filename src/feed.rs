@@ -15,7 +15,9 @@
 
 pub mod core;
 
-use self::core::{BadFrame, CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict};
+use self::core::{
+    BadFrame, CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict, SnapshotRequest,
+};
 use crate::clock;
 use crate::config::{FeedMode, FeedSettings};
 use crate::handoff::{FeedSender, VenueFeed};
@@ -47,6 +49,8 @@ pub struct StreamSpec {
     pub name: String,
     /// The venue's symbol (diff mode asks for its REST snapshot).
     pub symbol: String,
+    /// The instrument's name (a label of its metrics).
+    pub instrument: String,
     /// Where its books go.
     pub sender: FeedSender,
 }
@@ -107,6 +111,8 @@ struct Outlet {
     senders: Vec<FeedSender>,
     merger: std::thread::Thread,
     metrics: VenueMetrics,
+    /// Per stream.
+    checksum_mismatches: Vec<prometheus::IntCounter>,
     fetches: Fetches,
 }
 
@@ -117,7 +123,7 @@ impl FeedOutput for Outlet {
     }
 
     #[inline]
-    fn note(&mut self, _stream: Option<usize>, event: FeedEvent) {
+    fn note(&mut self, stream: Option<usize>, event: FeedEvent) {
         let metrics = &self.metrics;
         match event {
             FeedEvent::Decoded { received_ns } => metrics
@@ -144,12 +150,24 @@ impl FeedOutput for Outlet {
             }
             FeedEvent::Synced { took_ns } => metrics.resync_seconds.observe(took_ns as f64 * 1e-9),
             FeedEvent::SnapshotsCancelled => self.fetches.abort_all(),
+            FeedEvent::ChecksumMismatch => {
+                if let Some(counter) =
+                    stream.and_then(|stream| self.checksum_mismatches.get(stream))
+                {
+                    counter.inc();
+                }
+            }
         }
     }
 }
 
 impl Reader {
     fn new(spec: ReaderSpec, merger: std::thread::Thread, metrics: VenueMetrics) -> Reader {
+        let checksum_mismatches = spec
+            .streams
+            .iter()
+            .map(|stream| metrics.checksum_mismatches(&stream.instrument))
+            .collect();
         let (streams, senders) = spec
             .streams
             .into_iter()
@@ -174,6 +192,7 @@ impl Reader {
                 senders,
                 merger,
                 metrics,
+                checksum_mismatches,
                 fetches: Fetches::new(),
             },
             client: diff.map(|settings| {
@@ -281,6 +300,12 @@ impl Reader {
         let idle_timeout_ns = settings.read_idle_timeout.as_nanos() as u64;
         let idle_timer = tokio::time::sleep(settings.read_idle_timeout);
         tokio::pin!(idle_timer);
+        // The venue's application-level ping, where it wants one.
+        let client_ping = self.venue.client_ping();
+        let mut client_pinger = tokio::time::interval(
+            client_ping.map_or(Duration::from_secs(3600), |(every, _)| every),
+        );
+        client_pinger.reset();
         // Diff mode: when the next snapshot request is due (re-armed after every change).
         let mut snapshot_due = false;
         let snapshot_timer = tokio::time::sleep(Duration::ZERO);
@@ -313,7 +338,17 @@ impl Reader {
                     continue;
                 }
                 _ = &mut snapshot_timer, if snapshot_due => {
-                    self.start_snapshot_fetch();
+                    if let Some(frames) = self.start_snapshot_request() {
+                        for frame in frames {
+                            socket.send(tungstenite::Message::text(frame)).await?;
+                        }
+                    }
+                    continue;
+                }
+                _ = client_pinger.tick(), if client_ping.is_some() => {
+                    if let Some((_, ping)) = client_ping {
+                        socket.send(tungstenite::Message::text(ping)).await?;
+                    }
                     continue;
                 }
                 Some(fetched) = self.outlet.fetches.join_next(), if fetching => {
@@ -360,17 +395,24 @@ impl Reader {
         }
     }
 
-    /// Sends the snapshot request the core says is due, on this thread's runtime.
-    fn start_snapshot_fetch(&mut self) {
-        let Some(client) = &self.client else { return };
-        let Some(request) = self.core.start_snapshot(clock::monotonic_ns()) else {
-            return;
-        };
-        let client = client.clone();
-        self.outlet.fetches.spawn(async move {
-            let result = client.fetch(&request.url).await;
-            (request.stream, request.generation, result)
-        });
+    /// Makes the snapshot request the core says is due: a REST fetch on this thread's
+    /// runtime, or the frames to send on the connection (a subscription again).
+    fn start_snapshot_request(&mut self) -> Option<Vec<String>> {
+        match self.core.start_snapshot(clock::monotonic_ns())? {
+            SnapshotRequest::Fetch {
+                stream,
+                generation,
+                url,
+            } => {
+                let client = self.client.clone()?;
+                self.outlet.fetches.spawn(async move {
+                    let result = client.fetch(&url).await;
+                    (stream, generation, result)
+                });
+                None
+            }
+            SnapshotRequest::Resubscribe { frames } => Some(frames),
+        }
     }
 
     /// Publishes what the metrics recorded locally, and what the mailboxes counted.

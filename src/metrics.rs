@@ -40,6 +40,7 @@ pub struct Metrics {
     // Diff mode.
     pub gaps: IntCounterVec,
     pub resyncs: IntCounterVec,
+    pub checksum_mismatches: IntCounterVec,
     pub resync_seconds: HistogramVec,
     pub snapshot_requests: IntCounterVec,
     pub diff_events_dropped: IntCounterVec,
@@ -141,8 +142,13 @@ impl Metrics {
         );
         let resyncs = labelled(
             "orderbook_resyncs_total",
-            "Diff mode: book rebuilds, by reason (connect, gap, crossed, decode_error).",
+            "Diff mode: book rebuilds, by reason (connect, gap, crossed, decode_error, checksum).",
             &["exchange", "reason"],
+        );
+        let checksum_mismatches = labelled(
+            "orderbook_checksum_mismatches_total",
+            "Diff mode: books that disagreed with the venue's checksum (each is resynchronised).",
+            &["exchange", "instrument"],
         );
         let resync_seconds = HistogramVec::new(
             HistogramOpts::new(
@@ -224,6 +230,7 @@ impl Metrics {
             Box::new(book_age_seconds.clone()),
             Box::new(gaps.clone()),
             Box::new(resyncs.clone()),
+            Box::new(checksum_mismatches.clone()),
             Box::new(resync_seconds.clone()),
             Box::new(snapshot_requests.clone()),
             Box::new(diff_events_dropped.clone()),
@@ -249,6 +256,7 @@ impl Metrics {
             book_age_seconds,
             gaps,
             resyncs,
+            checksum_mismatches,
             resync_seconds,
             snapshot_requests,
             diff_events_dropped,
@@ -291,6 +299,7 @@ impl Metrics {
                 .diff_events_dropped
                 .with_label_values(&[venue.name(), "overflow"]),
             connection_errors: self.connection_errors.clone(),
+            checksum_mismatches: self.checksum_mismatches.clone(),
             venue,
             pings: self.pings.with_label_values(&labels).local(),
             books_repeated: self.books_repeated.with_label_values(&labels).local(),
@@ -335,6 +344,7 @@ pub struct VenueMetrics {
     pub events_dropped_stale: IntCounter,
     pub events_dropped_overflow: IntCounter,
     connection_errors: IntCounterVec,
+    checksum_mismatches: IntCounterVec,
     venue: VenueId,
     /// Thread-local: a ping flood is counted without an atomic per ping.
     pub pings: prometheus::local::LocalIntCounter,
@@ -374,6 +384,12 @@ impl VenueMetrics {
     pub fn connection_errors(&self, reason: &str) -> IntCounter {
         self.connection_errors
             .with_label_values(&[self.venue.name(), reason])
+    }
+
+    /// `orderbook_checksum_mismatches_total` of `instrument` (looked up once per stream).
+    pub fn checksum_mismatches(&self, instrument: &str) -> IntCounter {
+        self.checksum_mismatches
+            .with_label_values(&[self.venue.name(), instrument])
     }
 
     /// Publishes what was recorded locally since the last flush.

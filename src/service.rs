@@ -92,6 +92,7 @@ impl Service {
                 reader_streams[reader].push(StreamSpec {
                     name,
                     symbol: symbol.clone(),
+                    instrument: instrument.name.clone(),
                     sender: FeedSender::new(sender, fanout.early_wake()),
                 });
                 inputs.push((*venue, receiver));

@@ -56,14 +56,17 @@ pub enum ResyncReason {
     Gap,
     Crossed,
     DecodeError,
+    /// The book disagreed with the venue's checksum.
+    Checksum,
 }
 
 impl ResyncReason {
-    pub const ALL: [ResyncReason; 4] = [
+    pub const ALL: [ResyncReason; 5] = [
         ResyncReason::Connect,
         ResyncReason::Gap,
         ResyncReason::Crossed,
         ResyncReason::DecodeError,
+        ResyncReason::Checksum,
     ];
 
     pub fn name(self) -> &'static str {
@@ -72,6 +75,7 @@ impl ResyncReason {
             ResyncReason::Gap => "gap",
             ResyncReason::Crossed => "crossed",
             ResyncReason::DecodeError => "decode_error",
+            ResyncReason::Checksum => "checksum",
         }
     }
 }
@@ -291,7 +295,7 @@ pub(crate) mod test_events {
                 price: FixedPoint::from_raw(bid),
                 amount: FixedPoint::from_raw(amount),
             }],
-            asks: Vec::new(),
+            ..BookUpdate::default()
         }
     }
 
@@ -299,11 +303,11 @@ pub(crate) mod test_events {
         BookUpdate {
             first_id: id,
             last_id: id,
-            bids: Vec::new(),
             asks: vec![Level {
                 price: FixedPoint::from_raw(1000),
                 amount: FixedPoint::from_raw(1),
             }],
+            ..BookUpdate::default()
         }
     }
 }

@@ -12,7 +12,7 @@
 //! Not decoded: escape sequences inside keys (an escaped key never equals a known one, so
 //! it is skipped as unknown; no exchange escapes its keys).
 
-use crate::book::{Level, Levels, MAX_DEPTH, Side};
+use crate::book::{Level, Levels, MAX_DEPTH, Side, WireDecimals};
 use crate::fixed::{
     FixedPoint, FixedPointError, leading_integer, long_leading_integer, matching_bytes,
 };
@@ -90,15 +90,6 @@ pub enum TaggedShape {
         price: &'static str,
         amount: &'static str,
     },
-}
-
-/// The most fractional digits among the prices, and among the amounts, read as written
-/// on the wire (`"0.0500"` has 4): what a checksum over the venue's text of its numbers
-/// needs where the venue prints every number of a book with the same precision.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct WireDecimals {
-    pub price: u8,
-    pub amount: u8,
 }
 
 /// The side a tagged change names: `bid`/`buy`, or `ask`/`offer`/`sell`.

@@ -11,14 +11,30 @@
 use super::{Level, Levels, Side, TopBook};
 
 /// One decoded diff event or snapshot: the levels it sets, in wire order, and the venue's
-/// ids for it (Binance `U`..`u`, or `lastUpdateId` twice for a snapshot; Bitstamp's
-/// `microtimestamp` twice). A zero amount deletes the level.
+/// ids for it (an event covers `first_id..=last_id`; a snapshot is at `last_id`, with
+/// `first_id` equal). A zero amount deletes the level.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct BookUpdate {
     pub first_id: u64,
     pub last_id: u64,
     pub bids: Vec<Level>,
     pub asks: Vec<Level>,
+    /// A snapshot sent on the WebSocket in the diff stream (not a REST body): it replaces
+    /// the book.
+    pub is_snapshot: bool,
+    /// The venue's checksum of its book after this message, where it sends one.
+    pub checksum: Option<u32>,
+    /// How the message wrote its numbers, where the venue's checksum is over that text.
+    pub decimals: WireDecimals,
+}
+
+/// The most fractional digits among the prices, and among the amounts, as written on the
+/// wire (`"0.0500"` has 4): the text of a number again, where a venue prints every number
+/// of a book with the same precision and checksums that text.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WireDecimals {
+    pub price: u8,
+    pub amount: u8,
 }
 
 impl BookUpdate {
@@ -36,6 +52,9 @@ impl BookUpdate {
         self.last_id = 0;
         self.bids.clear();
         self.asks.clear();
+        self.is_snapshot = false;
+        self.checksum = None;
+        self.decimals = WireDecimals::default();
     }
 
     /// Copies `other` into `self`, reusing `self`'s buffers.
@@ -44,6 +63,9 @@ impl BookUpdate {
         self.last_id = other.last_id;
         self.bids.clone_from(&other.bids);
         self.asks.clone_from(&other.asks);
+        self.is_snapshot = other.is_snapshot;
+        self.checksum = other.checksum;
+        self.decimals = other.decimals;
     }
 }
 
@@ -173,6 +195,15 @@ impl DepthBook {
         }
     }
 
+    /// Keeps the best `levels` a side: a venue that sends only its top N and no deletes
+    /// for the levels pushed out of it.
+    pub fn truncate(&mut self, levels: usize) {
+        for side in [&mut self.bids, &mut self.asks] {
+            let excess = side.levels.len().saturating_sub(levels);
+            side.levels.drain(..excess);
+        }
+    }
+
     pub fn len(&self, side: Side) -> usize {
         self.side(side).levels.len()
     }
@@ -257,6 +288,16 @@ mod tests {
         book.apply(&update(&[(11, 1)], &[]));
         let bids: Vec<_> = book.levels(Side::Bid).map(|l| l.price.raw()).collect();
         assert_eq!(bids, [11, 10]);
+    }
+
+    #[test]
+    fn truncating_keeps_the_best_levels() {
+        let mut book = DepthBook::new(100);
+        book.replace(&update(&[(10, 1), (9, 1), (8, 1)], &[(11, 1), (12, 1)]));
+        book.truncate(2);
+        let bids: Vec<_> = book.levels(Side::Bid).map(|l| l.price.raw()).collect();
+        let asks: Vec<_> = book.levels(Side::Ask).map(|l| l.price.raw()).collect();
+        assert_eq!((bids, asks), (vec![10, 9], vec![11, 12]));
     }
 
     proptest! {

@@ -5,7 +5,7 @@
 
 pub mod depth;
 
-pub use depth::{BookUpdate, DepthBook};
+pub use depth::{BookUpdate, DepthBook, WireDecimals};
 
 use crate::fixed::FixedPoint;
 use std::mem::{offset_of, size_of};

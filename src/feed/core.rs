@@ -24,7 +24,7 @@ use crate::handoff::VenueFeed;
 use crate::snapshot::{FetchError, FetchOutcome, SnapshotScheduler};
 use crate::summary::VenueState;
 use crate::sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutcome};
-use crate::venue::{DecodeError, Message, VenueId};
+use crate::venue::{DecodeError, Message, SnapshotSource, VenueId};
 
 /// Books in a row with a sequence below the last one published after which the core
 /// takes the lower sequence as the venue's new count. A book out of order is dropped (an
@@ -86,6 +86,8 @@ pub enum FeedEvent {
     /// Every snapshot request was forgotten (the books were reset): one in flight will be
     /// discarded when it arrives, and need not be waited for.
     SnapshotsCancelled,
+    /// A diff book disagreed with the venue's checksum (and is resynchronised).
+    ChecksumMismatch,
 }
 
 /// Where the core's results go: the merger's mailboxes (the live reader), or a merge in
@@ -99,12 +101,19 @@ pub trait FeedOutput {
     fn note(&mut self, stream: Option<usize>, event: FeedEvent);
 }
 
-/// A snapshot to fetch: its URL, and what to hand [`FeedCore::on_snapshot`] with the body.
+/// A snapshot to ask the venue for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SnapshotRequest {
-    pub stream: usize,
-    pub generation: u64,
-    pub url: String,
+pub enum SnapshotRequest {
+    /// Fetch `url`; hand the body (or the failure) to [`FeedCore::on_snapshot`] with
+    /// `stream` and `generation`.
+    Fetch {
+        stream: usize,
+        generation: u64,
+        url: String,
+    },
+    /// Send these frames on the connection: the stream's subscription again, whose
+    /// snapshot comes on the stream.
+    Resubscribe { frames: Vec<String> },
 }
 
 /// A frame the core could not use.
@@ -140,6 +149,9 @@ pub struct FeedCore {
 
 struct DiffBooks {
     settings: DiffSettings,
+    source: SnapshotSource,
+    /// The depth the venue keeps its book at, where it cuts it (`Venue::kept_depth`).
+    kept_depth: Option<usize>,
     scheduler: SnapshotScheduler,
     /// Per stream.
     books: Vec<DiffBook>,
@@ -154,6 +166,8 @@ struct DiffBook {
     generation: u64,
     /// When the book left sync: the start of the resync duration.
     out_of_sync_since_ns: u64,
+    /// In-band venues: since when a snapshot is expected (subscribed, not yet come).
+    awaiting_since_ns: Option<u64>,
 }
 
 impl FeedCore {
@@ -178,8 +192,11 @@ impl FeedCore {
                     ),
                     generation: 0,
                     out_of_sync_since_ns: now_ns,
+                    awaiting_since_ns: None,
                 })
                 .collect(),
+            source: venue.snapshot_source(),
+            kept_depth: venue.kept_depth(settings.snapshot_depth),
             update: BookUpdate::with_capacity(settings.max_levels),
             snapshot: BookUpdate::with_capacity(settings.max_levels),
             settings: settings.clone(),
@@ -228,7 +245,11 @@ impl FeedCore {
         self.last_book_data_ns = now_ns;
         self.reset_diff_books(ResyncReason::Connect, now_ns, out);
         let names: Vec<String> = self.streams.iter().map(|s| s.name.clone()).collect();
-        let (requests, acks) = self.venue.subscribe_frames(&names);
+        let depth = self
+            .diff
+            .as_ref()
+            .map_or(self.depth, |diff| diff.settings.snapshot_depth);
+        let (requests, acks) = self.venue.subscribe_frames(&names, depth);
         self.acks_pending = acks;
         requests
     }
@@ -345,6 +366,8 @@ impl FeedCore {
             }
             book.sync.reset();
             book.generation += 1;
+            // A new connection's subscriptions bring their snapshots (in-band venues).
+            book.awaiting_since_ns = (reason == ResyncReason::Connect).then_some(now_ns);
         }
     }
 
@@ -352,36 +375,101 @@ impl FeedCore {
         let venue = self.venue;
         let Some(diff) = &mut self.diff else { return };
         let book = &mut diff.books[slot];
-        let outcome = book.sync.on_update(&diff.update);
-        out.note(Some(slot), FeedEvent::DiffEvent(outcome));
-        match outcome {
-            UpdateOutcome::Applied => {
-                self.publish_diff_book(slot, received_ns, out);
-                return;
-            }
-            UpdateOutcome::Buffered { first } => {
-                if first {
-                    diff.scheduler.request(slot);
+        let in_band = diff.source == SnapshotSource::InBand;
+        let lost = if diff.update.is_snapshot {
+            // A snapshot on the stream replaces the book, whatever its state.
+            book.sync.reset();
+            book.awaiting_since_ns = None;
+            let outcome = book.sync.on_snapshot(&diff.update);
+            let (fetched, applied, dropped) = match outcome {
+                SnapshotOutcome::Synced { applied, dropped } => {
+                    let took_ns = received_ns.saturating_sub(book.out_of_sync_since_ns);
+                    out.note(Some(slot), FeedEvent::Synced { took_ns });
+                    (FetchOutcome::Used, applied, dropped)
                 }
-                if book.sync.overflowed_events > 0 {
-                    let overflowed = std::mem::take(&mut book.sync.overflowed_events);
-                    out.note(Some(slot), FeedEvent::EventsOverflowed(overflowed));
+                _ => (FetchOutcome::Failed, 0, 0),
+            };
+            out.note(
+                Some(slot),
+                FeedEvent::Snapshot {
+                    outcome: fetched,
+                    applied,
+                    dropped,
+                },
+            );
+            diff.scheduler.finished(slot, fetched, received_ns);
+            match outcome {
+                SnapshotOutcome::Synced { .. } => None,
+                _ => Some(ResyncReason::Crossed),
+            }
+        } else {
+            let outcome = book.sync.on_update(&diff.update);
+            out.note(Some(slot), FeedEvent::DiffEvent(outcome));
+            match outcome {
+                UpdateOutcome::Applied => None,
+                UpdateOutcome::Buffered { first } => {
+                    // A REST snapshot is asked for once the first event is in hand; an
+                    // in-band venue's comes with the subscription.
+                    if first && !in_band {
+                        diff.scheduler.request(slot);
+                    }
+                    if book.sync.overflowed_events > 0 {
+                        let overflowed = std::mem::take(&mut book.sync.overflowed_events);
+                        out.note(Some(slot), FeedEvent::EventsOverflowed(overflowed));
+                    }
+                    return;
                 }
-                return;
+                UpdateOutcome::Stale => return,
+                UpdateOutcome::Gap => {
+                    tracing::warn!(%venue, stream = %self.streams[slot].name, "gap in the diff stream; resyncing");
+                    Some(ResyncReason::Gap)
+                }
+                UpdateOutcome::Crossed => {
+                    tracing::warn!(%venue, stream = %self.streams[slot].name, "book crossed; resyncing");
+                    Some(ResyncReason::Crossed)
+                }
             }
-            UpdateOutcome::Stale => return,
-            UpdateOutcome::Gap => {
-                out.note(Some(slot), FeedEvent::Resync(ResyncReason::Gap));
-                tracing::warn!(%venue, stream = %self.streams[slot].name, "gap in the diff stream; resyncing");
-                diff.scheduler.request(slot);
+        };
+        let lost = lost.or_else(|| {
+            if let Some(kept) = diff.kept_depth {
+                book.sync.book.truncate(kept);
             }
-            UpdateOutcome::Crossed => {
-                out.note(Some(slot), FeedEvent::Resync(ResyncReason::Crossed));
-                tracing::warn!(%venue, stream = %self.streams[slot].name, "book crossed; resyncing");
-            }
+            let claimed = diff.update.checksum?;
+            let computed = venue.checksum(&book.sync.book, diff.update.decimals);
+            (computed != Some(claimed)).then(|| {
+                out.note(Some(slot), FeedEvent::ChecksumMismatch);
+                tracing::warn!(%venue, stream = %self.streams[slot].name, claimed, ?computed, "checksum mismatch; resyncing");
+                ResyncReason::Checksum
+            })
+        });
+        match lost {
+            None => self.publish_diff_book(slot, received_ns, out),
+            Some(reason) => self.lose_sync(slot, reason, received_ns, out),
+        }
+    }
+
+    /// `slot`'s book is no longer the venue's: out of sync until a snapshot rebuilds it,
+    /// which is asked for now where the next one will not come by itself (a gap, or any
+    /// loss on an in-band venue).
+    fn lose_sync(
+        &mut self,
+        slot: usize,
+        reason: ResyncReason,
+        now_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let Some(diff) = &mut self.diff else { return };
+        let book = &mut diff.books[slot];
+        out.note(Some(slot), FeedEvent::Resync(reason));
+        if reason != ResyncReason::Gap {
+            // A gap's event starts the new buffer; nothing else of the book is kept.
+            book.sync.reset();
         }
         book.generation += 1;
-        book.out_of_sync_since_ns = received_ns;
+        book.out_of_sync_since_ns = now_ns;
+        if reason == ResyncReason::Gap || diff.source == SnapshotSource::InBand {
+            diff.scheduler.request(slot);
+        }
         out.publish(slot, |feed| feed.state = VenueState::OutOfSync);
     }
 
@@ -397,33 +485,70 @@ impl FeedCore {
         self.first_book_ns.get_or_insert(received_ns);
     }
 
-    /// When the next snapshot request is due (ns), if one is.
+    /// When the next snapshot request is due, or an in-band snapshot overdue (ns), if
+    /// either: the time to call [`FeedCore::start_snapshot`].
     pub fn next_snapshot_at(&mut self, now_ns: u64) -> Option<u64> {
         let diff = self.diff.as_mut()?;
         let weight = self.venue.snapshot_weight(diff.settings.snapshot_depth);
-        let (_, at) = diff.scheduler.next(now_ns, weight)?;
-        Some(at)
+        let due = diff.scheduler.next(now_ns, weight).map(|(_, at)| at);
+        let timeout = diff.settings.snapshot_timeout.as_nanos() as u64;
+        let overdue = diff
+            .books
+            .iter()
+            .filter_map(|book| Some(book.awaiting_since_ns? + timeout))
+            .min();
+        due.into_iter().chain(overdue).min()
     }
 
-    /// The snapshot request to send now, if one is due: recorded as sent.
+    /// The snapshot request to make now, if one is due: recorded as made. An in-band
+    /// snapshot that has not come within the snapshot timeout is a failed request first
+    /// (asked again after the retry backoff).
     pub fn start_snapshot(&mut self, now_ns: u64) -> Option<SnapshotRequest> {
         let diff = self.diff.as_mut()?;
+        let timeout = diff.settings.snapshot_timeout.as_nanos() as u64;
+        for (slot, book) in diff.books.iter_mut().enumerate() {
+            if book
+                .awaiting_since_ns
+                .is_some_and(|since| since + timeout <= now_ns)
+            {
+                book.awaiting_since_ns = None;
+                tracing::warn!(venue = %self.venue, stream = %self.streams[slot].name, "no snapshot after subscribing; subscribing again");
+                diff.scheduler.finished(slot, FetchOutcome::Failed, now_ns);
+            }
+        }
         let weight = self.venue.snapshot_weight(diff.settings.snapshot_depth);
         let (slot, at) = diff.scheduler.next(now_ns, weight)?;
         if at > now_ns {
             return None;
         }
         diff.scheduler.started(slot, now_ns, weight);
-        let url = self.venue.snapshot_url(
-            &diff.settings.rest_url,
-            &self.streams[slot].symbol,
-            diff.settings.snapshot_depth,
-        );
-        tracing::debug!(venue = %self.venue, %url, "requesting snapshot");
-        Some(SnapshotRequest {
-            stream: slot,
-            generation: diff.books[slot].generation,
-            url,
+        let stream = &self.streams[slot];
+        let book = &mut diff.books[slot];
+        Some(match diff.source {
+            SnapshotSource::Rest => {
+                let url = self.venue.snapshot_url(
+                    &diff.settings.rest_url,
+                    &stream.symbol,
+                    diff.settings.snapshot_depth,
+                );
+                tracing::debug!(venue = %self.venue, %url, "requesting snapshot");
+                SnapshotRequest::Fetch {
+                    stream: slot,
+                    generation: book.generation,
+                    url,
+                }
+            }
+            SnapshotSource::InBand => {
+                tracing::debug!(venue = %self.venue, stream = %stream.name, "subscribing again for a snapshot");
+                book.awaiting_since_ns = Some(now_ns);
+                let names = std::slice::from_ref(&stream.name);
+                let mut frames = self.venue.unsubscribe_frames(names);
+                let (subscribe, _acks) = self
+                    .venue
+                    .subscribe_frames(names, diff.settings.snapshot_depth);
+                frames.extend(subscribe);
+                SnapshotRequest::Resubscribe { frames }
+            }
         })
     }
 

@@ -21,8 +21,8 @@
 
 pub mod market;
 
-use crate::book::{BookUpdate, TopBook};
-use crate::venue::{MAX_VENUES, VenueId};
+use crate::book::{BookUpdate, TopBook, WireDecimals};
+use crate::venue::{MAX_VENUES, SnapshotSource, VenueId};
 use futures_util::{SinkExt, StreamExt};
 use market::{DiffMarket, MidPrice, SimulatedBook};
 use std::collections::{HashMap, VecDeque};
@@ -129,6 +129,8 @@ struct EventFaults {
     duplicate: AtomicU64,
     /// Pairs of events sent in swapped order.
     swap: AtomicU64,
+    /// Events sent with a wrong checksum (venues that send one).
+    corrupt_checksum: AtomicU64,
 }
 
 /// One diff stream: its book, who receives its events, saved states.
@@ -141,6 +143,39 @@ struct DiffStream {
     /// A snapshot saved by `Simulator::serve_stale_snapshot`, served (once) next.
     stale_snapshot: Mutex<Option<BookUpdate>>,
 }
+
+impl DiffStream {
+    /// Adds a connection's channel to the stream's subscribers. An in-band venue's
+    /// subscription starts with a snapshot of the book: taken, and queued ahead of the
+    /// events, while the subscribers are locked, so no event falls between the two (an
+    /// event already in the snapshot may follow it: the venues' sequences, or their
+    /// absolute sizes, make that harmless).
+    fn subscribe(&self, venue: VenueId, stream: &str, sender: &mpsc::UnboundedSender<Arc<str>>) {
+        let mut subscribers = self.subscribers.lock().expect("not poisoned");
+        if venue.snapshot_source() == SnapshotSource::InBand {
+            let mut snapshot = BookUpdate::default();
+            let checksum = {
+                let market = self.market.lock().expect("not poisoned");
+                market.snapshot(usize::MAX, &mut snapshot);
+                venue.checksum(&market.book, SIMULATED_DECIMALS)
+            };
+            let mut frame = Vec::new();
+            venue.encode_snapshot(stream, &snapshot, checksum, PRICE_DECIMALS, &mut frame);
+            let frame: Arc<str> = String::from_utf8(frame)
+                .expect("encoders write UTF-8")
+                .into();
+            let _ = sender.send(frame);
+        }
+        subscribers.push(sender.clone());
+    }
+}
+
+/// The simulator writes every price and amount with 8 decimals.
+const PRICE_DECIMALS: u32 = 8;
+const SIMULATED_DECIMALS: WireDecimals = WireDecimals {
+    price: PRICE_DECIMALS as u8,
+    amount: crate::fixed::DECIMALS as u8,
+};
 
 /// How many past tops a diff stream remembers.
 const HISTORY: usize = 2048;
@@ -365,6 +400,17 @@ impl Simulator {
     pub fn swap_events(&self, venue: VenueId, pairs: u64) {
         for stream in self.diff_streams(venue) {
             stream.faults.swap.store(pairs, Ordering::Relaxed);
+        }
+    }
+
+    /// On each diff stream of `venue` (one that sends checksums), the next `events` events
+    /// carry a wrong checksum.
+    pub fn corrupt_checksums(&self, venue: VenueId, events: u64) {
+        for stream in self.diff_streams(venue) {
+            stream
+                .faults
+                .corrupt_checksum
+                .store(events, Ordering::Relaxed);
         }
     }
 
@@ -651,14 +697,21 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         tokio::select! {
             incoming = socket.next() => match incoming {
                 Some(Ok(Message::Text(text))) => {
-                    if let Some((subscribed, replies)) = venue.answer_request(&text) {
-                        for reply in replies {
+                    if let Some(answer) = venue.answer_request(&text) {
+                        for reply in answer.replies {
                             socket.send(Message::text(reply)).await?;
                         }
-                        for stream in subscribed {
+                        for stream in answer.unsubscribe {
                             if venue.is_diff_stream(&stream) {
                                 let diff = diff_stream(&shared, venue, &stream);
-                                diff.subscribers.lock().expect("not poisoned").push(diff_sender.clone());
+                                diff.subscribers.lock().expect("not poisoned").retain(|s| !s.same_channel(&diff_sender));
+                            }
+                            books.streams.retain(|(name, ..)| *name != stream);
+                        }
+                        for stream in answer.subscribe {
+                            if venue.is_diff_stream(&stream) {
+                                let diff = diff_stream(&shared, venue, &stream);
+                                diff.subscribe(venue, &stream, &diff_sender);
                                 continue;
                             }
                             let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.index() as u64) << 32;
@@ -879,7 +932,7 @@ async fn generate_diff_events(
         for _ in 0..rate.div_ceil(1000) {
             let mid = shared.mid_ticks.load(Ordering::Relaxed);
             let mut frame = Vec::new();
-            {
+            let checksum = {
                 let mut market = diff.market.lock().expect("not poisoned");
                 market.next_event(mid, crate::clock::unix_ns() / 1_000, &mut event);
                 let mut top = TopBook::default();
@@ -890,11 +943,15 @@ async fn generate_diff_events(
                     history.pop_front();
                 }
                 history.push_back(top);
-            }
+                let checksum = venue.checksum(&market.book, SIMULATED_DECIMALS);
+                // A bad checksum: one bit flipped.
+                checksum.map(|sum| sum ^ u32::from(take_one(&diff.faults.corrupt_checksum)))
+            };
             venue.encode_diff(
                 &stream,
                 &event,
-                8,
+                checksum,
+                PRICE_DECIMALS,
                 crate::clock::unix_ns() / 1_000_000,
                 &mut frame,
             );
@@ -986,7 +1043,8 @@ async fn serve_snapshot(
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
     let mut body = Vec::new();
-    venue.encode_snapshot(&snapshot, 8, &mut body);
+    let stream = venue.diff_stream_name(&symbol);
+    venue.encode_snapshot(&stream, &snapshot, None, PRICE_DECIMALS, &mut body);
     (
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         body,

@@ -26,7 +26,7 @@
 //! Prices and amounts are strings with 8 decimals. `lastUpdateId` becomes the book's
 //! `venue_sequence`, so a reader can drop an out-of-order push.
 
-use super::{ConnectBudget, DecodeError, Message, Seen, Simulated, Venue};
+use super::{Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, Venue};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
 use crate::walker::Walker;
@@ -363,6 +363,10 @@ impl Sequencing for UpdateIdRanges {
 impl Venue for Binance {
     const NAME: &'static str = "binance";
     const SEQUENCE: &'static dyn Sequencing = &UpdateIdRanges;
+    const SNAPSHOTS: SnapshotSource = SnapshotSource::Rest;
+    const SNAPSHOT_STREAMS: bool = true;
+    /// "≤1024 streams per connection" (PROTOCOLS.md, Binance, Limits).
+    const MAX_STREAMS_PER_CONNECTION: usize = 1024;
     /// "≤300 connection attempts per 5 minutes per IP" (PROTOCOLS.md, Binance, Limits);
     /// beyond it the IP is banned.
     const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
@@ -443,9 +447,14 @@ impl Venue for Binance {
     }
 
     /// One `SUBSCRIBE` for all streams, answered by one `{"result":null,"id":1}`.
-    fn subscribe_frames(streams: &[String]) -> (Vec<String>, usize) {
+    fn subscribe_frames(streams: &[String], _depth: usize) -> (Vec<String>, usize) {
         let request = serde_json::json!({"method": "SUBSCRIBE", "params": streams, "id": 1});
         (vec![request.to_string()], 1)
+    }
+
+    fn unsubscribe_frames(streams: &[String]) -> Vec<String> {
+        let request = serde_json::json!({"method": "UNSUBSCRIBE", "params": streams, "id": 2});
+        vec![request.to_string()]
     }
 
     fn diff_stream_name(symbol: &str) -> String {
@@ -504,19 +513,29 @@ impl Simulated for Binance {
         out.extend_from_slice(b"}}");
     }
 
-    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)> {
+    fn answer_request(request: &str) -> Option<Answer> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
-        if request.get("method")? != "SUBSCRIBE" {
-            return None;
-        }
         let streams = request
             .get("params")?
             .as_array()?
             .iter()
             .map(|s| s.as_str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()?;
-        let reply = serde_json::json!({"result": null, "id": request.get("id")?});
-        Some((streams, vec![reply.to_string()]))
+        let replies =
+            vec![serde_json::json!({"result": null, "id": request.get("id")?}).to_string()];
+        match request.get("method")?.as_str()? {
+            "SUBSCRIBE" => Some(Answer {
+                subscribe: streams,
+                replies,
+                ..Answer::default()
+            }),
+            "UNSUBSCRIBE" => Some(Answer {
+                unsubscribe: streams,
+                replies,
+                ..Answer::default()
+            }),
+            _ => None,
+        }
     }
 
     fn reconnect_request() -> &'static str {
@@ -531,6 +550,7 @@ impl Simulated for Binance {
     fn encode_diff(
         stream: &str,
         update: &BookUpdate,
+        _checksum: Option<u32>,
         price_decimals: u32,
         unix_ms: u64,
         out: &mut Vec<u8>,
@@ -553,7 +573,14 @@ impl Simulated for Binance {
         out.extend_from_slice(b"}}");
     }
 
-    fn encode_snapshot(snapshot: &BookUpdate, price_decimals: u32, out: &mut Vec<u8>) {
+    /// The REST body.
+    fn encode_snapshot(
+        _stream: &str,
+        snapshot: &BookUpdate,
+        _checksum: Option<u32>,
+        price_decimals: u32,
+        out: &mut Vec<u8>,
+    ) {
         use std::io::Write;
         write!(out, r#"{{"lastUpdateId":{},"bids":"#, snapshot.last_id)
             .expect("writing to a Vec cannot fail");
@@ -859,19 +886,26 @@ mod tests {
 
     #[test]
     fn subscription_round_trip_matches_the_documented_frames() {
-        let (frames, acks) = Binance::subscribe_frames(&["ethbtc@depth10@100ms".to_owned()]);
+        let (frames, acks) = Binance::subscribe_frames(&["ethbtc@depth10@100ms".to_owned()], 10);
         assert_eq!(
             frames,
             [r#"{"id":1,"method":"SUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]
         );
         assert_eq!(acks, 1);
-        let (streams, replies) = Binance::answer_request(&frames[0]).unwrap();
-        assert_eq!(streams, ["ethbtc@depth10@100ms"]);
+        let answer = Binance::answer_request(&frames[0]).unwrap();
+        assert_eq!(answer.subscribe, ["ethbtc@depth10@100ms"]);
         let mut book = TopBook::default();
         assert_eq!(
-            Binance::decode(replies[0].as_bytes(), 10, &mut book),
+            Binance::decode(answer.replies[0].as_bytes(), 10, &mut book),
             Ok(Message::SubscribeResult { accepted: true })
         );
+        let unsubscribe = Binance::unsubscribe_frames(&["ethbtc@depth10@100ms".to_owned()]);
+        assert_eq!(
+            unsubscribe,
+            [r#"{"id":2,"method":"UNSUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]
+        );
+        let answer = Binance::answer_request(&unsubscribe[0]).unwrap();
+        assert_eq!(answer.unsubscribe, ["ethbtc@depth10@100ms"]);
         assert_eq!(
             Binance::decode(Binance::reconnect_request().as_bytes(), 10, &mut book),
             Ok(Message::Reconnect)

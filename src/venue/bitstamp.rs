@@ -24,7 +24,7 @@
 //! `bts:error` for a refused request. `microtimestamp` becomes the book's
 //! `venue_sequence`.
 
-use super::{ConnectBudget, DecodeError, Message, Seen, Simulated, Venue};
+use super::{Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, Venue};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
 use crate::walker::Walker;
@@ -301,6 +301,11 @@ impl Sequencing for Microtimestamps {
 impl Venue for Bitstamp {
     const NAME: &'static str = "bitstamp";
     const SEQUENCE: &'static dyn Sequencing = &Microtimestamps;
+    const SNAPSHOTS: SnapshotSource = SnapshotSource::Rest;
+    const SNAPSHOT_STREAMS: bool = true;
+    /// No documented cap; "a few dozen channels per connection works in practice"
+    /// (PROTOCOLS.md, Bitstamp, Limits).
+    const MAX_STREAMS_PER_CONNECTION: usize = 40;
     /// Bitstamp publishes no limit on connection attempts (PROTOCOLS.md, Bitstamp,
     /// Limits): Binance's, the one a large venue publishes, as a polite bound.
     const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
@@ -356,7 +361,7 @@ impl Venue for Bitstamp {
     }
 
     /// One `bts:subscribe` per channel, each acknowledged.
-    fn subscribe_frames(streams: &[String]) -> (Vec<String>, usize) {
+    fn subscribe_frames(streams: &[String], _depth: usize) -> (Vec<String>, usize) {
         let frames = streams
             .iter()
             .map(|channel| {
@@ -365,6 +370,17 @@ impl Venue for Bitstamp {
             })
             .collect();
         (frames, streams.len())
+    }
+
+    /// Acknowledged by `bts:unsubscription_succeeded`.
+    fn unsubscribe_frames(streams: &[String]) -> Vec<String> {
+        streams
+            .iter()
+            .map(|channel| {
+                serde_json::json!({"event": "bts:unsubscribe", "data": {"channel": channel}})
+                    .to_string()
+            })
+            .collect()
     }
 
     fn diff_stream_name(symbol: &str) -> String {
@@ -416,18 +432,39 @@ impl Simulated for Bitstamp {
     }
 
     /// Subscriptions, and the heartbeat (reply shape from control_messages.jsonl).
-    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)> {
+    fn answer_request(request: &str) -> Option<Answer> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
-        if request.get("event")? == "bts:heartbeat" {
+        let event = request.get("event")?.as_str()?;
+        if event == "bts:heartbeat" {
             let reply = r#"{"event":"bts:heartbeat","channel":"","data":{"status":"success"}}"#;
-            return Some((Vec::new(), vec![reply.to_owned()]));
-        }
-        if request.get("event")? != "bts:subscribe" {
-            return None;
+            return Some(Answer {
+                replies: vec![reply.to_owned()],
+                ..Answer::default()
+            });
         }
         let channel = request.get("data")?.get("channel")?.as_str()?.to_owned();
-        let reply = serde_json::json!({"event": "bts:subscription_succeeded", "channel": channel, "data": {}});
-        Some((vec![channel], vec![reply.to_string()]))
+        let (acked, answer) = match event {
+            "bts:subscribe" => (
+                "bts:subscription_succeeded",
+                Answer {
+                    subscribe: vec![channel.clone()],
+                    ..Answer::default()
+                },
+            ),
+            "bts:unsubscribe" => (
+                "bts:unsubscription_succeeded",
+                Answer {
+                    unsubscribe: vec![channel.clone()],
+                    ..Answer::default()
+                },
+            ),
+            _ => return None,
+        };
+        let reply = serde_json::json!({"event": acked, "channel": channel, "data": {}});
+        Some(Answer {
+            replies: vec![reply.to_string()],
+            ..answer
+        })
     }
 
     fn reconnect_request() -> &'static str {
@@ -443,6 +480,7 @@ impl Simulated for Bitstamp {
     fn encode_diff(
         stream: &str,
         update: &BookUpdate,
+        _checksum: Option<u32>,
         price_decimals: u32,
         _unix_ms: u64,
         out: &mut Vec<u8>,
@@ -463,7 +501,13 @@ impl Simulated for Bitstamp {
     }
 
     /// As recorded: Python-style separators.
-    fn encode_snapshot(snapshot: &BookUpdate, price_decimals: u32, out: &mut Vec<u8>) {
+    fn encode_snapshot(
+        _stream: &str,
+        snapshot: &BookUpdate,
+        _checksum: Option<u32>,
+        price_decimals: u32,
+        out: &mut Vec<u8>,
+    ) {
         use std::io::Write;
         let micros = snapshot.last_id;
         write!(
@@ -674,17 +718,26 @@ mod tests {
 
     #[test]
     fn subscription_round_trip_matches_the_recorded_frames() {
-        let (frames, acks) = Bitstamp::subscribe_frames(&["order_book_ethbtc".to_owned()]);
+        let (frames, acks) = Bitstamp::subscribe_frames(&["order_book_ethbtc".to_owned()], 10);
         assert_eq!(
             frames,
             [r#"{"data":{"channel":"order_book_ethbtc"},"event":"bts:subscribe"}"#]
         );
         assert_eq!(acks, 1);
-        let (channels, replies) = Bitstamp::answer_request(&frames[0]).unwrap();
-        assert_eq!(channels, ["order_book_ethbtc"]);
+        let answer = Bitstamp::answer_request(&frames[0]).unwrap();
+        assert_eq!(answer.subscribe, ["order_book_ethbtc"]);
         let mut book = TopBook::default();
-        let ack = Bitstamp::decode(replies[0].as_bytes(), 10, &mut book);
+        let ack = Bitstamp::decode(answer.replies[0].as_bytes(), 10, &mut book);
         assert_eq!(ack, Ok(Message::SubscribeResult { accepted: true }));
+        let unsubscribe = Bitstamp::unsubscribe_frames(&["order_book_ethbtc".to_owned()]);
+        assert_eq!(
+            unsubscribe,
+            [r#"{"data":{"channel":"order_book_ethbtc"},"event":"bts:unsubscribe"}"#]
+        );
+        let answer = Bitstamp::answer_request(&unsubscribe[0]).unwrap();
+        assert_eq!(answer.unsubscribe, ["order_book_ethbtc"]);
+        let ack = Bitstamp::decode(answer.replies[0].as_bytes(), 10, &mut book);
+        assert_eq!(ack, Ok(Message::Ignored), "an unsubscription's ack");
         let reconnect = Bitstamp::decode(Bitstamp::reconnect_request().as_bytes(), 10, &mut book);
         assert_eq!(reconnect, Ok(Message::Reconnect));
     }

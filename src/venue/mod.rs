@@ -5,11 +5,33 @@
 pub mod binance;
 pub mod bitstamp;
 
-use crate::book::{BookUpdate, TopBook};
+use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
 use crate::fixed::DECIMALS;
 pub use crate::reconnect::ConnectBudget;
 pub use crate::sync::Sequencing;
-pub use crate::walker::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker, WireDecimals};
+pub use crate::walker::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker};
+
+/// Where a venue's diff-mode books start from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotSource {
+    /// A REST request per instrument, joined to the diff events buffered meanwhile.
+    Rest,
+    /// The diff stream itself: a subscription starts with a snapshot
+    /// (`BookUpdate::is_snapshot`), and one instrument is resynchronised by subscribing
+    /// to it again.
+    InBand,
+}
+
+/// What the venue's simulator does with a request a client sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Answer {
+    /// Streams the request subscribes to.
+    pub subscribe: Vec<String>,
+    /// Streams the request unsubscribes from.
+    pub unsubscribe: Vec<String>,
+    /// The frames the venue answers with.
+    pub replies: Vec<String>,
+}
 
 /// The most venues one instrument can merge (the merge and summary hold them inline).
 pub const MAX_VENUES: usize = 8;
@@ -51,18 +73,55 @@ pub trait Venue {
         out: &mut TopBook,
     ) -> Result<Message<'a>, DecodeError>;
 
+    /// Whether the venue has top-of-book snapshot streams (`mode = "snapshot"`); without
+    /// them, `diff` is its only mode.
+    const SNAPSHOT_STREAMS: bool;
+
     /// The stream (channel) this venue publishes `symbol`'s book on, for `depth` levels.
     fn stream_name(symbol: &str, depth: usize) -> String;
 
-    /// The text frames that subscribe an open connection to `streams`, and how many
-    /// subscription acks the venue answers them with.
-    fn subscribe_frames(streams: &[String]) -> (Vec<String>, usize);
+    /// The text frames that subscribe an open connection to `streams` of books of `depth`
+    /// levels a side (where the venue takes a depth), and how many subscription acks the
+    /// venue answers them with.
+    fn subscribe_frames(streams: &[String], depth: usize) -> (Vec<String>, usize);
+
+    /// The text frames that end the subscriptions to `streams`.
+    fn unsubscribe_frames(streams: &[String]) -> Vec<String>;
+
+    /// An application-level ping the venue wants from its clients, and how often; `None`
+    /// where WebSocket pings, or the venue's own heartbeats, keep the connection alive.
+    fn client_ping() -> Option<(std::time::Duration, &'static str)> {
+        None
+    }
+
+    /// The most streams one connection may carry (the reader opens as many connections
+    /// as the configured instruments need).
+    const MAX_STREAMS_PER_CONNECTION: usize;
 
     // ---- diff mode (`mode = "diff"`): a full-depth book from a diff stream and REST
     // snapshots; the generic sync in `sync.rs`, the venue's rules in `SEQUENCE` ----
 
     /// How the diff stream is sequenced: the venue's sync rules.
     const SEQUENCE: &'static dyn Sequencing;
+
+    /// Where diff-mode books start from.
+    const SNAPSHOTS: SnapshotSource;
+
+    /// The levels a side of a diff book the venue maintains when subscribed for
+    /// `requested`: `Some` where it sends only its top N and no deletes for levels pushed
+    /// out of them (the book is cut to that after each message); `None`: full depth.
+    fn kept_depth(requested: usize) -> Option<usize> {
+        let _ = requested;
+        None
+    }
+
+    /// The venue's checksum of `book` with its numbers written with `decimals`, to compare
+    /// with the one a message carries (`BookUpdate::checksum`); `None` where the venue has
+    /// none.
+    fn checksum(book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
+        let _ = (book, decimals);
+        None
+    }
 
     /// Where the venue's REST API is (`venues.<name>.rest_url` overrides it).
     const DEFAULT_REST_URL: &'static str;
@@ -111,9 +170,9 @@ pub trait Simulated: Venue {
     /// simulator serves these; tests and benches decode them.
     fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>);
 
-    /// If the venue answers `request` (a subscription, an application heartbeat), the
-    /// streams it subscribes to (maybe none) and the replies.
-    fn answer_request(request: &str) -> Option<(Vec<String>, Vec<String>)>;
+    /// What the venue does with `request` (a subscription, an unsubscription, an
+    /// application ping), if it knows it.
+    fn answer_request(request: &str) -> Option<Answer>;
 
     /// How often the venue sends WebSocket pings, if it does.
     fn server_ping_interval() -> Option<std::time::Duration>;
@@ -124,17 +183,27 @@ pub trait Simulated: Venue {
     /// How many levels a side the venue sends on `stream`.
     fn levels_on_stream(stream: &str) -> usize;
 
-    /// Appends one diff event frame for `stream` in the recorded wire format.
+    /// Appends one diff event frame for `stream` in the recorded wire format, carrying
+    /// `checksum` (of the book after the event) where the venue sends one.
     fn encode_diff(
         stream: &str,
         update: &BookUpdate,
+        checksum: Option<u32>,
         price_decimals: u32,
         unix_ms: u64,
         out: &mut Vec<u8>,
     );
 
-    /// Appends a REST snapshot body in the recorded format.
-    fn encode_snapshot(snapshot: &BookUpdate, price_decimals: u32, out: &mut Vec<u8>);
+    /// Appends a snapshot of `stream` in the recorded format: a REST body, or for an
+    /// in-band venue ([`SnapshotSource::InBand`]) a WebSocket frame, carrying `checksum`
+    /// where the venue sends one.
+    fn encode_snapshot(
+        stream: &str,
+        snapshot: &BookUpdate,
+        checksum: Option<u32>,
+        price_decimals: u32,
+        out: &mut Vec<u8>,
+    );
 
     /// The ids of the diff event after `last_id` that changes `changes` levels at
     /// `now_us` (unix microseconds), as the venue numbers them.
@@ -200,12 +269,47 @@ macro_rules! venues {
             }
 
             /// See [`Venue::subscribe_frames`].
-            pub fn subscribe_frames(self, streams: &[String]) -> (Vec<String>, usize) {
-                match self { $(VenueId::$variant => <$venue as Venue>::subscribe_frames(streams)),+ }
+            pub fn subscribe_frames(self, streams: &[String], depth: usize) -> (Vec<String>, usize) {
+                match self { $(VenueId::$variant => <$venue as Venue>::subscribe_frames(streams, depth)),+ }
+            }
+
+            /// See [`Venue::unsubscribe_frames`].
+            pub fn unsubscribe_frames(self, streams: &[String]) -> Vec<String> {
+                match self { $(VenueId::$variant => <$venue as Venue>::unsubscribe_frames(streams)),+ }
+            }
+
+            /// See [`Venue::client_ping`].
+            pub fn client_ping(self) -> Option<(std::time::Duration, &'static str)> {
+                match self { $(VenueId::$variant => <$venue as Venue>::client_ping()),+ }
+            }
+
+            /// See [`Venue::MAX_STREAMS_PER_CONNECTION`].
+            pub fn max_streams_per_connection(self) -> usize {
+                match self { $(VenueId::$variant => <$venue as Venue>::MAX_STREAMS_PER_CONNECTION),+ }
+            }
+
+            /// See [`Venue::SNAPSHOT_STREAMS`].
+            pub fn has_snapshot_streams(self) -> bool {
+                match self { $(VenueId::$variant => <$venue as Venue>::SNAPSHOT_STREAMS),+ }
+            }
+
+            /// See [`Venue::SNAPSHOTS`].
+            pub fn snapshot_source(self) -> SnapshotSource {
+                match self { $(VenueId::$variant => <$venue as Venue>::SNAPSHOTS),+ }
+            }
+
+            /// See [`Venue::kept_depth`].
+            pub fn kept_depth(self, requested: usize) -> Option<usize> {
+                match self { $(VenueId::$variant => <$venue as Venue>::kept_depth(requested)),+ }
+            }
+
+            /// See [`Venue::checksum`].
+            pub fn checksum(self, book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
+                match self { $(VenueId::$variant => <$venue as Venue>::checksum(book, decimals)),+ }
             }
 
             /// See [`Simulated::answer_request`].
-            pub fn answer_request(self, request: &str) -> Option<(Vec<String>, Vec<String>)> {
+            pub fn answer_request(self, request: &str) -> Option<Answer> {
                 match self { $(VenueId::$variant => <$venue as Simulated>::answer_request(request)),+ }
             }
 
@@ -296,13 +400,13 @@ macro_rules! venues {
             }
 
             /// See [`Simulated::encode_diff`].
-            pub fn encode_diff(self, stream: &str, update: &BookUpdate, price_decimals: u32, unix_ms: u64, out: &mut Vec<u8>) {
-                match self { $(VenueId::$variant => <$venue as Simulated>::encode_diff(stream, update, price_decimals, unix_ms, out)),+ }
+            pub fn encode_diff(self, stream: &str, update: &BookUpdate, checksum: Option<u32>, price_decimals: u32, unix_ms: u64, out: &mut Vec<u8>) {
+                match self { $(VenueId::$variant => <$venue as Simulated>::encode_diff(stream, update, checksum, price_decimals, unix_ms, out)),+ }
             }
 
             /// See [`Simulated::encode_snapshot`].
-            pub fn encode_snapshot(self, snapshot: &BookUpdate, price_decimals: u32, out: &mut Vec<u8>) {
-                match self { $(VenueId::$variant => <$venue as Simulated>::encode_snapshot(snapshot, price_decimals, out)),+ }
+            pub fn encode_snapshot(self, stream: &str, snapshot: &BookUpdate, checksum: Option<u32>, price_decimals: u32, out: &mut Vec<u8>) {
+                match self { $(VenueId::$variant => <$venue as Simulated>::encode_snapshot(stream, snapshot, checksum, price_decimals, out)),+ }
             }
         }
     };
