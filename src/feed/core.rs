@@ -18,7 +18,7 @@
 //! when it arrives (its `generation` is old), so it can never be joined to events it did
 //! not precede.
 
-use crate::book::{BookUpdate, TopBook};
+use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::config::DiffSettings;
 use crate::handoff::VenueFeed;
 use crate::snapshot::{FetchError, FetchOutcome, SnapshotScheduler};
@@ -168,6 +168,11 @@ struct DiffBook {
     out_of_sync_since_ns: u64,
     /// In-band venues: since when a snapshot is expected (subscribed, not yet come).
     awaiting_since_ns: Option<u64>,
+    /// How the venue writes this book's numbers: what its checksum is computed over.
+    /// The most digits seen since the last snapshot, as a venue that checksums its text
+    /// prints every number of an instrument with the same precision, and a message may
+    /// hold none of a kind (an update of one side).
+    decimals: WireDecimals,
 }
 
 impl FeedCore {
@@ -193,6 +198,7 @@ impl FeedCore {
                     generation: 0,
                     out_of_sync_since_ns: now_ns,
                     awaiting_since_ns: None,
+                    decimals: WireDecimals::default(),
                 })
                 .collect(),
             source: venue.snapshot_source(),
@@ -376,10 +382,12 @@ impl FeedCore {
         let Some(diff) = &mut self.diff else { return };
         let book = &mut diff.books[slot];
         let in_band = diff.source == SnapshotSource::InBand;
+        let seen = diff.update.decimals;
         let lost = if diff.update.is_snapshot {
             // A snapshot on the stream replaces the book, whatever its state.
             book.sync.reset();
             book.awaiting_since_ns = None;
+            book.decimals = seen;
             let outcome = book.sync.on_snapshot(&diff.update);
             let (fetched, applied, dropped) = match outcome {
                 SnapshotOutcome::Synced { applied, dropped } => {
@@ -403,6 +411,10 @@ impl FeedCore {
                 _ => Some(ResyncReason::Crossed),
             }
         } else {
+            book.decimals = WireDecimals {
+                price: book.decimals.price.max(seen.price),
+                amount: book.decimals.amount.max(seen.amount),
+            };
             let outcome = book.sync.on_update(&diff.update);
             out.note(Some(slot), FeedEvent::DiffEvent(outcome));
             match outcome {
@@ -435,7 +447,7 @@ impl FeedCore {
                 book.sync.book.truncate(kept);
             }
             let claimed = diff.update.checksum?;
-            let computed = venue.checksum(&book.sync.book, diff.update.decimals);
+            let computed = venue.checksum(&book.sync.book, book.decimals);
             (computed != Some(claimed)).then(|| {
                 out.note(Some(slot), FeedEvent::ChecksumMismatch);
                 tracing::warn!(%venue, stream = %self.streams[slot].name, claimed, ?computed, "checksum mismatch; resyncing");
@@ -596,6 +608,7 @@ impl FeedCore {
                             dropped: contained,
                         } => {
                             (applied, dropped) = (took, contained);
+                            book.decimals = diff.snapshot.decimals;
                             let took_ns = now_ns.saturating_sub(book.out_of_sync_since_ns);
                             out.note(Some(stream), FeedEvent::Synced { took_ns });
                             tracing::info!(%venue, stream = %self.streams[stream].name, applied, dropped, took_ms = took_ns / 1_000_000, "book synced");

@@ -590,9 +590,11 @@ impl Simulator {
         self.shared.unlogged_sends.load(Ordering::Relaxed)
     }
 
-    /// Sends the venue's own reconnect request.
+    /// Sends the venue's own reconnect request (nothing for a venue that has none).
     pub fn request_reconnect(&self, venue: VenueId) {
-        self.send_raw(venue, venue.reconnect_request());
+        if let Some(request) = venue.reconnect_request() {
+            self.send_raw(venue, request);
+        }
     }
 
     /// Makes new connections of `venue` serve `recording` (looped) instead of the

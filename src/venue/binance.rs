@@ -538,8 +538,8 @@ impl Simulated for Binance {
         }
     }
 
-    fn reconnect_request() -> &'static str {
-        r#"{"stream":"!serverShutdown","data":{"e":"serverShutdown","E":1770123456789}}"#
+    fn reconnect_request() -> Option<&'static str> {
+        Some(r#"{"stream":"!serverShutdown","data":{"e":"serverShutdown","E":1770123456789}}"#)
     }
 
     /// "The server sends a ping frame every 20 seconds" (PROTOCOLS.md, Binance keep-alive).
@@ -907,7 +907,11 @@ mod tests {
         let answer = Binance::answer_request(&unsubscribe[0]).unwrap();
         assert_eq!(answer.unsubscribe, ["ethbtc@depth10@100ms"]);
         assert_eq!(
-            Binance::decode(Binance::reconnect_request().as_bytes(), 10, &mut book),
+            Binance::decode(
+                Binance::reconnect_request().unwrap().as_bytes(),
+                10,
+                &mut book
+            ),
             Ok(Message::Reconnect)
         );
     }

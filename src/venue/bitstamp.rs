@@ -467,8 +467,8 @@ impl Simulated for Bitstamp {
         })
     }
 
-    fn reconnect_request() -> &'static str {
-        r#"{"event":"bts:request_reconnect","channel":"","data":""}"#
+    fn reconnect_request() -> Option<&'static str> {
+        Some(r#"{"event":"bts:request_reconnect","channel":"","data":""}"#)
     }
 
     /// Bitstamp relies on protocol-level pings from the client side only.
@@ -738,7 +738,11 @@ mod tests {
         assert_eq!(answer.unsubscribe, ["order_book_ethbtc"]);
         let ack = Bitstamp::decode(answer.replies[0].as_bytes(), 10, &mut book);
         assert_eq!(ack, Ok(Message::Ignored), "an unsubscription's ack");
-        let reconnect = Bitstamp::decode(Bitstamp::reconnect_request().as_bytes(), 10, &mut book);
+        let reconnect = Bitstamp::decode(
+            Bitstamp::reconnect_request().unwrap().as_bytes(),
+            10,
+            &mut book,
+        );
         assert_eq!(reconnect, Ok(Message::Reconnect));
     }
 

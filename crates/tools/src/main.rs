@@ -53,7 +53,8 @@ struct LoadtestArgs {
     /// Frames per second per venue; several (`100,1000,10000`) make a table.
     #[arg(long, value_delimiter = ',', default_value = "1000", value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     rate: Vec<u32>,
-    /// Venues sending, each with its own reader thread (default: every venue).
+    /// Venues sending, each with its own reader thread (default: every venue with
+    /// snapshot streams).
     #[arg(long = "venue", value_delimiter = ',', value_parser = parse_venue)]
     venues: Vec<VenueId>,
     /// Seconds measured, after the warm-up.
@@ -115,7 +116,18 @@ fn main() -> ExitCode {
     match Command::parse() {
         Command::Loadtest(mut args) => {
             if args.venues.is_empty() {
-                args.venues = VenueId::ALL.to_vec();
+                args.venues = snapshot_venues().collect();
+            }
+            if let Some(venue) = args.venues.iter().find(|v| !v.has_snapshot_streams()) {
+                eprintln!(
+                    "mergebook-tools loadtest: {venue} has no snapshot streams (the harness \
+                     times snapshot-mode books); venues it can load: {}",
+                    snapshot_venues()
+                        .map(VenueId::name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                return ExitCode::FAILURE;
             }
             run_loadtest(&args)
         }
@@ -292,4 +304,12 @@ fn loadtest_child(args: &LoadtestArgs, rate: u32) -> Option<LoadReport> {
             None
         }
     }
+}
+
+/// The venues the load harness can drive: it times snapshot-mode books.
+fn snapshot_venues() -> impl Iterator<Item = VenueId> {
+    VenueId::ALL
+        .iter()
+        .copied()
+        .filter(|venue| venue.has_snapshot_streams())
 }
