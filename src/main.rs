@@ -491,7 +491,8 @@ fn run_diff_replay(
         };
         eprintln!(
             "mergebook replay: {} {}: {} events, {} applied, {} dropped, {} gaps, \
-                 {} crossings, {} snapshots ({} too old, {} refused), {} decode errors; {state}",
+                 {} crossings, {} checksum mismatches, {} snapshots ({} too old, {} refused), \
+                 {} decode errors; {state}",
             book.venue,
             book.symbol,
             stats.events,
@@ -499,6 +500,7 @@ fn run_diff_replay(
             stats.dropped,
             stats.gaps,
             stats.crossings,
+            stats.checksum_mismatches,
             stats.snapshots,
             stats.snapshots_too_old,
             stats.snapshots_refused,

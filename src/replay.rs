@@ -381,6 +381,7 @@ impl FeedOutput for ReplayOutlet<'_> {
                 }
             }
             FeedEvent::Resync(ResyncReason::Crossed) => stats.crossings += 1,
+            FeedEvent::ChecksumMismatch => stats.checksum_mismatches += 1,
             FeedEvent::Snapshot {
                 outcome,
                 applied,
@@ -433,6 +434,8 @@ pub struct DiffStats {
     pub snapshots_too_old: u64,
     /// Snapshot bodies that did not decode, or crossed once the buffer was applied.
     pub snapshots_refused: u64,
+    /// Messages after which the book disagreed with the venue's checksum.
+    pub checksum_mismatches: u64,
     pub decode_errors: u64,
 }
 

@@ -9,7 +9,10 @@
 //!   out rather than burst (and one request at a time);
 //! - after HTTP 429 or 418, nothing until `Retry-After` has passed (or a default pause);
 //! - a stream whose snapshots keep arriving too old, or failing, waits longer each time
-//!   (exponential, capped) before it asks again.
+//!   (exponential, capped) before it asks again;
+//! - a stream whose book keeps breaking soon after each sync (bad checksums, gaps) waits
+//!   longer each time too, so a venue sending bad data cannot cause a storm of snapshot
+//!   requests or resubscriptions.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -56,6 +59,10 @@ pub struct SnapshotScheduler {
     /// Per stream: no request before this (retry backoff), and how many retries in a row.
     retry_at_ns: Vec<u64>,
     retries: Vec<u32>,
+    /// Per stream: when its book was last synced, and how many times in a row it was lost
+    /// within `retry_max` of that.
+    synced_at_ns: Vec<Option<u64>>,
+    quick_losses: Vec<u32>,
 }
 
 impl SnapshotScheduler {
@@ -70,6 +77,39 @@ impl SnapshotScheduler {
             in_flight: None,
             retry_at_ns: vec![0; streams],
             retries: vec![0; streams],
+            synced_at_ns: vec![None; streams],
+            quick_losses: vec![0; streams],
+        }
+    }
+
+    /// The backoff after `count` failures in a row: `retry_initial` doubling, capped.
+    fn backoff_ns(&self, count: u32) -> u64 {
+        let doublings = count.min(20);
+        let delay = self
+            .policy
+            .retry_initial
+            .saturating_mul(1 << doublings)
+            .min(self.policy.retry_max);
+        delay.as_nanos() as u64
+    }
+
+    /// `stream`'s book lost sync at `now_ns` (and is asked for now, if `request_now`).
+    /// Lost again within `retry_max` of its last sync, the stream first waits a backoff
+    /// that grows with each such loss; a book that stayed in sync longer starts over.
+    pub fn lost(&mut self, stream: usize, now_ns: u64, request_now: bool) {
+        let retry_max = self.policy.retry_max.as_nanos() as u64;
+        let soon =
+            self.synced_at_ns[stream].is_some_and(|at| now_ns.saturating_sub(at) < retry_max);
+        if soon {
+            let delay = self.backoff_ns(self.quick_losses[stream]);
+            self.quick_losses[stream] += 1;
+            self.retry_at_ns[stream] = self.retry_at_ns[stream].max(now_ns + delay);
+        } else {
+            self.quick_losses[stream] = 0;
+        }
+        self.synced_at_ns[stream] = None;
+        if request_now {
+            self.request(stream);
         }
     }
 
@@ -135,6 +175,7 @@ impl SnapshotScheduler {
         match outcome {
             FetchOutcome::Used => {
                 self.retries[stream] = 0;
+                self.synced_at_ns[stream] = Some(now_ns);
                 return;
             }
             FetchOutcome::RateLimited { retry_after } => {
@@ -142,14 +183,8 @@ impl SnapshotScheduler {
                 self.blocked_until_ns = self.blocked_until_ns.max(now_ns + pause.as_nanos() as u64);
             }
             FetchOutcome::TooOld | FetchOutcome::Failed => {
-                let doublings = self.retries[stream].min(20);
-                let delay = self
-                    .policy
-                    .retry_initial
-                    .saturating_mul(1 << doublings)
-                    .min(self.policy.retry_max);
+                self.retry_at_ns[stream] = now_ns + self.backoff_ns(self.retries[stream]);
                 self.retries[stream] += 1;
-                self.retry_at_ns[stream] = now_ns + delay.as_nanos() as u64;
             }
         }
         self.request(stream);
@@ -318,6 +353,36 @@ mod tests {
         });
         let gaps: Vec<u64> = sent.windows(2).map(|p| (p[1].1 - p[0].1) / MS).collect();
         assert_eq!(gaps, [500, 1000, 2000, 4000, 4000, 4000]);
+    }
+
+    /// A book that breaks again right after each sync waits longer each time; one that
+    /// stayed synced for `retry_max` starts over.
+    #[test]
+    fn books_lost_soon_after_each_sync_back_off() {
+        let mut scheduler = SnapshotScheduler::new(
+            SnapshotPolicy {
+                weight_per_minute: 1_000_000,
+                spacing: Duration::ZERO,
+                ..policy()
+            },
+            1,
+            0,
+        );
+        let mut now = 0;
+        let mut waits = Vec::new();
+        for _ in 0..6 {
+            scheduler.lost(0, now, true);
+            let (_, at) = scheduler.next(now, 1).unwrap();
+            waits.push((at - now) / MS);
+            scheduler.started(0, at, 1);
+            now = at + MS;
+            scheduler.finished(0, FetchOutcome::Used, now);
+            now += MS; // the next loss comes right after the sync
+        }
+        assert_eq!(waits, [0, 500, 1000, 2000, 4000, 4000]);
+        now += 4 * S; // in sync for retry_max
+        scheduler.lost(0, now, true);
+        assert_eq!(scheduler.next(now, 1), Some((0, now)), "starts over");
     }
 
     #[test]

@@ -272,7 +272,8 @@ fn a_snapshot_older_than_the_buffer_is_refused() {
 fn mergebook_replay_runs_the_same_checks_from_the_command_line() {
     let reports = [
         "binance NKNUSDT: 150 events, 149 applied, 1 dropped, 0 gaps, 0 crossings, \
-         1 snapshots (0 too old, 0 refused), 0 decode errors; synced at id 499870179, 614 bids, 994 asks",
+         0 checksum mismatches, 1 snapshots (0 too old, 0 refused), 0 decode errors; \
+         synced at id 499870179, 614 bids, 994 asks",
         "binance LRCBTC: 15 events, 13 applied, 2 dropped, 0 gaps",
         "bitstamp ethusd: 85 events, 73 applied, 12 dropped, 0 gaps",
         "bitstamp batbtc: 136 events, 111 applied, 25 dropped, 0 gaps",

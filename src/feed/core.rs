@@ -479,9 +479,8 @@ impl FeedCore {
         }
         book.generation += 1;
         book.out_of_sync_since_ns = now_ns;
-        if reason == ResyncReason::Gap || diff.source == SnapshotSource::InBand {
-            diff.scheduler.request(slot);
-        }
+        let request_now = reason == ResyncReason::Gap || diff.source == SnapshotSource::InBand;
+        diff.scheduler.lost(slot, now_ns, request_now);
         out.publish(slot, |feed| feed.state = VenueState::OutOfSync);
     }
 
