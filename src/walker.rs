@@ -431,6 +431,15 @@ impl<'a> Walker<'a> {
         self.literal(b"null")
     }
 
+    /// `true` or `false`.
+    pub fn boolean(&mut self) -> Result<bool> {
+        match self.peek()? {
+            b't' => self.literal(b"true").map(|()| true),
+            b'f' => self.literal(b"false").map(|()| false),
+            _ => Err(self.unexpected("true or false")),
+        }
+    }
+
     fn literal(&mut self, word: &'static [u8]) -> Result<()> {
         self.skip_whitespace();
         let rest = &self.bytes[self.pos..];
@@ -1185,6 +1194,14 @@ mod tests {
             (bids[0], asks[0]),
             (level("79943.9", "3.0105"), level("79944.1", "1.2"))
         );
+    }
+
+    #[test]
+    fn booleans_are_read_and_anything_else_refused() {
+        assert_eq!(Walker::new(b" true").boolean(), Ok(true));
+        assert_eq!(Walker::new(b"false").boolean(), Ok(false));
+        assert_eq!(Walker::new(b"fals").boolean(), Err(DecodeError::Truncated));
+        assert!(Walker::new(b"1").boolean().is_err());
     }
 
     /// What each shape refuses, with the error that names it.

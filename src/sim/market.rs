@@ -108,10 +108,18 @@ pub struct DiffMarket {
 const DIFF_BOOK_LEVELS: u64 = 400;
 
 impl DiffMarket {
-    pub fn new(seed: u64, venue: VenueId, mid_ticks: u64, now_us: u64) -> DiffMarket {
+    /// `kept_depth`: the levels a side the venue keeps its book at, if it cuts it (the
+    /// book starts with its best that many, and keeps no more).
+    pub fn new(
+        seed: u64,
+        venue: VenueId,
+        mid_ticks: u64,
+        now_us: u64,
+        kept_depth: Option<usize>,
+    ) -> DiffMarket {
         let mut market = DiffMarket {
             rng: Rng::new(seed),
-            book: DepthBook::new(2 * DIFF_BOOK_LEVELS as usize),
+            book: DepthBook::new(kept_depth.unwrap_or(2 * DIFF_BOOK_LEVELS as usize)),
             last_id: venue.initial_event_id(now_us),
             venue,
         };
@@ -188,7 +196,7 @@ mod tests {
     fn diff_events_rebuild_the_book_from_any_snapshot() {
         for &venue in VenueId::ALL {
             let mut mid = MidPrice::new(5);
-            let mut market = DiffMarket::new(9, venue, START_MID_TICKS, 1_000);
+            let mut market = DiffMarket::new(9, venue, START_MID_TICKS, 1_000, None);
             let mut event = BookUpdate::default();
             let mut snapshot = BookUpdate::default();
             let mut copy = crate::sync::BookSync::new(venue.sequencing(), 10_000, 10_000);

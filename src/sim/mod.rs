@@ -705,14 +705,14 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                         }
                         for stream in answer.unsubscribe {
                             if venue.is_diff_stream(&stream) {
-                                let diff = diff_stream(&shared, venue, &stream);
+                                let diff = diff_stream(&shared, venue, &stream, answer.depth);
                                 diff.subscribers.lock().expect("not poisoned").retain(|s| !s.same_channel(&diff_sender));
                             }
                             books.streams.retain(|(name, ..)| *name != stream);
                         }
                         for stream in answer.subscribe {
                             if venue.is_diff_stream(&stream) {
-                                let diff = diff_stream(&shared, venue, &stream);
+                                let diff = diff_stream(&shared, venue, &stream, answer.depth);
                                 diff.subscribe(venue, &stream, &diff_sender);
                                 continue;
                             }
@@ -870,7 +870,17 @@ impl BookFrames {
 }
 
 /// The diff stream `stream` of `venue`, created (with its event generator) on first use.
-fn diff_stream(shared: &Arc<Shared>, venue: VenueId, stream: &str) -> Arc<DiffStream> {
+///
+/// A venue that keeps its book at the subscribed depth (`Venue::kept_depth`) is served a
+/// book of that depth, `subscribed_depth` as the first subscription asked (the venue's
+/// most where none did): events change it as the venue's top N changes, and what leaves
+/// the top N is cut, as the client cuts it.
+fn diff_stream(
+    shared: &Arc<Shared>,
+    venue: VenueId,
+    stream: &str,
+    subscribed_depth: Option<usize>,
+) -> Arc<DiffStream> {
     let mut streams = shared.diff_streams.lock().expect("not poisoned");
     let key = (venue, stream.to_owned());
     if let Some(existing) = streams.get(&key) {
@@ -882,6 +892,7 @@ fn diff_stream(shared: &Arc<Shared>, venue: VenueId, stream: &str) -> Arc<DiffSt
         venue,
         shared.mid_ticks.load(Ordering::Relaxed),
         crate::clock::unix_ns() / 1_000,
+        venue.kept_depth(subscribed_depth.unwrap_or(usize::MAX)),
     );
     let created = Arc::new(DiffStream {
         faults: EventFaults::default(),
@@ -1019,7 +1030,7 @@ async fn serve_snapshot(
             .into_response();
     }
     let delay = faults.snapshot_delay_ms.load(Ordering::Relaxed);
-    let diff = diff_stream(&shared, venue, &venue.diff_stream_name(&symbol));
+    let diff = diff_stream(&shared, venue, &venue.diff_stream_name(&symbol), None);
     drop(shared);
     let limit = uri
         .query()

@@ -31,6 +31,8 @@ pub struct Answer {
     pub unsubscribe: Vec<String>,
     /// The frames the venue answers with.
     pub replies: Vec<String>,
+    /// The book depth a subscription asks for, where it names one.
+    pub depth: Option<usize>,
 }
 
 /// The most venues one instrument can merge (the merge and summary hold them inline).
