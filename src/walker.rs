@@ -708,7 +708,7 @@ impl<'a> Walker<'a> {
     }
 
     /// Visits each element of an array; `element` must consume exactly one value.
-    fn elements(&mut self, mut element: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
+    pub fn elements(&mut self, mut element: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
         self.expect(b'[', "'[' opening a side")?;
         if self.peek()? == b']' {
             self.pos += 1;
