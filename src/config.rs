@@ -377,7 +377,16 @@ pub mod defaults {
         &[&OUTPUT, &LOG_FORMAT, &IDLE, &GRPC_LISTEN, &METRICS_LISTEN];
 
     // Each venue's keys, under `venues.<name>.`; the URLs' defaults are the venue's own.
+    /// A venue's default mode is `diff` where that is its only one (`default_mode`).
     pub const MODE: TextKey = text("mode", "snapshot");
+
+    /// `venues.<name>.mode`'s default for `venue`.
+    pub fn default_mode(venue: crate::venue::VenueId) -> &'static str {
+        match venue.has_snapshot_streams() {
+            true => MODE.default,
+            false => "diff",
+        }
+    }
     pub const ALLOW_ONE_SIDED: BoolKey = BoolKey {
         key: "allow_one_sided",
         default: false,
@@ -639,12 +648,12 @@ impl RawConfig {
                 if symbol.is_empty()
                     || !symbol
                         .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_/".contains(&b))
                 {
                     return Err(invalid(
                         format!("{key}.symbols.{venue_name}"),
                         format!("{symbol:?}"),
-                        "a symbol is letters, digits, '-' or '_'",
+                        "a symbol is letters, digits, '-', '_' or '/'",
                     ));
                 }
                 let taken = instruments.iter().find(|other: &&Instrument| {
@@ -746,11 +755,10 @@ impl RawConfig {
 /// `venues.<name>.mode` and the diff-mode settings.
 fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, ConfigError> {
     let key = |name: &str| format!("venues.{venue}.{name}");
-    // A venue without snapshot streams has diff mode only, which is then its default.
-    let mode = match raw.mode.as_deref() {
-        None if !venue.has_snapshot_streams() => "diff",
-        mode => defaults::MODE.get(mode),
-    };
+    let mode = raw
+        .mode
+        .as_deref()
+        .unwrap_or_else(|| defaults::default_mode(venue));
     match mode {
         "snapshot" if !venue.has_snapshot_streams() => {
             return Err(invalid(
@@ -960,10 +968,6 @@ mod tests {
                 "venues.binance.url = \"wss://stream.binance.com:9443/stream\": a [simulator] section replaces the venues' URLs: remove one of the two",
             ),
             (
-                "[venues.kraken]\n",
-                "venues.kraken = {…}: unknown venue (known: binance, bitstamp)",
-            ),
-            (
                 "[venues.binance]\nmode = \"delta\"\n",
                 "venues.binance.mode = \"delta\": expected \"snapshot\" or \"diff\"",
             ),
@@ -993,6 +997,12 @@ mod tests {
             let error = validate(&format!("{extra}{MINIMAL}")).unwrap_err();
             assert_eq!(error.to_string(), *message);
         }
+        let unknown = validate(&format!("[venues.mtgox]\n{MINIMAL}")).unwrap_err();
+        let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
+        assert_eq!(
+            unknown.to_string(),
+            format!("venues.mtgox = {{…}}: unknown venue (known: {})", known.join(", "))
+        );
         let no_instruments = validate("").unwrap_err().to_string();
         assert_eq!(
             no_instruments,
@@ -1081,7 +1091,8 @@ mod tests {
             let key = |name: &str| format!("venues.{venue}.{name}");
             let text_at = |name: &str| at(&file, &key(name)).and_then(toml::Value::as_str);
             assert_eq!(text_at("url"), Some(venue.default_url()), "{venue}");
-            assert_eq!(text_at(defaults::MODE.key), Some(defaults::MODE.default));
+            let mode = text_at(defaults::MODE.key);
+            assert_eq!(mode, Some(defaults::default_mode(venue)), "{venue}");
             let allow = at(&file, &key(defaults::ALLOW_ONE_SIDED.key));
             let allow = allow.and_then(toml::Value::as_bool);
             assert_eq!(allow, Some(defaults::ALLOW_ONE_SIDED.default), "{venue}");
