@@ -1001,7 +1001,10 @@ mod tests {
         let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
         assert_eq!(
             unknown.to_string(),
-            format!("venues.mtgox = {{…}}: unknown venue (known: {})", known.join(", "))
+            format!(
+                "venues.mtgox = {{…}}: unknown venue (known: {})",
+                known.join(", ")
+            )
         );
         let no_instruments = validate("").unwrap_err().to_string();
         assert_eq!(

@@ -130,6 +130,11 @@ enum ReplayCommand {
         /// Levels a side kept in each full-depth book.
         #[arg(long, default_value_t = 5000)]
         max_levels: usize,
+        /// Levels a side the recorded snapshots or subscriptions asked for (the service's
+        /// `venues.<name>.snapshot_depth`): a venue that cuts its book to the depth
+        /// subscribed is cut the same.
+        #[arg(long, default_value_t = mergebook::config::defaults::SNAPSHOT_DEPTH.default as usize)]
+        snapshot_depth: usize,
     },
 }
 
@@ -194,10 +199,18 @@ fn main() -> ExitCode {
             symbols,
             snapshots,
             max_levels,
-        })) => (
-            "mergebook replay",
-            run_diff_replay(&recordings, &symbols, &snapshots, max_levels),
-        ),
+            snapshot_depth,
+        })) => {
+            let depths = replay::DiffDepths {
+                depth: usize::from(recordings.depth),
+                max_levels,
+                snapshot_depth,
+            };
+            (
+                "mergebook replay",
+                run_diff_replay(&recordings, &symbols, &snapshots, depths),
+            )
+        }
         Some(Command::Healthcheck { address }) => ("mergebook healthcheck", healthcheck(address)),
         None => ("mergebook", run_service(&cli.run)),
     };
@@ -436,7 +449,7 @@ fn run_diff_replay(
     recordings: &Recordings,
     symbols: &[(VenueId, String)],
     snapshots: &[(VenueId, String)],
-    max_levels: usize,
+    depths: replay::DiffDepths,
 ) -> Result<(), String> {
     let mut inputs: Vec<replay::DiffRecording> = recordings
         .load(replay::Mode::Diff)?
@@ -451,7 +464,7 @@ fn run_diff_replay(
                 .collect(),
         })
         .collect();
-    let mut plan = replay::plan_diff(&inputs, max_levels)
+    let mut plan = replay::plan_diff(&inputs, depths.max_levels)
         .map_err(|(index, error)| format!("{}: {error}", recordings.venues[index].1.display()))?;
     for (venue, snapshot) in snapshots {
         let mut books = plan.books.iter().filter(|book| book.venue == *venue);
@@ -470,8 +483,7 @@ fn run_diff_replay(
     replay::replay_diff(
         &inputs,
         &mut plan,
-        usize::from(recordings.depth),
-        max_levels,
+        depths,
         |instrument, summary| printer.print(&instruments[instrument], summary),
         report_decode_error,
     );

@@ -588,11 +588,11 @@ pub fn insert_snapshot(
 pub fn replay_diff(
     recordings: &[DiffRecording],
     plan: &mut DiffPlan,
-    depth: usize,
-    max_levels: usize,
+    depths: DiffDepths,
     mut emit: impl FnMut(usize, &Summary),
     mut on_error: impl FnMut(VenueId, usize, &BadFrame),
 ) {
+    let DiffDepths { depth, .. } = depths;
     let mut mergers: Vec<InstrumentMerger> = (0..plan.instruments.len())
         .map(|instrument| {
             let venues: Vec<VenueId> = plan
@@ -604,7 +604,7 @@ pub fn replay_diff(
             InstrumentMerger::new(instrument, depth, &venues)
         })
         .collect();
-    let settings = replay_settings(max_levels);
+    let settings = replay_settings(depths);
     let mut cores: Vec<RecordingCore> = recordings
         .iter()
         .enumerate()
@@ -691,13 +691,26 @@ struct RecordingCore {
     stats: Vec<DiffStats>,
 }
 
+/// The depths of a diff replay, as the service's settings name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiffDepths {
+    /// Levels a side per venue and in the merged book (`service.depth`).
+    pub depth: usize,
+    /// Levels a side kept in each full-depth book (`venues.<name>.max_book_levels`).
+    pub max_levels: usize,
+    /// Levels a side the recording's snapshots or subscriptions asked for
+    /// (`venues.<name>.snapshot_depth`): where a venue cuts its book to that depth, the
+    /// replay cuts it the same.
+    pub snapshot_depth: usize,
+}
+
 /// Diff mode's settings for a replay: the recording holds the snapshots, so nothing is
 /// fetched and the snapshot budget is never consulted; every event is buffered.
-fn replay_settings(max_levels: usize) -> DiffSettings {
+fn replay_settings(depths: DiffDepths) -> DiffSettings {
     DiffSettings {
         rest_url: String::new(),
-        snapshot_depth: max_levels,
-        max_levels,
+        snapshot_depth: depths.snapshot_depth,
+        max_levels: depths.max_levels,
         max_buffered: usize::MAX,
         policy: SnapshotPolicy {
             weight_per_minute: u32::MAX,

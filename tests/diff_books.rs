@@ -124,11 +124,15 @@ fn run(expected: &Expected, frames: Vec<RecordedFrame>) -> (DiffBook, Vec<Option
     }];
     let mut plan = replay::plan_diff(&recordings, 5000).unwrap();
     let mut published = Vec::new();
+    let depths = replay::DiffDepths {
+        depth: 10,
+        max_levels: 5000,
+        snapshot_depth: 1000,
+    };
     replay::replay_diff(
         &recordings,
         &mut plan,
-        10,
-        5000,
+        depths,
         |_, summary| {
             let synced = summary.venue_state(expected.venue) == VenueState::Synced;
             published.push(synced.then_some(summary.book));

@@ -7,10 +7,11 @@ use mergebook::venue::VenueId;
 use mergebook_testkit::fuzz_contracts::{TARGETS, snapshot_decoder};
 use std::path::Path;
 
-/// Each venue's snapshot decoder target.
-const SNAPSHOT_TARGETS: [(&str, VenueId); 2] = [
-    ("binance_depth", VenueId::Binance),
-    ("bitstamp_order_book", VenueId::Bitstamp),
+/// Each venue's target: its name, the venue, the contract it checks.
+type VenueContract = fn(VenueId, &[u8]);
+const VENUE_TARGETS: [(&str, VenueId, VenueContract); 2] = [
+    ("binance_depth", VenueId::Binance, snapshot_decoder),
+    ("bitstamp_order_book", VenueId::Bitstamp, snapshot_decoder),
 ];
 
 /// A target's check, for any target.
@@ -21,8 +22,8 @@ fn contracts() -> Vec<(&'static str, Check)> {
     let shared = TARGETS
         .iter()
         .map(|&(target, contract)| (target, Box::new(contract) as Box<_>));
-    let venues = SNAPSHOT_TARGETS.iter().map(|&(target, venue)| {
-        let contract = move |bytes: &[u8]| snapshot_decoder(venue, bytes);
+    let venues = VENUE_TARGETS.iter().map(|&(target, venue, contract)| {
+        let contract = move |bytes: &[u8]| contract(venue, bytes);
         (target, Box::new(contract) as Box<_>)
     });
     shared.chain(venues).collect()
@@ -85,10 +86,10 @@ fn every_fuzz_target_is_replayed_here() {
 }
 
 #[test]
-fn every_venue_has_a_snapshot_decoder_target() {
+fn every_venue_has_a_fuzz_target() {
     for venue in VenueId::ALL {
         assert!(
-            SNAPSHOT_TARGETS.iter().any(|(_, v)| v == venue),
+            VENUE_TARGETS.iter().any(|(_, v, _)| v == venue),
             "{venue} has no fuzz target"
         );
     }

@@ -14,8 +14,8 @@ use mergebook::venue::{Message, VenueId};
 pub type Contract = fn(&[u8]);
 
 /// The fuzz targets (`fuzz/fuzz_targets/<name>.rs`) of no one venue, with their
-/// contracts. Each venue's snapshot decoder has a target of its own, which checks
-/// [`snapshot_decoder`] for that venue.
+/// contracts. Each venue has a target of its own, which checks [`snapshot_decoder`] or
+/// [`diff_decoder`] for that venue.
 pub const TARGETS: [(&str, Contract); 2] =
     [("fixed_point", fixed_point), ("diff_books", diff_books)];
 
@@ -40,6 +40,27 @@ pub fn snapshot_decoder(venue: VenueId, data: &[u8]) {
     if let Ok(Message::Book { .. }) = venue.decode(frame, usize::from(depth), &mut book) {
         for side in [Side::Bid, Side::Ask] {
             assert_sorted_without_zeros(side, book.side(side).as_slice());
+        }
+    }
+}
+
+/// `venue`'s diff decoder never panics; a message it accepts holds at most the levels
+/// asked for (the first byte) a side, and an in-band snapshot's sides are strictly sorted
+/// best first.
+pub fn diff_decoder(venue: VenueId, data: &[u8]) {
+    let Some((&limit, frame)) = data.split_first() else {
+        return;
+    };
+    let limit = usize::from(limit).max(1);
+    let mut update = BookUpdate::default();
+    if let Ok(Message::Book { .. }) = venue.decode_diff(frame, limit, &mut update) {
+        assert!(update.bids.len() <= limit && update.asks.len() <= limit);
+        if update.is_snapshot {
+            for (side, levels) in [(Side::Bid, &update.bids), (Side::Ask, &update.asks)] {
+                for pair in levels.windows(2) {
+                    assert!(side.is_better(pair[0].price, pair[1].price));
+                }
+            }
         }
     }
 }
