@@ -102,6 +102,8 @@ pub struct DiffMarket {
     /// The id of the last event in `book` (Binance update id; Bitstamp microtimestamp).
     pub last_id: u64,
     venue: VenueId,
+    /// Where the venue cuts its book: after each event, as its clients do.
+    kept_depth: Option<usize>,
 }
 
 /// Levels a side the simulated full-depth book starts with.
@@ -109,7 +111,7 @@ const DIFF_BOOK_LEVELS: u64 = 400;
 
 impl DiffMarket {
     /// `kept_depth`: the levels a side the venue keeps its book at, if it cuts it (the
-    /// book starts with its best that many, and keeps no more).
+    /// book starts with its best that many, and is cut to them after each event).
     pub fn new(
         seed: u64,
         venue: VenueId,
@@ -119,9 +121,10 @@ impl DiffMarket {
     ) -> DiffMarket {
         let mut market = DiffMarket {
             rng: Rng::new(seed),
-            book: DepthBook::new(kept_depth.unwrap_or(2 * DIFF_BOOK_LEVELS as usize)),
+            book: DepthBook::new(2 * DIFF_BOOK_LEVELS as usize),
             last_id: venue.initial_event_id(now_us),
             venue,
+            kept_depth,
         };
         let mut initial = BookUpdate::default();
         for offset in 1..=DIFF_BOOK_LEVELS {
@@ -129,6 +132,9 @@ impl DiffMarket {
             initial.asks.push(market.level(mid_ticks + offset));
         }
         market.book.replace(&initial);
+        if let Some(kept) = kept_depth {
+            market.book.truncate(kept);
+        }
         market
     }
 
@@ -176,6 +182,9 @@ impl DiffMarket {
         (out.first_id, out.last_id) = self.venue.next_event_ids(self.last_id, changes, now_us);
         self.last_id = out.last_id;
         self.book.apply(out);
+        if let Some(kept) = self.kept_depth {
+            self.book.truncate(kept);
+        }
     }
 
     /// The book as a REST snapshot: the best `limit` levels a side, at `last_id`.

@@ -403,10 +403,12 @@ impl Simulator {
         }
     }
 
-    /// On each diff stream of `venue` (one that sends checksums), the next `events` events
-    /// carry a wrong checksum.
-    pub fn corrupt_checksums(&self, venue: VenueId, events: u64) {
-        for stream in self.diff_streams(venue) {
+    /// On `symbol`'s diff stream of `venue` (one that sends checksums), the next `events`
+    /// events carry a wrong checksum.
+    pub fn corrupt_checksums(&self, venue: VenueId, symbol: &str, events: u64) {
+        let key = (venue, venue.diff_stream_name(symbol));
+        let streams = self.shared.diff_streams.lock().expect("not poisoned");
+        if let Some(stream) = streams.get(&key) {
             stream
                 .faults
                 .corrupt_checksum
@@ -894,11 +896,15 @@ fn diff_stream(
         crate::clock::unix_ns() / 1_000,
         venue.kept_depth(subscribed_depth.unwrap_or(usize::MAX)),
     );
+    // The book before any event is one the venue had too (an in-band snapshot sends it).
+    let mut first = TopBook::default();
+    market.book.top(HISTORY_DEPTH, &mut first);
+    first.venue_sequence = market.last_id;
     let created = Arc::new(DiffStream {
         faults: EventFaults::default(),
         market: Mutex::new(market),
         subscribers: Mutex::new(Vec::new()),
-        history: Mutex::new(VecDeque::new()),
+        history: Mutex::new(VecDeque::from([first])),
         stale_snapshot: Mutex::new(None),
     });
     streams.insert(key, Arc::clone(&created));
