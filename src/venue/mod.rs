@@ -1,9 +1,7 @@
-//! Venues: one module per exchange (wire docs, decoder, subscription), and the one
-//! registry list of venues below. Adding an exchange means a new module implementing
-//! [`Venue`] and one line in `venues!`.
-
-pub mod binance;
-pub mod bitstamp;
+//! Venues: one module per exchange (wire docs, decoders, subscription, sequencing, the
+//! simulator's side), and the one registry list of venues below, which declares the
+//! modules too. Adding an exchange means a new module implementing [`Venue`] and
+//! [`Simulated`], and one line in `venues!`.
 
 use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
 use crate::fixed::DECIMALS;
@@ -240,7 +238,9 @@ pub(crate) fn write_levels(
 }
 
 macro_rules! venues {
-    ($($variant:ident => $venue:ty),+ $(,)?) => {
+    ($($variant:ident => $module:ident :: $venue:ident),+ $(,)?) => {
+        $(pub mod $module;)+
+
         /// Every supported venue. The discriminant is the venue's index in merges and
         /// summaries, and the last tie-break between equal levels.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -251,123 +251,123 @@ macro_rules! venues {
             pub const ALL: &'static [VenueId] = &[$(VenueId::$variant),+];
 
             pub fn name(self) -> &'static str {
-                match self { $(VenueId::$variant => <$venue as Venue>::NAME),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::NAME),+ }
             }
 
             /// Decodes a frame with this venue's decoder (see [`Venue::decode`]).
             #[inline]
             pub fn decode<'a>(self, frame: &'a [u8], depth: usize, out: &mut TopBook) -> Result<Message<'a>, DecodeError> {
-                match self { $(VenueId::$variant => <$venue as Venue>::decode(frame, depth, out)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::decode(frame, depth, out)),+ }
             }
 
             /// Encodes a book frame with this venue's encoder (see [`Venue::encode_book`]).
             pub fn encode_book(self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
-                match self { $(VenueId::$variant => <$venue as Simulated>::encode_book(stream, book, price_decimals, out)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::encode_book(stream, book, price_decimals, out)),+ }
             }
 
             /// See [`Venue::stream_name`].
             pub fn stream_name(self, symbol: &str, depth: usize) -> String {
-                match self { $(VenueId::$variant => <$venue as Venue>::stream_name(symbol, depth)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::stream_name(symbol, depth)),+ }
             }
 
             /// See [`Venue::subscribe_frames`].
             pub fn subscribe_frames(self, streams: &[String], depth: usize) -> (Vec<String>, usize) {
-                match self { $(VenueId::$variant => <$venue as Venue>::subscribe_frames(streams, depth)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::subscribe_frames(streams, depth)),+ }
             }
 
             /// See [`Venue::unsubscribe_frames`].
             pub fn unsubscribe_frames(self, streams: &[String]) -> Vec<String> {
-                match self { $(VenueId::$variant => <$venue as Venue>::unsubscribe_frames(streams)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::unsubscribe_frames(streams)),+ }
             }
 
             /// See [`Venue::client_ping`].
             pub fn client_ping(self) -> Option<(std::time::Duration, &'static str)> {
-                match self { $(VenueId::$variant => <$venue as Venue>::client_ping()),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::client_ping()),+ }
             }
 
             /// See [`Venue::MAX_STREAMS_PER_CONNECTION`].
             pub fn max_streams_per_connection(self) -> usize {
-                match self { $(VenueId::$variant => <$venue as Venue>::MAX_STREAMS_PER_CONNECTION),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::MAX_STREAMS_PER_CONNECTION),+ }
             }
 
             /// See [`Venue::SNAPSHOT_STREAMS`].
             pub fn has_snapshot_streams(self) -> bool {
-                match self { $(VenueId::$variant => <$venue as Venue>::SNAPSHOT_STREAMS),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::SNAPSHOT_STREAMS),+ }
             }
 
             /// See [`Venue::SNAPSHOTS`].
             pub fn snapshot_source(self) -> SnapshotSource {
-                match self { $(VenueId::$variant => <$venue as Venue>::SNAPSHOTS),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::SNAPSHOTS),+ }
             }
 
             /// See [`Venue::kept_depth`].
             pub fn kept_depth(self, requested: usize) -> Option<usize> {
-                match self { $(VenueId::$variant => <$venue as Venue>::kept_depth(requested)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::kept_depth(requested)),+ }
             }
 
             /// See [`Venue::checksum`].
             pub fn checksum(self, book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
-                match self { $(VenueId::$variant => <$venue as Venue>::checksum(book, decimals)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::checksum(book, decimals)),+ }
             }
 
             /// See [`Simulated::answer_request`].
             pub fn answer_request(self, request: &str) -> Option<Answer> {
-                match self { $(VenueId::$variant => <$venue as Simulated>::answer_request(request)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::answer_request(request)),+ }
             }
 
             /// See [`Simulated::server_ping_interval`].
             pub fn server_ping_interval(self) -> Option<std::time::Duration> {
-                match self { $(VenueId::$variant => <$venue as Simulated>::server_ping_interval()),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::server_ping_interval()),+ }
             }
 
             /// See [`Simulated::levels_on_stream`].
             pub fn levels_on_stream(self, stream: &str) -> usize {
-                match self { $(VenueId::$variant => <$venue as Simulated>::levels_on_stream(stream)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::levels_on_stream(stream)),+ }
             }
 
             /// See [`Simulated::reconnect_request`].
             pub fn reconnect_request(self) -> Option<&'static str> {
-                match self { $(VenueId::$variant => <$venue as Simulated>::reconnect_request()),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::reconnect_request()),+ }
             }
 
             /// See [`Venue::SEQUENCE`].
             pub fn sequencing(self) -> &'static dyn Sequencing {
-                match self { $(VenueId::$variant => <$venue as Venue>::SEQUENCE),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::SEQUENCE),+ }
             }
 
             /// See [`Simulated::next_event_ids`].
             pub fn next_event_ids(self, last_id: u64, changes: u64, now_us: u64) -> (u64, u64) {
-                match self { $(VenueId::$variant => <$venue as Simulated>::next_event_ids(last_id, changes, now_us)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::next_event_ids(last_id, changes, now_us)),+ }
             }
 
             /// See [`Simulated::initial_event_id`].
             pub fn initial_event_id(self, now_us: u64) -> u64 {
-                match self { $(VenueId::$variant => <$venue as Simulated>::initial_event_id(now_us)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::initial_event_id(now_us)),+ }
             }
 
             /// See [`Venue::CONNECT_BUDGET`].
             pub fn connect_budget(self) -> ConnectBudget {
-                match self { $(VenueId::$variant => <$venue as Venue>::CONNECT_BUDGET),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::CONNECT_BUDGET),+ }
             }
 
             /// See [`Venue::DEFAULT_URL`].
             pub fn default_url(self) -> &'static str {
-                match self { $(VenueId::$variant => <$venue as Venue>::DEFAULT_URL),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::DEFAULT_URL),+ }
             }
 
             /// See [`Venue::DEFAULT_REST_URL`].
             pub fn default_rest_url(self) -> &'static str {
-                match self { $(VenueId::$variant => <$venue as Venue>::DEFAULT_REST_URL),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::DEFAULT_REST_URL),+ }
             }
 
             /// See [`Venue::diff_stream_name`].
             pub fn diff_stream_name(self, symbol: &str) -> String {
-                match self { $(VenueId::$variant => <$venue as Venue>::diff_stream_name(symbol)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::diff_stream_name(symbol)),+ }
             }
 
             /// See [`Venue::diff_stream_symbol`].
             pub fn diff_stream_symbol(self, stream: &str) -> Option<String> {
-                match self { $(VenueId::$variant => <$venue as Venue>::diff_stream_symbol(stream)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::diff_stream_symbol(stream)),+ }
             }
 
             /// Whether `stream` is a diff stream.
@@ -378,37 +378,37 @@ macro_rules! venues {
             /// Decodes a diff connection's frame (see [`Venue::decode_diff`]).
             #[inline]
             pub fn decode_diff<'a>(self, frame: &'a [u8], max_levels: usize, out: &mut BookUpdate) -> Result<Message<'a>, DecodeError> {
-                match self { $(VenueId::$variant => <$venue as Venue>::decode_diff(frame, max_levels, out)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::decode_diff(frame, max_levels, out)),+ }
             }
 
             /// See [`Venue::decode_snapshot`].
             pub fn decode_snapshot(self, body: &[u8], max_levels: usize, out: &mut BookUpdate) -> Result<(), DecodeError> {
-                match self { $(VenueId::$variant => <$venue as Venue>::decode_snapshot(body, max_levels, out)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::decode_snapshot(body, max_levels, out)),+ }
             }
 
             /// See [`Venue::snapshot_url`].
             pub fn snapshot_url(self, rest_base: &str, symbol: &str, limit: usize) -> String {
-                match self { $(VenueId::$variant => <$venue as Venue>::snapshot_url(rest_base, symbol, limit)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::snapshot_url(rest_base, symbol, limit)),+ }
             }
 
             /// See [`Venue::snapshot_symbol`].
             pub fn snapshot_symbol(self, url: &str) -> Option<String> {
-                match self { $(VenueId::$variant => <$venue as Venue>::snapshot_symbol(url)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::snapshot_symbol(url)),+ }
             }
 
             /// See [`Venue::snapshot_weight`].
             pub fn snapshot_weight(self, limit: usize) -> u32 {
-                match self { $(VenueId::$variant => <$venue as Venue>::snapshot_weight(limit)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::snapshot_weight(limit)),+ }
             }
 
             /// See [`Simulated::encode_diff`].
             pub fn encode_diff(self, stream: &str, update: &BookUpdate, checksum: Option<u32>, price_decimals: u32, unix_ms: u64, out: &mut Vec<u8>) {
-                match self { $(VenueId::$variant => <$venue as Simulated>::encode_diff(stream, update, checksum, price_decimals, unix_ms, out)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::encode_diff(stream, update, checksum, price_decimals, unix_ms, out)),+ }
             }
 
             /// See [`Simulated::encode_snapshot`].
             pub fn encode_snapshot(self, stream: &str, snapshot: &BookUpdate, checksum: Option<u32>, price_decimals: u32, out: &mut Vec<u8>) {
-                match self { $(VenueId::$variant => <$venue as Simulated>::encode_snapshot(stream, snapshot, checksum, price_decimals, out)),+ }
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::encode_snapshot(stream, snapshot, checksum, price_decimals, out)),+ }
             }
         }
     };
