@@ -102,6 +102,44 @@ fn serde_reference(c: &mut Criterion) {
             (top(&frame.data.bids), top(&frame.data.asks))
         })
     });
+
+    // Kraken's message into owned values (its numbers as f64, which the service could not
+    // use: the checksum needs their text).
+    #[derive(serde::Deserialize)]
+    struct KrakenMessage {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        channel: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        r#type: String,
+        data: Vec<KrakenData>,
+    }
+    #[derive(serde::Deserialize)]
+    struct KrakenData {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        symbol: String,
+        bids: Vec<KrakenLevel>,
+        asks: Vec<KrakenLevel>,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        checksum: Option<u32>,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        timestamp: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct KrakenLevel {
+        price: f64,
+        qty: f64,
+    }
+    c.bench_function("kraken_decode_snapshot_serde_json", |b| {
+        b.iter(|| {
+            let message: KrakenMessage =
+                serde_json::from_slice(black_box(kraken_snapshot())).unwrap();
+            let book = &message.data[0];
+            let levels = |side: &[KrakenLevel]| -> Vec<(f64, f64)> {
+                side.iter().map(|level| (level.price, level.qty)).collect()
+            };
+            (levels(&book.bids), levels(&book.asks))
+        })
+    });
 }
 
 fn merging(c: &mut Criterion) {
@@ -254,10 +292,38 @@ fn diff_books(c: &mut Criterion) {
     });
 }
 
+/// Kraken: a snapshot's decode (beside serde_json's, below), an update's decode, apply
+/// and cut, and the checksum verified after it (the checksum's share of an update).
+fn kraken(c: &mut Criterion) {
+    let mut snapshot = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    c.bench_function("kraken_decode_snapshot", |b| {
+        b.iter(|| {
+            VenueId::Kraken
+                .decode_diff(black_box(kraken_snapshot()), MAX_BOOK_LEVELS, &mut snapshot)
+                .map(drop)
+        })
+    });
+    let mut kraken = KrakenBook::new();
+    let update = kraken_update();
+    c.bench_function("kraken_update", |b| {
+        b.iter(|| kraken.apply(black_box(update)))
+    });
+    kraken.apply(update);
+    assert_eq!(
+        kraken.checksum(),
+        kraken.update.checksum,
+        "the recorded checksum"
+    );
+    c.bench_function("kraken_checksum", |b| {
+        b.iter(|| black_box(&kraken).checksum())
+    });
+}
+
 criterion_group!(
     benches,
     decoders,
     diff_books,
+    kraken,
     serde_reference,
     merging,
     mailboxes,

@@ -49,6 +49,8 @@ fn main() {
         .decode_diff(diff_frame, MAX_BOOK_LEVELS, &mut applied_event)
         .expect("decodes");
     let mut depth_book = nknusdt_book();
+    let mut kraken_book = KrakenBook::new();
+    let mut kraken_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
     let varied = |frames: Vec<Vec<u8>>, venue: VenueId| {
         let mut out = mergebook::book::TopBook::default();
         let mut index = 0;
@@ -104,12 +106,27 @@ fn main() {
             depth_book.apply(black_box(&applied_event));
             black_box(&depth_book);
         }),
+        "kraken_decode_snapshot" => Box::new(|| {
+            let result = VenueId::Kraken.decode_diff(
+                black_box(kraken_snapshot()),
+                MAX_BOOK_LEVELS,
+                &mut kraken_snapshot_out,
+            );
+            black_box(result.expect("decodes"));
+        }),
+        "kraken_update" => Box::new(|| kraken_book.apply(black_box(kraken_update()))),
+        "kraken_checksum" => {
+            kraken_book.apply(kraken_update());
+            Box::new(|| {
+                black_box(black_box(&kraken_book).checksum());
+            })
+        }
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
                  bitstamp_decode_100 | binance_decode_20_varied | bitstamp_decode_100_varied | \
                  fixed_point_parse | merge_2x10 | e2e_parse_merge | binance_diff_decode | \
-                 book_apply_diff>"
+                 book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum>"
             );
             std::process::exit(2);
         }

@@ -582,6 +582,8 @@ fn reference_decode(venue: VenueId, frame: &str, depth: usize) -> Option<Decoded
             let sequence = data.get("microtimestamp")?.as_str()?.parse().ok()?;
             (data, root.get("channel")?.as_str()?, sequence)
         }
+        // A venue without snapshot streams has its reference in its own test file.
+        _ => return None,
     };
     let bids = reference_side(payload.get("bids")?, Side::Bid, depth)?;
     let asks = reference_side(payload.get("asks")?, Side::Ask, depth)?;
@@ -724,6 +726,7 @@ fn generated_frame(venue: VenueId, bids: &[(u64, u64)], asks: &[(u64, u64)], see
             ];
             layout.object(members)
         }
+        other => unreachable!("{other} has no snapshot streams"),
     }
 }
 

@@ -164,3 +164,72 @@ fn applying_diff_events_allocates_nothing_in_steady_state() {
     }
     assert_eq!(allocations() - before, 0, "the diff path allocated");
 }
+
+const KRAKEN_SNAPSHOT: &str =
+    include_str!("fixtures/kraken/v2_book_docs_example_BTCUSD_snapshot.json");
+
+/// Kraken's path in steady state: decode an update → apply it → cut the book to the depth
+/// subscribed → verify its checksum → its top into the mailbox. The updates change the
+/// recorded book's amounts, each with the checksum of the book after it.
+#[test]
+fn a_kraken_update_and_its_checksum_allocate_nothing() {
+    use mergebook::book::{BookUpdate, DepthBook, Level, Side, WireDecimals};
+    use mergebook::fixed::FixedPoint;
+    use mergebook::sync::{BookSync, UpdateOutcome};
+    const MAX_LEVELS: usize = 1000;
+    let venue = VenueId::Kraken;
+    let decimals = WireDecimals {
+        price: 8,
+        amount: 8,
+    };
+    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
+    venue
+        .decode_diff(KRAKEN_SNAPSHOT.trim().as_bytes(), MAX_LEVELS, &mut update)
+        .unwrap();
+    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+    sync.on_snapshot(&update);
+    let mut model = DepthBook::new(MAX_LEVELS);
+    model.replace(&update);
+    let prices: Vec<FixedPoint> = model.levels(Side::Bid).map(|l| l.price).collect();
+    let frames: Vec<Vec<u8>> = (0..200u64)
+        .map(|step| {
+            let level = Level {
+                price: prices[step as usize % prices.len()],
+                amount: FixedPoint::from_raw(1_000_000 + step),
+            };
+            let change = BookUpdate {
+                bids: vec![level],
+                last_id: 1_700_000_000_000_000 + step,
+                ..BookUpdate::default()
+            };
+            model.apply(&change);
+            let checksum = venue.checksum(&model, decimals);
+            let mut frame = Vec::new();
+            venue.encode_diff("BTC/USD", &change, checksum, 8, 0, &mut frame);
+            frame
+        })
+        .collect();
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let mut apply = |frame: &[u8]| {
+        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
+        assert!(matches!(message, Message::Book { .. }));
+        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
+        sync.book.truncate(10);
+        assert_eq!(venue.checksum(&sync.book, update.decimals), update.checksum);
+        sender
+            .publish_with(|top| -> Result<(), ()> {
+                sync.book.top(10, top);
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+    };
+    for frame in &frames[..10] {
+        apply(frame); // warm-up
+    }
+    let before = allocations();
+    for frame in &frames[10..] {
+        apply(frame);
+    }
+    assert_eq!(allocations() - before, 0, "Kraken's path allocated");
+}

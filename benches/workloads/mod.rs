@@ -216,3 +216,60 @@ fn varied_frames(
         })
         .collect()
 }
+
+/// Kraken's recorded BTC/USD subscription (depth 10): the snapshot and the update after it.
+const KRAKEN_BTCUSD: &str = include_str!(
+    "../../tests/fixtures/kraken/v2_book_BTCUSD_depth10_status_ack_snapshot_update_2026-08-12.jsonl"
+);
+/// Kraken's depth the recording subscribed.
+pub const KRAKEN_DEPTH: usize = 10;
+
+fn kraken_line(prefix: &str) -> &'static [u8] {
+    KRAKEN_BTCUSD
+        .lines()
+        .find(|line| line.starts_with(prefix))
+        .expect("recorded")
+        .as_bytes()
+}
+
+/// `kraken_decode_snapshot`'s frame: the recorded snapshot, 10 levels a side.
+pub fn kraken_snapshot() -> &'static [u8] {
+    kraken_line(r#"{"channel":"book","type":"snapshot""#)
+}
+
+/// `kraken_update`'s frame: the recorded update (one level deleted, one set).
+pub fn kraken_update() -> &'static [u8] {
+    kraken_line(r#"{"channel":"book","type":"update""#)
+}
+
+/// Kraken's book from the recorded snapshot, as the reader keeps it, and its decode target.
+pub struct KrakenBook {
+    pub book: DepthBook,
+    pub update: BookUpdate,
+}
+
+impl KrakenBook {
+    pub fn new() -> KrakenBook {
+        let mut update = BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+        VenueId::Kraken
+            .decode_diff(kraken_snapshot(), MAX_BOOK_LEVELS, &mut update)
+            .expect("the recorded snapshot decodes");
+        let mut book = DepthBook::new(MAX_BOOK_LEVELS);
+        book.replace(&update);
+        KrakenBook { book, update }
+    }
+
+    /// `kraken_update`: decode an update, apply it, cut the book to the depth subscribed.
+    pub fn apply(&mut self, frame: &[u8]) {
+        VenueId::Kraken
+            .decode_diff(frame, MAX_BOOK_LEVELS, &mut self.update)
+            .expect("the recorded update decodes");
+        self.book.apply(&self.update);
+        self.book.truncate(KRAKEN_DEPTH);
+    }
+
+    /// `kraken_checksum`: the checksum of the book, over the text of its numbers.
+    pub fn checksum(&self) -> Option<u32> {
+        VenueId::Kraken.checksum(&self.book, self.update.decimals)
+    }
+}

@@ -417,6 +417,7 @@ macro_rules! venues {
 venues! {
     Binance => binance::Binance,
     Bitstamp => bitstamp::Bitstamp,
+    Kraken => kraken::Kraken,
 }
 
 const _: () = assert!(VenueId::ALL.len() <= MAX_VENUES);

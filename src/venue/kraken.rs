@@ -1,0 +1,808 @@
+//! Kraken spot, WebSocket v2, channel `book`.
+//!
+//! Docs: <https://docs.kraken.com/api/docs/websocket-v2/book> and the checksum guide
+//! <https://docs.kraken.com/api/docs/guides/spot-ws-book-v2> (see also
+//! `../shared/fixtures/PROTOCOLS.md`, section 4).
+//!
+//! A subscription (`{"method":"subscribe","params":{"channel":"book","symbol":["BTC/USD"],
+//! "depth":10,"snapshot":true},"req_id":1}`) is acknowledged once per symbol and starts
+//! with a snapshot on the stream; updates follow. Prices and quantities are bare JSON
+//! numbers printed with the pair's precision. Each message carries a CRC32 of the book
+//! after it (top 10 asks then bids), so the book is checked after every message: Kraken
+//! has no sequence numbers, the checksum is what shows a lost or garbled update. After
+//! each message each side is cut to the subscribed depth: Kraken sends no deletes for
+//! levels pushed out of it. A real snapshot and update
+//! (`fixtures/kraken/v2_book_BTCUSD_depth10_status_ack_snapshot_update_2026-08-12.jsonl`,
+//! shortened):
+//!
+//! ```text
+//! {"channel":"book","type":"snapshot","data":[{"symbol":"BTC/USD","bids":[{"price":63299.4,
+//!  "qty":0.00209987},…],"asks":[…],"checksum":1490766955,"timestamp":"2026-08-12T19:28:08.631028Z"}]}
+//! {"channel":"book","type":"update","data":[{"symbol":"BTC/USD","bids":[{"price":63296.7,
+//!  "qty":0.00000000},{"price":63294.6,"qty":0.31581476}],"asks":[],"checksum":1153589921,
+//!  "timestamp":"2026-08-12T19:28:09.140448Z"}]}
+//! ```
+//!
+//! Control frames: `{"channel":"status","type":"update","data":[{"version":"2.0.10",
+//! "system":"online","api_version":"v2","connection_id":…}]}` on connect,
+//! `{"channel":"heartbeat"}` about once a second when nothing else is sent, the
+//! subscription ack `{"method":"subscribe","result":{…},"success":true,…}` (`false` with an
+//! `error` when refused), and `{"method":"pong",…}` answering `{"method":"ping"}`. Kraken
+//! sends no request to reconnect. The message's `timestamp` (unix microseconds) is the
+//! book's `venue_sequence`.
+
+use super::{
+    Answer, ConnectBudget, DecodeError, LevelShape, Message, Seen, Simulated, SnapshotSource, Venue,
+};
+use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
+use crate::sync::Sequencing;
+use crate::walker::Walker;
+
+pub struct Kraken;
+
+/// The depths a subscription may ask for.
+const DEPTHS: [usize; 5] = [10, 25, 100, 500, 1000];
+
+/// Levels a side the checksum covers, whatever the depth.
+const CHECKSUM_LEVELS: usize = 10;
+
+const LEVEL: LevelShape = LevelShape::Object {
+    price: "price",
+    amount: "qty",
+};
+
+const CHANNEL: u32 = 0;
+const TYPE: u32 = 1;
+const DATA: u32 = 2;
+const METHOD: u32 = 3;
+const SUCCESS: u32 = 4;
+const SYMBOL: u32 = 5;
+const BIDS: u32 = 6;
+const ASKS: u32 = 7;
+const CHECKSUM: u32 = 8;
+const TIMESTAMP: u32 = 9;
+
+/// What a book message must hold.
+const BOOK_KEYS: [(u32, &str); 3] = [(SYMBOL, "symbol"), (BIDS, "bids"), (ASKS, "asks")];
+
+/// One frame, by the general object walk: the members in any order, unknown ones skipped.
+/// A book message's payload is written into `out` (its levels in wire order, at most
+/// `max_levels` a side).
+fn decode_message<'a>(
+    frame: &'a [u8],
+    max_levels: usize,
+    out: &mut BookUpdate,
+) -> Result<Message<'a>, DecodeError> {
+    let mut walker = Walker::new(frame);
+    let mut seen = Seen::default();
+    let (mut channel, mut kind, mut method): (&[u8], &[u8], &[u8]) = (b"", b"", b"");
+    let mut success = false;
+    let mut symbol: &'a [u8] = b"";
+    let mut books = 0;
+    out.clear();
+    walker.object(|walker, key| {
+        match key {
+            b"channel" => {
+                seen.mark(CHANNEL, "channel")?;
+                channel = walker.string()?;
+            }
+            b"type" => {
+                seen.mark(TYPE, "type")?;
+                kind = walker.string()?;
+            }
+            b"method" => {
+                seen.mark(METHOD, "method")?;
+                method = walker.string()?;
+            }
+            b"success" => {
+                seen.mark(SUCCESS, "success")?;
+                success = walker.boolean()?;
+            }
+            b"data" => {
+                seen.mark(DATA, "data")?;
+                if walker.peek()? != b'[' {
+                    return walker.skip_value();
+                }
+                // A book's payload, or the status channel's (whose members are skipped):
+                // `channel` may come after `data`, so it decides afterwards.
+                walker.elements(|walker| {
+                    books += 1;
+                    if books > 1 {
+                        return walker.skip_value(); // refused below if a book's
+                    }
+                    walker.object(|walker, key| {
+                        payload_member(walker, key, &mut seen, &mut symbol, max_levels, out)
+                    })
+                })?;
+            }
+            _ => walker.skip_value()?,
+        }
+        Ok(())
+    })?;
+    walker.finish()?;
+
+    if seen.has(CHANNEL) {
+        return match channel {
+            b"book" => {
+                out.is_snapshot = match kind {
+                    b"snapshot" => true,
+                    b"update" => false,
+                    _ => return Err(DecodeError::Invalid("a book message's type")),
+                };
+                if books != 1 {
+                    return Err(DecodeError::Invalid("a book message holds one symbol"));
+                }
+                seen.require(&BOOK_KEYS)?;
+                if out.is_snapshot {
+                    check_sorted(Side::Bid, &out.bids)?;
+                    check_sorted(Side::Ask, &out.asks)?;
+                }
+                Ok(Message::Book { stream: symbol })
+            }
+            b"heartbeat" => Ok(Message::Heartbeat),
+            _ => Ok(Message::Ignored),
+        };
+    }
+    match method {
+        b"subscribe" if !seen.has(SUCCESS) => Err(DecodeError::MissingKey("success")),
+        b"subscribe" => Ok(Message::SubscribeResult { accepted: success }),
+        b"pong" => Ok(Message::Heartbeat),
+        b"" => Err(DecodeError::UnknownMessage("Kraken v2 message")),
+        _ => Ok(Message::Ignored),
+    }
+}
+
+/// A member of a `data` element: a book's symbol, sides, checksum and time.
+fn payload_member<'a>(
+    walker: &mut Walker<'a>,
+    key: &[u8],
+    seen: &mut Seen,
+    symbol: &mut &'a [u8],
+    max_levels: usize,
+    out: &mut BookUpdate,
+) -> Result<(), DecodeError> {
+    match key {
+        b"symbol" => {
+            seen.mark(SYMBOL, "symbol")?;
+            *symbol = walker.string()?;
+        }
+        b"bids" => {
+            seen.mark(BIDS, "bids")?;
+            walker.all_shaped_levels(
+                LEVEL,
+                None,
+                max_levels,
+                &mut out.bids,
+                Some(&mut out.decimals),
+            )?;
+        }
+        b"asks" => {
+            seen.mark(ASKS, "asks")?;
+            walker.all_shaped_levels(
+                LEVEL,
+                None,
+                max_levels,
+                &mut out.asks,
+                Some(&mut out.decimals),
+            )?;
+        }
+        b"checksum" => {
+            seen.mark(CHECKSUM, "checksum")?;
+            let checksum = walker.unsigned()?;
+            out.checksum = Some(
+                u32::try_from(checksum)
+                    .map_err(|_| DecodeError::Invalid("a checksum of 32 bits"))?,
+            );
+        }
+        b"timestamp" => {
+            seen.mark(TIMESTAMP, "timestamp")?;
+            let micros = unix_micros(walker.string()?).ok_or(DecodeError::Invalid(
+                "a timestamp like 2026-08-12T19:28:08.631028Z",
+            ))?;
+            out.first_id = micros;
+            out.last_id = micros;
+        }
+        _ => walker.skip_value()?,
+    }
+    Ok(())
+}
+
+/// A snapshot's side must be strictly sorted best first.
+fn check_sorted(side: Side, levels: &[Level]) -> Result<(), DecodeError> {
+    match levels
+        .windows(2)
+        .all(|pair| side.is_better(pair[0].price, pair[1].price))
+    {
+        true => Ok(()),
+        false => Err(DecodeError::Unsorted(side)),
+    }
+}
+
+/// `2026-08-12T19:28:08.631028Z` as unix microseconds (UTC, up to 6 fractional digits).
+fn unix_micros(text: &[u8]) -> Option<u64> {
+    let number = |range: std::ops::Range<usize>| -> Option<u64> {
+        let digits = text.get(range)?;
+        digits.iter().try_fold(0u64, |value, &byte| {
+            byte.is_ascii_digit()
+                .then(|| value * 10 + u64::from(byte - b'0'))
+        })
+    };
+    let separators = [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')];
+    if separators
+        .iter()
+        .any(|&(at, byte)| text.get(at) != Some(&byte))
+    {
+        return None;
+    }
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let rest = text.get(19..)?.strip_suffix(b"Z")?;
+    let micros = match rest {
+        [] => 0,
+        [b'.', fraction @ ..] if (1..=6).contains(&fraction.len()) => {
+            number(20..20 + fraction.len())? * 10u64.pow(6 - fraction.len() as u32)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    Some(((days * 24 + hour) * 60 + minute) * 60_000_000 + second * 1_000_000 + micros)
+}
+
+/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar, from 1970 on
+/// (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year / 400;
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    (era * 146_097 + day_of_era).saturating_sub(719_468)
+}
+
+/// Unix microseconds as `2026-08-12T19:28:08.631028Z` (the simulator's timestamps).
+fn write_timestamp(micros: u64, out: &mut Vec<u8>) {
+    use std::io::Write;
+    let (days, rest) = (micros / 86_400_000_000, micros % 86_400_000_000);
+    // Howard Hinnant's `civil_from_days`.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    let (seconds, fraction) = (rest / 1_000_000, rest % 1_000_000);
+    write!(
+        out,
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{fraction:06}Z",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    )
+    .expect("writing to a Vec cannot fail");
+}
+
+/// The smallest depth Kraken offers that covers `requested` (its most, 1000, beyond).
+fn subscribed_depth(requested: usize) -> usize {
+    DEPTHS
+        .into_iter()
+        .find(|&depth| depth >= requested)
+        .unwrap_or(DEPTHS[DEPTHS.len() - 1])
+}
+
+/// Kraken's book checksum: for the best 10 asks, then the best 10 bids, the price's text
+/// and then the quantity's, each without its `.` and leading zeros, concatenated; CRC32.
+/// The text is the number written with the precision the messages used (`decimals`),
+/// which is the wire text itself: Kraken prints every price and quantity of a pair with
+/// the pair's precision. The digits are fed to the hasher from a stack buffer, so the
+/// check allocates nothing.
+fn book_checksum(book: &DepthBook, decimals: WireDecimals) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    let mut feed = |value: crate::fixed::FixedPoint, decimals: u8| {
+        let text = value.with_decimals(u32::from(decimals));
+        let mut digits = [0u8; 24];
+        let mut len = 0;
+        for &byte in text.as_bytes() {
+            if byte != b'.' && (len > 0 || byte != b'0') {
+                digits[len] = byte;
+                len += 1;
+            }
+        }
+        hasher.update(&digits[..len]);
+    };
+    for side in [Side::Ask, Side::Bid] {
+        for level in book.levels(side).take(CHECKSUM_LEVELS) {
+            feed(level.price, decimals.price);
+            feed(level.amount, decimals.amount);
+        }
+    }
+    hasher.finalize()
+}
+
+/// Kraken has no sequence numbers (the checksum after each message is its check): no
+/// event is contained in another, none is missing by its ids, every snapshot joins.
+/// A message's `timestamp` is its id, for the book's `venue_sequence` only.
+pub struct Unsequenced;
+
+impl Sequencing for Unsequenced {
+    fn is_contained(&self, _update: &BookUpdate, _last_id: u64, _snapshot_id: u64) -> bool {
+        false
+    }
+
+    fn is_gap(&self, _update: &BookUpdate, _last_id: u64) -> bool {
+        false
+    }
+
+    fn joins(&self, _snapshot_id: u64, _first: &BookUpdate) -> bool {
+        true
+    }
+
+    fn gap_event_starts_buffer(&self) -> bool {
+        true
+    }
+}
+
+impl Venue for Kraken {
+    const NAME: &'static str = "kraken";
+    const DEFAULT_URL: &'static str = "wss://ws.kraken.com/v2";
+    /// Kraken's REST API (diff mode's snapshots come on the WebSocket; nothing is fetched).
+    const DEFAULT_REST_URL: &'static str = "https://api.kraken.com";
+    /// "Connection attempts are rate limited by Cloudflare (keep well under ~150 per 10
+    /// minutes per IP)" (PROTOCOLS.md, Kraken, Limits; marked uncertain there).
+    const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
+        attempts: 100,
+        per: std::time::Duration::from_secs(600),
+    };
+    const SEQUENCE: &'static dyn Sequencing = &Unsequenced;
+    const SNAPSHOTS: SnapshotSource = SnapshotSource::InBand;
+    /// Kraken's `book` channel is a diff stream; there is no top-N snapshot stream.
+    const SNAPSHOT_STREAMS: bool = false;
+    /// Kraken documents no cap; its per-connection message rate is dynamic (PROTOCOLS.md,
+    /// Kraken, Limits), so subscriptions, acks and resubscriptions are spread over
+    /// connections of at most this many symbols.
+    const MAX_STREAMS_PER_CONNECTION: usize = 50;
+
+    /// Kraken has no snapshot streams (`SNAPSHOT_STREAMS`): diff mode reads its frames.
+    fn decode<'a>(
+        _frame: &'a [u8],
+        _depth: usize,
+        _out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError> {
+        Err(DecodeError::UnknownMessage(
+            "Kraken frame outside diff mode (Kraken's book is a diff stream)",
+        ))
+    }
+
+    fn stream_name(symbol: &str, _depth: usize) -> String {
+        symbol.to_owned()
+    }
+
+    /// One request for every symbol, acknowledged once per symbol.
+    fn subscribe_frames(streams: &[String], depth: usize) -> (Vec<String>, usize) {
+        let request = serde_json::json!({
+            "method": "subscribe",
+            "params": {"channel": "book", "symbol": streams, "depth": subscribed_depth(depth), "snapshot": true},
+            "req_id": 1,
+        });
+        (vec![request.to_string()], streams.len())
+    }
+
+    fn unsubscribe_frames(streams: &[String]) -> Vec<String> {
+        let request = serde_json::json!({
+            "method": "unsubscribe",
+            "params": {"channel": "book", "symbol": streams},
+            "req_id": 2,
+        });
+        vec![request.to_string()]
+    }
+
+    /// Kraken closes a connection after about a minute without traffic; heartbeats come
+    /// once a second while subscribed, and a ping keeps a quiet connection open too.
+    fn client_ping() -> Option<(std::time::Duration, &'static str)> {
+        Some((std::time::Duration::from_secs(30), r#"{"method":"ping"}"#))
+    }
+
+    fn kept_depth(requested: usize) -> Option<usize> {
+        Some(subscribed_depth(requested))
+    }
+
+    fn checksum(book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
+        Some(book_checksum(book, decimals))
+    }
+
+    /// Kraken names a book by its symbol, as subscribed (`BTC/USD`).
+    fn diff_stream_name(symbol: &str) -> String {
+        symbol.to_owned()
+    }
+
+    fn diff_stream_symbol(stream: &str) -> Option<String> {
+        (!stream.is_empty()).then(|| stream.to_owned())
+    }
+
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        decode_message(frame, max_levels, out)
+    }
+
+    /// Kraken's snapshots come on the WebSocket (`SNAPSHOTS`); nothing is fetched.
+    fn decode_snapshot(
+        _body: &[u8],
+        _max_levels: usize,
+        _out: &mut BookUpdate,
+    ) -> Result<(), DecodeError> {
+        Err(DecodeError::UnknownMessage(
+            "Kraken REST body (Kraken's snapshots come on the WebSocket)",
+        ))
+    }
+
+    /// Kraken's REST depth endpoint (its snapshots come on the WebSocket instead).
+    fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
+        let pair: String = symbol.chars().filter(|&c| c != '/').collect();
+        format!("{rest_base}/0/public/Depth?pair={pair}&count={limit}")
+    }
+
+    fn snapshot_symbol(_url: &str) -> Option<String> {
+        None
+    }
+
+    /// A resubscription, against the budget counted in requests.
+    fn snapshot_weight(_limit: usize) -> u32 {
+        1
+    }
+}
+
+/// Writes `levels` as Kraken's `[{"price":…,"qty":…},…]`, bare numbers.
+fn write_levels(levels: &[Level], price_decimals: u32, out: &mut Vec<u8>) {
+    out.push(b'[');
+    for (index, level) in levels.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#"{"price":"#);
+        level.price.append_decimal(price_decimals, out);
+        out.extend_from_slice(br#","qty":"#);
+        level.amount.append_decimal(crate::fixed::DECIMALS, out);
+        out.push(b'}');
+    }
+    out.push(b']');
+}
+
+/// A book message as Kraken writes it.
+fn write_book_message(
+    kind: &str,
+    symbol: &str,
+    (bids, asks): (&[Level], &[Level]),
+    checksum: Option<u32>,
+    micros: u64,
+    price_decimals: u32,
+    out: &mut Vec<u8>,
+) {
+    use std::io::Write;
+    write!(
+        out,
+        r#"{{"channel":"book","type":"{kind}","data":[{{"symbol":"{symbol}","bids":"#
+    )
+    .expect("writing to a Vec cannot fail");
+    write_levels(bids, price_decimals, out);
+    out.extend_from_slice(br#","asks":"#);
+    write_levels(asks, price_decimals, out);
+    if let Some(checksum) = checksum {
+        write!(out, r#","checksum":{checksum}"#).expect("writing to a Vec cannot fail");
+    }
+    out.extend_from_slice(br#","timestamp":""#);
+    write_timestamp(micros, out);
+    out.extend_from_slice(br#""}]}"#);
+}
+
+/// The simulator's side of Kraken.
+impl Simulated for Kraken {
+    /// A snapshot message without a checksum (as Kraken sends for a thin book).
+    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+        let sides = (book.bids.as_slice(), book.asks.as_slice());
+        write_book_message(
+            "snapshot",
+            stream,
+            sides,
+            None,
+            book.venue_sequence,
+            price_decimals,
+            out,
+        );
+    }
+
+    /// Subscriptions (an ack per symbol, as recorded), unsubscriptions, pings.
+    fn answer_request(request: &str) -> Option<Answer> {
+        let request: serde_json::Value = serde_json::from_str(request).ok()?;
+        let method = request.get("method")?.as_str()?;
+        if method == "ping" {
+            let reply = serde_json::json!({"method": "pong", "req_id": request.get("req_id")});
+            return Some(Answer {
+                replies: vec![reply.to_string()],
+                ..Answer::default()
+            });
+        }
+        let params = request.get("params")?;
+        let symbols: Vec<String> = params
+            .get("symbol")?
+            .as_array()?
+            .iter()
+            .map(|symbol| symbol.as_str().map(str::to_owned))
+            .collect::<Option<_>>()?;
+        let depth = params.get("depth").and_then(serde_json::Value::as_u64);
+        let ack = |symbol: &str| {
+            serde_json::json!({
+                "method": method,
+                "result": {"channel": "book", "depth": depth.unwrap_or(10), "snapshot": true, "symbol": symbol},
+                "success": true,
+                "time_in": "2026-08-12T19:28:08.287297Z",
+                "time_out": "2026-08-12T19:28:08.287347Z",
+            })
+            .to_string()
+        };
+        let replies = symbols.iter().map(|symbol| ack(symbol)).collect();
+        match method {
+            "subscribe" => Some(Answer {
+                subscribe: symbols,
+                replies,
+                depth: depth.map(|depth| depth as usize),
+                ..Answer::default()
+            }),
+            "unsubscribe" => Some(Answer {
+                unsubscribe: symbols,
+                replies,
+                ..Answer::default()
+            }),
+            _ => None,
+        }
+    }
+
+    /// Kraken keeps connections alive with heartbeat frames, not WebSocket pings.
+    fn server_ping_interval() -> Option<std::time::Duration> {
+        None
+    }
+
+    fn reconnect_request() -> Option<&'static str> {
+        None
+    }
+
+    fn levels_on_stream(_stream: &str) -> usize {
+        DEPTHS[0]
+    }
+
+    fn encode_diff(
+        stream: &str,
+        update: &BookUpdate,
+        checksum: Option<u32>,
+        price_decimals: u32,
+        _unix_ms: u64,
+        out: &mut Vec<u8>,
+    ) {
+        let sides = (update.bids.as_slice(), update.asks.as_slice());
+        write_book_message(
+            "update",
+            stream,
+            sides,
+            checksum,
+            update.last_id,
+            price_decimals,
+            out,
+        );
+    }
+
+    /// The snapshot that starts a subscription, on the stream.
+    fn encode_snapshot(
+        stream: &str,
+        snapshot: &BookUpdate,
+        checksum: Option<u32>,
+        price_decimals: u32,
+        out: &mut Vec<u8>,
+    ) {
+        let sides = (snapshot.bids.as_slice(), snapshot.asks.as_slice());
+        write_book_message(
+            "snapshot",
+            stream,
+            sides,
+            checksum,
+            snapshot.last_id,
+            price_decimals,
+            out,
+        );
+    }
+
+    /// Ids are the messages' timestamps, in microseconds, increasing.
+    fn next_event_ids(last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
+        let stamp = now_us.max(last_id + 1);
+        (stamp, stamp)
+    }
+
+    fn initial_event_id(now_us: u64) -> u64 {
+        now_us
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DOCS_SNAPSHOT: &str =
+        include_str!("../../tests/fixtures/kraken/v2_book_docs_example_BTCUSD_snapshot.json");
+
+    fn decode(frame: &str) -> (Result<Message<'_>, DecodeError>, BookUpdate) {
+        let mut out = BookUpdate::default();
+        let message = Kraken::decode_diff(frame.as_bytes(), 1000, &mut out);
+        (message, out)
+    }
+
+    #[test]
+    fn the_documented_checksum_verifies_from_the_wire_text() {
+        let (message, snapshot) = decode(DOCS_SNAPSHOT.trim());
+        assert_eq!(message, Ok(Message::Book { stream: b"BTC/USD" }));
+        assert!(snapshot.is_snapshot);
+        assert_eq!(
+            snapshot.decimals,
+            WireDecimals {
+                price: 1,
+                amount: 8
+            }
+        );
+        let mut book = DepthBook::new(1000);
+        book.replace(&snapshot);
+        assert_eq!(snapshot.checksum, Some(3_310_070_434));
+        assert_eq!(
+            Kraken::checksum(&book, snapshot.decimals),
+            snapshot.checksum
+        );
+        // One digit fewer of precision is other text: another checksum.
+        let fewer = WireDecimals {
+            price: 1,
+            amount: 7,
+        };
+        assert_ne!(Kraken::checksum(&book, fewer), snapshot.checksum);
+    }
+
+    #[test]
+    fn control_frames_are_classified() {
+        let frames = [
+            (
+                r#"{"channel":"status","type":"update","data":[{"version":"2.0.10","system":"online","api_version":"v2","connection_id":12072546403441331453}]}"#,
+                Ok(Message::Ignored),
+            ),
+            (r#"{"channel":"heartbeat"}"#, Ok(Message::Heartbeat)),
+            (
+                r#"{"method":"subscribe","result":{"channel":"book","depth":10,"snapshot":true,"symbol":"ETH/BTC"},"success":true,"time_in":"2026-08-26T15:16:16.576099Z","time_out":"2026-08-26T15:16:16.576140Z"}"#,
+                Ok(Message::SubscribeResult { accepted: true }),
+            ),
+            (
+                r#"{"error":"Currency pair not supported XXX/YYY","method":"subscribe","success":false,"symbol":"XXX/YYY","time_in":"2026-08-26T15:16:16.576099Z","time_out":"2026-08-26T15:16:16.576140Z"}"#,
+                Ok(Message::SubscribeResult { accepted: false }),
+            ),
+            (
+                r#"{"method":"pong","req_id":7,"time_in":"2026-08-26T15:16:16.576099Z","time_out":"2026-08-26T15:16:16.576140Z"}"#,
+                Ok(Message::Heartbeat),
+            ),
+            (
+                r#"{"method":"unsubscribe","result":{"channel":"book","symbol":"ETH/BTC"},"success":true}"#,
+                Ok(Message::Ignored),
+            ),
+            (
+                r#"{"method":"subscribe","result":{}}"#,
+                Err(DecodeError::MissingKey("success")),
+            ),
+            (
+                r#"{"result":{}}"#,
+                Err(DecodeError::UnknownMessage("Kraken v2 message")),
+            ),
+        ];
+        for (frame, expected) in frames {
+            assert_eq!(decode(frame).0, expected, "{frame}");
+        }
+    }
+
+    #[test]
+    fn timestamps_are_unix_microseconds_and_back() {
+        let micros = unix_micros(b"2026-08-12T19:28:08.631028Z").unwrap();
+        // 2026-08-12 is day 20,677 since 1970-01-01.
+        assert_eq!(
+            micros,
+            ((20_677 * 24 + 19) * 3600 + 28 * 60 + 8) * 1_000_000 + 631_028
+        );
+        let mut text = Vec::new();
+        write_timestamp(micros, &mut text);
+        assert_eq!(text, b"2026-08-12T19:28:08.631028Z");
+        assert_eq!(unix_micros(b"1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            unix_micros(b"2024-02-29T00:00:00.5Z"),
+            Some(19_782 * 86_400_000_000 + 500_000)
+        );
+        for bad in [
+            &b"2026-08-12 19:28:08Z"[..],
+            b"2026-13-12T19:28:08Z",
+            b"2026-08-12T19:28:08.1234567Z",
+            b"2026-08-12T19:28:08",
+        ] {
+            assert_eq!(unix_micros(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn subscriptions_round_trip_through_the_simulator() {
+        let (frames, acks) =
+            Kraken::subscribe_frames(&["BTC/USD".to_owned(), "ETH/BTC".to_owned()], 11);
+        assert_eq!(
+            frames,
+            [
+                r#"{"method":"subscribe","params":{"channel":"book","depth":25,"snapshot":true,"symbol":["BTC/USD","ETH/BTC"]},"req_id":1}"#
+            ]
+        );
+        assert_eq!(acks, 2, "one ack per symbol");
+        let answer = Kraken::answer_request(&frames[0]).unwrap();
+        assert_eq!((answer.subscribe.len(), answer.depth), (2, Some(25)));
+        for reply in &answer.replies {
+            assert_eq!(
+                decode(reply).0,
+                Ok(Message::SubscribeResult { accepted: true })
+            );
+        }
+        let unsubscribe = Kraken::unsubscribe_frames(&["BTC/USD".to_owned()]);
+        let answer = Kraken::answer_request(&unsubscribe[0]).unwrap();
+        assert_eq!(answer.unsubscribe, ["BTC/USD"]);
+        assert_eq!(decode(&answer.replies[0]).0, Ok(Message::Ignored));
+        let pong = Kraken::answer_request(Kraken::client_ping().unwrap().1).unwrap();
+        assert_eq!(decode(&pong.replies[0]).0, Ok(Message::Heartbeat));
+        assert_eq!(Kraken::kept_depth(11), Some(25));
+        assert_eq!(Kraken::kept_depth(5000), Some(1000));
+    }
+
+    /// The simulator's frames decode to what it encoded, and carry the book's checksum.
+    #[test]
+    fn encoded_messages_decode_to_the_same_levels() {
+        let (_, snapshot) = decode(DOCS_SNAPSHOT.trim());
+        let mut frame = Vec::new();
+        let mut book = DepthBook::new(1000);
+        book.replace(&snapshot);
+        let decimals = WireDecimals {
+            price: 8,
+            amount: 8,
+        };
+        let checksum = Kraken::checksum(&book, decimals);
+        Kraken::encode_snapshot("BTC/USD", &snapshot, checksum, 8, &mut frame);
+        let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
+        assert_eq!(message, Ok(Message::Book { stream: b"BTC/USD" }));
+        assert_eq!(
+            (decoded.bids, decoded.asks),
+            (snapshot.bids.clone(), snapshot.asks.clone())
+        );
+        assert_eq!((decoded.checksum, decoded.decimals), (checksum, decimals));
+        let mut update = snapshot.clone();
+        update.bids.truncate(1);
+        update.asks.clear();
+        update.last_id = 1_786_540_345_149_000;
+        frame.clear();
+        Kraken::encode_diff("BTC/USD", &update, None, 8, 0, &mut frame);
+        let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
+        assert_eq!(message, Ok(Message::Book { stream: b"BTC/USD" }));
+        assert!(!decoded.is_snapshot);
+        assert_eq!(
+            (decoded.bids, decoded.last_id, decoded.checksum),
+            (update.bids, update.last_id, None)
+        );
+    }
+}

@@ -1,0 +1,642 @@
+//! Kraken (WebSocket v2 `book`): every recording replays to the books a slow reference
+//! computes from the wire text, with every checksum verified; bad frames get typed
+//! errors; and against the simulator the venue syncs, merges, and recovers from each
+//! fault through a resubscription.
+
+mod common;
+
+use mergebook::book::{BookUpdate, Level, Side};
+use mergebook::config::RawConfig;
+use mergebook::fixed::FixedPoint;
+use mergebook::merge::MergedLevel;
+use mergebook::replay::{self, DiffDepths, DiffRecording, RecordedFrame};
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
+use mergebook::summary::{Summary, VenueState};
+use mergebook::venue::{DecodeError, Message, VenueId};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+const KRAKEN: VenueId = VenueId::Kraken;
+/// Every recording subscribed at depth 10.
+const RECORDED_DEPTH: usize = 10;
+
+const RECORDINGS: [&str; 7] = [
+    "v2_book_BTCUSD_depth10_status_ack_snapshot_update_2026-08-12.jsonl",
+    "v2_book_DOGEUSDT_thin_snapshot_without_checksum_then_full_snapshot_2026-10-06.jsonl",
+    "v2_book_ETHBTC_depth10_ack_snapshot_update_2026-08-26.jsonl",
+    "v2_book_GSTUSD_depth10_snapshot.json",
+    "v2_book_USDGUSD_depth10_snapshot_2026-09-17.json",
+    "v2_book_docs_example_BTCUSD_snapshot.json",
+    "v2_control_status_and_heartbeat_2026-08-26.jsonl",
+];
+
+fn recording(name: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/kraken/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn frames(name: &str) -> Vec<String> {
+    recording(name)
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+// ---- the reference: serde_json for the structure, the numbers' text as written ----
+
+/// The text of each `{"price":…,"qty":…}` of `side` in `frame`, as written: found by
+/// scanning the frame's bytes, since a JSON library's numbers forget their text.
+fn raw_levels(frame: &str, side: &str) -> Vec<(String, String)> {
+    let start = frame.find(&format!("\"{side}\":[")).unwrap() + side.len() + 4;
+    let end = start + frame[start..].find(']').unwrap();
+    frame[start..end]
+        .split('}')
+        .filter(|level| level.contains("price"))
+        .map(|level| {
+            let value = |key: &str| {
+                let at = level.find(&format!("\"{key}\":")).unwrap() + key.len() + 3;
+                level[at..].split(',').next().unwrap().trim().to_owned()
+            };
+            (value("price"), value("qty"))
+        })
+        .collect()
+}
+
+/// A book as Kraken keeps it: each level with the text it was sent in.
+#[derive(Default)]
+struct ReferenceBook {
+    bids: BTreeMap<FixedPoint, (String, String)>,
+    asks: BTreeMap<FixedPoint, (String, String)>,
+}
+
+impl ReferenceBook {
+    /// Applies one book message (the documented algorithm), cuts each side to `depth`,
+    /// and returns whether its checksum, if it has one, verifies.
+    fn apply(&mut self, frame: &str, depth: usize) -> Option<bool> {
+        let message: serde_json::Value = serde_json::from_str(frame).unwrap();
+        if message["type"] == "snapshot" {
+            *self = ReferenceBook::default();
+        }
+        for (name, side) in [("bids", &mut self.bids), ("asks", &mut self.asks)] {
+            for (price, qty) in raw_levels(frame, name) {
+                let key: FixedPoint = price.parse().unwrap();
+                if qty.parse::<FixedPoint>().unwrap().is_zero() {
+                    side.remove(&key);
+                } else {
+                    side.insert(key, (price, qty));
+                }
+            }
+        }
+        while self.bids.len() > depth {
+            self.bids.pop_first();
+        }
+        while self.asks.len() > depth {
+            self.asks.pop_last();
+        }
+        let claimed = message["data"][0].get("checksum")?.as_u64()?;
+        Some(u64::from(self.checksum()) == claimed)
+    }
+
+    fn checksum(&self) -> u32 {
+        let digits = |text: &str| text.replace('.', "").trim_start_matches('0').to_owned();
+        let mut text = String::new();
+        let asks = self.asks.values().take(10);
+        for (price, qty) in asks.chain(self.bids.values().rev().take(10)) {
+            text += &digits(price);
+            text += &digits(qty);
+        }
+        crc32fast::hash(text.as_bytes())
+    }
+
+    /// The best `depth` levels a side.
+    fn top(&self, depth: usize) -> Sides {
+        let level = |(price, (_, qty)): (&FixedPoint, &(String, String))| Level {
+            price: *price,
+            amount: qty.parse().unwrap(),
+        };
+        (
+            self.bids.iter().rev().take(depth).map(level).collect(),
+            self.asks.iter().take(depth).map(level).collect(),
+        )
+    }
+}
+
+fn is_book(frame: &str) -> bool {
+    frame.starts_with(r#"{"channel":"book""#)
+}
+
+// ---- mergebook's replay of the same recordings ----
+
+/// A book's bids and asks, best first.
+type Sides = (Vec<Level>, Vec<Level>);
+
+/// Replays `frames` through mergebook (the live reader's rules); every summary's Kraken
+/// book (`None` while Kraken is not synced), and the book's statistics.
+fn replay(frames: &[String], depth: usize) -> (Vec<Option<Sides>>, replay::DiffStats) {
+    let recorded = frames
+        .iter()
+        .enumerate()
+        .map(|(index, raw)| RecordedFrame {
+            received_ns: index as u64,
+            raw: raw.clone(),
+            rest_url: None,
+        })
+        .collect();
+    let recordings = [DiffRecording {
+        venue: KRAKEN,
+        frames: recorded,
+        symbols: Vec::new(),
+    }];
+    let mut plan = replay::plan_diff(&recordings, 5000).unwrap();
+    let depths = DiffDepths {
+        depth,
+        max_levels: 5000,
+        snapshot_depth: RECORDED_DEPTH,
+    };
+    let mut published = Vec::new();
+    let levels = |merged: &[MergedLevel]| -> Vec<Level> {
+        merged
+            .iter()
+            .map(|level| Level {
+                price: level.price,
+                amount: level.amount,
+            })
+            .collect()
+    };
+    replay::replay_diff(
+        &recordings,
+        &mut plan,
+        depths,
+        |_, summary| {
+            let synced = summary.venue_state(KRAKEN) == VenueState::Synced;
+            let book = (
+                levels(summary.book.bids.as_slice()),
+                levels(summary.book.asks.as_slice()),
+            );
+            published.push(synced.then_some(book));
+        },
+        |_, frame, error| panic!("frame {frame}: {error}"),
+    );
+    let stats = plan.books.first().map(|book| book.stats);
+    (published, stats.unwrap_or_default())
+}
+
+#[test]
+fn every_recording_replays_to_the_reference_books_with_every_checksum_verified() {
+    let mut verified = 0;
+    for name in RECORDINGS {
+        let frames = frames(name);
+        let mut reference = ReferenceBook::default();
+        let mut expected = Vec::new();
+        for frame in frames.iter().filter(|frame| is_book(frame)) {
+            match reference.apply(frame, RECORDED_DEPTH) {
+                Some(true) => verified += 1,
+                Some(false) => panic!("{name}: the reference's checksum fails on {frame}"),
+                None => {} // a snapshot without a checksum
+            }
+            expected.push(Some(reference.top(RECORDED_DEPTH)));
+        }
+        let (published, stats) = replay(&frames, RECORDED_DEPTH);
+        assert_eq!(published, expected, "{name}");
+        assert_eq!(stats.checksum_mismatches, 0, "{name}");
+    }
+    // docs 1, GST/USD 1, USDG/USD 1, ETH/BTC 2, BTC/USD 2, DOGE/USDT 3 (SOURCES.md).
+    assert_eq!(verified, 10);
+}
+
+/// The checksum is checked, not trusted: one changed digit is a mismatch, and the book is
+/// out of sync (excluded) from that message on, until a new snapshot.
+#[test]
+fn a_wrong_checksum_in_a_recording_takes_the_book_out_of_sync() {
+    let mut frames = frames(RECORDINGS[0]);
+    let update = frames.last_mut().unwrap();
+    *update = update.replace("\"checksum\":1153589921", "\"checksum\":1153589922");
+    let (published, stats) = replay(&frames, RECORDED_DEPTH);
+    assert_eq!(stats.checksum_mismatches, 1);
+    assert!(published[0].is_some(), "the snapshot verified");
+    assert_eq!(
+        published.last(),
+        Some(&None),
+        "out of sync after the mismatch"
+    );
+}
+
+/// Kraken sends no delete for a level pushed out of the depth subscribed: the book is
+/// cut to that depth after each message, even where a deeper book is published.
+#[test]
+fn the_book_is_cut_to_the_depth_subscribed() {
+    let mut frames = frames(RECORDINGS[0]);
+    frames.push(
+        r#"{"channel":"book","type":"update","data":[{"symbol":"BTC/USD","bids":[{"price":63299.0,"qty":1.00000000}],"asks":[],"timestamp":"2026-08-12T19:28:10.000000Z"}]}"#
+            .to_owned(),
+    );
+    let (published, _) = replay(&frames, 20);
+    let (before, _) = published[published.len() - 2].clone().unwrap();
+    let (bids, asks) = published.last().unwrap().clone().unwrap();
+    assert_eq!((bids.len(), asks.len()), (RECORDED_DEPTH, RECORDED_DEPTH));
+    assert_eq!(bids[0], before[0]);
+    assert_eq!(bids[1].price, "63299.0".parse().unwrap());
+    assert_eq!(
+        bids[2..],
+        before[1..RECORDED_DEPTH - 1],
+        "the worst bid was cut"
+    );
+}
+
+// ---- the decoder on bad input ----
+
+fn decode(frame: &[u8]) -> (Result<Message<'_>, DecodeError>, BookUpdate) {
+    let mut update = BookUpdate::default();
+    let message = KRAKEN.decode_diff(frame, 5000, &mut update);
+    (message, update)
+}
+
+#[test]
+fn every_strict_prefix_of_every_recorded_frame_is_refused() {
+    for name in RECORDINGS {
+        for frame in frames(name) {
+            assert!(decode(frame.as_bytes()).0.is_ok(), "{name}: {frame}");
+            for end in 0..frame.len() {
+                let prefix = &frame.as_bytes()[..end];
+                assert!(
+                    decode(prefix).0.is_err(),
+                    "{name}: a prefix of {end} bytes accepted: {}",
+                    &frame[..end]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn malformed_frames_get_typed_errors() {
+    let book = |data: &str| format!(r#"{{"channel":"book","type":"update","data":[{data}]}}"#);
+    let level = r#"{"price":1.5,"qty":2.0}"#;
+    let cases: Vec<(String, DecodeError)> = vec![
+        (book(r#"{"symbol":"A/B","bids":[]}"#), DecodeError::MissingKey("asks")),
+        (book(&format!(r#"{{"symbol":"A/B","bids":[{level}],"asks":[],"bids":[]}}"#)), DecodeError::DuplicateKey("bids")),
+        (book(r#"{"symbol":"A/B","bids":[{"price":1.5}],"asks":[]}"#), DecodeError::MissingKey("qty")),
+        (book(r#"{"symbol":"A/B","bids":[{"price":"x","qty":1}],"asks":[]}"#), DecodeError::Number { at: 0, error: mergebook::fixed::FixedPointError::InvalidCharacter }),
+        (book(r#"{"symbol":"A/B","bids":[{"price":1.123456789,"qty":1}],"asks":[]}"#), DecodeError::Number { at: 0, error: mergebook::fixed::FixedPointError::TooPrecise }),
+        (book(r#"{"symbol":"A/B","bids":[{"price":1e3,"qty":1}],"asks":[]}"#), DecodeError::Number { at: 0, error: mergebook::fixed::FixedPointError::Exponent }),
+        (book(r#"{"symbol":"A/B","bids":[],"asks":[],"checksum":4294967296}"#), DecodeError::Invalid("a checksum of 32 bits")),
+        (book(r#"{"symbol":"A/B","bids":[],"asks":[],"timestamp":"yesterday"}"#), DecodeError::Invalid("a timestamp like 2026-08-12T19:28:08.631028Z")),
+        (book(r#"{"symbol":"A/B","bids":[],"asks":[]},{"symbol":"C/D","bids":[],"asks":[]}"#), DecodeError::Invalid("a book message holds one symbol")),
+        (r#"{"channel":"book","type":"delta","data":[{"symbol":"A/B","bids":[],"asks":[]}]}"#.to_owned(), DecodeError::Invalid("a book message's type")),
+        (r#"{"channel":"book","type":"snapshot","data":[{"symbol":"A/B","bids":[{"price":1,"qty":1},{"price":2,"qty":1}],"asks":[]}]}"#.to_owned(), DecodeError::Unsorted(Side::Bid)),
+        (r#"{"channel":"book","type":"snapshot","data":[{"symbol":"A/B","bids":[],"asks":[{"price":2,"qty":1},{"price":2,"qty":1}]}]}"#.to_owned(), DecodeError::Unsorted(Side::Ask)),
+        (r#"[{"channel":"book"}]"#.to_owned(), DecodeError::Unexpected { at: 0, expected: "'{'" }),
+        (r#"{"channel":"book","type":"update","data":[]} x"#.to_owned(), DecodeError::TrailingBytes { at: 46 }),
+    ];
+    for (frame, expected) in cases {
+        let got = decode(frame.as_bytes()).0.unwrap_err();
+        // Positions are the walker's to report; the kind of error is the contract.
+        assert_eq!(
+            std::mem::discriminant(&got),
+            std::mem::discriminant(&expected),
+            "{frame}: {got:?}"
+        );
+        match (got, expected) {
+            (DecodeError::Unexpected { .. }, _) | (DecodeError::TrailingBytes { .. }, _) => {}
+            (DecodeError::Number { error, .. }, DecodeError::Number { error: wanted, .. }) => {
+                assert_eq!(error, wanted, "{frame}")
+            }
+            (got, expected) => assert_eq!(got, expected, "{frame}"),
+        }
+    }
+}
+
+// ---- generated frames against the levels they were made of ----
+
+/// A member list in a shuffled order, with optional whitespace: any layout JSON allows.
+fn object(members: &mut [String], seed: u64, spaced: bool) -> String {
+    let mut rng = mergebook::rng::Rng::new(seed);
+    for index in (1..members.len()).rev() {
+        members.swap(index, rng.below(index as u64 + 1) as usize);
+    }
+    let separator = if spaced { ", " } else { "," };
+    format!("{{{}}}", members.join(separator))
+}
+
+fn side_text(levels: &[(u64, u64)], spaced: bool) -> String {
+    let colon = if spaced { ": " } else { ":" };
+    let text: Vec<String> = levels
+        .iter()
+        .map(|&(price, qty)| {
+            let (price, qty) = (FixedPoint::from_raw(price), FixedPoint::from_raw(qty));
+            format!(
+                "{{\"price\"{colon}{},\"qty\"{colon}{}}}",
+                price.with_decimals(8),
+                qty.with_decimals(8)
+            )
+        })
+        .collect();
+    format!("[{}]", text.join(","))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn generated_frames_decode_to_the_levels_they_hold(
+        bids in proptest::collection::btree_map(1u64..1u64 << 50, 0u64..1u64 << 50, 0..40),
+        asks in proptest::collection::btree_map(1u64..1u64 << 50, 0u64..1u64 << 50, 0..40),
+        snapshot in any::<bool>(),
+        checksum in proptest::option::of(any::<u32>()),
+        seed in any::<u64>(),
+        spaced in any::<bool>(),
+    ) {
+        let bids: Vec<(u64, u64)> = bids.into_iter().rev().collect();
+        let asks: Vec<(u64, u64)> = asks.into_iter().collect();
+        let mut data = vec![
+            "\"symbol\":\"ETH/BTC\"".to_owned(),
+            format!("\"bids\":{}", side_text(&bids, spaced)),
+            format!("\"asks\":{}", side_text(&asks, spaced)),
+            "\"timestamp\":\"2026-08-26T15:16:16.730423Z\"".to_owned(),
+        ];
+        if let Some(checksum) = checksum {
+            data.push(format!("\"checksum\":{checksum}"));
+        }
+        let kind = if snapshot { "snapshot" } else { "update" };
+        let mut members = vec![
+            "\"channel\":\"book\"".to_owned(),
+            format!("\"type\":\"{kind}\""),
+            format!("\"data\":[{}]", object(&mut data, seed, spaced)),
+        ];
+        let frame = object(&mut members, seed.rotate_left(7), spaced);
+        let (message, update) = decode(frame.as_bytes());
+        prop_assert_eq!(message, Ok(Message::Book { stream: b"ETH/BTC" }), "{}", frame);
+        let levels = |side: &[(u64, u64)]| -> Vec<Level> {
+            side.iter().map(|&(p, q)| Level { price: FixedPoint::from_raw(p), amount: FixedPoint::from_raw(q) }).collect()
+        };
+        prop_assert_eq!(&update.bids, &levels(&bids));
+        prop_assert_eq!(&update.asks, &levels(&asks));
+        prop_assert_eq!((update.is_snapshot, update.checksum), (snapshot, checksum));
+        prop_assert_eq!(update.last_id, 1_787_757_376_730_423);
+    }
+}
+
+// ---- against the simulator ----
+
+const WAIT: Duration = Duration::from_secs(20);
+const SYMBOL: &str = "ETH/BTC";
+/// A second symbol on the same connection (instrument 1).
+const OTHER_SYMBOL: &str = "BTC/USD";
+const DEPTH: usize = 10;
+
+struct Harness {
+    simulator: Simulator,
+    service: Service,
+}
+
+async fn start() -> Harness {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 5).unwrap();
+    let config = format!(
+        r#"
+        [service]
+        depth = {DEPTH}
+        output = "none"
+        [feed]
+        read_idle_timeout_ms = 800
+        connect_timeout_ms = 1000
+        backoff_initial_ms = 20
+        backoff_max_ms = 200
+        [venues.kraken]
+        snapshot_depth = {DEPTH}
+        snapshot_spacing_ms = 20
+        snapshot_timeout_ms = 1000
+        [[instruments]]
+        name = "{SYMBOL}"
+        symbols = {{ kraken = "{SYMBOL}" }}
+        [[instruments]]
+        name = "{OTHER_SYMBOL}"
+        symbols = {{ kraken = "{OTHER_SYMBOL}" }}
+        "#
+    );
+    let mut config = RawConfig::parse(&config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    simulator.point(&mut config);
+    let listeners = Listeners {
+        grpc: TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        metrics: TcpListener::bind("127.0.0.1:0").await.unwrap(),
+    };
+    let service = Service::start(config, listeners).unwrap();
+    Harness { simulator, service }
+}
+
+impl Harness {
+    fn summaries(&self) -> watch::Receiver<Arc<Summary>> {
+        self.service.summaries(0)
+    }
+
+    async fn wait_for(&self, what: &str, accept: impl Fn(&Summary) -> bool) {
+        let mut summaries = self.summaries();
+        let found = tokio::time::timeout(WAIT, summaries.wait_for(|s| accept(s))).await;
+        assert!(
+            found.is_ok_and(|found| found.is_ok()),
+            "{what}: not within {WAIT:?}"
+        );
+    }
+
+    async fn synced(&self) {
+        self.wait_for("kraken synced", |s| {
+            s.venue_state(KRAKEN) == VenueState::Synced
+        })
+        .await;
+    }
+
+    fn metric(&self, series: &str) -> f64 {
+        self.service
+            .metrics()
+            .render()
+            .lines()
+            .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    async fn counted(&self, series: &str, at_least: f64) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while self.metric(series) < at_least {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{series} >= {at_least}: not within {WAIT:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Every synced book seen for `period` is one the simulator's venue really had.
+    async fn books_stay_true_for(&self, period: Duration) -> usize {
+        let mut summaries = self.summaries();
+        let deadline = tokio::time::Instant::now() + period;
+        let mut checked = 0;
+        while let Ok(Ok(())) = tokio::time::timeout_at(deadline, summaries.changed()).await {
+            let summary = summaries.borrow_and_update().clone();
+            if summary.venue_state(KRAKEN) != VenueState::Synced {
+                continue;
+            }
+            let pairs = |levels: &[MergedLevel]| -> Vec<_> {
+                levels.iter().map(|l| (l.price, l.amount)).collect()
+            };
+            let (bids, asks) = (
+                pairs(summary.book.bids.as_slice()),
+                pairs(summary.book.asks.as_slice()),
+            );
+            let truths = self.simulator.diff_history(KRAKEN, SYMBOL);
+            let side = |levels: &mergebook::book::Levels| -> Vec<_> {
+                levels
+                    .as_slice()
+                    .iter()
+                    .take(DEPTH)
+                    .map(|l| (l.price, l.amount))
+                    .collect()
+            };
+            assert!(
+                truths
+                    .iter()
+                    .any(|truth| side(&truth.bids) == bids && side(&truth.asks) == asks),
+                "a book the venue never had: {:?}",
+                summary.book
+            );
+            checked += 1;
+        }
+        checked
+    }
+}
+
+const MISMATCHES: &str =
+    r#"orderbook_checksum_mismatches_total{exchange="kraken",instrument="ETH/BTC"}"#;
+const RESUBSCRIPTIONS: &str =
+    r#"orderbook_snapshot_requests_total{exchange="kraken",outcome="used"}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kraken_syncs_from_its_in_band_snapshot_and_every_book_is_true() {
+    let harness = start().await;
+    harness.synced().await;
+    let checked = harness
+        .books_stay_true_for(Duration::from_millis(1500))
+        .await;
+    assert!(checked > 10, "only {checked} books");
+    assert_eq!(harness.metric(MISMATCHES), 0.0, "every checksum verified");
+    harness.service.stop().await;
+}
+
+/// A bad checksum: that symbol out of sync, resubscribed, synced again from the fresh
+/// snapshot, and the mismatch counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_checksum_resubscribes_the_symbol_and_it_syncs_again() {
+    let harness = start().await;
+    harness.synced().await;
+    let snapshots = harness.metric(RESUBSCRIPTIONS);
+    harness.simulator.corrupt_checksums(KRAKEN, SYMBOL, 1);
+    harness.counted(MISMATCHES, 1.0).await;
+    harness.counted(RESUBSCRIPTIONS, snapshots + 1.0).await;
+    harness.synced().await;
+    let checked = harness
+        .books_stay_true_for(Duration::from_millis(500))
+        .await;
+    assert!(checked > 0);
+    assert_eq!(
+        harness.metric(MISMATCHES),
+        1.0,
+        "one bad checksum, one mismatch"
+    );
+    harness.service.stop().await;
+}
+
+/// Kraken has no sequence numbers: lost updates show as a checksum mismatch, and the
+/// book is rebuilt; a duplicated update (absolute sizes) changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_updates_are_found_by_the_checksum_and_duplicates_are_harmless() {
+    let harness = start().await;
+    harness.synced().await;
+    harness.simulator.duplicate_events(KRAKEN, 5);
+    let checked = harness
+        .books_stay_true_for(Duration::from_millis(600))
+        .await;
+    assert!(checked > 0);
+    assert_eq!(harness.metric(MISMATCHES), 0.0, "duplicates change nothing");
+    harness.simulator.skip_events(KRAKEN, 10);
+    harness.counted(MISMATCHES, 1.0).await;
+    harness.synced().await;
+    harness
+        .books_stay_true_for(Duration::from_millis(500))
+        .await;
+    harness.service.stop().await;
+}
+
+/// Silence (no heartbeats, no updates) is a dead connection: reconnected, resubscribed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_connection_is_recycled_and_the_book_synced_again() {
+    let harness = start().await;
+    harness.synced().await;
+    harness.simulator.pause(KRAKEN, true);
+    harness
+        .counted(
+            r#"orderbook_connection_errors_total{exchange="kraken",reason="idle_timeout"}"#,
+            1.0,
+        )
+        .await;
+    harness
+        .wait_for("kraken connecting again", |s| {
+            s.venue_state(KRAKEN) == VenueState::Connecting
+        })
+        .await;
+    harness.simulator.pause(KRAKEN, false);
+    harness.synced().await;
+    assert!(harness.simulator.connections(KRAKEN) >= 2);
+    harness.service.stop().await;
+}
+
+/// A venue that keeps sending bad checksums cannot cause a storm of resubscriptions: each
+/// loss soon after a sync waits longer. The other symbol on the connection is untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_checksums_without_end_back_off_and_leave_the_other_symbol_alone() {
+    let harness = start().await;
+    harness.synced().await;
+    let mut other = harness.service.summaries(1);
+    let other_synced = |s: &Summary| s.venue_state(KRAKEN) == VenueState::Synced;
+    tokio::time::timeout(WAIT, other.wait_for(|s| other_synced(s)))
+        .await
+        .unwrap()
+        .unwrap();
+    let before = harness.metric(RESUBSCRIPTIONS);
+    harness
+        .simulator
+        .corrupt_checksums(KRAKEN, SYMBOL, u64::MAX);
+    let watched = Duration::from_secs(3);
+    let deadline = tokio::time::Instant::now() + watched;
+    while let Ok(Ok(())) = tokio::time::timeout_at(deadline, other.changed()).await {
+        let summary = other.borrow_and_update().clone();
+        assert!(
+            other_synced(&summary),
+            "{OTHER_SYMBOL} left sync: {:?}",
+            summary.venues
+        );
+    }
+    // Snapshots at once, then after 0.5, 1 and 2 s (each loss soon after a sync): at most
+    // 4 in 3 s, where one a message would be over a hundred.
+    let resubscriptions = harness.metric(RESUBSCRIPTIONS) - before;
+    assert!(
+        (2.0..=5.0).contains(&resubscriptions),
+        "{resubscriptions} resubscriptions"
+    );
+    assert!(harness.metric(MISMATCHES) >= resubscriptions);
+    let other_mismatches = format!(
+        r#"orderbook_checksum_mismatches_total{{exchange="kraken",instrument="{OTHER_SYMBOL}"}}"#
+    );
+    assert_eq!(harness.metric(&other_mismatches), 0.0);
+    harness.service.stop().await;
+}
