@@ -309,29 +309,19 @@ fn subscribed_depth(requested: usize) -> usize {
 /// and then the quantity's, each without its `.` and leading zeros, concatenated; CRC32.
 /// The text is the number written with the precision the messages used (`decimals`),
 /// which is the wire text itself: Kraken prints every price and quantity of a pair with
-/// the pair's precision. The digits are fed to the hasher from a stack buffer, so the
+/// the pair's precision. The text is built on the stack and hashed in one call, so the
 /// check allocates nothing.
 fn book_checksum(book: &DepthBook, decimals: WireDecimals) -> u32 {
-    let mut hasher = crc32fast::Hasher::new();
-    let mut feed = |value: crate::fixed::FixedPoint, decimals: u8| {
-        let text = value.with_decimals(u32::from(decimals));
-        let mut digits = [0u8; 24];
-        let mut len = 0;
-        for &byte in text.as_bytes() {
-            if byte != b'.' && (len > 0 || byte != b'0') {
-                digits[len] = byte;
-                len += 1;
-            }
-        }
-        hasher.update(&digits[..len]);
-    };
+    // 40 numbers of at most 20 digits, and a word's room past the last.
+    let mut text = [0u8; 2 * CHECKSUM_LEVELS * 2 * 20 + 24];
+    let mut len = 0;
     for side in [Side::Ask, Side::Bid] {
         for level in book.levels(side).take(CHECKSUM_LEVELS) {
-            feed(level.price, decimals.price);
-            feed(level.amount, decimals.amount);
+            len += level.price.write_plain_digits(u32::from(decimals.price), &mut text, len);
+            len += level.amount.write_plain_digits(u32::from(decimals.amount), &mut text, len);
         }
     }
-    hasher.finalize()
+    crc32fast::hash(&text[..len])
 }
 
 /// Kraken has no sequence numbers (the checksum after each message is its check): no
