@@ -7,7 +7,7 @@
 //!   "raw": "<frame>"}` object per line, keys in any order; `ws_recv` frames and
 //!   `rest_response` bodies are replayed.
 //!
-//! Each recording goes through a [`FeedCore`], the live reader's own rules, so a replay
+//! Each recording goes through a `FeedCore` (`feed::core`), the live reader's own rules, so a replay
 //! publishes what the service would have: the same books dropped as out of order, the
 //! same venue states. Two modes, as in the service: snapshot streams (`replay`: every
 //! book frame replaces the venue's book) and diff streams (`replay_diff`: every followed
@@ -580,7 +580,7 @@ pub fn insert_snapshot(
 }
 
 /// Replays diff streams: the planned books' diff events and the REST snapshots for them,
-/// in time order, through a [`FeedCore`] per recording in diff mode, merging each
+/// in time order, through a `FeedCore` per recording in diff mode, merging each
 /// instrument's synced venues' top `depth` into a summary after every change
 /// (`emit(instrument, summary)`). A frame that cannot be decoded resets every book of
 /// its recording, as the live reader does (it cannot tell which stream the frame was

@@ -260,7 +260,7 @@ macro_rules! venues {
                 match self { $(VenueId::$variant => <$module::$venue as Venue>::decode(frame, depth, out)),+ }
             }
 
-            /// Encodes a book frame with this venue's encoder (see [`Venue::encode_book`]).
+            /// Encodes a book frame with this venue's encoder (see [`Simulated::encode_book`]).
             pub fn encode_book(self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
                 match self { $(VenueId::$variant => <$module::$venue as Simulated>::encode_book(stream, book, price_decimals, out)),+ }
             }
