@@ -130,9 +130,9 @@ fn serde_reference(c: &mut Criterion) {
         qty: f64,
     }
     c.bench_function("kraken_decode_snapshot_serde_json", |b| {
+        let frame = kraken_snapshot();
         b.iter(|| {
-            let message: KrakenMessage =
-                serde_json::from_slice(black_box(kraken_snapshot())).unwrap();
+            let message: KrakenMessage = serde_json::from_slice(black_box(frame)).unwrap();
             let book = &message.data[0];
             let levels = |side: &[KrakenLevel]| -> Vec<(f64, f64)> {
                 side.iter().map(|level| (level.price, level.qty)).collect()
@@ -296,10 +296,11 @@ fn diff_books(c: &mut Criterion) {
 /// and cut, and the checksum verified after it (the checksum's share of an update).
 fn kraken(c: &mut Criterion) {
     let mut snapshot = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let snapshot_frame = kraken_snapshot();
     c.bench_function("kraken_decode_snapshot", |b| {
         b.iter(|| {
             VenueId::Kraken
-                .decode_diff(black_box(kraken_snapshot()), MAX_BOOK_LEVELS, &mut snapshot)
+                .decode_diff(black_box(snapshot_frame), MAX_BOOK_LEVELS, &mut snapshot)
                 .map(drop)
         })
     });

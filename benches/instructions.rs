@@ -50,6 +50,7 @@ fn main() {
         .expect("decodes");
     let mut depth_book = nknusdt_book();
     let mut kraken_book = KrakenBook::new();
+    let (kraken_snapshot_frame, kraken_update_frame) = (kraken_snapshot(), kraken_update());
     let mut kraken_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
     let varied = |frames: Vec<Vec<u8>>, venue: VenueId| {
         let mut out = mergebook::book::TopBook::default();
@@ -108,15 +109,15 @@ fn main() {
         }),
         "kraken_decode_snapshot" => Box::new(|| {
             let result = VenueId::Kraken.decode_diff(
-                black_box(kraken_snapshot()),
+                black_box(kraken_snapshot_frame),
                 MAX_BOOK_LEVELS,
                 &mut kraken_snapshot_out,
             );
             black_box(result.expect("decodes"));
         }),
-        "kraken_update" => Box::new(|| kraken_book.apply(black_box(kraken_update()))),
+        "kraken_update" => Box::new(|| kraken_book.apply(black_box(kraken_update_frame))),
         "kraken_checksum" => {
-            kraken_book.apply(kraken_update());
+            kraken_book.apply(kraken_update_frame);
             Box::new(|| {
                 black_box(black_box(&kraken_book).checksum());
             })

@@ -375,6 +375,25 @@ impl FixedPoint {
     /// themselves (`fixed_point_parse`: 275 → 143 instructions, `scripts/bench-instructions`).
     #[inline(always)]
     pub fn parse_quoted_fast(text: &[u8]) -> Option<(Self, usize)> {
+        Self::parse_fast::<true>(text)
+    }
+
+    /// [`FixedPoint::parse_quoted_fast`] for a bare JSON number (`63299.4,` — as Kraken
+    /// sends its prices): `text` starting at the number, which must end with what may
+    /// follow a value (`,` `}` `]` or whitespace), at most 17 bytes in. `None` for anything
+    /// else (an exponent, more digits, the frame's end within 18 bytes), which the caller
+    /// hands to [`FixedPoint::parse_in`].
+    #[inline(always)]
+    pub fn parse_bare_fast(text: &[u8]) -> Option<(Self, usize)> {
+        Self::parse_fast::<false>(text)
+    }
+
+    /// The two fast paths: a number ended by a quote (`QUOTED`), or by a JSON separator.
+    #[inline(always)]
+    fn parse_fast<const QUOTED: bool>(text: &[u8]) -> Option<(Self, usize)> {
+        if !QUOTED {
+            return Self::parse_bare(text);
+        }
         let chunk = text.first_chunk::<18>()?;
         let word_at = |index: usize| {
             chunk[index..]
@@ -410,6 +429,42 @@ impl FixedPoint {
         let fraction_word = word_at(integer_len + 1)?;
         let fraction_len = leading_digit_count(fraction_word);
         if fraction_len == 0 || integer_len + 1 + fraction_len != len || chunk[len] != b'"' {
+            return None;
+        }
+        let (integer, fraction) =
+            eight_digits_values(integer, fraction_digits(fraction_word, fraction_len));
+        Some((FixedPoint(integer * SCALE + fraction), len))
+    }
+
+    /// The bare number's fast path: its length from the digits themselves.
+    #[inline(always)]
+    fn parse_bare(text: &[u8]) -> Option<(Self, usize)> {
+        let chunk = text.first_chunk::<18>()?;
+        let word_at = |index: usize| {
+            chunk[index..]
+                .first_chunk::<8>()
+                .map(|bytes| u64::from_le_bytes(*bytes))
+        };
+        let ends_value =
+            |byte: u8| matches!(byte, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t');
+        let integer_word = word_at(0)?;
+        let integer_len = leading_digit_count(integer_word);
+        if integer_len == 0 || (integer_len > 1 && chunk[0] == b'0') {
+            return None; // no digits, or a leading zero JSON does not allow
+        }
+        let integer = integer_digits(integer_word, integer_len);
+        match chunk[integer_len] {
+            byte if integer_len < 8 && ends_value(byte) => {
+                let whole = eight_digits_value(integer) * SCALE;
+                return Some((FixedPoint(whole), integer_len));
+            }
+            b'.' => {}
+            _ => return None,
+        }
+        let fraction_word = word_at(integer_len + 1)?;
+        let fraction_len = leading_digit_count(fraction_word);
+        let len = integer_len + 1 + fraction_len;
+        if fraction_len == 0 || !ends_value(chunk[len]) {
             return None;
         }
         let (integer, fraction) =
@@ -933,6 +988,28 @@ mod tests {
 
             let text = [mixed.as_bytes(), b"\"", &after].concat();
             if let Some((value, len)) = FixedPoint::parse_quoted_fast(&text) {
+                proptest::prop_assert_eq!(len, mixed.len());
+                proptest::prop_assert_eq!(Some(value), reference_parse(&mixed));
+            }
+        }
+
+        /// The bare fast path: every exchange's shape (up to 8 digits on each side of the
+        /// dot, no leading zero) ended by what may follow a JSON value, and agrees with
+        /// the reference; on anything else it declines or still agrees.
+        #[test]
+        fn bare_fast_path_agrees_with_reference(
+            number in "([1-9][0-9]{0,6}|0)(\\.[0-9]{1,8})?",
+            end in proptest::sample::select(&b",}] \n"[..]),
+            mixed in "[0-9.eE+-]{0,18}",
+            after in proptest::collection::vec(proptest::num::u8::ANY, 17),
+        ) {
+            let text = [number.as_bytes(), &[end], &after].concat();
+            let (value, len) = FixedPoint::parse_bare_fast(&text).expect("an exchange's shape");
+            proptest::prop_assert_eq!(len, number.len());
+            proptest::prop_assert_eq!(Some(value), reference_parse(&number));
+
+            let text = [mixed.as_bytes(), &[end], &after].concat();
+            if let Some((value, len)) = FixedPoint::parse_bare_fast(&text) {
                 proptest::prop_assert_eq!(len, mixed.len());
                 proptest::prop_assert_eq!(Some(value), reference_parse(&mixed));
             }

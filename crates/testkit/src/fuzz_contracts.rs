@@ -20,12 +20,15 @@ pub const TARGETS: [(&str, Contract); 2] =
     [("fixed_point", fixed_point), ("diff_books", diff_books)];
 
 /// `FixedPoint::parse` never panics, and whatever it accepts formats back to the same
-/// value; the in-frame fast path agrees with the exact parser wherever it answers.
+/// value; the in-frame fast paths agree with the exact parser wherever they answer.
 pub fn fixed_point(data: &[u8]) {
     if let Ok(value) = FixedPoint::parse(data) {
         assert_eq!(value.to_string().parse::<FixedPoint>(), Ok(value));
     }
     if let Some((value, len)) = FixedPoint::parse_quoted_fast(data) {
+        assert_eq!(FixedPoint::parse(&data[..len]), Ok(value));
+    }
+    if let Some((value, len)) = FixedPoint::parse_bare_fast(data) {
         assert_eq!(FixedPoint::parse(&data[..len]), Ok(value));
     }
 }
