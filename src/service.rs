@@ -32,6 +32,17 @@ pub struct Listeners {
     pub metrics: TcpListener,
 }
 
+impl Listeners {
+    /// Both on loopback, on ports the system picks (tests and the load harness; their
+    /// addresses are the listeners').
+    pub async fn loopback() -> std::io::Result<Listeners> {
+        Ok(Listeners {
+            grpc: TcpListener::bind("127.0.0.1:0").await?,
+            metrics: TcpListener::bind("127.0.0.1:0").await?,
+        })
+    }
+}
+
 /// A running service.
 pub struct Service {
     metrics: Arc<Metrics>,

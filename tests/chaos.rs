@@ -78,10 +78,7 @@ async fn start(url: Option<(VenueId, FaultUrl<'_>)>) -> Chaos {
         .unwrap()
         .validate()
         .unwrap();
-    let listeners = Listeners {
-        grpc: TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        metrics: TcpListener::bind("127.0.0.1:0").await.unwrap(),
-    };
+    let listeners = Listeners::loopback().await.unwrap();
     let service = Service::start(config, listeners).unwrap();
     let mut summaries = service.summaries(0);
     let recorder = tokio::spawn(async move {

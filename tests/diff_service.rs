@@ -66,10 +66,9 @@ async fn start(setup: impl FnOnce(&Simulator)) -> Harness {
         .validate()
         .unwrap();
     simulator.point(&mut config);
-    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let metrics_addr = metrics.local_addr().unwrap();
-    let service = Service::start(config, Listeners { grpc, metrics }).unwrap();
+    let listeners = Listeners::loopback().await.unwrap();
+    let metrics_addr = listeners.metrics.local_addr().unwrap();
+    let service = Service::start(config, listeners).unwrap();
     Harness {
         simulator,
         service,

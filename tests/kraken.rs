@@ -428,10 +428,7 @@ async fn start() -> Harness {
         .validate()
         .unwrap();
     simulator.point(&mut config);
-    let listeners = Listeners {
-        grpc: TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        metrics: TcpListener::bind("127.0.0.1:0").await.unwrap(),
-    };
+    let listeners = Listeners::loopback().await.unwrap();
     let service = Service::start(config, listeners).unwrap();
     Harness { simulator, service }
 }

@@ -74,10 +74,10 @@ async fn serve(simulator: Simulator, stale_after_ms: u64, binance_url: &str) -> 
         .unwrap()
         .validate()
         .unwrap();
-    let grpc = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let (grpc_addr, metrics_addr) = (grpc.local_addr().unwrap(), metrics.local_addr().unwrap());
-    let service = Service::start(config, Listeners { grpc, metrics }).unwrap();
+    let listeners = Listeners::loopback().await.unwrap();
+    let grpc_addr = listeners.grpc.local_addr().unwrap();
+    let metrics_addr = listeners.metrics.local_addr().unwrap();
+    let service = Service::start(config, listeners).unwrap();
     Harness {
         simulator,
         service,

@@ -43,6 +43,23 @@ fn allocations() -> u64 {
     ALLOCATIONS.with(Cell::get)
 }
 
+/// Runs `apply` on the first 9 frames (warm-up), then on the rest, which must allocate
+/// nothing.
+fn allocates_nothing_after_warm_up<F: AsRef<[u8]>>(
+    frames: &[F],
+    mut apply: impl FnMut(&[u8]),
+    what: &str,
+) {
+    for frame in &frames[..9] {
+        apply(frame.as_ref());
+    }
+    let before = allocations();
+    for frame in &frames[9..] {
+        apply(frame.as_ref());
+    }
+    assert_eq!(allocations() - before, 0, "{what} allocated");
+}
+
 const BINANCE: &[u8] = include_bytes!("fixtures/binance/partial_depth20_BTCUSDT_combined.json");
 const BITSTAMP: &str =
     include_str!("fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl");
@@ -143,7 +160,7 @@ fn applying_diff_events_allocates_nothing_in_steady_state() {
     sync.on_snapshot(&snapshot);
     assert!(sync.is_synced());
 
-    let mut apply = |frame: &[u8]| {
+    let apply = |frame: &[u8]| {
         let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
         assert!(matches!(message, Message::Book { .. }));
         assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
@@ -155,14 +172,7 @@ fn applying_diff_events_allocates_nothing_in_steady_state() {
             .unwrap();
         assert!(receiver.take());
     };
-    for frame in &events[1..10] {
-        apply(frame); // warm-up
-    }
-    let before = allocations();
-    for frame in &events[10..] {
-        apply(frame);
-    }
-    assert_eq!(allocations() - before, 0, "the diff path allocated");
+    allocates_nothing_after_warm_up(&events[1..], apply, "the diff path");
 }
 
 const KRAKEN_SNAPSHOT: &str =
@@ -210,7 +220,7 @@ fn a_kraken_update_and_its_checksum_allocate_nothing() {
         })
         .collect();
     let (mut sender, mut receiver) = mailbox(TopBook::default());
-    let mut apply = |frame: &[u8]| {
+    let apply = |frame: &[u8]| {
         let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
         assert!(matches!(message, Message::Book { .. }));
         assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
@@ -224,12 +234,5 @@ fn a_kraken_update_and_its_checksum_allocate_nothing() {
             .unwrap();
         assert!(receiver.take());
     };
-    for frame in &frames[..10] {
-        apply(frame); // warm-up
-    }
-    let before = allocations();
-    for frame in &frames[10..] {
-        apply(frame);
-    }
-    assert_eq!(allocations() - before, 0, "Kraken's path allocated");
+    allocates_nothing_after_warm_up(&frames, apply, "Kraken's path");
 }

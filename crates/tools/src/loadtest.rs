@@ -497,11 +497,9 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         overflowed: Arc::clone(&overflowed),
     };
     let service = service_runtime.block_on(async {
-        let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
-        let listeners = Listeners {
-            grpc: bind().await.map_err(|error| error.to_string())?,
-            metrics: bind().await.map_err(|error| error.to_string())?,
-        };
+        let listeners = Listeners::loopback()
+            .await
+            .map_err(|error| error.to_string())?;
         Service::start_observed(config, listeners, tap).map_err(|error| error.to_string())
     })?;
     let metrics = service.metrics();

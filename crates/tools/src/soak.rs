@@ -266,13 +266,13 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
     })?;
     let config = config(&simulator)?;
     let (service, grpc_addr) = service_runtime.block_on(async {
-        let bind = || tokio::net::TcpListener::bind("127.0.0.1:0");
-        let grpc = bind().await.map_err(|error| error.to_string())?;
-        let grpc_addr = grpc.local_addr().map_err(|error| error.to_string())?;
-        let listeners = Listeners {
-            grpc,
-            metrics: bind().await.map_err(|error| error.to_string())?,
-        };
+        let listeners = Listeners::loopback()
+            .await
+            .map_err(|error| error.to_string())?;
+        let grpc_addr = listeners
+            .grpc
+            .local_addr()
+            .map_err(|error| error.to_string())?;
         let service = Service::start(config, listeners).map_err(|error| error.to_string())?;
         Ok::<_, String>((service, grpc_addr))
     })?;
