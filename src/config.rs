@@ -584,8 +584,8 @@ impl RawConfig {
         Ok(feed)
     }
 
-    /// `[[instruments]]` (and `[venues.*]` names), with which venues they use.
-    fn instruments(&self) -> Result<(Vec<Instrument>, [bool; MAX_VENUES]), ConfigError> {
+    /// `[[instruments]]` (and `[venues.*]` names), with how many use each venue.
+    fn instruments(&self) -> Result<(Vec<Instrument>, [usize; MAX_VENUES]), ConfigError> {
         for name in self.venues.keys() {
             if VenueId::from_name(name).is_none() {
                 return Err(invalid(
@@ -612,7 +612,8 @@ impl RawConfig {
             ));
         }
         let mut instruments = Vec::new();
-        let mut used = [false; MAX_VENUES];
+        // Per venue, how many instruments use it.
+        let mut used = [0usize; MAX_VENUES];
         for (index, raw) in self.instruments.iter().enumerate() {
             let key = format!("instruments[{index}]");
             if !valid_instrument_name(&raw.name) {
@@ -671,7 +672,18 @@ impl RawConfig {
                         format!("already used by instrument {:?}", other.name),
                     ));
                 }
-                used[venue.index()] = true;
+                used[venue.index()] += 1;
+                // One connection a venue (the reader's): no more streams than it may carry.
+                let most = venue.max_streams_per_connection();
+                if used[venue.index()] > most {
+                    return Err(invalid(
+                        format!("{key}.symbols.{venue_name}"),
+                        format!("{symbol:?}"),
+                        format!(
+                            "more than {most} {venue} symbols, the most one connection carries"
+                        ),
+                    ));
+                }
                 symbols.push((venue, symbol.clone()));
             }
             instruments.push(Instrument {
@@ -685,11 +697,11 @@ impl RawConfig {
     /// `[venues.<name>]` of each venue an instrument uses.
     fn venue_configs(
         &self,
-        used: &[bool; MAX_VENUES],
+        used: &[usize; MAX_VENUES],
         depth: usize,
     ) -> Result<Vec<VenueConfig>, ConfigError> {
         let mut venues = Vec::new();
-        for &venue in VenueId::ALL.iter().filter(|venue| used[venue.index()]) {
+        for &venue in VenueId::ALL.iter().filter(|venue| used[venue.index()] > 0) {
             let configured = self.venues.get(venue.name()).and_then(|v| v.url.clone());
             if configured.is_some() && self.simulator.is_some() {
                 // The simulator points every venue at itself: a URL beside it would be
@@ -997,6 +1009,21 @@ mod tests {
             let error = validate(&format!("{extra}{MINIMAL}")).unwrap_err();
             assert_eq!(error.to_string(), *message);
         }
+        let bitstamp = VenueId::Bitstamp;
+        let most = bitstamp.max_streams_per_connection();
+        let many: String = (0..=most)
+            .map(|n| {
+                format!("[[instruments]]\nname = \"I{n}\"\nsymbols = {{ bitstamp = \"p{n}\" }}\n")
+            })
+            .collect();
+        let too_many = validate(&format!("[service]\nmax_instruments = 1000\n{many}")).unwrap_err();
+        assert_eq!(
+            too_many.to_string(),
+            format!(
+                "instruments[{most}].symbols.bitstamp = \"p{most}\": more than {most} bitstamp \
+                 symbols, the most one connection carries"
+            )
+        );
         let unknown = validate(&format!("[venues.mtgox]\n{MINIMAL}")).unwrap_err();
         let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
         assert_eq!(

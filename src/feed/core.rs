@@ -140,9 +140,10 @@ pub struct FeedCore {
     acks_pending: usize,
     /// When the connection's first book was published (`None`: none yet).
     first_book_ns: Option<u64>,
-    /// When the last frame of a subscribed stream arrived, or the connection opened: the
-    /// read-idle watchdog's clock. Pings, acks and heartbeats do not move it, so a dead
-    /// subscription on a live socket is recycled.
+    /// When the last frame of a subscribed stream arrived (or the venue's heartbeat for its
+    /// subscriptions), or the connection opened: the read-idle watchdog's clock. Pings,
+    /// acks and connection heartbeats do not move it, so a dead subscription on a live
+    /// socket is recycled.
     last_book_data_ns: u64,
     diff: Option<DiffBooks>,
 }
@@ -299,6 +300,7 @@ impl FeedCore {
             }
             Ok(Message::SubscribeResult { accepted: false }) => return FrameVerdict::Refused,
             Ok(Message::Reconnect) => return FrameVerdict::Reconnect,
+            Ok(Message::SubscriptionsAlive) => self.last_book_data_ns = received_ns,
             Ok(Message::Heartbeat | Message::Ignored) => {}
             Err(error) => self.on_bad_frame(BadFrame::Decode(error), received_ns, out),
         }

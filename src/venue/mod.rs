@@ -49,6 +49,10 @@ pub enum Message<'a> {
     Reconnect,
     /// An application-level heartbeat.
     Heartbeat,
+    /// The venue's heartbeat for the connection's subscriptions: they are live, with
+    /// nothing to send (the read-idle watchdog counts it as book data, so a quiet book is
+    /// not taken for a dead subscription).
+    SubscriptionsAlive,
     /// A well-formed message this decoder has no use for (other event types).
     Ignored,
 }
@@ -94,8 +98,8 @@ pub trait Venue {
         None
     }
 
-    /// The most streams one connection may carry (the reader opens as many connections
-    /// as the configured instruments need).
+    /// The most streams one connection may carry: the reader keeps one connection a
+    /// venue, and a configuration with more of the venue's symbols is refused.
     const MAX_STREAMS_PER_CONNECTION: usize;
 
     // ---- diff mode (`mode = "diff"`): a full-depth book from a diff stream and REST
