@@ -637,3 +637,25 @@ async fn bad_checksums_without_end_back_off_and_leave_the_other_symbol_alone() {
     assert_eq!(harness.metric(&other_mismatches), 0.0);
     harness.service.stop().await;
 }
+
+/// Kraken's heartbeats, sent while a quiet book has nothing to send, keep the connection:
+/// silence is only a dead connection when they stop too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_keep_a_quiet_book_connected() {
+    let harness = start().await;
+    harness.synced().await;
+    harness.simulator.pause(KRAKEN, true);
+    let idle_timeouts =
+        r#"orderbook_connection_errors_total{exchange="kraken",reason="idle_timeout"}"#;
+    for _ in 0..12 {
+        // 2.4 s of heartbeats, three times the read-idle timeout.
+        harness
+            .simulator
+            .send_raw(KRAKEN, r#"{"channel":"heartbeat"}"#);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(harness.metric(idle_timeouts), 0.0, "heartbeats kept it");
+    assert_eq!(harness.simulator.connections(KRAKEN), 1);
+    harness.counted(idle_timeouts, 1.0).await;
+    harness.service.stop().await;
+}

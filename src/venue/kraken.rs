@@ -139,7 +139,8 @@ fn decode_message<'a>(
                 }
                 Ok(Message::Book { stream: symbol })
             }
-            b"heartbeat" => Ok(Message::Heartbeat),
+            // Sent while subscribed and nothing changes: the subscriptions are live.
+            b"heartbeat" => Ok(Message::SubscriptionsAlive),
             _ => Ok(Message::Ignored),
         };
     }
@@ -675,7 +676,10 @@ mod tests {
                 r#"{"channel":"status","type":"update","data":[{"version":"2.0.10","system":"online","api_version":"v2","connection_id":12072546403441331453}]}"#,
                 Ok(Message::Ignored),
             ),
-            (r#"{"channel":"heartbeat"}"#, Ok(Message::Heartbeat)),
+            (
+                r#"{"channel":"heartbeat"}"#,
+                Ok(Message::SubscriptionsAlive),
+            ),
             (
                 r#"{"method":"subscribe","result":{"channel":"book","depth":10,"snapshot":true,"symbol":"ETH/BTC"},"success":true,"time_in":"2026-08-26T15:16:16.576099Z","time_out":"2026-08-26T15:16:16.576140Z"}"#,
                 Ok(Message::SubscribeResult { accepted: true }),
