@@ -554,7 +554,8 @@ async fn a_bad_checksum_resubscribes_the_symbol_and_it_syncs_again() {
 }
 
 /// Kraken has no sequence numbers: lost updates show as a checksum mismatch, and the
-/// book is rebuilt; a duplicated update (absolute sizes) changes nothing.
+/// book is rebuilt; a duplicated update (absolute sizes) changes nothing; swapped ones
+/// never publish a wrong book.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_updates_are_found_by_the_checksum_and_duplicates_are_harmless() {
     let harness = start().await;
@@ -571,6 +572,13 @@ async fn lost_updates_are_found_by_the_checksum_and_duplicates_are_harmless() {
     harness
         .books_stay_true_for(Duration::from_millis(500))
         .await;
+    // Swapped updates: whatever each checksum then shows, no book the venue never had is
+    // published, and the book is synced again.
+    harness.simulator.swap_events(KRAKEN, 3);
+    harness
+        .books_stay_true_for(Duration::from_millis(600))
+        .await;
+    harness.synced().await;
     harness.service.stop().await;
 }
 
