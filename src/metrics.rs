@@ -161,7 +161,7 @@ impl Metrics {
         .expect("valid metric");
         let snapshot_requests = labelled(
             "orderbook_snapshot_requests_total",
-            "Diff mode: REST snapshot requests, by outcome (used, too_old, rate_limited, failed).",
+            "Diff mode: snapshot requests (REST fetches, or subscriptions again where snapshots come on the stream), by outcome (used, too_old, rate_limited, failed).",
             &["exchange", "outcome"],
         );
         let diff_events_dropped = labelled(
