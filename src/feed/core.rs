@@ -11,12 +11,16 @@
 //! [`SEQUENCE_RESET_AFTER`] books in a row.
 //!
 //! Diff mode: each instrument has a full-depth [`BookSync`] under the venue's
-//! [`Sequencing`](crate::sync::Sequencing); the first buffered event asks the venue's
-//! [`SnapshotScheduler`] for a snapshot; a gap, a crossing, a decode error or a
-//! reconnect marks the instrument out of sync at once (the others carry on) until a new
-//! snapshot joins its buffered events. A snapshot requested before a reset is discarded
-//! when it arrives (its `generation` is old), so it can never be joined to events it did
-//! not precede.
+//! [`Sequencing`](crate::sync::Sequencing). Its snapshot comes from where the venue says
+//! (`SnapshotSource`): a REST fetch asked of the venue's [`SnapshotScheduler`] once the
+//! first event is buffered, or the stream itself, which sends one when subscribed (and
+//! again when subscribed anew, which the scheduler paces the same). After each message
+//! the book is cut to the depth the venue keeps and checked against the venue's
+//! checksum, where it has them. A gap, a crossing, a checksum mismatch, a decode error or
+//! a reconnect marks the instrument out of sync at once (the others carry on) until a
+//! new snapshot rebuilds it. A REST snapshot requested before a reset is discarded when
+//! it arrives (its `generation` is old), so it can never be joined to events it did not
+//! precede.
 
 use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::config::DiffSettings;
