@@ -21,6 +21,7 @@ use self::core::{
 use crate::clock;
 use crate::config::{FeedMode, FeedSettings};
 use crate::handoff::{FeedSender, VenueFeed};
+use crate::log_limit::LogLimiter;
 use crate::metrics::VenueMetrics;
 use crate::reconnect::{ConnectionEnd, ReconnectPolicy};
 use crate::rng::Rng;
@@ -103,6 +104,9 @@ struct Reader {
     /// The mailboxes' superseded counts already added to the metric.
     superseded_reported: u64,
     rng: Rng,
+    /// The lines a reconnect storm repeats.
+    reconnect_log: LogLimiter,
+    connected_log: LogLimiter,
 }
 
 /// Where the core's results go in the service: the instruments' mailboxes and the venue's
@@ -200,6 +204,8 @@ impl Reader {
             }),
             superseded_reported: 0,
             rng: Rng::new(clock::unix_ns()),
+            reconnect_log: LogLimiter::per_second(),
+            connected_log: LogLimiter::per_second(),
         }
     }
 
@@ -252,9 +258,15 @@ impl Reader {
             };
             let pause = policy.pause_after(ended, |backoff| self.jittered(backoff));
             let retry_in_ms = pause.as_millis() as u64;
-            match error {
-                None => tracing::info!(%venue, retry_in_ms, "venue asked to reconnect"),
-                Some(error) => tracing::warn!(%venue, %error, retry_in_ms, "connection lost"),
+            if let Some(suppressed) = self.reconnect_log.allow(ended_ns) {
+                match error {
+                    None => {
+                        tracing::info!(%venue, retry_in_ms, suppressed, "venue asked to reconnect")
+                    }
+                    Some(error) => {
+                        tracing::warn!(%venue, %error, retry_in_ms, suppressed, "connection lost")
+                    }
+                }
             }
             self.outlet.metrics.reconnections.inc();
             next_attempt_ns = ended_ns + pause.as_nanos() as u64;
@@ -289,7 +301,9 @@ impl Reader {
         for request in requests {
             socket.send(tungstenite::Message::text(request)).await?;
         }
-        tracing::info!(venue = %self.venue, url = %self.url, "connected, subscribing");
+        if let Some(suppressed) = self.connected_log.allow(clock::monotonic_ns()) {
+            tracing::info!(venue = %self.venue, url = %self.url, suppressed, "connected, subscribing");
+        }
         let ack_deadline = tokio::time::Instant::now() + settings.connect_timeout;
 
         let mut flush = tokio::time::interval(crate::metrics::FLUSH_EVERY);

@@ -25,6 +25,7 @@
 use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::config::DiffSettings;
 use crate::handoff::VenueFeed;
+use crate::log_limit::LogLimiter;
 use crate::snapshot::{FetchError, FetchOutcome, SnapshotScheduler};
 use crate::summary::VenueState;
 use crate::sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutcome};
@@ -150,6 +151,9 @@ pub struct FeedCore {
     /// socket is recycled.
     last_book_data_ns: u64,
     diff: Option<DiffBooks>,
+    /// The lines a misbehaving venue repeats: bad frames, subscriptions.
+    bad_frame_log: LogLimiter,
+    subscribed_log: LogLimiter,
 }
 
 struct DiffBooks {
@@ -223,6 +227,8 @@ impl FeedCore {
             first_book_ns: None,
             last_book_data_ns: now_ns,
             diff,
+            bad_frame_log: LogLimiter::per_second(),
+            subscribed_log: LogLimiter::per_second(),
         }
     }
 
@@ -298,8 +304,10 @@ impl FeedCore {
             }
             Ok(Message::SubscribeResult { accepted: true }) => {
                 self.acks_pending = self.acks_pending.saturating_sub(1);
-                if self.acks_pending == 0 {
-                    tracing::info!(venue = %self.venue, "subscribed");
+                if self.acks_pending == 0
+                    && let Some(suppressed) = self.subscribed_log.allow(received_ns)
+                {
+                    tracing::info!(venue = %self.venue, suppressed, "subscribed");
                 }
             }
             Ok(Message::SubscribeResult { accepted: false }) => return FrameVerdict::Refused,
@@ -350,7 +358,9 @@ impl FeedCore {
     /// diff stream that lost a frame has a hole in it).
     pub fn on_bad_frame(&mut self, error: BadFrame, received_ns: u64, out: &mut impl FeedOutput) {
         out.note(None, FeedEvent::BadFrame(error));
-        tracing::warn!(venue = %self.venue, %error, "bad frame dropped");
+        if let Some(suppressed) = self.bad_frame_log.allow(received_ns) {
+            tracing::warn!(venue = %self.venue, %error, suppressed, "bad frame dropped");
+        }
         self.publish_state(VenueState::OutOfSync, out);
         self.reset_diff_books(ResyncReason::DecodeError, received_ns, out);
     }

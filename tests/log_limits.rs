@@ -1,0 +1,158 @@
+//! A venue that sends bad frames by the hundred, or a reconnect storm, writes at most a
+//! line a second of each kind, each counting the lines left out; the metrics count every
+//! event. The logs are captured from the process's tracing subscriber.
+
+use mergebook::config::RawConfig;
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
+use mergebook::summary::VenueState;
+use mergebook::venue::VenueId;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+const BINANCE: VenueId = VenueId::Binance;
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Every log line written, as text.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn lines_with(&self, text: &str) -> Vec<String> {
+        let bytes = self.0.lock().unwrap();
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter(|line| line.contains(text))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// The number after `suppressed=` in a line.
+fn suppressed(line: &str) -> u64 {
+    let (_, rest) = line.split_once("suppressed=").unwrap();
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+async fn service_on(url: String) -> Service {
+    let config = format!(
+        r#"
+        [service]
+        output = "none"
+        [feed]
+        backoff_initial_ms = 20
+        backoff_max_ms = 200
+        [venues.binance]
+        url = "{url}"
+        [[instruments]]
+        name = "ETH/BTC"
+        symbols = {{ binance = "ETHBTC" }}
+        "#
+    );
+    let config = RawConfig::parse(&config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    Service::start(config, Listeners::loopback().await.unwrap()).unwrap()
+}
+
+fn metric(service: &Service, series: &str) -> f64 {
+    service
+        .metrics()
+        .render()
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+async fn eventually(what: &str, condition: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {WAIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .init();
+
+    // 600 bad frames over 1.8 s.
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 2).unwrap();
+    let service = service_on(simulator.url(BINANCE)).await;
+    let mut summaries = service.summaries(0);
+    tokio::time::timeout(
+        WAIT,
+        summaries.wait_for(|s| s.venue_state(BINANCE) == VenueState::Synced),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    for _ in 0..600 {
+        simulator.send_raw(BINANCE, "\u{1}garbage");
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    let errors = r#"orderbook_decode_errors_total{exchange="binance"}"#;
+    eventually("600 decode errors counted", || {
+        metric(&service, errors) >= 600.0
+    })
+    .await;
+    let lines = logs.lines_with("bad frame dropped");
+    assert!(
+        (1..=3).contains(&lines.len()),
+        "{} lines: {lines:#?}",
+        lines.len()
+    );
+    let left_out: u64 = lines.iter().map(|line| suppressed(line)).sum();
+    assert!(left_out >= 100, "{lines:#?}");
+    service.stop().await;
+
+    // A venue whose port refuses every connection: an attempt every 20–200 ms.
+    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("ws://{}/binance", closed.local_addr().unwrap());
+    drop(closed);
+    let service = service_on(url).await;
+    let attempts = r#"orderbook_connect_attempts_total{exchange="binance"}"#;
+    eventually("15 connection attempts", || {
+        metric(&service, attempts) >= 15.0
+    })
+    .await;
+    let lines = logs.lines_with("connection lost");
+    let seconds = 2 + 15 * 200 / 1000; // at most this long for 15 attempts
+    assert!(
+        !lines.is_empty() && lines.len() <= seconds + 1,
+        "{} lines for {} attempts: {lines:#?}",
+        lines.len(),
+        metric(&service, attempts)
+    );
+    assert!(
+        lines.iter().map(|line| suppressed(line)).sum::<u64>() >= 5,
+        "{lines:#?}"
+    );
+    service.stop().await;
+}
