@@ -290,7 +290,7 @@ pub struct SimulatorConfig {
     pub listen: SocketAddr,
     pub rate_per_second: u32,
     pub seed: u64,
-    /// Venues that serve a recording (plain frames or a session timeline).
+    /// Venues that serve a recording (plain frames or a timeline).
     pub replay: Vec<(VenueId, std::path::PathBuf)>,
 }
 

@@ -83,8 +83,8 @@ pub fn spawn(
 /// frame grows the buffer to fit it.
 const READ_BUFFER_BYTES: usize = 16 * 1024;
 
-/// Why a session ended.
-enum SessionEnd {
+/// Why a connection ended.
+enum Disconnect {
     Shutdown,
     /// The venue asked for it, or closed cleanly: reconnect at once.
     Reconnect,
@@ -236,12 +236,12 @@ impl Reader {
             policy.attempted(at);
             self.outlet.metrics.connect_attempts.inc();
             self.core.connecting(&mut self.outlet);
-            let result = self.session(&mut shutdown).await;
+            let result = self.connection(&mut shutdown).await;
             self.flush_metrics();
             let ended_ns = clock::monotonic_ns();
             let error = match result {
-                Ok(SessionEnd::Shutdown) => return,
-                Ok(SessionEnd::Reconnect) => None,
+                Ok(Disconnect::Shutdown) => return,
+                Ok(Disconnect::Reconnect) => None,
                 Err(error) => {
                     self.outlet
                         .metrics
@@ -279,10 +279,10 @@ impl Reader {
         half + Duration::from_nanos(self.rng.below(half.as_nanos().max(1) as u64))
     }
 
-    async fn session(
+    async fn connection(
         &mut self,
         shutdown: &mut watch::Receiver<bool>,
-    ) -> Result<SessionEnd, SessionError> {
+    ) -> Result<Disconnect, ConnectionError> {
         let settings = self.settings;
         let config = WebSocketConfig::default()
             .read_buffer_size(READ_BUFFER_BYTES)
@@ -292,10 +292,10 @@ impl Reader {
         let (mut socket, _) = tokio::select! {
             connected = tokio::time::timeout(settings.connect_timeout, connect) => {
                 connected
-                    .map_err(|_| SessionError::ConnectTimeout)?
-                    .map_err(SessionError::Connect)?
+                    .map_err(|_| ConnectionError::ConnectTimeout)?
+                    .map_err(ConnectionError::Connect)?
             }
-            _ = shutdown.wait_for(|stop| *stop) => return Ok(SessionEnd::Shutdown),
+            _ = shutdown.wait_for(|stop| *stop) => return Ok(Disconnect::Shutdown),
         };
         let requests = self.core.connected(clock::monotonic_ns(), &mut self.outlet);
         for request in requests {
@@ -341,7 +341,7 @@ impl Reader {
                 _ = &mut idle_timer => {
                     let idle_ns = clock::monotonic_ns().saturating_sub(self.core.last_book_data_ns());
                     if idle_ns >= idle_timeout_ns {
-                        return Err(SessionError::IdleTimeout);
+                        return Err(ConnectionError::IdleTimeout);
                     }
                     let rest = Duration::from_nanos(idle_timeout_ns - idle_ns);
                     idle_timer.as_mut().reset(tokio::time::Instant::now() + rest);
@@ -374,14 +374,14 @@ impl Reader {
                 }
                 _ = shutdown.wait_for(|stop| *stop) => {
                     let _ = socket.close(None).await;
-                    return Ok(SessionEnd::Shutdown);
+                    return Ok(Disconnect::Shutdown);
                 }
             };
             if self.core.acks_pending() > 0 && tokio::time::Instant::now() > ack_deadline {
-                return Err(SessionError::AckTimeout);
+                return Err(ConnectionError::AckTimeout);
             }
             let message = match next {
-                None => return Err(SessionError::Closed),
+                None => return Err(ConnectionError::Closed),
                 Some(message) => message?,
             };
             let received_ns = clock::monotonic_ns();
@@ -393,15 +393,15 @@ impl Reader {
                         .on_frame(text.as_bytes(), received_ns, &mut self.outlet)
                     {
                         FrameVerdict::Continue => {}
-                        FrameVerdict::Refused => return Err(SessionError::Refused),
-                        FrameVerdict::Reconnect => return Ok(SessionEnd::Reconnect),
+                        FrameVerdict::Refused => return Err(ConnectionError::Refused),
+                        FrameVerdict::Reconnect => return Ok(Disconnect::Reconnect),
                     }
                 }
                 tungstenite::Message::Binary(bytes) => {
                     let error = BadFrame::Binary { bytes: bytes.len() };
                     self.core.on_bad_frame(error, received_ns, &mut self.outlet);
                 }
-                tungstenite::Message::Close(_) => return Ok(SessionEnd::Reconnect),
+                tungstenite::Message::Close(_) => return Ok(Disconnect::Reconnect),
                 // Answered by tungstenite as it reads; counted so a flood shows.
                 tungstenite::Message::Ping(_) => self.outlet.metrics.pings.inc(),
                 _ => {}
@@ -447,7 +447,7 @@ impl Reader {
 }
 
 #[derive(Debug, thiserror::Error)]
-enum SessionError {
+enum ConnectionError {
     #[error("connecting timed out")]
     ConnectTimeout,
     #[error("connecting failed: {0}")]
@@ -464,31 +464,31 @@ enum SessionError {
     WebSocket(#[from] tungstenite::Error),
 }
 
-impl SessionError {
+impl ConnectionError {
     /// The `reason` label of `orderbook_connection_errors_total`.
     fn reason(&self, url: &str) -> &'static str {
         use tungstenite::Error as WsError;
         use tungstenite::error::ProtocolError;
         match self {
-            SessionError::ConnectTimeout => "connect_timeout",
-            SessionError::Connect(WsError::Http(_) | WsError::HttpFormat(_)) => {
+            ConnectionError::ConnectTimeout => "connect_timeout",
+            ConnectionError::Connect(WsError::Http(_) | WsError::HttpFormat(_)) => {
                 "handshake_rejected"
             }
-            SessionError::Connect(WsError::Io(error)) if is_tls_failure(error, url) => "tls",
-            SessionError::Connect(_) => "connect",
-            SessionError::AckTimeout => "ack_timeout",
-            SessionError::IdleTimeout => "idle_timeout",
-            SessionError::Closed
-            | SessionError::WebSocket(
+            ConnectionError::Connect(WsError::Io(error)) if is_tls_failure(error, url) => "tls",
+            ConnectionError::Connect(_) => "connect",
+            ConnectionError::AckTimeout => "ack_timeout",
+            ConnectionError::IdleTimeout => "idle_timeout",
+            ConnectionError::Closed
+            | ConnectionError::WebSocket(
                 WsError::ConnectionClosed
                 | WsError::AlreadyClosed
                 | WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake),
             ) => "closed",
-            SessionError::Refused => "subscription_refused",
-            SessionError::WebSocket(WsError::Capacity(_)) => "oversized_frame",
-            SessionError::WebSocket(WsError::Utf8(_)) => "invalid_utf8",
-            SessionError::WebSocket(WsError::Protocol(_)) => "protocol",
-            SessionError::WebSocket(_) => "io",
+            ConnectionError::Refused => "subscription_refused",
+            ConnectionError::WebSocket(WsError::Capacity(_)) => "oversized_frame",
+            ConnectionError::WebSocket(WsError::Utf8(_)) => "invalid_utf8",
+            ConnectionError::WebSocket(WsError::Protocol(_)) => "protocol",
+            ConnectionError::WebSocket(_) => "io",
         }
     }
 }

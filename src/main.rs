@@ -141,7 +141,7 @@ enum ReplayCommand {
 /// What both replay modes take.
 #[derive(clap::Args)]
 struct Recordings {
-    /// A venue and its recording, `binance=FILE` (plain frames or a session timeline).
+    /// A venue and its recording, `binance=FILE` (plain frames or a timeline).
     #[arg(long = "venue", value_name = "VENUE=FILE", required = true, value_parser = parse_venue_file)]
     venues: Vec<(VenueId, PathBuf)>,
     /// Levels per side, per venue and in the merged book.

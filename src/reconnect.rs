@@ -1,13 +1,13 @@
 //! When a reader connects again, pure (no clock, no I/O): one policy every reconnect goes
-//! through, whatever ended the connection (a failure, the venue's own request, a short
-//! session), so that a venue misbehaving in any way sees the same bounded attempts.
+//! through, whatever ended the connection (a failure, the venue's own request, a short-lived
+//! connection), so that a venue misbehaving in any way sees the same bounded attempts.
 //!
 //! - **Backoff**: exponential with jitter, reset only by a connection that delivered books
-//!   for `healthy_after`. A connect that fails, or a session that ends sooner, doubles it,
+//!   for `healthy_after`. A connect that fails, or a connection that ends sooner, doubles it,
 //!   so a venue that refuses, closes at once, or answers every subscription with a
 //!   "please reconnect" is retried ever less often.
 //! - **A venue's request** (Binance `serverShutdown`, Bitstamp `bts:request_reconnect`, a
-//!   close frame) after a healthy session is followed at once.
+//!   close frame) after a healthy connection is followed at once.
 //! - **Budget**: at most the venue's published number of connection attempts per interval
 //!   (Binance bans an IP beyond 300 per 5 minutes); an attempt the budget would exceed
 //!   waits until the oldest attempt in the interval has left it.
@@ -128,18 +128,18 @@ mod tests {
         backoff
     }
 
-    /// Failures and short sessions, whether the venue asked or not, double the pause; only
-    /// a session that delivered books for `healthy_after` resets it. (The defect this
-    /// prevents: after one good session every failed connect retried at the first pause.)
+    /// Failures and short connections, whether the venue asked or not, double the pause;
+    /// only a connection that delivered books for `healthy_after` resets it (reset by any
+    /// book, every failed connect after one good connection would retry at the first pause).
     #[test]
-    fn only_a_healthy_session_resets_the_backoff() {
+    fn only_a_healthy_connection_resets_the_backoff() {
         let mut policy = policy(GENEROUS);
         let pauses: Vec<u64> = [
             ended(0, false),  // refused
             ended(0, false),  // refused
             ended(5, false),  // books for 5 s, then closed
             ended(0, true),   // "please reconnect" before any book
-            ended(29, true),  // a short session the venue ended
+            ended(29, true),  // a short connection the venue ended
             ended(0, false),  // refused
             ended(60, false), // healthy, then lost
             ended(0, false),
@@ -151,7 +151,7 @@ mod tests {
     }
 
     #[test]
-    fn a_venue_s_request_after_a_healthy_session_is_followed_at_once() {
+    fn a_venue_s_request_after_a_healthy_connection_is_followed_at_once() {
         let mut policy = policy(GENEROUS);
         policy.pause_after(ended(0, false), no_jitter);
         assert_eq!(
@@ -166,7 +166,7 @@ mod tests {
     }
 
     /// Whatever the pauses, no interval of `per` holds more than `attempts` attempts: a
-    /// venue asking to reconnect after every healthy session (no pause) included.
+    /// venue asking to reconnect after every healthy connection (no pause) included.
     #[test]
     fn attempts_never_exceed_the_budget_in_any_interval() {
         let budget = ConnectBudget {

@@ -3,7 +3,7 @@
 //!
 //! Two file formats (`tests/fixtures/SOURCES.md`), told apart by the keys of the first line:
 //! - plain: one raw frame per line;
-//! - session timeline: one `{"recv_ts": <unix seconds>, "kind": "ws_recv" | …, "url": …,
+//! - timeline: one `{"recv_ts": <unix seconds>, "kind": "ws_recv" | …, "url": …,
 //!   "raw": "<frame>"}` object per line, keys in any order; `ws_recv` frames and
 //!   `rest_response` bodies are replayed.
 //!
@@ -65,7 +65,7 @@ struct TimelineEntry {
     raw: String,
 }
 
-/// Whether `line` is a session-timeline entry: a JSON object with `recv_ts` and `kind`,
+/// Whether `line` is a timeline entry: a JSON object with `recv_ts` and `kind`,
 /// whatever the order of its keys and its spacing.
 fn is_timeline_entry(line: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(line).is_ok_and(|value| {

@@ -1,5 +1,5 @@
 //! Full-depth books from the real diff recordings (Binance NKNUSDT and LRCBTC, Bitstamp
-//! ethusd, batbtc and usdteur): per-pair files with their REST snapshot, and the session
+//! ethusd, batbtc and usdteur): per-pair files with their REST snapshot, and the
 //! timelines with the snapshots interleaved as they arrived, through the same sync rules
 //! as the live reader. The expected figures are SOURCES.md's verification notes.
 
@@ -194,7 +194,7 @@ fn session_timelines_reach_the_listed_final_books() {
     for expected in EXPECTED {
         let frames = replay::load_frames(&path(expected.timeline)).unwrap();
         let (outcome, _) = run(expected, frames);
-        check_final_book(expected, &outcome, "session timeline");
+        check_final_book(expected, &outcome, "timeline");
     }
 }
 

@@ -145,7 +145,7 @@ fn a_recording_without_books_is_refused() {
     }
 }
 
-/// A timeline is known by its keys, not by its first bytes: the same session with its
+/// A timeline is known by its keys, not by its first bytes: the same recording with its
 /// keys in another order and other spacing replays the same.
 #[test]
 fn a_timeline_is_known_by_its_keys_in_any_order() {

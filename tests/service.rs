@@ -491,13 +491,14 @@ async fn a_silent_venue_is_evicted_and_health_degrades() {
     harness.service.stop().await;
 }
 
-/// After a good session, a venue that refuses every new connection is retried ever less
+/// After a good connection, a venue that refuses every new connection is retried ever less
 /// often: the backoff starts over only after a connection has delivered books for a
 /// while (`feed.backoff_reset_after_ms`), not because one ever did. With a 20 ms first
 /// pause doubling to 200 ms (jittered down to half), 2 s hold at most about 23 attempts;
-/// a backoff reset by the earlier good session retried every 10–20 ms, over a hundred.
+/// a backoff reset by the earlier good connection would retry every 10–20 ms, over a
+/// hundred.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_venue_refusing_after_a_good_session_is_retried_ever_less_often() {
+async fn a_venue_refusing_after_a_good_connection_is_retried_ever_less_often() {
     use std::sync::atomic::{AtomicU64, Ordering};
     let simulator = simulator().await;
     // A front for Binance: the first connection is passed through to the simulator until
@@ -536,7 +537,7 @@ async fn a_venue_refusing_after_a_good_session_is_retried_ever_less_often() {
     let attempts = refused.load(Ordering::Relaxed);
     assert!(
         (3..=23).contains(&attempts),
-        "{attempts} connection attempts in 2 s after the good session"
+        "{attempts} connection attempts in 2 s after the good connection"
     );
     harness.service.stop().await;
 }

@@ -137,7 +137,7 @@ const NKNUSDT_DIFFS: &str =
     include_str!("fixtures/binance/diff_depth_NKNUSDT_combined_stream.jsonl");
 
 /// Diff mode in steady state: decode an event → apply it to the synced full-depth book →
-/// its top into the mailbox. The recorded NKNUSDT session, after the first events.
+/// its top into the mailbox. The recorded NKNUSDT stream, after the first events.
 #[test]
 fn applying_diff_events_allocates_nothing_in_steady_state() {
     use mergebook::book::BookUpdate;

@@ -191,7 +191,7 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Loads a recording (plain frames or a session timeline) of `venue`'s book frames.
+    /// Loads a recording (plain frames or a timeline) of `venue`'s book frames.
     pub fn load(venue: VenueId, path: &std::path::Path) -> Result<Recording, String> {
         let frames = crate::replay::load_frames(path).map_err(|error| error.to_string())?;
         let mut books = Vec::new();
