@@ -4,6 +4,8 @@
 //! venue, nothing stale, nothing crossed or unsorted, sequences increasing), checks the
 //! counter that records the fault, and that the affected venue recovers by itself.
 
+mod common;
+
 use mergebook::config::RawConfig;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
@@ -132,12 +134,8 @@ impl Chaos {
         .await;
     }
 
-    /// A sample of the service's /metrics, 0 when the series does not exist yet.
     fn metric(&self, series: &str) -> f64 {
-        let text = self.service.metrics().render();
-        text.lines()
-            .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
-            .unwrap_or(0.0)
+        common::service_metric(&self.service, series)
     }
 
     /// Waits for `series` to reach `at_least`.
@@ -148,16 +146,8 @@ impl Chaos {
         .await;
     }
 
-    /// Polls `condition` every 20 ms until it holds.
     async fn eventually(&self, what: &str, condition: impl Fn() -> bool) {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        while !condition() {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{what}: not within {WAIT:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        common::eventually(what, WAIT, condition).await;
     }
 
     /// Stops the service; fails if any summary broke an invariant.

@@ -455,23 +455,12 @@ impl Harness {
     }
 
     fn metric(&self, series: &str) -> f64 {
-        self.service
-            .metrics()
-            .render()
-            .lines()
-            .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
-            .unwrap_or(0.0)
+        common::service_metric(&self.service, series)
     }
 
     async fn counted(&self, series: &str, at_least: f64) {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        while self.metric(series) < at_least {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{series} >= {at_least}: not within {WAIT:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let what = format!("{series} >= {at_least}");
+        common::eventually(&what, WAIT, || self.metric(series) >= at_least).await;
     }
 
     /// Every synced book seen for `period` is one the simulator's venue really had.

@@ -2,6 +2,8 @@
 //! line a second of each kind, each counting the lines left out; the metrics count every
 //! event. The logs are captured from the process's tracing subscriber.
 
+mod common;
+
 use mergebook::config::RawConfig;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
@@ -72,26 +74,6 @@ async fn service_on(url: String) -> Service {
     Service::start(config, Listeners::loopback().await.unwrap()).unwrap()
 }
 
-fn metric(service: &Service, series: &str) -> f64 {
-    service
-        .metrics()
-        .render()
-        .lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
-async fn eventually(what: &str, condition: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not within {WAIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
     let logs = Captured::default();
@@ -118,8 +100,8 @@ async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
         tokio::time::sleep(Duration::from_millis(3)).await;
     }
     let errors = r#"orderbook_decode_errors_total{exchange="binance"}"#;
-    eventually("600 decode errors counted", || {
-        metric(&service, errors) >= 600.0
+    common::eventually("600 decode errors counted", WAIT, || {
+        common::service_metric(&service, errors) >= 600.0
     })
     .await;
     let lines = logs.lines_with("bad frame dropped");
@@ -138,8 +120,8 @@ async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
     drop(closed);
     let service = service_on(url).await;
     let attempts = r#"orderbook_connect_attempts_total{exchange="binance"}"#;
-    eventually("15 connection attempts", || {
-        metric(&service, attempts) >= 15.0
+    common::eventually("15 connection attempts", WAIT, || {
+        common::service_metric(&service, attempts) >= 15.0
     })
     .await;
     let lines = logs.lines_with("connection lost");
@@ -148,7 +130,7 @@ async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
         !lines.is_empty() && lines.len() <= seconds + 1,
         "{} lines for {} attempts: {lines:#?}",
         lines.len(),
-        metric(&service, attempts)
+        common::service_metric(&service, attempts)
     );
     assert!(
         lines.iter().map(|line| suppressed(line)).sum::<u64>() >= 5,

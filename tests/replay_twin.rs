@@ -87,23 +87,7 @@ fn from_first_book(summaries: Vec<serde_json::Value>) -> Vec<serde_json::Value> 
 
 fn messages_received(service: &Service, venue: VenueId) -> f64 {
     let series = format!("orderbook_messages_total{{exchange=\"{venue}\"}}");
-    service
-        .metrics()
-        .render()
-        .lines()
-        .find_map(|line| line.strip_prefix(&series)?.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
-async fn wait_until(what: &str, condition: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not within {WAIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    common::service_metric(service, &series)
 }
 
 /// What the service publishes when the simulator sends it `frames`, one at a time.
@@ -152,7 +136,7 @@ async fn through_the_service(frames: &[(VenueId, String)]) -> Vec<serde_json::Va
     // Each venue's subscription ack is its first message.
     let mut received = [0.0; 2];
     for venue in [BINANCE, BITSTAMP] {
-        wait_until(&format!("{venue} subscribed"), || {
+        common::eventually(&format!("{venue} subscribed"), WAIT, || {
             messages_received(&service, venue) >= 1.0
         })
         .await;
@@ -162,7 +146,7 @@ async fn through_the_service(frames: &[(VenueId, String)]) -> Vec<serde_json::Va
         simulator.send_raw(*venue, frame.clone());
         received[venue.index()] += 1.0;
         let expected = received[venue.index()];
-        wait_until("the frame read", || {
+        common::eventually("the frame read", WAIT, || {
             messages_received(&service, *venue) >= expected
         })
         .await;

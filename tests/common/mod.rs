@@ -128,3 +128,26 @@ pub fn tool(name: &str, debian_package: &str) -> Option<std::path::PathBuf> {
     }
     found
 }
+
+/// A sample of an in-process service's metrics (`name{labels}`), 0 when the series does
+/// not exist yet.
+pub fn service_metric(service: &mergebook::service::Service, series: &str) -> f64 {
+    service
+        .metrics()
+        .render()
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// Polls `condition` every 5 ms until it holds; fails after `limit`.
+pub async fn eventually(what: &str, limit: Duration, condition: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
