@@ -649,12 +649,19 @@ impl RawConfig {
                 if symbol.is_empty()
                     || !symbol
                         .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"-_/".contains(&b))
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_/:".contains(&b))
                 {
                     return Err(invalid(
                         format!("{key}.symbols.{venue_name}"),
                         format!("{symbol:?}"),
-                        "a symbol is letters, digits, '-', '_' or '/'",
+                        "a symbol is letters, digits, '-', '_', '/' or ':'",
+                    ));
+                }
+                if let Err(reason) = venue.check_symbol(symbol) {
+                    return Err(invalid(
+                        format!("{key}.symbols.{venue_name}"),
+                        format!("{symbol:?}"),
+                        reason,
                     ));
                 }
                 let taken = instruments.iter().find(|other: &&Instrument| {
@@ -673,17 +680,6 @@ impl RawConfig {
                     ));
                 }
                 used[venue.index()] += 1;
-                // One connection a venue (the reader's): no more streams than it may carry.
-                let most = venue.max_streams_per_connection();
-                if used[venue.index()] > most {
-                    return Err(invalid(
-                        format!("{key}.symbols.{venue_name}"),
-                        format!("{symbol:?}"),
-                        format!(
-                            "more than {most} {venue} symbols, the most one connection carries"
-                        ),
-                    ));
-                }
                 symbols.push((venue, symbol.clone()));
             }
             instruments.push(Instrument {
@@ -1009,21 +1005,6 @@ mod tests {
             let error = validate(&format!("{extra}{MINIMAL}")).unwrap_err();
             assert_eq!(error.to_string(), *message);
         }
-        let bitstamp = VenueId::Bitstamp;
-        let most = bitstamp.max_streams_per_connection();
-        let many: String = (0..=most)
-            .map(|n| {
-                format!("[[instruments]]\nname = \"I{n}\"\nsymbols = {{ bitstamp = \"p{n}\" }}\n")
-            })
-            .collect();
-        let too_many = validate(&format!("[service]\nmax_instruments = 1000\n{many}")).unwrap_err();
-        assert_eq!(
-            too_many.to_string(),
-            format!(
-                "instruments[{most}].symbols.bitstamp = \"p{most}\": more than {most} bitstamp \
-                 symbols, the most one connection carries"
-            )
-        );
         let unknown = validate(&format!("[venues.mtgox]\n{MINIMAL}")).unwrap_err();
         let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
         assert_eq!(

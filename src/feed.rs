@@ -1,5 +1,7 @@
-//! The reader: one OS thread per venue, running a current-thread tokio runtime, that keeps
-//! a WebSocket connection to the venue, subscribes to every instrument's stream, and hands
+//! The reader: one OS thread per connection to a venue, running a current-thread tokio
+//! runtime, that keeps the WebSocket connection, subscribes to its instruments' streams
+//! (a venue's instruments are spread over as many connections as its limit of streams per
+//! connection, and its endpoints, ask for: `service.rs`), and hands
 //! each frame to the connection's [`FeedCore`] (`feed/core.rs`), which decodes it and
 //! publishes each instrument's book into its mailbox for the merger. The reader does the
 //! I/O: the socket, the timers, the REST snapshot fetches the core asks for, the metrics.
@@ -23,7 +25,7 @@ use crate::config::{FeedMode, FeedSettings};
 use crate::handoff::{FeedSender, VenueFeed};
 use crate::log_limit::LogLimiter;
 use crate::metrics::VenueMetrics;
-use crate::reconnect::{ConnectionEnd, ReconnectPolicy};
+use crate::reconnect::{ConnectionEnd, ReconnectPolicy, SharedConnectAttempts};
 use crate::rng::Rng;
 use crate::snapshot::{FetchError, SnapshotClient};
 use crate::sync::{ResyncReason, UpdateOutcome};
@@ -36,7 +38,11 @@ use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
 /// What one reader serves.
 pub struct ReaderSpec {
     pub venue: VenueId,
+    /// The venue's connections are numbered from 0 (the thread's name, logs).
+    pub connection: usize,
     pub url: String,
+    /// The venue's connection attempts, which all its readers share.
+    pub connect_attempts: SharedConnectAttempts,
     /// Levels per side to keep.
     pub depth: usize,
     pub settings: FeedSettings,
@@ -65,7 +71,7 @@ pub fn spawn(
     shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
-        .name(format!("reader-{}", spec.venue))
+        .name(format!("reader-{}-{}", spec.venue, spec.connection))
         .spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -96,6 +102,7 @@ type Fetches = tokio::task::JoinSet<(usize, u64, Result<Vec<u8>, FetchError>)>;
 struct Reader {
     venue: VenueId,
     url: String,
+    connect_attempts: SharedConnectAttempts,
     settings: FeedSettings,
     core: FeedCore,
     outlet: Outlet,
@@ -190,6 +197,7 @@ impl Reader {
         Reader {
             venue: spec.venue,
             url: spec.url,
+            connect_attempts: spec.connect_attempts,
             settings: spec.settings,
             core: FeedCore::new(spec.venue, spec.depth, streams, diff, clock::monotonic_ns()),
             outlet: Outlet {
@@ -216,14 +224,17 @@ impl Reader {
             settings.backoff_initial,
             settings.backoff_max,
             settings.backoff_reset_after,
-            venue.connect_budget(),
         );
         let mut next_attempt_ns = clock::monotonic_ns();
         loop {
-            // Every attempt, the first included, within the venue's budget.
+            // Every attempt, the first included, within the venue's budget, which its other
+            // connections share.
+            // The clock is read under the lock: the budget sees it only move forwards.
+            let mut attempts = self.connect_attempts.lock().expect("not poisoned");
             let now = clock::monotonic_ns();
             let due = next_attempt_ns.max(now);
-            let at = policy.earliest_attempt(due);
+            let at = attempts.reserve(now, due);
+            drop(attempts);
             if at > due {
                 self.outlet.metrics.connect_budget_waits.inc();
                 let wait_ms = (at - due) / 1_000_000;
@@ -233,7 +244,6 @@ impl Reader {
                 _ = tokio::time::sleep(Duration::from_nanos(at - now)) => {}
                 _ = shutdown.wait_for(|stop| *stop) => return,
             }
-            policy.attempted(at);
             self.outlet.metrics.connect_attempts.inc();
             self.core.connecting(&mut self.outlet);
             let result = self.connection(&mut shutdown).await;

@@ -9,10 +9,11 @@
 //! - **A venue's request** (Binance `serverShutdown`, Bitstamp `bts:request_reconnect`, a
 //!   close frame) after a healthy connection is followed at once.
 //! - **Budget**: at most the venue's published number of connection attempts per interval
-//!   (Binance bans an IP beyond 300 per 5 minutes); an attempt the budget would exceed
-//!   waits until the oldest attempt in the interval has left it.
+//!   (Binance bans an IP beyond 300 per 5 minutes), counted over all of the venue's
+//!   connections ([`ConnectAttempts`], shared by its readers); an attempt the budget would
+//!   exceed waits until the oldest attempt in the interval has left it.
 
-use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A venue's limit on connection attempts: at most `attempts` per `per`.
@@ -31,50 +32,81 @@ pub struct ConnectionEnd {
     pub venue_asked: bool,
 }
 
+/// The connection attempts of one venue, over all its connections, within its budget.
+#[derive(Debug)]
+pub struct ConnectAttempts {
+    budget: ConnectBudget,
+    /// Monotonic ns of the attempts that may still share an interval with a new one,
+    /// sorted; some may lie ahead (a connection waiting out its backoff reserved them).
+    attempts: Vec<u64>,
+}
+
+/// A venue's [`ConnectAttempts`], shared by the readers of its connections.
+pub type SharedConnectAttempts = Arc<Mutex<ConnectAttempts>>;
+
+impl ConnectAttempts {
+    pub fn new(budget: ConnectBudget) -> Self {
+        ConnectAttempts {
+            budget,
+            attempts: Vec::with_capacity(2 * budget.attempts as usize),
+        }
+    }
+
+    pub fn shared(budget: ConnectBudget) -> SharedConnectAttempts {
+        Arc::new(Mutex::new(ConnectAttempts::new(budget)))
+    }
+
+    /// Takes the earliest start (monotonic ns), `due_ns` or later, that keeps the venue
+    /// within its budget, and counts an attempt then. `now_ns` is the clock (no later than
+    /// `due_ns`), which only moves forwards from call to call.
+    ///
+    /// A start `t` is taken when fewer than `attempts` others lie within `per` of it on
+    /// either side: every interval of length `per` that holds `t` lies there, so none
+    /// then holds more than `attempts`, whatever order the connections reserved in. For
+    /// one connection, whose attempts come in order, that is the sliding window exactly.
+    pub fn reserve(&mut self, now_ns: u64, due_ns: u64) -> u64 {
+        let per = self.budget.per.as_nanos() as u64;
+        // Those a per or more before now share no interval with any start from now on.
+        self.attempts
+            .retain(|&start| start.saturating_add(per) > now_ns);
+        let near = |t: u64| {
+            let first = self
+                .attempts
+                .partition_point(|&start| start.saturating_add(per) <= t);
+            let end = self
+                .attempts
+                .partition_point(|&start| start < t.saturating_add(per));
+            end - first
+        };
+        // The count near `t` only drops where an attempt leaves the interval behind `t`.
+        let at = std::iter::once(due_ns)
+            .chain(self.attempts.iter().map(|&start| start + per))
+            .filter(|&t| t >= due_ns)
+            .find(|&t| near(t) < self.budget.attempts as usize)
+            .unwrap_or_else(|| self.attempts.last().map_or(due_ns, |&last| last + per));
+        let place = self.attempts.partition_point(|&start| start <= at);
+        self.attempts.insert(place, at);
+        at
+    }
+}
+
+/// One connection's backoff between its attempts.
 #[derive(Debug)]
 pub struct ReconnectPolicy {
     initial: Duration,
     max: Duration,
     backoff: Duration,
     healthy_after: Duration,
-    budget: ConnectBudget,
-    /// Monotonic ns of the latest attempts, oldest first, at most `budget.attempts`.
-    attempts: VecDeque<u64>,
 }
 
 impl ReconnectPolicy {
-    pub fn new(
-        initial: Duration,
-        max: Duration,
-        healthy_after: Duration,
-        budget: ConnectBudget,
-    ) -> Self {
+    pub fn new(initial: Duration, max: Duration, healthy_after: Duration) -> Self {
         ReconnectPolicy {
             initial,
             max,
             backoff: initial,
             healthy_after,
-            budget,
-            attempts: VecDeque::with_capacity(budget.attempts as usize),
         }
-    }
-
-    /// The earliest time (monotonic ns) a connection attempt may start, `now_ns` or later.
-    pub fn earliest_attempt(&self, now_ns: u64) -> u64 {
-        match self.attempts.front() {
-            Some(&oldest) if self.attempts.len() >= self.budget.attempts as usize => {
-                now_ns.max(oldest + self.budget.per.as_nanos() as u64)
-            }
-            _ => now_ns,
-        }
-    }
-
-    /// Records an attempt that starts at `at_ns` (no earlier than `earliest_attempt`).
-    pub fn attempted(&mut self, at_ns: u64) {
-        if self.attempts.len() >= self.budget.attempts as usize {
-            self.attempts.pop_front();
-        }
-        self.attempts.push_back(at_ns);
     }
 
     /// The pause before the next attempt after a connection that ended as `ended`;
@@ -103,19 +135,13 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    fn policy(budget: ConnectBudget) -> ReconnectPolicy {
+    fn policy() -> ReconnectPolicy {
         ReconnectPolicy::new(
             Duration::from_millis(100),
             Duration::from_millis(1600),
             Duration::from_secs(30),
-            budget,
         )
     }
-
-    const GENEROUS: ConnectBudget = ConnectBudget {
-        attempts: 1000,
-        per: Duration::from_secs(1),
-    };
 
     fn ended(delivered_for_s: u64, venue_asked: bool) -> ConnectionEnd {
         ConnectionEnd {
@@ -133,7 +159,7 @@ mod tests {
     /// book, every failed connect after one good connection would retry at the first pause).
     #[test]
     fn only_a_healthy_connection_resets_the_backoff() {
-        let mut policy = policy(GENEROUS);
+        let mut policy = policy();
         let pauses: Vec<u64> = [
             ended(0, false),  // refused
             ended(0, false),  // refused
@@ -152,7 +178,7 @@ mod tests {
 
     #[test]
     fn a_venue_s_request_after_a_healthy_connection_is_followed_at_once() {
-        let mut policy = policy(GENEROUS);
+        let mut policy = policy();
         policy.pause_after(ended(0, false), no_jitter);
         assert_eq!(
             policy.pause_after(ended(3600, true), no_jitter),
@@ -174,12 +200,12 @@ mod tests {
             per: Duration::from_secs(60),
         };
         let second = Duration::from_secs(1);
-        let mut policy = ReconnectPolicy::new(second, second * 8, second, budget);
+        let mut policy = ReconnectPolicy::new(second, second * 8, second);
+        let mut attempts = ConnectAttempts::new(budget);
         let mut now = 0;
         let mut starts = Vec::new();
         for _ in 0..40 {
-            let at = policy.earliest_attempt(now);
-            policy.attempted(at);
+            let at = attempts.reserve(now, now);
             starts.push(at);
             // Healthy for a second, then the venue asks to reconnect: no backoff.
             now = at + 1_000 * MS;
@@ -188,17 +214,7 @@ mod tests {
                 Duration::ZERO
             );
         }
-        for (index, &start) in starts.iter().enumerate() {
-            let window_end = start + 60_000 * MS;
-            let in_window = starts[index..]
-                .iter()
-                .take_while(|&&s| s < window_end)
-                .count();
-            assert!(
-                in_window <= 5,
-                "{in_window} attempts within 60 s of {start}"
-            );
-        }
+        assert_within_budget(&starts, budget);
         // The budget set the pace: 5 attempts, a second apart, each minute.
         assert_eq!(
             &starts[..6],
@@ -212,5 +228,54 @@ mod tests {
             ]
         );
         assert_eq!(starts[39], (7 * 60_000 + 4_000) * MS);
+    }
+
+    /// No interval of the budget's length holds more than its attempts.
+    fn assert_within_budget(starts: &[u64], budget: ConnectBudget) {
+        let mut starts = starts.to_vec();
+        starts.sort_unstable();
+        let per = budget.per.as_nanos() as u64;
+        for (index, &start) in starts.iter().enumerate() {
+            let in_window = starts[index..]
+                .iter()
+                .take_while(|&&s| s < start + per)
+                .count();
+            assert!(
+                in_window <= budget.attempts as usize,
+                "{in_window} attempts within {per} ns of {start}: {starts:?}"
+            );
+        }
+    }
+
+    /// Connections of one venue share its budget, in whatever order they reserve: one
+    /// waiting out a long backoff (its attempt reserved ahead) takes no more than its
+    /// place, and the others go on reconnecting within what is left.
+    #[test]
+    fn connections_sharing_a_budget_stay_within_it_together() {
+        let budget = ConnectBudget {
+            attempts: 4,
+            per: Duration::from_secs(10),
+        };
+        let mut attempts = ConnectAttempts::new(budget);
+        let mut rng = crate::rng::Rng::new(7);
+        let mut starts = Vec::new();
+        let mut now = 0;
+        for _ in 0..400 {
+            // Three connections' attempts: due now, or after a backoff of up to 30 s.
+            now += rng.below(3_000) * MS;
+            let due = now + [0, rng.below(30_000) * MS][rng.below(2) as usize];
+            let at = attempts.reserve(now, due);
+            assert!(at >= due);
+            starts.push(at);
+        }
+        assert_within_budget(&starts, budget);
+        // And the budget is used, not merely respected: at least half of it over the run.
+        let span = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+        let most = (span / (10_000 * MS) + 1) * 4;
+        assert!(
+            starts.len() as u64 * 2 >= most,
+            "{} of {most}",
+            starts.len()
+        );
     }
 }

@@ -2,13 +2,14 @@
 //! consumers (JSON lines, gRPC, `/metrics` and `/health`) together, and takes them apart
 //! again on shutdown. Listeners are passed in, so tests bind port 0.
 
-use crate::config::{Config, FeedMode, Output};
+use crate::config::{Config, FeedMode, Output, VenueConfig};
 use crate::feed::{self, ReaderSpec, StreamSpec};
 use crate::handoff::{FeedSender, VenueFeed};
 use crate::mailbox;
 use crate::merger::{self, InstrumentMerger, MergerInstrument, MergerSpec};
 use crate::metrics::Metrics;
 use crate::publish::{self, grpc, jsonl};
+use crate::reconnect::ConnectAttempts;
 use crate::summary::{Summary, VenueState};
 use crate::venue::VenueId;
 use std::sync::Arc;
@@ -40,6 +41,49 @@ impl Listeners {
             grpc: TcpListener::bind("127.0.0.1:0").await?,
             metrics: TcpListener::bind("127.0.0.1:0").await?,
         })
+    }
+}
+
+/// One connection to a venue: the streams one reader subscribes to.
+struct Connection {
+    /// In `Config::venues`.
+    venue_config: usize,
+    /// Among the venue's connections.
+    index: usize,
+    url: String,
+    streams: Vec<StreamSpec>,
+}
+
+impl Connection {
+    /// Puts `stream` on a connection of its venue to the endpoint that serves its symbol
+    /// with room left, or on a new one: as many connections as the venue's limit of
+    /// streams per connection asks for.
+    fn add(
+        connections: &mut Vec<Connection>,
+        venue_config: (usize, &VenueConfig),
+        stream: StreamSpec,
+    ) {
+        let (venue_config, config) = venue_config;
+        let venue = config.venue;
+        let url = venue.endpoint(&config.url, &stream.symbol);
+        let most = venue.max_streams_per_connection();
+        let of_venue = connections
+            .iter()
+            .filter(|connection| connection.venue_config == venue_config)
+            .count();
+        match connections.iter_mut().find(|connection| {
+            connection.venue_config == venue_config
+                && connection.url == url
+                && connection.streams.len() < most
+        }) {
+            Some(connection) => connection.streams.push(stream),
+            None => connections.push(Connection {
+                venue_config,
+                index: of_venue,
+                url,
+                streams: vec![stream],
+            }),
+        }
     }
 }
 
@@ -81,8 +125,7 @@ impl Service {
         let metrics = Arc::new(Metrics::new());
 
         // One mailbox per (instrument, venue); one summary channel per instrument.
-        let mut reader_streams: Vec<Vec<StreamSpec>> =
-            config.venues.iter().map(|_| Vec::new()).collect();
+        let mut connections: Vec<Connection> = Vec::new();
         let mut merger_instruments = Vec::new();
         let mut fanouts = Vec::new();
         for (index, instrument) in config.instruments.iter().enumerate() {
@@ -100,12 +143,13 @@ impl Service {
                     FeedMode::Snapshot => venue.stream_name(symbol, config.depth),
                     FeedMode::Diff(_) => venue.diff_stream_name(symbol),
                 };
-                reader_streams[reader].push(StreamSpec {
+                let stream = StreamSpec {
                     name,
                     symbol: symbol.clone(),
                     instrument: instrument.name.clone(),
                     sender: FeedSender::new(sender, fanout.early_wake()),
-                });
+                };
+                Connection::add(&mut connections, (reader, &config.venues[reader]), stream);
                 inputs.push((*venue, receiver));
             }
             let mut merger = InstrumentMerger::new(index, config.depth, &venues);
@@ -138,16 +182,24 @@ impl Service {
 
         let (stop_readers, stop_signal) = watch::channel(false);
         let mut readers = Vec::new();
-        for (venue_config, streams) in config.venues.iter().zip(reader_streams) {
+        let attempts: Vec<_> = VenueId::ALL
+            .iter()
+            .map(|venue| ConnectAttempts::shared(venue.connect_budget()))
+            .collect();
+        for connection in connections {
+            let venue_config = &config.venues[connection.venue_config];
+            let venue = venue_config.venue;
             let spec = ReaderSpec {
-                venue: venue_config.venue,
-                url: venue_config.url.clone(),
+                venue,
+                connection: connection.index,
+                url: connection.url,
+                connect_attempts: Arc::clone(&attempts[venue.index()]),
                 depth: config.depth,
                 settings: config.feed,
                 mode: venue_config.mode.clone(),
-                streams,
+                streams: connection.streams,
             };
-            let metrics = metrics.for_venue(venue_config.venue);
+            let metrics = metrics.for_venue(venue);
             let reader = feed::spawn(spec, merger.thread().clone(), metrics, stop_signal.clone());
             readers.push(reader.map_err(ServiceError::Thread)?);
         }

@@ -756,3 +756,37 @@ async fn metrics_pass_promtool_check() {
     );
     harness.service.stop().await;
 }
+
+/// A venue's symbols beyond what one connection may carry go on another connection:
+/// every instrument gets its books, over as many connections as the limit asks for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symbols_beyond_one_connection_s_limit_open_another() {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 10, 7).unwrap();
+    let venue = VenueId::Bitstamp;
+    let per_connection = venue.max_streams_per_connection();
+    let count = per_connection + 1;
+    let instruments: String = (0..count)
+        .map(|n| {
+            format!("[[instruments]]\nname = \"I{n}\"\nsymbols = {{ bitstamp = \"p{n}usd\" }}\n")
+        })
+        .collect();
+    let config = format!(
+        "[service]\ndepth = 5\noutput = \"none\"\n[venues.bitstamp]\nurl = \"{}\"\n{instruments}",
+        simulator.url(venue)
+    );
+    let config = RawConfig::parse(&config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
+    for index in 0..count {
+        let mut summaries = service.summaries(index);
+        wait_for(&mut summaries, |s| {
+            s.venue_state(venue) == VenueState::Synced
+        })
+        .await;
+    }
+    assert_eq!(simulator.connections(venue), 2);
+    service.stop().await;
+}

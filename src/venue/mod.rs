@@ -98,9 +98,23 @@ pub trait Venue {
         None
     }
 
-    /// The most streams one connection may carry: the reader keeps one connection a
-    /// venue, and a configuration with more of the venue's symbols is refused.
+    /// The most streams one connection may carry: a venue's streams are spread over as
+    /// many connections as this asks for.
     const MAX_STREAMS_PER_CONNECTION: usize;
+
+    /// The URL of the connection that serves `symbol`, from the venue's configured `url`:
+    /// that URL itself where one endpoint serves every symbol.
+    fn endpoint(url: &str, symbol: &str) -> String {
+        let _ = symbol;
+        url.to_owned()
+    }
+
+    /// Why `symbol` cannot name one of the venue's books (a configuration error), if it
+    /// cannot.
+    fn check_symbol(symbol: &str) -> Result<(), String> {
+        let _ = symbol;
+        Ok(())
+    }
 
     // ---- diff mode (`mode = "diff"`): a full-depth book from a diff stream and REST
     // snapshots; the generic sync in `sync.rs`, the venue's rules in `SEQUENCE` ----
@@ -287,6 +301,16 @@ macro_rules! venues {
             /// See [`Venue::client_ping`].
             pub fn client_ping(self) -> Option<(std::time::Duration, &'static str)> {
                 match self { $(VenueId::$variant => <$module::$venue as Venue>::client_ping()),+ }
+            }
+
+            /// See [`Venue::endpoint`].
+            pub fn endpoint(self, url: &str, symbol: &str) -> String {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::endpoint(url, symbol)),+ }
+            }
+
+            /// See [`Venue::check_symbol`].
+            pub fn check_symbol(self, symbol: &str) -> Result<(), String> {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::check_symbol(symbol)),+ }
             }
 
             /// See [`Venue::MAX_STREAMS_PER_CONNECTION`].
