@@ -230,11 +230,12 @@ impl Reader {
             // Every attempt, the first included, within the venue's budget, which its other
             // connections share.
             // The clock is read under the lock: the budget sees it only move forwards.
-            let mut attempts = self.connect_attempts.lock().expect("not poisoned");
-            let now = clock::monotonic_ns();
-            let due = next_attempt_ns.max(now);
-            let at = attempts.reserve(now, due);
-            drop(attempts);
+            let (now, due, at) = {
+                let mut attempts = self.connect_attempts.lock().expect("not poisoned");
+                let now = clock::monotonic_ns();
+                let due = next_attempt_ns.max(now);
+                (now, due, attempts.reserve(now, due))
+            };
             if at > due {
                 self.outlet.metrics.connect_budget_waits.inc();
                 let wait_ms = (at - due) / 1_000_000;
