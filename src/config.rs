@@ -3,7 +3,7 @@
 //! value. Command-line flags and `MERGEBOOK_*` environment variables override the file
 //! (see `src/main.rs`); the file's example with every key is `config/default.toml`.
 
-use crate::venue::{MAX_VENUES, VenueId};
+use crate::venue::{MAX_VENUES, SnapshotSource, VenueId};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -798,7 +798,13 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
     }
     let rest_url = rest_url.trim_end_matches('/').to_owned();
     let read = |setting: &IntKey, value| setting.read(&key(setting.key), value);
-    let snapshot_depth = read(&defaults::SNAPSHOT_DEPTH, raw.snapshot_depth)?;
+    // An in-band venue's snapshot depth is the depth it is subscribed at: by default the
+    // least that covers the service's book (a deeper book costs the venue's bandwidth
+    // and the reader's time, and is never shown).
+    let snapshot_depth = match (venue.snapshot_source(), raw.snapshot_depth) {
+        (SnapshotSource::InBand, None) => depth as i64,
+        (_, configured) => read(&defaults::SNAPSHOT_DEPTH, configured)?,
+    };
     let max_levels = read(&defaults::MAX_BOOK_LEVELS, raw.max_book_levels)?;
     if max_levels < depth as i64 {
         return Err(invalid(

@@ -9,10 +9,11 @@ use std::path::Path;
 
 /// Each venue's target: its name, the venue, the contract it checks.
 type VenueContract = fn(VenueId, &[u8]);
-const VENUE_TARGETS: [(&str, VenueId, VenueContract); 3] = [
+const VENUE_TARGETS: [(&str, VenueId, VenueContract); 4] = [
     ("binance_depth", VenueId::Binance, snapshot_decoder),
     ("bitstamp_order_book", VenueId::Bitstamp, snapshot_decoder),
     ("kraken_book", VenueId::Kraken, diff_decoder),
+    ("bybit_book", VenueId::Bybit, diff_decoder),
 ];
 
 /// A target's check, for any target.

@@ -400,31 +400,38 @@ impl FeedCore {
         let in_band = diff.source == SnapshotSource::InBand;
         let seen = diff.update.decimals;
         let lost = if diff.update.is_snapshot {
-            // A snapshot on the stream replaces the book, whatever its state.
+            // A snapshot on the stream replaces the book, whatever its state. One that
+            // replaces a synced book (a venue resending its book, or a stream of snapshots
+            // only) is no resync: nothing was asked for, nothing is counted.
+            let was_synced = book.sync.is_synced();
             book.sync.reset();
             book.awaiting_since_ns = None;
             book.decimals = seen;
             let outcome = book.sync.on_snapshot(&diff.update);
-            let (fetched, applied, dropped) = match outcome {
-                SnapshotOutcome::Synced { applied, dropped } => {
-                    let took_ns = received_ns.saturating_sub(book.out_of_sync_since_ns);
-                    out.note(Some(slot), FeedEvent::Synced { took_ns });
-                    (FetchOutcome::Used, applied, dropped)
+            if was_synced && matches!(outcome, SnapshotOutcome::Synced { .. }) {
+                None
+            } else {
+                let (fetched, applied, dropped) = match outcome {
+                    SnapshotOutcome::Synced { applied, dropped } => {
+                        let took_ns = received_ns.saturating_sub(book.out_of_sync_since_ns);
+                        out.note(Some(slot), FeedEvent::Synced { took_ns });
+                        (FetchOutcome::Used, applied, dropped)
+                    }
+                    _ => (FetchOutcome::Failed, 0, 0),
+                };
+                out.note(
+                    Some(slot),
+                    FeedEvent::Snapshot {
+                        outcome: fetched,
+                        applied,
+                        dropped,
+                    },
+                );
+                diff.scheduler.finished(slot, fetched, received_ns);
+                match outcome {
+                    SnapshotOutcome::Synced { .. } => None,
+                    _ => Some(ResyncReason::Crossed),
                 }
-                _ => (FetchOutcome::Failed, 0, 0),
-            };
-            out.note(
-                Some(slot),
-                FeedEvent::Snapshot {
-                    outcome: fetched,
-                    applied,
-                    dropped,
-                },
-            );
-            diff.scheduler.finished(slot, fetched, received_ns);
-            match outcome {
-                SnapshotOutcome::Synced { .. } => None,
-                _ => Some(ResyncReason::Crossed),
             }
         } else {
             book.decimals = WireDecimals {
@@ -569,7 +576,9 @@ impl FeedCore {
                 tracing::debug!(venue = %self.venue, stream = %stream.name, "subscribing again for a snapshot");
                 book.awaiting_since_ns = Some(now_ns);
                 let names = std::slice::from_ref(&stream.name);
-                let mut frames = self.venue.unsubscribe_frames(names);
+                let mut frames = self
+                    .venue
+                    .unsubscribe_frames(names, diff.settings.snapshot_depth);
                 let (subscribe, _acks) = self
                     .venue
                     .subscribe_frames(names, diff.settings.snapshot_depth);

@@ -452,7 +452,7 @@ impl Venue for Binance {
         (vec![request.to_string()], 1)
     }
 
-    fn unsubscribe_frames(streams: &[String]) -> Vec<String> {
+    fn unsubscribe_frames(streams: &[String], _depth: usize) -> Vec<String> {
         let request = serde_json::json!({"method": "UNSUBSCRIBE", "params": streams, "id": 2});
         vec![request.to_string()]
     }
@@ -899,7 +899,7 @@ mod tests {
             Binance::decode(answer.replies[0].as_bytes(), 10, &mut book),
             Ok(Message::SubscribeResult { accepted: true })
         );
-        let unsubscribe = Binance::unsubscribe_frames(&["ethbtc@depth10@100ms".to_owned()]);
+        let unsubscribe = Binance::unsubscribe_frames(&["ethbtc@depth10@100ms".to_owned()], 10);
         assert_eq!(
             unsubscribe,
             [r#"{"id":2,"method":"UNSUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]

@@ -373,7 +373,7 @@ impl Venue for Bitstamp {
     }
 
     /// Acknowledged by `bts:unsubscription_succeeded`.
-    fn unsubscribe_frames(streams: &[String]) -> Vec<String> {
+    fn unsubscribe_frames(streams: &[String], _depth: usize) -> Vec<String> {
         streams
             .iter()
             .map(|channel| {
@@ -729,7 +729,7 @@ mod tests {
         let mut book = TopBook::default();
         let ack = Bitstamp::decode(answer.replies[0].as_bytes(), 10, &mut book);
         assert_eq!(ack, Ok(Message::SubscribeResult { accepted: true }));
-        let unsubscribe = Bitstamp::unsubscribe_frames(&["order_book_ethbtc".to_owned()]);
+        let unsubscribe = Bitstamp::unsubscribe_frames(&["order_book_ethbtc".to_owned()], 10);
         assert_eq!(
             unsubscribe,
             [r#"{"data":{"channel":"order_book_ethbtc"},"event":"bts:unsubscribe"}"#]

@@ -33,6 +33,7 @@
 
 use super::{
     Answer, ConnectBudget, DecodeError, LevelShape, Message, Seen, Simulated, SnapshotSource, Venue,
+    check_sorted,
 };
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use crate::sync::Sequencing;
@@ -206,17 +207,6 @@ fn payload_member<'a>(
         _ => walker.skip_value()?,
     }
     Ok(())
-}
-
-/// A snapshot's side must be strictly sorted best first.
-fn check_sorted(side: Side, levels: &[Level]) -> Result<(), DecodeError> {
-    match levels
-        .windows(2)
-        .all(|pair| side.is_better(pair[0].price, pair[1].price))
-    {
-        true => Ok(()),
-        false => Err(DecodeError::Unsorted(side)),
-    }
 }
 
 /// `2026-08-12T19:28:08.631028Z` as unix microseconds (UTC, up to 6 fractional digits).
@@ -393,7 +383,7 @@ impl Venue for Kraken {
         (vec![request.to_string()], streams.len())
     }
 
-    fn unsubscribe_frames(streams: &[String]) -> Vec<String> {
+    fn unsubscribe_frames(streams: &[String], _depth: usize) -> Vec<String> {
         let request = serde_json::json!({
             "method": "unsubscribe",
             "params": {"channel": "book", "symbol": streams},
@@ -755,7 +745,7 @@ mod tests {
                 Ok(Message::SubscribeResult { accepted: true })
             );
         }
-        let unsubscribe = Kraken::unsubscribe_frames(&["BTC/USD".to_owned()]);
+        let unsubscribe = Kraken::unsubscribe_frames(&["BTC/USD".to_owned()], 10);
         let answer = Kraken::answer_request(&unsubscribe[0]).unwrap();
         assert_eq!(answer.unsubscribe, ["BTC/USD"]);
         assert_eq!(decode(&answer.replies[0]).0, Ok(Message::Ignored));

@@ -3,7 +3,7 @@
 //! modules too. Adding an exchange means a new module implementing [`Venue`] and
 //! [`Simulated`], and one line in `venues!`.
 
-use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
+use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use crate::fixed::DECIMALS;
 pub use crate::reconnect::ConnectBudget;
 pub use crate::sync::Sequencing;
@@ -89,8 +89,9 @@ pub trait Venue {
     /// venue answers them with.
     fn subscribe_frames(streams: &[String], depth: usize) -> (Vec<String>, usize);
 
-    /// The text frames that end the subscriptions to `streams`.
-    fn unsubscribe_frames(streams: &[String]) -> Vec<String>;
+    /// The text frames that end the subscriptions to `streams` of books of `depth` levels
+    /// (as `subscribe_frames` made them).
+    fn unsubscribe_frames(streams: &[String], depth: usize) -> Vec<String>;
 
     /// An application-level ping the venue wants from its clients, and how often; `None`
     /// where WebSocket pings, or the venue's own heartbeats, keep the connection alive.
@@ -233,7 +234,7 @@ pub trait Simulated: Venue {
 
 /// Writes a side as `[["price","amount"],…]` with `separator` after each `,`.
 pub(crate) fn write_levels(
-    levels: &[crate::book::Level],
+    levels: &[Level],
     price_decimals: u32,
     separator: &str,
     out: &mut Vec<u8>,
@@ -294,8 +295,8 @@ macro_rules! venues {
             }
 
             /// See [`Venue::unsubscribe_frames`].
-            pub fn unsubscribe_frames(self, streams: &[String]) -> Vec<String> {
-                match self { $(VenueId::$variant => <$module::$venue as Venue>::unsubscribe_frames(streams)),+ }
+            pub fn unsubscribe_frames(self, streams: &[String], depth: usize) -> Vec<String> {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::unsubscribe_frames(streams, depth)),+ }
             }
 
             /// See [`Venue::client_ping`].
@@ -446,6 +447,7 @@ venues! {
     Binance => binance::Binance,
     Bitstamp => bitstamp::Bitstamp,
     Kraken => kraken::Kraken,
+    Bybit => bybit::Bybit,
 }
 
 const _: () = assert!(VenueId::ALL.len() <= MAX_VENUES);
@@ -466,6 +468,17 @@ impl VenueId {
 impl std::fmt::Display for VenueId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// A snapshot's side must be strictly sorted best first.
+pub(crate) fn check_sorted(side: Side, levels: &[Level]) -> Result<(), DecodeError> {
+    match levels
+        .windows(2)
+        .all(|pair| side.is_better(pair[0].price, pair[1].price))
+    {
+        true => Ok(()),
+        false => Err(DecodeError::Unsorted(side)),
     }
 }
 
