@@ -5,21 +5,16 @@
 
 mod common;
 
+use common::in_band::{self, Harness, Sides, WAIT};
+
 use mergebook::book::{BookUpdate, Level, Side};
-use mergebook::config::RawConfig;
 use mergebook::fixed::FixedPoint;
-use mergebook::merge::MergedLevel;
-use mergebook::replay::{self, DiffDepths, DiffRecording, RecordedFrame};
-use mergebook::service::{Listeners, Service};
-use mergebook::sim::Simulator;
+use mergebook::replay;
 use mergebook::summary::{Summary, VenueState};
 use mergebook::venue::{DecodeError, Message, VenueId};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 const KRAKEN: VenueId = VenueId::Kraken;
 /// Every recording subscribed at depth 10.
@@ -35,20 +30,8 @@ const RECORDINGS: [&str; 7] = [
     "v2_control_status_and_heartbeat_2026-08-26.jsonl",
 ];
 
-fn recording(name: &str) -> String {
-    let path = format!(
-        "{}/tests/fixtures/kraken/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read_to_string(path).unwrap()
-}
-
 fn frames(name: &str) -> Vec<String> {
-    recording(name)
-        .lines()
-        .filter(|line| !line.trim().is_empty())
-        .map(str::to_owned)
-        .collect()
+    in_band::frames(KRAKEN, name)
 }
 
 // ---- the reference: serde_json for the structure, the numbers' text as written ----
@@ -134,60 +117,8 @@ fn is_book(frame: &str) -> bool {
     frame.starts_with(r#"{"channel":"book""#)
 }
 
-// ---- mergebook's replay of the same recordings ----
-
-/// A book's bids and asks, best first.
-type Sides = (Vec<Level>, Vec<Level>);
-
-/// Replays `frames` through mergebook (the live reader's rules); every summary's Kraken
-/// book (`None` while Kraken is not synced), and the book's statistics.
 fn replay(frames: &[String], depth: usize) -> (Vec<Option<Sides>>, replay::DiffStats) {
-    let recorded = frames
-        .iter()
-        .enumerate()
-        .map(|(index, raw)| RecordedFrame {
-            received_ns: index as u64,
-            raw: raw.clone(),
-            rest_url: None,
-        })
-        .collect();
-    let recordings = [DiffRecording {
-        venue: KRAKEN,
-        frames: recorded,
-        symbols: Vec::new(),
-    }];
-    let mut plan = replay::plan_diff(&recordings, 5000).unwrap();
-    let depths = DiffDepths {
-        depth,
-        max_levels: 5000,
-        snapshot_depth: RECORDED_DEPTH,
-    };
-    let mut published = Vec::new();
-    let levels = |merged: &[MergedLevel]| -> Vec<Level> {
-        merged
-            .iter()
-            .map(|level| Level {
-                price: level.price,
-                amount: level.amount,
-            })
-            .collect()
-    };
-    replay::replay_diff(
-        &recordings,
-        &mut plan,
-        depths,
-        |_, summary| {
-            let synced = summary.venue_state(KRAKEN) == VenueState::Synced;
-            let book = (
-                levels(summary.book.bids.as_slice()),
-                levels(summary.book.asks.as_slice()),
-            );
-            published.push(synced.then_some(book));
-        },
-        |_, frame, error| panic!("frame {frame}: {error}"),
-    );
-    let stats = plan.books.first().map(|book| book.stats);
-    (published, stats.unwrap_or_default())
+    in_band::replay(KRAKEN, frames, depth, RECORDED_DEPTH)
 }
 
 #[test]
@@ -387,119 +318,12 @@ proptest! {
 
 // ---- against the simulator ----
 
-const WAIT: Duration = Duration::from_secs(20);
 const SYMBOL: &str = "ETH/BTC";
 /// A second symbol on the same connection (instrument 1).
 const OTHER_SYMBOL: &str = "BTC/USD";
-const DEPTH: usize = 10;
-
-struct Harness {
-    simulator: Simulator,
-    service: Service,
-}
 
 async fn start() -> Harness {
-    let simulator =
-        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 5).unwrap();
-    let config = format!(
-        r#"
-        [service]
-        depth = {DEPTH}
-        output = "none"
-        [feed]
-        read_idle_timeout_ms = 800
-        connect_timeout_ms = 1000
-        backoff_initial_ms = 20
-        backoff_max_ms = 200
-        [venues.kraken]
-        snapshot_depth = {DEPTH}
-        snapshot_spacing_ms = 20
-        snapshot_timeout_ms = 1000
-        [[instruments]]
-        name = "{SYMBOL}"
-        symbols = {{ kraken = "{SYMBOL}" }}
-        [[instruments]]
-        name = "{OTHER_SYMBOL}"
-        symbols = {{ kraken = "{OTHER_SYMBOL}" }}
-        "#
-    );
-    let mut config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
-    simulator.point(&mut config);
-    let listeners = Listeners::loopback().await.unwrap();
-    let service = Service::start(config, listeners).unwrap();
-    Harness { simulator, service }
-}
-
-impl Harness {
-    fn summaries(&self) -> watch::Receiver<Arc<Summary>> {
-        self.service.summaries(0)
-    }
-
-    async fn wait_for(&self, what: &str, accept: impl Fn(&Summary) -> bool) {
-        let mut summaries = self.summaries();
-        let found = tokio::time::timeout(WAIT, summaries.wait_for(|s| accept(s))).await;
-        assert!(
-            found.is_ok_and(|found| found.is_ok()),
-            "{what}: not within {WAIT:?}"
-        );
-    }
-
-    async fn synced(&self) {
-        self.wait_for("kraken synced", |s| {
-            s.venue_state(KRAKEN) == VenueState::Synced
-        })
-        .await;
-    }
-
-    fn metric(&self, series: &str) -> f64 {
-        common::service_metric(&self.service, series)
-    }
-
-    async fn counted(&self, series: &str, at_least: f64) {
-        let what = format!("{series} >= {at_least}");
-        common::eventually(&what, WAIT, || self.metric(series) >= at_least).await;
-    }
-
-    /// Every synced book seen for `period` is one the simulator's venue really had.
-    async fn books_stay_true_for(&self, period: Duration) -> usize {
-        let mut summaries = self.summaries();
-        let deadline = tokio::time::Instant::now() + period;
-        let mut checked = 0;
-        while let Ok(Ok(())) = tokio::time::timeout_at(deadline, summaries.changed()).await {
-            let summary = summaries.borrow_and_update().clone();
-            if summary.venue_state(KRAKEN) != VenueState::Synced {
-                continue;
-            }
-            let pairs = |levels: &[MergedLevel]| -> Vec<_> {
-                levels.iter().map(|l| (l.price, l.amount)).collect()
-            };
-            let (bids, asks) = (
-                pairs(summary.book.bids.as_slice()),
-                pairs(summary.book.asks.as_slice()),
-            );
-            let truths = self.simulator.diff_history(KRAKEN, SYMBOL);
-            let side = |levels: &mergebook::book::Levels| -> Vec<_> {
-                levels
-                    .as_slice()
-                    .iter()
-                    .take(DEPTH)
-                    .map(|l| (l.price, l.amount))
-                    .collect()
-            };
-            assert!(
-                truths
-                    .iter()
-                    .any(|truth| side(&truth.bids) == bids && side(&truth.asks) == asks),
-                "a book the venue never had: {:?}",
-                summary.book
-            );
-            checked += 1;
-        }
-        checked
-    }
+    Harness::start(KRAKEN, SYMBOL, OTHER_SYMBOL).await
 }
 
 const MISMATCHES: &str =

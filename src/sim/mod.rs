@@ -406,7 +406,7 @@ impl Simulator {
     /// On `symbol`'s diff stream of `venue` (one that sends checksums), the next `events`
     /// events carry a wrong checksum.
     pub fn corrupt_checksums(&self, venue: VenueId, symbol: &str, events: u64) {
-        let key = (venue, venue.diff_stream_name(symbol));
+        let key = stream_key(venue, &venue.diff_stream_name(symbol));
         let streams = self.shared.diff_streams.lock().expect("not poisoned");
         if let Some(stream) = streams.get(&key) {
             stream
@@ -459,7 +459,7 @@ impl Simulator {
     /// The top of `venue`'s diff book for `symbol` after each of its recent events
     /// (at most 20 levels a side), oldest first.
     pub fn diff_history(&self, venue: VenueId, symbol: &str) -> Vec<TopBook> {
-        let key = (venue, venue.diff_stream_name(symbol));
+        let key = stream_key(venue, &venue.diff_stream_name(symbol));
         let streams = self.shared.diff_streams.lock().expect("not poisoned");
         streams.get(&key).map_or_else(Vec::new, |stream| {
             let history = stream.history.lock().expect("not poisoned");
@@ -871,6 +871,16 @@ impl BookFrames {
     }
 }
 
+/// A diff stream's key: its symbol, whichever of the venue's names for it a client or a
+/// test uses (the service's stream name, or a topic with the depth in it).
+fn stream_key(venue: VenueId, stream: &str) -> (VenueId, String) {
+    let symbol = venue.diff_stream_symbol(stream);
+    (
+        venue,
+        symbol.as_deref().unwrap_or(stream).to_ascii_lowercase(),
+    )
+}
+
 /// The diff stream `stream` of `venue`, created (with its event generator) on first use.
 ///
 /// A venue that keeps its book at the subscribed depth (`Venue::kept_depth`) is served a
@@ -884,7 +894,7 @@ fn diff_stream(
     subscribed_depth: Option<usize>,
 ) -> Arc<DiffStream> {
     let mut streams = shared.diff_streams.lock().expect("not poisoned");
-    let key = (venue, stream.to_owned());
+    let key = stream_key(venue, stream);
     if let Some(existing) = streams.get(&key) {
         return Arc::clone(existing);
     }

@@ -1,6 +1,8 @@
 //! Helpers for the tests that run the `mergebook` binary as users do.
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod in_band;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,210 @@
+//! What the tests of an in-band venue (its snapshots on its own stream) share: a replay of
+//! recorded frames through mergebook's diff rules, and the service on the simulator with
+//! two of the venue's symbols, whose every synced book is checked against the simulator's
+//! true book.
+
+use mergebook::book::Level;
+use mergebook::config::RawConfig;
+use mergebook::merge::MergedLevel;
+use mergebook::replay::{self, DiffDepths, DiffRecording, RecordedFrame};
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
+use mergebook::summary::{Summary, VenueState};
+use mergebook::venue::VenueId;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// A venue's recording, by its file name in `tests/fixtures/<venue>/`: its non-empty lines.
+pub fn frames(venue: VenueId, name: &str) -> Vec<String> {
+    let path = format!(
+        "{}/tests/fixtures/{venue}/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A book's bids and asks, best first.
+pub type Sides = (Vec<Level>, Vec<Level>);
+
+/// Replays `frames` of `venue` through mergebook (the live reader's rules) as subscribed
+/// at `snapshot_depth`: every summary's book of the venue (`None` while it is not
+/// synced), and the book's statistics.
+pub fn replay(
+    venue: VenueId,
+    frames: &[String],
+    depth: usize,
+    snapshot_depth: usize,
+) -> (Vec<Option<Sides>>, replay::DiffStats) {
+    let recorded = frames
+        .iter()
+        .enumerate()
+        .map(|(index, raw)| RecordedFrame {
+            received_ns: index as u64,
+            raw: raw.clone(),
+            rest_url: None,
+        })
+        .collect();
+    let recordings = [DiffRecording {
+        venue,
+        frames: recorded,
+        symbols: Vec::new(),
+    }];
+    let mut plan = replay::plan_diff(&recordings, 5000).unwrap();
+    let depths = DiffDepths {
+        depth,
+        max_levels: 5000,
+        snapshot_depth,
+    };
+    let mut published = Vec::new();
+    let levels = |merged: &[MergedLevel]| -> Vec<Level> {
+        merged
+            .iter()
+            .map(|level| Level {
+                price: level.price,
+                amount: level.amount,
+            })
+            .collect()
+    };
+    replay::replay_diff(
+        &recordings,
+        &mut plan,
+        depths,
+        |_, summary| {
+            let synced = summary.venue_state(venue) == VenueState::Synced;
+            let book = (
+                levels(summary.book.bids.as_slice()),
+                levels(summary.book.asks.as_slice()),
+            );
+            published.push(synced.then_some(book));
+        },
+        |_, frame, error| panic!("frame {frame}: {error}"),
+    );
+    let stats = plan.books.first().map(|book| book.stats);
+    (published, stats.unwrap_or_default())
+}
+
+pub const WAIT: Duration = Duration::from_secs(20);
+pub const DEPTH: usize = 10;
+
+/// The service on the simulator, reading two of `venue`'s symbols: `symbol` (instrument
+/// 0, whose books are checked) and `other` (instrument 1), on one connection.
+pub struct Harness {
+    pub venue: VenueId,
+    pub symbol: &'static str,
+    pub simulator: Simulator,
+    pub service: Service,
+}
+
+impl Harness {
+    pub async fn start(venue: VenueId, symbol: &'static str, other: &'static str) -> Harness {
+        let simulator =
+            Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 5).unwrap();
+        let config = format!(
+            r#"
+            [service]
+            depth = {DEPTH}
+            output = "none"
+            [feed]
+            read_idle_timeout_ms = 800
+            connect_timeout_ms = 1000
+            backoff_initial_ms = 20
+            backoff_max_ms = 200
+            [venues.{venue}]
+            snapshot_spacing_ms = 20
+            snapshot_timeout_ms = 1000
+            [[instruments]]
+            name = "{symbol}"
+            symbols = {{ {venue} = "{symbol}" }}
+            [[instruments]]
+            name = "{other}"
+            symbols = {{ {venue} = "{other}" }}
+            "#
+        );
+        let mut config = RawConfig::parse(&config, "test")
+            .unwrap()
+            .validate()
+            .unwrap();
+        simulator.point(&mut config);
+        let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
+        Harness {
+            venue,
+            symbol,
+            simulator,
+            service,
+        }
+    }
+
+    pub fn summaries(&self) -> watch::Receiver<Arc<Summary>> {
+        self.service.summaries(0)
+    }
+
+    pub async fn wait_for(&self, what: &str, accept: impl Fn(&Summary) -> bool) {
+        let mut summaries = self.summaries();
+        let found = tokio::time::timeout(WAIT, summaries.wait_for(|s| accept(s))).await;
+        assert!(
+            found.is_ok_and(|found| found.is_ok()),
+            "{what}: not within {WAIT:?}"
+        );
+    }
+
+    pub async fn synced(&self) {
+        let venue = self.venue;
+        self.wait_for("synced", |s| s.venue_state(venue) == VenueState::Synced)
+            .await;
+    }
+
+    pub fn metric(&self, series: &str) -> f64 {
+        super::service_metric(&self.service, series)
+    }
+
+    pub async fn counted(&self, series: &str, at_least: f64) {
+        let what = format!("{series} >= {at_least}");
+        super::eventually(&what, WAIT, || self.metric(series) >= at_least).await;
+    }
+
+    /// Every synced book seen for `period` is one the simulator's venue really had.
+    pub async fn books_stay_true_for(&self, period: Duration) -> usize {
+        let mut summaries = self.summaries();
+        let deadline = tokio::time::Instant::now() + period;
+        let mut checked = 0;
+        while let Ok(Ok(())) = tokio::time::timeout_at(deadline, summaries.changed()).await {
+            let summary = summaries.borrow_and_update().clone();
+            if summary.venue_state(self.venue) != VenueState::Synced {
+                continue;
+            }
+            let pairs = |levels: &[MergedLevel]| -> Vec<_> {
+                levels.iter().map(|l| (l.price, l.amount)).collect()
+            };
+            let (bids, asks) = (
+                pairs(summary.book.bids.as_slice()),
+                pairs(summary.book.asks.as_slice()),
+            );
+            let truths = self.simulator.diff_history(self.venue, self.symbol);
+            assert!(!truths.is_empty(), "no history of {}", self.symbol);
+            let side = |levels: &mergebook::book::Levels| -> Vec<_> {
+                levels
+                    .as_slice()
+                    .iter()
+                    .take(DEPTH)
+                    .map(|l| (l.price, l.amount))
+                    .collect()
+            };
+            assert!(
+                truths
+                    .iter()
+                    .any(|truth| side(&truth.bids) == bids && side(&truth.asks) == asks),
+                "a book the venue never had: {:?}",
+                summary.book
+            );
+            checked += 1;
+        }
+        checked
+    }
+}
