@@ -106,6 +106,8 @@ impl Harness {
     pub async fn start(venue: VenueId, symbol: &'static str, other: &'static str) -> Harness {
         let simulator =
             Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 5).unwrap();
+        // An instrument is named by its symbol, less a market's prefix's ':'.
+        let (name, other_name) = (symbol.replace(':', "-"), other.replace(':', "-"));
         let config = format!(
             r#"
             [service]
@@ -120,10 +122,10 @@ impl Harness {
             snapshot_spacing_ms = 20
             snapshot_timeout_ms = 1000
             [[instruments]]
-            name = "{symbol}"
+            name = "{name}"
             symbols = {{ {venue} = "{symbol}" }}
             [[instruments]]
-            name = "{other}"
+            name = "{other_name}"
             symbols = {{ {venue} = "{other}" }}
             "#
         );
