@@ -236,3 +236,57 @@ fn a_kraken_update_and_its_checksum_allocate_nothing() {
     };
     allocates_nothing_after_warm_up(&frames, apply, "Kraken's path");
 }
+
+const BYBIT_SNAPSHOT: &str =
+    include_str!("fixtures/bybit/linear_orderbook50_BTCUSDT_snapshot_delta_2026-08-12.jsonl");
+
+/// Bybit's path in steady state: decode a delta → check its update id follows → apply it
+/// → cut the book to the topic's depth → its top into the mailbox. The deltas change the
+/// recorded book's amounts, with consecutive ids.
+#[test]
+fn a_bybit_delta_allocates_nothing() {
+    use mergebook::book::{BookUpdate, Level};
+    use mergebook::fixed::FixedPoint;
+    use mergebook::sync::{BookSync, UpdateOutcome};
+    const MAX_LEVELS: usize = 1000;
+    const TOPIC_DEPTH: usize = 50;
+    let venue = VenueId::Bybit;
+    let snapshot = BYBIT_SNAPSHOT.lines().next().unwrap();
+    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
+    venue
+        .decode_diff(snapshot.as_bytes(), MAX_LEVELS, &mut update)
+        .unwrap();
+    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+    sync.on_snapshot(&update);
+    let asks = update.asks.clone();
+    let frames: Vec<Vec<u8>> = (0..200u64)
+        .map(|step| {
+            let change = BookUpdate {
+                asks: vec![Level {
+                    price: asks[step as usize % asks.len()].price,
+                    amount: FixedPoint::from_raw(1_000_000 + step),
+                }],
+                last_id: update.last_id + 1 + step,
+                ..BookUpdate::default()
+            };
+            let mut frame = Vec::new();
+            venue.encode_diff("orderbook.50.BTCUSDT", &change, None, 2, 0, &mut frame);
+            frame
+        })
+        .collect();
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let apply = |frame: &[u8]| {
+        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
+        assert!(matches!(message, Message::Book { .. }));
+        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
+        sync.book.truncate(TOPIC_DEPTH);
+        sender
+            .publish_with(|top| -> Result<(), ()> {
+                sync.book.top(10, top);
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+    };
+    allocates_nothing_after_warm_up(&frames, apply, "Bybit's path");
+}
