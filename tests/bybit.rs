@@ -192,15 +192,7 @@ fn decode(frame: &[u8]) -> (Result<Message<'_>, DecodeError>, BookUpdate) {
 fn every_strict_prefix_of_every_recorded_frame_is_refused() {
     for (name, _) in RECORDINGS {
         for frame in venue_frames(name) {
-            assert!(decode(frame.as_bytes()).0.is_ok(), "{name}: {frame}");
-            for end in 0..frame.len() {
-                let prefix = &frame.as_bytes()[..end];
-                assert!(
-                    decode(prefix).0.is_err(),
-                    "{name}: a prefix of {end} bytes accepted: {}",
-                    &frame[..end]
-                );
-            }
+            in_band::assert_every_strict_prefix_refused(BYBIT, &frame);
         }
     }
 }
@@ -227,22 +219,7 @@ fn malformed_frames_get_typed_errors() {
         (r#"[{"topic":"orderbook.50.BTCUSDT"}]"#.to_owned(), DecodeError::Unexpected { at: 0, expected: "'{'" }),
         (format!("{} x", book(r#""s":"BTCUSDT","b":[],"a":[],"u":2"#)), DecodeError::TrailingBytes { at: 0 }),
     ];
-    for (frame, expected) in cases {
-        let got = decode(frame.as_bytes()).0.expect_err(&frame);
-        // Positions are the walker's to report; the kind of error is the contract.
-        assert_eq!(
-            std::mem::discriminant(&got),
-            std::mem::discriminant(&expected),
-            "{frame}: {got:?}"
-        );
-        match (got, expected) {
-            (DecodeError::Unexpected { .. }, _) | (DecodeError::TrailingBytes { .. }, _) => {}
-            (DecodeError::Number { error, .. }, DecodeError::Number { error: wanted, .. }) => {
-                assert_eq!(error, wanted, "{frame}")
-            }
-            (got, expected) => assert_eq!(got, expected, "{frame}"),
-        }
-    }
+    in_band::assert_typed_errors(BYBIT, cases);
 }
 
 // ---- generated frames against the levels they were made of ----

@@ -259,17 +259,6 @@ impl Venue for Bybit {
     /// 42 characters).
     const MAX_STREAMS_PER_CONNECTION: usize = 500;
 
-    /// Bybit has no snapshot streams (`SNAPSHOT_STREAMS`): diff mode reads its frames.
-    fn decode<'a>(
-        _frame: &'a [u8],
-        _depth: usize,
-        _out: &mut TopBook,
-    ) -> Result<Message<'a>, DecodeError> {
-        Err(DecodeError::UnknownMessage(
-            "Bybit frame outside diff mode (Bybit's books come as snapshots and deltas)",
-        ))
-    }
-
     fn stream_name(symbol: &str, _depth: usize) -> String {
         Self::diff_stream_name(symbol)
     }
@@ -350,30 +339,10 @@ impl Venue for Bybit {
         decode_message(frame, max_levels, out)
     }
 
-    /// Bybit's snapshots come on the WebSocket (`SNAPSHOTS`); nothing is fetched.
-    fn decode_snapshot(
-        _body: &[u8],
-        _max_levels: usize,
-        _out: &mut BookUpdate,
-    ) -> Result<(), DecodeError> {
-        Err(DecodeError::UnknownMessage(
-            "Bybit REST body (Bybit's snapshots come on the WebSocket)",
-        ))
-    }
-
     /// Bybit's REST order book (its snapshots come on the WebSocket instead).
     fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
         let (market, symbol) = market_and_symbol(symbol);
         format!("{rest_base}/v5/market/orderbook?category={market}&symbol={symbol}&limit={limit}")
-    }
-
-    fn snapshot_symbol(_url: &str) -> Option<String> {
-        None
-    }
-
-    /// A resubscription, against the budget counted in requests.
-    fn snapshot_weight(_limit: usize) -> u32 {
-        1
     }
 }
 

@@ -358,17 +358,6 @@ impl Venue for Kraken {
     /// connections of at most this many symbols.
     const MAX_STREAMS_PER_CONNECTION: usize = 50;
 
-    /// Kraken has no snapshot streams (`SNAPSHOT_STREAMS`): diff mode reads its frames.
-    fn decode<'a>(
-        _frame: &'a [u8],
-        _depth: usize,
-        _out: &mut TopBook,
-    ) -> Result<Message<'a>, DecodeError> {
-        Err(DecodeError::UnknownMessage(
-            "Kraken frame outside diff mode (Kraken's book is a diff stream)",
-        ))
-    }
-
     fn stream_name(symbol: &str, _depth: usize) -> String {
         symbol.to_owned()
     }
@@ -423,30 +412,10 @@ impl Venue for Kraken {
         decode_message(frame, max_levels, out)
     }
 
-    /// Kraken's snapshots come on the WebSocket (`SNAPSHOTS`); nothing is fetched.
-    fn decode_snapshot(
-        _body: &[u8],
-        _max_levels: usize,
-        _out: &mut BookUpdate,
-    ) -> Result<(), DecodeError> {
-        Err(DecodeError::UnknownMessage(
-            "Kraken REST body (Kraken's snapshots come on the WebSocket)",
-        ))
-    }
-
     /// Kraken's REST depth endpoint (its snapshots come on the WebSocket instead).
     fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
         let pair: String = symbol.chars().filter(|&c| c != '/').collect();
         format!("{rest_base}/0/public/Depth?pair={pair}&count={limit}")
-    }
-
-    fn snapshot_symbol(_url: &str) -> Option<String> {
-        None
-    }
-
-    /// A resubscription, against the budget counted in requests.
-    fn snapshot_weight(_limit: usize) -> u32 {
-        1
     }
 }
 

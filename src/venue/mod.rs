@@ -70,12 +70,18 @@ pub trait Venue {
     const CONNECT_BUDGET: ConnectBudget;
 
     /// Decodes one text frame, writing a book message's top `depth` levels per side into
-    /// `out`. On error `out` holds garbage and must not be published.
+    /// `out`. On error `out` holds garbage and must not be published. A venue without
+    /// snapshot streams (`SNAPSHOT_STREAMS`) has none to decode.
     fn decode<'a>(
         frame: &'a [u8],
         depth: usize,
         out: &mut TopBook,
-    ) -> Result<Message<'a>, DecodeError>;
+    ) -> Result<Message<'a>, DecodeError> {
+        let _ = (frame, depth, out);
+        Err(DecodeError::UnknownMessage(
+            "frame outside diff mode (the venue has no snapshot streams)",
+        ))
+    }
 
     /// Whether the venue has top-of-book snapshot streams (`mode = "snapshot"`); without
     /// them, `diff` is its only mode.
@@ -162,22 +168,35 @@ pub trait Venue {
     ) -> Result<Message<'a>, DecodeError>;
 
     /// Decodes a REST snapshot body into `out` (sides best first, at most `max_levels`).
+    /// An in-band venue (`SnapshotSource::InBand`) fetches none.
     fn decode_snapshot(
         body: &[u8],
         max_levels: usize,
         out: &mut BookUpdate,
-    ) -> Result<(), DecodeError>;
+    ) -> Result<(), DecodeError> {
+        let _ = (body, max_levels, out);
+        Err(DecodeError::UnknownMessage(
+            "REST body (the venue's snapshots come on the WebSocket)",
+        ))
+    }
 
     /// The REST URL of `symbol`'s snapshot with `limit` levels a side (where the venue
     /// takes a limit).
     fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String;
 
     /// The symbol a snapshot URL asks for (the simulator's REST server; matching recorded
-    /// REST responses to streams in a replay).
-    fn snapshot_symbol(url: &str) -> Option<String>;
+    /// REST responses to streams in a replay); `None` for an in-band venue.
+    fn snapshot_symbol(url: &str) -> Option<String> {
+        let _ = url;
+        None
+    }
 
-    /// What one snapshot request of `limit` levels costs against the venue's budget.
-    fn snapshot_weight(limit: usize) -> u32;
+    /// What one snapshot request of `limit` levels costs against the venue's budget: an
+    /// in-band venue's is a resubscription, counted as one request.
+    fn snapshot_weight(limit: usize) -> u32 {
+        let _ = limit;
+        1
+    }
 }
 
 /// The simulator's side of a venue: what the embedded exchange simulator (`sim/`) serves
