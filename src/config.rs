@@ -53,7 +53,7 @@ pub struct RawConfig {
     #[serde(default)]
     pub grpc: RawGrpc,
     #[serde(default)]
-    pub metrics: RawListen,
+    pub metrics: RawMetrics,
     #[serde(default)]
     pub venues: BTreeMap<String, RawVenue>,
     #[serde(default)]
@@ -91,8 +91,10 @@ pub struct RawFeed {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawListen {
+pub struct RawMetrics {
     pub listen: Option<String>,
+    pub max_connections: Option<i64>,
+    pub request_timeout_ms: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -101,6 +103,8 @@ pub struct RawGrpc {
     pub listen: Option<String>,
     pub max_clients: Option<i64>,
     pub client_buffer_bytes: Option<i64>,
+    pub max_connections: Option<i64>,
+    pub handshake_timeout_ms: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -116,6 +120,7 @@ pub struct RawVenue {
     pub snapshot_spacing_ms: Option<i64>,
     pub snapshot_timeout_ms: Option<i64>,
     pub allow_one_sided: Option<bool>,
+    pub ping_interval_ms: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -205,7 +210,10 @@ pub struct Config {
     /// come (HTTP/2's send buffer and the socket's); past it, the client skips to the
     /// latest summary.
     pub grpc_client_buffer_bytes: usize,
+    /// What a client's connections may hold of the process on each port.
+    pub grpc_connections: ConnectionLimits,
     pub metrics_listen: SocketAddr,
+    pub metrics_connections: ConnectionLimits,
     /// The venues used by at least one instrument, with their URLs.
     pub venues: Vec<VenueConfig>,
     pub instruments: Vec<Instrument>,
@@ -251,6 +259,18 @@ pub struct VenueConfig {
     pub mode: FeedMode,
     /// Merge its books even when they lack a side (they are shown `one-sided` either way).
     pub allow_one_sided: bool,
+    /// The application-level ping the reader sends, and how often, where the venue wants
+    /// one (`Venue::client_ping`; `ping_interval_ms` overrides its interval).
+    pub client_ping: Option<(Duration, &'static str)>,
+}
+
+/// How many connections a port keeps open at once (one more is closed as it is accepted),
+/// and how long a connection may take to send a request (gRPC: HTTP/2's preface; the
+/// metrics port: a request's headers, also between requests on a kept-alive connection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    pub max: usize,
+    pub request_timeout: Duration,
 }
 
 /// Which book stream a venue's reader follows.
@@ -357,7 +377,13 @@ pub mod defaults {
     pub const GRPC_MAX_CLIENTS: IntKey = int("grpc.max_clients", 1024, 1, 65_536);
     pub const GRPC_CLIENT_BUFFER_BYTES: IntKey =
         int("grpc.client_buffer_bytes", 262_144, 16_384, 67_108_864);
+    pub const GRPC_MAX_CONNECTIONS: IntKey = int("grpc.max_connections", 1024, 1, 65_536);
+    pub const GRPC_HANDSHAKE_TIMEOUT_MS: IntKey =
+        int("grpc.handshake_timeout_ms", 10_000, 10, 600_000);
     pub const METRICS_LISTEN: TextKey = text("metrics.listen", "127.0.0.1:9898");
+    pub const METRICS_MAX_CONNECTIONS: IntKey = int("metrics.max_connections", 64, 1, 65_536);
+    pub const METRICS_REQUEST_TIMEOUT_MS: IntKey =
+        int("metrics.request_timeout_ms", 10_000, 10, 600_000);
 
     /// The service's keys above, for the test that `config/default.toml` states them.
     pub const SERVICE_INTS: &[&IntKey] = &[
@@ -372,6 +398,10 @@ pub mod defaults {
         &BACKOFF_RESET_AFTER_MS,
         &GRPC_MAX_CLIENTS,
         &GRPC_CLIENT_BUFFER_BYTES,
+        &GRPC_MAX_CONNECTIONS,
+        &GRPC_HANDSHAKE_TIMEOUT_MS,
+        &METRICS_MAX_CONNECTIONS,
+        &METRICS_REQUEST_TIMEOUT_MS,
     ];
     pub const SERVICE_TEXTS: &[&TextKey] =
         &[&OUTPUT, &LOG_FORMAT, &IDLE, &GRPC_LISTEN, &METRICS_LISTEN];
@@ -552,8 +582,18 @@ impl RawConfig {
             grpc_max_clients: defaults::GRPC_MAX_CLIENTS.get(self.grpc.max_clients)? as usize,
             grpc_client_buffer_bytes: defaults::GRPC_CLIENT_BUFFER_BYTES
                 .get(self.grpc.client_buffer_bytes)? as usize,
+            grpc_connections: ConnectionLimits {
+                max: defaults::GRPC_MAX_CONNECTIONS.get(self.grpc.max_connections)? as usize,
+                request_timeout: defaults::GRPC_HANDSHAKE_TIMEOUT_MS
+                    .get_millis(self.grpc.handshake_timeout_ms)?,
+            },
             metrics_listen: defaults::METRICS_LISTEN
                 .socket_address(self.metrics.listen.as_deref())?,
+            metrics_connections: ConnectionLimits {
+                max: defaults::METRICS_MAX_CONNECTIONS.get(self.metrics.max_connections)? as usize,
+                request_timeout: defaults::METRICS_REQUEST_TIMEOUT_MS
+                    .get_millis(self.metrics.request_timeout_ms)?,
+            },
             venues,
             instruments,
             simulator,
@@ -722,11 +762,25 @@ impl RawConfig {
             let allow_one_sided = raw
                 .and_then(|raw| raw.allow_one_sided)
                 .unwrap_or(defaults::ALLOW_ONE_SIDED.default);
+            let ping_interval = raw.and_then(|raw| raw.ping_interval_ms);
+            let key = format!("venues.{venue}.ping_interval_ms");
+            let client_ping = match (venue.client_ping(), ping_interval) {
+                (None, Some(ms)) => {
+                    return Err(invalid(key, ms, "the venue takes no application pings"));
+                }
+                (Some((_, ping)), Some(ms)) => {
+                    // Its default is the venue's own interval.
+                    let every = in_range(&key, Some(ms), 0, 100..=3_600_000)?;
+                    Some((milliseconds(every), ping))
+                }
+                (venue_ping, None) => venue_ping,
+            };
             venues.push(VenueConfig {
                 venue,
                 url,
                 mode,
                 allow_one_sided,
+                client_ping,
             });
         }
         Ok(venues)
@@ -908,6 +962,7 @@ mod tests {
                 url: VenueId::Binance.default_url().into(),
                 mode: FeedMode::Snapshot,
                 allow_one_sided: false,
+                client_ping: None,
             }]
         );
         // Safe defaults (docs/reliability.md): loopback only, bounded clients.
@@ -997,6 +1052,10 @@ mod tests {
                 "[venues.binance]\nmode = \"diff\"\nsnapshot_weight_per_minute = 10\n",
                 "venues.binance.snapshot_weight_per_minute = 10: below the weight of one \
                  snapshot of 1000 levels (50)",
+            ),
+            (
+                "[venues.binance]\nping_interval_ms = 1000\n",
+                "venues.binance.ping_interval_ms = 1000: the venue takes no application pings",
             ),
             (
                 "[simulator]\nrate_per_second = 5\n",

@@ -47,6 +47,8 @@ pub struct ReaderSpec {
     pub depth: usize,
     pub settings: FeedSettings,
     pub mode: FeedMode,
+    /// The venue's application-level ping and how often (`VenueConfig::client_ping`).
+    pub client_ping: Option<(Duration, &'static str)>,
     pub streams: Vec<StreamSpec>,
 }
 
@@ -103,6 +105,7 @@ struct Reader {
     venue: VenueId,
     url: String,
     connect_attempts: SharedConnectAttempts,
+    client_ping: Option<(Duration, &'static str)>,
     settings: FeedSettings,
     core: FeedCore,
     outlet: Outlet,
@@ -198,6 +201,7 @@ impl Reader {
             venue: spec.venue,
             url: spec.url,
             connect_attempts: spec.connect_attempts,
+            client_ping: spec.client_ping,
             settings: spec.settings,
             core: FeedCore::new(spec.venue, spec.depth, streams, diff, clock::monotonic_ns()),
             outlet: Outlet {
@@ -326,7 +330,7 @@ impl Reader {
         let idle_timer = tokio::time::sleep(settings.read_idle_timeout);
         tokio::pin!(idle_timer);
         // The venue's application-level ping, where it wants one.
-        let client_ping = self.venue.client_ping();
+        let client_ping = self.client_ping;
         let mut client_pinger = tokio::time::interval(
             client_ping.map_or(Duration::from_secs(3600), |(every, _)| every),
         );

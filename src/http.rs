@@ -18,6 +18,8 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -36,6 +38,8 @@ pub async fn serve(
     metrics: Arc<Metrics>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
 ) {
+    let limits = config.metrics_connections;
+    let refused = metrics.connections_refused.with_label_values(&["metrics"]);
     let app = Router::new()
         .route("/metrics", get(metrics_text))
         .route("/health", get(health))
@@ -44,10 +48,28 @@ pub async fn serve(
             metrics,
             summaries,
         });
-    if let Err(error) = axum::serve(listener, app).await {
-        tracing::error!(%error, "metrics server stopped");
-    }
+    // hyper's HTTP/1 server rather than `axum::serve`, which has no header timeout: a
+    // connection that sends no complete request headers (new, or kept alive between
+    // requests) within the timeout is closed, and request headers are bounded.
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.request_timeout)
+        .max_buf_size(MAX_REQUEST_HEAD_BYTES);
+    crate::listen::accept_bounded(listener, limits, "metrics", refused, |stream| {
+        let connection =
+            http1.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "metrics connection ended");
+            }
+        }
+    })
+    .await;
 }
+
+/// The most bytes of a request's head (request line and headers) read.
+const MAX_REQUEST_HEAD_BYTES: usize = 16 * 1024;
 
 async fn metrics_text(State(shared): State<Shared>) -> impl IntoResponse {
     update_book_ages(&shared.metrics, &shared.config, &shared.summaries);

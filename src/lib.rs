@@ -31,6 +31,7 @@ mod feed;
 pub mod fixed;
 pub mod handoff;
 mod http;
+mod listen;
 mod log_limit;
 mod reconnect;
 pub use mergebook_mailbox as mailbox;

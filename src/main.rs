@@ -249,19 +249,22 @@ fn run_service(args: &RunArgs) -> Result<(), String> {
     result
 }
 
-/// File descriptors besides the gRPC clients': venue connections, snapshot requests,
-/// scrapes, logs.
+/// File descriptors besides the ports' connections: venue connections, snapshot
+/// requests, logs.
 const RESERVED_FILES: u64 = 128;
 
 /// Raises the soft open-file limit to the hard one (often 1024 soft, far more hard), so
-/// `grpc.max_clients` connections can be accepted; says so when they still cannot.
-fn raise_open_file_limit(max_clients: usize) {
+/// both ports' `max_connections` can be open beside the venues' connections; says so
+/// when they still cannot.
+fn raise_open_file_limit(config: &Config) {
+    let connections = (config.grpc_connections.max + config.metrics_connections.max) as u64;
     match rlimit::increase_nofile_limit(u64::MAX) {
-        Ok(limit) if limit < max_clients as u64 + RESERVED_FILES => tracing::warn!(
+        Ok(limit) if limit < connections + RESERVED_FILES => tracing::warn!(
             limit,
-            max_clients,
-            "the open-file limit is below grpc.max_clients plus {RESERVED_FILES}: gRPC clients \
-             beyond it are refused by the kernel, not by grpc.max_clients (raise LimitNOFILE)"
+            connections,
+            "the open-file limit is below grpc.max_connections and metrics.max_connections \
+             plus {RESERVED_FILES}: connections beyond it fail to be accepted, and the \
+             venues' may fail too (raise LimitNOFILE, or lower max_connections)"
         ),
         Ok(_) => {}
         Err(error) => tracing::warn!(%error, "cannot read or raise the open-file limit"),
@@ -299,7 +302,7 @@ async fn serve(mut config: Config) -> Result<(), String> {
         tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
         simulator.point(&mut config);
     }
-    raise_open_file_limit(config.grpc_max_clients);
+    raise_open_file_limit(&config);
     let listeners = Listeners {
         grpc: bind(
             config.grpc_listen,

@@ -57,6 +57,9 @@ pub struct Metrics {
     pub grpc_clients: prometheus::IntGauge,
     pub grpc_clients_rejected: IntCounter,
     pub grpc_summaries_skipped: IntCounter,
+    /// Connections closed as they were accepted, by port (`grpc`, `metrics`): the port's
+    /// `max_connections` were open.
+    pub connections_refused: IntCounterVec,
 }
 
 /// Buckets of a resync's duration: 1 ms to about a minute (factor 2.5).
@@ -206,8 +209,18 @@ impl Metrics {
              it) was slower than the merger.",
         )
         .expect("valid");
+        let connections_refused = IntCounterVec::new(
+            prometheus::Opts::new(
+                "orderbook_connections_refused_total",
+                "Connections to the service's ports closed as they were accepted because the \
+                 port's max_connections were open, by port (grpc, metrics).",
+            ),
+            &["port"],
+        )
+        .expect("valid");
         for collector in [
             Box::new(decode_seconds.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(connections_refused.clone()),
             Box::new(grpc_clients.clone()),
             Box::new(grpc_clients_rejected.clone()),
             Box::new(grpc_summaries_skipped.clone()),
@@ -268,6 +281,7 @@ impl Metrics {
             grpc_clients,
             grpc_clients_rejected,
             grpc_summaries_skipped,
+            connections_refused,
         }
     }
 

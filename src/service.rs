@@ -197,6 +197,7 @@ impl Service {
                 depth: config.depth,
                 settings: config.feed,
                 mode: venue_config.mode.clone(),
+                client_ping: venue_config.client_ping,
                 streams: connection.streams,
             };
             let metrics = metrics.for_venue(venue);

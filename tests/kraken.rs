@@ -317,6 +317,8 @@ async fn kraken_syncs_from_its_in_band_snapshot_and_every_book_is_true() {
         .await;
     assert!(checked > 10, "only {checked} books");
     assert_eq!(harness.metric(MISMATCHES), 0.0, "every checksum verified");
+    // Application pings (every 100 ms here, Kraken's 30 s by default) reach the venue.
+    assert!(harness.simulator.client_pings(KRAKEN) >= 5);
     harness.service.stop().await;
 }
 

@@ -228,7 +228,7 @@ impl OrderbookAggregator for Aggregator {
                 .instruments
                 .iter()
                 .position(|instrument| instrument.name == wanted)
-                .ok_or_else(|| Status::not_found(format!("no instrument {wanted:?}")))?
+                .ok_or_else(|| Status::not_found(unknown_instrument(&wanted)))?
         };
         let name = self.config.instruments[index].name.clone();
         let slot = self.clients.admit()?;
@@ -239,11 +239,25 @@ impl OrderbookAggregator for Aggregator {
     }
 }
 
+/// The answer to a request for an instrument not configured: the name echoed as far as a
+/// configured one could go (what a client sent is not written back whole).
+fn unknown_instrument(wanted: &str) -> String {
+    const ECHOED: usize = 40;
+    match wanted.char_indices().nth(ECHOED) {
+        Some((end, _)) => format!("no instrument {:?}…", &wanted[..end]),
+        None => format!("no instrument {wanted:?}"),
+    }
+}
+
 /// How often an idle connection is pinged, and how long its answer may take: a peer that
 /// vanished without closing is dropped, and its stream's place freed.
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// The largest request a client may send: a `SummaryRequest` is an instrument's name (at
+/// most 32 characters), so 1 KiB is ample, and nothing larger is read into memory.
+const MAX_REQUEST_BYTES: usize = 1024;
+/// The most header bytes of one request (HTTP/2's header list).
+const MAX_HEADER_BYTES: u32 = 16 * 1024;
 
 /// Adds gRPC server reflection (v1, and v1alpha for older clients), so grpcurl, grpcui
 /// and Postman list and call the services without the proto file.
@@ -270,11 +284,14 @@ pub async fn serve(
     // only the latest): half the budget in HTTP/2's send buffer, in the service, and half
     // in the socket's, in the kernel. SO_SNDBUF gets a quarter because Linux doubles it.
     let client_buffer = config.grpc_client_buffer_bytes;
-    let routes = tonic::service::Routes::new(OrderbookAggregatorServer::new(Aggregator {
+    let config_limits = config.grpc_connections;
+    let aggregator = OrderbookAggregatorServer::new(Aggregator {
         config,
         summaries,
         clients,
-    }));
+    })
+    .max_decoding_message_size(MAX_REQUEST_BYTES);
+    let routes = tonic::service::Routes::new(aggregator);
     let routes = with_reflection(routes).prepare();
     // hyper's HTTP/2 server under tonic's routes rather than tonic's own server, because
     // tonic does not expose HTTP/2's send buffer, half of what a client can hold up.
@@ -283,32 +300,51 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .keep_alive_interval(KEEPALIVE_INTERVAL)
         .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+        .max_header_list_size(MAX_HEADER_BYTES)
         .max_send_buf_size(client_buffer / 2);
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(error) => {
-                // Out of file descriptors, mostly: wait rather than spin on it.
-                tracing::warn!(%error, "gRPC accept failed");
-                tokio::time::sleep(ACCEPT_RETRY).await;
-                continue;
-            }
-        };
+    let limits = config_limits;
+    let refused = metrics.connections_refused.with_label_values(&["grpc"]);
+    crate::listen::accept_bounded(listener, limits, "grpc", refused, |stream| {
         let _ = stream.set_nodelay(true);
         if let Err(error) = socket2::SockRef::from(&stream).set_send_buffer_size(client_buffer / 4)
         {
             tracing::warn!(%error, "gRPC: setting the socket's send buffer failed");
         }
-        let connection = http2.serve_connection(
-            TokioIo::new(stream),
-            TowerToHyperService::new(routes.clone()),
-        );
-        tokio::spawn(async move {
+        let http2 = http2.clone();
+        let routes = routes.clone();
+        async move {
+            // A peer that connects and never speaks HTTP/2 gives its place back.
+            if !preface_arrives(&stream, limits.request_timeout).await {
+                return;
+            }
+            let connection =
+                http2.serve_connection(TokioIo::new(stream), TowerToHyperService::new(routes));
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "gRPC connection ended");
             }
-        });
-    }
+        }
+    })
+    .await;
+}
+
+/// Waits until the client's HTTP/2 connection preface is in the socket (hyper reads it
+/// next), for at most `timeout`; false if it does not come, or the peer leaves.
+async fn preface_arrives(stream: &tokio::net::TcpStream, timeout: Duration) -> bool {
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    let mut head = [0u8; PREFACE.len()];
+    let arrived = async {
+        loop {
+            match stream.peek(&mut head).await {
+                Ok(read) if read == PREFACE.len() => return true,
+                Ok(0) | Err(_) => return false,
+                // Part of it: peeking again at once would return the same part.
+                Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    };
+    tokio::time::timeout(timeout, arrived)
+        .await
+        .unwrap_or(false)
 }
 
 #[cfg(test)]

@@ -97,6 +97,8 @@ struct VenueControl {
     commands: broadcast::Sender<Command>,
     connections: AtomicU64,
     pongs: AtomicU64,
+    /// Application-level pings the venue's clients sent (`Answer::ping`).
+    client_pings: AtomicU64,
     closes: AtomicU64,
     /// Overrides the venue's ping interval (ms; 0: the venue's own).
     ping_every_ms: AtomicU64,
@@ -297,6 +299,7 @@ impl Simulator {
                 commands: broadcast::channel(64).0,
                 connections: AtomicU64::new(0),
                 pongs: AtomicU64::new(0),
+                client_pings: AtomicU64::new(0),
                 closes: AtomicU64::new(0),
                 ping_every_ms: AtomicU64::new(0),
                 clock_offset: AtomicU64::new(0),
@@ -618,6 +621,11 @@ impl Simulator {
         self.control(venue).pongs.load(Ordering::Relaxed)
     }
 
+    /// Application-level pings received from clients of `venue` so far.
+    pub fn client_pings(&self, venue: VenueId) -> u64 {
+        self.control(venue).client_pings.load(Ordering::Relaxed)
+    }
+
     /// Close frames received from clients of `venue` so far (a clean client shutdown).
     pub fn closes(&self, venue: VenueId) -> u64 {
         self.control(venue).closes.load(Ordering::Relaxed)
@@ -702,6 +710,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
             incoming = socket.next() => match incoming {
                 Some(Ok(Message::Text(text))) => {
                     if let Some(answer) = venue.answer_request(&text) {
+                        if answer.ping {
+                            control.client_pings.fetch_add(1, Ordering::Relaxed);
+                        }
                         for reply in answer.replies {
                             socket.send(Message::text(reply)).await?;
                         }

@@ -403,6 +403,7 @@ impl Simulated for Bybit {
         if op == "ping" {
             return Some(Answer {
                 replies: vec![reply(true, "pong")],
+                ping: true,
                 ..Answer::default()
             });
         }

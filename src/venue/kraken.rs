@@ -486,6 +486,7 @@ impl Simulated for Kraken {
             let reply = serde_json::json!({"method": "pong", "req_id": request.get("req_id")});
             return Some(Answer {
                 replies: vec![reply.to_string()],
+                ping: true,
                 ..Answer::default()
             });
         }

@@ -31,6 +31,8 @@ pub struct Answer {
     pub replies: Vec<String>,
     /// The book depth a subscription asks for, where it names one.
     pub depth: Option<usize>,
+    /// The request was the client's application-level ping.
+    pub ping: bool,
 }
 
 /// The most venues one instrument can merge (the merge and summary hold them inline).

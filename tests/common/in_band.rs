@@ -119,6 +119,7 @@ impl Harness {
             backoff_initial_ms = 20
             backoff_max_ms = 200
             [venues.{venue}]
+            ping_interval_ms = 100
             snapshot_spacing_ms = 20
             snapshot_timeout_ms = 1000
             [[instruments]]

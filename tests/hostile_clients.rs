@@ -1,0 +1,188 @@
+//! What a client of the service's ports controls is bounded: the size of a gRPC request
+//! (read no further than the limit, and not echoed back), the connections open at once on
+//! each port (one more is closed as it is accepted, and counted), and how long a
+//! connection may hold its place without a request (gRPC: HTTP/2's preface; the metrics
+//! port: request headers, also between requests). The service keeps serving throughout.
+
+mod common;
+
+use mergebook::config::RawConfig;
+use mergebook::publish::grpc::proto::{
+    self, orderbook_aggregator_client::OrderbookAggregatorClient,
+};
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const GRPC_CONNECTIONS: usize = 8;
+const METRICS_CONNECTIONS: usize = 4;
+/// The ports' request timeouts in these tests.
+const REQUEST_TIMEOUT: Duration = Duration::from_millis(300);
+/// Far longer than the request timeout: what a closed connection must be closed within.
+const WAIT: Duration = Duration::from_secs(10);
+
+struct Ports {
+    _simulator: Simulator,
+    service: Service,
+    grpc: SocketAddr,
+    metrics: SocketAddr,
+}
+
+async fn start() -> Ports {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 10, 3).unwrap();
+    let timeout_ms = REQUEST_TIMEOUT.as_millis();
+    let config = format!(
+        r#"
+        [service]
+        output = "none"
+        [grpc]
+        max_connections = {GRPC_CONNECTIONS}
+        handshake_timeout_ms = {timeout_ms}
+        [metrics]
+        max_connections = {METRICS_CONNECTIONS}
+        request_timeout_ms = {timeout_ms}
+        [[instruments]]
+        name = "ETH/BTC"
+        symbols = {{ binance = "ETHBTC" }}
+        "#
+    );
+    let mut config = RawConfig::parse(&config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    simulator.point(&mut config);
+    let listeners = Listeners::loopback().await.unwrap();
+    let (grpc, metrics) = (
+        listeners.grpc.local_addr().unwrap(),
+        listeners.metrics.local_addr().unwrap(),
+    );
+    let service = Service::start(config, listeners).unwrap();
+    Ports {
+        _simulator: simulator,
+        service,
+        grpc,
+        metrics,
+    }
+}
+
+impl Ports {
+    fn refused(&self, port: &str) -> f64 {
+        let series = format!(r#"orderbook_connections_refused_total{{port="{port}"}}"#);
+        common::service_metric(&self.service, &series)
+    }
+
+    async fn health(&self) -> String {
+        let mut stream = TcpStream::connect(self.metrics).await.unwrap();
+        stream
+            .write_all(b"GET /health HTTP/1.0\r\nHost: test\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+    }
+
+    async fn grpc_client(&self) -> OrderbookAggregatorClient<tonic::transport::Channel> {
+        OrderbookAggregatorClient::connect(format!("http://{}", self.grpc))
+            .await
+            .unwrap()
+    }
+}
+
+/// Whether the peer closes `stream` within `limit` (what it sent before is read and
+/// dropped).
+async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    let mut buffer = [0u8; 4096];
+    let closed = async {
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    };
+    tokio::time::timeout(limit, closed).await.is_ok()
+}
+
+async fn connect_all(address: SocketAddr, count: usize) -> Vec<TcpStream> {
+    let mut streams = Vec::new();
+    for _ in 0..count {
+        streams.push(TcpStream::connect(address).await.unwrap());
+    }
+    streams
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_request_is_refused_unread_and_a_long_name_not_echoed() {
+    let ports = start().await;
+    let mut client = ports.grpc_client().await;
+    let huge = proto::SummaryRequest {
+        instrument: "x".repeat(64 << 10),
+    };
+    let status = client.book_summary_exact(huge).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+    assert!(status.message().len() < 200, "{}", status.message().len());
+    // Under the request limit, but no instrument: named back in 40 characters at most.
+    let long = proto::SummaryRequest {
+        instrument: "y".repeat(900),
+    };
+    let status = client.book_summary_exact(long).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound);
+    assert_eq!(
+        status.message(),
+        format!("no instrument {:?}…", "y".repeat(40))
+    );
+    // The connection, and the service, are fine.
+    let known = proto::SummaryRequest {
+        instrument: "ETH/BTC".into(),
+    };
+    assert!(client.book_summary_exact(known).await.is_ok());
+    ports.service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_port_bounds_its_connections_and_their_idle_time() {
+    let ports = start().await;
+    let mut idle = connect_all(ports.metrics, METRICS_CONNECTIONS).await;
+    // Held by the idle ones (once accepted): one more is closed at once, and counted.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut extra = TcpStream::connect(ports.metrics).await.unwrap();
+    assert!(closed_within(&mut extra, REQUEST_TIMEOUT / 2).await);
+    assert_eq!(ports.refused("metrics"), 1.0);
+    // The idle ones send no request: closed after the timeout.
+    for stream in &mut idle {
+        assert!(closed_within(stream, WAIT).await);
+    }
+    // A kept-alive connection idle after its request is closed too.
+    let mut kept = TcpStream::connect(ports.metrics).await.unwrap();
+    kept.write_all(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(closed_within(&mut kept, WAIT).await);
+    assert!(ports.health().await.starts_with("HTTP/1.0 200"));
+    ports.service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grpc_port_bounds_its_connections_and_their_handshake_time() {
+    let ports = start().await;
+    let mut silent = connect_all(ports.grpc, GRPC_CONNECTIONS).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut extra = TcpStream::connect(ports.grpc).await.unwrap();
+    assert!(closed_within(&mut extra, REQUEST_TIMEOUT / 2).await);
+    assert_eq!(ports.refused("grpc"), 1.0);
+    // No HTTP/2 preface: closed after the handshake timeout, their places given back.
+    for stream in &mut silent {
+        assert!(closed_within(stream, WAIT).await);
+    }
+    let mut client = ports.grpc_client().await;
+    let request = proto::SummaryRequest {
+        instrument: "ETH/BTC".into(),
+    };
+    assert!(client.book_summary_exact(request).await.is_ok());
+    ports.service.stop().await;
+}
