@@ -142,6 +142,46 @@ fn serde_reference(c: &mut Criterion) {
     });
 }
 
+/// Bybit's message into owned values, its numbers parsed as f64 (the Binance reference's
+/// way: the same `[price, amount]` strings).
+fn bybit_serde_reference(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    struct BybitMessage {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        topic: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        r#type: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        ts: u64,
+        data: BybitData,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        cts: u64,
+    }
+    #[derive(serde::Deserialize)]
+    struct BybitData {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        s: String,
+        b: Vec<(String, String)>,
+        a: Vec<(String, String)>,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        u: u64,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        seq: u64,
+    }
+    fn levels(side: &[(String, String)]) -> Vec<(f64, f64)> {
+        side.iter()
+            .map(|(p, q)| (p.parse().unwrap(), q.parse().unwrap()))
+            .collect()
+    }
+    c.bench_function("bybit_decode_snapshot_serde_json", |b| {
+        let frame = bybit_snapshot();
+        b.iter(|| {
+            let message: BybitMessage = serde_json::from_slice(black_box(frame)).unwrap();
+            (levels(&message.data.b), levels(&message.data.a))
+        })
+    });
+}
+
 fn merging(c: &mut Criterion) {
     let binance = decode(VenueId::Binance, BINANCE_20, KEEP);
     let bitstamp = decode(VenueId::Bitstamp, bitstamp_100(), KEEP);
@@ -320,12 +360,31 @@ fn kraken(c: &mut Criterion) {
     });
 }
 
+/// Bybit: a snapshot's decode (beside serde_json's, below), and a delta's decode, apply
+/// and cut.
+fn bybit(c: &mut Criterion) {
+    let mut snapshot = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let snapshot_frame = bybit_snapshot();
+    c.bench_function("bybit_decode_snapshot", |b| {
+        b.iter(|| {
+            VenueId::Bybit
+                .decode_diff(black_box(snapshot_frame), MAX_BOOK_LEVELS, &mut snapshot)
+                .map(drop)
+        })
+    });
+    let mut bybit = BybitBook::new();
+    let delta = bybit_delta();
+    c.bench_function("bybit_delta", |b| b.iter(|| bybit.apply(black_box(delta))));
+}
+
 criterion_group!(
     benches,
     decoders,
     diff_books,
     kraken,
+    bybit,
     serde_reference,
+    bybit_serde_reference,
     merging,
     mailboxes,
     cross_core_takes,

@@ -52,6 +52,9 @@ fn main() {
     let mut kraken_book = KrakenBook::new();
     let (kraken_snapshot_frame, kraken_update_frame) = (kraken_snapshot(), kraken_update());
     let mut kraken_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let mut bybit_book = BybitBook::new();
+    let (bybit_snapshot_frame, bybit_delta_frame) = (bybit_snapshot(), bybit_delta());
+    let mut bybit_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
     let varied = |frames: Vec<Vec<u8>>, venue: VenueId| {
         let mut out = mergebook::book::TopBook::default();
         let mut index = 0;
@@ -122,12 +125,22 @@ fn main() {
                 black_box(black_box(&kraken_book).checksum());
             })
         }
+        "bybit_decode_snapshot" => Box::new(|| {
+            let result = VenueId::Bybit.decode_diff(
+                black_box(bybit_snapshot_frame),
+                MAX_BOOK_LEVELS,
+                &mut bybit_snapshot_out,
+            );
+            black_box(result.expect("decodes"));
+        }),
+        "bybit_delta" => Box::new(|| bybit_book.apply(black_box(bybit_delta_frame))),
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
                  bitstamp_decode_100 | binance_decode_20_varied | bitstamp_decode_100_varied | \
                  fixed_point_parse | merge_2x10 | e2e_parse_merge | binance_diff_decode | \
-                 book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum>"
+                 book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum | \
+                 bybit_decode_snapshot | bybit_delta>"
             );
             std::process::exit(2);
         }

@@ -273,3 +273,57 @@ impl KrakenBook {
         VenueId::Kraken.checksum(&self.book, self.update.decimals)
     }
 }
+
+/// Bybit's recorded linear BTCUSDT subscription (`orderbook.50`): the snapshot (50 levels
+/// a side) and the delta after it.
+const BYBIT_BTCUSDT: &str = include_str!(
+    "../../tests/fixtures/bybit/linear_orderbook50_BTCUSDT_snapshot_delta_2026-08-12.jsonl"
+);
+/// The depth of the recording's topic.
+pub const BYBIT_DEPTH: usize = 50;
+
+fn bybit_line(kind: &str) -> &'static [u8] {
+    BYBIT_BTCUSDT
+        .lines()
+        .find(|line| line.contains(&format!(r#""type":"{kind}""#)))
+        .expect("recorded")
+        .as_bytes()
+}
+
+/// `bybit_decode_snapshot`'s frame: the recorded snapshot, 50 levels a side.
+pub fn bybit_snapshot() -> &'static [u8] {
+    bybit_line("snapshot")
+}
+
+/// `bybit_delta`'s frame: the recorded delta (three levels set).
+pub fn bybit_delta() -> &'static [u8] {
+    bybit_line("delta")
+}
+
+/// Bybit's book from the recorded snapshot, as the reader keeps it, and its decode target.
+pub struct BybitBook {
+    pub book: DepthBook,
+    pub update: BookUpdate,
+}
+
+impl BybitBook {
+    pub fn new() -> BybitBook {
+        let mut update = BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+        VenueId::Bybit
+            .decode_diff(bybit_snapshot(), MAX_BOOK_LEVELS, &mut update)
+            .expect("the recorded snapshot decodes");
+        let mut book = DepthBook::new(MAX_BOOK_LEVELS);
+        book.replace(&update);
+        BybitBook { book, update }
+    }
+
+    /// `bybit_delta`: decode a delta, apply it, cut the book to the topic's depth (the
+    /// update id's check is a comparison, left out).
+    pub fn apply(&mut self, frame: &[u8]) {
+        VenueId::Bybit
+            .decode_diff(frame, MAX_BOOK_LEVELS, &mut self.update)
+            .expect("the recorded delta decodes");
+        self.book.apply(&self.update);
+        self.book.truncate(BYBIT_DEPTH);
+    }
+}
