@@ -399,3 +399,26 @@ async fn a_silent_connection_is_recycled_and_the_book_synced_again() {
     assert!(harness.simulator.connections(BYBIT) >= 3);
     harness.service.stop().await;
 }
+
+/// A frame that does not decode may have been any symbol's: every book of the connection
+/// is out of sync, and (Bybit sending no snapshot by itself) subscribed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_frame_resubscribes_and_the_book_syncs_again() {
+    let harness = start().await;
+    harness.synced().await;
+    let resubscriptions = harness.metric(RESUBSCRIPTIONS);
+    harness.simulator.send_raw(BYBIT, "\u{1}garbage");
+    harness
+        .wait_for("out of sync", |s| {
+            s.venue_state(BYBIT) == VenueState::OutOfSync
+        })
+        .await;
+    harness
+        .counted(RESUBSCRIPTIONS, resubscriptions + 1.0)
+        .await;
+    harness.synced().await;
+    harness
+        .books_stay_true_for(Duration::from_millis(300))
+        .await;
+    harness.service.stop().await;
+}

@@ -376,12 +376,18 @@ impl FeedCore {
     // ---- diff mode ----
 
     /// Throws every diff book away (they rebuild from their next events and a snapshot)
-    /// and forgets the snapshot requests.
+    /// and forgets the snapshot requests. An in-band venue's books are subscribed again,
+    /// except on a new connection, whose subscriptions bring their snapshots: nothing else
+    /// would send one.
     fn reset_diff_books(&mut self, reason: ResyncReason, now_ns: u64, out: &mut impl FeedOutput) {
         let Some(diff) = &mut self.diff else { return };
         diff.scheduler.cancel_all();
         out.note(None, FeedEvent::SnapshotsCancelled);
+        let resubscribe = reason != ResyncReason::Connect && diff.source == SnapshotSource::InBand;
         for (slot, book) in diff.books.iter_mut().enumerate() {
+            if resubscribe {
+                diff.scheduler.lost(slot, now_ns, true);
+            }
             if book.sync.is_synced() || reason == ResyncReason::Connect {
                 book.out_of_sync_since_ns = now_ns;
                 out.note(Some(slot), FeedEvent::Resync(reason));

@@ -107,6 +107,8 @@ struct VenueControl {
     clock_offset: AtomicU64,
     /// Book frames repeat the last book (`Simulator::quiet_market`).
     quiet: AtomicBool,
+    /// New connections are closed as soon as they are open (`Simulator::close_new_connections`).
+    closing: AtomicBool,
     faults: DiffFaults,
 }
 
@@ -304,6 +306,7 @@ impl Simulator {
                 ping_every_ms: AtomicU64::new(0),
                 clock_offset: AtomicU64::new(0),
                 quiet: AtomicBool::new(false),
+                closing: AtomicBool::new(false),
                 faults: DiffFaults::default(),
             }),
             recordings: Mutex::new(Default::default()),
@@ -621,6 +624,14 @@ impl Simulator {
         self.control(venue).pongs.load(Ordering::Relaxed)
     }
 
+    /// While `closing`, every new connection of `venue` is closed once the WebSocket
+    /// handshake is done, before any subscription (a venue in trouble; a reconnect storm).
+    pub fn close_new_connections(&self, venue: VenueId, closing: bool) {
+        self.control(venue)
+            .closing
+            .store(closing, Ordering::Relaxed);
+    }
+
     /// Application-level pings received from clients of `venue` so far.
     pub fn client_pings(&self, venue: VenueId) -> u64 {
         self.control(venue).client_pings.load(Ordering::Relaxed)
@@ -676,6 +687,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     };
     let control = &shared.venues[venue.index()];
     control.connections.fetch_add(1, Ordering::Relaxed);
+    if control.closing.load(Ordering::Relaxed) {
+        return Ok(());
+    }
     let mut commands = control.commands.subscribe();
     let mut paused = control.paused.subscribe();
 

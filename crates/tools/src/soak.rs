@@ -35,7 +35,7 @@ pub struct SoakSpec {
 type Inject = fn(&Simulator, VenueId, u32) -> Option<Undo>;
 
 /// The faults the soak picks from: each name (in the report) with its injection.
-const FAULTS: [(&str, Inject); 13] = [
+const FAULTS: [(&str, Inject); 15] = [
     ("disconnect", |simulator, venue, _| {
         simulator.disconnect(venue);
         None
@@ -93,7 +93,40 @@ const FAULTS: [(&str, Inject); 13] = [
         simulator.quiet_market(venue, true);
         Some(Undo::Unquiet(venue))
     }),
+    // Every new connection closed at once: a reconnect storm, paced by the backoff and
+    // the venue's budget.
+    ("closes_every_connection", |simulator, venue, _| {
+        simulator.close_new_connections(venue, true);
+        simulator.disconnect(venue);
+        Some(Undo::KeepConnections(venue))
+    }),
+    // A book with bids and no asks, newer than any before it: shown one-sided, left out.
+    ("one_sided_book", |simulator, venue, _| {
+        // Only a top-N snapshot stream replaces the book with one frame.
+        let venue = match venue.has_snapshot_streams() {
+            true => venue,
+            false => VenueId::Binance,
+        };
+        let mut book = mergebook::book::TopBook {
+            venue_sequence: u64::MAX / 2,
+            ..Default::default()
+        };
+        book.bids.push(mergebook::book::Level {
+            price: mergebook::fixed::FixedPoint::from_raw(6_800_000),
+            amount: mergebook::fixed::FixedPoint::from_raw(100_000_000),
+        });
+        let mut frame = Vec::new();
+        venue.encode_book(&venue.stream_name("ETHBTC", DEPTH), &book, 8, &mut frame);
+        simulator.send_raw(
+            venue,
+            String::from_utf8(frame).expect("encoders write UTF-8"),
+        );
+        None
+    }),
 ];
+
+/// `service.depth` under soak (the default).
+const DEPTH: usize = 10;
 
 /// The service's settings under soak: short timeouts, so faults resolve within seconds.
 const STALE_AFTER_MS: u64 = 1_000;
@@ -130,6 +163,8 @@ pub struct SoakReport {
     pub grpc_sequence_violations: u64,
     /// Every venue synced again within `RECOVERY_TIMEOUT` of the last fault.
     pub recovered: bool,
+    /// The venues' states at the end of the recovery wait (`venue=state`).
+    pub final_states: Vec<String>,
     pub rss_start_bytes: u64,
     /// RSS at the end of the first sixth of the run: the baseline of the growth check.
     pub rss_baseline_bytes: u64,
@@ -171,7 +206,7 @@ impl SoakReport {
              frames received {}, summaries published {}, checked {}, via gRPC {}\n\
              reconnections {}, decode errors {}, stale evictions {}, connection errors {:?}\n\
              faults {:?}\n\
-             violations {} (gRPC sequence {}), recovered {}\n\
+             violations {} (gRPC sequence {}), recovered {} {:?}\n\
              RSS start {:.1} MB, after the first sixth {:.1} MB, end {:.1} MB, peak {:.1} MB\n",
             self.duration_seconds,
             self.rate_per_venue,
@@ -188,6 +223,7 @@ impl SoakReport {
             self.violations,
             self.grpc_sequence_violations,
             self.recovered,
+            self.final_states,
             mb(self.rss_start_bytes),
             mb(self.rss_baseline_bytes),
             mb(self.rss_end_bytes),
@@ -239,6 +275,7 @@ enum Undo {
     ClockBack(VenueId),
     Resume(VenueId),
     Unquiet(VenueId),
+    KeepConnections(VenueId),
 }
 
 impl Undo {
@@ -247,6 +284,7 @@ impl Undo {
             Undo::ClockBack(venue) => simulator.set_clock_offset(venue, 0),
             Undo::Resume(venue) => simulator.pause(venue, false),
             Undo::Unquiet(venue) => simulator.quiet_market(venue, false),
+            Undo::KeepConnections(venue) => simulator.close_new_connections(venue, false),
         }
     }
 }
@@ -264,6 +302,11 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
             .map_err(|error| format!("simulator: {error}"))?;
         Simulator::start(listener, spec.rate_per_venue, spec.seed).map_err(|e| e.to_string())
     })?;
+    // Pings on every connection: a paused venue is a dead subscription on a live socket,
+    // which only the read-idle watchdog, counting book data, finds.
+    for &venue in VenueId::ALL {
+        simulator.set_ping_interval(venue, Duration::from_millis(100));
+    }
     let config = config(&simulator)?;
     let (service, grpc_addr) = service_runtime.block_on(async {
         let listeners = Listeners::loopback()
@@ -374,6 +417,11 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
             .await
             .is_ok_and(|found| found.is_ok())
     });
+    let final_states = latest
+        .borrow()
+        .venue_states()
+        .map(|(venue, state)| format!("{venue}={}", state.name()))
+        .collect();
     let metrics = service.metrics();
     service_runtime.block_on(service.stop());
     consumer.abort();
@@ -424,6 +472,7 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
             .collect(),
         grpc_sequence_violations: grpc_violations,
         recovered,
+        final_states,
         rss_start_bytes: rss_start,
         rss_baseline_bytes: rss_baseline.unwrap_or(rss_start),
         rss_end_bytes: rss_end,
