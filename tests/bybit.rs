@@ -382,21 +382,7 @@ async fn a_refused_subscription_is_counted_and_the_venue_left_out() {
 async fn a_silent_connection_is_recycled_and_the_book_synced_again() {
     let harness = start().await;
     harness.synced().await;
-    harness.simulator.pause(BYBIT, true);
-    harness
-        .counted(
-            r#"orderbook_connection_errors_total{exchange="bybit",reason="idle_timeout"}"#,
-            1.0,
-        )
-        .await;
-    harness
-        .wait_for("bybit connecting again", |s| {
-            s.venue_state(BYBIT) == VenueState::Connecting
-        })
-        .await;
-    harness.simulator.pause(BYBIT, false);
-    harness.synced().await;
-    assert!(harness.simulator.connections(BYBIT) >= 3);
+    harness.silence_recycles_the_connection().await;
     harness.service.stop().await;
 }
 

@@ -379,21 +379,7 @@ async fn lost_updates_are_found_by_the_checksum_and_duplicates_are_harmless() {
 async fn a_silent_connection_is_recycled_and_the_book_synced_again() {
     let harness = start().await;
     harness.synced().await;
-    harness.simulator.pause(KRAKEN, true);
-    harness
-        .counted(
-            r#"orderbook_connection_errors_total{exchange="kraken",reason="idle_timeout"}"#,
-            1.0,
-        )
-        .await;
-    harness
-        .wait_for("kraken connecting again", |s| {
-            s.venue_state(KRAKEN) == VenueState::Connecting
-        })
-        .await;
-    harness.simulator.pause(KRAKEN, false);
-    harness.synced().await;
-    assert!(harness.simulator.connections(KRAKEN) >= 2);
+    harness.silence_recycles_the_connection().await;
     harness.service.stop().await;
 }
 

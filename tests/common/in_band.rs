@@ -172,6 +172,26 @@ impl Harness {
         super::eventually(&what, WAIT, || self.metric(series) >= at_least).await;
     }
 
+    /// Silence (no data, no heartbeats) is a dead connection: after the read-idle timeout
+    /// it is counted, the venue shown connecting, and once the venue speaks again it is
+    /// connected anew, subscribed and synced.
+    pub async fn silence_recycles_the_connection(&self) {
+        let venue = self.venue;
+        let connections = self.simulator.connections(venue);
+        self.simulator.pause(venue, true);
+        let idle_timeouts = format!(
+            r#"orderbook_connection_errors_total{{exchange="{venue}",reason="idle_timeout"}}"#
+        );
+        self.counted(&idle_timeouts, 1.0).await;
+        self.wait_for("connecting again", |s| {
+            s.venue_state(venue) == VenueState::Connecting
+        })
+        .await;
+        self.simulator.pause(venue, false);
+        self.synced().await;
+        assert!(self.simulator.connections(venue) > connections);
+    }
+
     /// Every synced book seen for `period` is one the simulator's venue really had.
     pub async fn books_stay_true_for(&self, period: Duration) -> usize {
         let mut summaries = self.summaries();
