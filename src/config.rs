@@ -377,7 +377,9 @@ pub mod defaults {
     pub const GRPC_MAX_CLIENTS: IntKey = int("grpc.max_clients", 1024, 1, 65_536);
     pub const GRPC_CLIENT_BUFFER_BYTES: IntKey =
         int("grpc.client_buffer_bytes", 262_144, 16_384, 67_108_864);
-    pub const GRPC_MAX_CONNECTIONS: IntKey = int("grpc.max_connections", 1024, 1, 65_536);
+    /// Above `grpc.max_clients`: a client beyond those gets `RESOURCE_EXHAUSTED`, not a
+    /// closed connection.
+    pub const GRPC_MAX_CONNECTIONS: IntKey = int("grpc.max_connections", 1152, 1, 65_536);
     pub const GRPC_HANDSHAKE_TIMEOUT_MS: IntKey =
         int("grpc.handshake_timeout_ms", 10_000, 10, 600_000);
     pub const METRICS_LISTEN: TextKey = text("metrics.listen", "127.0.0.1:9898");

@@ -146,6 +146,7 @@ impl FeedOutput for Outlet {
             FeedEvent::BadFrame(_) => metrics.decode_errors.inc(),
             FeedEvent::BookRepeated => metrics.books_repeated.inc(),
             FeedEvent::BookOutOfOrder => metrics.books_dropped_out_of_order.inc(),
+            FeedEvent::BookBeforeAck => metrics.books_dropped_before_ack.inc(),
             FeedEvent::SequenceReset => metrics.sequence_resets.inc(),
             FeedEvent::DiffEvent(UpdateOutcome::Stale) => metrics.events_dropped_stale.inc(),
             FeedEvent::DiffEvent(_) => {}
@@ -319,7 +320,6 @@ impl Reader {
         if let Some(suppressed) = self.connected_log.allow(clock::monotonic_ns()) {
             tracing::info!(venue = %self.venue, url = %self.url, suppressed, "connected, subscribing");
         }
-        let ack_deadline = tokio::time::Instant::now() + settings.connect_timeout;
 
         let mut flush = tokio::time::interval(crate::metrics::FLUSH_EVERY);
         // The read-idle watchdog, on the last book data (`FeedCore::last_book_data_ns`). A
@@ -392,7 +392,10 @@ impl Reader {
                     return Ok(Disconnect::Shutdown);
                 }
             };
-            if self.core.acks_pending() > 0 && tokio::time::Instant::now() > ack_deadline {
+            if self
+                .core
+                .ack_overdue(clock::monotonic_ns(), settings.connect_timeout)
+            {
                 return Err(ConnectionError::AckTimeout);
             }
             let message = match next {

@@ -188,7 +188,7 @@ impl Metrics {
         );
         let books_dropped = labelled(
             "orderbook_books_dropped_total",
-            "Snapshot mode: books dropped, by reason (out_of_order: a lower sequence than the last).",
+            "Books dropped, by reason (out_of_order: a snapshot-mode book with a lower sequence than the last; before_ack: a book of a stream whose subscription was not acknowledged yet).",
             &["exchange", "reason"],
         );
         let sequence_resets = counter(
@@ -320,6 +320,9 @@ impl Metrics {
             books_dropped_out_of_order: self
                 .books_dropped
                 .with_label_values(&[venue.name(), "out_of_order"]),
+            books_dropped_before_ack: self
+                .books_dropped
+                .with_label_values(&[venue.name(), "before_ack"]),
             sequence_resets: self.sequence_resets.with_label_values(&labels),
         }
     }
@@ -365,6 +368,7 @@ pub struct VenueMetrics {
     /// Thread-local: a quiet market repeats its book at the venue's rate.
     pub books_repeated: prometheus::local::LocalIntCounter,
     pub books_dropped_out_of_order: IntCounter,
+    pub books_dropped_before_ack: IntCounter,
     pub sequence_resets: IntCounter,
 }
 

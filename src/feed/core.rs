@@ -29,7 +29,7 @@ use crate::log_limit::LogLimiter;
 use crate::snapshot::{FetchError, FetchOutcome, SnapshotScheduler};
 use crate::summary::VenueState;
 use crate::sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutcome};
-use crate::venue::{DecodeError, Message, SnapshotSource, VenueId};
+use crate::venue::{Acked, DecodeError, Message, SnapshotSource, VenueId};
 
 /// Books in a row with a sequence below the last one published after which the core
 /// takes the lower sequence as the venue's new count. A book out of order is dropped (an
@@ -93,6 +93,8 @@ pub enum FeedEvent {
     SnapshotsCancelled,
     /// A diff book disagreed with the venue's checksum (and is resynchronised).
     ChecksumMismatch,
+    /// A book of a stream whose subscription was not acknowledged yet: dropped.
+    BookBeforeAck,
 }
 
 /// Where the core's results go: the merger's mailboxes (the live reader), or a merge in
@@ -141,8 +143,11 @@ pub struct FeedCore {
     last_sequence: Vec<u64>,
     /// Per stream, books in a row whose sequence went below `last_sequence`.
     regressions: Vec<u32>,
-    /// Subscription acks still expected on this connection.
-    acks_pending: usize,
+    /// Per stream, the acknowledgement of its subscription still expected, if one is, and
+    /// since when.
+    awaiting_ack: Vec<Option<(AwaitedAck, u64)>>,
+    /// The id the next subscribe request gets (each request's is new on the connection).
+    next_request_id: u64,
     /// When the connection's first book was published (`None`: none yet).
     first_book_ns: Option<u64>,
     /// When the last frame of a subscribed stream arrived (or the venue's heartbeat for its
@@ -154,6 +159,16 @@ pub struct FeedCore {
     /// The lines a misbehaving venue repeats: bad frames, subscriptions.
     bad_frame_log: LogLimiter,
     subscribed_log: LogLimiter,
+    unexpected_ack_log: LogLimiter,
+}
+
+/// How a stream's subscription will be acknowledged (`SubscribeRequest::id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AwaitedAck {
+    /// With its request, by the request's id.
+    Request(u64),
+    /// By the stream's name.
+    Stream,
 }
 
 struct DiffBooks {
@@ -223,12 +238,14 @@ impl FeedCore {
             scratch: TopBook::default(),
             last_sequence: vec![0; count],
             regressions: vec![0; count],
-            acks_pending: 0,
+            awaiting_ack: vec![None; count],
+            next_request_id: 1,
             first_book_ns: None,
             last_book_data_ns: now_ns,
             diff,
             bad_frame_log: LogLimiter::per_second(),
             subscribed_log: LogLimiter::per_second(),
+            unexpected_ack_log: LogLimiter::per_second(),
         }
     }
 
@@ -242,9 +259,19 @@ impl FeedCore {
         self.last_book_data_ns
     }
 
-    /// Subscription acks the venue still owes.
+    /// Streams whose subscription the venue has not acknowledged yet.
     pub fn acks_pending(&self) -> usize {
-        self.acks_pending
+        self.awaiting_ack.iter().flatten().count()
+    }
+
+    /// Whether a subscription has waited for its acknowledgement for `timeout` or longer
+    /// at `now_ns` (the venue is not answering: the connection is given up).
+    pub fn ack_overdue(&self, now_ns: u64, timeout: std::time::Duration) -> bool {
+        let timeout = timeout.as_nanos() as u64;
+        self.awaiting_ack
+            .iter()
+            .flatten()
+            .any(|&(_, since)| now_ns.saturating_sub(since) >= timeout)
     }
 
     /// A connection is being opened: every stream is `Connecting`.
@@ -266,9 +293,78 @@ impl FeedCore {
             .diff
             .as_ref()
             .map_or(self.depth, |diff| diff.settings.snapshot_depth);
-        let (requests, acks) = self.venue.subscribe_frames(&names, depth);
-        self.acks_pending = acks;
-        requests
+        self.subscribe(&names, 0, depth, now_ns)
+    }
+
+    /// The frames that subscribe `names`, the streams from `first_slot` on, at `depth`:
+    /// each stream awaits its acknowledgement from `now_ns` on.
+    fn subscribe(
+        &mut self,
+        names: &[String],
+        first_slot: usize,
+        depth: usize,
+        now_ns: u64,
+    ) -> Vec<String> {
+        let requests = self
+            .venue
+            .subscribe_frames(names, depth, self.next_request_id);
+        let mut frames = Vec::with_capacity(requests.len());
+        for request in requests {
+            let awaited = match request.id {
+                Some(id) => {
+                    self.next_request_id = self.next_request_id.max(id + 1);
+                    AwaitedAck::Request(id)
+                }
+                None => AwaitedAck::Stream,
+            };
+            for index in request.streams {
+                self.awaiting_ack[first_slot + index] = Some((awaited, now_ns));
+            }
+            frames.push(request.frame);
+        }
+        frames
+    }
+
+    /// The venue acknowledged what `acked` names: those streams' books are used from now
+    /// on. An acknowledgement of nothing awaited (a request not ours, or answered already)
+    /// is logged and changes nothing.
+    fn on_ack(&mut self, acked: Acked<'_>, received_ns: u64) {
+        let oldest = self
+            .awaiting_ack
+            .iter()
+            .flatten()
+            .filter_map(|(awaited, _)| match awaited {
+                AwaitedAck::Request(id) => Some(*id),
+                AwaitedAck::Stream => None,
+            })
+            .min();
+        let mut matched = false;
+        for (slot, awaited) in self.awaiting_ack.iter_mut().enumerate() {
+            let this = match (acked, awaited.map(|(awaited, _)| awaited)) {
+                (Acked::Request(id), Some(AwaitedAck::Request(awaited_id))) => id == awaited_id,
+                (Acked::Stream(name), Some(AwaitedAck::Stream)) => {
+                    self.streams[slot].name.as_bytes() == name
+                }
+                (Acked::Oldest, Some(AwaitedAck::Request(awaited_id))) => {
+                    Some(awaited_id) == oldest
+                }
+                (Acked::Oldest, Some(AwaitedAck::Stream)) => oldest.is_none() && !matched,
+                _ => false,
+            };
+            if this {
+                *awaited = None;
+                matched = true;
+            }
+        }
+        if !matched {
+            if let Some(suppressed) = self.unexpected_ack_log.allow(received_ns) {
+                tracing::warn!(venue = %self.venue, ?acked, suppressed, "an acknowledgement of no subscription awaited: ignored");
+            }
+        } else if self.acks_pending() == 0
+            && let Some(suppressed) = self.subscribed_log.allow(received_ns)
+        {
+            tracing::info!(venue = %self.venue, suppressed, "subscribed");
+        }
     }
 
     /// Handles one text frame received at `received_ns`.
@@ -296,21 +392,25 @@ impl FeedCore {
                     return FrameVerdict::Continue; // a stream we did not ask for
                 };
                 self.last_book_data_ns = received_ns;
+                if self.awaiting_ack[slot].is_some() {
+                    // Not known to be subscribed: a refusal may still come, and after a
+                    // resubscription it may be the old subscription's.
+                    out.note(Some(slot), FeedEvent::BookBeforeAck);
+                    return FrameVerdict::Continue;
+                }
                 if self.diff.is_some() {
                     self.on_diff_event(slot, received_ns, out);
                 } else {
                     self.on_book(slot, received_ns, out);
                 }
             }
-            Ok(Message::SubscribeResult { accepted: true }) => {
-                self.acks_pending = self.acks_pending.saturating_sub(1);
-                if self.acks_pending == 0
-                    && let Some(suppressed) = self.subscribed_log.allow(received_ns)
-                {
-                    tracing::info!(venue = %self.venue, suppressed, "subscribed");
-                }
-            }
-            Ok(Message::SubscribeResult { accepted: false }) => return FrameVerdict::Refused,
+            Ok(Message::SubscribeResult {
+                accepted: true,
+                acked,
+            }) => self.on_ack(acked, received_ns),
+            Ok(Message::SubscribeResult {
+                accepted: false, ..
+            }) => return FrameVerdict::Refused,
             Ok(Message::Reconnect) => return FrameVerdict::Reconnect,
             Ok(Message::SubscriptionsAlive) => self.last_book_data_ns = received_ns,
             Ok(Message::Heartbeat | Message::Ignored) => {}
@@ -581,14 +681,10 @@ impl FeedCore {
             SnapshotSource::InBand => {
                 tracing::debug!(venue = %self.venue, stream = %stream.name, "subscribing again for a snapshot");
                 book.awaiting_since_ns = Some(now_ns);
-                let names = std::slice::from_ref(&stream.name);
-                let mut frames = self
-                    .venue
-                    .unsubscribe_frames(names, diff.settings.snapshot_depth);
-                let (subscribe, _acks) = self
-                    .venue
-                    .subscribe_frames(names, diff.settings.snapshot_depth);
-                frames.extend(subscribe);
+                let names = [stream.name.clone()];
+                let depth = diff.settings.snapshot_depth;
+                let mut frames = self.venue.unsubscribe_frames(&names, depth);
+                frames.extend(self.subscribe(&names, slot, depth, now_ns));
                 SnapshotRequest::Resubscribe { frames }
             }
         })
@@ -696,5 +792,111 @@ impl FeedCore {
         self.diff
             .map(|diff| diff.books.into_iter().map(|book| book.sync).collect())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::Level;
+    use crate::fixed::FixedPoint;
+
+    /// What the core handed out: each publish's stream and state, and the events.
+    #[derive(Default)]
+    struct Recorder {
+        published: Vec<(usize, VenueState)>,
+        events: Vec<FeedEvent>,
+    }
+
+    impl FeedOutput for Recorder {
+        fn publish(&mut self, stream: usize, write: impl FnOnce(&mut VenueFeed)) {
+            let mut feed = VenueFeed::default();
+            write(&mut feed);
+            self.published.push((stream, feed.state));
+        }
+
+        fn note(&mut self, _stream: Option<usize>, event: FeedEvent) {
+            self.events.push(event);
+        }
+    }
+
+    /// A snapshot-mode core of `venue` on the streams of `symbols`, connected at 0.
+    fn connected(venue: VenueId, symbols: &[&str]) -> (FeedCore, Vec<String>, Recorder) {
+        let streams = symbols
+            .iter()
+            .map(|symbol| CoreStream {
+                name: venue.stream_name(symbol, 10),
+                symbol: (*symbol).to_owned(),
+            })
+            .collect();
+        let mut core = FeedCore::new(venue, 10, streams, None, 0);
+        let mut out = Recorder::default();
+        let frames = core.connected(0, &mut out);
+        (core, frames, out)
+    }
+
+    /// A book frame of `symbol`'s stream, with sequence `sequence`.
+    fn book_frame(venue: VenueId, symbol: &str, sequence: u64) -> Vec<u8> {
+        let level = |price| Level {
+            price: FixedPoint::from_raw(price),
+            amount: FixedPoint::from_raw(100_000_000),
+        };
+        let mut book = TopBook {
+            venue_sequence: sequence,
+            ..TopBook::default()
+        };
+        book.bids.push(level(6_800_000));
+        book.asks.push(level(6_900_000));
+        let mut frame = Vec::new();
+        venue.encode_book(&venue.stream_name(symbol, 10), &book, 8, &mut frame);
+        frame
+    }
+
+    fn synced_publishes(out: &Recorder) -> usize {
+        let synced = |&&(_, state): &&(usize, VenueState)| state == VenueState::Synced;
+        out.published.iter().filter(synced).count()
+    }
+
+    /// Books are used only once their subscription is acknowledged, by the id of the
+    /// request that asked for them: an answer to another request acknowledges nothing.
+    #[test]
+    fn books_wait_for_the_acknowledgement_of_their_own_request() {
+        let venue = VenueId::Binance;
+        let (mut core, frames, mut out) = connected(venue, &["ETHBTC", "BTCUSDT"]);
+        assert_eq!(frames.len(), 1);
+        assert!(frames[0].contains(r#""id":1"#), "{}", frames[0]);
+        assert_eq!(core.acks_pending(), 2);
+        core.on_frame(&book_frame(venue, "ETHBTC", 1), 1, &mut out);
+        assert_eq!(synced_publishes(&out), 0);
+        assert!(out.events.contains(&FeedEvent::BookBeforeAck));
+        core.on_frame(br#"{"result":null,"id":99}"#, 2, &mut out);
+        assert_eq!(core.acks_pending(), 2, "not an answer to our request");
+        core.on_frame(br#"{"result":null,"id":1}"#, 3, &mut out);
+        assert_eq!(core.acks_pending(), 0);
+        core.on_frame(&book_frame(venue, "ETHBTC", 2), 4, &mut out);
+        assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+        // Unanswered for the timeout: overdue; answered: never.
+        let (core, _, _) = connected(venue, &["ETHBTC"]);
+        let timeout = std::time::Duration::from_nanos(100);
+        assert!(!core.ack_overdue(99, timeout));
+        assert!(core.ack_overdue(100, timeout));
+    }
+
+    /// A venue that acknowledges each stream by name: one stream's acknowledgement lets
+    /// its books through, not the others'.
+    #[test]
+    fn an_acknowledgement_naming_a_stream_is_that_stream_s_alone() {
+        let venue = VenueId::Bitstamp;
+        let (mut core, frames, mut out) = connected(venue, &["ethbtc", "btcusd"]);
+        assert_eq!(frames.len(), 2);
+        let ack = |channel: &str| {
+            format!(r#"{{"event":"bts:subscription_succeeded","channel":"{channel}","data":{{}}}}"#)
+        };
+        core.on_frame(ack("order_book_ethbtc").as_bytes(), 1, &mut out);
+        core.on_frame(ack("order_book_ltcusd").as_bytes(), 2, &mut out);
+        assert_eq!(core.acks_pending(), 1);
+        core.on_frame(&book_frame(venue, "btcusd", 1), 3, &mut out);
+        core.on_frame(&book_frame(venue, "ethbtc", 1), 4, &mut out);
+        assert_eq!(out.published, [(0, VenueState::Synced)]);
     }
 }

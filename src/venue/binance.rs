@@ -26,7 +26,10 @@
 //! Prices and amounts are strings with 8 decimals. `lastUpdateId` becomes the book's
 //! `venue_sequence`, so a reader can drop an out-of-order push.
 
-use super::{Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, Venue};
+use super::{
+    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
+    SubscribeRequest, Venue,
+};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
 use crate::walker::Walker;
@@ -39,6 +42,7 @@ const STREAM: u32 = 1;
 const DATA: u32 = 2;
 const RESULT: u32 = 3;
 const ERROR_CODE: u32 = 4;
+const REQUEST_ID: u32 = 5;
 const LAST_UPDATE_ID: u32 = 8;
 const BIDS: u32 = 9;
 const ASKS: u32 = 10;
@@ -51,6 +55,8 @@ struct Members<'a> {
     seen: Seen,
     event: &'a [u8],
     stream: &'a [u8],
+    /// An answer's `id`: the request's.
+    request_id: u64,
 }
 
 /// The payload a connection carries: partial depth books or diff events. The envelope
@@ -304,6 +310,11 @@ fn decode_frame<'a, P: Payload<'a>>(
                 top.seen.mark(ERROR_CODE, "code")?;
                 walker.skip_value()?;
             }
+            // An answer's; a payload has no `id`.
+            b"id" => {
+                top.seen.mark(REQUEST_ID, "id")?;
+                top.request_id = walker.unsigned()?;
+            }
             _ => payload_member(walker, key, &mut payload, &mut top)?,
         }
         Ok(())
@@ -312,10 +323,20 @@ fn decode_frame<'a, P: Payload<'a>>(
 
     let envelope = top.seen.has(STREAM) || top.seen.has(DATA);
     if !envelope {
+        let acked = match top.seen.has(REQUEST_ID) {
+            true => Acked::Request(top.request_id),
+            false => Acked::Oldest,
+        };
         return if top.seen.has(ERROR_CODE) {
-            Ok(Message::SubscribeResult { accepted: false })
+            Ok(Message::SubscribeResult {
+                accepted: false,
+                acked,
+            })
         } else if top.seen.has(RESULT) {
-            Ok(Message::SubscribeResult { accepted: true })
+            Ok(Message::SubscribeResult {
+                accepted: true,
+                acked,
+            })
         } else {
             payload_message::<P>(&top, b"")
         };
@@ -447,13 +468,20 @@ impl Venue for Binance {
     }
 
     /// One `SUBSCRIBE` for all streams, answered by one `{"result":null,"id":1}`.
-    fn subscribe_frames(streams: &[String], _depth: usize) -> (Vec<String>, usize) {
-        let request = serde_json::json!({"method": "SUBSCRIBE", "params": streams, "id": 1});
-        (vec![request.to_string()], 1)
+    /// One request, answered `{"result":null,"id":…}`.
+    fn subscribe_frames(streams: &[String], _depth: usize, first_id: u64) -> Vec<SubscribeRequest> {
+        let request =
+            serde_json::json!({"method": "SUBSCRIBE", "params": streams, "id": first_id});
+        vec![SubscribeRequest {
+            frame: request.to_string(),
+            id: Some(first_id),
+            streams: 0..streams.len(),
+        }]
     }
 
+    /// Id 0, which no subscription has: its answer acknowledges none.
     fn unsubscribe_frames(streams: &[String], _depth: usize) -> Vec<String> {
-        let request = serde_json::json!({"method": "UNSUBSCRIBE", "params": streams, "id": 2});
+        let request = serde_json::json!({"method": "UNSUBSCRIBE", "params": streams, "id": 0});
         vec![request.to_string()]
     }
 
@@ -838,12 +866,25 @@ mod tests {
 
         let cases: &[(&[u8], Message)] = &[
             (
-                br#"{"result":null,"id":1}"#,
-                Message::SubscribeResult { accepted: true },
+                br#"{"result":null,"id":7}"#,
+                Message::SubscribeResult {
+                    accepted: true,
+                    acked: Acked::Request(7),
+                },
             ),
             (
                 br#"{"code":2,"msg":"Invalid request","id":1}"#,
-                Message::SubscribeResult { accepted: false },
+                Message::SubscribeResult {
+                    accepted: false,
+                    acked: Acked::Request(1),
+                },
+            ),
+            (
+                br#"{"result":null}"#,
+                Message::SubscribeResult {
+                    accepted: true,
+                    acked: Acked::Oldest,
+                },
             ),
             (
                 br#"{"e":"serverShutdown","E":1770123456789}"#,
@@ -886,23 +927,30 @@ mod tests {
 
     #[test]
     fn subscription_round_trip_matches_the_documented_frames() {
-        let (frames, acks) = Binance::subscribe_frames(&["ethbtc@depth10@100ms".to_owned()], 10);
+        let requests = Binance::subscribe_frames(&["ethbtc@depth10@100ms".to_owned()], 10, 3);
         assert_eq!(
-            frames,
-            [r#"{"id":1,"method":"SUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]
+            requests,
+            [SubscribeRequest {
+                frame: r#"{"id":3,"method":"SUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#
+                    .to_owned(),
+                id: Some(3),
+                streams: 0..1,
+            }]
         );
-        assert_eq!(acks, 1);
-        let answer = Binance::answer_request(&frames[0]).unwrap();
+        let answer = Binance::answer_request(&requests[0].frame).unwrap();
         assert_eq!(answer.subscribe, ["ethbtc@depth10@100ms"]);
         let mut book = TopBook::default();
         assert_eq!(
             Binance::decode(answer.replies[0].as_bytes(), 10, &mut book),
-            Ok(Message::SubscribeResult { accepted: true })
+            Ok(Message::SubscribeResult {
+                accepted: true,
+                acked: Acked::Request(3)
+            })
         );
         let unsubscribe = Binance::unsubscribe_frames(&["ethbtc@depth10@100ms".to_owned()], 10);
         assert_eq!(
             unsubscribe,
-            [r#"{"id":2,"method":"UNSUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]
+            [r#"{"id":0,"method":"UNSUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]
         );
         let answer = Binance::answer_request(&unsubscribe[0]).unwrap();
         assert_eq!(answer.unsubscribe, ["ethbtc@depth10@100ms"]);

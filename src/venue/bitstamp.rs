@@ -24,7 +24,10 @@
 //! `bts:error` for a refused request. `microtimestamp` becomes the book's
 //! `venue_sequence`.
 
-use super::{Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, Venue};
+use super::{
+    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
+    SubscribeRequest, Venue,
+};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
 use crate::walker::Walker;
@@ -257,8 +260,14 @@ fn decode_any_layout<'a>(
             seen.require(&DATA_KEYS)
                 .map(|()| Message::Book { stream: channel })
         }
-        b"bts:subscription_succeeded" => Ok(Message::SubscribeResult { accepted: true }),
-        b"bts:error" => Ok(Message::SubscribeResult { accepted: false }),
+        b"bts:subscription_succeeded" => Ok(Message::SubscribeResult {
+            accepted: true,
+            acked: Acked::Stream(channel),
+        }),
+        b"bts:error" => Ok(Message::SubscribeResult {
+            accepted: false,
+            acked: Acked::Stream(channel),
+        }),
         b"bts:request_reconnect" => Ok(Message::Reconnect),
         b"bts:heartbeat" => Ok(Message::Heartbeat),
         _ => Ok(Message::Ignored),
@@ -361,15 +370,18 @@ impl Venue for Bitstamp {
     }
 
     /// One `bts:subscribe` per channel, each acknowledged.
-    fn subscribe_frames(streams: &[String], _depth: usize) -> (Vec<String>, usize) {
-        let frames = streams
+    /// A request per channel, acknowledged by `bts:subscription_succeeded` naming it.
+    fn subscribe_frames(streams: &[String], _depth: usize, _first_id: u64) -> Vec<SubscribeRequest> {
+        streams
             .iter()
-            .map(|channel| {
-                serde_json::json!({"event": "bts:subscribe", "data": {"channel": channel}})
-                    .to_string()
+            .enumerate()
+            .map(|(index, channel)| SubscribeRequest {
+                frame: serde_json::json!({"event": "bts:subscribe", "data": {"channel": channel}})
+                    .to_string(),
+                id: None,
+                streams: index..index + 1,
             })
-            .collect();
-        (frames, streams.len())
+            .collect()
     }
 
     /// Acknowledged by `bts:unsubscription_succeeded`.
@@ -718,17 +730,28 @@ mod tests {
 
     #[test]
     fn subscription_round_trip_matches_the_recorded_frames() {
-        let (frames, acks) = Bitstamp::subscribe_frames(&["order_book_ethbtc".to_owned()], 10);
+        let requests = Bitstamp::subscribe_frames(&["order_book_ethbtc".to_owned()], 10, 1);
         assert_eq!(
-            frames,
-            [r#"{"data":{"channel":"order_book_ethbtc"},"event":"bts:subscribe"}"#]
+            requests,
+            [SubscribeRequest {
+                frame: r#"{"data":{"channel":"order_book_ethbtc"},"event":"bts:subscribe"}"#
+                    .to_owned(),
+                id: None,
+                streams: 0..1,
+            }]
         );
-        assert_eq!(acks, 1);
-        let answer = Bitstamp::answer_request(&frames[0]).unwrap();
+        let answer = Bitstamp::answer_request(&requests[0].frame).unwrap();
         assert_eq!(answer.subscribe, ["order_book_ethbtc"]);
         let mut book = TopBook::default();
         let ack = Bitstamp::decode(answer.replies[0].as_bytes(), 10, &mut book);
-        assert_eq!(ack, Ok(Message::SubscribeResult { accepted: true }));
+        let acked = Acked::Stream(b"order_book_ethbtc");
+        assert_eq!(
+            ack,
+            Ok(Message::SubscribeResult {
+                accepted: true,
+                acked
+            })
+        );
         let unsubscribe = Bitstamp::unsubscribe_frames(&["order_book_ethbtc".to_owned()], 10);
         assert_eq!(
             unsubscribe,
@@ -750,7 +773,10 @@ mod tests {
     fn classifies_control_frames() {
         let expected = [
             Message::Ignored, // our own bts:subscribe request echoed back is no server message
-            Message::SubscribeResult { accepted: true },
+            Message::SubscribeResult {
+                accepted: true,
+                acked: Acked::Stream(b"diff_order_book_ethusd"),
+            },
             Message::Reconnect,
             Message::Heartbeat,
             Message::Heartbeat,

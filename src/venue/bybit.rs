@@ -37,8 +37,8 @@
 //! are refused.
 
 use super::{
-    Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, Venue,
-    check_sorted,
+    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
+    SubscribeRequest, Venue, check_sorted,
 };
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
@@ -103,6 +103,7 @@ fn decode_message<'a>(
     let (mut topic, mut kind, mut op): (&[u8], &[u8], &[u8]) = (b"", b"", b"");
     let mut symbol: &[u8] = b"";
     let mut success = false;
+    let mut request_id: &[u8] = b"";
     out.clear();
     walker.object(|walker, key| {
         match key {
@@ -122,6 +123,7 @@ fn decode_message<'a>(
                 seen.mark(SUCCESS, "success")?;
                 success = walker.boolean()?;
             }
+            b"req_id" => request_id = walker.string()?,
             // A book's payload; another topic's (`publicTrade`) is skipped below, by the
             // topic, which may come after it.
             b"data" if walker.peek()? == b'{' => {
@@ -166,7 +168,14 @@ fn decode_message<'a>(
     }
     match op {
         b"subscribe" if !seen.has(SUCCESS) => Err(DecodeError::MissingKey("success")),
-        b"subscribe" => Ok(Message::SubscribeResult { accepted: success }),
+        b"subscribe" => Ok(Message::SubscribeResult {
+            accepted: success,
+            // Linear answers `"req_id":""` to a request without one; ours all have one.
+            acked: std::str::from_utf8(request_id)
+                .ok()
+                .and_then(|id| id.parse().ok())
+                .map_or(Acked::Oldest, Acked::Request),
+        }),
         // The answers to `{"op":"ping"}`: `"op":"ping"` with `"ret_msg":"pong"` on spot and
         // linear, `"op":"pong"` on the other markets.
         b"ping" | b"pong" => Ok(Message::Heartbeat),
@@ -216,8 +225,9 @@ fn subscribed_depth(requested: usize) -> usize {
         .unwrap_or(DEPTHS[DEPTHS.len() - 1])
 }
 
-/// The requests for `op` on the topics of `symbols` at `depth`, 10 topics a request.
-fn requests(op: &str, symbols: &[String], depth: usize) -> Vec<String> {
+/// The requests for `op` on the topics of `symbols` at `depth`, 10 topics a request,
+/// numbered from `first_id` (unsubscriptions all 0, which no subscription has).
+fn requests(op: &str, symbols: &[String], depth: usize, first_id: u64) -> Vec<SubscribeRequest> {
     let depth = subscribed_depth(depth);
     symbols
         .chunks(TOPICS_PER_REQUEST)
@@ -227,8 +237,17 @@ fn requests(op: &str, symbols: &[String], depth: usize) -> Vec<String> {
                 .iter()
                 .map(|symbol| format!("orderbook.{depth}.{symbol}"))
                 .collect();
-            serde_json::json!({"req_id": (index + 1).to_string(), "op": op, "args": topics})
-                .to_string()
+            let id = match first_id {
+                0 => 0,
+                first => first + index as u64,
+            };
+            let start = index * TOPICS_PER_REQUEST;
+            SubscribeRequest {
+                frame: serde_json::json!({"req_id": id.to_string(), "op": op, "args": topics})
+                    .to_string(),
+                id: Some(id),
+                streams: start..start + chunk.len(),
+            }
         })
         .collect()
 }
@@ -263,15 +282,14 @@ impl Venue for Bybit {
         Self::diff_stream_name(symbol)
     }
 
-    /// 10 topics a request, each request acknowledged once.
-    fn subscribe_frames(streams: &[String], depth: usize) -> (Vec<String>, usize) {
-        let frames = requests("subscribe", streams, depth);
-        let acks = frames.len();
-        (frames, acks)
+    /// 10 topics a request, each request acknowledged once, naming its `req_id`.
+    fn subscribe_frames(streams: &[String], depth: usize, first_id: u64) -> Vec<SubscribeRequest> {
+        requests("subscribe", streams, depth, first_id.max(1))
     }
 
     fn unsubscribe_frames(streams: &[String], depth: usize) -> Vec<String> {
-        requests("unsubscribe", streams, depth)
+        let requests = requests("unsubscribe", streams, depth, 0);
+        requests.into_iter().map(|request| request.frame).collect()
     }
 
     /// "Send `{"req_id":"…","op":"ping"}` every 20 s" (PROTOCOLS.md, Bybit, Keep-alive).
@@ -504,15 +522,24 @@ mod tests {
         let frames = [
             (
                 r#"{"success":true,"ret_msg":"subscribe","conn_id":"d9avtftc9enb83116hvg-5i8rn","req_id":"1","op":"subscribe"}"#,
-                Ok(Message::SubscribeResult { accepted: true }),
+                Ok(Message::SubscribeResult {
+                    accepted: true,
+                    acked: Acked::Request(1),
+                }),
             ),
             (
                 r#"{"success":true,"ret_msg":"","conn_id":"d6ki1eae0cl5msgggj7g-1uoz2","req_id":"","op":"subscribe"}"#,
-                Ok(Message::SubscribeResult { accepted: true }),
+                Ok(Message::SubscribeResult {
+                    accepted: true,
+                    acked: Acked::Oldest,
+                }),
             ),
             (
                 r#"{"success":false,"ret_msg":"error:handler not found,topic:orderbook.7.BTCUSDT","conn_id":"x","req_id":"1","op":"subscribe"}"#,
-                Ok(Message::SubscribeResult { accepted: false }),
+                Ok(Message::SubscribeResult {
+                    accepted: false,
+                    acked: Acked::Request(1),
+                }),
             ),
             (
                 r#"{"success":true,"ret_msg":"pong","conn_id":"0970e817-426e-429a-a679-ff7f55e0b16a","op":"ping"}"#,
@@ -595,17 +622,24 @@ mod tests {
     #[test]
     fn subscriptions_round_trip_through_the_simulator() {
         let symbols: Vec<String> = (0..12).map(|n| format!("C{n}USDT")).collect();
-        let (frames, acks) = Bybit::subscribe_frames(&symbols, 20);
-        assert_eq!((frames.len(), acks), (2, 2), "10 topics a request");
+        let requests = Bybit::subscribe_frames(&symbols, 20, 5);
+        let shape: Vec<_> = requests
+            .iter()
+            .map(|request| (request.id, request.streams.clone()))
+            .collect();
+        assert_eq!(shape, [(Some(5), 0..10), (Some(6), 10..12)], "10 topics a request");
         assert_eq!(
-            Bybit::subscribe_frames(&symbols[..1], 20).0,
-            [r#"{"args":["orderbook.50.C0USDT"],"op":"subscribe","req_id":"1"}"#]
+            Bybit::subscribe_frames(&symbols[..1], 20, 1)[0].frame,
+            r#"{"args":["orderbook.50.C0USDT"],"op":"subscribe","req_id":"1"}"#
         );
-        let answer = Bybit::answer_request(&frames[0]).unwrap();
-        assert_eq!((answer.subscribe.len(), answer.depth), (10, Some(50)));
+        let answer = Bybit::answer_request(&requests[1].frame).unwrap();
+        assert_eq!((answer.subscribe.len(), answer.depth), (2, Some(50)));
         assert_eq!(
             decode(&answer.replies[0]).0,
-            Ok(Message::SubscribeResult { accepted: true })
+            Ok(Message::SubscribeResult {
+                accepted: true,
+                acked: Acked::Request(6)
+            })
         );
         let unsubscribe = Bybit::unsubscribe_frames(&symbols[..1], 20);
         let answer = Bybit::answer_request(&unsubscribe[0]).unwrap();
@@ -615,10 +649,13 @@ mod tests {
         assert_eq!(decode(&pong.replies[0]).0, Ok(Message::Heartbeat));
         let refused = Bybit::answer_request(r#"{"op":"subscribe","args":["orderbook.7.X"]}"#)
             .unwrap();
-        assert_eq!(
+        assert!(matches!(
             decode(&refused.replies[0]).0,
-            Ok(Message::SubscribeResult { accepted: false })
-        );
+            Ok(Message::SubscribeResult {
+                accepted: false,
+                ..
+            })
+        ));
         assert_eq!(Bybit::kept_depth(10), Some(50));
         assert_eq!(Bybit::kept_depth(1), Some(1));
         assert_eq!(Bybit::kept_depth(5000), Some(1000));

@@ -32,8 +32,8 @@
 //! book's `venue_sequence`.
 
 use super::{
-    Answer, ConnectBudget, DecodeError, LevelShape, Message, Seen, Simulated, SnapshotSource, Venue,
-    check_sorted,
+    Acked, Answer, ConnectBudget, DecodeError, LevelShape, Message, Seen, Simulated,
+    SnapshotSource, SubscribeRequest, Venue, check_sorted,
 };
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use crate::sync::Sequencing;
@@ -79,6 +79,8 @@ fn decode_message<'a>(
     let (mut channel, mut kind, mut method): (&[u8], &[u8], &[u8]) = (b"", b"", b"");
     let mut success = false;
     let mut symbol: &'a [u8] = b"";
+    // The symbol an acknowledgement names (`result.symbol`; `symbol` when refused).
+    let mut acked: &'a [u8] = b"";
     let mut books = 0;
     out.clear();
     walker.object(|walker, key| {
@@ -99,6 +101,14 @@ fn decode_message<'a>(
                 seen.mark(SUCCESS, "success")?;
                 success = walker.boolean()?;
             }
+            b"symbol" => acked = walker.string()?,
+            b"result" if walker.peek()? == b'{' => walker.object(|walker, key| {
+                match key {
+                    b"symbol" => acked = walker.string()?,
+                    _ => walker.skip_value()?,
+                }
+                Ok(())
+            })?,
             b"data" => {
                 seen.mark(DATA, "data")?;
                 if walker.peek()? != b'[' {
@@ -147,7 +157,10 @@ fn decode_message<'a>(
     }
     match method {
         b"subscribe" if !seen.has(SUCCESS) => Err(DecodeError::MissingKey("success")),
-        b"subscribe" => Ok(Message::SubscribeResult { accepted: success }),
+        b"subscribe" => Ok(Message::SubscribeResult {
+            accepted: success,
+            acked: Acked::Stream(acked),
+        }),
         b"pong" => Ok(Message::Heartbeat),
         b"" => Err(DecodeError::UnknownMessage("Kraken v2 message")),
         _ => Ok(Message::Ignored),
@@ -362,14 +375,18 @@ impl Venue for Kraken {
         symbol.to_owned()
     }
 
-    /// One request for every symbol, acknowledged once per symbol.
-    fn subscribe_frames(streams: &[String], depth: usize) -> (Vec<String>, usize) {
+    /// One request for every symbol, acknowledged once per symbol (naming it).
+    fn subscribe_frames(streams: &[String], depth: usize, first_id: u64) -> Vec<SubscribeRequest> {
         let request = serde_json::json!({
             "method": "subscribe",
             "params": {"channel": "book", "symbol": streams, "depth": subscribed_depth(depth), "snapshot": true},
-            "req_id": 1,
+            "req_id": first_id,
         });
-        (vec![request.to_string()], streams.len())
+        vec![SubscribeRequest {
+            frame: request.to_string(),
+            id: None,
+            streams: 0..streams.len(),
+        }]
     }
 
     fn unsubscribe_frames(streams: &[String], _depth: usize) -> Vec<String> {
@@ -642,11 +659,17 @@ mod tests {
             ),
             (
                 r#"{"method":"subscribe","result":{"channel":"book","depth":10,"snapshot":true,"symbol":"ETH/BTC"},"success":true,"time_in":"2026-08-26T15:16:16.576099Z","time_out":"2026-08-26T15:16:16.576140Z"}"#,
-                Ok(Message::SubscribeResult { accepted: true }),
+                Ok(Message::SubscribeResult {
+                    accepted: true,
+                    acked: Acked::Stream(b"ETH/BTC"),
+                }),
             ),
             (
                 r#"{"error":"Currency pair not supported XXX/YYY","method":"subscribe","success":false,"symbol":"XXX/YYY","time_in":"2026-08-26T15:16:16.576099Z","time_out":"2026-08-26T15:16:16.576140Z"}"#,
-                Ok(Message::SubscribeResult { accepted: false }),
+                Ok(Message::SubscribeResult {
+                    accepted: false,
+                    acked: Acked::Stream(b"XXX/YYY"),
+                }),
             ),
             (
                 r#"{"method":"pong","req_id":7,"time_in":"2026-08-26T15:16:16.576099Z","time_out":"2026-08-26T15:16:16.576140Z"}"#,
@@ -698,21 +721,25 @@ mod tests {
 
     #[test]
     fn subscriptions_round_trip_through_the_simulator() {
-        let (frames, acks) =
-            Kraken::subscribe_frames(&["BTC/USD".to_owned(), "ETH/BTC".to_owned()], 11);
+        let symbols = ["BTC/USD".to_owned(), "ETH/BTC".to_owned()];
+        let requests = Kraken::subscribe_frames(&symbols, 11, 4);
         assert_eq!(
-            frames,
-            [
-                r#"{"method":"subscribe","params":{"channel":"book","depth":25,"snapshot":true,"symbol":["BTC/USD","ETH/BTC"]},"req_id":1}"#
-            ]
+            requests,
+            [SubscribeRequest {
+                frame: r#"{"method":"subscribe","params":{"channel":"book","depth":25,"snapshot":true,"symbol":["BTC/USD","ETH/BTC"]},"req_id":4}"#.to_owned(),
+                id: None, // acknowledged per symbol
+                streams: 0..2,
+            }]
         );
-        assert_eq!(acks, 2, "one ack per symbol");
-        let answer = Kraken::answer_request(&frames[0]).unwrap();
+        let answer = Kraken::answer_request(&requests[0].frame).unwrap();
         assert_eq!((answer.subscribe.len(), answer.depth), (2, Some(25)));
-        for reply in &answer.replies {
+        for (reply, symbol) in answer.replies.iter().zip(&symbols) {
             assert_eq!(
                 decode(reply).0,
-                Ok(Message::SubscribeResult { accepted: true })
+                Ok(Message::SubscribeResult {
+                    accepted: true,
+                    acked: Acked::Stream(symbol.as_bytes())
+                })
             );
         }
         let unsubscribe = Kraken::unsubscribe_frames(&["BTC/USD".to_owned()], 10);

@@ -44,8 +44,8 @@ pub enum Message<'a> {
     /// The output book now holds the venue's complete top of book for the stream named
     /// `stream` (Binance combined stream name, Bitstamp channel; empty on a raw stream).
     Book { stream: &'a [u8] },
-    /// The venue confirmed (or refused) a subscription.
-    SubscribeResult { accepted: bool },
+    /// The venue confirmed (or refused) a subscription: `acked` names which.
+    SubscribeResult { accepted: bool, acked: Acked<'a> },
     /// The venue asks the client to reconnect (Binance `serverShutdown`, Bitstamp
     /// `bts:request_reconnect`).
     Reconnect,
@@ -57,6 +57,29 @@ pub enum Message<'a> {
     SubscriptionsAlive,
     /// A well-formed message this decoder has no use for (other event types).
     Ignored,
+}
+
+/// What a subscription's acknowledgement names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acked<'a> {
+    /// The request with this id (`SubscribeRequest::id`): every stream it asked for.
+    Request(u64),
+    /// One stream, by its name (a venue that acknowledges each stream of a request).
+    Stream(&'a [u8]),
+    /// The venue's acknowledgement names nothing (Bybit's linear market may echo an empty
+    /// `req_id`): the oldest request still waiting.
+    Oldest,
+}
+
+/// One subscribe frame, and how the venue acknowledges it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscribeRequest {
+    pub frame: String,
+    /// `Some(id)`: one acknowledgement for the whole request, naming `id`
+    /// (`Acked::Request`); `None`: one per stream, naming it (`Acked::Stream`).
+    pub id: Option<u64>,
+    /// The streams it asks for, as indices into the streams given.
+    pub streams: std::ops::Range<usize>,
 }
 
 /// An exchange's wire protocol. Implementations are pure: bytes in, book or typed error
@@ -92,10 +115,10 @@ pub trait Venue {
     /// The stream (channel) this venue publishes `symbol`'s book on, for `depth` levels.
     fn stream_name(symbol: &str, depth: usize) -> String;
 
-    /// The text frames that subscribe an open connection to `streams` of books of `depth`
-    /// levels a side (where the venue takes a depth), and how many subscription acks the
-    /// venue answers them with.
-    fn subscribe_frames(streams: &[String], depth: usize) -> (Vec<String>, usize);
+    /// The requests that subscribe an open connection to `streams` of books of `depth`
+    /// levels a side (where the venue takes a depth). Requests the venue acknowledges by
+    /// id are numbered from `first_id` on.
+    fn subscribe_frames(streams: &[String], depth: usize, first_id: u64) -> Vec<SubscribeRequest>;
 
     /// The text frames that end the subscriptions to `streams` of books of `depth` levels
     /// (as `subscribe_frames` made them).
@@ -311,8 +334,8 @@ macro_rules! venues {
             }
 
             /// See [`Venue::subscribe_frames`].
-            pub fn subscribe_frames(self, streams: &[String], depth: usize) -> (Vec<String>, usize) {
-                match self { $(VenueId::$variant => <$module::$venue as Venue>::subscribe_frames(streams, depth)),+ }
+            pub fn subscribe_frames(self, streams: &[String], depth: usize, first_id: u64) -> Vec<SubscribeRequest> {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::subscribe_frames(streams, depth, first_id)),+ }
             }
 
             /// See [`Venue::unsubscribe_frames`].

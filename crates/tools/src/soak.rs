@@ -103,10 +103,9 @@ const FAULTS: [(&str, Inject); 15] = [
     // A book with bids and no asks, newer than any before it: shown one-sided, left out.
     ("one_sided_book", |simulator, venue, _| {
         // Only a top-N snapshot stream replaces the book with one frame.
-        let venue = match venue.has_snapshot_streams() {
-            true => venue,
-            false => VenueId::Binance,
-        };
+        let venue = std::iter::once(venue)
+            .chain(VenueId::ALL.iter().copied())
+            .find(|venue| venue.has_snapshot_streams())?;
         let mut book = mergebook::book::TopBook {
             venue_sequence: u64::MAX / 2,
             ..Default::default()
