@@ -153,6 +153,18 @@ async fn the_metrics_port_bounds_its_connections_and_their_idle_time() {
     let mut extra = TcpStream::connect(ports.metrics).await.unwrap();
     assert!(closed_within(&mut extra, REQUEST_TIMEOUT / 2).await);
     assert_eq!(ports.refused("metrics"), 1.0);
+    // The flood holds the metrics port's places only: gRPC serves meanwhile.
+    let request = proto::SummaryRequest {
+        instrument: "ETH/BTC".into(),
+    };
+    assert!(
+        ports
+            .grpc_client()
+            .await
+            .book_summary_exact(request)
+            .await
+            .is_ok()
+    );
     // The idle ones send no request: closed after the timeout.
     for stream in &mut idle {
         assert!(closed_within(stream, WAIT).await);
