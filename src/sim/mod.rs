@@ -19,6 +19,8 @@
 //! on diff streams, skip (a gap), duplicate or reorder events, serve a stale snapshot,
 //! delay snapshots, answer 429 with `Retry-After`; and read the true book's history.
 
+#[cfg(feature = "faults")]
+mod controls;
 pub mod market;
 
 use crate::book::{BookUpdate, TopBook, WireDecimals};
@@ -36,8 +38,9 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-/// A one-off instruction to every open connection of a venue.
+/// A one-off instruction to every open connection of a venue (`controls.rs` sends them).
 #[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "faults"), allow(dead_code))]
 enum Command {
     /// Drop the TCP connection without a close frame.
     Disconnect,
@@ -56,40 +59,13 @@ enum Command {
 
 /// What a connection does after writing raw bytes.
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "faults"), allow(dead_code))]
 enum AfterRaw {
     Continue,
     /// Drop the TCP connection.
     Close,
     /// Send nothing more, ever; keep the connection open until the client leaves.
     Stall,
-}
-
-/// A server-to-client WebSocket frame (final, unmasked) with `opcode` around `payload`,
-/// as RFC 6455 §5.2 lays it out.
-fn websocket_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
-    let mut frame = vec![0x80 | opcode];
-    match payload.len() {
-        length @ 0..=125 => frame.push(length as u8),
-        length @ 126..=0xffff => {
-            frame.push(126);
-            frame.extend_from_slice(&(length as u16).to_be_bytes());
-        }
-        length => {
-            frame.push(127);
-            frame.extend_from_slice(&(length as u64).to_be_bytes());
-        }
-    }
-    frame.extend_from_slice(payload);
-    frame
-}
-
-const TEXT_OPCODE: u8 = 0x1;
-
-/// The header of a 1000-byte text frame and its first 100 bytes.
-fn half_a_frame() -> Vec<u8> {
-    let mut frame = websocket_frame(TEXT_OPCODE, &[b' '; 1000]);
-    frame.truncate(frame.len() - 900);
-    frame
 }
 
 struct VenueControl {
@@ -252,8 +228,6 @@ struct Shared {
     last_sent: Mutex<HashMap<(VenueId, String), String>>,
     diff_streams: Mutex<HashMap<(VenueId, String), Arc<DiffStream>>>,
     rest_addr: SocketAddr,
-    /// A port that accepts connections and never answers (`Simulator::silent_url`).
-    silent_addr: SocketAddr,
     /// Where connections opened from now on report each book frame they send.
     send_log: Mutex<Option<std::sync::mpsc::SyncSender<SentFrame>>>,
     /// Frames sent but not logged because the log was full.
@@ -289,9 +263,6 @@ impl Simulator {
         let rest_listener = std::net::TcpListener::bind((addr.ip(), 0))?;
         rest_listener.set_nonblocking(true)?;
         let rest_listener = TcpListener::from_std(rest_listener)?;
-        let silent_listener = std::net::TcpListener::bind((addr.ip(), 0))?;
-        silent_listener.set_nonblocking(true)?;
-        let silent_listener = TcpListener::from_std(silent_listener)?;
         let shared = Arc::new(Shared {
             rate_per_second: rate_per_second.max(1),
             seed,
@@ -313,7 +284,6 @@ impl Simulator {
             last_sent: Mutex::new(HashMap::new()),
             diff_streams: Mutex::new(HashMap::new()),
             rest_addr: rest_listener.local_addr()?,
-            silent_addr: silent_listener.local_addr()?,
             send_log: Mutex::new(None),
             unlogged_sends: AtomicU64::new(0),
         });
@@ -333,15 +303,6 @@ impl Simulator {
                 if Arc::strong_count(&walker) == 1 {
                     return; // nothing else holds the simulator any more
                 }
-            }
-        });
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = silent_listener.accept().await {
-                tokio::spawn(async move {
-                    // Reads (and ignores) until the client gives up.
-                    let mut sink = tokio::io::sink();
-                    let _ = tokio::io::copy(&mut stream, &mut sink).await;
-                });
             }
         });
         let accepting = Arc::clone(&shared);
@@ -382,279 +343,11 @@ impl Simulator {
         }
     }
 
-    fn faults(&self, venue: VenueId) -> &DiffFaults {
-        &self.control(venue).faults
-    }
-
-    /// On each diff stream of `venue`, the next `events` events change the book but are
-    /// not sent: gaps.
-    pub fn skip_events(&self, venue: VenueId, events: u64) {
-        for stream in self.diff_streams(venue) {
-            stream.faults.skip.store(events, Ordering::Relaxed);
-        }
-    }
-
-    /// On each diff stream of `venue`, the next `events` events are sent twice.
-    pub fn duplicate_events(&self, venue: VenueId, events: u64) {
-        for stream in self.diff_streams(venue) {
-            stream.faults.duplicate.store(events, Ordering::Relaxed);
-        }
-    }
-
-    /// On each diff stream of `venue`, the next `pairs` pairs of events are sent in
-    /// swapped order.
-    pub fn swap_events(&self, venue: VenueId, pairs: u64) {
-        for stream in self.diff_streams(venue) {
-            stream.faults.swap.store(pairs, Ordering::Relaxed);
-        }
-    }
-
-    /// On `symbol`'s diff stream of `venue` (one that sends checksums), the next `events`
-    /// events carry a wrong checksum.
-    pub fn corrupt_checksums(&self, venue: VenueId, symbol: &str, events: u64) {
-        let key = stream_key(venue, &venue.diff_stream_name(symbol));
-        let streams = self.shared.diff_streams.lock().expect("not poisoned");
-        if let Some(stream) = streams.get(&key) {
-            stream
-                .faults
-                .corrupt_checksum
-                .store(events, Ordering::Relaxed);
-        }
-    }
-
-    /// The next `requests` snapshot requests to `venue` are answered HTTP 429 with
-    /// `Retry-After: retry_after_s`.
-    pub fn rate_limit_snapshots(&self, venue: VenueId, requests: u64, retry_after_s: u64) {
-        let faults = self.faults(venue);
-        faults.retry_after_s.store(retry_after_s, Ordering::Relaxed);
-        faults
-            .rate_limited_requests
-            .store(requests, Ordering::Relaxed);
-    }
-
-    /// Every snapshot response of `venue` waits `delay` first.
-    pub fn delay_snapshots(&self, venue: VenueId, delay: Duration) {
-        self.faults(venue)
-            .snapshot_delay_ms
-            .store(delay.as_millis() as u64, Ordering::Relaxed);
-    }
-
-    /// Saves each of `venue`'s diff books as it is now; the next snapshot request for each
-    /// gets that saved (by then older) state.
-    pub fn serve_stale_snapshot(&self, venue: VenueId) {
-        for stream in self.diff_streams(venue) {
-            let mut saved = BookUpdate::default();
-            stream
-                .market
-                .lock()
-                .expect("not poisoned")
-                .snapshot(usize::MAX, &mut saved);
-            *stream.stale_snapshot.lock().expect("not poisoned") = Some(saved);
-        }
-    }
-
-    /// When each snapshot request to `venue` arrived.
-    pub fn snapshot_requests(&self, venue: VenueId) -> Vec<std::time::Instant> {
-        self.faults(venue)
-            .snapshot_requests
-            .lock()
-            .expect("not poisoned")
-            .clone()
-    }
-
-    /// The top of `venue`'s diff book for `symbol` after each of its recent events
-    /// (at most 20 levels a side), oldest first.
-    pub fn diff_history(&self, venue: VenueId, symbol: &str) -> Vec<TopBook> {
-        let key = stream_key(venue, &venue.diff_stream_name(symbol));
-        let streams = self.shared.diff_streams.lock().expect("not poisoned");
-        streams.get(&key).map_or_else(Vec::new, |stream| {
-            let history = stream.history.lock().expect("not poisoned");
-            history.iter().copied().collect()
-        })
-    }
-
-    fn diff_streams(&self, venue: VenueId) -> Vec<Arc<DiffStream>> {
-        let streams = self.shared.diff_streams.lock().expect("not poisoned");
-        streams
-            .iter()
-            .filter(|((v, _), _)| *v == venue)
-            .map(|(_, stream)| Arc::clone(stream))
-            .collect()
-    }
-
-    fn control(&self, venue: VenueId) -> &VenueControl {
-        &self.shared.venues[venue.index()]
-    }
-
-    /// Drops every open connection of `venue` without a close frame.
-    pub fn disconnect(&self, venue: VenueId) {
-        self.command(venue, Command::Disconnect);
-    }
-
-    /// Stops (or resumes) book frames for `venue`; connections stay open.
-    pub fn pause(&self, venue: VenueId, paused: bool) {
-        self.control(venue).paused.send_replace(paused);
-    }
-
-    /// Sends `frame` verbatim on every open connection of `venue`.
-    pub fn send_raw(&self, venue: VenueId, frame: impl Into<String>) {
-        self.command(venue, Command::Send(frame.into()));
-    }
-
-    /// Sends a binary frame (the venues send only text) on every open connection of `venue`.
-    pub fn send_binary(&self, venue: VenueId, bytes: Vec<u8>) {
-        self.command(venue, Command::SendBinary(bytes));
-    }
-
-    /// Sends a text frame whose payload is not UTF-8 (which WebSocket forbids).
-    pub fn send_invalid_utf8(&self, venue: VenueId) {
-        let bytes = websocket_frame(TEXT_OPCODE, b"{\"data\":\"\xff\xfe\xc3\x28\"}");
-        self.command(
-            venue,
-            Command::Raw {
-                bytes,
-                then: AfterRaw::Continue,
-            },
-        );
-    }
-
-    /// Writes the first part of a text frame (its header promises more), then drops the
-    /// connection.
-    pub fn cut_mid_frame(&self, venue: VenueId) {
-        let bytes = half_a_frame();
-        self.command(
-            venue,
-            Command::Raw {
-                bytes,
-                then: AfterRaw::Close,
-            },
-        );
-    }
-
-    /// Writes the first part of a text frame, then sends nothing more while keeping the
-    /// connection open: a peer stalled mid-stream.
-    pub fn stall_mid_frame(&self, venue: VenueId) {
-        let bytes = half_a_frame();
-        self.command(
-            venue,
-            Command::Raw {
-                bytes,
-                then: AfterRaw::Stall,
-            },
-        );
-    }
-
-    /// Sends `count` pings at once on every open connection of `venue`.
-    pub fn ping_flood(&self, venue: VenueId, count: u32) {
-        self.command(venue, Command::Pings(count));
-    }
-
-    /// Sends `frames` book frames per stream at once, on top of the configured rate.
-    pub fn burst(&self, venue: VenueId, frames: u32) {
-        self.command(venue, Command::Burst(frames));
-    }
-
-    /// From now on, `venue`'s book frames carry sequences (Bitstamp: timestamps)
-    /// `offset` above the true ones; 0 puts the clock back.
-    pub fn set_clock_offset(&self, venue: VenueId, offset: u64) {
-        self.control(venue)
-            .clock_offset
-            .store(offset, Ordering::Relaxed);
-    }
-
-    /// While `quiet`, `venue`'s book frames repeat the last book sent, unchanged and with
-    /// the same sequence, at the usual rate: a market where nothing happens (Binance then
-    /// repeats `lastUpdateId`).
-    pub fn quiet_market(&self, venue: VenueId, quiet: bool) {
-        self.control(venue).quiet.store(quiet, Ordering::Relaxed);
-    }
-
-    /// A `ws://` URL for `venue` whose server accepts TCP connections and never answers.
-    pub fn silent_url(&self, venue: VenueId) -> String {
-        format!("ws://{}/{}", self.shared.silent_addr, venue.name())
-    }
-
-    /// A `wss://` URL for `venue` on the simulator's plain-text port: the TLS handshake
-    /// fails.
-    pub fn tls_mismatch_url(&self, venue: VenueId) -> String {
-        format!("wss://{}/{}", self.addr, venue.name())
-    }
-
-    fn command(&self, venue: VenueId, command: Command) {
-        let _ = self.control(venue).commands.send(command);
-    }
-
-    /// Makes connections opened from now on report every generated book frame they send
-    /// to `log`, stamped just before the write (the load harness's start of the clock). The
-    /// log is bounded and never waited on: when it is full the frame is still sent and
-    /// counted in `unlogged_sends`. After a write of one frame a stream the simulator's thread
-    /// then yields its CPU, so that the reader the write woke runs first.
-    pub fn record_sends(&self, log: std::sync::mpsc::SyncSender<SentFrame>) {
-        *self.shared.send_log.lock().expect("not poisoned") = Some(log);
-    }
-
-    /// Frames sent that `record_sends`'s full log could not take.
-    pub fn unlogged_sends(&self) -> u64 {
-        self.shared.unlogged_sends.load(Ordering::Relaxed)
-    }
-
-    /// Sends the venue's own reconnect request (nothing for a venue that has none).
-    pub fn request_reconnect(&self, venue: VenueId) {
-        if let Some(request) = venue.reconnect_request() {
-            self.send_raw(venue, request);
-        }
-    }
-
     /// Makes new connections of `venue` serve `recording` (looped) instead of the
     /// generated market.
     pub fn replay(&self, venue: VenueId, recording: Recording) {
         self.shared.recordings.lock().expect("not poisoned")[venue.index()] =
             Some(Arc::new(recording));
-    }
-
-    /// Makes new connections of `venue` ping every `interval` instead of the venue's own.
-    pub fn set_ping_interval(&self, venue: VenueId, interval: Duration) {
-        self.control(venue)
-            .ping_every_ms
-            .store(interval.as_millis().max(1) as u64, Ordering::Relaxed);
-    }
-
-    /// Pongs received from clients of `venue` so far.
-    pub fn pongs(&self, venue: VenueId) -> u64 {
-        self.control(venue).pongs.load(Ordering::Relaxed)
-    }
-
-    /// While `closing`, every new connection of `venue` is closed once the WebSocket
-    /// handshake is done, before any subscription (a venue in trouble; a reconnect storm).
-    pub fn close_new_connections(&self, venue: VenueId, closing: bool) {
-        self.control(venue)
-            .closing
-            .store(closing, Ordering::Relaxed);
-    }
-
-    /// Application-level pings received from clients of `venue` so far.
-    pub fn client_pings(&self, venue: VenueId) -> u64 {
-        self.control(venue).client_pings.load(Ordering::Relaxed)
-    }
-
-    /// Close frames received from clients of `venue` so far (a clean client shutdown).
-    pub fn closes(&self, venue: VenueId) -> u64 {
-        self.control(venue).closes.load(Ordering::Relaxed)
-    }
-
-    /// Connections accepted for `venue` so far.
-    pub fn connections(&self, venue: VenueId) -> u64 {
-        self.control(venue).connections.load(Ordering::Relaxed)
-    }
-
-    /// The last book frame sent to any client on `stream`.
-    pub fn last_sent(&self, venue: VenueId, stream: &str) -> Option<String> {
-        self.shared
-            .last_sent
-            .lock()
-            .expect("not poisoned")
-            .get(&(venue, stream.to_owned()))
-            .cloned()
     }
 }
 
