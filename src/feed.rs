@@ -392,17 +392,14 @@ impl Reader {
                     return Ok(Disconnect::Shutdown);
                 }
             };
-            if self
-                .core
-                .ack_overdue(clock::monotonic_ns(), settings.connect_timeout)
-            {
-                return Err(ConnectionError::AckTimeout);
-            }
             let message = match next {
                 None => return Err(ConnectionError::Closed),
                 Some(message) => message?,
             };
             let received_ns = clock::monotonic_ns();
+            if self.core.ack_overdue(received_ns, settings.connect_timeout) {
+                return Err(ConnectionError::AckTimeout);
+            }
             match message {
                 tungstenite::Message::Text(text) => {
                     self.outlet.metrics.messages.inc();

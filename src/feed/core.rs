@@ -146,6 +146,8 @@ pub struct FeedCore {
     /// Per stream, the acknowledgement of its subscription still expected, if one is, and
     /// since when.
     awaiting_ack: Vec<Option<(AwaitedAck, u64)>>,
+    /// How many of `awaiting_ack` are `Some`: the per-frame check reads this, not the list.
+    acks_pending: usize,
     /// The id the next subscribe request gets (each request's is new on the connection).
     next_request_id: u64,
     /// When the connection's first book was published (`None`: none yet).
@@ -239,6 +241,7 @@ impl FeedCore {
             last_sequence: vec![0; count],
             regressions: vec![0; count],
             awaiting_ack: vec![None; count],
+            acks_pending: 0,
             next_request_id: 1,
             first_book_ns: None,
             last_book_data_ns: now_ns,
@@ -261,17 +264,19 @@ impl FeedCore {
 
     /// Streams whose subscription the venue has not acknowledged yet.
     pub fn acks_pending(&self) -> usize {
-        self.awaiting_ack.iter().flatten().count()
+        self.acks_pending
     }
 
     /// Whether a subscription has waited for its acknowledgement for `timeout` or longer
     /// at `now_ns` (the venue is not answering: the connection is given up).
     pub fn ack_overdue(&self, now_ns: u64, timeout: std::time::Duration) -> bool {
         let timeout = timeout.as_nanos() as u64;
-        self.awaiting_ack
-            .iter()
-            .flatten()
-            .any(|&(_, since)| now_ns.saturating_sub(since) >= timeout)
+        self.acks_pending > 0
+            && self
+                .awaiting_ack
+                .iter()
+                .flatten()
+                .any(|&(_, since)| now_ns.saturating_sub(since) >= timeout)
     }
 
     /// A connection is being opened: every stream is `Connecting`.
@@ -318,7 +323,9 @@ impl FeedCore {
                 None => AwaitedAck::Stream,
             };
             for index in request.streams {
-                self.awaiting_ack[first_slot + index] = Some((awaited, now_ns));
+                let slot = &mut self.awaiting_ack[first_slot + index];
+                self.acks_pending += usize::from(slot.is_none());
+                *slot = Some((awaited, now_ns));
             }
             frames.push(request.frame);
         }
@@ -353,6 +360,7 @@ impl FeedCore {
             };
             if this {
                 *awaited = None;
+                self.acks_pending -= 1;
                 matched = true;
             }
         }
