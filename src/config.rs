@@ -121,6 +121,7 @@ pub struct RawVenue {
     pub snapshot_timeout_ms: Option<i64>,
     pub allow_one_sided: Option<bool>,
     pub ping_interval_ms: Option<i64>,
+    pub read_idle_timeout_ms: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -262,6 +263,10 @@ pub struct VenueConfig {
     /// The application-level ping the reader sends, and how often, where the venue wants
     /// one (`Venue::client_ping`; `ping_interval_ms` overrides its interval).
     pub client_ping: Option<(Duration, &'static str)>,
+    /// How long one of its subscriptions may deliver no book data (its quiet-market
+    /// allowance): then it is subscribed again, and still silent after another, its
+    /// connection is recycled. `feed.read_idle_timeout_ms` unless the venue sets its own.
+    pub read_idle_timeout: Duration,
 }
 
 /// How many connections a port keeps open at once (one more is closed as it is accepted),
@@ -569,7 +574,7 @@ impl RawConfig {
         })?;
         let feed = self.feed_settings()?;
         let (instruments, used) = self.instruments()?;
-        let venues = self.venue_configs(&used, depth)?;
+        let venues = self.venue_configs(&used, depth, feed.read_idle_timeout)?;
         let simulator = self.simulator_config()?;
 
         Ok(Config {
@@ -737,6 +742,7 @@ impl RawConfig {
         &self,
         used: &[usize; MAX_VENUES],
         depth: usize,
+        read_idle_timeout: Duration,
     ) -> Result<Vec<VenueConfig>, ConfigError> {
         let mut venues = Vec::new();
         for &venue in VenueId::ALL.iter().filter(|venue| used[venue.index()] > 0) {
@@ -777,12 +783,20 @@ impl RawConfig {
                 }
                 (venue_ping, None) => venue_ping,
             };
+            let read_idle_timeout = match raw.and_then(|raw| raw.read_idle_timeout_ms) {
+                None => read_idle_timeout,
+                Some(ms) => {
+                    let key = format!("venues.{venue}.read_idle_timeout_ms");
+                    milliseconds(defaults::READ_IDLE_TIMEOUT_MS.read(&key, Some(ms))?)
+                }
+            };
             venues.push(VenueConfig {
                 venue,
                 url,
                 mode,
                 allow_one_sided,
                 client_ping,
+                read_idle_timeout,
             });
         }
         Ok(venues)
@@ -965,6 +979,7 @@ mod tests {
                 mode: FeedMode::Snapshot,
                 allow_one_sided: false,
                 client_ping: None,
+                read_idle_timeout: Duration::from_secs(30),
             }]
         );
         // Safe defaults (docs/reliability.md): loopback only, bounded clients.
@@ -973,6 +988,27 @@ mod tests {
         assert_eq!(config.grpc_max_clients, 1024);
         assert_eq!(config.grpc_client_buffer_bytes, 262_144);
         assert!(config.simulator.is_none());
+    }
+
+    #[test]
+    fn a_venue_read_idle_timeout_overrides_the_feed_one() {
+        let config = validate(&format!(
+            "[feed]\nread_idle_timeout_ms = 5000\n[venues.binance]\nread_idle_timeout_ms = 120000\n\
+             {MINIMAL}[[instruments]]\nname = \"ETH/USD\"\nsymbols = {{ bitstamp = \"ethusd\" }}\n"
+        ))
+        .unwrap();
+        let allowances: Vec<_> = config
+            .venues
+            .iter()
+            .map(|venue| (venue.venue, venue.read_idle_timeout))
+            .collect();
+        assert_eq!(
+            allowances,
+            [
+                (VenueId::Binance, Duration::from_secs(120)),
+                (VenueId::Bitstamp, Duration::from_secs(5)),
+            ]
+        );
     }
 
     #[test]
@@ -1058,6 +1094,10 @@ mod tests {
             (
                 "[venues.binance]\nping_interval_ms = 1000\n",
                 "venues.binance.ping_interval_ms = 1000: the venue takes no application pings",
+            ),
+            (
+                "[venues.binance]\nread_idle_timeout_ms = 50\n",
+                "venues.binance.read_idle_timeout_ms = 50: must be between 100 and 600000",
             ),
             (
                 "[simulator]\nrate_per_second = 5\n",

@@ -10,7 +10,7 @@
 //! It survives what exchanges do: a refused or dropped connection, a venue's reconnect
 //! request, each reconnect paced by one policy (`reconnect.rs`: backoff reset only by a
 //! healthy connection, and the venue's budget of connection attempts), a silent
-//! connection (read-idle watchdog), oversized frames (refused by the WebSocket layer: the
+//! subscription (read-idle watchdog: subscribed again, then the connection recycled), oversized frames (refused by the WebSocket layer: the
 //! connection is reset), and bad frames (counted, logged, dropped; the connection stays
 //! up). While a venue is not delivering books its instruments are marked `Connecting` or
 //! `OutOfSync`, so the merger leaves them out.
@@ -18,7 +18,7 @@
 pub mod core;
 
 use self::core::{
-    BadFrame, CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict, SnapshotRequest,
+    BadFrame, CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict, Silence, SnapshotRequest,
 };
 use crate::clock;
 use crate::config::{FeedMode, FeedSettings};
@@ -117,6 +117,7 @@ struct Reader {
     /// The lines a reconnect storm repeats.
     reconnect_log: LogLimiter,
     connected_log: LogLimiter,
+    silence_log: LogLimiter,
 }
 
 /// Where the core's results go in the service: the instruments' mailboxes and the venue's
@@ -219,6 +220,7 @@ impl Reader {
             rng: Rng::new(clock::unix_ns()),
             reconnect_log: LogLimiter::per_second(),
             connected_log: LogLimiter::per_second(),
+            silence_log: LogLimiter::per_second(),
         }
     }
 
@@ -322,11 +324,12 @@ impl Reader {
         }
 
         let mut flush = tokio::time::interval(crate::metrics::FLUSH_EVERY);
-        // The read-idle watchdog, on the last book data (`FeedCore::last_book_data_ns`). A
-        // timeout around each read would restart with every other event of this loop (the
-        // metrics flush comes every 100 ms) and never fire: the timer runs to the
-        // deadline, and re-arms from the last book data if there was some.
-        let idle_timeout_ns = settings.read_idle_timeout.as_nanos() as u64;
+        // The read-idle watchdog, on each stream's last book data (`FeedCore::check_silence`:
+        // a silent stream is subscribed again, then the connection recycled). A timeout
+        // around each read would restart with every other event of this loop (the metrics
+        // flush comes every 100 ms) and never fire: the timer runs to the deadline the core
+        // names.
+        let allowance_ns = settings.read_idle_timeout.as_nanos() as u64;
         let idle_timer = tokio::time::sleep(settings.read_idle_timeout);
         tokio::pin!(idle_timer);
         // The venue's application-level ping, where it wants one.
@@ -354,12 +357,22 @@ impl Reader {
             let next = tokio::select! {
                 next = socket.next() => next,
                 _ = &mut idle_timer => {
-                    let idle_ns = clock::monotonic_ns().saturating_sub(self.core.last_book_data_ns());
-                    if idle_ns >= idle_timeout_ns {
-                        return Err(ConnectionError::IdleTimeout);
+                    let now = clock::monotonic_ns();
+                    match self.core.check_silence(now, allowance_ns) {
+                        Silence::None => {}
+                        Silence::Resubscribe { streams, frames } => {
+                            self.outlet.metrics.silent_resubscriptions.inc_by(streams as u64);
+                            if let Some(suppressed) = self.silence_log.allow(now) {
+                                tracing::warn!(venue = %self.venue, streams, suppressed, "subscriptions silent for the read-idle allowance: subscribing again");
+                            }
+                            for frame in frames {
+                                socket.send(tungstenite::Message::text(frame)).await?;
+                            }
+                        }
+                        Silence::Recycle => return Err(ConnectionError::IdleTimeout),
                     }
-                    let rest = Duration::from_nanos(idle_timeout_ns - idle_ns);
-                    idle_timer.as_mut().reset(tokio::time::Instant::now() + rest);
+                    let rest = self.core.next_silence_check(allowance_ns).saturating_sub(now);
+                    idle_timer.as_mut().reset(tokio::time::Instant::now() + Duration::from_nanos(rest));
                     continue;
                 }
                 _ = flush.tick() => {

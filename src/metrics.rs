@@ -53,6 +53,8 @@ pub struct Metrics {
     pub books_dropped: IntCounterVec,
     /// Times a venue's sequence went back and the reader followed it.
     pub sequence_resets: IntCounterVec,
+    /// Subscriptions subscribed again because they delivered nothing for the allowance.
+    pub silent_resubscriptions: IntCounterVec,
     /// gRPC streams open now, and refused because `grpc.max_clients` were open.
     pub grpc_clients: prometheus::IntGauge,
     pub grpc_clients_rejected: IntCounter,
@@ -195,6 +197,13 @@ impl Metrics {
             "orderbook_sequence_resets_total",
             "Snapshot mode: the venue's sequence went back and stayed back (clock jump, restart); the reader followed it.",
         );
+        let silent_resubscriptions = counter(
+            "orderbook_silent_resubscriptions_total",
+            "Subscriptions that delivered no book data for the venue's read-idle allowance (a \
+             dead subscription, or a market quieter than the allowance), subscribed again. One \
+             still silent an allowance later recycles the connection (connection_errors, \
+             reason idle_timeout).",
+        );
         let grpc_clients =
             prometheus::IntGauge::new("orderbook_grpc_clients", "gRPC summary streams open.")
                 .expect("valid");
@@ -229,6 +238,7 @@ impl Metrics {
             Box::new(books_repeated.clone()),
             Box::new(books_dropped.clone()),
             Box::new(sequence_resets.clone()),
+            Box::new(silent_resubscriptions.clone()),
             Box::new(e2e_seconds.clone()),
             Box::new(messages.clone()),
             Box::new(superseded.clone()),
@@ -278,6 +288,7 @@ impl Metrics {
             books_repeated,
             books_dropped,
             sequence_resets,
+            silent_resubscriptions,
             grpc_clients,
             grpc_clients_rejected,
             grpc_summaries_skipped,
@@ -324,6 +335,7 @@ impl Metrics {
                 .books_dropped
                 .with_label_values(&[venue.name(), "before_ack"]),
             sequence_resets: self.sequence_resets.with_label_values(&labels),
+            silent_resubscriptions: self.silent_resubscriptions.with_label_values(&labels),
         }
     }
 
@@ -370,6 +382,7 @@ pub struct VenueMetrics {
     pub books_dropped_out_of_order: IntCounter,
     pub books_dropped_before_ack: IntCounter,
     pub sequence_resets: IntCounter,
+    pub silent_resubscriptions: IntCounter,
 }
 
 /// The `outcome` label of each [`FetchOutcome`] kind, in `outcome_index` order.

@@ -2,7 +2,7 @@
 //! consumers (JSON lines, gRPC, `/metrics` and `/health`) together, and takes them apart
 //! again on shutdown. Listeners are passed in, so tests bind port 0.
 
-use crate::config::{Config, FeedMode, Output, VenueConfig};
+use crate::config::{Config, FeedMode, FeedSettings, Output, VenueConfig};
 use crate::feed::{self, ReaderSpec, StreamSpec};
 use crate::handoff::{FeedSender, VenueFeed};
 use crate::mailbox;
@@ -195,7 +195,10 @@ impl Service {
                 url: connection.url,
                 connect_attempts: Arc::clone(&attempts[venue.index()]),
                 depth: config.depth,
-                settings: config.feed,
+                settings: FeedSettings {
+                    read_idle_timeout: venue_config.read_idle_timeout,
+                    ..config.feed
+                },
                 mode: venue_config.mode.clone(),
                 client_ping: venue_config.client_ping,
                 streams: connection.streams,

@@ -215,8 +215,30 @@ async fn a_peer_stalled_mid_frame_is_dropped_at_the_read_idle_timeout() {
     .await;
 }
 
-/// A connection that only pings (a dead subscription on a live socket) is recycled at the
-/// read-idle timeout: pings do not count as data.
+const SILENT_RESUBSCRIPTIONS: &str =
+    r#"orderbook_silent_resubscriptions_total{exchange="binance"}"#;
+
+/// A subscription the venue stopped serving on a live connection is subscribed again at
+/// the read-idle timeout, which revives it: the connection stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_subscription_is_subscribed_again_and_revived() {
+    let chaos = start(None).await;
+    chaos.both_synced().await;
+    chaos.simulator.drop_subscriptions(BINANCE);
+    chaos.counted(SILENT_RESUBSCRIPTIONS, 1.0).await;
+    chaos.both_synced().await;
+    assert_eq!(chaos.simulator.connections(BINANCE), 1);
+    assert_eq!(
+        chaos.metric(&connection_errors(BINANCE, "idle_timeout")),
+        0.0
+    );
+    chaos.finish().await;
+}
+
+/// A connection that only pings (a dead subscription on a live socket, which subscribing
+/// again does not revive) is recycled: at the read-idle timeout its subscription is made
+/// again, and still silent at the next, the connection is dropped. Pings do not count as
+/// data.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_only_pings_is_recycled_at_the_read_idle_timeout() {
     let chaos = start(None).await;
@@ -233,9 +255,16 @@ async fn a_connection_that_only_pings_is_recycled_at_the_read_idle_timeout() {
         .await;
     chaos.both_synced().await;
     chaos.simulator.pause(BINANCE, true);
+    let idle_timeouts = connection_errors(BINANCE, "idle_timeout");
     chaos
-        .counted(&connection_errors(BINANCE, "idle_timeout"), 1.0)
+        .eventually("subscribed again before the connection is recycled", || {
+            chaos.metric(SILENT_RESUBSCRIPTIONS) >= 1.0
+        })
         .await;
+    assert_eq!(chaos.metric(&idle_timeouts), 0.0, "subscribed again first");
+    assert_eq!(chaos.simulator.connections(BINANCE), 2);
+    chaos.counted(&idle_timeouts, 1.0).await;
+    assert_eq!(chaos.metric(SILENT_RESUBSCRIPTIONS), 1.0);
     chaos
         .eventually("a reconnection after the timeout", || {
             chaos.simulator.connections(BINANCE) >= 3

@@ -29,7 +29,7 @@ use crate::log_limit::LogLimiter;
 use crate::snapshot::{FetchError, FetchOutcome, SnapshotScheduler};
 use crate::summary::VenueState;
 use crate::sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutcome};
-use crate::venue::{Acked, DecodeError, Message, SnapshotSource, VenueId};
+use crate::venue::{Acked, DecodeError, Message, SnapshotSource, UNSUBSCRIBE_REQUEST_ID, VenueId};
 
 /// Books in a row with a sequence below the last one published after which the core
 /// takes the lower sequence as the venue's new count. A book out of order is dropped (an
@@ -123,6 +123,19 @@ pub enum SnapshotRequest {
     Resubscribe { frames: Vec<String> },
 }
 
+/// What the read-idle watchdog finds ([`FeedCore::check_silence`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Silence {
+    /// Every subscription delivered within the allowance.
+    None,
+    /// `streams` subscriptions delivered nothing for the allowance: send these frames,
+    /// which subscribe them again (a dead subscription on a live socket is revived).
+    Resubscribe { streams: usize, frames: Vec<String> },
+    /// A subscription stayed silent for the allowance after it was subscribed again: the
+    /// connection is given up.
+    Recycle,
+}
+
 /// A frame the core could not use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum BadFrame {
@@ -152,11 +165,14 @@ pub struct FeedCore {
     next_request_id: u64,
     /// When the connection's first book was published (`None`: none yet).
     first_book_ns: Option<u64>,
-    /// When the last frame of a subscribed stream arrived (or the venue's heartbeat for its
-    /// subscriptions), or the connection opened: the read-idle watchdog's clock. Pings,
+    /// Per stream, when its last book data arrived (or the venue's heartbeat for its
+    /// subscriptions), or it was last subscribed: the read-idle watchdog's clock. Pings,
     /// acks and connection heartbeats do not move it, so a dead subscription on a live
-    /// socket is recycled.
-    last_book_data_ns: u64,
+    /// socket is found.
+    last_data_ns: Vec<u64>,
+    /// Per stream, whether it was subscribed again for silence and has delivered nothing
+    /// since: silent once more, it recycles the connection.
+    resubscribed_for_silence: Vec<bool>,
     diff: Option<DiffBooks>,
     /// The lines a misbehaving venue repeats: bad frames, subscriptions.
     bad_frame_log: LogLimiter,
@@ -244,7 +260,8 @@ impl FeedCore {
             acks_pending: 0,
             next_request_id: 1,
             first_book_ns: None,
-            last_book_data_ns: now_ns,
+            last_data_ns: vec![now_ns; count],
+            resubscribed_for_silence: vec![false; count],
             diff,
             bad_frame_log: LogLimiter::per_second(),
             subscribed_log: LogLimiter::per_second(),
@@ -257,9 +274,55 @@ impl FeedCore {
         self.first_book_ns
     }
 
-    /// When book data last arrived (or the connection opened).
-    pub fn last_book_data_ns(&self) -> u64 {
-        self.last_book_data_ns
+    /// When the read-idle watchdog should next look ([`FeedCore::check_silence`]): when the
+    /// longest-silent stream reaches `allowance_ns` of silence.
+    pub fn next_silence_check(&self, allowance_ns: u64) -> u64 {
+        let oldest = self.last_data_ns.iter().min().copied().unwrap_or(0);
+        oldest.saturating_add(allowance_ns)
+    }
+
+    /// The read-idle watchdog at `now_ns`: each stream silent for `allowance_ns` is
+    /// subscribed again (its clock restarts); one already subscribed again for silence,
+    /// silent for another allowance, gives the connection up. A quiet market longer than
+    /// the allowance costs a resubscription; the allowance is the venue's
+    /// `read_idle_timeout_ms`.
+    pub fn check_silence(&mut self, now_ns: u64, allowance_ns: u64) -> Silence {
+        let silent: Vec<usize> = (0..self.streams.len())
+            .filter(|&slot| now_ns.saturating_sub(self.last_data_ns[slot]) >= allowance_ns)
+            .collect();
+        if silent.is_empty() {
+            return Silence::None;
+        }
+        if silent
+            .iter()
+            .any(|&slot| self.resubscribed_for_silence[slot])
+        {
+            return Silence::Recycle;
+        }
+        let depth = self.subscribed_depth();
+        let names: Vec<String> = silent
+            .iter()
+            .map(|&slot| self.streams[slot].name.clone())
+            .collect();
+        for &slot in &silent {
+            tracing::debug!(venue = %self.venue, stream = %self.streams[slot].name, "no book data for the read-idle allowance; subscribing again");
+            self.resubscribed_for_silence[slot] = true;
+            self.last_data_ns[slot] = now_ns;
+        }
+        let mut frames = self.venue.unsubscribe_frames(&names, depth);
+        frames.extend(self.subscribe(&silent, depth, now_ns));
+        Silence::Resubscribe {
+            streams: silent.len(),
+            frames,
+        }
+    }
+
+    /// The depth the streams are subscribed at: a diff book's snapshot depth, or the
+    /// service's.
+    fn subscribed_depth(&self) -> usize {
+        self.diff
+            .as_ref()
+            .map_or(self.depth, |diff| diff.settings.snapshot_depth)
     }
 
     /// Streams whose subscription the venue has not acknowledged yet.
@@ -291,28 +354,23 @@ impl FeedCore {
     pub fn connected(&mut self, now_ns: u64, out: &mut impl FeedOutput) -> Vec<String> {
         self.last_sequence.fill(0);
         self.regressions.fill(0);
-        self.last_book_data_ns = now_ns;
+        self.last_data_ns.fill(now_ns);
+        self.resubscribed_for_silence.fill(false);
         self.reset_diff_books(ResyncReason::Connect, now_ns, out);
-        let names: Vec<String> = self.streams.iter().map(|s| s.name.clone()).collect();
-        let depth = self
-            .diff
-            .as_ref()
-            .map_or(self.depth, |diff| diff.settings.snapshot_depth);
-        self.subscribe(&names, 0, depth, now_ns)
+        let slots: Vec<usize> = (0..self.streams.len()).collect();
+        self.subscribe(&slots, self.subscribed_depth(), now_ns)
     }
 
-    /// The frames that subscribe `names`, the streams from `first_slot` on, at `depth`:
-    /// each stream awaits its acknowledgement from `now_ns` on.
-    fn subscribe(
-        &mut self,
-        names: &[String],
-        first_slot: usize,
-        depth: usize,
-        now_ns: u64,
-    ) -> Vec<String> {
+    /// The frames that subscribe the streams in `slots` at `depth`: each awaits its
+    /// acknowledgement from `now_ns` on.
+    fn subscribe(&mut self, slots: &[usize], depth: usize, now_ns: u64) -> Vec<String> {
+        let names: Vec<String> = slots
+            .iter()
+            .map(|&slot| self.streams[slot].name.clone())
+            .collect();
         let requests = self
             .venue
-            .subscribe_frames(names, depth, self.next_request_id);
+            .subscribe_frames(&names, depth, self.next_request_id);
         let mut frames = Vec::with_capacity(requests.len());
         for request in requests {
             let awaited = match request.id {
@@ -323,7 +381,7 @@ impl FeedCore {
                 None => AwaitedAck::Stream,
             };
             for index in request.streams {
-                let slot = &mut self.awaiting_ack[first_slot + index];
+                let slot = &mut self.awaiting_ack[slots[index]];
                 self.acks_pending += usize::from(slot.is_none());
                 *slot = Some((awaited, now_ns));
             }
@@ -336,6 +394,9 @@ impl FeedCore {
     /// on. An acknowledgement of nothing awaited (a request not ours, or answered already)
     /// is logged and changes nothing.
     fn on_ack(&mut self, acked: Acked<'_>, received_ns: u64) {
+        if acked == Acked::Request(UNSUBSCRIBE_REQUEST_ID) {
+            return;
+        }
         let oldest = self
             .awaiting_ack
             .iter()
@@ -399,7 +460,8 @@ impl FeedCore {
                 else {
                     return FrameVerdict::Continue; // a stream we did not ask for
                 };
-                self.last_book_data_ns = received_ns;
+                self.last_data_ns[slot] = received_ns;
+                self.resubscribed_for_silence[slot] = false;
                 if self.awaiting_ack[slot].is_some() {
                     // Not known to be subscribed: a refusal may still come, and after a
                     // resubscription it may be the old subscription's.
@@ -420,7 +482,10 @@ impl FeedCore {
                 accepted: false, ..
             }) => return FrameVerdict::Refused,
             Ok(Message::Reconnect) => return FrameVerdict::Reconnect,
-            Ok(Message::SubscriptionsAlive) => self.last_book_data_ns = received_ns,
+            Ok(Message::SubscriptionsAlive) => {
+                self.last_data_ns.fill(received_ns);
+                self.resubscribed_for_silence.fill(false);
+            }
             Ok(Message::Heartbeat | Message::Ignored) => {}
             Err(error) => self.on_bad_frame(BadFrame::Decode(error), received_ns, out),
         }
@@ -692,7 +757,7 @@ impl FeedCore {
                 let names = [stream.name.clone()];
                 let depth = diff.settings.snapshot_depth;
                 let mut frames = self.venue.unsubscribe_frames(&names, depth);
-                frames.extend(self.subscribe(&names, slot, depth, now_ns));
+                frames.extend(self.subscribe(&[slot], depth, now_ns));
                 SnapshotRequest::Resubscribe { frames }
             }
         })
@@ -906,5 +971,54 @@ mod tests {
         core.on_frame(&book_frame(venue, "btcusd", 1), 3, &mut out);
         core.on_frame(&book_frame(venue, "ethbtc", 1), 4, &mut out);
         assert_eq!(out.published, [(0, VenueState::Synced)]);
+    }
+
+    /// The watchdog looks at each stream: a silent one is subscribed again (alone, with
+    /// an acknowledgement awaited) while the others deliver; silent again after that, it
+    /// recycles the connection; data in between starts its count over.
+    #[test]
+    fn a_silent_stream_is_subscribed_again_then_its_connection_recycled() {
+        let venue = VenueId::Binance;
+        let (mut core, _, mut out) = connected(venue, &["ETHBTC", "BTCUSDT"]);
+        core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
+        let allowance = 100;
+        assert_eq!(core.next_silence_check(allowance), 100);
+        assert_eq!(core.check_silence(99, allowance), Silence::None);
+        core.on_frame(&book_frame(venue, "BTCUSDT", 1), 50, &mut out);
+        let Silence::Resubscribe { streams, frames } = core.check_silence(100, allowance) else {
+            panic!("the silent stream is subscribed again");
+        };
+        assert_eq!(streams, 1);
+        assert_eq!(
+            frames,
+            [
+                r#"{"id":0,"method":"UNSUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#,
+                r#"{"id":2,"method":"SUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#,
+            ]
+        );
+        assert_eq!(core.acks_pending(), 1);
+        // The unsubscription's answer acknowledges nothing; the subscription's does.
+        core.on_frame(br#"{"result":null,"id":0}"#, 101, &mut out);
+        assert_eq!(core.acks_pending(), 1);
+        core.on_frame(br#"{"result":null,"id":2}"#, 102, &mut out);
+        assert_eq!(core.acks_pending(), 0);
+        // BTCUSDT, silent since 50, is due first.
+        assert_eq!(core.next_silence_check(allowance), 150);
+        core.on_frame(&book_frame(venue, "BTCUSDT", 2), 140, &mut out);
+        assert_eq!(core.next_silence_check(allowance), 200);
+        // ETHBTC's data starts its count over: silent for another allowance, it is
+        // subscribed again rather than recycled.
+        core.on_frame(&book_frame(venue, "ETHBTC", 1), 150, &mut out);
+        core.on_frame(&book_frame(venue, "BTCUSDT", 3), 240, &mut out);
+        assert!(matches!(
+            core.check_silence(250, allowance),
+            Silence::Resubscribe { streams: 1, .. }
+        ));
+        core.on_frame(&book_frame(venue, "BTCUSDT", 4), 340, &mut out);
+        assert_eq!(core.check_silence(349, allowance), Silence::None);
+        assert_eq!(core.check_silence(350, allowance), Silence::Recycle);
+        // A new connection starts every count over.
+        core.connected(400, &mut out);
+        assert_eq!(core.check_silence(499, allowance), Silence::None);
     }
 }

@@ -145,7 +145,8 @@ impl Simulator {
         self.command(venue, Command::Disconnect);
     }
 
-    /// Stops (or resumes) book frames for `venue`; connections stay open.
+    /// Stops (or resumes) book frames for `venue`, a subscription's in-band snapshot
+    /// included; connections stay open and subscriptions are still answered.
     pub fn pause(&self, venue: VenueId, paused: bool) {
         self.control(venue).paused.send_replace(paused);
     }
@@ -196,6 +197,12 @@ impl Simulator {
                 then: AfterRaw::Stall,
             },
         );
+    }
+
+    /// Every open connection of `venue` stops serving its subscriptions, silently (pings
+    /// and the connection go on); a new subscription is served again.
+    pub fn drop_subscriptions(&self, venue: VenueId) {
+        self.command(venue, Command::DropSubscriptions);
     }
 
     /// Sends `count` pings at once on every open connection of `venue`.

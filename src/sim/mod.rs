@@ -55,6 +55,9 @@ enum Command {
     Pings(u32),
     /// Send this many book frames per stream at once, on top of the rate.
     Burst(u32),
+    /// Stop serving every subscription of the connection without a word: a dead
+    /// subscription on a live socket, which a subscription again revives.
+    DropSubscriptions,
 }
 
 /// What a connection does after writing raw bytes.
@@ -456,7 +459,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
             _ = ticker.tick(), if !books.streams.is_empty() && !*paused.borrow() => {
                 books.send(&mut socket, &shared, frames_per_tick).await?;
             }
-            Some(frame) = diff_frames.recv() => socket.send(Message::text(frame.to_string())).await?,
+            // Paused, a subscription's in-band snapshot waits too: a paused venue sends no
+            // book data at all.
+            Some(frame) = diff_frames.recv(), if !*paused.borrow() => socket.send(Message::text(frame.to_string())).await?,
             _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
             command = commands.recv() => match command {
                 Ok(Command::Disconnect) | Err(broadcast::error::RecvError::Closed) => return Ok(()),
@@ -483,6 +488,12 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                     socket.flush().await?;
                 }
                 Ok(Command::Burst(frames)) => books.send(&mut socket, &shared, frames).await?,
+                Ok(Command::DropSubscriptions) => {
+                    books.streams.clear();
+                    for diff in shared.diff_streams.lock().expect("not poisoned").values() {
+                        diff.subscribers.lock().expect("not poisoned").retain(|s| !s.same_channel(&diff_sender));
+                    }
+                }
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
             },
             _ = paused.changed() => {}

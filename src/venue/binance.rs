@@ -28,7 +28,7 @@
 
 use super::{
     Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
-    SubscribeRequest, Venue,
+    SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue,
 };
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
@@ -479,9 +479,8 @@ impl Venue for Binance {
         }]
     }
 
-    /// Id 0, which no subscription has: its answer acknowledges none.
     fn unsubscribe_frames(streams: &[String], _depth: usize) -> Vec<String> {
-        let request = serde_json::json!({"method": "UNSUBSCRIBE", "params": streams, "id": 0});
+        let request = serde_json::json!({"method": "UNSUBSCRIBE", "params": streams, "id": UNSUBSCRIBE_REQUEST_ID});
         vec![request.to_string()]
     }
 

@@ -38,7 +38,7 @@
 
 use super::{
     Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
-    SubscribeRequest, Venue, check_sorted,
+    SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, check_sorted,
 };
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
@@ -238,7 +238,7 @@ fn requests(op: &str, symbols: &[String], depth: usize, first_id: u64) -> Vec<Su
                 .map(|symbol| format!("orderbook.{depth}.{symbol}"))
                 .collect();
             let id = match first_id {
-                0 => 0,
+                UNSUBSCRIBE_REQUEST_ID => UNSUBSCRIBE_REQUEST_ID,
                 first => first + index as u64,
             };
             let start = index * TOPICS_PER_REQUEST;
@@ -288,7 +288,7 @@ impl Venue for Bybit {
     }
 
     fn unsubscribe_frames(streams: &[String], depth: usize) -> Vec<String> {
-        let requests = requests("unsubscribe", streams, depth, 0);
+        let requests = requests("unsubscribe", streams, depth, UNSUBSCRIBE_REQUEST_ID);
         requests.into_iter().map(|request| request.frame).collect()
     }
 

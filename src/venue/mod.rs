@@ -71,6 +71,10 @@ pub enum Acked<'a> {
     Oldest,
 }
 
+/// The request id of every unsubscribe frame, which no subscription has (the core numbers
+/// its subscriptions from 1): its acknowledgement is of no subscription, and ignored.
+pub const UNSUBSCRIBE_REQUEST_ID: u64 = 0;
+
 /// One subscribe frame, and how the venue acknowledges it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubscribeRequest {

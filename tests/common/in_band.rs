@@ -172,9 +172,10 @@ impl Harness {
         super::eventually(&what, WAIT, || self.metric(series) >= at_least).await;
     }
 
-    /// Silence (no data, no heartbeats) is a dead connection: after the read-idle timeout
-    /// it is counted, the venue shown connecting, and once the venue speaks again it is
-    /// connected anew, subscribed and synced.
+    /// Silence (no data, no heartbeats) is a dead connection: at the read-idle timeout
+    /// the subscription is made again, at the next the connection is recycled (counted),
+    /// the venue shown connecting, and once the venue speaks again it is connected anew,
+    /// subscribed and synced.
     pub async fn silence_recycles_the_connection(&self) {
         let venue = self.venue;
         let connections = self.simulator.connections(venue);
@@ -183,6 +184,12 @@ impl Harness {
             r#"orderbook_connection_errors_total{{exchange="{venue}",reason="idle_timeout"}}"#
         );
         self.counted(&idle_timeouts, 1.0).await;
+        let resubscriptions =
+            format!(r#"orderbook_silent_resubscriptions_total{{exchange="{venue}"}}"#);
+        assert!(
+            self.metric(&resubscriptions) >= 1.0,
+            "subscribed again first"
+        );
         self.wait_for("connecting again", |s| {
             s.venue_state(venue) == VenueState::Connecting
         })
