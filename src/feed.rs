@@ -482,7 +482,7 @@ enum ConnectionError {
     Connect(tungstenite::Error),
     #[error("no subscription ack in time")]
     AckTimeout,
-    #[error("nothing received within the read-idle timeout")]
+    #[error("a subscription delivered nothing for the read-idle allowance, nor after it was made again")]
     IdleTimeout,
     #[error("connection closed without a close frame")]
     Closed,

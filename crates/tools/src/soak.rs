@@ -35,7 +35,7 @@ pub struct SoakSpec {
 type Inject = fn(&Simulator, VenueId, u32) -> Option<Undo>;
 
 /// The faults the soak picks from: each name (in the report) with its injection.
-const FAULTS: [(&str, Inject); 15] = [
+const FAULTS: [(&str, Inject); 16] = [
     ("disconnect", |simulator, venue, _| {
         simulator.disconnect(venue);
         None
@@ -87,6 +87,12 @@ const FAULTS: [(&str, Inject); 15] = [
     ("pause", |simulator, venue, _| {
         simulator.pause(venue, true);
         Some(Undo::Resume(venue))
+    }),
+    // The connection stops serving its subscriptions, pinging on: the read-idle watchdog
+    // subscribes them again.
+    ("drop_subscriptions", |simulator, venue, _| {
+        simulator.drop_subscriptions(venue);
+        None
     }),
     // The same book, same sequence, at the usual rate: repeats, not staleness.
     ("quiet_market", |simulator, venue, _| {
