@@ -482,7 +482,9 @@ enum ConnectionError {
     Connect(tungstenite::Error),
     #[error("no subscription ack in time")]
     AckTimeout,
-    #[error("a subscription delivered nothing for the read-idle allowance, nor after it was made again")]
+    #[error(
+        "a subscription delivered nothing for the read-idle allowance, nor after it was made again"
+    )]
     IdleTimeout,
     #[error("connection closed without a close frame")]
     Closed,

@@ -10,7 +10,7 @@
 use crate::book::TopBook;
 use crate::handoff::VenueFeed;
 use crate::merge::{VenueBook, merge};
-use crate::summary::{Summary, VenueState};
+use crate::summary::{BestPrices, Summary, VenueState};
 use crate::venue::{MAX_VENUES, VenueId};
 
 #[derive(Clone, Copy, Default)]
@@ -113,6 +113,10 @@ impl InstrumentMerger {
             out.venues[venue] = slot.state;
             out.venue_received_ns[venue] = slot.book.received_ns;
             out.venue_sequence[venue] = slot.book.venue_sequence;
+            out.venue_best[venue] = BestPrices {
+                bid: slot.book.bids.best().map(|level| level.price),
+                ask: slot.book.asks.best().map(|level| level.price),
+            };
         }
     }
 }

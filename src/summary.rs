@@ -2,6 +2,7 @@
 //! with a sequence number, the publish time, and every venue's state. Plain inline data,
 //! so it can sit in a mailbox slot.
 
+use crate::fixed::FixedPoint;
 use crate::merge::MergedBook;
 use crate::venue::{MAX_VENUES, VenueId};
 
@@ -64,6 +65,16 @@ pub struct Summary {
     /// Each venue's sequence (update id or timestamp, as the venue numbers its books) of
     /// its latest book: which frame of each venue this summary contains.
     pub venue_sequence: [u64; MAX_VENUES],
+    /// Each venue's own best prices in its latest book, merged or not (a venue left out
+    /// shows where it stands).
+    pub venue_best: [BestPrices; MAX_VENUES],
+}
+
+/// A venue's best bid and ask (`None`: that side is empty).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BestPrices {
+    pub bid: Option<FixedPoint>,
+    pub ask: Option<FixedPoint>,
 }
 
 impl Summary {
@@ -80,6 +91,7 @@ impl Summary {
             venues,
             venue_received_ns,
             venue_sequence,
+            venue_best,
         } = self;
         *instrument = 0;
         *sequence = 0;
@@ -90,6 +102,7 @@ impl Summary {
         *venues = [VenueState::default(); MAX_VENUES];
         *venue_received_ns = [0; MAX_VENUES];
         *venue_sequence = [0; MAX_VENUES];
+        *venue_best = [BestPrices::default(); MAX_VENUES];
     }
 
     pub fn venue_state(&self, venue: VenueId) -> VenueState {
@@ -127,6 +140,10 @@ mod tests {
             venues: [VenueState::Synced; MAX_VENUES],
             venue_received_ns: [6; MAX_VENUES],
             venue_sequence: [7; MAX_VENUES],
+            venue_best: [BestPrices {
+                bid: Some(FixedPoint::from_raw(8)),
+                ask: None,
+            }; MAX_VENUES],
             ..Summary::default()
         };
         for raw in 1..=3 {

@@ -233,6 +233,27 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
     assert_eq!(exact_levels(&summary.asks), expected_asks);
     assert_eq!(summary.seq, last_sequence);
     assert_eq!(summary.venues["binance"], "synced");
+    // Each venue's own best prices: its first level on each side of the merged book.
+    let quotes: Vec<_> = summary
+        .venue_quotes
+        .iter()
+        .map(|q| (q.exchange.as_str(), q.state.as_str(), q.book_age_ns > 0))
+        .collect();
+    assert_eq!(
+        quotes,
+        [("binance", "synced", true), ("bitstamp", "synced", true)]
+    );
+    for quote in &summary.venue_quotes {
+        let best = |levels: &[(String, String, String)]| {
+            levels
+                .iter()
+                .find(|level| level.0 == quote.exchange)
+                .map(|level| level.1.clone())
+                .unwrap()
+        };
+        assert_eq!(quote.best_bid, best(&expected_bids), "{}", quote.exchange);
+        assert_eq!(quote.best_ask, best(&expected_asks), "{}", quote.exchange);
+    }
     let spread =
         expected_asks[0].1.parse::<f64>().unwrap() - expected_bids[0].1.parse::<f64>().unwrap();
     assert!((summary.spread.parse::<f64>().unwrap() - spread).abs() < 1e-9);

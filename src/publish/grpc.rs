@@ -7,6 +7,7 @@
 //! At most `grpc.max_clients` streams are served at once; more are refused.
 
 use crate::config::Config;
+use crate::fixed::FixedPoint;
 use crate::merge::MergedLevel;
 use crate::metrics::Metrics;
 use crate::summary::Summary;
@@ -195,6 +196,24 @@ pub fn exact_summary(instrument: &str, summary: &Summary) -> proto::ExactSummary
         venues: summary
             .venue_states()
             .map(|(venue, state)| (venue.name().to_owned(), state.name().to_owned()))
+            .collect(),
+        venue_quotes: summary
+            .venue_states()
+            .map(|(venue, state)| {
+                let best = summary.venue_best[venue.index()];
+                let received = summary.venue_received_ns[venue.index()];
+                let exact = |price: Option<FixedPoint>| price.map(|p| p.to_string());
+                proto::VenueQuote {
+                    exchange: venue.name().to_owned(),
+                    state: state.name().to_owned(),
+                    best_bid: exact(best.bid).unwrap_or_default(),
+                    best_ask: exact(best.ask).unwrap_or_default(),
+                    book_age_ns: match received {
+                        0 => 0,
+                        _ => summary.published_monotonic_ns.saturating_sub(received),
+                    },
+                }
+            })
             .collect(),
     }
 }
