@@ -48,3 +48,4 @@ pub mod summary;
 pub mod sync;
 pub mod venue;
 mod walker;
+pub mod watch;

@@ -99,6 +99,16 @@ enum Command {
     /// Replay recorded frames through the decoders and merge; print JSON-lines summaries.
     #[command(subcommand)]
     Replay(ReplayCommand),
+    /// A running mergebook's consolidated book in this terminal (keys: ←/→ instrument,
+    /// +/- depth, p pause, q quit).
+    Watch {
+        /// The gRPC address of the running service (grpc.listen).
+        #[arg(long, default_value = "127.0.0.1:50051")]
+        grpc: String,
+        /// The instrument to show first (the service's first when not given).
+        #[arg(long)]
+        instrument: Option<String>,
+    },
 }
 
 /// Replay's two modes, as the service's feed modes: each takes only its own flags.
@@ -212,6 +222,10 @@ fn main() -> ExitCode {
             )
         }
         Some(Command::Healthcheck { address }) => ("mergebook healthcheck", healthcheck(address)),
+        Some(Command::Watch { grpc, instrument }) => (
+            "mergebook watch",
+            mergebook::watch::run(&grpc, instrument).map_err(|error| error.to_string()),
+        ),
         None => ("mergebook", run_service(&cli.run)),
     };
     // The one exit path: every command's failure is one message, said once.

@@ -233,6 +233,8 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
     assert_eq!(exact_levels(&summary.asks), expected_asks);
     assert_eq!(summary.seq, last_sequence);
     assert_eq!(summary.venues["binance"], "synced");
+    let instruments = client.instruments(proto::Empty {}).await.unwrap();
+    assert_eq!(instruments.into_inner().names, ["ETH/BTC"]);
     // Each venue's own best prices: its first level on each side of the merged book.
     let quotes: Vec<_> = summary
         .venue_quotes
@@ -371,7 +373,7 @@ async fn grpc_reflection_lists_the_services_and_describes_them() {
         .iter()
         .map(|method| method.name().to_owned())
         .collect();
-    assert_eq!(methods, ["BookSummary", "BookSummaryExact"]);
+    assert_eq!(methods, ["BookSummary", "BookSummaryExact", "Instruments"]);
     harness.service.stop().await;
 }
 

@@ -256,6 +256,16 @@ impl OrderbookAggregator for Aggregator {
         });
         Ok(Response::new(stream))
     }
+
+    async fn instruments(
+        &self,
+        _: Request<proto::Empty>,
+    ) -> Result<Response<proto::InstrumentList>, Status> {
+        let names = self.config.instruments.iter();
+        Ok(Response::new(proto::InstrumentList {
+            names: names.map(|instrument| instrument.name.clone()).collect(),
+        }))
+    }
 }
 
 /// The answer to a request for an instrument not configured: the name echoed as far as a

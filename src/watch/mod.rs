@@ -1,0 +1,206 @@
+//! `mergebook watch`: a running mergebook's consolidated book in a terminal, over its
+//! `BookSummaryExact` gRPC stream (exact decimals). Three parts: the state of what is
+//! shown (`state.rs`, pure), the drawing of it (`render.rs`, ratatui), and here the loop
+//! that feeds the state from the keyboard and the service and redraws: a lost connection
+//! is shown and retried with backoff, never an exit.
+
+pub mod render;
+pub mod state;
+
+use self::render::Context;
+use self::state::{Action, WatchState};
+use crate::publish::grpc::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
+use crate::publish::grpc::proto::{Empty, ExactSummary, SummaryRequest};
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tonic::transport::Endpoint;
+
+/// How often the screen is redrawn (the ages and rates move; summaries may come faster
+/// than a terminal can show).
+const REDRAW_EVERY: Duration = Duration::from_millis(100);
+/// The retries of a lost connection: doubling from the first to the last.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MAX: Duration = Duration::from_secs(5);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("the gRPC address {0:?} is not a host:port")]
+    Address(String),
+    #[error("needs a terminal: {0}")]
+    Terminal(std::io::Error),
+}
+
+/// What the connection task tells the loop.
+enum Update {
+    Instruments(Vec<String>),
+    Started,
+    Summary(Box<ExactSummary>),
+    Lost { error: String, retry_at: Instant },
+}
+
+/// Runs the viewer on this terminal until a quit key.
+pub fn run(address: &str, instrument: Option<String>) -> Result<(), WatchError> {
+    let endpoint = Endpoint::from_shared(format!("http://{address}"))
+        .map_err(|_| WatchError::Address(address.to_owned()))?
+        .connect_timeout(CONNECT_TIMEOUT)
+        .http2_keep_alive_interval(Duration::from_secs(5))
+        .keep_alive_timeout(Duration::from_secs(5));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(WatchError::Terminal)?;
+    let mut terminal = ratatui::try_init().map_err(WatchError::Terminal)?;
+    let result = runtime.block_on(event_loop(&mut terminal, address, endpoint, instrument));
+    ratatui::restore();
+    result.map_err(WatchError::Terminal)
+}
+
+async fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    address: &str,
+    endpoint: Endpoint,
+    instrument: Option<String>,
+) -> std::io::Result<()> {
+    // The keyboard, read on a thread of its own (crossterm's read blocks).
+    let (key_sender, mut keys) = mpsc::unbounded_channel();
+    std::thread::Builder::new()
+        .name("watch-keys".into())
+        .spawn(move || {
+            while let Ok(event) = event::read() {
+                if key_sender.send(event).is_err() {
+                    return;
+                }
+            }
+        })?;
+    let mut state = WatchState::new(instrument);
+    let (update_sender, mut updates) = mpsc::channel(256);
+    let mut follower = tokio::spawn(follow(
+        endpoint.clone(),
+        state.instrument.clone(),
+        update_sender.clone(),
+    ));
+    let mut redraw = tokio::time::interval(REDRAW_EVERY);
+    loop {
+        tokio::select! {
+            _ = redraw.tick() => {
+                let now = Instant::now();
+                let context = Context {
+                    address,
+                    now,
+                    updates_per_second: state.updates_per_second(now),
+                };
+                terminal.draw(|frame| render::draw(frame, &state, &context))?;
+            }
+            Some(event) = keys.recv() => {
+                let Some(action) = action_of(&event) else { continue };
+                if action == Action::Quit {
+                    break;
+                }
+                if let Some(instrument) = state.act(action) {
+                    follower.abort();
+                    state.link = state::Link::Connecting;
+                    follower = tokio::spawn(follow(endpoint.clone(), instrument, update_sender.clone()));
+                }
+                redraw.reset_immediately();
+            }
+            Some(update) = updates.recv() => match update {
+                Update::Instruments(names) => state.set_instruments(names),
+                Update::Started => state.stream_started(),
+                Update::Summary(summary) => state.on_summary(*summary, Instant::now()),
+                Update::Lost { error, retry_at } => state.lost(error, retry_at),
+            },
+        }
+    }
+    follower.abort();
+    Ok(())
+}
+
+/// The action of a key press, if it has one. Resizes redraw on the next tick.
+fn action_of(event: &Event) -> Option<Action> {
+    let Event::Key(key) = event else { return None };
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    Some(match key.code {
+        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => Action::Quit,
+        KeyCode::Char('q') | KeyCode::Esc => Action::Quit,
+        KeyCode::Right | KeyCode::Tab | KeyCode::Char('n') => Action::NextInstrument,
+        KeyCode::Left | KeyCode::BackTab | KeyCode::Char('N') => Action::PreviousInstrument,
+        KeyCode::Char('+' | '=') | KeyCode::Up => Action::MoreDepth,
+        KeyCode::Char('-') | KeyCode::Down => Action::LessDepth,
+        KeyCode::Char('p' | ' ') => Action::TogglePause,
+        _ => return None,
+    })
+}
+
+/// Follows `instrument`'s summaries on the service for as long as the loop wants them:
+/// the instruments first, then the stream; a lost connection is told and retried, the
+/// wait doubling from `RETRY_FIRST` to `RETRY_MAX` and starting over once a stream ran.
+async fn follow(endpoint: Endpoint, instrument: String, updates: mpsc::Sender<Update>) {
+    let mut retry = RETRY_FIRST;
+    loop {
+        let error = match stream(&endpoint, &instrument, &updates, &mut retry).await {
+            Ok(()) => "the service ended the stream".to_owned(),
+            Err(error) => error,
+        };
+        let retry_at = Instant::now() + retry;
+        if updates
+            .send(Update::Lost { error, retry_at })
+            .await
+            .is_err()
+        {
+            return;
+        }
+        tokio::time::sleep(retry).await;
+        retry = (retry * 2).min(RETRY_MAX);
+    }
+}
+
+async fn stream(
+    endpoint: &Endpoint,
+    instrument: &str,
+    updates: &mpsc::Sender<Update>,
+    retry: &mut Duration,
+) -> Result<(), String> {
+    let channel = endpoint.connect().await.map_err(|error| {
+        use std::error::Error;
+        // tonic's "transport error" alone says little: its source says what failed.
+        error
+            .source()
+            .map_or_else(|| error.to_string(), |source| source.to_string())
+    })?;
+    let mut client = OrderbookAggregatorClient::new(channel);
+    let names = client.instruments(Empty {}).await.map_err(status_text)?;
+    let _ = updates
+        .send(Update::Instruments(names.into_inner().names))
+        .await;
+    let request = SummaryRequest {
+        instrument: instrument.to_owned(),
+    };
+    let mut summaries = client
+        .book_summary_exact(request)
+        .await
+        .map_err(status_text)?
+        .into_inner();
+    let _ = updates.send(Update::Started).await;
+    *retry = RETRY_FIRST;
+    while let Some(summary) = summaries.message().await.map_err(status_text)? {
+        if updates
+            .send(Update::Summary(Box::new(summary)))
+            .await
+            .is_err()
+        {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+fn status_text(status: tonic::Status) -> String {
+    match status.message() {
+        "" => format!("{:?}", status.code()),
+        message => message.to_owned(),
+    }
+}
