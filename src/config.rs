@@ -59,6 +59,7 @@ pub struct RawConfig {
     #[serde(default)]
     pub instruments: Vec<RawInstrument>,
     pub simulator: Option<RawSimulator>,
+    pub nats: Option<RawNats>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -69,6 +70,19 @@ pub struct RawService {
     pub max_instruments: Option<i64>,
     pub output: Option<String>,
     pub log_format: Option<String>,
+    pub shard: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNats {
+    pub url: Option<String>,
+    pub subject_prefix: Option<String>,
+    pub format: Option<String>,
+    pub credentials_file: Option<std::path::PathBuf>,
+    pub tls_ca_file: Option<std::path::PathBuf>,
+    pub tls_required: Option<bool>,
+    pub health_every_ms: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -219,6 +233,63 @@ pub struct Config {
     pub venues: Vec<VenueConfig>,
     pub instruments: Vec<Instrument>,
     pub simulator: Option<SimulatorConfig>,
+    /// This process's share of the instruments, when several share the list.
+    pub shard: Option<Shard>,
+    /// Publishing to NATS, when configured.
+    pub nats: Option<NatsConfig>,
+}
+
+/// One of `count` processes given the same instrument list (`service.shard = "K/N"`,
+/// `--shard K/N`): it serves the instruments whose name hashes to `index` (FNV-1a of the
+/// name, modulo `count`). Deterministic, and independent of the list's order, so every
+/// shard agrees on the split without talking to the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// From 1.
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    /// `K/N`, 1 ≤ K ≤ N ≤ 1024.
+    pub fn parse(text: &str) -> Option<Shard> {
+        let (index, count) = text.split_once('/')?;
+        let (index, count) = (index.parse().ok()?, count.parse().ok()?);
+        ((1..=count).contains(&index) && count <= 1024).then_some(Shard { index, count })
+    }
+
+    pub fn serves(self, instrument: &str) -> bool {
+        let hash = instrument
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+            });
+        hash % self.count == self.index - 1
+    }
+}
+
+/// `[nats]`: every summary published on `<subject_prefix>.book.<instrument>`, the
+/// service's health on `<subject_prefix>.health` (`publish/nats.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NatsConfig {
+    pub url: String,
+    pub subject_prefix: String,
+    pub format: NatsFormat,
+    /// A NATS `.creds` file (JWT and NKey seed); none: no credentials.
+    pub credentials_file: Option<std::path::PathBuf>,
+    /// The CA that signs the server's certificate, where it is not a public one.
+    pub tls_ca_file: Option<std::path::PathBuf>,
+    pub tls_required: bool,
+    pub health_every: Duration,
+}
+
+/// How a summary is written on NATS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NatsFormat {
+    /// `orderbook.ExactSummary` (proto/orderbook.proto), as `BookSummaryExact` streams it.
+    Protobuf,
+    /// The JSON line `service.output = "jsonl"` writes.
+    Json,
 }
 
 impl Config {
@@ -453,6 +524,15 @@ pub mod defaults {
         *SIMULATOR_RATES.end(),
     );
     pub const SIMULATOR_SEED: IntKey = int("simulator.seed", 1, 0, i64::MAX);
+
+    // `[nats]`, off unless its `url` is set: `config/default.toml` states them in comments.
+    pub const NATS_SUBJECT_PREFIX: TextKey = text("nats.subject_prefix", "mergebook");
+    pub const NATS_FORMAT: TextKey = text("nats.format", "protobuf");
+    pub const NATS_TLS_REQUIRED: BoolKey = BoolKey {
+        key: "nats.tls_required",
+        default: false,
+    };
+    pub const NATS_HEALTH_EVERY_MS: IntKey = int("nats.health_every_ms", 1000, 100, 3_600_000);
 }
 
 impl IntKey {
@@ -573,9 +653,11 @@ impl RawConfig {
             )
         })?;
         let feed = self.feed_settings()?;
-        let (instruments, used) = self.instruments()?;
+        let shard = self.shard()?;
+        let (instruments, used) = self.instruments(shard)?;
         let venues = self.venue_configs(&used, depth, feed.read_idle_timeout)?;
         let simulator = self.simulator_config()?;
+        let nats = self.nats_config(&instruments)?;
 
         Ok(Config {
             depth,
@@ -604,7 +686,96 @@ impl RawConfig {
             venues,
             instruments,
             simulator,
+            shard,
+            nats,
         })
+    }
+
+    /// `service.shard`.
+    fn shard(&self) -> Result<Option<Shard>, ConfigError> {
+        let Some(text) = &self.service.shard else {
+            return Ok(None);
+        };
+        Shard::parse(text).map(Some).ok_or_else(|| {
+            invalid(
+                "service.shard",
+                format!("{text:?}"),
+                "expected \"K/N\": shard K of N, 1 <= K <= N <= 1024",
+            )
+        })
+    }
+
+    /// `[nats]`: off unless it names a server.
+    fn nats_config(&self, instruments: &[Instrument]) -> Result<Option<NatsConfig>, ConfigError> {
+        let Some(raw) = &self.nats else {
+            return Ok(None);
+        };
+        let Some(url) = &raw.url else {
+            return Ok(None);
+        };
+        let host = ["nats://", "tls://"]
+            .iter()
+            .find_map(|scheme| url.strip_prefix(scheme));
+        if !host.is_some_and(|host| !host.is_empty() && !host.starts_with(['/', ':'])) {
+            return Err(invalid(
+                "nats.url",
+                format!("{url:?}"),
+                "expected a nats:// or tls:// URL with a host (several: comma-separated)",
+            ));
+        }
+        let prefix = defaults::NATS_SUBJECT_PREFIX.get(raw.subject_prefix.as_deref());
+        let token = |token: &str| {
+            !token.is_empty()
+                && token
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+        };
+        if !prefix.split('.').all(token) {
+            return Err(invalid(
+                defaults::NATS_SUBJECT_PREFIX.key,
+                format!("{prefix:?}"),
+                "subject tokens of A-Z a-z 0-9 - _, separated by '.'",
+            ));
+        }
+        if let Some(dotted) = instruments.iter().find(|i| i.name.contains('.')) {
+            return Err(invalid(
+                "instruments.name",
+                format!("{:?}", dotted.name),
+                "'.' separates NATS subject tokens: an instrument published on NATS has none",
+            ));
+        }
+        let format = match defaults::NATS_FORMAT.get(raw.format.as_deref()) {
+            "protobuf" => NatsFormat::Protobuf,
+            "json" => NatsFormat::Json,
+            other => {
+                return Err(invalid(
+                    defaults::NATS_FORMAT.key,
+                    format!("{other:?}"),
+                    "expected \"protobuf\" or \"json\"",
+                ));
+            }
+        };
+        for (key, file) in [
+            ("nats.credentials_file", &raw.credentials_file),
+            ("nats.tls_ca_file", &raw.tls_ca_file),
+        ] {
+            if let Some(file) = file
+                && !file.is_file()
+            {
+                return Err(invalid(key, format!("{file:?}"), "no such file"));
+            }
+        }
+        Ok(Some(NatsConfig {
+            url: url.clone(),
+            subject_prefix: prefix.to_owned(),
+            format,
+            credentials_file: raw.credentials_file.clone(),
+            tls_ca_file: raw.tls_ca_file.clone(),
+            tls_required: raw
+                .tls_required
+                .unwrap_or(defaults::NATS_TLS_REQUIRED.default),
+            health_every: defaults::NATS_HEALTH_EVERY_MS.get_millis(raw.health_every_ms)?,
+        }))
     }
 
     /// `[feed]`.
@@ -632,7 +803,11 @@ impl RawConfig {
     }
 
     /// `[[instruments]]` (and `[venues.*]` names), with how many use each venue.
-    fn instruments(&self) -> Result<(Vec<Instrument>, [usize; MAX_VENUES]), ConfigError> {
+    /// The instruments, every one checked; with a `shard`, those it serves.
+    fn instruments(
+        &self,
+        shard: Option<Shard>,
+    ) -> Result<(Vec<Instrument>, [usize; MAX_VENUES]), ConfigError> {
         for name in self.venues.keys() {
             if VenueId::from_name(name).is_none() {
                 return Err(invalid(
@@ -733,6 +908,20 @@ impl RawConfig {
                 name: raw.name.clone(),
                 symbols,
             });
+        }
+        if let Some(shard) = shard {
+            instruments.retain(|instrument| shard.serves(&instrument.name));
+            if instruments.is_empty() {
+                return Err(invalid(
+                    "service.shard",
+                    format!("\"{}/{}\"", shard.index, shard.count),
+                    "no instrument falls to this shard: fewer shards, or more instruments",
+                ));
+            }
+            used = [0; MAX_VENUES];
+            for (venue, _) in instruments.iter().flat_map(|i| &i.symbols) {
+                used[venue.index()] += 1;
+            }
         }
         Ok((instruments, used))
     }
@@ -1011,6 +1200,52 @@ mod tests {
         );
     }
 
+    /// Shards split one list between them: each instrument to exactly one, whatever the
+    /// list's order; a shard left with none is refused.
+    #[test]
+    fn shards_split_the_instruments_between_them() {
+        let list = |names: &mut dyn Iterator<Item = usize>| -> String {
+            names
+                .map(|i| {
+                    format!(
+                        "[[instruments]]\nname = \"I{i}\"\nsymbols = {{ binance = \"S{i}\" }}\n"
+                    )
+                })
+                .collect()
+        };
+        let served = |shard: &str, instruments: &str| -> Vec<String> {
+            let config =
+                validate(&format!("[service]\nshard = \"{shard}\"\n{instruments}")).unwrap();
+            config.instruments.into_iter().map(|i| i.name).collect()
+        };
+        let forwards = list(&mut (0..12));
+        let backwards = list(&mut (0..12).rev());
+        let mut all = Vec::new();
+        for shard in ["1/3", "2/3", "3/3"] {
+            let names = served(shard, &forwards);
+            assert!(!names.is_empty(), "{shard}");
+            let mut reversed = served(shard, &backwards);
+            reversed.reverse();
+            assert_eq!(names, reversed, "{shard}: the same whatever the order");
+            all.extend(names);
+        }
+        all.sort_by_key(|name| name[1..].parse::<usize>().unwrap());
+        let expected: Vec<String> = (0..12).map(|i| format!("I{i}")).collect();
+        assert_eq!(all, expected, "each instrument in exactly one shard");
+        let one = list(&mut (0..1));
+        let empty = ["1/2", "2/2"]
+            .iter()
+            .find(|shard| validate(&format!("[service]\nshard = \"{shard}\"\n{one}")).is_err())
+            .unwrap();
+        let error = validate(&format!("[service]\nshard = \"{empty}\"\n{one}")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "service.shard = \"{empty}\": no instrument falls to this shard: fewer shards, or more instruments"
+            )
+        );
+    }
+
     #[test]
     fn more_instruments_than_max_instruments_are_refused() {
         let two = format!(
@@ -1106,6 +1341,28 @@ mod tests {
             (
                 "[feed]\nbackoff_initial_ms = 500\nbackoff_max_ms = 100\n",
                 "feed.backoff_max_ms = 100: must not be below feed.backoff_initial_ms",
+            ),
+            (
+                "[service]\nshard = \"3/2\"\n",
+                "service.shard = \"3/2\": expected \"K/N\": shard K of N, 1 <= K <= N <= 1024",
+            ),
+            (
+                "[nats]\nurl = \"http://nats\"\n",
+                "nats.url = \"http://nats\": expected a nats:// or tls:// URL with a host \
+                 (several: comma-separated)",
+            ),
+            (
+                "[nats]\nurl = \"nats://nats\"\nsubject_prefix = \"books..eu\"\n",
+                "nats.subject_prefix = \"books..eu\": subject tokens of A-Z a-z 0-9 - _, \
+                 separated by '.'",
+            ),
+            (
+                "[nats]\nurl = \"nats://nats\"\nformat = \"xml\"\n",
+                "nats.format = \"xml\": expected \"protobuf\" or \"json\"",
+            ),
+            (
+                "[nats]\nurl = \"nats://nats\"\ncredentials_file = \"/no/such.creds\"\n",
+                "nats.credentials_file = \"/no/such.creds\": no such file",
             ),
         ];
         for (extra, message) in cases {

@@ -125,9 +125,37 @@ pub fn health_of<'a>(instruments: impl Iterator<Item = &'a [VenueState]>) -> Hea
 }
 
 async fn health(State(shared): State<Shared>) -> impl IntoResponse {
+    let (health, body) = health_report(&shared.config, &shared.summaries);
+    let status = match health {
+        Health::Down => StatusCode::SERVICE_UNAVAILABLE,
+        Health::Ok | Health::Degraded => StatusCode::OK,
+    };
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+}
+
+impl Health {
+    pub fn word(self) -> &'static str {
+        match self {
+            Health::Ok => "OK",
+            Health::Degraded => "DEGRADED",
+            Health::Down => "DOWN",
+        }
+    }
+}
+
+/// The service's health and its JSON report (what `/health` serves, and NATS publishes):
+/// `{"status": "OK", "instruments": {"ETH/BTC": {"binance": "synced", …}}}`.
+pub fn health_report(
+    config: &Config,
+    summaries: &[watch::Receiver<Arc<Summary>>],
+) -> (Health, serde_json::Value) {
     let mut states = Vec::new();
     let mut body = serde_json::Map::new();
-    for (instrument, latest) in shared.config.instruments.iter().zip(&shared.summaries) {
+    for (instrument, latest) in config.instruments.iter().zip(summaries) {
         let summary = latest.borrow();
         let venues: Vec<VenueState> = instrument
             .symbols
@@ -150,17 +178,9 @@ async fn health(State(shared): State<Shared>) -> impl IntoResponse {
         );
         states.push(venues);
     }
-    let (status, word) = match health_of(states.iter().map(Vec::as_slice)) {
-        Health::Ok => (StatusCode::OK, "OK"),
-        Health::Degraded => (StatusCode::OK, "DEGRADED"),
-        Health::Down => (StatusCode::SERVICE_UNAVAILABLE, "DOWN"),
-    };
-    let body = serde_json::json!({"status": word, "instruments": body});
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
+    let health = health_of(states.iter().map(Vec::as_slice));
+    let body = serde_json::json!({"status": health.word(), "instruments": body});
+    (health, body)
 }
 
 #[cfg(test)]

@@ -55,6 +55,10 @@ struct RunArgs {
     /// metrics.listen: address of /metrics and /health.
     #[arg(long, env = "MERGEBOOK_METRICS_LISTEN")]
     metrics_listen: Option<String>,
+    /// service.shard: "K/N", this process's share of the instruments when N processes are
+    /// given the same list.
+    #[arg(long, env = "MERGEBOOK_SHARD")]
+    shard: Option<String>,
     /// simulator.rate_per_second (only with a [simulator] section).
     #[arg(long, env = "MERGEBOOK_SIMULATOR_RATE")]
     simulator_rate: Option<i64>,
@@ -72,6 +76,7 @@ impl RunArgs {
         service.depth = self.depth.or(service.depth);
         service.output = self.output.clone().or(service.output.take());
         service.log_format = self.log_format.clone().or(service.log_format.take());
+        service.shard = self.shard.clone().or(service.shard.take());
         raw.merger.core = self.merger_core.or(raw.merger.core);
         raw.merger.idle = self.idle.clone().or(raw.merger.idle.take());
         raw.grpc.listen = self.grpc_listen.clone().or(raw.grpc.listen.take());

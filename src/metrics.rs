@@ -62,6 +62,13 @@ pub struct Metrics {
     /// Connections closed as they were accepted, by port (`grpc`, `metrics`): the port's
     /// `max_connections` were open.
     pub connections_refused: IntCounterVec,
+    /// NATS (`publish/nats.rs`): summaries published, skipped for newer ones, dropped by
+    /// reason, and the connection.
+    pub nats_published: IntCounter,
+    pub nats_skipped: IntCounter,
+    pub nats_dropped: IntCounterVec,
+    pub nats_connected: prometheus::IntGauge,
+    pub nats_connects: IntCounter,
 }
 
 /// Buckets of a resync's duration: 1 ms to about a minute (factor 2.5).
@@ -227,8 +234,43 @@ impl Metrics {
             &["port"],
         )
         .expect("valid");
+        let nats_published = IntCounter::new(
+            "orderbook_nats_published_total",
+            "Summaries published on NATS (accepted by the client; NATS itself is at most once).",
+        )
+        .expect("valid");
+        let nats_skipped = IntCounter::new(
+            "orderbook_nats_skipped_total",
+            "Summaries the NATS publisher skipped for a newer one of the same instrument: the \
+             client's buffer was full (a slow server or link).",
+        )
+        .expect("valid");
+        let nats_dropped = IntCounterVec::new(
+            Opts::new(
+                "orderbook_nats_dropped_total",
+                "Summaries not published on NATS, by reason (disconnected: no connection to the \
+                 server; error: the client refused it).",
+            ),
+            &["reason"],
+        )
+        .expect("valid");
+        let nats_connected = prometheus::IntGauge::new(
+            "orderbook_nats_connected",
+            "1 while the NATS client is connected to a server.",
+        )
+        .expect("valid");
+        let nats_connects = IntCounter::new(
+            "orderbook_nats_connects_total",
+            "Connections the NATS client made to a server (the first, then each reconnection).",
+        )
+        .expect("valid");
         for collector in [
             Box::new(decode_seconds.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(nats_published.clone()),
+            Box::new(nats_skipped.clone()),
+            Box::new(nats_dropped.clone()),
+            Box::new(nats_connected.clone()),
+            Box::new(nats_connects.clone()),
             Box::new(connections_refused.clone()),
             Box::new(grpc_clients.clone()),
             Box::new(grpc_clients_rejected.clone()),
@@ -293,6 +335,11 @@ impl Metrics {
             grpc_clients_rejected,
             grpc_summaries_skipped,
             connections_refused,
+            nats_published,
+            nats_skipped,
+            nats_dropped,
+            nats_connected,
+            nats_connects,
         }
     }
 

@@ -234,6 +234,14 @@ impl Service {
         tasks.push(tokio::spawn(async move {
             grpc::serve(listeners.grpc, grpc_config, grpc_summaries, &grpc_metrics).await;
         }));
+        if let Some(nats) = &config.nats {
+            tasks.push(tokio::spawn(publish::nats::run(
+                nats.clone(),
+                Arc::clone(&config),
+                summaries.clone(),
+                Arc::clone(&metrics),
+            )));
+        }
         if config.output == Output::JsonLines {
             tasks.push(tokio::spawn(jsonl::write_to_stdout(
                 Arc::clone(&config),

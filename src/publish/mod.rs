@@ -10,6 +10,7 @@
 
 pub mod grpc;
 pub mod jsonl;
+pub mod nats;
 
 use crate::clock;
 use crate::mailbox::{self, Receiver, Sender};

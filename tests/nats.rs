@@ -1,0 +1,284 @@
+//! Publishing to a real NATS server (Debian's `nats-server`, started by each test on free
+//! loopback ports): two shards reach one subscriber, the server's restart costs only what
+//! was published while it was down, and a stalled subscriber does not slow the merger.
+
+mod common;
+
+use common::KillOnDrop;
+use mergebook::config::RawConfig;
+use mergebook::publish::grpc::proto::ExactSummary;
+use mergebook::publish::grpc::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
+use mergebook::publish::nats::book_subject;
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
+use prost::Message;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+const WAIT: Duration = Duration::from_secs(30);
+const PREFIX: &str = "mergebook";
+const INSTRUMENTS: [(&str, &str, &str); 4] = [
+    ("ETH/BTC", "ETHBTC", "ethbtc"),
+    ("BTC/USD", "BTCUSDT", "btcusd"),
+    ("LTC/BTC", "LTCBTC", "ltcbtc"),
+    ("XRP/BTC", "XRPBTC", "xrpbtc"),
+];
+
+/// A `nats-server` on `port` (its monitoring on `monitor`), with `extra` configuration.
+struct NatsServer {
+    port: u16,
+    monitor: u16,
+    _process: KillOnDrop,
+}
+
+impl NatsServer {
+    fn start(port: u16, extra: &str) -> Option<NatsServer> {
+        let binary = common::tool("nats-server", "nats-server")?;
+        let monitor = common::free_port();
+        let config = std::env::temp_dir().join(format!("mergebook-nats-{port}.conf"));
+        std::fs::write(
+            &config,
+            format!("listen: 127.0.0.1:{port}\nhttp: 127.0.0.1:{monitor}\n{extra}\n"),
+        )
+        .unwrap();
+        let process = Command::new(binary)
+            .arg("-c")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = NatsServer {
+            port,
+            monitor,
+            _process: KillOnDrop(process),
+        };
+        common::wait_until("nats-server to listen", WAIT, || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        Some(server)
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// A counter of the server's `/varz` (its own view of its clients).
+    fn varz(&self, field: &str) -> u64 {
+        let address = ([127, 0, 0, 1], self.monitor).into();
+        let (_, body) = common::http_get(address, "/varz").unwrap_or_default();
+        let varz: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        varz[field].as_u64().unwrap_or(0)
+    }
+}
+
+/// The service on `simulator`, publishing to `nats_url`, serving `shard` of the
+/// instruments (all when `None`); and its gRPC address.
+async fn service(
+    simulator: &Simulator,
+    nats_url: &str,
+    shard: Option<&str>,
+) -> (Service, std::net::SocketAddr) {
+    let mut config = format!(
+        "[service]\noutput = \"none\"\n{}\n[nats]\nurl = \"{nats_url}\"\nhealth_every_ms = 200\n\
+         [venues.binance]\nurl = \"{}\"\n[venues.bitstamp]\nurl = \"{}\"\n",
+        shard.map_or(String::new(), |shard| format!("shard = \"{shard}\"")),
+        simulator.url(mergebook::venue::VenueId::Binance),
+        simulator.url(mergebook::venue::VenueId::Bitstamp),
+    );
+    for (name, binance, bitstamp) in INSTRUMENTS {
+        config += &format!(
+            "[[instruments]]\nname = \"{name}\"\nsymbols = {{ binance = \"{binance}\", bitstamp = \"{bitstamp}\" }}\n"
+        );
+    }
+    let config = RawConfig::parse(&config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    let listeners = Listeners::loopback().await.unwrap();
+    let grpc = listeners.grpc.local_addr().unwrap();
+    (Service::start(config, listeners).unwrap(), grpc)
+}
+
+async fn simulator() -> Simulator {
+    Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 3).unwrap()
+}
+
+/// The summaries received on `subscriber` until `enough` holds of them (by instrument).
+async fn receive_until(
+    subscriber: &mut async_nats::Subscriber,
+    what: &str,
+    enough: impl Fn(&BTreeMap<String, Vec<u64>>) -> bool,
+) -> BTreeMap<String, Vec<u64>> {
+    use futures_util::StreamExt;
+    let mut received: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !enough(&received) {
+        let message = tokio::time::timeout_at(deadline, subscriber.next())
+            .await
+            .unwrap_or_else(|_| panic!("{what}: not within {WAIT:?}; received {received:?}"))
+            .expect("the subscription stays open");
+        let summary = ExactSummary::decode(message.payload.as_ref()).unwrap();
+        assert_eq!(
+            message.subject.as_str(),
+            book_subject(PREFIX, &summary.instrument)
+        );
+        assert!(!summary.bids.is_empty() && summary.venues.len() == 2);
+        received
+            .entry(summary.instrument)
+            .or_default()
+            .push(summary.seq);
+    }
+    received
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_receives_every_instrument_from_two_shards() {
+    let Some(nats) = NatsServer::start(common::free_port(), "") else {
+        return;
+    };
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let mut books = client.subscribe(format!("{PREFIX}.book.>")).await.unwrap();
+    let mut health = client.subscribe(format!("{PREFIX}.health")).await.unwrap();
+    let simulator = simulator().await;
+    let shards = [
+        service(&simulator, &nats.url(), Some("1/2")).await.0,
+        service(&simulator, &nats.url(), Some("2/2")).await.0,
+    ];
+    let received = receive_until(&mut books, "every instrument, 3 summaries each", |r| {
+        r.len() == INSTRUMENTS.len() && r.values().all(|seqs| seqs.len() >= 3)
+    })
+    .await;
+    let names: BTreeSet<&str> = received.keys().map(String::as_str).collect();
+    assert_eq!(names, INSTRUMENTS.iter().map(|i| i.0).collect());
+    for sequences in received.values() {
+        assert!(
+            sequences.windows(2).all(|pair| pair[0] < pair[1]),
+            "{sequences:?}"
+        );
+    }
+    // The shards split the list: each publishes its own share, together all of it.
+    let served: Vec<usize> = shards
+        .iter()
+        .map(|shard| common::service_metric(shard, "orderbook_nats_published_total") as usize)
+        .collect();
+    assert!(served.iter().all(|&published| published > 0), "{served:?}");
+
+    use futures_util::StreamExt;
+    let report = tokio::time::timeout(WAIT, health.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&report.payload).unwrap();
+    assert!(["OK", "DEGRADED", "DOWN"].contains(&report["status"].as_str().unwrap()));
+    let [first, second] = shards;
+    first.stop().await;
+    second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nats_restart_costs_only_what_was_published_while_it_was_down() {
+    let port = common::free_port();
+    let Some(nats) = NatsServer::start(port, "") else {
+        return;
+    };
+    let simulator = simulator().await;
+    let (service, grpc) = service(&simulator, &nats.url(), None).await;
+    let client = async_nats::ConnectOptions::new()
+        .max_reconnects(None)
+        .reconnect_delay_callback(|_| Duration::from_millis(100))
+        .connect(nats.url())
+        .await
+        .unwrap();
+    let mut books = client
+        .subscribe(format!("{PREFIX}.book.ETH/BTC"))
+        .await
+        .unwrap();
+    receive_until(&mut books, "a first summary", |r| !r.is_empty()).await;
+
+    // The server goes away: summaries are dropped and counted, gRPC serves on.
+    drop(nats);
+    let dropped = r#"orderbook_nats_dropped_total{reason="disconnected"}"#;
+    common::eventually("drops while NATS is down", WAIT, || {
+        common::service_metric(&service, dropped) > 0.0
+    })
+    .await;
+    let mut stream = OrderbookAggregatorClient::connect(format!("http://{grpc}"))
+        .await
+        .unwrap()
+        .book_summary_exact(mergebook::publish::grpc::proto::SummaryRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    let first = stream.message().await.unwrap().unwrap().seq;
+    let next = stream.message().await.unwrap().unwrap().seq;
+    assert!(next > first, "gRPC keeps serving while NATS is down");
+
+    // Back on the same port: both clients reconnect; from the subscriber's first summary
+    // on, every summary arrives, but for any the publisher counted as skipped or dropped.
+    let _nats = NatsServer::start(port, "").unwrap();
+    receive_until(&mut books, "summaries after the restart", |r| !r.is_empty()).await;
+    let counted = || {
+        common::service_metric(&service, "orderbook_nats_skipped_total")
+            + common::service_metric(&service, dropped)
+    };
+    let counted_before = counted();
+    let received = receive_until(&mut books, "a second of summaries", |r| {
+        r.values().next().is_some_and(|seqs| seqs.len() >= 50)
+    })
+    .await;
+    let sequences = &received["ETH/BTC"];
+    let missing = sequences
+        .windows(2)
+        .map(|pair| pair[1] - pair[0] - 1)
+        .sum::<u64>();
+    assert!(
+        missing as f64 <= counted() - counted_before,
+        "{missing} missing, not counted: {sequences:?}"
+    );
+    service.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_subscriber_is_dropped_by_the_server_and_does_not_slow_the_merger() {
+    // A small per-client buffer and write deadline: the server finds the slow consumer
+    // within seconds.
+    let Some(nats) = NatsServer::start(
+        common::free_port(),
+        "max_pending: 65536\nmax_payload: 32768\nwrite_deadline: \"500ms\"",
+    ) else {
+        return;
+    };
+    let simulator = simulator().await;
+    let (service, _) = service(&simulator, &nats.url(), None).await;
+    let merges = || common::service_metric(&service, "orderbook_merges_total");
+    let rate = |seconds: u64| async move {
+        let before = merges();
+        tokio::time::sleep(Duration::from_secs(seconds)).await;
+        (merges() - before) / seconds as f64
+    };
+    common::eventually("summaries", WAIT, || merges() > 0.0).await;
+    let unstalled = rate(2).await;
+
+    // A subscriber to everything that never reads.
+    let mut stalled = std::net::TcpStream::connect(("127.0.0.1", nats.port)).unwrap();
+    let mut info = [0; 4096];
+    let _ = stalled.read(&mut info).unwrap();
+    stalled
+        .write_all(format!("CONNECT {{\"verbose\":false}}\r\nSUB {PREFIX}.> 1\r\n").as_bytes())
+        .unwrap();
+    let stalled_rate = rate(4).await;
+    common::wait_until("the server drops the slow consumer", WAIT, || {
+        (nats.varz("slow_consumers") > 0).then_some(())
+    });
+    assert!(
+        stalled_rate >= 0.8 * unstalled,
+        "merges/s {unstalled:.0} before the stalled subscriber, {stalled_rate:.0} with it"
+    );
+    assert!(common::service_metric(&service, "orderbook_nats_published_total") > 0.0);
+    drop(stalled);
+    service.stop().await;
+}
