@@ -110,6 +110,16 @@ enum Command {
         /// The gRPC address of the running service (grpc.listen).
         #[arg(long, default_value = "127.0.0.1:50051")]
         grpc: String,
+        /// Read the books from NATS instead, where services publish them (nats.url):
+        /// every instrument of every shard.
+        #[arg(long, value_name = "URL")]
+        nats: Option<String>,
+        /// The services' nats.subject_prefix.
+        #[arg(long, default_value = mergebook::config::defaults::NATS_SUBJECT_PREFIX.default)]
+        nats_prefix: String,
+        /// A NATS .creds file, where the servers want one.
+        #[arg(long, value_name = "FILE")]
+        nats_credentials: Option<PathBuf>,
         /// The instrument to show first (the service's first when not given).
         #[arg(long)]
         instrument: Option<String>,
@@ -227,10 +237,26 @@ fn main() -> ExitCode {
             )
         }
         Some(Command::Healthcheck { address }) => ("mergebook healthcheck", healthcheck(address)),
-        Some(Command::Watch { grpc, instrument }) => (
-            "mergebook watch",
-            mergebook::watch::run(&grpc, instrument).map_err(|error| error.to_string()),
-        ),
+        Some(Command::Watch {
+            grpc,
+            nats,
+            nats_prefix,
+            nats_credentials,
+            instrument,
+        }) => {
+            let source = match nats {
+                Some(url) => mergebook::watch::Source::Nats {
+                    url,
+                    prefix: nats_prefix,
+                    credentials: nats_credentials,
+                },
+                None => mergebook::watch::Source::Grpc(grpc),
+            };
+            (
+                "mergebook watch",
+                mergebook::watch::run(source, instrument).map_err(|error| error.to_string()),
+            )
+        }
         None => ("mergebook", run_service(&cli.run)),
     };
     // The one exit path: every command's failure is one message, said once.

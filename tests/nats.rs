@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::KillOnDrop;
+use common::nats::NatsServer;
 use mergebook::config::RawConfig;
 use mergebook::publish::grpc::proto::ExactSummary;
 use mergebook::publish::grpc::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
@@ -14,7 +14,6 @@ use mergebook::sim::Simulator;
 use prost::Message;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 use tokio::net::TcpListener;
 
@@ -26,54 +25,6 @@ const INSTRUMENTS: [(&str, &str, &str); 4] = [
     ("LTC/BTC", "LTCBTC", "ltcbtc"),
     ("XRP/BTC", "XRPBTC", "xrpbtc"),
 ];
-
-/// A `nats-server` on `port` (its monitoring on `monitor`), with `extra` configuration.
-struct NatsServer {
-    port: u16,
-    monitor: u16,
-    _process: KillOnDrop,
-}
-
-impl NatsServer {
-    fn start(port: u16, extra: &str) -> Option<NatsServer> {
-        let binary = common::tool("nats-server", "nats-server")?;
-        let monitor = common::free_port();
-        let config = std::env::temp_dir().join(format!("mergebook-nats-{port}.conf"));
-        std::fs::write(
-            &config,
-            format!("listen: 127.0.0.1:{port}\nhttp: 127.0.0.1:{monitor}\n{extra}\n"),
-        )
-        .unwrap();
-        let process = Command::new(binary)
-            .arg("-c")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let server = NatsServer {
-            port,
-            monitor,
-            _process: KillOnDrop(process),
-        };
-        common::wait_until("nats-server to listen", WAIT, || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-        });
-        Some(server)
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-
-    /// A counter of the server's `/varz` (its own view of its clients).
-    fn varz(&self, field: &str) -> u64 {
-        let address = ([127, 0, 0, 1], self.monitor).into();
-        let (_, body) = common::http_get(address, "/varz").unwrap_or_default();
-        let varz: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-        varz[field].as_u64().unwrap_or(0)
-    }
-}
 
 /// The service on `simulator`, publishing to `nats_url`, serving `shard` of the
 /// instruments (all when `None`); and its gRPC address.

@@ -1,25 +1,27 @@
 //! `mergebook watch` as a user runs it: in a pseudo-terminal, against the service on the
-//! simulator. The screen is what a terminal would show (`vt100` interprets the output).
+//! simulator, over gRPC or from NATS. The screen is what a terminal would show (`vt100`
+//! interprets the output).
 
 mod common;
 
 use common::KillOnDrop;
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use common::nats::NatsServer;
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 use std::io::{Read, Write};
+use std::num::NonZeroU16;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-const ROWS: u16 = 30;
-const COLUMNS: u16 = 120;
 const WAIT: Duration = Duration::from_secs(30);
 
-/// The service on the simulator config, serving gRPC on `grpc_port`.
-fn service(grpc_port: u16) -> KillOnDrop {
+/// The service with `config`, serving gRPC on `grpc_port`, with `extra` flags.
+fn service(config: &str, grpc_port: u16, extra: &[&str]) -> KillOnDrop {
     let child = Command::new(env!("CARGO_BIN_EXE_mergebook"))
-        .args(["--config", "config/sim.toml", "--grpc-listen"])
+        .args(["--config", config, "--grpc-listen"])
         .arg(format!("127.0.0.1:{grpc_port}"))
         .args(["--metrics-listen", "127.0.0.1:0"])
+        .args(extra)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -28,74 +30,130 @@ fn service(grpc_port: u16) -> KillOnDrop {
     KillOnDrop(child)
 }
 
-/// The text on the terminal's screen now.
-fn screen(parser: &Mutex<vt100::Parser>) -> String {
-    parser.lock().unwrap().screen().contents()
+/// `mergebook watch ARGS` in a pseudo-terminal, and the screen it draws.
+struct Terminal {
+    pty: Box<dyn MasterPty + Send>,
+    watch: Box<dyn Child + Send + Sync>,
+    keys: Box<dyn Write + Send>,
+    screen: Arc<Mutex<vt100::Parser>>,
 }
 
-fn wait_for_screen(parser: &Mutex<vt100::Parser>, what: &str, accept: impl Fn(&str) -> bool) {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        let text = screen(parser);
-        if accept(&text) {
-            return;
+fn cells(count: u16) -> NonZeroU16 {
+    NonZeroU16::new(count).unwrap()
+}
+
+impl Terminal {
+    fn watch(args: &[&str], rows: u16, columns: u16) -> Terminal {
+        let pty = native_pty_system()
+            .openpty(Self::size(rows, columns))
+            .unwrap();
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_mergebook"));
+        command.arg("watch");
+        command.args(args);
+        command.env("TERM", "xterm-256color");
+        let watch = pty.slave.spawn_command(command).unwrap();
+        drop(pty.slave);
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            cells(rows),
+            cells(columns),
+            0,
+        )));
+        let mut output = pty.master.try_clone_reader().unwrap();
+        let terminal = Arc::clone(&screen);
+        std::thread::spawn(move || {
+            let mut buffer = [0; 4096];
+            while let Ok(read @ 1..) = output.read(&mut buffer) {
+                terminal.lock().unwrap().process(&buffer[..read]);
+            }
+        });
+        let keys = pty.master.take_writer().unwrap();
+        Terminal {
+            pty: pty.master,
+            watch,
+            keys,
+            screen,
         }
+    }
+
+    fn size(rows: u16, cols: u16) -> PtySize {
+        PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        }
+    }
+
+    fn text(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    fn wait_for(&self, what: &str, accept: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let text = self.text();
+            if accept(&text) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not on the screen within {WAIT:?}:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn press(&mut self, keys: &str) {
+        self.keys.write_all(keys.as_bytes()).unwrap();
+    }
+
+    fn resize(&self, rows: u16, columns: u16) {
+        self.pty.resize(Self::size(rows, columns)).unwrap();
+        self.screen
+            .lock()
+            .unwrap()
+            .set_size(cells(rows), cells(columns));
+    }
+
+    /// Quits with `q`: exit 0, the terminal's own screen back.
+    fn quit(mut self) {
+        self.press("q");
+        let status = common::wait_until("watch to quit", WAIT, || self.watch.try_wait().unwrap());
+        assert!(status.success(), "{status:?}");
         assert!(
-            std::time::Instant::now() < deadline,
-            "{what}: not on the screen within {WAIT:?}:\n{text}"
+            !self.screen.lock().unwrap().screen().alternate_screen(),
+            "the alternate screen was left"
         );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
-/// A live ladder: the header, the four venues synced, a spread between asks and bids.
-fn shows_a_live_ladder(text: &str) -> bool {
+/// A live ladder of `instrument` (shown as the `position`th of the instruments known):
+/// the header, `venues` synced in the panel, a spread between asks and bids.
+fn live_ladder(text: &str, instrument: &str, position: &str, venues: &[&str]) -> bool {
     text.starts_with("mergebook watch")
-        && text.contains("ETH/BTC (1/1)")
+        && text.contains(&format!("{instrument} ({position})"))
         && text.contains("\nlive · seq ")
         && text.contains("── spread ")
-        && ["binance", "bitstamp", "kraken", "bybit"]
-            .iter()
-            .all(|venue| {
-                text.lines().any(|line| {
-                    let panel = line.rsplit('│').nth(1).unwrap_or_default();
-                    panel.split_whitespace().take(2).eq([*venue, "synced"])
-                })
+        && venues.iter().all(|venue| {
+            text.lines().any(|line| {
+                let panel = line.rsplit('│').nth(1).unwrap_or_default();
+                panel.split_whitespace().take(2).eq([*venue, "synced"])
             })
+        })
 }
+
+const EVERY_VENUE: [&str; 4] = ["binance", "bitstamp", "kraken", "bybit"];
 
 #[test]
 fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     let grpc_port = common::free_port();
-    let mut first = service(grpc_port);
+    let mut first = service("config/sim.toml", grpc_port, &[]);
+    let address = format!("127.0.0.1:{grpc_port}");
+    let mut terminal = Terminal::watch(&["--grpc", &address], 30, 120);
 
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: ROWS,
-            cols: COLUMNS,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_mergebook"));
-    command.args(["watch", "--grpc", &format!("127.0.0.1:{grpc_port}")]);
-    command.env("TERM", "xterm-256color");
-    let mut watch = pty.slave.spawn_command(command).unwrap();
-    drop(pty.slave);
-    let size = |cells: u16| std::num::NonZeroU16::new(cells).unwrap();
-    let parser = Arc::new(Mutex::new(vt100::Parser::new(size(ROWS), size(COLUMNS), 0)));
-    let mut output = pty.master.try_clone_reader().unwrap();
-    let terminal = Arc::clone(&parser);
-    std::thread::spawn(move || {
-        let mut buffer = [0; 4096];
-        while let Ok(read @ 1..) = output.read(&mut buffer) {
-            terminal.lock().unwrap().process(&buffer[..read]);
-        }
+    let text = terminal.wait_for("the live ladder", |text| {
+        live_ladder(text, "ETH/BTC", "1/1", &EVERY_VENUE)
     });
-    let mut keys = pty.master.take_writer().unwrap();
-
-    wait_for_screen(&parser, "the live ladder", shows_a_live_ladder);
-    let text = screen(&parser);
     let spread = text.find("── spread ").unwrap();
     let ask = text.find(" 0.0").unwrap();
     assert!(ask < spread, "asks above the spread:\n{text}");
@@ -105,15 +163,8 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     }
 
     // A narrower, taller terminal: the venue panel moves below the ladder.
-    let narrow = PtySize {
-        rows: 40,
-        cols: 70,
-        pixel_width: 0,
-        pixel_height: 0,
-    };
-    pty.master.resize(narrow).unwrap();
-    parser.lock().unwrap().set_size(size(40), size(70));
-    wait_for_screen(&parser, "the venue panel below the ladder", |text| {
+    terminal.resize(40, 70);
+    terminal.wait_for("the venue panel below the ladder", |text| {
         let line_of = |what| text.lines().position(|line| line.contains(what));
         matches!((line_of("── spread "), line_of(" venues ")), (Some(spread), Some(venues)) if spread < venues)
             && text.lines().all(|line| line.chars().count() <= 70)
@@ -122,22 +173,52 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     // The service goes away: the loss is shown, the last book kept, not live.
     drop(first.0.kill());
     let _ = first.0.wait();
-    wait_for_screen(&parser, "the lost connection", |text| {
+    terminal.wait_for("the lost connection", |text| {
         text.contains("connection lost") && text.contains("last book received, not live")
     });
 
     // It comes back on the same port: the viewer reconnects by itself.
-    let _second = service(grpc_port);
-    wait_for_screen(&parser, "the ladder after the restart", shows_a_live_ladder);
+    let _second = service("config/sim.toml", grpc_port, &[]);
+    terminal.wait_for("the ladder after the restart", |text| {
+        live_ladder(text, "ETH/BTC", "1/1", &EVERY_VENUE)
+    });
 
     // Keys: fewer levels, then quit, leaving the terminal as it was.
-    keys.write_all(b"-").unwrap();
-    wait_for_screen(&parser, "depth 9", |text| text.contains("ETH/BTC: top 9"));
-    keys.write_all(b"q").unwrap();
-    let status = common::wait_until("watch to quit", WAIT, || watch.try_wait().unwrap());
-    assert!(status.success(), "{status:?}");
-    assert!(
-        !parser.lock().unwrap().screen().alternate_screen(),
-        "the alternate screen was left"
+    terminal.press("-");
+    terminal.wait_for("depth 9", |text| text.contains("ETH/BTC: top 9"));
+    terminal.quit();
+}
+
+/// Two shards publish to NATS; `watch --nats` sees both shards' instruments and follows
+/// the one chosen with the arrow keys.
+#[test]
+fn watch_reads_every_shard_s_instruments_from_nats() {
+    let Some(nats) = NatsServer::start(common::free_port(), "") else {
+        return;
+    };
+    let config = std::env::temp_dir().join(format!("mergebook-watch-nats-{}.toml", nats.port));
+    // The simulator config with two instruments, one a shard, publishing on NATS.
+    let sim = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/sim.toml"));
+    let sim = sim.unwrap().replace(
+        "[grpc]",
+        &format!("[nats]\nurl = \"{}\"\n\n[grpc]", nats.url()),
     );
+    let second = "[[instruments]]\nname = \"BTC/USD\"\nsymbols = { binance = \"BTCUSDT\", bitstamp = \"btcusd\" }\n";
+    std::fs::write(&config, format!("{sim}\n{second}")).unwrap();
+    let config = config.to_str().unwrap();
+    let _shards = [
+        service(config, common::free_port(), &["--shard", "1/2"]),
+        service(config, common::free_port(), &["--shard", "2/2"]),
+    ];
+
+    let mut terminal =
+        Terminal::watch(&["--nats", &nats.url(), "--instrument", "ETH/BTC"], 30, 120);
+    terminal.wait_for("ETH/BTC from NATS, both instruments known", |text| {
+        live_ladder(text, "ETH/BTC", "2/2", &EVERY_VENUE)
+    });
+    terminal.press("\t");
+    terminal.wait_for("BTC/USD from the other shard", |text| {
+        live_ladder(text, "BTC/USD", "1/2", &["binance", "bitstamp"])
+    });
+    terminal.quit();
 }

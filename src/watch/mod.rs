@@ -1,8 +1,9 @@
 //! `mergebook watch`: a running mergebook's consolidated book in a terminal, over its
-//! `BookSummaryExact` gRPC stream (exact decimals). Three parts: the state of what is
-//! shown (`state.rs`, pure), the drawing of it (`render.rs`, ratatui), and here the loop
-//! that feeds the state from the keyboard and the service and redraws: a lost connection
-//! is shown and retried with backoff, never an exit.
+//! `BookSummaryExact` gRPC stream or from NATS, where the service publishes the same
+//! message (exact decimals either way). Three parts: the state of what is shown
+//! (`state.rs`, pure), the drawing of it (`render.rs`, ratatui), and here the loop that
+//! feeds the state from the keyboard and the source and redraws: a lost connection is
+//! shown and retried, never an exit.
 
 pub mod render;
 pub mod state;
@@ -11,7 +12,9 @@ use self::render::Context;
 use self::state::{Action, WatchState};
 use crate::publish::grpc::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
 use crate::publish::grpc::proto::{Empty, ExactSummary, SummaryRequest};
+use prost::Message;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tonic::transport::Endpoint;
@@ -28,8 +31,30 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 pub enum WatchError {
     #[error("the gRPC address {0:?} is not a host:port")]
     Address(String),
+    #[error("NATS credentials: {0}")]
+    Credentials(std::io::Error),
     #[error("needs a terminal: {0}")]
     Terminal(std::io::Error),
+}
+
+/// Where the summaries come from.
+pub enum Source {
+    /// A service's gRPC address (`host:port`).
+    Grpc(String),
+    /// NATS servers (`nats://host:port`), the services' subject prefix, and the
+    /// credentials file if the servers want one.
+    Nats {
+        url: String,
+        prefix: String,
+        credentials: Option<std::path::PathBuf>,
+    },
+}
+
+/// A source made ready to follow.
+#[derive(Clone)]
+enum Connector {
+    Grpc(Endpoint),
+    Nats(async_nats::Client, String),
 }
 
 /// What the connection task tells the loop.
@@ -37,30 +62,67 @@ enum Update {
     Instruments(Vec<String>),
     Started,
     Summary(Box<ExactSummary>),
-    Lost { error: String, retry_at: Instant },
+    Lost {
+        error: String,
+        retry_at: Option<Instant>,
+    },
 }
 
 /// Runs the viewer on this terminal until a quit key.
-pub fn run(address: &str, instrument: Option<String>) -> Result<(), WatchError> {
-    let endpoint = Endpoint::from_shared(format!("http://{address}"))
-        .map_err(|_| WatchError::Address(address.to_owned()))?
-        .connect_timeout(CONNECT_TIMEOUT)
-        .http2_keep_alive_interval(Duration::from_secs(5))
-        .keep_alive_timeout(Duration::from_secs(5));
+pub fn run(source: Source, instrument: Option<String>) -> Result<(), WatchError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(WatchError::Terminal)?;
+    let (shown, connector) = runtime.block_on(connector(source))?;
     let mut terminal = ratatui::try_init().map_err(WatchError::Terminal)?;
-    let result = runtime.block_on(event_loop(&mut terminal, address, endpoint, instrument));
+    let result = runtime.block_on(event_loop(&mut terminal, &shown, connector, instrument));
     ratatui::restore();
     result.map_err(WatchError::Terminal)
+}
+
+/// The source's name on the screen, and its connector. A NATS client connects (and
+/// reconnects) in the background; `follow_nats` tells the loop how it stands.
+async fn connector(source: Source) -> Result<(String, Connector), WatchError> {
+    match source {
+        Source::Grpc(address) => {
+            let endpoint = Endpoint::from_shared(format!("http://{address}"))
+                .map_err(|_| WatchError::Address(address.clone()))?
+                .connect_timeout(CONNECT_TIMEOUT)
+                .http2_keep_alive_interval(Duration::from_secs(5))
+                .keep_alive_timeout(Duration::from_secs(5));
+            Ok((address, Connector::Grpc(endpoint)))
+        }
+        Source::Nats {
+            url,
+            prefix,
+            credentials,
+        } => {
+            let options = match credentials {
+                Some(file) => async_nats::ConnectOptions::with_credentials_file(file)
+                    .await
+                    .map_err(WatchError::Credentials)?,
+                None => async_nats::ConnectOptions::new(),
+            };
+            let client = options
+                .name("mergebook watch")
+                .retry_on_initial_connect()
+                .max_reconnects(None)
+                .reconnect_delay_callback(|attempts| {
+                    (RETRY_FIRST * 2u32.saturating_pow(attempts.min(4) as u32)).min(RETRY_MAX)
+                })
+                .connect(url.as_str())
+                .await
+                .map_err(|error| WatchError::Address(format!("{url}: {error}")))?;
+            Ok((url, Connector::Nats(client, prefix)))
+        }
+    }
 }
 
 async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     address: &str,
-    endpoint: Endpoint,
+    connector: Connector,
     instrument: Option<String>,
 ) -> std::io::Result<()> {
     // The keyboard, read on a thread of its own (crossterm's read blocks).
@@ -77,7 +139,7 @@ async fn event_loop(
     let mut state = WatchState::new(instrument);
     let (update_sender, mut updates) = mpsc::channel(256);
     let mut follower = tokio::spawn(follow(
-        endpoint.clone(),
+        connector.clone(),
         state.instrument.clone(),
         update_sender.clone(),
     ));
@@ -98,10 +160,13 @@ async fn event_loop(
                 if action == Action::Quit {
                     break;
                 }
-                if let Some(instrument) = state.act(action) {
+                // A gRPC stream is one instrument's: another needs another stream. NATS
+                // brings every instrument already.
+                let switched = state.act(action);
+                if let (Some(instrument), Connector::Grpc(_)) = (switched, &connector) {
                     follower.abort();
                     state.link = state::Link::Connecting;
-                    follower = tokio::spawn(follow(endpoint.clone(), instrument, update_sender.clone()));
+                    follower = tokio::spawn(follow(connector.clone(), instrument, update_sender.clone()));
                 }
                 redraw.reset_immediately();
             }
@@ -135,17 +200,87 @@ fn action_of(event: &Event) -> Option<Action> {
     })
 }
 
-/// Follows `instrument`'s summaries on the service for as long as the loop wants them:
-/// the instruments first, then the stream; a lost connection is told and retried, the
-/// wait doubling from `RETRY_FIRST` to `RETRY_MAX` and starting over once a stream ran.
-async fn follow(endpoint: Endpoint, instrument: String, updates: mpsc::Sender<Update>) {
+/// Follows `instrument`'s summaries for as long as the loop wants them.
+async fn follow(connector: Connector, instrument: String, updates: mpsc::Sender<Update>) {
+    match connector {
+        Connector::Grpc(endpoint) => follow_grpc(endpoint, instrument, updates).await,
+        Connector::Nats(client, prefix) => follow_nats(client, prefix, updates).await,
+    }
+}
+
+/// From NATS: every instrument's subject (the instruments are the ones seen); the loop
+/// keeps the one it shows. The client reconnects by itself, and says so.
+async fn follow_nats(client: async_nats::Client, prefix: String, updates: mpsc::Sender<Update>) {
+    use async_nats::connection::State;
+    use futures_util::StreamExt;
+    let subject = crate::publish::nats::book_subject(&prefix, ">");
+    let mut subscription = match client.subscribe(subject).await {
+        Ok(subscription) => subscription,
+        Err(error) => {
+            let error = error.to_string();
+            let _ = updates
+                .send(Update::Lost {
+                    error,
+                    retry_at: None,
+                })
+                .await;
+            return;
+        }
+    };
+    // None: not told yet (the first tick tells it).
+    let mut state = None;
+    let mut instruments = BTreeSet::new();
+    let mut poll = tokio::time::interval(REDRAW_EVERY);
+    loop {
+        let message = tokio::select! {
+            message = subscription.next() => message,
+            _ = poll.tick() => {
+                // The link as the client sees it: told when it changes.
+                let now = client.connection_state();
+                if state.as_ref() != Some(&now) {
+                    let update = match now {
+                        State::Connected => Update::Started,
+                        _ => Update::Lost { error: "NATS disconnected".into(), retry_at: None },
+                    };
+                    state = Some(now);
+                    let _ = updates.send(update).await;
+                }
+                continue;
+            }
+        };
+        let Some(message) = message else { return };
+        let Ok(summary) = ExactSummary::decode(message.payload.as_ref()) else {
+            continue; // not a summary in protobuf (a service publishing JSON)
+        };
+        if state != Some(State::Connected) {
+            state = Some(State::Connected);
+            let _ = updates.send(Update::Started).await;
+        }
+        if instruments.insert(summary.instrument.clone()) {
+            let names = instruments.iter().cloned().collect();
+            let _ = updates.send(Update::Instruments(names)).await;
+        }
+        if updates
+            .send(Update::Summary(Box::new(summary)))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// From a service's gRPC port: the instruments first, then the stream; a lost connection
+/// is told and retried, the wait doubling from `RETRY_FIRST` to `RETRY_MAX` and starting
+/// over once a stream ran.
+async fn follow_grpc(endpoint: Endpoint, instrument: String, updates: mpsc::Sender<Update>) {
     let mut retry = RETRY_FIRST;
     loop {
         let error = match stream(&endpoint, &instrument, &updates, &mut retry).await {
             Ok(()) => "the service ended the stream".to_owned(),
             Err(error) => error,
         };
-        let retry_at = Instant::now() + retry;
+        let retry_at = Some(Instant::now() + retry);
         if updates
             .send(Update::Lost { error, retry_at })
             .await

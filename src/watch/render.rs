@@ -122,12 +122,15 @@ fn header_lines(state: &WatchState, context: &Context) -> Vec<Line<'static>> {
         Link::Connecting => Span::styled("connecting…", Style::new().fg(Color::Yellow)),
         Link::Live => Span::styled("live", Style::new().fg(Color::Green)),
         Link::Lost { error, retry_at } => {
-            let wait = retry_at.saturating_duration_since(context.now);
-            Span::styled(
-                format!(
-                    "connection lost: {error}; retrying in {:.1} s",
-                    wait.as_secs_f64()
+            let retry = match retry_at {
+                Some(at) => format!(
+                    "retrying in {:.1} s",
+                    at.saturating_duration_since(context.now).as_secs_f64()
                 ),
+                None => "reconnecting".to_owned(),
+            };
+            Span::styled(
+                format!("connection lost: {error}; {retry}"),
                 Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
             )
         }
@@ -570,7 +573,7 @@ mod tests {
         let mut state = state(summary());
         state.lost(
             "connection refused".into(),
-            Instant::now() + std::time::Duration::from_secs(2),
+            Some(Instant::now() + std::time::Duration::from_secs(2)),
         );
         let (lines, _) = render(&state, 120, 20);
         let screen = lines.join("\n");

@@ -20,10 +20,11 @@ const RATE_WINDOW: Duration = Duration::from_secs(1);
 pub enum Link {
     Connecting,
     Live,
-    /// Lost (or refused), with why; retried at `retry_at`.
+    /// Lost (or refused), with why; retried at `retry_at` (`None`: the client is
+    /// reconnecting by itself).
     Lost {
         error: String,
-        retry_at: Instant,
+        retry_at: Option<Instant>,
     },
 }
 
@@ -83,15 +84,15 @@ impl WatchState {
         self.last_sequence = None;
     }
 
-    pub fn lost(&mut self, error: String, retry_at: Instant) {
+    pub fn lost(&mut self, error: String, retry_at: Option<Instant>) {
         self.link = Link::Lost { error, retry_at };
         self.last_sequence = None;
     }
 
-    /// The service's instruments: the one watched is kept if it is among them, else the
-    /// first is watched.
+    /// The instruments known (the service's, or those seen on NATS so far): the first is
+    /// watched when none was chosen.
     pub fn set_instruments(&mut self, names: Vec<String>) {
-        if !names.contains(&self.instrument)
+        if self.instrument.is_empty()
             && let Some(first) = names.first()
         {
             self.instrument = first.clone();
@@ -195,7 +196,7 @@ mod tests {
         }
         assert_eq!(state.skipped, 2);
         // A new stream (a reconnection) starts wherever the service is.
-        state.lost("reset".into(), now);
+        state.lost("reset".into(), None);
         state.stream_started();
         state.on_summary(summary("ETH/BTC", 500), now);
         assert_eq!(state.skipped, 2);

@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test file uses its own subset
 
 pub mod in_band;
+pub mod nats;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
