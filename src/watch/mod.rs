@@ -53,7 +53,7 @@ pub enum Source {
 /// A source made ready to follow.
 #[derive(Clone)]
 enum Connector {
-    Grpc(Endpoint),
+    Grpc(Box<Endpoint>),
     Nats(async_nats::Client, String),
 }
 
@@ -91,7 +91,7 @@ async fn connector(source: Source) -> Result<(String, Connector), WatchError> {
                 .connect_timeout(CONNECT_TIMEOUT)
                 .http2_keep_alive_interval(Duration::from_secs(5))
                 .keep_alive_timeout(Duration::from_secs(5));
-            Ok((address, Connector::Grpc(endpoint)))
+            Ok((address, Connector::Grpc(Box::new(endpoint))))
         }
         Source::Nats {
             url,
@@ -203,7 +203,7 @@ fn action_of(event: &Event) -> Option<Action> {
 /// Follows `instrument`'s summaries for as long as the loop wants them.
 async fn follow(connector: Connector, instrument: String, updates: mpsc::Sender<Update>) {
     match connector {
-        Connector::Grpc(endpoint) => follow_grpc(endpoint, instrument, updates).await,
+        Connector::Grpc(endpoint) => follow_grpc(*endpoint, instrument, updates).await,
         Connector::Nats(client, prefix) => follow_nats(client, prefix, updates).await,
     }
 }
