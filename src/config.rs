@@ -1430,6 +1430,24 @@ mod tests {
         table.get(leaf)
     }
 
+    /// The sharded compose stack runs `config/sim-nats.toml` as shard 1/2 and 2/2: each
+    /// gets instruments, together all of them, published on NATS.
+    #[test]
+    fn the_sharded_stack_s_shards_each_serve_instruments() {
+        let (text, _) = shipped("sim-nats.toml");
+        let mut served = Vec::new();
+        for shard in ["1/2", "2/2"] {
+            let mut raw = RawConfig::parse(&text, "sim-nats.toml").unwrap();
+            let listed = raw.instruments.len();
+            raw.service.shard = Some(shard.to_owned());
+            let config = raw.validate().unwrap();
+            assert!(config.nats.is_some());
+            assert!(!config.instruments.is_empty() && config.instruments.len() < listed);
+            served.extend(config.instruments.into_iter().map(|i| i.name));
+        }
+        assert_eq!(served.len(), 4);
+    }
+
     fn shipped(name: &str) -> (String, toml::Table) {
         let path = format!("{}/config/{name}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(path).unwrap();
@@ -1482,6 +1500,17 @@ mod tests {
                 setting.key
             );
         }
+
+        let nats_texts = [&defaults::NATS_SUBJECT_PREFIX, &defaults::NATS_FORMAT];
+        for setting in nats_texts {
+            let (_, key) = setting.key.split_once('.').unwrap();
+            let value = format!("{:?}", setting.default);
+            assert!(states_in_comment(&text, key, &value), "{}", setting.key);
+        }
+        let health_every = defaults::NATS_HEALTH_EVERY_MS.default.to_string();
+        assert!(states_in_comment(&text, "health_every_ms", &health_every));
+        let tls_required = defaults::NATS_TLS_REQUIRED.default.to_string();
+        assert!(states_in_comment(&text, "tls_required", &tls_required));
 
         let (_, simulator) = shipped("sim.toml");
         for setting in [&defaults::SIMULATOR_RATE, &defaults::SIMULATOR_SEED] {

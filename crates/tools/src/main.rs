@@ -24,6 +24,23 @@ enum Command {
     /// reconnections, violations and RSS over time (docs/reliability.md). Exits non-zero
     /// on any violation, a venue that does not recover, or RSS that keeps growing.
     Soak(SoakArgs),
+    /// What publishing to NATS costs: the service at one rate without and with NATS (a
+    /// local nats-server, from PATH), a subscriber timing each summary from its publish;
+    /// prints summaries/s, latency percentiles and the CPU NATS adds (BENCHMARKS.md).
+    NatsBench(NatsBenchArgs),
+}
+
+#[derive(clap::Args)]
+struct NatsBenchArgs {
+    /// Book frames per second per venue (two venues, one instrument).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(10..=100_000))]
+    rate: u32,
+    /// Seconds measured, each run.
+    #[arg(long, default_value = "10", value_parser = parse_seconds)]
+    duration: Duration,
+    /// Seconds of warm-up before each measurement.
+    #[arg(long, default_value = "3", value_parser = parse_seconds)]
+    warmup: Duration,
 }
 
 #[derive(clap::Args)]
@@ -132,6 +149,23 @@ fn main() -> ExitCode {
             run_loadtest(&args)
         }
         Command::Soak(args) => run_soak(&args),
+        Command::NatsBench(args) => {
+            let spec = mergebook_tools::nats_bench::NatsBenchSpec {
+                rate: args.rate,
+                warmup: args.warmup,
+                duration: args.duration,
+            };
+            match mergebook_tools::nats_bench::run(&spec) {
+                Ok(report) => {
+                    println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("mergebook-tools nats-bench: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
     }
 }
 
