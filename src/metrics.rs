@@ -241,8 +241,8 @@ impl Metrics {
         .expect("valid");
         let nats_skipped = IntCounter::new(
             "orderbook_nats_skipped_total",
-            "Summaries the NATS publisher skipped for a newer one of the same instrument: the \
-             client's buffer was full (a slow server or link).",
+            "Summaries the NATS publisher skipped for a newer one of the same instrument: it \
+             (or the fan-out before it, or a full client buffer) was slower than the merger.",
         )
         .expect("valid");
         let nats_dropped = IntCounterVec::new(

@@ -7,8 +7,9 @@
 //! publisher. The publisher is a consumer of the fan-out like a gRPC stream (one task an
 //! instrument, each reading its latest-value channel): the merger never waits for it.
 //! Without a connection a summary is dropped and counted (nothing queues up to be sent
-//! stale); while the client's buffer is full (a slow server) its task waits and the
-//! summaries it did not get to are counted as skipped.
+//! stale). A task takes the newest summary each time it runs: the ones it did not get to
+//! (the fan-out coalesces summaries that come faster than it wakes; a full client buffer,
+//! behind a slow server, makes the task wait) are counted as skipped.
 
 use crate::config::{Config, NatsConfig, NatsFormat};
 use crate::metrics::Metrics;

@@ -157,7 +157,10 @@ fn main() -> ExitCode {
             };
             match mergebook_tools::nats_bench::run(&spec) {
                 Ok(report) => {
-                    println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&report).expect("serializable")
+                    );
                     ExitCode::SUCCESS
                 }
                 Err(error) => {

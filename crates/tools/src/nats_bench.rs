@@ -21,8 +21,13 @@ pub struct NatsBenchSpec {
 
 #[derive(Debug, serde::Serialize)]
 pub struct NatsBenchReport {
+    /// Summaries the merger published, a second.
     pub summaries_per_second: f64,
-    pub received: u64,
+    /// Of those, published on NATS, and skipped by the NATS publisher for newer ones.
+    pub published_per_second: f64,
+    pub skipped_per_second: f64,
+    /// Timed by the subscriber.
+    pub received_per_second: f64,
     pub latency_us_p50: f64,
     pub latency_us_p99: f64,
     pub latency_us_p999: f64,
@@ -71,15 +76,15 @@ fn cpu_ns(pid: u32) -> u64 {
         .sum()
 }
 
-/// `orderbook_merges_total` of a service's `/metrics`.
-fn merges(metrics_port: u16) -> Option<f64> {
+/// A series of a service's `/metrics` (`name` with its labels).
+fn metric(metrics_port: u16, series: &str) -> Option<f64> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", metrics_port)).ok()?;
     write!(stream, "GET /metrics HTTP/1.0\r\n\r\n").ok()?;
     let mut body = String::new();
     stream.read_to_string(&mut body).ok()?;
     body.lines()
-        .find_map(|line| line.strip_prefix("orderbook_merges_total ")?.parse().ok())
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
 }
 
 fn mergebook_binary() -> std::io::Result<PathBuf> {
@@ -113,16 +118,37 @@ fn start_service(
     Ok((Running(child), metrics_port))
 }
 
-/// (summaries a second, CPU percent) of a service over `duration` from now.
-async fn measure(service: &Running, metrics_port: u16, duration: Duration) -> (f64, f64) {
+/// What a service did over `duration` from now.
+struct Measured {
+    /// Summaries merged, published on NATS, and skipped by its publisher, a second.
+    merged: f64,
+    published: f64,
+    skipped: f64,
+    /// Percent of one core.
+    cpu: f64,
+}
+
+const COUNTED: [&str; 3] = [
+    "orderbook_merges_total ",
+    "orderbook_nats_published_total ",
+    "orderbook_nats_skipped_total ",
+];
+
+async fn measure(service: &Running, metrics_port: u16, duration: Duration) -> Measured {
     let pid = service.0.id();
-    let (merges_before, cpu_before, started) =
-        (merges(metrics_port), cpu_ns(pid), Instant::now());
+    let counts = || COUNTED.map(|series| metric(metrics_port, series).unwrap_or(0.0));
+    let (before, cpu_before, started) = (counts(), cpu_ns(pid), Instant::now());
     tokio::time::sleep(duration).await;
     let seconds = started.elapsed().as_secs_f64();
-    let merged = merges(metrics_port).unwrap_or(0.0) - merges_before.unwrap_or(0.0);
+    let after = counts();
+    let rate = |index: usize| (after[index] - before[index]) / seconds;
     let cpu = (cpu_ns(pid) - cpu_before) as f64 * 1e-9;
-    (merged / seconds, cpu / seconds * 100.0)
+    Measured {
+        merged: rate(0),
+        published: rate(1),
+        skipped: rate(2),
+        cpu: cpu / seconds * 100.0,
+    }
 }
 
 pub fn run(spec: &NatsBenchSpec) -> Result<NatsBenchReport, NatsBenchError> {
@@ -146,7 +172,7 @@ async fn run_async(spec: &NatsBenchSpec) -> Result<NatsBenchReport, NatsBenchErr
 
     let (without, metrics_port) = start_service(&binary, spec.rate, None)?;
     tokio::time::sleep(spec.warmup).await;
-    let (_, cpu_without) = measure(&without, metrics_port, spec.duration).await;
+    let cpu_without = measure(&without, metrics_port, spec.duration).await.cpu;
     drop(without);
 
     let subscriber = async_nats::ConnectOptions::new()
@@ -158,34 +184,42 @@ async fn run_async(spec: &NatsBenchSpec) -> Result<NatsBenchReport, NatsBenchErr
         .subscribe("mergebook.book.>")
         .await
         .map_err(|error| NatsBenchError::Service(error.to_string()))?;
-    let (with, metrics_port) = start_service(&binary, spec.rate, Some(&url))?;
+    let (service, metrics_port) = start_service(&binary, spec.rate, Some(&url))?;
     tokio::time::sleep(spec.warmup).await;
     let mut latencies = hdrhistogram::Histogram::<u64>::new(3).expect("valid precision");
+    // Only summaries published from now on: the warm-up's wait in the subscription's
+    // buffer is no latency of NATS.
+    let since_ns = mergebook::clock::unix_ns();
     let timing = async {
         while let Some(message) = books.next().await {
             let arrived_ns = mergebook::clock::unix_ns();
-            if let Ok(summary) = ExactSummary::decode(message.payload.as_ref()) {
+            if let Ok(summary) = ExactSummary::decode(message.payload.as_ref())
+                && summary.ts_ns >= since_ns
+            {
                 let _ = latencies.record(arrived_ns.saturating_sub(summary.ts_ns).max(1));
             }
         }
     };
-    let (summaries_per_second, cpu_with) = tokio::select! {
-        measured = measure(&with, metrics_port, spec.duration) => measured,
+    let with = tokio::select! {
+        measured = measure(&service, metrics_port, spec.duration) => measured,
         _ = timing => return Err(NatsBenchError::Service("the subscription ended".into())),
     };
     if latencies.is_empty() {
-        return Err(NatsBenchError::Service("no summary reached the subscriber".into()));
+        return Err(NatsBenchError::Service(
+            "no summary reached the subscriber".into(),
+        ));
     }
     let quantile_us = |q: f64| latencies.value_at_quantile(q) as f64 / 1000.0;
     Ok(NatsBenchReport {
-        summaries_per_second,
-        received: latencies.len(),
+        summaries_per_second: with.merged,
+        published_per_second: with.published,
+        skipped_per_second: with.skipped,
+        received_per_second: latencies.len() as f64 / spec.duration.as_secs_f64(),
         latency_us_p50: quantile_us(0.5),
         latency_us_p99: quantile_us(0.99),
         latency_us_p999: quantile_us(0.999),
         cpu_percent_without_nats: cpu_without,
-        cpu_percent_with_nats: cpu_with,
-        cpu_percent_per_1000_summaries: (cpu_with - cpu_without)
-            / (summaries_per_second / 1000.0),
+        cpu_percent_with_nats: with.cpu,
+        cpu_percent_per_1000_summaries: (with.cpu - cpu_without) / (with.published / 1000.0),
     })
 }
