@@ -32,9 +32,12 @@ enum Command {
 
 #[derive(clap::Args)]
 struct NatsBenchArgs {
-    /// Book frames per second per venue (two venues, one instrument).
+    /// Book frames per second per venue and instrument (two venues).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(10..=100_000))]
     rate: u32,
+    /// Instruments, each on both venues.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    instruments: u16,
     /// Seconds measured, each run.
     #[arg(long, default_value = "10", value_parser = parse_seconds)]
     duration: Duration,
@@ -152,6 +155,7 @@ fn main() -> ExitCode {
         Command::NatsBench(args) => {
             let spec = mergebook_tools::nats_bench::NatsBenchSpec {
                 rate: args.rate,
+                instruments: usize::from(args.instruments),
                 warmup: args.warmup,
                 duration: args.duration,
             };

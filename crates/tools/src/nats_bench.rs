@@ -13,8 +13,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct NatsBenchSpec {
-    /// Book frames a second per venue (two venues, one instrument).
+    /// Book frames a second per venue and instrument (two venues).
     pub rate: u32,
+    /// Instruments, each on both venues.
+    pub instruments: usize,
     pub warmup: Duration,
     pub duration: Duration,
 }
@@ -96,15 +98,22 @@ fn mergebook_binary() -> std::io::Result<PathBuf> {
 /// metrics port.
 fn start_service(
     binary: &Path,
-    rate: u32,
+    spec: &NatsBenchSpec,
     nats_url: Option<&str>,
 ) -> Result<(Running, u16), NatsBenchError> {
     let metrics_port = free_port()?;
     let nats = nats_url.map_or(String::new(), |url| format!("[nats]\nurl = \"{url}\"\n"));
-    let config = format!(
-        "[service]\noutput = \"none\"\n[simulator]\nrate_per_second = {rate}\n{nats}\
-         [[instruments]]\nname = \"ETH/BTC\"\nsymbols = {{ binance = \"ETHBTC\", bitstamp = \"ethbtc\" }}\n"
+    let (rate, count) = (spec.rate, spec.instruments);
+    let mut config = format!(
+        "[service]\noutput = \"none\"\nmax_instruments = {count}\n\
+         [simulator]\nrate_per_second = {rate}\n{nats}"
     );
+    for index in 0..count {
+        config += &format!(
+            "[[instruments]]\nname = \"I{index}/BTC\"\n\
+             symbols = {{ binance = \"I{index}BTC\", bitstamp = \"i{index}btc\" }}\n"
+        );
+    }
     let path = std::env::temp_dir().join(format!("mergebook-nats-bench-{metrics_port}.toml"));
     std::fs::write(&path, config)?;
     let child = Command::new(binary)
@@ -170,7 +179,7 @@ async fn run_async(spec: &NatsBenchSpec) -> Result<NatsBenchReport, NatsBenchErr
     let _server = Running(server);
     let url = format!("nats://127.0.0.1:{nats_port}");
 
-    let (without, metrics_port) = start_service(&binary, spec.rate, None)?;
+    let (without, metrics_port) = start_service(&binary, spec, None)?;
     tokio::time::sleep(spec.warmup).await;
     let cpu_without = measure(&without, metrics_port, spec.duration).await.cpu;
     drop(without);
@@ -181,10 +190,10 @@ async fn run_async(spec: &NatsBenchSpec) -> Result<NatsBenchReport, NatsBenchErr
         .await
         .map_err(|error| NatsBenchError::Service(error.to_string()))?;
     let mut books = subscriber
-        .subscribe("mergebook.book.>")
+        .subscribe(mergebook::publish::nats::book_subject("mergebook", ">"))
         .await
         .map_err(|error| NatsBenchError::Service(error.to_string()))?;
-    let (service, metrics_port) = start_service(&binary, spec.rate, Some(&url))?;
+    let (service, metrics_port) = start_service(&binary, spec, Some(&url))?;
     tokio::time::sleep(spec.warmup).await;
     let mut latencies = hdrhistogram::Histogram::<u64>::new(3).expect("valid precision");
     // Only summaries published from now on: the warm-up's wait in the subscription's
