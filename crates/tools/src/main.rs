@@ -32,10 +32,11 @@ enum Command {
 
 #[derive(clap::Args)]
 struct NatsBenchArgs {
-    /// Book frames per second per venue and instrument (two venues).
+    /// Book frames per second per venue and instrument (each instrument on every venue
+    /// with top-N snapshot streams).
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(10..=100_000))]
     rate: u32,
-    /// Instruments, each on both venues.
+    /// Instruments.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024))]
     instruments: u16,
     /// Seconds measured, each run.

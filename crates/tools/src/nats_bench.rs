@@ -1,5 +1,6 @@
 //! What publishing to NATS costs: the service (the `mergebook` binary beside this one, on
-//! its embedded simulator) runs twice at the same rate, without and with `[nats]` pointed
+//! its embedded simulator, every instrument on each venue with top-N snapshot streams)
+//! runs twice at the same rate, without and with `[nats]` pointed
 //! at a local `nats-server`; a subscriber in this process times each summary from its
 //! publish (`ts_ns`, the merger's clock) to its arrival. Reported: summaries a second,
 //! the latency percentiles, and the service's CPU without and with NATS, whence the CPU
@@ -7,15 +8,16 @@
 
 use futures_util::StreamExt;
 use mergebook::publish::grpc::proto::ExactSummary;
+use mergebook::venue::VenueId;
 use prost::Message;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct NatsBenchSpec {
-    /// Book frames a second per venue and instrument (two venues).
+    /// Book frames a second per venue and instrument.
     pub rate: u32,
-    /// Instruments, each on both venues.
+    /// Instruments, each on every venue with top-N snapshot streams.
     pub instruments: usize,
     pub warmup: Duration,
     pub duration: Duration,
@@ -108,10 +110,18 @@ fn start_service(
         "[service]\noutput = \"none\"\nmax_instruments = {count}\n\
          [simulator]\nrate_per_second = {rate}\n{nats}"
     );
+    // Each instrument on every venue with top-N snapshot streams.
+    let venues = VenueId::ALL
+        .iter()
+        .filter(|venue| venue.has_snapshot_streams());
     for index in 0..count {
+        let symbols: Vec<String> = venues
+            .clone()
+            .map(|venue| format!("{venue} = \"i{index}btc\""))
+            .collect();
         config += &format!(
-            "[[instruments]]\nname = \"I{index}/BTC\"\n\
-             symbols = {{ binance = \"I{index}BTC\", bitstamp = \"i{index}btc\" }}\n"
+            "[[instruments]]\nname = \"I{index}/BTC\"\nsymbols = {{ {} }}\n",
+            symbols.join(", ")
         );
     }
     let path = std::env::temp_dir().join(format!("mergebook-nats-bench-{metrics_port}.toml"));
