@@ -254,6 +254,11 @@ impl Metrics {
             &["reason"],
         )
         .expect("valid");
+        // Both reasons exported from the start (at 0): an alert's increase() needs the
+        // series before the first drop.
+        for reason in ["disconnected", "error"] {
+            nats_dropped.with_label_values(&[reason]);
+        }
         let nats_connected = prometheus::IntGauge::new(
             "orderbook_nats_connected",
             "1 while the NATS client is connected to a server.",
