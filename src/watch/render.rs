@@ -200,16 +200,10 @@ fn draw_ladder(frame: &mut Frame, state: &WatchState, area: Rect) {
     let asks = rows(&summary.asks, depth);
     let bids = rows(&summary.bids, depth);
     let all = || asks.iter().chain(&bids);
-    let width = |text: for<'r> fn(&'r Row<'r>) -> &'r str| {
-        all()
-            .map(|row| text(row).chars().count())
-            .max()
-            .unwrap_or(0)
-    };
-    let venue_width = width(|row| &row.level.exchange).max(5);
-    let price_width = width(|row| &row.level.price).max(5);
-    let size_width = width(|row| trim(&row.level.amount)).max(4);
-    let cumulative_width = width(|row| &row.cumulative).max(5);
+    let venue_width = column_width(all().map(|row| row.level.exchange.as_str()), "venue");
+    let price_width = column_width(all().map(|row| row.level.price.as_str()), "price");
+    let size_width = column_width(all().map(|row| trim(&row.level.amount)), "size");
+    let cumulative_width = column_width(all().map(|row| row.cumulative.as_str()), "total");
     let columns = venue_width + price_width + size_width + 3;
     let show_cumulative = inner.width as usize > columns + cumulative_width;
     let used = columns + (cumulative_width + 1) * usize::from(show_cumulative);
@@ -263,6 +257,15 @@ fn draw_ladder(frame: &mut Frame, state: &WatchState, area: Rect) {
     lines.push(spread_line(summary));
     lines.extend(bids.iter().map(|row| line(row, Color::Green)));
     frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The width of a column: its widest cell, or its heading.
+fn column_width<'a>(cells: impl Iterator<Item = &'a str>, heading: &str) -> usize {
+    cells
+        .map(|cell| cell.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(heading.len())
 }
 
 /// An exact decimal without the trailing zeros of its fraction (`1.50000000` → `1.5`).
@@ -326,24 +329,9 @@ fn draw_venues(frame: &mut Frame, state: &WatchState, area: Rect) {
         return;
     };
     let quotes = &summary.venue_quotes;
-    let name_width = quotes
-        .iter()
-        .map(|q| q.exchange.len())
-        .max()
-        .unwrap_or(0)
-        .max(5);
-    let bid_width = quotes
-        .iter()
-        .map(|q| trim(&q.best_bid).len())
-        .max()
-        .unwrap_or(0)
-        .max(3);
-    let ask_width = quotes
-        .iter()
-        .map(|q| trim(&q.best_ask).len())
-        .max()
-        .unwrap_or(0)
-        .max(3);
+    let name_width = column_width(quotes.iter().map(|q| q.exchange.as_str()), "venue");
+    let bid_width = column_width(quotes.iter().map(|q| trim(&q.best_bid)), "bid");
+    let ask_width = column_width(quotes.iter().map(|q| trim(&q.best_ask)), "ask");
     let mut lines = vec![
         Line::from(format!(
             "{:<name_width$} {:<11} {:>bid_width$} {:>ask_width$} {:>8}",
