@@ -706,7 +706,7 @@ pub struct DiffDepths {
 
 /// Diff mode's settings for a replay: the recording holds the snapshots, so nothing is
 /// fetched and the snapshot budget is never consulted; every event is buffered.
-fn replay_settings(depths: DiffDepths) -> DiffSettings {
+pub(crate) fn replay_settings(depths: DiffDepths) -> DiffSettings {
     DiffSettings {
         rest_url: String::new(),
         snapshot_depth: depths.snapshot_depth,

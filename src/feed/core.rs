@@ -567,8 +567,11 @@ impl FeedCore {
             }
             book.sync.reset();
             book.generation += 1;
-            // A new connection's subscriptions bring their snapshots (in-band venues).
-            book.awaiting_since_ns = (reason == ResyncReason::Connect).then_some(now_ns);
+            // A new connection's subscriptions bring their snapshots on an in-band venue;
+            // a REST venue's are asked for once an event is buffered, and none is awaited
+            // before that (a snapshot its stream may send unasked is taken all the same).
+            let awaited = reason == ResyncReason::Connect && diff.source == SnapshotSource::InBand;
+            book.awaiting_since_ns = awaited.then_some(now_ns);
         }
     }
 
@@ -1020,5 +1023,27 @@ mod tests {
         // A new connection starts every count over.
         core.connected(400, &mut out);
         assert_eq!(core.check_silence(499, allowance), Silence::None);
+    }
+
+    /// A REST venue's new connection awaits no snapshot on its stream: nothing is overdue
+    /// at the snapshot timeout, and its only request is the one its first event asks for.
+    #[test]
+    fn a_rest_venue_s_connection_awaits_no_in_band_snapshot() {
+        let venue = VenueId::Binance;
+        let settings = crate::replay::replay_settings(crate::replay::DiffDepths {
+            depth: 10,
+            max_levels: 100,
+            snapshot_depth: 100,
+        });
+        let streams = vec![CoreStream {
+            name: venue.diff_stream_name("ETHBTC"),
+            symbol: "ETHBTC".to_owned(),
+        }];
+        let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
+        let mut out = Recorder::default();
+        core.connected(0, &mut out);
+        core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
+        assert_eq!(core.next_snapshot_at(1), None);
+        assert!(core.start_snapshot(10_000_000_000).is_none());
     }
 }
