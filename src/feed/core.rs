@@ -29,7 +29,9 @@ use crate::log_limit::LogLimiter;
 use crate::snapshot::{FetchError, FetchOutcome, SnapshotScheduler};
 use crate::summary::VenueState;
 use crate::sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutcome};
-use crate::venue::{Acked, DecodeError, Message, SnapshotSource, UNSUBSCRIBE_REQUEST_ID, VenueId};
+use crate::venue::{
+    Acked, DecodeError, Message, SnapshotSource, StreamKind, UNSUBSCRIBE_REQUEST_ID, VenueId,
+};
 
 /// Books in a row with a sequence below the last one published after which the core
 /// takes the lower sequence as the venue's new count. A book out of order is dropped (an
@@ -309,7 +311,9 @@ impl FeedCore {
             self.resubscribed_for_silence[slot] = true;
             self.last_data_ns[slot] = now_ns;
         }
-        let mut frames = self.venue.unsubscribe_frames(&names, depth);
+        let mut frames = self
+            .venue
+            .unsubscribe_frames(&names, self.stream_kind(), depth);
         frames.extend(self.subscribe(&silent, depth, now_ns));
         Silence::Resubscribe {
             streams: silent.len(),
@@ -323,6 +327,14 @@ impl FeedCore {
         self.diff
             .as_ref()
             .map_or(self.depth, |diff| diff.settings.snapshot_depth)
+    }
+
+    /// The kind of the connection's streams: diff streams in diff mode.
+    fn stream_kind(&self) -> StreamKind {
+        match self.diff {
+            Some(_) => StreamKind::Diff,
+            None => StreamKind::Snapshots,
+        }
     }
 
     /// Streams whose subscription the venue has not acknowledged yet.
@@ -368,9 +380,9 @@ impl FeedCore {
             .iter()
             .map(|&slot| self.streams[slot].name.clone())
             .collect();
-        let requests = self
-            .venue
-            .subscribe_frames(&names, depth, self.next_request_id);
+        let requests =
+            self.venue
+                .subscribe_frames(&names, self.stream_kind(), depth, self.next_request_id);
         let mut frames = Vec::with_capacity(requests.len());
         for request in requests {
             let awaited = match request.id {
@@ -759,7 +771,9 @@ impl FeedCore {
                 book.awaiting_since_ns = Some(now_ns);
                 let names = [stream.name.clone()];
                 let depth = diff.settings.snapshot_depth;
-                let mut frames = self.venue.unsubscribe_frames(&names, depth);
+                let mut frames = self
+                    .venue
+                    .unsubscribe_frames(&names, self.stream_kind(), depth);
                 frames.extend(self.subscribe(&[slot], depth, now_ns));
                 SnapshotRequest::Resubscribe { frames }
             }

@@ -36,6 +36,15 @@ fn half_a_frame() -> Vec<u8> {
 }
 
 impl Simulator {
+    /// `venue`, a REST venue whose protocol also has an in-band form, serves that form
+    /// from now on (`on`): each new subscription starts with a snapshot on the stream, and
+    /// events carry the venue's checksums.
+    pub fn serve_in_band_snapshots(&self, venue: VenueId, on: bool) {
+        self.control(venue)
+            .in_band_form
+            .store(on, Ordering::Relaxed);
+    }
+
     fn faults(&self, venue: VenueId) -> &DiffFaults {
         &self.control(venue).faults
     }

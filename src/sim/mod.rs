@@ -88,7 +88,19 @@ struct VenueControl {
     quiet: AtomicBool,
     /// New connections are closed as soon as they are open (`Simulator::close_new_connections`).
     closing: AtomicBool,
+    /// A REST venue serves its protocol's in-band form (`Simulator::serve_in_band_snapshots`).
+    in_band_form: AtomicBool,
     faults: DiffFaults,
+}
+
+impl VenueControl {
+    /// Whether `venue`'s subscriptions start with a snapshot on the stream and its events
+    /// carry its checksums: an in-band venue's always, a REST venue's in its protocol's
+    /// in-band form. A REST-seeded stream carries no checksum.
+    fn in_band(&self, venue: VenueId) -> bool {
+        venue.snapshot_source() == SnapshotSource::InBand
+            || self.in_band_form.load(Ordering::Relaxed)
+    }
 }
 
 /// Fault switches of a venue's snapshots. Counters count down as they are used.
@@ -128,14 +140,20 @@ struct DiffStream {
 }
 
 impl DiffStream {
-    /// Adds a connection's channel to the stream's subscribers. An in-band venue's
+    /// Adds a connection's channel to the stream's subscribers. An `in_band`
     /// subscription starts with a snapshot of the book: taken, and queued ahead of the
     /// events, while the subscribers are locked, so no event falls between the two (an
     /// event already in the snapshot may follow it: the venues' sequences, or their
     /// absolute sizes, make that harmless).
-    fn subscribe(&self, venue: VenueId, stream: &str, sender: &mpsc::UnboundedSender<Arc<str>>) {
+    fn subscribe(
+        &self,
+        venue: VenueId,
+        stream: &str,
+        in_band: bool,
+        sender: &mpsc::UnboundedSender<Arc<str>>,
+    ) {
         let mut subscribers = self.subscribers.lock().expect("not poisoned");
-        if venue.snapshot_source() == SnapshotSource::InBand {
+        if in_band {
             let mut snapshot = BookUpdate::default();
             let checksum = {
                 let market = self.market.lock().expect("not poisoned");
@@ -281,6 +299,7 @@ impl Simulator {
                 clock_offset: AtomicU64::new(0),
                 quiet: AtomicBool::new(false),
                 closing: AtomicBool::new(false),
+                in_band_form: AtomicBool::new(false),
                 faults: DiffFaults::default(),
             }),
             recordings: Mutex::new(Default::default()),
@@ -436,7 +455,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                         for stream in answer.subscribe {
                             if venue.is_diff_stream(&stream) {
                                 let diff = diff_stream(&shared, venue, &stream, answer.depth);
-                                diff.subscribe(venue, &stream, &diff_sender);
+                                diff.subscribe(venue, &stream, control.in_band(venue), &diff_sender);
                                 continue;
                             }
                             let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.index() as u64) << 32;
@@ -701,7 +720,10 @@ async fn generate_diff_events(
                     history.pop_front();
                 }
                 history.push_back(top);
-                let checksum = venue.checksum(&market.book, SIMULATED_DECIMALS);
+                let checksum = match control.in_band(venue) {
+                    true => venue.checksum(&market.book, SIMULATED_DECIMALS),
+                    false => None,
+                };
                 // A bad checksum: one bit flipped.
                 checksum.map(|sum| sum ^ u32::from(take_one(&diff.faults.corrupt_checksum)))
             };

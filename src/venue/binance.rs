@@ -27,7 +27,7 @@
 //! `venue_sequence`, so a reader can drop an out-of-order push.
 
 use super::{
-    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
+    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, StreamKind,
     SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue,
 };
 use crate::book::{BookUpdate, Side, TopBook};
@@ -469,7 +469,12 @@ impl Venue for Binance {
 
     /// One `SUBSCRIBE` for all streams, answered by one `{"result":null,"id":1}`.
     /// One request, answered `{"result":null,"id":…}`.
-    fn subscribe_frames(streams: &[String], _depth: usize, first_id: u64) -> Vec<SubscribeRequest> {
+    fn subscribe_frames(
+        streams: &[String],
+        _kind: StreamKind,
+        _depth: usize,
+        first_id: u64,
+    ) -> Vec<SubscribeRequest> {
         let request =
             serde_json::json!({"method": "SUBSCRIBE", "params": streams, "id": first_id});
         vec![SubscribeRequest {
@@ -479,7 +484,7 @@ impl Venue for Binance {
         }]
     }
 
-    fn unsubscribe_frames(streams: &[String], _depth: usize) -> Vec<String> {
+    fn unsubscribe_frames(streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
         let request = serde_json::json!({"method": "UNSUBSCRIBE", "params": streams, "id": UNSUBSCRIBE_REQUEST_ID});
         vec![request.to_string()]
     }
@@ -926,7 +931,7 @@ mod tests {
 
     #[test]
     fn subscription_round_trip_matches_the_documented_frames() {
-        let requests = Binance::subscribe_frames(&["ethbtc@depth10@100ms".to_owned()], 10, 3);
+        let requests = Binance::subscribe_frames(&["ethbtc@depth10@100ms".to_owned()], StreamKind::Snapshots, 10, 3);
         assert_eq!(
             requests,
             [SubscribeRequest {
@@ -946,7 +951,7 @@ mod tests {
                 acked: Acked::Request(3)
             })
         );
-        let unsubscribe = Binance::unsubscribe_frames(&["ethbtc@depth10@100ms".to_owned()], 10);
+        let unsubscribe = Binance::unsubscribe_frames(&["ethbtc@depth10@100ms".to_owned()], StreamKind::Snapshots, 10);
         assert_eq!(
             unsubscribe,
             [r#"{"id":0,"method":"UNSUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]

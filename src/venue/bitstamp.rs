@@ -25,7 +25,7 @@
 //! `venue_sequence`.
 
 use super::{
-    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
+    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, StreamKind,
     SubscribeRequest, Venue,
 };
 use crate::book::{BookUpdate, Side, TopBook};
@@ -371,7 +371,12 @@ impl Venue for Bitstamp {
 
     /// One `bts:subscribe` per channel, each acknowledged.
     /// A request per channel, acknowledged by `bts:subscription_succeeded` naming it.
-    fn subscribe_frames(streams: &[String], _depth: usize, _first_id: u64) -> Vec<SubscribeRequest> {
+    fn subscribe_frames(
+        streams: &[String],
+        _kind: StreamKind,
+        _depth: usize,
+        _first_id: u64,
+    ) -> Vec<SubscribeRequest> {
         streams
             .iter()
             .enumerate()
@@ -385,7 +390,7 @@ impl Venue for Bitstamp {
     }
 
     /// Acknowledged by `bts:unsubscription_succeeded`.
-    fn unsubscribe_frames(streams: &[String], _depth: usize) -> Vec<String> {
+    fn unsubscribe_frames(streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
         streams
             .iter()
             .map(|channel| {
@@ -730,7 +735,7 @@ mod tests {
 
     #[test]
     fn subscription_round_trip_matches_the_recorded_frames() {
-        let requests = Bitstamp::subscribe_frames(&["order_book_ethbtc".to_owned()], 10, 1);
+        let requests = Bitstamp::subscribe_frames(&["order_book_ethbtc".to_owned()], StreamKind::Snapshots, 10, 1);
         assert_eq!(
             requests,
             [SubscribeRequest {
@@ -752,7 +757,7 @@ mod tests {
                 acked
             })
         );
-        let unsubscribe = Bitstamp::unsubscribe_frames(&["order_book_ethbtc".to_owned()], 10);
+        let unsubscribe = Bitstamp::unsubscribe_frames(&["order_book_ethbtc".to_owned()], StreamKind::Snapshots, 10);
         assert_eq!(
             unsubscribe,
             [r#"{"data":{"channel":"order_book_ethbtc"},"event":"bts:unsubscribe"}"#]

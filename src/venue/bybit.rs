@@ -37,7 +37,7 @@
 //! are refused.
 
 use super::{
-    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
+    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, StreamKind,
     SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, check_sorted,
 };
 use crate::book::{BookUpdate, Side, TopBook};
@@ -283,11 +283,16 @@ impl Venue for Bybit {
     }
 
     /// 10 topics a request, each request acknowledged once, naming its `req_id`.
-    fn subscribe_frames(streams: &[String], depth: usize, first_id: u64) -> Vec<SubscribeRequest> {
+    fn subscribe_frames(
+        streams: &[String],
+        _kind: StreamKind,
+        depth: usize,
+        first_id: u64,
+    ) -> Vec<SubscribeRequest> {
         requests("subscribe", streams, depth, first_id.max(1))
     }
 
-    fn unsubscribe_frames(streams: &[String], depth: usize) -> Vec<String> {
+    fn unsubscribe_frames(streams: &[String], _kind: StreamKind, depth: usize) -> Vec<String> {
         let requests = requests("unsubscribe", streams, depth, UNSUBSCRIBE_REQUEST_ID);
         requests.into_iter().map(|request| request.frame).collect()
     }
@@ -622,14 +627,14 @@ mod tests {
     #[test]
     fn subscriptions_round_trip_through_the_simulator() {
         let symbols: Vec<String> = (0..12).map(|n| format!("C{n}USDT")).collect();
-        let requests = Bybit::subscribe_frames(&symbols, 20, 5);
+        let requests = Bybit::subscribe_frames(&symbols, StreamKind::Diff, 20, 5);
         let shape: Vec<_> = requests
             .iter()
             .map(|request| (request.id, request.streams.clone()))
             .collect();
         assert_eq!(shape, [(Some(5), 0..10), (Some(6), 10..12)], "10 topics a request");
         assert_eq!(
-            Bybit::subscribe_frames(&symbols[..1], 20, 1)[0].frame,
+            Bybit::subscribe_frames(&symbols[..1], StreamKind::Diff, 20, 1)[0].frame,
             r#"{"args":["orderbook.50.C0USDT"],"op":"subscribe","req_id":"1"}"#
         );
         let answer = Bybit::answer_request(&requests[1].frame).unwrap();
@@ -641,7 +646,7 @@ mod tests {
                 acked: Acked::Request(6)
             })
         );
-        let unsubscribe = Bybit::unsubscribe_frames(&symbols[..1], 20);
+        let unsubscribe = Bybit::unsubscribe_frames(&symbols[..1], StreamKind::Diff, 20);
         let answer = Bybit::answer_request(&unsubscribe[0]).unwrap();
         assert_eq!(answer.unsubscribe, ["orderbook.50.C0USDT"]);
         assert_eq!(decode(&answer.replies[0]).0, Ok(Message::Ignored));

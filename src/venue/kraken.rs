@@ -33,7 +33,7 @@
 
 use super::{
     Acked, Answer, ConnectBudget, DecodeError, LevelShape, Message, Seen, Simulated,
-    SnapshotSource, SubscribeRequest, Venue, check_sorted,
+    SnapshotSource, StreamKind, SubscribeRequest, Venue, check_sorted,
 };
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use crate::sync::Sequencing;
@@ -376,7 +376,12 @@ impl Venue for Kraken {
     }
 
     /// One request for every symbol, acknowledged once per symbol (naming it).
-    fn subscribe_frames(streams: &[String], depth: usize, first_id: u64) -> Vec<SubscribeRequest> {
+    fn subscribe_frames(
+        streams: &[String],
+        _kind: StreamKind,
+        depth: usize,
+        first_id: u64,
+    ) -> Vec<SubscribeRequest> {
         let request = serde_json::json!({
             "method": "subscribe",
             "params": {"channel": "book", "symbol": streams, "depth": subscribed_depth(depth), "snapshot": true},
@@ -389,7 +394,7 @@ impl Venue for Kraken {
         }]
     }
 
-    fn unsubscribe_frames(streams: &[String], _depth: usize) -> Vec<String> {
+    fn unsubscribe_frames(streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
         let request = serde_json::json!({
             "method": "unsubscribe",
             "params": {"channel": "book", "symbol": streams},
@@ -722,7 +727,7 @@ mod tests {
     #[test]
     fn subscriptions_round_trip_through_the_simulator() {
         let symbols = ["BTC/USD".to_owned(), "ETH/BTC".to_owned()];
-        let requests = Kraken::subscribe_frames(&symbols, 11, 4);
+        let requests = Kraken::subscribe_frames(&symbols, StreamKind::Diff, 11, 4);
         assert_eq!(
             requests,
             [SubscribeRequest {
@@ -742,7 +747,7 @@ mod tests {
                 })
             );
         }
-        let unsubscribe = Kraken::unsubscribe_frames(&["BTC/USD".to_owned()], 10);
+        let unsubscribe = Kraken::unsubscribe_frames(&["BTC/USD".to_owned()], StreamKind::Diff, 10);
         let answer = Kraken::answer_request(&unsubscribe[0]).unwrap();
         assert_eq!(answer.unsubscribe, ["BTC/USD"]);
         assert_eq!(decode(&answer.replies[0]).0, Ok(Message::Ignored));

@@ -75,6 +75,15 @@ pub enum Acked<'a> {
 /// its subscriptions from 1): its acknowledgement is of no subscription, and ignored.
 pub const UNSUBSCRIBE_REQUEST_ID: u64 = 0;
 
+/// Which of a venue's book streams a connection subscribes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// Top-of-book snapshots (`mode = "snapshot"`, [`Venue::stream_name`]).
+    Snapshots,
+    /// The diff stream (`mode = "diff"`, [`Venue::diff_stream_name`]).
+    Diff,
+}
+
 /// One subscribe frame, and how the venue acknowledges it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubscribeRequest {
@@ -119,14 +128,19 @@ pub trait Venue {
     /// The stream (channel) this venue publishes `symbol`'s book on, for `depth` levels.
     fn stream_name(symbol: &str, depth: usize) -> String;
 
-    /// The requests that subscribe an open connection to `streams` of books of `depth`
-    /// levels a side (where the venue takes a depth). Requests the venue acknowledges by
-    /// id are numbered from `first_id` on.
-    fn subscribe_frames(streams: &[String], depth: usize, first_id: u64) -> Vec<SubscribeRequest>;
+    /// The requests that subscribe an open connection to `streams`, of `kind`, of books
+    /// of `depth` levels a side (where the venue takes a depth). Requests the venue
+    /// acknowledges by id are numbered from `first_id` on.
+    fn subscribe_frames(
+        streams: &[String],
+        kind: StreamKind,
+        depth: usize,
+        first_id: u64,
+    ) -> Vec<SubscribeRequest>;
 
-    /// The text frames that end the subscriptions to `streams` of books of `depth` levels
-    /// (as `subscribe_frames` made them).
-    fn unsubscribe_frames(streams: &[String], depth: usize) -> Vec<String>;
+    /// The text frames that end the subscriptions to `streams` (as `subscribe_frames`
+    /// made them).
+    fn unsubscribe_frames(streams: &[String], kind: StreamKind, depth: usize) -> Vec<String>;
 
     /// An application-level ping the venue wants from its clients, and how often; `None`
     /// where WebSocket pings, or the venue's own heartbeats, keep the connection alive.
@@ -338,13 +352,13 @@ macro_rules! venues {
             }
 
             /// See [`Venue::subscribe_frames`].
-            pub fn subscribe_frames(self, streams: &[String], depth: usize, first_id: u64) -> Vec<SubscribeRequest> {
-                match self { $(VenueId::$variant => <$module::$venue as Venue>::subscribe_frames(streams, depth, first_id)),+ }
+            pub fn subscribe_frames(self, streams: &[String], kind: StreamKind, depth: usize, first_id: u64) -> Vec<SubscribeRequest> {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::subscribe_frames(streams, kind, depth, first_id)),+ }
             }
 
             /// See [`Venue::unsubscribe_frames`].
-            pub fn unsubscribe_frames(self, streams: &[String], depth: usize) -> Vec<String> {
-                match self { $(VenueId::$variant => <$module::$venue as Venue>::unsubscribe_frames(streams, depth)),+ }
+            pub fn unsubscribe_frames(self, streams: &[String], kind: StreamKind, depth: usize) -> Vec<String> {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::unsubscribe_frames(streams, kind, depth)),+ }
             }
 
             /// See [`Venue::client_ping`].
@@ -611,7 +625,8 @@ pub(crate) mod layout_edits {
 mod tests {
     use super::*;
 
-    /// Replay finds a recording's symbols by their diff streams' names.
+    /// Replay finds a recording's symbols by their diff streams' names: a snapshot
+    /// stream's book is never taken for a diff stream's.
     #[test]
     fn every_venue_names_the_symbol_of_its_diff_stream_and_no_other() {
         for &venue in VenueId::ALL {
@@ -621,8 +636,19 @@ mod tests {
             assert!(symbol.eq_ignore_ascii_case("ethbtc"), "{venue}: {symbol}");
             assert_eq!(venue.diff_stream_symbol(""), None, "{venue}");
             if venue.has_snapshot_streams() {
-                let book_stream = venue.stream_name("ETHBTC", 10);
-                assert_eq!(venue.diff_stream_symbol(&book_stream), None, "{venue}");
+                let mut book = TopBook::default();
+                let level = Level {
+                    price: crate::fixed::FixedPoint::from_raw(100_000_000),
+                    amount: crate::fixed::FixedPoint::from_raw(1),
+                };
+                book.bids.push(level);
+                let mut frame = Vec::new();
+                venue.encode_book(&venue.stream_name("ETHBTC", 10), &book, 8, &mut frame);
+                let mut update = BookUpdate::default();
+                if let Ok(Message::Book { stream }) = venue.decode_diff(&frame, 100, &mut update) {
+                    let stream = std::str::from_utf8(stream).unwrap();
+                    assert_eq!(venue.diff_stream_symbol(stream), None, "{venue}");
+                }
             }
         }
     }
