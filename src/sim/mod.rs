@@ -161,7 +161,14 @@ impl DiffStream {
                 venue.checksum(&market.book, SIMULATED_DECIMALS)
             };
             let mut frame = Vec::new();
-            venue.encode_snapshot(stream, &snapshot, checksum, PRICE_DECIMALS, &mut frame);
+            venue.encode_snapshot(
+                stream,
+                &snapshot,
+                SnapshotSource::InBand,
+                checksum,
+                PRICE_DECIMALS,
+                &mut frame,
+            );
             let frame: Arc<str> = String::from_utf8(frame)
                 .expect("encoders write UTF-8")
                 .into();
@@ -824,7 +831,14 @@ async fn serve_snapshot(
     }
     let mut body = Vec::new();
     let stream = venue.diff_stream_name(&symbol);
-    venue.encode_snapshot(&stream, &snapshot, None, PRICE_DECIMALS, &mut body);
+    venue.encode_snapshot(
+        &stream,
+        &snapshot,
+        SnapshotSource::Rest,
+        None,
+        PRICE_DECIMALS,
+        &mut body,
+    );
     (
         [(axum::http::header::CONTENT_TYPE, "application/json")],
         body,

@@ -609,6 +609,7 @@ impl Simulated for Binance {
     fn encode_snapshot(
         _stream: &str,
         snapshot: &BookUpdate,
+        _on: SnapshotSource,
         _checksum: Option<u32>,
         price_decimals: u32,
         out: &mut Vec<u8>,

@@ -493,6 +493,7 @@ impl Simulated for Bybit {
     fn encode_snapshot(
         stream: &str,
         snapshot: &BookUpdate,
+        _on: SnapshotSource,
         _checksum: Option<u32>,
         price_decimals: u32,
         out: &mut Vec<u8>,
@@ -674,7 +675,7 @@ mod tests {
         );
         let (_, snapshot) = decode(recorded.lines().next().unwrap());
         let mut frame = Vec::new();
-        Bybit::encode_snapshot("orderbook.50.BTCUSDT", &snapshot, None, 2, &mut frame);
+        Bybit::encode_snapshot("orderbook.50.BTCUSDT", &snapshot, SnapshotSource::InBand, None, 2, &mut frame);
         let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
         assert_eq!(message, Ok(Message::Book { stream: b"BTCUSDT" }));
         assert!(decoded.is_snapshot);

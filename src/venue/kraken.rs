@@ -584,6 +584,7 @@ impl Simulated for Kraken {
     fn encode_snapshot(
         stream: &str,
         snapshot: &BookUpdate,
+        _on: SnapshotSource,
         checksum: Option<u32>,
         price_decimals: u32,
         out: &mut Vec<u8>,
@@ -769,7 +770,7 @@ mod tests {
             amount: 8,
         };
         let checksum = Kraken::checksum(&book, decimals);
-        Kraken::encode_snapshot("BTC/USD", &snapshot, checksum, 8, &mut frame);
+        Kraken::encode_snapshot("BTC/USD", &snapshot, SnapshotSource::InBand, checksum, 8, &mut frame);
         let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
         assert_eq!(message, Ok(Message::Book { stream: b"BTC/USD" }));
         assert_eq!(

@@ -275,12 +275,13 @@ pub trait Simulated: Venue {
         out: &mut Vec<u8>,
     );
 
-    /// Appends a snapshot of `stream` in the recorded format: a REST body, or for an
-    /// in-band venue ([`SnapshotSource::InBand`]) a WebSocket frame, carrying `checksum`
-    /// where the venue sends one.
+    /// Appends a snapshot of `stream` in the recorded format, as sent `on`: a REST body
+    /// ([`SnapshotSource::Rest`]) or a WebSocket frame on the stream
+    /// ([`SnapshotSource::InBand`]), carrying `checksum` where the venue sends one.
     fn encode_snapshot(
         stream: &str,
         snapshot: &BookUpdate,
+        on: SnapshotSource,
         checksum: Option<u32>,
         price_decimals: u32,
         out: &mut Vec<u8>,
@@ -498,8 +499,8 @@ macro_rules! venues {
             }
 
             /// See [`Simulated::encode_snapshot`].
-            pub fn encode_snapshot(self, stream: &str, snapshot: &BookUpdate, checksum: Option<u32>, price_decimals: u32, out: &mut Vec<u8>) {
-                match self { $(VenueId::$variant => <$module::$venue as Simulated>::encode_snapshot(stream, snapshot, checksum, price_decimals, out)),+ }
+            pub fn encode_snapshot(self, stream: &str, snapshot: &BookUpdate, on: SnapshotSource, checksum: Option<u32>, price_decimals: u32, out: &mut Vec<u8>) {
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::encode_snapshot(stream, snapshot, on, checksum, price_decimals, out)),+ }
             }
         }
     };
