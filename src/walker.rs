@@ -439,6 +439,33 @@ impl<'a> Walker<'a> {
         Ok(value)
     }
 
+    /// A signed integer, bare (`"prevSeqId":-1`, `"checksum":-308733687`) or quoted: an
+    /// optional `-` right before the digits, read as [`Walker::unsigned`] reads them.
+    pub fn signed(&mut self) -> Result<i64> {
+        let quoted = self.peek()? == b'"';
+        let sign = self.pos + usize::from(quoted);
+        if self.bytes.get(sign) != Some(&b'-') {
+            let value = self.unsigned()?;
+            return i64::try_from(value).map_err(|_| DecodeError::IntegerOverflow { at: sign });
+        }
+        let start = sign + 1;
+        let rest = &self.bytes[start..];
+        let (magnitude, digits) = match leading_integer(rest) {
+            Some(read) => read,
+            None => long_leading_integer(rest).ok_or(DecodeError::IntegerOverflow { at: sign })?,
+        };
+        if digits == 0 {
+            self.pos = start;
+            return Err(self.unexpected("a digit after '-'"));
+        }
+        let value = 0i64
+            .checked_sub_unsigned(magnitude)
+            .ok_or(DecodeError::IntegerOverflow { at: sign })?;
+        self.pos = start + digits;
+        self.end_of_number(quoted, sign)?;
+        Ok(value)
+    }
+
     /// After a number: a quoted one needs its closing quote; a bare one must be followed by
     /// a delimiter (so `12abc` is refused rather than read as `12`).
     #[inline]
@@ -1399,6 +1426,35 @@ mod tests {
                 }
                 Err(_) => prop_assert_eq!(
                     walker.unsigned(),
+                    Err(DecodeError::IntegerOverflow { at: quote.len() })
+                ),
+            }
+        }
+
+        /// A sign with no digits right after it is no number.
+        #[test]
+        fn a_sign_alone_is_refused(text in r#""?-( |a|"|\.5|)"#) {
+            prop_assert!(Walker::new(text.as_bytes()).signed().is_err(), "{}", text);
+        }
+
+        /// Signed integers, bare or quoted: the value `str::parse` gives, or an overflow
+        /// error, and the position after.
+        #[test]
+        fn signed_integers_read_exactly(
+            digits in "-?[0-9]{1,21}",
+            quoted in any::<bool>(),
+            rest in r#"(,|\}|]| )[a-z0-9",:}]{0,20}|"#,
+        ) {
+            let quote = if quoted { "\"" } else { "" };
+            let text = format!("{quote}{digits}{quote}{rest}");
+            let mut walker = Walker::new(text.as_bytes());
+            match digits.parse::<i64>() {
+                Ok(value) => {
+                    prop_assert_eq!(walker.signed(), Ok(value));
+                    prop_assert_eq!(walker.position(), quote.len() * 2 + digits.len());
+                }
+                Err(_) => prop_assert_eq!(
+                    walker.signed(),
                     Err(DecodeError::IntegerOverflow { at: quote.len() })
                 ),
             }
