@@ -511,6 +511,7 @@ venues! {
     Bitstamp => bitstamp::Bitstamp,
     Kraken => kraken::Kraken,
     Bybit => bybit::Bybit,
+    Okx => okx::Okx,
 }
 
 const _: () = assert!(VenueId::ALL.len() <= MAX_VENUES);
