@@ -35,8 +35,9 @@ pub trait Sequencing: Sync {
     fn is_contained(&self, update: &BookUpdate, last_id: u64, snapshot_id: u64) -> bool;
 
     /// Whether the events do not join up between the book's `last_id` and `update`: one
-    /// is missing, or `update` comes after a later one.
-    fn is_gap(&self, update: &BookUpdate, last_id: u64) -> bool;
+    /// is missing, or `update` comes after a later one. `snapshot_id` is the id of the
+    /// snapshot the book was built from: `last_id` itself while no event followed it.
+    fn is_gap(&self, update: &BookUpdate, last_id: u64, snapshot_id: u64) -> bool;
 
     /// Whether a snapshot at `snapshot_id` can be followed by `first`, the oldest buffered
     /// event; if not, the snapshot is too old and is asked for again.
@@ -200,7 +201,7 @@ impl BookSync {
     }
 
     fn is_gap(&self, update: &BookUpdate) -> bool {
-        self.rule.is_gap(update, self.last_id)
+        self.rule.is_gap(update, self.last_id, self.snapshot_id)
     }
 
     /// Takes one decoded diff event.
@@ -325,7 +326,7 @@ mod tests {
         fn is_contained(&self, update: &BookUpdate, last_id: u64, _: u64) -> bool {
             update.last_id <= last_id
         }
-        fn is_gap(&self, update: &BookUpdate, last_id: u64) -> bool {
+        fn is_gap(&self, update: &BookUpdate, last_id: u64, _: u64) -> bool {
             update.first_id > last_id + 1
         }
         fn joins(&self, snapshot_id: u64, first: &BookUpdate) -> bool {

@@ -368,7 +368,7 @@ impl Sequencing for UpdateIdRanges {
         update.last_id <= last_id
     }
 
-    fn is_gap(&self, update: &BookUpdate, last_id: u64) -> bool {
+    fn is_gap(&self, update: &BookUpdate, last_id: u64, _snapshot_id: u64) -> bool {
         update.first_id > last_id.saturating_add(1)
     }
 

@@ -292,7 +292,7 @@ impl Sequencing for Microtimestamps {
         update.last_id <= snapshot_id || update.last_id == last_id
     }
 
-    fn is_gap(&self, update: &BookUpdate, last_id: u64) -> bool {
+    fn is_gap(&self, update: &BookUpdate, last_id: u64, _snapshot_id: u64) -> bool {
         update.last_id < last_id
     }
 

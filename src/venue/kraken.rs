@@ -338,7 +338,7 @@ impl Sequencing for Unsequenced {
         false
     }
 
-    fn is_gap(&self, _update: &BookUpdate, _last_id: u64) -> bool {
+    fn is_gap(&self, _update: &BookUpdate, _last_id: u64, _snapshot_id: u64) -> bool {
         false
     }
 

@@ -393,8 +393,9 @@ fn decode_rest_snapshot(
 }
 
 /// OKX's `seqId`/`prevSeqId` chain. An update covers `prevSeqId..seqId` (`first_id`,
-/// `last_id`); it follows a book at `last_id` when its `prevSeqId` is that id, or (a REST
-/// snapshot taken between two of OKX's updates) when the book's id lies inside it. An
+/// `last_id`); it follows a book at `last_id` when its `prevSeqId` is that id, or, first
+/// after a REST snapshot taken between two of OKX's updates, when the snapshot's id lies
+/// inside it. An
 /// update that does neither and is not older is a gap. Messages without ids (0, 0)
 /// chain to each other.
 pub struct SeqIdChain;
@@ -406,10 +407,10 @@ impl Sequencing for SeqIdChain {
         update.first_id != last_id && update.last_id <= last_id
     }
 
-    fn is_gap(&self, update: &BookUpdate, last_id: u64) -> bool {
+    fn is_gap(&self, update: &BookUpdate, last_id: u64, snapshot_id: u64) -> bool {
         let chains = update.first_id == last_id;
         let spans = update.first_id < last_id && last_id < update.last_id;
-        !(chains || spans)
+        !(chains || spans && last_id == snapshot_id)
     }
 
     /// "Apply the buffered updates from the one with `prevSeqId <= snapshot.seqId <
@@ -890,20 +891,22 @@ mod tests {
             last_id: seq,
             ..BookUpdate::default()
         };
-        assert!(!rule.is_gap(&update(100, 130), 100));
-        assert!(!rule.is_gap(&update(130, 130), 130), "a keep-alive");
+        assert!(!rule.is_gap(&update(100, 130), 100, 0));
+        assert!(!rule.is_gap(&update(130, 130), 130, 0), "a keep-alive");
         assert!(!rule.is_contained(&update(130, 130), 130, 0));
-        assert!(!rule.is_gap(&update(130, 5), 130), "a reset that chains");
+        assert!(!rule.is_gap(&update(130, 5), 130, 0), "a reset that chains");
         assert!(!rule.is_contained(&update(130, 5), 130, 0));
-        assert!(rule.is_gap(&update(131, 150), 130), "one missing");
+        assert!(rule.is_gap(&update(131, 150), 130, 0), "one missing");
         assert!(rule.is_contained(&update(100, 130), 130, 0), "a duplicate");
         assert!(rule.is_contained(&update(70, 100), 130, 0), "an older one");
-        // A REST snapshot at 120, inside the update 100..130: that update applies.
+        // A REST snapshot at 120, inside the update 100..130: that update applies, first
+        // after it; later, an update starting before the book's id is a gap.
         assert!(!rule.is_contained(&update(100, 130), 120, 120));
-        assert!(!rule.is_gap(&update(100, 130), 120));
+        assert!(!rule.is_gap(&update(100, 130), 120, 120));
+        assert!(rule.is_gap(&update(100, 130), 120, 90));
         assert!(rule.joins(120, &update(100, 130)));
         assert!(!rule.joins(99, &update(100, 130)), "the snapshot is too old");
-        assert!(!rule.is_gap(&update(0, 0), 0), "without ids: chained");
+        assert!(!rule.is_gap(&update(0, 0), 0, 0), "without ids: chained");
     }
 
     /// The checksum of the docs' example book, from its wire text (SOURCES.md: the
