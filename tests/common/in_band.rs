@@ -1,7 +1,7 @@
-//! What the tests of an in-band venue (its snapshots on its own stream) share: a replay of
-//! recorded frames through mergebook's diff rules, and the service on the simulator with
-//! two of the venue's symbols, whose every synced book is checked against the simulator's
-//! true book.
+//! What the tests of a diff venue with snapshots on its own stream (always, or in one form
+//! of its protocol) share: a replay of recorded frames through mergebook's diff rules, and
+//! the service on the simulator in diff mode with two of the venue's symbols, whose every
+//! synced book is checked against the simulator's true book.
 
 use mergebook::book::Level;
 use mergebook::config::RawConfig;
@@ -119,6 +119,7 @@ impl Harness {
             backoff_initial_ms = 20
             backoff_max_ms = 200
             [venues.{venue}]
+            mode = "diff"
             ping_interval_ms = 100
             snapshot_spacing_ms = 20
             snapshot_timeout_ms = 1000
