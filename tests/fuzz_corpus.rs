@@ -4,16 +4,17 @@
 //! of the fuzz campaign stays a regression test.
 
 use mergebook::venue::VenueId;
-use mergebook_testkit::fuzz_contracts::{TARGETS, diff_decoder, snapshot_decoder};
+use mergebook_testkit::fuzz_contracts::{TARGETS, diff_decoder, every_decoder, snapshot_decoder};
 use std::path::Path;
 
 /// Each venue's target: its name, the venue, the contract it checks.
 type VenueContract = fn(VenueId, &[u8]);
-const VENUE_TARGETS: [(&str, VenueId, VenueContract); 4] = [
+const VENUE_TARGETS: [(&str, VenueId, VenueContract); 5] = [
     ("binance_depth", VenueId::Binance, snapshot_decoder),
     ("bitstamp_order_book", VenueId::Bitstamp, snapshot_decoder),
     ("kraken_book", VenueId::Kraken, diff_decoder),
     ("bybit_book", VenueId::Bybit, diff_decoder),
+    ("okx_books", VenueId::Okx, every_decoder),
 ];
 
 /// A target's check, for any target.

@@ -290,3 +290,42 @@ fn a_bybit_delta_allocates_nothing() {
     };
     allocates_nothing_after_warm_up(&frames, apply, "Bybit's path");
 }
+
+const OKX_BOOKS: &str =
+    include_str!("fixtures/okx/books_BTC-USDT_subscribe_ack_snapshot_updates_2022.jsonl");
+
+/// OKX's `books` path in steady state: decode an update → check its `prevSeqId` chains →
+/// apply it → verify the checksum of the top 25 → its top into the mailbox. The 2022
+/// recording's 97 updates, each with its checksum.
+#[test]
+fn an_okx_update_allocates_nothing() {
+    use mergebook::book::{BookUpdate, WireDecimals};
+    use mergebook::sync::{BookSync, UpdateOutcome};
+    const MAX_LEVELS: usize = 1000;
+    let venue = VenueId::Okx;
+    let mut lines = OKX_BOOKS.lines().skip(1); // the subscription's acknowledgement
+    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
+    venue
+        .decode_diff(lines.next().unwrap().as_bytes(), MAX_LEVELS, &mut update)
+        .unwrap();
+    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+    sync.on_snapshot(&update);
+    let frames: Vec<&str> = lines.collect();
+    assert_eq!(frames.len(), 97);
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let apply = |frame: &[u8]| {
+        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
+        assert!(matches!(message, Message::Book { .. }));
+        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
+        let computed = venue.checksum(&sync.book, WireDecimals::default());
+        assert_eq!(computed, update.checksum);
+        sender
+            .publish_with(|top| -> Result<(), ()> {
+                sync.book.top(10, top);
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+    };
+    allocates_nothing_after_warm_up(&frames, apply, "OKX's path");
+}

@@ -68,6 +68,27 @@ pub fn diff_decoder(venue: VenueId, data: &[u8]) {
     }
 }
 
+/// Every decoder of `venue` (a venue with snapshot and diff streams, and REST snapshots)
+/// on the same input: the contracts of [`snapshot_decoder`] and [`diff_decoder`], and a
+/// REST body it accepts has strictly sorted sides of at most the levels asked for.
+pub fn every_decoder(venue: VenueId, data: &[u8]) {
+    snapshot_decoder(venue, data);
+    diff_decoder(venue, data);
+    let Some((&limit, body)) = data.split_first() else {
+        return;
+    };
+    let limit = usize::from(limit).max(1);
+    let mut snapshot = BookUpdate::default();
+    if venue.decode_snapshot(body, limit, &mut snapshot).is_ok() {
+        for (side, levels) in [(Side::Bid, &snapshot.bids), (Side::Ask, &snapshot.asks)] {
+            assert!(levels.len() <= limit);
+            for pair in levels.windows(2) {
+                assert!(side.is_better(pair[0].price, pair[1].price));
+            }
+        }
+    }
+}
+
 /// A side's levels are strictly sorted best first and none has a zero amount; returns how
 /// many there are.
 fn assert_sorted_without_zeros<'a>(
