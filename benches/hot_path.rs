@@ -182,6 +182,56 @@ fn bybit_serde_reference(c: &mut Criterion) {
     });
 }
 
+/// OKX's messages into owned values, their numbers parsed as f64 (the Binance
+/// reference's way), for the `books` snapshot and a `books5` message.
+fn okx_serde_reference(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    struct OkxMessage {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        arg: OkxArg,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        action: Option<String>,
+        data: Vec<OkxData>,
+    }
+    #[derive(serde::Deserialize)]
+    struct OkxArg {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        channel: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        #[serde(rename = "instId")]
+        inst_id: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct OkxData {
+        asks: Vec<(String, String, String, String)>,
+        bids: Vec<(String, String, String, String)>,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        ts: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        checksum: Option<i64>,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        #[serde(rename = "seqId")]
+        seq_id: Option<u64>,
+    }
+    fn levels(side: &[(String, String, String, String)]) -> Vec<(f64, f64)> {
+        side.iter()
+            .map(|(p, q, _, _)| (p.parse().unwrap(), q.parse().unwrap()))
+            .collect()
+    }
+    for (name, frame) in [
+        ("okx_decode_snapshot_serde_json", okx_snapshot()),
+        ("okx_decode_books5_serde_json", okx_books5()),
+    ] {
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                let message: OkxMessage = serde_json::from_slice(black_box(frame)).unwrap();
+                let data = &message.data[0];
+                (levels(&data.bids), levels(&data.asks))
+            })
+        });
+    }
+}
+
 fn merging(c: &mut Criterion) {
     let binance = decode(VenueId::Binance, BINANCE_20, KEEP);
     let bitstamp = decode(VenueId::Bitstamp, bitstamp_100(), KEEP);
@@ -377,14 +427,44 @@ fn bybit(c: &mut Criterion) {
     c.bench_function("bybit_delta", |b| b.iter(|| bybit.apply(black_box(delta))));
 }
 
+/// OKX: the `books` snapshot's and a `books5` message's decode (beside serde_json's,
+/// above), an update's decode, apply and checksum check, and the checksum alone.
+fn okx(c: &mut Criterion) {
+    let mut snapshot = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let snapshot_frame = okx_snapshot();
+    c.bench_function("okx_decode_snapshot", |b| {
+        b.iter(|| {
+            VenueId::Okx
+                .decode_diff(black_box(snapshot_frame), MAX_BOOK_LEVELS, &mut snapshot)
+                .map(drop)
+        })
+    });
+    let books5 = okx_books5();
+    let mut top = TopBook::default();
+    c.bench_function("okx_decode_books5", |b| {
+        b.iter(|| {
+            VenueId::Okx
+                .decode(black_box(books5), KEEP, &mut top)
+                .map(drop)
+        })
+    });
+    let mut okx = OkxBook::new();
+    let update = okx_update();
+    assert!(okx.apply(update), "the recorded checksum");
+    c.bench_function("okx_update", |b| b.iter(|| okx.apply(black_box(update))));
+    c.bench_function("okx_checksum", |b| b.iter(|| black_box(&okx).checksum()));
+}
+
 criterion_group!(
     benches,
     decoders,
     diff_books,
     kraken,
     bybit,
+    okx,
     serde_reference,
     bybit_serde_reference,
+    okx_serde_reference,
     merging,
     mailboxes,
     cross_core_takes,

@@ -55,6 +55,10 @@ fn main() {
     let mut bybit_book = BybitBook::new();
     let (bybit_snapshot_frame, bybit_delta_frame) = (bybit_snapshot(), bybit_delta());
     let mut bybit_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let mut okx_book = OkxBook::new();
+    let (okx_snapshot_frame, okx_update_frame, okx_books5_frame) =
+        (okx_snapshot(), okx_update(), okx_books5());
+    let mut okx_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
     let varied = |frames: Vec<Vec<u8>>, venue: VenueId| {
         let mut out = mergebook::book::TopBook::default();
         let mut index = 0;
@@ -134,13 +138,35 @@ fn main() {
             black_box(result.expect("decodes"));
         }),
         "bybit_delta" => Box::new(|| bybit_book.apply(black_box(bybit_delta_frame))),
+        "okx_decode_snapshot" => Box::new(|| {
+            let result = VenueId::Okx.decode_diff(
+                black_box(okx_snapshot_frame),
+                MAX_BOOK_LEVELS,
+                &mut okx_snapshot_out,
+            );
+            black_box(result.expect("decodes"));
+        }),
+        "okx_decode_books5" => Box::new(|| {
+            let result = VenueId::Okx.decode(black_box(okx_books5_frame), KEEP, &mut out);
+            black_box(result.expect("decodes"));
+        }),
+        "okx_update" => Box::new(|| {
+            assert!(okx_book.apply(black_box(okx_update_frame)));
+        }),
+        "okx_checksum" => {
+            okx_book.apply(okx_update_frame);
+            Box::new(|| {
+                black_box(black_box(&okx_book).checksum());
+            })
+        }
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
                  bitstamp_decode_100 | binance_decode_20_varied | bitstamp_decode_100_varied | \
                  fixed_point_parse | merge_2x10 | e2e_parse_merge | binance_diff_decode | \
                  book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum | \
-                 bybit_decode_snapshot | bybit_delta>"
+                 bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \
+                 okx_decode_books5 | okx_update | okx_checksum>"
             );
             std::process::exit(2);
         }

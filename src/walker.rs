@@ -798,6 +798,54 @@ impl<'a> Walker<'a> {
         Ok(value)
     }
 
+    /// `["price","amount","…",…]` as a venue writes it compactly (OKX's
+    /// `["8476.98","415","0","13"]`): the two numbers by the quoted fast path, each further
+    /// element a short string without escapes, skipped in one scan. `None`, with nothing
+    /// consumed, for anything else (whitespace, other elements, a long number), which the
+    /// general walk reads: written for the level shape whose general walk (a `skip_value`
+    /// per further element) cost four fifths of a 400-level OKX snapshot's decode.
+    #[inline(always)]
+    fn compact_pair_then_more(&mut self) -> Option<Level> {
+        /// Longer further elements are left to the general walk.
+        const MAX_ELEMENT: usize = 24;
+        let bytes = self.bytes;
+        let mut at = self.pos;
+        if bytes.get(at..at + 2)? != b"[\"" {
+            return None;
+        }
+        at += 2;
+        let (price, len) = FixedPoint::parse_quoted_fast(bytes.get(at..)?)?;
+        at += len;
+        if bytes.get(at..at + 3)? != b"\",\"" {
+            return None;
+        }
+        at += 3;
+        let (amount, len) = FixedPoint::parse_quoted_fast(bytes.get(at..)?)?;
+        at += len + 1;
+        loop {
+            match bytes.get(at)? {
+                b']' => break,
+                b',' if bytes.get(at + 1) == Some(&b'"') => {
+                    // A byte loop: these strings are a byte or two (`"0"`, `"13"`).
+                    let start = at + 2;
+                    at = start;
+                    loop {
+                        match *bytes.get(at)? {
+                            b'"' => break,
+                            b'\\' | 0..0x20 => return None,
+                            _ if at - start == MAX_ELEMENT => return None,
+                            _ => at += 1,
+                        }
+                    }
+                    at += 1;
+                }
+                _ => return None,
+            }
+        }
+        self.pos = at + 1;
+        Some(Level { price, amount })
+    }
+
     /// One level of `shape`.
     fn shaped_level(
         &mut self,
@@ -808,6 +856,12 @@ impl<'a> Walker<'a> {
             Some(WireDecimals { price, amount }) => (Some(price), Some(amount)),
             None => (None, None),
         };
+        if shape == LevelShape::PairThenMore
+            && price_digits.is_none()
+            && let Some(level) = self.compact_pair_then_more()
+        {
+            return Ok(level);
+        }
         match shape {
             LevelShape::Pair | LevelShape::PairThenMore => {
                 self.expect(b'[', "'[' opening a level")?;
