@@ -3,6 +3,7 @@
 //! value. Command-line flags and `MERGEBOOK_*` environment variables override the file
 //! (see `src/main.rs`); the file's example with every key is `config/default.toml`.
 
+use crate::fixed::FixedPoint;
 use crate::venue::{MAX_VENUES, SnapshotSource, VenueId};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -144,6 +145,10 @@ pub struct RawInstrument {
     pub name: String,
     /// Venue name → that venue's symbol for the instrument.
     pub symbols: BTreeMap<String, String>,
+    /// Venue name → the base currency one contract is, where that venue's symbol is a
+    /// derivative sized in contracts (`"0.01"`).
+    #[serde(default)]
+    pub contract_sizes: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -379,6 +384,17 @@ pub struct Instrument {
     pub name: String,
     /// (venue, that venue's symbol).
     pub symbols: Vec<(VenueId, String)>,
+    /// (venue, the base currency per contract) for each symbol sized in contracts.
+    pub contract_sizes: Vec<(VenueId, FixedPoint)>,
+}
+
+impl Instrument {
+    /// What `venue`'s sizes are multiplied by to be an amount of the base currency.
+    pub fn contract_size(&self, venue: VenueId) -> Option<FixedPoint> {
+        self.contract_sizes
+            .iter()
+            .find_map(|&(v, size)| (v == venue).then_some(size))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -904,9 +920,11 @@ impl RawConfig {
                 used[venue.index()] += 1;
                 symbols.push((venue, symbol.clone()));
             }
+            let contract_sizes = contract_sizes(&key, raw, &symbols)?;
             instruments.push(Instrument {
                 name: raw.name.clone(),
                 symbols,
+                contract_sizes,
             });
         }
         if let Some(shard) = shard {
@@ -1017,6 +1035,58 @@ impl RawConfig {
             }),
         })
     }
+}
+
+/// An instrument's `contract_sizes`: one for each symbol sized in contracts, and none for
+/// another, each an exact positive decimal.
+fn contract_sizes(
+    key: &str,
+    raw: &RawInstrument,
+    symbols: &[(VenueId, String)],
+) -> Result<Vec<(VenueId, FixedPoint)>, ConfigError> {
+    for (venue, symbol) in symbols {
+        if venue.sized_in_contracts(symbol) && !raw.contract_sizes.contains_key(venue.name()) {
+            return Err(invalid(
+                format!("{key}.symbols.{venue}"),
+                format!("{symbol:?}"),
+                format!(
+                    "sized in contracts: set {key}.contract_sizes.{venue} to the base \
+                     currency one contract is (\"0.01\")"
+                ),
+            ));
+        }
+    }
+    let mut sizes = Vec::new();
+    for (venue_name, text) in &raw.contract_sizes {
+        let name = format!("{key}.contract_sizes.{venue_name}");
+        let symbol = VenueId::from_name(venue_name)
+            .and_then(|venue| symbols.iter().find(|(v, _)| *v == venue));
+        let Some((venue, symbol)) = symbol else {
+            return Err(invalid(
+                name,
+                format!("{text:?}"),
+                "no symbol of this venue",
+            ));
+        };
+        if !venue.sized_in_contracts(symbol) {
+            return Err(invalid(
+                name,
+                format!("{text:?}"),
+                format!("{symbol:?} is sized in the base currency, not in contracts"),
+            ));
+        }
+        match text.parse::<FixedPoint>() {
+            Ok(size) if !size.is_zero() => sizes.push((*venue, size)),
+            _ => {
+                return Err(invalid(
+                    name,
+                    format!("{text:?}"),
+                    "a positive decimal of at most 8 fractional digits",
+                ));
+            }
+        }
+    }
+    Ok(sizes)
 }
 
 /// `venues.<name>.mode` and the diff-mode settings.
@@ -1409,6 +1479,69 @@ mod tests {
                 .starts_with("instruments[0].symbols.ftx = \"X\": unknown venue"),
             "{bad_venue}"
         );
+    }
+
+    /// A symbol sized in contracts needs its contract size, and only such a symbol takes
+    /// one: an exact positive decimal.
+    #[test]
+    fn contracts_need_their_size_and_only_they_take_one() {
+        let instrument = |symbols: &str, sizes: &str| {
+            validate(&format!(
+                "[[instruments]]\nname = \"BTC\"\nsymbols = {{ {symbols} }}\n{sizes}"
+            ))
+        };
+        let config = instrument(
+            "okx = \"BTC-USDT-SWAP\", binance = \"BTCUSDT\"",
+            "contract_sizes = { okx = \"0.01\" }\n",
+        )
+        .unwrap();
+        let btc = &config.instruments[0];
+        assert_eq!(
+            btc.contract_size(VenueId::Okx),
+            Some("0.01".parse().unwrap())
+        );
+        assert_eq!(btc.contract_size(VenueId::Binance), None);
+        let errors = [
+            (
+                instrument("okx = \"BTC-USDT-SWAP\"", ""),
+                "instruments[0].symbols.okx = \"BTC-USDT-SWAP\": sized in contracts: set \
+                 instruments[0].contract_sizes.okx to the base currency one contract is (\"0.01\")",
+            ),
+            (
+                instrument(
+                    "okx = \"BTC-USDT\"",
+                    "contract_sizes = { okx = \"0.01\" }\n",
+                ),
+                "instruments[0].contract_sizes.okx = \"0.01\": \"BTC-USDT\" is sized in the \
+                 base currency, not in contracts",
+            ),
+            (
+                instrument(
+                    "okx = \"BTC-USDT-SWAP\"",
+                    "contract_sizes = { okx = \"0\" }\n",
+                ),
+                "instruments[0].contract_sizes.okx = \"0\": a positive decimal of at most 8 \
+                 fractional digits",
+            ),
+            (
+                instrument(
+                    "okx = \"BTC-USDT-SWAP\"",
+                    "contract_sizes = { okx = \"0.000000001\" }\n",
+                ),
+                "instruments[0].contract_sizes.okx = \"0.000000001\": a positive decimal of at \
+                 most 8 fractional digits",
+            ),
+            (
+                instrument(
+                    "okx = \"BTC-USDT-SWAP\"",
+                    "contract_sizes = { okx = \"0.01\", bybit = \"1\" }\n",
+                ),
+                "instruments[0].contract_sizes.bybit = \"1\": no symbol of this venue",
+            ),
+        ];
+        for (result, expected) in errors {
+            assert_eq!(result.unwrap_err().to_string(), expected);
+        }
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub struct StreamSpec {
     pub symbol: String,
     /// The instrument's name (a label of its metrics).
     pub instrument: String,
+    /// The base currency per contract, where the venue's sizes are contracts.
+    pub contract_size: Option<crate::fixed::FixedPoint>,
     /// Where its books go.
     pub sender: FeedSender,
 }
@@ -191,6 +193,7 @@ impl Reader {
                 let core = CoreStream {
                     name: stream.name,
                     symbol: stream.symbol,
+                    contract_size: stream.contract_size,
                 };
                 (core, stream.sender)
             })

@@ -313,6 +313,17 @@ impl FixedPoint {
         self.0 == 0
     }
 
+    /// The exact product, or `None` where it has more than 8 fractional digits or does
+    /// not fit (a derivative's size in contracts times the base currency per contract).
+    pub fn checked_mul(self, other: FixedPoint) -> Option<FixedPoint> {
+        let product = u128::from(self.0) * u128::from(other.0);
+        let scale = u128::from(SCALE);
+        if product % scale != 0 {
+            return None;
+        }
+        u64::try_from(product / scale).ok().map(FixedPoint)
+    }
+
     /// Parses the exact text of a decimal: `digits ["." digits]`. Leading zeros are
     /// accepted (`"0012.5"` is 12.5); signs, exponents, `NaN`, and more than 8 significant
     /// fractional digits are refused with a typed error.
@@ -780,6 +791,16 @@ mod plain_digit_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn products_are_exact_or_refused() {
+        let fp = |text: &str| text.parse::<FixedPoint>().unwrap();
+        assert_eq!(fp("790.41").checked_mul(fp("0.01")), Some(fp("7.9041")));
+        assert_eq!(fp("3").checked_mul(fp("100")), Some(fp("300")));
+        assert_eq!(fp("0.00000001").checked_mul(fp("0.1")), None, "9 decimals");
+        assert_eq!(FixedPoint::MAX.checked_mul(fp("2")), None, "too large");
+        assert_eq!(FixedPoint::MAX.checked_mul(fp("1")), Some(FixedPoint::MAX));
+    }
     use FixedPointError::*;
 
     fn parse(text: &str) -> Result<u64, FixedPointError> {

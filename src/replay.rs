@@ -269,6 +269,7 @@ pub fn replay(
             let streams = vec![CoreStream {
                 name: stream,
                 symbol: String::new(),
+                contract_size: None,
             }];
             FeedCore::new(*venue, depth, streams, None, 0)
         })
@@ -617,6 +618,7 @@ pub fn replay_diff(
                 .map(|&book| CoreStream {
                     name: plan.books[book].stream.clone(),
                     symbol: plan.books[book].symbol.clone(),
+                    contract_size: None,
                 })
                 .collect();
             let instruments = books

@@ -147,6 +147,7 @@ impl Service {
                     name,
                     symbol: symbol.clone(),
                     instrument: instrument.name.clone(),
+                    contract_size: instrument.contract_size(*venue),
                     sender: FeedSender::new(sender, fanout.early_wake()),
                 };
                 Connection::add(&mut connections, (reader, &config.venues[reader]), stream);

@@ -107,6 +107,11 @@ impl<T> LevelArray<T> {
         self.len = 0;
     }
 
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.levels[..self.len]
+    }
+
     /// Appends a level; returns false (and keeps the array unchanged) when full.
     #[inline]
     pub fn push(&mut self, level: T) -> bool {
@@ -247,6 +252,20 @@ impl TopBook {
 
     /// Copies the live part of `other`.
     #[inline]
+    /// Multiplies every amount by `by`, exactly: false (and the book is not to be used)
+    /// where a product has more than 8 fractional digits or does not fit.
+    pub fn scale_amounts(&mut self, by: FixedPoint) -> bool {
+        let bids = self.bids.as_mut_slice().iter_mut();
+        let mut levels = bids.chain(self.asks.as_mut_slice().iter_mut());
+        levels.all(|level| match level.amount.checked_mul(by) {
+            Some(amount) => {
+                level.amount = amount;
+                true
+            }
+            None => false,
+        })
+    }
+
     pub fn copy_from(&mut self, other: &TopBook) {
         self.bids.copy_from(&other.bids);
         self.asks.copy_from(&other.asks);

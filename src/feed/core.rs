@@ -24,6 +24,7 @@
 
 use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::config::DiffSettings;
+use crate::fixed::FixedPoint;
 use crate::handoff::VenueFeed;
 use crate::log_limit::LogLimiter;
 use crate::snapshot::{FetchError, FetchOutcome, SnapshotScheduler};
@@ -49,6 +50,9 @@ pub struct CoreStream {
     pub name: String,
     /// The venue's symbol (diff mode asks for its snapshot).
     pub symbol: String,
+    /// The base currency per contract, where the venue's sizes for it are contracts: its
+    /// books are published in the base currency.
+    pub contract_size: Option<FixedPoint>,
 }
 
 /// What the connection must do after a frame.
@@ -145,6 +149,21 @@ pub enum BadFrame {
     Decode(#[from] DecodeError),
     #[error("binary frame of {bytes} bytes where text is expected")]
     Binary { bytes: usize },
+}
+
+/// `book`'s sizes in the base currency: times `contract_size` where they are contracts.
+/// False where a product is not exact (the book must not be merged).
+#[inline]
+fn in_base_currency(book: &mut TopBook, contract_size: Option<FixedPoint>) -> bool {
+    contract_size.is_none_or(|size| book.scale_amounts(size))
+}
+
+/// A book handed to the merger is merged when its sizes were exact.
+fn publishable_state(exact: bool) -> VenueState {
+    match exact {
+        true => VenueState::Synced,
+        false => VenueState::OutOfSync,
+    }
 }
 
 /// One venue connection's books and rules.
@@ -530,11 +549,36 @@ impl FeedCore {
         self.last_sequence[slot] = sequence;
         self.scratch.received_ns = received_ns;
         let scratch = &self.scratch;
+        let contract_size = self.streams[slot].contract_size;
+        let mut exact = true;
         out.publish(slot, |feed| {
-            feed.state = VenueState::Synced;
             feed.book.copy_from(scratch);
+            exact = in_base_currency(&mut feed.book, contract_size);
+            feed.state = publishable_state(exact);
         });
-        self.first_book_ns.get_or_insert(received_ns);
+        self.after_publish(slot, exact, received_ns, out);
+    }
+
+    /// After a book of `slot` was handed on: `exact` if its sizes were (in the base
+    /// currency); if not, it was handed on out of sync, and that is a bad frame.
+    fn after_publish(
+        &mut self,
+        slot: usize,
+        exact: bool,
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        if exact {
+            self.first_book_ns.get_or_insert(received_ns);
+            return;
+        }
+        let error = BadFrame::Decode(DecodeError::Invalid(
+            "a size times the contract size of more than 8 decimals",
+        ));
+        out.note(Some(slot), FeedEvent::BadFrame(error));
+        if let Some(suppressed) = self.bad_frame_log.allow(received_ns) {
+            tracing::warn!(venue = %self.venue, stream = %self.streams[slot].name, %error, suppressed, "book not merged");
+        }
     }
 
     /// A frame that could not be understood (or a binary frame where the venue sends
@@ -706,11 +750,14 @@ impl FeedCore {
         let Some(diff) = &self.diff else { return };
         let sync = &diff.books[slot].sync;
         let depth = self.depth;
+        let contract_size = self.streams[slot].contract_size;
+        let mut exact = true;
         out.publish(slot, |feed| {
-            feed.state = VenueState::Synced;
             sync.write_top(depth, received_ns, &mut feed.book);
+            exact = in_base_currency(&mut feed.book, contract_size);
+            feed.state = publishable_state(exact);
         });
-        self.first_book_ns.get_or_insert(received_ns);
+        self.after_publish(slot, exact, received_ns, out);
     }
 
     /// When the next snapshot request is due, or an in-band snapshot overdue (ns), if
@@ -895,6 +942,8 @@ mod tests {
     #[derive(Default)]
     struct Recorder {
         published: Vec<(usize, VenueState)>,
+        /// The last book handed on.
+        book: TopBook,
         events: Vec<FeedEvent>,
     }
 
@@ -903,6 +952,7 @@ mod tests {
             let mut feed = VenueFeed::default();
             write(&mut feed);
             self.published.push((stream, feed.state));
+            self.book = feed.book;
         }
 
         fn note(&mut self, _stream: Option<usize>, event: FeedEvent) {
@@ -917,6 +967,7 @@ mod tests {
             .map(|symbol| CoreStream {
                 name: venue.stream_name(symbol, 10),
                 symbol: (*symbol).to_owned(),
+                contract_size: None,
             })
             .collect();
         let mut core = FeedCore::new(venue, 10, streams, None, 0);
@@ -1039,6 +1090,42 @@ mod tests {
         assert_eq!(core.check_silence(499, allowance), Silence::None);
     }
 
+    /// A stream sized in contracts is handed on in the base currency, each size times the
+    /// contract size; a product past 8 decimals is never merged: the book goes out of sync,
+    /// counted as a bad frame.
+    #[test]
+    fn contracts_are_handed_on_in_the_base_currency_exactly_or_not_at_all() {
+        let venue = VenueId::Okx;
+        let streams = vec![CoreStream {
+            name: venue.stream_name("BTC-USDT-SWAP", 10),
+            symbol: "BTC-USDT-SWAP".to_owned(),
+            contract_size: Some("0.01".parse().unwrap()),
+        }];
+        let mut core = FeedCore::new(venue, 10, streams, None, 0);
+        let mut out = Recorder::default();
+        core.connected(0, &mut out);
+        core.on_frame(
+            br#"{"event":"subscribe","arg":{"channel":"books5","instId":"BTC-USDT-SWAP"}}"#,
+            1,
+            &mut out,
+        );
+        let frame = |seq: u64, size: &str| {
+            format!(
+                r#"{{"arg":{{"channel":"books5","instId":"BTC-USDT-SWAP"}},"data":[{{"asks":[["63921.5","{size}","0","42"]],"bids":[["63921.4","421.93","0","28"]],"instId":"BTC-USDT-SWAP","ts":"1786541241006","seqId":{seq}}}]}}"#
+            )
+        };
+        core.on_frame(frame(1, "790.41").as_bytes(), 2, &mut out);
+        assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+        let amount = |levels: &crate::book::Levels| levels.as_slice()[0].amount;
+        assert_eq!(amount(&out.book.asks), "7.9041".parse().unwrap());
+        assert_eq!(amount(&out.book.bids), "4.2193".parse().unwrap());
+        core.on_frame(frame(2, "0.0000001").as_bytes(), 3, &mut out);
+        assert_eq!(out.published.last(), Some(&(0, VenueState::OutOfSync)));
+        assert!(matches!(out.events.last(), Some(FeedEvent::BadFrame(_))));
+        core.on_frame(frame(3, "1").as_bytes(), 4, &mut out);
+        assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+    }
+
     /// A REST venue's new connection awaits no snapshot on its stream: nothing is overdue
     /// at the snapshot timeout, and its only request is the one its first event asks for.
     #[test]
@@ -1052,6 +1139,7 @@ mod tests {
         let streams = vec![CoreStream {
             name: venue.diff_stream_name("ETHBTC"),
             symbol: "ETHBTC".to_owned(),
+            contract_size: None,
         }];
         let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
         let mut out = Recorder::default();

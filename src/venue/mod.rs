@@ -166,6 +166,14 @@ pub trait Venue {
         Ok(())
     }
 
+    /// Whether `symbol`'s sizes are contracts (a derivative's): its books are merged as
+    /// an amount of the base currency, each size times the instrument's configured
+    /// contract size (`contract_sizes`), which such a symbol requires.
+    fn sized_in_contracts(symbol: &str) -> bool {
+        let _ = symbol;
+        false
+    }
+
     // ---- diff mode (`mode = "diff"`): a full-depth book from a diff stream and REST
     // snapshots; the generic sync in `sync.rs`, the venue's rules in `SEQUENCE` ----
 
@@ -375,6 +383,11 @@ macro_rules! venues {
             /// See [`Venue::check_symbol`].
             pub fn check_symbol(self, symbol: &str) -> Result<(), String> {
                 match self { $(VenueId::$variant => <$module::$venue as Venue>::check_symbol(symbol)),+ }
+            }
+
+            /// See [`Venue::sized_in_contracts`].
+            pub fn sized_in_contracts(self, symbol: &str) -> bool {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::sized_in_contracts(symbol)),+ }
             }
 
             /// See [`Venue::MAX_STREAMS_PER_CONNECTION`].
