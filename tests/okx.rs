@@ -470,3 +470,69 @@ async fn upgrade_notices_refusals_and_silence_end_in_a_new_sync() {
     harness.silence_recycles_the_connection().await;
     harness.service.stop().await;
 }
+
+/// A SWAP sized in contracts is merged in the base currency: every synced book is the
+/// venue's true book with each size times the configured contract size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swap_is_merged_as_contracts_times_the_contract_size() {
+    use mergebook::config::RawConfig;
+    use mergebook::service::{Listeners, Service};
+    use mergebook::sim::Simulator;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let simulator = Simulator::start(listener, 50, 5).unwrap();
+    let config = r#"
+        [service]
+        depth = 10
+        output = "none"
+        [venues.okx]
+        mode = "diff"
+        [[instruments]]
+        name = "BTC-PERP"
+        symbols = { okx = "BTC-USDT-SWAP" }
+        contract_sizes = { okx = "10" }
+    "#;
+    let mut config = RawConfig::parse(config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    simulator.point(&mut config);
+    let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
+    let mut summaries = service.summaries(0);
+    let synced = |s: &mergebook::summary::Summary| s.venue_state(OKX) == VenueState::Synced;
+    tokio::time::timeout(in_band::WAIT, summaries.wait_for(|s| synced(s)))
+        .await
+        .unwrap()
+        .unwrap();
+    let ten: FixedPoint = "10".parse().unwrap();
+    let mut checked = 0;
+    while checked < 10 {
+        summaries.changed().await.unwrap();
+        let summary = summaries.borrow_and_update().clone();
+        if !synced(&summary) {
+            continue;
+        }
+        let merged = |levels: &[mergebook::merge::MergedLevel]| -> Vec<(FixedPoint, FixedPoint)> {
+            levels.iter().map(|l| (l.price, l.amount)).collect()
+        };
+        let (bids, asks) = (
+            merged(summary.book.bids.as_slice()),
+            merged(summary.book.asks.as_slice()),
+        );
+        let in_base = |levels: &mergebook::book::Levels| -> Vec<(FixedPoint, FixedPoint)> {
+            let levels = levels.as_slice().iter().take(10);
+            levels
+                .map(|l| (l.price, l.amount.checked_mul(ten).unwrap()))
+                .collect()
+        };
+        let truths = simulator.diff_history(OKX, "BTC-USDT-SWAP");
+        assert!(
+            truths
+                .iter()
+                .any(|truth| in_base(&truth.bids) == bids && in_base(&truth.asks) == asks),
+            "a book the venue never had, in the base currency: {:?}",
+            summary.book
+        );
+        checked += 1;
+    }
+    service.stop().await;
+}

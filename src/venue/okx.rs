@@ -41,9 +41,12 @@
 //! connection that is quiet for 30 s), and `{"event":"notice","code":"64008",…}`, sent
 //! 30 s before a service upgrade closes the connection: the client reconnects.
 //!
-//! Amounts: spot sizes are in the base currency. SWAP and FUTURES sizes are contracts,
-//! whose amount in the base currency needs the instrument's contract size, which is not
-//! configurable: such instruments are refused, as are options.
+//! Amounts: spot sizes are in the base currency. Linear (USDT- and USDC-margined) SWAP and
+//! FUTURES sizes are contracts of a fixed amount of the base currency (`ctVal`: 0.01 BTC
+//! for `BTC-USDT-SWAP`): such an instrument needs its contract size configured
+//! (`contract_sizes`), and its books are merged as contracts times it. Inverse contracts
+//! (`BTC-USD-SWAP`) are a number of USD, whose amount in the base currency is a division
+//! by the price, not exact; they are refused, as are options.
 
 use super::{
     Acked, Answer, ConnectBudget, DecodeError, LevelShape, Message, Seen, Simulated,
@@ -613,20 +616,30 @@ impl Venue for Okx {
                     .bytes()
                     .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
         };
-        if symbol.len() > MAX_INST_ID_LEN || parts.len() < 2 || !parts.iter().all(named) {
+        if symbol.len() > MAX_INST_ID_LEN || !(2..=3).contains(&parts.len()) || !parts.iter().all(named) {
             return Err(format!(
-                "an OKX instrument id is BASE-QUOTE (BTC-USDT), upper-case, at most \
-                 {MAX_INST_ID_LEN} characters"
+                "an OKX instrument id is BASE-QUOTE (spot), BASE-QUOTE-SWAP or \
+                 BASE-QUOTE-YYMMDD (futures), upper-case, at most {MAX_INST_ID_LEN} characters; \
+                 options are not merged"
             ));
         }
-        if parts.len() > 2 {
-            return Err(
-                "SWAP, FUTURES and OPTION sizes are contracts, which need the contract size \
-                 to be an exact amount of the base currency: use a spot instrument (BTC-USDT)"
-                    .into(),
-            );
+        if let [_, quote, expiry] = parts[..] {
+            let futures = expiry.len() == 6 && expiry.bytes().all(|b| b.is_ascii_digit());
+            if expiry != "SWAP" && !futures {
+                return Err("an OKX derivative is BASE-QUOTE-SWAP or BASE-QUOTE-YYMMDD".into());
+            }
+            if quote == "USD" {
+                return Err("inverse contracts are sized in USD, which is no exact amount of \
+                            the base currency to merge: use the USDT or USDC contract"
+                    .into());
+            }
         }
         Ok(())
+    }
+
+    /// SWAP and FUTURES (a third part in the id) are sized in contracts.
+    fn sized_in_contracts(symbol: &str) -> bool {
+        symbol.split('-').count() == 3
     }
 
     fn diff_stream_name(symbol: &str) -> String {
@@ -1051,8 +1064,22 @@ mod tests {
         assert_eq!(url, "https://www.okx.com/api/v5/market/books?instId=BTC-USDT&sz=400");
         let path = url.strip_prefix("https://www.okx.com").unwrap();
         assert_eq!(Okx::snapshot_symbol(path).as_deref(), Some("BTC-USDT"));
-        assert!(Okx::check_symbol("BTC-USDT").is_ok());
-        for refused in ["BTC-USDT-SWAP", "BTC-USD-261225", "btc-usdt", "BTCUSDT", "BTC--USDT"] {
+        for accepted in ["BTC-USDT", "BTC-USDT-SWAP", "ETH-USDC-261225"] {
+            assert!(Okx::check_symbol(accepted).is_ok(), "{accepted}");
+        }
+        assert!(!Okx::sized_in_contracts("BTC-USDT"));
+        assert!(Okx::sized_in_contracts("BTC-USDT-SWAP"));
+        assert!(Okx::sized_in_contracts("ETH-USDC-261225"));
+        let refused = [
+            "BTC-USD-SWAP",
+            "BTC-USD-261225",
+            "BTC-USD-261225-100000-C",
+            "BTC-USDT-PERP",
+            "btc-usdt",
+            "BTCUSDT",
+            "BTC--USDT",
+        ];
+        for refused in refused {
             assert!(Okx::check_symbol(refused).is_err(), "{refused}");
         }
     }
