@@ -142,7 +142,7 @@ fn live_ladder(text: &str, instrument: &str, position: &str, venues: &[&str]) ->
         })
 }
 
-const EVERY_VENUE: [&str; 4] = ["binance", "bitstamp", "kraken", "bybit"];
+const EVERY_VENUE: [&str; 5] = ["binance", "bitstamp", "kraken", "bybit", "okx"];
 
 #[test]
 fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
