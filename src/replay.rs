@@ -144,14 +144,21 @@ pub enum ModeMismatch {
     NoBooks { venue: VenueId, frames: usize },
 }
 
-/// Whether `frame` is a book of a snapshot stream (not of a diff stream, which some
-/// venues send in the same envelope).
+/// Whether `frame` is a book of a snapshot stream.
 fn is_book_snapshot(venue: VenueId, frame: &RecordedFrame, scratch: &mut TopBook) -> bool {
-    frame.rest_url.is_none()
-        && matches!(
-            venue.decode(frame.raw.as_bytes(), MAX_DEPTH, scratch),
-            Ok(Message::Book { stream }) if !is_diff_stream(venue, stream)
-        )
+    frame.rest_url.is_none() && snapshot_stream(venue, &frame.raw, scratch).is_some()
+}
+
+/// The stream of a snapshot stream's book, or `None` for any other frame: a diff event is
+/// none, though some venues send both in one envelope (Bitstamp's `order_book_` and
+/// `diff_order_book_`) and others name both streams alike (by the symbol alone).
+fn snapshot_stream<'a>(venue: VenueId, raw: &'a str, scratch: &mut TopBook) -> Option<&'a [u8]> {
+    let Ok(Message::Book { stream }) = venue.decode(raw.as_bytes(), MAX_DEPTH, scratch) else {
+        return None;
+    };
+    let mut update = BookUpdate::default();
+    let diff_event = diff_event_stream(venue, raw, MAX_DEPTH, &mut update);
+    matches!(diff_event, Ok(None) | Err(_)).then_some(stream)
 }
 
 /// The stream of a diff event (empty on a raw stream), or `None` for any other frame.
@@ -258,12 +265,8 @@ pub fn replay(
                 .iter()
                 .filter(|frame| frame.rest_url.is_none())
                 .find_map(|frame| {
-                    match venue.decode(frame.raw.as_bytes(), MAX_DEPTH, &mut scratch) {
-                        Ok(Message::Book { stream }) if !is_diff_stream(*venue, stream) => {
-                            Some(String::from_utf8_lossy(stream).into_owned())
-                        }
-                        _ => None,
-                    }
+                    let stream = snapshot_stream(*venue, &frame.raw, &mut scratch)?;
+                    Some(String::from_utf8_lossy(stream).into_owned())
                 })
                 .unwrap_or_default();
             let streams = vec![CoreStream {

@@ -131,6 +131,33 @@ fn a_recording_of_the_other_mode_is_refused_naming_the_mode_that_fits() {
         stderr.contains("replay it with `mergebook replay diff`"),
         "{stderr}"
     );
+
+    // OKX names both streams by the instrument: the channel tells them apart too, and
+    // each recording replays in its own mode.
+    let books = "okx=tests/fixtures/okx/books_BTC-USDT_subscribe_ack_snapshot_updates_2022.jsonl";
+    let books5 = "okx=tests/fixtures/okx/books5_BTC-USDT_ack_then_snapshots_2026-08-12.jsonl";
+    let stderr = common::run_failing(&["replay", "snapshot", "--venue", books]);
+    assert!(
+        stderr.contains("replay it with `mergebook replay diff`"),
+        "{stderr}"
+    );
+    let stderr = common::run_failing(&["replay", "diff", "--venue", books5]);
+    assert!(
+        stderr.contains("replay it with `mergebook replay snapshot`"),
+        "{stderr}"
+    );
+    let (stdout, _) = common::run_ok(&["replay", "snapshot", "--venue", books5]);
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert!(
+        stdout.contains(r#"{"exchange":"okx","price":"64073.00000000""#),
+        "{stdout}"
+    );
+    let (stdout, _) = common::run_ok(&["replay", "diff", "--venue", books]);
+    let last = stdout.lines().last().unwrap();
+    assert!(
+        last.contains(r#"{"exchange":"okx","price":"30236.10000000","amount":"0.18050747"}"#),
+        "{last}"
+    );
 }
 
 #[test]
