@@ -536,3 +536,52 @@ async fn a_swap_is_merged_as_contracts_times_the_contract_size() {
     }
     service.stop().await;
 }
+
+/// Snapshot mode (the venue's default): `books5` on the simulator, each message the top 5
+/// levels a side as the simulator generated them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn books5_in_snapshot_mode_syncs_and_follows_the_venue() {
+    use mergebook::config::RawConfig;
+    use mergebook::service::{Listeners, Service};
+    use mergebook::sim::Simulator;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let simulator = Simulator::start(listener, 50, 5).unwrap();
+    let config = r#"
+        [service]
+        depth = 10
+        output = "none"
+        [[instruments]]
+        name = "ETH-BTC"
+        symbols = { okx = "ETH-BTC" }
+    "#;
+    let mut config = RawConfig::parse(config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    simulator.point(&mut config);
+    let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
+    let mut summaries = service.summaries(0);
+    let synced = |s: &mergebook::summary::Summary| s.venue_state(OKX) == VenueState::Synced;
+    tokio::time::timeout(in_band::WAIT, summaries.wait_for(|s| synced(s)))
+        .await
+        .unwrap()
+        .unwrap();
+    let first = summaries.borrow().book.clone();
+    assert_eq!(
+        (first.bids.len(), first.asks.len()),
+        (5, 5),
+        "books5: 5 a side"
+    );
+    let sent = simulator
+        .last_sent(OKX, "books5:ETH-BTC")
+        .expect("a books5 frame");
+    assert!(sent.contains(r#""channel":"books5""#), "{sent}");
+    tokio::time::timeout(
+        in_band::WAIT,
+        summaries.wait_for(|s| synced(s) && s.book != first),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    service.stop().await;
+}
