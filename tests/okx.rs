@@ -566,7 +566,7 @@ async fn books5_in_snapshot_mode_syncs_and_follows_the_venue() {
         .await
         .unwrap()
         .unwrap();
-    let first = summaries.borrow().book.clone();
+    let first = summaries.borrow().book;
     assert_eq!(
         (first.bids.len(), first.asks.len()),
         (5, 5),
