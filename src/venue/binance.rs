@@ -458,6 +458,10 @@ impl Venue for Binance {
         seen.require(&PARTIAL_KEYS)
     }
 
+    fn spot_symbol(base: &str, quote: &str) -> String {
+        format!("{base}{quote}")
+    }
+
     /// Partial depth comes in 5, 10 or 20 levels: the smallest that covers `depth`.
     fn stream_name(symbol: &str, depth: usize) -> String {
         let levels = [5, 10, 20]

@@ -364,6 +364,10 @@ impl Venue for Bitstamp {
         seen.require(&DATA_KEYS)
     }
 
+    fn spot_symbol(base: &str, quote: &str) -> String {
+        format!("{base}{quote}").to_ascii_lowercase()
+    }
+
     /// `order_book_<pair>` always carries 100 levels; `depth` only limits what is kept.
     fn stream_name(symbol: &str, _depth: usize) -> String {
         format!("{ORDER_BOOK_PREFIX}{}", symbol.to_ascii_lowercase())

@@ -278,6 +278,10 @@ impl Venue for Bybit {
     /// 42 characters).
     const MAX_STREAMS_PER_CONNECTION: usize = 500;
 
+    fn spot_symbol(base: &str, quote: &str) -> String {
+        format!("{base}{quote}")
+    }
+
     fn stream_name(symbol: &str, _depth: usize) -> String {
         Self::diff_stream_name(symbol)
     }

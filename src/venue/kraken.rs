@@ -371,6 +371,10 @@ impl Venue for Kraken {
     /// connections of at most this many symbols.
     const MAX_STREAMS_PER_CONNECTION: usize = 50;
 
+    fn spot_symbol(base: &str, quote: &str) -> String {
+        format!("{base}/{quote}")
+    }
+
     fn stream_name(symbol: &str, _depth: usize) -> String {
         symbol.to_owned()
     }

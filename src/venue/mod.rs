@@ -159,6 +159,10 @@ pub trait Venue {
         url.to_owned()
     }
 
+    /// The venue's symbol for the spot pair `base`/`quote` (upper-case currency codes):
+    /// what tools and generated configurations name the pair by.
+    fn spot_symbol(base: &str, quote: &str) -> String;
+
     /// Why `symbol` cannot name one of the venue's books (a configuration error), if it
     /// cannot.
     fn check_symbol(symbol: &str) -> Result<(), String> {
@@ -378,6 +382,11 @@ macro_rules! venues {
             /// See [`Venue::endpoint`].
             pub fn endpoint(self, url: &str, symbol: &str) -> String {
                 match self { $(VenueId::$variant => <$module::$venue as Venue>::endpoint(url, symbol)),+ }
+            }
+
+            /// See [`Venue::spot_symbol`].
+            pub fn spot_symbol(self, base: &str, quote: &str) -> String {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::spot_symbol(base, quote)),+ }
             }
 
             /// See [`Venue::check_symbol`].
@@ -639,6 +648,18 @@ pub(crate) mod layout_edits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What tools configure a pair by is a valid spot symbol of each venue.
+    #[test]
+    fn every_venue_names_a_spot_pair_by_a_valid_symbol() {
+        for &venue in VenueId::ALL {
+            for (base, quote) in [("ETH", "BTC"), ("I12", "BTC")] {
+                let symbol = venue.spot_symbol(base, quote);
+                assert_eq!(venue.check_symbol(&symbol), Ok(()), "{venue}: {symbol}");
+                assert!(!venue.sized_in_contracts(&symbol), "{venue}: {symbol}");
+            }
+        }
+    }
 
     /// Replay finds a recording's symbols by their diff streams' names: a snapshot
     /// stream's book is never taken for a diff stream's.

@@ -571,6 +571,10 @@ impl Venue for Okx {
         decode_top_message(frame, depth, out)
     }
 
+    fn spot_symbol(base: &str, quote: &str) -> String {
+        format!("{base}-{quote}")
+    }
+
     /// A book is known by its instrument id, on either channel.
     fn stream_name(symbol: &str, _depth: usize) -> String {
         symbol.to_owned()

@@ -428,7 +428,7 @@ fn config_for(spec: &LoadSpec) -> Result<mergebook::config::Config, String> {
     let symbols: Vec<String> = spec
         .venues
         .iter()
-        .map(|venue| format!("{venue} = \"ETHBTC\""))
+        .map(|venue| format!("{venue} = \"{}\"", venue.spot_symbol("ETH", "BTC")))
         .collect();
     let core = spec
         .merger_core

@@ -117,7 +117,12 @@ fn start_service(
     for index in 0..count {
         let symbols: Vec<String> = venues
             .clone()
-            .map(|venue| format!("{venue} = \"i{index}btc\""))
+            .map(|venue| {
+                format!(
+                    "{venue} = \"{}\"",
+                    venue.spot_symbol(&format!("I{index}"), "BTC")
+                )
+            })
             .collect();
         config += &format!(
             "[[instruments]]\nname = \"I{index}/BTC\"\nsymbols = {{ {} }}\n",

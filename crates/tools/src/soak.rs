@@ -256,7 +256,7 @@ impl SoakReport {
 fn config(simulator: &Simulator) -> Result<Config, String> {
     let symbols: Vec<String> = VenueId::ALL
         .iter()
-        .map(|venue| format!("{venue} = \"ETHBTC\""))
+        .map(|venue| format!("{venue} = \"{}\"", venue.spot_symbol("ETH", "BTC")))
         .collect();
     let symbols = symbols.join(", ");
     let text = format!(
