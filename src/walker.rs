@@ -165,6 +165,15 @@ fn keep_in_order(
     Ok(())
 }
 
+/// What a side's reader does with levels past its limit.
+#[derive(Clone, Copy)]
+enum Excess {
+    /// An error: a message holds at most that many.
+    Refused,
+    /// Checked and skipped: the worst levels of a book deeper than it is kept.
+    Skipped,
+}
+
 /// A cursor over one frame.
 pub struct Walker<'a> {
     bytes: &'a [u8],
@@ -669,6 +678,23 @@ impl<'a> Walker<'a> {
         limit: usize,
         out: &mut Vec<Level>,
     ) -> Result<()> {
+        self.levels_up_to(sorted, limit, Excess::Refused, out)
+    }
+
+    /// A snapshot's side of `[price, amount]` levels, sorted best first, into `out`: its
+    /// best `limit` levels, and the rest checked and skipped (a venue's full-depth book
+    /// beyond the book's level cap: the levels past it are ones the book could not keep).
+    pub fn best_levels(&mut self, side: Side, limit: usize, out: &mut Vec<Level>) -> Result<()> {
+        self.levels_up_to(Some(side), limit, Excess::Skipped, out)
+    }
+
+    fn levels_up_to(
+        &mut self,
+        sorted: Option<Side>,
+        limit: usize,
+        excess: Excess,
+        out: &mut Vec<Level>,
+    ) -> Result<()> {
         out.clear();
         self.expect(b'[', "'[' opening a side")?;
         if self.peek()? == b']' {
@@ -677,7 +703,10 @@ impl<'a> Walker<'a> {
         }
         loop {
             if out.len() == limit {
-                return Err(DecodeError::TooManyLevels(limit));
+                return match excess {
+                    Excess::Refused => Err(DecodeError::TooManyLevels(limit)),
+                    Excess::Skipped => self.skip_rest_of_array(),
+                };
             }
             let (level, more) = self.level_and_separator()?;
             if let (Some(side), Some(previous)) = (sorted, out.last())
@@ -1251,6 +1280,37 @@ fn lane_sum(lanes: &[i8; LANES]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A snapshot side deeper than the limit keeps its best levels and skips the rest,
+    /// which must still be well formed.
+    #[test]
+    fn best_levels_keep_the_best_and_check_the_rest() {
+        let side = br#"[["5","1"],["4","1"],["3","1"],["2","1"]],"x""#;
+        let mut walker = Walker::new(side);
+        let mut out = Vec::new();
+        walker.best_levels(Side::Bid, 2, &mut out).unwrap();
+        let prices: Vec<u64> = out
+            .iter()
+            .map(|level| level.price.raw() / 100_000_000)
+            .collect();
+        assert_eq!(prices, [5, 4]);
+        assert_eq!(&side[walker.position()..], br#","x""#);
+        let broken = br#"[["5","1"],["4","1"],["3","1"],["2","1"#;
+        assert!(
+            Walker::new(broken)
+                .best_levels(Side::Bid, 2, &mut out)
+                .is_err()
+        );
+        let unsorted = br#"[["4","1"],["5","1"]]"#;
+        assert_eq!(
+            Walker::new(unsorted).best_levels(Side::Bid, 2, &mut out),
+            Err(DecodeError::Unsorted(Side::Bid))
+        );
+        assert_eq!(
+            Walker::new(side).all_levels(Some(Side::Bid), 2, &mut out),
+            Err(DecodeError::TooManyLevels(2))
+        );
+    }
     use proptest::prelude::*;
 
     fn level(price: &str, amount: &str) -> Level {
