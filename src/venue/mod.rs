@@ -534,6 +534,7 @@ venues! {
     Kraken => kraken::Kraken,
     Bybit => bybit::Bybit,
     Okx => okx::Okx,
+    CoinbaseExchange => coinbase_exchange::CoinbaseExchange,
 }
 
 const _: () = assert!(VenueId::ALL.len() <= MAX_VENUES);
