@@ -142,7 +142,13 @@ fn live_ladder(text: &str, instrument: &str, position: &str, venues: &[&str]) ->
         })
 }
 
-const EVERY_VENUE: [&str; 5] = ["binance", "bitstamp", "kraken", "bybit", "okx"];
+/// The offline demo (`config/sim.toml`) merges every venue.
+fn every_venue() -> Vec<&'static str> {
+    mergebook::venue::VenueId::ALL
+        .iter()
+        .map(|venue| venue.name())
+        .collect()
+}
 
 #[test]
 fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
@@ -152,7 +158,7 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     let mut terminal = Terminal::watch(&["--grpc", &address], 30, 120);
 
     let text = terminal.wait_for("the live ladder", |text| {
-        live_ladder(text, "ETH/BTC", "1/1", &EVERY_VENUE)
+        live_ladder(text, "ETH/BTC", "1/1", &every_venue())
     });
     let spread = text.find("── spread ").unwrap();
     let ask = text.find(" 0.0").unwrap();
@@ -180,7 +186,7 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     // It comes back on the same port: the viewer reconnects by itself.
     let _second = service("config/sim.toml", grpc_port, &[]);
     terminal.wait_for("the ladder after the restart", |text| {
-        live_ladder(text, "ETH/BTC", "1/1", &EVERY_VENUE)
+        live_ladder(text, "ETH/BTC", "1/1", &every_venue())
     });
 
     // Keys: fewer levels, then quit, leaving the terminal as it was.
@@ -214,7 +220,7 @@ fn watch_reads_every_shard_s_instruments_from_nats() {
     let mut terminal =
         Terminal::watch(&["--nats", &nats.url(), "--instrument", "ETH/BTC"], 30, 120);
     terminal.wait_for("ETH/BTC from NATS, both instruments known", |text| {
-        live_ladder(text, "ETH/BTC", "2/2", &EVERY_VENUE)
+        live_ladder(text, "ETH/BTC", "2/2", &every_venue())
     });
     terminal.press("\t");
     terminal.wait_for("BTC/USD from the other shard", |text| {
