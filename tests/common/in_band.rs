@@ -108,6 +108,11 @@ impl Harness {
             Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 5).unwrap();
         // An instrument is named by its symbol, less a market's prefix's ':'.
         let (name, other_name) = (symbol.replace(':', "-"), other.replace(':', "-"));
+        // Pings every 100 ms, where the venue takes them.
+        let pings = match venue.client_ping() {
+            Some(_) => "ping_interval_ms = 100",
+            None => "",
+        };
         let config = format!(
             r#"
             [service]
@@ -120,7 +125,7 @@ impl Harness {
             backoff_max_ms = 200
             [venues.{venue}]
             mode = "diff"
-            ping_interval_ms = 100
+            {pings}
             snapshot_spacing_ms = 20
             snapshot_timeout_ms = 1000
             [[instruments]]
