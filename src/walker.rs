@@ -165,15 +165,6 @@ fn keep_in_order(
     Ok(())
 }
 
-/// What a side's reader does with levels past its limit.
-#[derive(Clone, Copy)]
-enum Excess {
-    /// An error: a message holds at most that many.
-    Refused,
-    /// Checked and skipped: the worst levels of a book deeper than it is kept.
-    Skipped,
-}
-
 /// A cursor over one frame.
 pub struct Walker<'a> {
     bytes: &'a [u8],
@@ -668,6 +659,56 @@ impl<'a> Walker<'a> {
         })
     }
 
+    /// [`Walker::kept_shape_levels`] for [`Walker::best_levels`]: the levels from here on that
+    /// have a kept pattern's shape, zero amounts included, each checked to follow the one
+    /// before where the side is `sorted`, up to `limit` in `out`; whether there was one.
+    /// A deep side whose levels change shape from one to the next (a full-depth snapshot's
+    /// sizes: `"12.77"`, `"123.10"`, `"6.92"`) is read by the patterns of those shapes
+    /// rather than level by level.
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    #[inline(always)]
+    fn kept_shape_all_levels(
+        &mut self,
+        sorted: Option<Side>,
+        limit: usize,
+        out: &mut Vec<Level>,
+    ) -> Result<bool> {
+        /// Level starts looked for at once.
+        const STARTS: usize = 21;
+        let mut starts = [0u32; STARTS + simd_level::STARTS_SLACK];
+        let wanted = (limit - out.len() + 1).min(STARTS);
+        let found = simd_level::level_starts(self.bytes, self.pos, wanted, &mut starts);
+        if found < 2 || starts[0] as usize != self.pos {
+            return Ok(false);
+        }
+        simd_level::KeptPatterns::with(|kept| {
+            let mut read = false;
+            for pair in starts[..found].windows(2) {
+                let (start, next) = (pair[0] as usize, pair[1] as usize);
+                let Some(level) = self
+                    .bytes
+                    .get(start..)
+                    .and_then(<[u8]>::first_chunk)
+                    .and_then(|window| kept.read(window, next - start))
+                else {
+                    break;
+                };
+                if let (Some(side), Some(previous)) = (sorted, out.last())
+                    && !side.is_better(previous.price, level.price)
+                {
+                    return Err(DecodeError::Unsorted(side));
+                }
+                out.push(level);
+                self.pos = next;
+                read = true;
+                if out.len() == limit {
+                    break;
+                }
+            }
+            Ok(read)
+        })
+    }
+
     /// Reads one side array of a diff event or a snapshot into `out`: every level, zero
     /// amounts included (they delete), at most `limit` (more is an error, not a silent
     /// cut). `sorted`: the side must be strictly sorted best first (snapshots); diffs are
@@ -678,21 +719,24 @@ impl<'a> Walker<'a> {
         limit: usize,
         out: &mut Vec<Level>,
     ) -> Result<()> {
-        self.levels_up_to(sorted, limit, Excess::Refused, out)
+        self.levels_up_to::<false>(sorted, limit, out)
     }
 
     /// A snapshot's side of `[price, amount]` levels, sorted best first, into `out`: its
     /// best `limit` levels, and the rest checked and skipped (a venue's full-depth book
     /// beyond the book's level cap: the levels past it are ones the book could not keep).
     pub fn best_levels(&mut self, side: Side, limit: usize, out: &mut Vec<Level>) -> Result<()> {
-        self.levels_up_to(Some(side), limit, Excess::Skipped, out)
+        self.levels_up_to::<true>(Some(side), limit, out)
     }
 
-    fn levels_up_to(
+    /// At most `limit` levels into `out`; past them, an error, or with `SKIP_EXCESS` the
+    /// rest checked and skipped (the worst levels of a book deeper than it is kept). A
+    /// constant, so that each reader compiles to its own loop.
+    #[inline(always)]
+    fn levels_up_to<const SKIP_EXCESS: bool>(
         &mut self,
         sorted: Option<Side>,
         limit: usize,
-        excess: Excess,
         out: &mut Vec<Level>,
     ) -> Result<()> {
         out.clear();
@@ -703,10 +747,16 @@ impl<'a> Walker<'a> {
         }
         loop {
             if out.len() == limit {
-                return match excess {
-                    Excess::Refused => Err(DecodeError::TooManyLevels(limit)),
-                    Excess::Skipped => self.skip_rest_of_array(),
+                return match SKIP_EXCESS {
+                    false => Err(DecodeError::TooManyLevels(limit)),
+                    true => self.skip_rest_of_array(),
                 };
+            }
+            // A full-depth snapshot's levels change shape from one to the next; a side of
+            // levels mostly of one shape is read faster by the last level's pattern alone.
+            #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+            if SKIP_EXCESS && self.kept_shape_all_levels(sorted, limit, out)? {
+                continue;
             }
             let (level, more) = self.level_and_separator()?;
             if let (Some(side), Some(previous)) = (sorted, out.last())
