@@ -232,6 +232,31 @@ fn okx_serde_reference(c: &mut Criterion) {
     }
 }
 
+/// The Coinbase Exchange feed's snapshot into owned values, its numbers parsed as f64.
+fn coinbase_exchange_serde_reference(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    struct Snapshot {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        r#type: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        product_id: String,
+        asks: Vec<(String, String)>,
+        bids: Vec<(String, String)>,
+    }
+    fn levels(side: &[(String, String)]) -> Vec<(f64, f64)> {
+        side.iter()
+            .map(|(p, q)| (p.parse().unwrap(), q.parse().unwrap()))
+            .collect()
+    }
+    c.bench_function("coinbase_exchange_decode_snapshot_serde_json", |b| {
+        let frame = coinbase_exchange_snapshot();
+        b.iter(|| {
+            let message: Snapshot = serde_json::from_slice(black_box(frame)).unwrap();
+            (levels(&message.bids), levels(&message.asks))
+        })
+    });
+}
+
 fn merging(c: &mut Criterion) {
     let binance = decode(VenueId::Binance, BINANCE_20, KEEP);
     let bitstamp = decode(VenueId::Bitstamp, bitstamp_100(), KEEP);
@@ -455,6 +480,25 @@ fn okx(c: &mut Criterion) {
     c.bench_function("okx_checksum", |b| b.iter(|| black_box(&okx).checksum()));
 }
 
+/// The Coinbase Exchange feed: the full-depth snapshot's decode (beside serde_json's,
+/// above), and an update's decode and apply.
+fn coinbase_exchange(c: &mut Criterion) {
+    let mut snapshot = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let snapshot_frame = coinbase_exchange_snapshot();
+    c.bench_function("coinbase_exchange_decode_snapshot", |b| {
+        b.iter(|| {
+            VenueId::CoinbaseExchange
+                .decode_diff(black_box(snapshot_frame), MAX_BOOK_LEVELS, &mut snapshot)
+                .map(drop)
+        })
+    });
+    let mut book = CoinbaseExchangeBook::new();
+    let update = coinbase_exchange_update();
+    c.bench_function("coinbase_exchange_update", |b| {
+        b.iter(|| book.apply(black_box(update)))
+    });
+}
+
 criterion_group!(
     benches,
     decoders,
@@ -465,6 +509,8 @@ criterion_group!(
     serde_reference,
     bybit_serde_reference,
     okx_serde_reference,
+    coinbase_exchange,
+    coinbase_exchange_serde_reference,
     merging,
     mailboxes,
     cross_core_takes,

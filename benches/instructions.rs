@@ -59,6 +59,10 @@ fn main() {
     let (okx_snapshot_frame, okx_update_frame, okx_books5_frame) =
         (okx_snapshot(), okx_update(), okx_books5());
     let mut okx_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let mut coinbase_book = CoinbaseExchangeBook::new();
+    let (coinbase_snapshot_frame, coinbase_update_frame) =
+        (coinbase_exchange_snapshot(), coinbase_exchange_update());
+    let mut coinbase_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
     let varied = |frames: Vec<Vec<u8>>, venue: VenueId| {
         let mut out = mergebook::book::TopBook::default();
         let mut index = 0;
@@ -159,6 +163,17 @@ fn main() {
                 black_box(black_box(&okx_book).checksum());
             })
         }
+        "coinbase_exchange_decode_snapshot" => Box::new(|| {
+            let result = VenueId::CoinbaseExchange.decode_diff(
+                black_box(coinbase_snapshot_frame),
+                MAX_BOOK_LEVELS,
+                &mut coinbase_snapshot_out,
+            );
+            black_box(result.expect("decodes"));
+        }),
+        "coinbase_exchange_update" => {
+            Box::new(|| coinbase_book.apply(black_box(coinbase_update_frame)))
+        }
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
@@ -166,7 +181,8 @@ fn main() {
                  fixed_point_parse | merge_2x10 | e2e_parse_merge | binance_diff_decode | \
                  book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum | \
                  bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \
-                 okx_decode_books5 | okx_update | okx_checksum>"
+                 okx_decode_books5 | okx_update | okx_checksum | \
+                 coinbase_exchange_decode_snapshot | coinbase_exchange_update>"
             );
             std::process::exit(2);
         }

@@ -9,12 +9,17 @@ use std::path::Path;
 
 /// Each venue's target: its name, the venue, the contract it checks.
 type VenueContract = fn(VenueId, &[u8]);
-const VENUE_TARGETS: [(&str, VenueId, VenueContract); 5] = [
+const VENUE_TARGETS: [(&str, VenueId, VenueContract); 6] = [
     ("binance_depth", VenueId::Binance, snapshot_decoder),
     ("bitstamp_order_book", VenueId::Bitstamp, snapshot_decoder),
     ("kraken_book", VenueId::Kraken, diff_decoder),
     ("bybit_book", VenueId::Bybit, diff_decoder),
     ("okx_books", VenueId::Okx, every_decoder),
+    (
+        "coinbase_exchange_level2",
+        VenueId::CoinbaseExchange,
+        diff_decoder,
+    ),
 ];
 
 /// A target's check, for any target.

@@ -329,3 +329,39 @@ fn an_okx_update_allocates_nothing() {
     };
     allocates_nothing_after_warm_up(&frames, apply, "OKX's path");
 }
+
+const COINBASE_SESSION: &str =
+    include_str!("fixtures/coinbase/exchange_level2_BAND-GBP_snapshot_then_l2updates.jsonl");
+
+/// The Coinbase Exchange feed's path in steady state: decode an `l2update` → apply it →
+/// its top into the mailbox. The BAND-GBP session's 471 updates.
+#[test]
+fn a_coinbase_exchange_update_allocates_nothing() {
+    use mergebook::book::BookUpdate;
+    use mergebook::sync::{BookSync, UpdateOutcome};
+    const MAX_LEVELS: usize = 1000;
+    let venue = VenueId::CoinbaseExchange;
+    let mut lines = COINBASE_SESSION.lines();
+    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
+    venue
+        .decode_diff(lines.next().unwrap().as_bytes(), MAX_LEVELS, &mut update)
+        .unwrap();
+    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+    sync.on_snapshot(&update);
+    let frames: Vec<&str> = lines.collect();
+    assert_eq!(frames.len(), 471);
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let apply = |frame: &[u8]| {
+        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
+        assert!(matches!(message, Message::Book { .. }));
+        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
+        sender
+            .publish_with(|top| -> Result<(), ()> {
+                sync.book.top(10, top);
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+    };
+    allocates_nothing_after_warm_up(&frames, apply, "the Coinbase Exchange feed's path");
+}

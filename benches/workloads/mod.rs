@@ -385,3 +385,55 @@ impl OkxBook {
         VenueId::Okx.checksum(&self.book, mergebook::book::WireDecimals::default())
     }
 }
+
+/// The Coinbase Exchange feed's recorded BAND-GBP session: the snapshot (152 bids, 166
+/// asks) and 471 updates.
+const COINBASE_SESSION: &str = include_str!(
+    "../../tests/fixtures/coinbase/exchange_level2_BAND-GBP_snapshot_then_l2updates.jsonl"
+);
+
+/// `coinbase_exchange_decode_snapshot`'s frame: the recorded full-depth snapshot.
+pub fn coinbase_exchange_snapshot() -> &'static [u8] {
+    COINBASE_SESSION
+        .lines()
+        .next()
+        .expect("recorded")
+        .as_bytes()
+}
+
+/// `coinbase_exchange_update`'s frame: the first recorded `l2update` (one change).
+pub fn coinbase_exchange_update() -> &'static [u8] {
+    COINBASE_SESSION
+        .lines()
+        .nth(1)
+        .expect("recorded")
+        .as_bytes()
+}
+
+/// The Coinbase Exchange book from the recorded snapshot, as the reader keeps it, and its
+/// decode target.
+pub struct CoinbaseExchangeBook {
+    pub book: DepthBook,
+    pub update: BookUpdate,
+}
+
+impl CoinbaseExchangeBook {
+    pub fn new() -> CoinbaseExchangeBook {
+        let mut update = BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+        VenueId::CoinbaseExchange
+            .decode_diff(coinbase_exchange_snapshot(), MAX_BOOK_LEVELS, &mut update)
+            .expect("the recorded snapshot decodes");
+        let mut book = DepthBook::new(MAX_BOOK_LEVELS);
+        book.replace(&update);
+        CoinbaseExchangeBook { book, update }
+    }
+
+    /// `coinbase_exchange_update`: decode an update and apply it (it deletes a level; again,
+    /// it deletes nothing: each iteration decodes and searches the same).
+    pub fn apply(&mut self, frame: &[u8]) {
+        VenueId::CoinbaseExchange
+            .decode_diff(frame, MAX_BOOK_LEVELS, &mut self.update)
+            .expect("the recorded update decodes");
+        self.book.apply(&self.update);
+    }
+}
