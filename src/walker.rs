@@ -618,7 +618,6 @@ impl<'a> Walker<'a> {
 
     /// The levels from here on that have a kept pattern's shape (`simd_level::KeptPatterns`),
     /// checked and kept as [`Walker::levels`] does, up to `depth` kept; whether there was one.
-    /// Each is checked to end where the next `[` starts, so another level follows it.
     #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
     #[inline(always)]
     fn kept_shape_levels(
@@ -628,43 +627,18 @@ impl<'a> Walker<'a> {
         out: &mut Levels,
         previous_rank: &mut Option<u64>,
     ) -> Result<bool> {
-        /// Level starts looked for at once: a depth of 20 and the start after it.
-        const STARTS: usize = 21;
-        let mut starts = [0u32; STARTS + simd_level::STARTS_SLACK];
-        let wanted = (depth - out.len() + 1).min(STARTS);
-        let found = simd_level::level_starts(self.bytes, self.pos, wanted, &mut starts);
-        if found < 2 || starts[0] as usize != self.pos {
-            return Ok(false);
-        }
-        simd_level::KeptPatterns::with(|kept| {
-            let mut read = false;
-            for pair in starts[..found].windows(2) {
-                let (start, next) = (pair[0] as usize, pair[1] as usize);
-                let Some(level) = self
-                    .bytes
-                    .get(start..)
-                    .and_then(<[u8]>::first_chunk)
-                    .and_then(|window| kept.read(window, next - start))
-                else {
-                    break;
-                };
-                keep_in_order(side, level, out, previous_rank)?;
-                self.pos = next;
-                read = true;
-                if out.len() == depth {
-                    break;
-                }
-            }
-            Ok(read)
+        self.kept_pattern_levels(depth - out.len() + 1, |level| {
+            keep_in_order(side, level, out, previous_rank)?;
+            Ok(out.len() < depth)
         })
     }
 
-    /// [`Walker::kept_shape_levels`] for [`Walker::best_levels`]: the levels from here on that
-    /// have a kept pattern's shape, zero amounts included, each checked to follow the one
-    /// before where the side is `sorted`, up to `limit` in `out`; whether there was one.
-    /// A deep side whose levels change shape from one to the next (a full-depth snapshot's
-    /// sizes: `"12.77"`, `"123.10"`, `"6.92"`) is read by the patterns of those shapes
-    /// rather than level by level.
+    /// [`Walker::kept_shape_levels`] for [`Walker::best_levels`]: the levels from here on
+    /// that have a kept pattern's shape, each checked to follow the one before where the
+    /// side is `sorted`, up to `limit` in `out`; whether there was one. A deep side whose
+    /// levels change shape from one to the next (a full-depth snapshot's sizes: `"12.77"`,
+    /// `"123.10"`, `"6.92"`) is read by the patterns of those shapes rather than level by
+    /// level.
     #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
     #[inline(always)]
     fn kept_shape_all_levels(
@@ -673,10 +647,32 @@ impl<'a> Walker<'a> {
         limit: usize,
         out: &mut Vec<Level>,
     ) -> Result<bool> {
-        /// Level starts looked for at once.
+        self.kept_pattern_levels(limit - out.len() + 1, |level| {
+            if let (Some(side), Some(previous)) = (sorted, out.last())
+                && !side.is_better(previous.price, level.price)
+            {
+                return Err(DecodeError::Unsorted(side));
+            }
+            out.push(level);
+            Ok(out.len() < limit)
+        })
+    }
+
+    /// The levels from here on that have a kept pattern's shape, at most `wanted` level
+    /// starts looked at, each handed to `keep`, which says whether to go on (false: the
+    /// side's output is full); whether there was one. Each is checked to end where the next
+    /// `[` starts, so another level follows it.
+    #[cfg(all(target_arch = "x86_64", target_feature = "avx2"))]
+    #[inline(always)]
+    fn kept_pattern_levels(
+        &mut self,
+        wanted: usize,
+        mut keep: impl FnMut(Level) -> Result<bool>,
+    ) -> Result<bool> {
+        /// Level starts looked for at once: a depth of 20 and the start after it.
         const STARTS: usize = 21;
         let mut starts = [0u32; STARTS + simd_level::STARTS_SLACK];
-        let wanted = (limit - out.len() + 1).min(STARTS);
+        let wanted = wanted.min(STARTS);
         let found = simd_level::level_starts(self.bytes, self.pos, wanted, &mut starts);
         if found < 2 || starts[0] as usize != self.pos {
             return Ok(false);
@@ -693,15 +689,10 @@ impl<'a> Walker<'a> {
                 else {
                     break;
                 };
-                if let (Some(side), Some(previous)) = (sorted, out.last())
-                    && !side.is_better(previous.price, level.price)
-                {
-                    return Err(DecodeError::Unsorted(side));
-                }
-                out.push(level);
+                let more = keep(level)?;
                 self.pos = next;
                 read = true;
-                if out.len() == limit {
+                if !more {
                     break;
                 }
             }

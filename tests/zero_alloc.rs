@@ -175,6 +175,51 @@ fn applying_diff_events_allocates_nothing_in_steady_state() {
     allocates_nothing_after_warm_up(&events[1..], apply, "the diff path");
 }
 
+/// A diff venue's path in steady state, from `snapshot` on: decode each of `frames` →
+/// check its sequence → apply it → `then` (a cut, a checksum check) → its top into the
+/// mailbox. Nothing allocates once warm.
+fn a_diff_path_allocates_nothing<F: AsRef<[u8]>>(
+    venue: VenueId,
+    snapshot: &[u8],
+    frames: &[F],
+    mut then: impl FnMut(&mut mergebook::sync::BookSync, &mergebook::book::BookUpdate),
+    what: &str,
+) {
+    use mergebook::book::BookUpdate;
+    use mergebook::sync::{BookSync, UpdateOutcome};
+    const MAX_LEVELS: usize = 1000;
+    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
+    venue
+        .decode_diff(snapshot, MAX_LEVELS, &mut update)
+        .unwrap();
+    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+    sync.on_snapshot(&update);
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let apply = |frame: &[u8]| {
+        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
+        assert!(matches!(message, Message::Book { .. }));
+        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
+        then(&mut sync, &update);
+        sender
+            .publish_with(|top| -> Result<(), ()> {
+                sync.book.top(10, top);
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+    };
+    allocates_nothing_after_warm_up(frames, apply, what);
+}
+
+/// A venue's book after `snapshot`, as its decoder reads it.
+fn decoded(venue: VenueId, snapshot: &str) -> mergebook::book::BookUpdate {
+    let mut update = mergebook::book::BookUpdate::default();
+    venue
+        .decode_diff(snapshot.as_bytes(), 1000, &mut update)
+        .unwrap();
+    update
+}
+
 const KRAKEN_SNAPSHOT: &str =
     include_str!("fixtures/kraken/v2_book_docs_example_BTCUSD_snapshot.json");
 
@@ -185,21 +230,14 @@ const KRAKEN_SNAPSHOT: &str =
 fn a_kraken_update_and_its_checksum_allocate_nothing() {
     use mergebook::book::{BookUpdate, DepthBook, Level, Side, WireDecimals};
     use mergebook::fixed::FixedPoint;
-    use mergebook::sync::{BookSync, UpdateOutcome};
-    const MAX_LEVELS: usize = 1000;
     let venue = VenueId::Kraken;
     let decimals = WireDecimals {
         price: 8,
         amount: 8,
     };
-    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
-    venue
-        .decode_diff(KRAKEN_SNAPSHOT.trim().as_bytes(), MAX_LEVELS, &mut update)
-        .unwrap();
-    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
-    sync.on_snapshot(&update);
-    let mut model = DepthBook::new(MAX_LEVELS);
-    model.replace(&update);
+    let snapshot = KRAKEN_SNAPSHOT.trim();
+    let mut model = DepthBook::new(1000);
+    model.replace(&decoded(venue, snapshot));
     let prices: Vec<FixedPoint> = model.levels(Side::Bid).map(|l| l.price).collect();
     let frames: Vec<Vec<u8>> = (0..200u64)
         .map(|step| {
@@ -219,22 +257,11 @@ fn a_kraken_update_and_its_checksum_allocate_nothing() {
             frame
         })
         .collect();
-    let (mut sender, mut receiver) = mailbox(TopBook::default());
-    let apply = |frame: &[u8]| {
-        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
-        assert!(matches!(message, Message::Book { .. }));
-        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
+    let verify = |sync: &mut mergebook::sync::BookSync, update: &BookUpdate| {
         sync.book.truncate(10);
         assert_eq!(venue.checksum(&sync.book, update.decimals), update.checksum);
-        sender
-            .publish_with(|top| -> Result<(), ()> {
-                sync.book.top(10, top);
-                Ok(())
-            })
-            .unwrap();
-        assert!(receiver.take());
     };
-    allocates_nothing_after_warm_up(&frames, apply, "Kraken's path");
+    a_diff_path_allocates_nothing(venue, snapshot.as_bytes(), &frames, verify, "Kraken's path");
 }
 
 const BYBIT_SNAPSHOT: &str =
@@ -247,26 +274,18 @@ const BYBIT_SNAPSHOT: &str =
 fn a_bybit_delta_allocates_nothing() {
     use mergebook::book::{BookUpdate, Level};
     use mergebook::fixed::FixedPoint;
-    use mergebook::sync::{BookSync, UpdateOutcome};
-    const MAX_LEVELS: usize = 1000;
     const TOPIC_DEPTH: usize = 50;
     let venue = VenueId::Bybit;
     let snapshot = BYBIT_SNAPSHOT.lines().next().unwrap();
-    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
-    venue
-        .decode_diff(snapshot.as_bytes(), MAX_LEVELS, &mut update)
-        .unwrap();
-    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
-    sync.on_snapshot(&update);
-    let asks = update.asks.clone();
+    let recorded = decoded(venue, snapshot);
     let frames: Vec<Vec<u8>> = (0..200u64)
         .map(|step| {
             let change = BookUpdate {
                 asks: vec![Level {
-                    price: asks[step as usize % asks.len()].price,
+                    price: recorded.asks[step as usize % recorded.asks.len()].price,
                     amount: FixedPoint::from_raw(1_000_000 + step),
                 }],
-                last_id: update.last_id + 1 + step,
+                last_id: recorded.last_id + 1 + step,
                 ..BookUpdate::default()
             };
             let mut frame = Vec::new();
@@ -274,21 +293,9 @@ fn a_bybit_delta_allocates_nothing() {
             frame
         })
         .collect();
-    let (mut sender, mut receiver) = mailbox(TopBook::default());
-    let apply = |frame: &[u8]| {
-        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
-        assert!(matches!(message, Message::Book { .. }));
-        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
-        sync.book.truncate(TOPIC_DEPTH);
-        sender
-            .publish_with(|top| -> Result<(), ()> {
-                sync.book.top(10, top);
-                Ok(())
-            })
-            .unwrap();
-        assert!(receiver.take());
-    };
-    allocates_nothing_after_warm_up(&frames, apply, "Bybit's path");
+    let cut =
+        |sync: &mut mergebook::sync::BookSync, _: &BookUpdate| sync.book.truncate(TOPIC_DEPTH);
+    a_diff_path_allocates_nothing(venue, snapshot.as_bytes(), &frames, cut, "Bybit's path");
 }
 
 const OKX_BOOKS: &str =
@@ -300,34 +307,16 @@ const OKX_BOOKS: &str =
 #[test]
 fn an_okx_update_allocates_nothing() {
     use mergebook::book::{BookUpdate, WireDecimals};
-    use mergebook::sync::{BookSync, UpdateOutcome};
-    const MAX_LEVELS: usize = 1000;
     let venue = VenueId::Okx;
     let mut lines = OKX_BOOKS.lines().skip(1); // the subscription's acknowledgement
-    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
-    venue
-        .decode_diff(lines.next().unwrap().as_bytes(), MAX_LEVELS, &mut update)
-        .unwrap();
-    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
-    sync.on_snapshot(&update);
+    let snapshot = lines.next().unwrap();
     let frames: Vec<&str> = lines.collect();
     assert_eq!(frames.len(), 97);
-    let (mut sender, mut receiver) = mailbox(TopBook::default());
-    let apply = |frame: &[u8]| {
-        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
-        assert!(matches!(message, Message::Book { .. }));
-        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
+    let verify = |sync: &mut mergebook::sync::BookSync, update: &BookUpdate| {
         let computed = venue.checksum(&sync.book, WireDecimals::default());
         assert_eq!(computed, update.checksum);
-        sender
-            .publish_with(|top| -> Result<(), ()> {
-                sync.book.top(10, top);
-                Ok(())
-            })
-            .unwrap();
-        assert!(receiver.take());
     };
-    allocates_nothing_after_warm_up(&frames, apply, "OKX's path");
+    a_diff_path_allocates_nothing(venue, snapshot.as_bytes(), &frames, verify, "OKX's path");
 }
 
 const COINBASE_SESSION: &str =
@@ -337,31 +326,12 @@ const COINBASE_SESSION: &str =
 /// its top into the mailbox. The BAND-GBP session's 471 updates.
 #[test]
 fn a_coinbase_exchange_update_allocates_nothing() {
-    use mergebook::book::BookUpdate;
-    use mergebook::sync::{BookSync, UpdateOutcome};
-    const MAX_LEVELS: usize = 1000;
     let venue = VenueId::CoinbaseExchange;
     let mut lines = COINBASE_SESSION.lines();
-    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
-    venue
-        .decode_diff(lines.next().unwrap().as_bytes(), MAX_LEVELS, &mut update)
-        .unwrap();
-    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
-    sync.on_snapshot(&update);
+    let snapshot = lines.next().unwrap();
     let frames: Vec<&str> = lines.collect();
     assert_eq!(frames.len(), 471);
-    let (mut sender, mut receiver) = mailbox(TopBook::default());
-    let apply = |frame: &[u8]| {
-        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
-        assert!(matches!(message, Message::Book { .. }));
-        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
-        sender
-            .publish_with(|top| -> Result<(), ()> {
-                sync.book.top(10, top);
-                Ok(())
-            })
-            .unwrap();
-        assert!(receiver.take());
-    };
-    allocates_nothing_after_warm_up(&frames, apply, "the Coinbase Exchange feed's path");
+    let nothing = |_: &mut mergebook::sync::BookSync, _: &mergebook::book::BookUpdate| {};
+    let what = "the Coinbase Exchange feed's path";
+    a_diff_path_allocates_nothing(venue, snapshot.as_bytes(), &frames, nothing, what);
 }
