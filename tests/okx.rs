@@ -413,13 +413,14 @@ async fn okx_syncs_from_rest_snapshots_and_gaps_fetch_again() {
 async fn okx_syncs_from_snapshots_on_the_stream_and_checks_every_checksum() {
     let harness = start().await;
     harness.synced().await;
+    // The two instruments' books, synced again on a new connection: from snapshots that
+    // came on the stream (counted as used) without a REST request.
+    let used = harness.metric(SNAPSHOTS_USED);
+    let requests = harness.simulator.snapshot_requests(OKX).len();
     harness.simulator.serve_in_band_snapshots(OKX, true);
     harness.simulator.disconnect(OKX);
-    harness
-        .wait_for("reconnecting", |s| s.venue_state(OKX) != VenueState::Synced)
-        .await;
+    harness.counted(SNAPSHOTS_USED, used + 2.0).await;
     harness.synced().await;
-    let requests = harness.simulator.snapshot_requests(OKX).len();
     let checked = harness
         .books_stay_true_for(Duration::from_millis(800))
         .await;
@@ -471,32 +472,39 @@ async fn upgrade_notices_refusals_and_silence_end_in_a_new_sync() {
     harness.service.stop().await;
 }
 
+/// The service, depth 10, with `config`'s venues and instruments, on a new simulator.
+async fn on_the_simulator(
+    config: &str,
+) -> (mergebook::sim::Simulator, mergebook::service::Service) {
+    use mergebook::config::RawConfig;
+    use mergebook::service::{Listeners, Service};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let simulator = mergebook::sim::Simulator::start(listener, 50, 5).unwrap();
+    let config = format!("[service]\ndepth = 10\noutput = \"none\"\n{config}");
+    let mut config = RawConfig::parse(&config, "test")
+        .unwrap()
+        .validate()
+        .unwrap();
+    simulator.point(&mut config);
+    let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
+    (simulator, service)
+}
+
 /// A SWAP sized in contracts is merged in the base currency: every synced book is the
 /// venue's true book with each size times the configured contract size.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swap_is_merged_as_contracts_times_the_contract_size() {
-    use mergebook::config::RawConfig;
-    use mergebook::service::{Listeners, Service};
-    use mergebook::sim::Simulator;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let simulator = Simulator::start(listener, 50, 5).unwrap();
-    let config = r#"
-        [service]
-        depth = 10
-        output = "none"
+    let (simulator, service) = on_the_simulator(
+        r#"
         [venues.okx]
         mode = "diff"
         [[instruments]]
         name = "BTC-PERP"
         symbols = { okx = "BTC-USDT-SWAP" }
         contract_sizes = { okx = "10" }
-    "#;
-    let mut config = RawConfig::parse(config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
-    simulator.point(&mut config);
-    let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
+        "#,
+    )
+    .await;
     let mut summaries = service.summaries(0);
     let synced = |s: &mergebook::summary::Summary| s.venue_state(OKX) == VenueState::Synced;
     tokio::time::timeout(in_band::WAIT, summaries.wait_for(|s| synced(s)))
@@ -541,25 +549,14 @@ async fn a_swap_is_merged_as_contracts_times_the_contract_size() {
 /// levels a side as the simulator generated them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn books5_in_snapshot_mode_syncs_and_follows_the_venue() {
-    use mergebook::config::RawConfig;
-    use mergebook::service::{Listeners, Service};
-    use mergebook::sim::Simulator;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let simulator = Simulator::start(listener, 50, 5).unwrap();
-    let config = r#"
-        [service]
-        depth = 10
-        output = "none"
+    let (simulator, service) = on_the_simulator(
+        r#"
         [[instruments]]
         name = "ETH-BTC"
         symbols = { okx = "ETH-BTC" }
-    "#;
-    let mut config = RawConfig::parse(config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
-    simulator.point(&mut config);
-    let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
+        "#,
+    )
+    .await;
     let mut summaries = service.summaries(0);
     let synced = |s: &mergebook::summary::Summary| s.venue_state(OKX) == VenueState::Synced;
     tokio::time::timeout(in_band::WAIT, summaries.wait_for(|s| synced(s)))

@@ -32,7 +32,7 @@
 
 use super::{
     Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
-    StreamKind, SubscribeRequest, TaggedShape, Venue, check_sorted, unix_micros,
+    StreamKind, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, check_sorted, unix_micros,
     write_timestamp,
 };
 use crate::book::{BookUpdate, Level, Side, TopBook};
@@ -139,16 +139,12 @@ fn decode_message<'a>(
     }
 }
 
-/// The requests for `kind` (`subscribe`, `unsubscribe`) of `products`, 100 a request.
-fn requests(kind: &str, products: &[String]) -> Vec<(String, usize)> {
-    products
-        .chunks(PRODUCTS_PER_REQUEST)
-        .map(|chunk| {
-            let request =
-                serde_json::json!({"type": kind, "product_ids": chunk, "channels": CHANNELS});
-            (request.to_string(), chunk.len())
-        })
-        .collect()
+/// The requests for `kind` (`subscribe`, `unsubscribe`) of `products`, 100 a request,
+/// numbered from `first_id` (each acknowledged by one answer naming no request).
+fn requests(kind: &str, products: &[String], first_id: u64) -> Vec<SubscribeRequest> {
+    super::chunked_requests(products, PRODUCTS_PER_REQUEST, Some(first_id), |chunk| {
+        serde_json::json!({"type": kind, "product_ids": chunk, "channels": CHANNELS}).to_string()
+    })
 }
 
 impl Venue for CoinbaseExchange {
@@ -188,24 +184,12 @@ impl Venue for CoinbaseExchange {
         _depth: usize,
         first_id: u64,
     ) -> Vec<SubscribeRequest> {
-        let mut start = 0;
-        requests("subscribe", streams)
-            .into_iter()
-            .enumerate()
-            .map(|(index, (frame, count))| {
-                start += count;
-                SubscribeRequest {
-                    frame,
-                    id: Some(first_id.max(1) + index as u64),
-                    streams: start - count..start,
-                }
-            })
-            .collect()
+        requests("subscribe", streams, first_id.max(1))
     }
 
     fn unsubscribe_frames(streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
-        let requests = requests("unsubscribe", streams);
-        requests.into_iter().map(|(frame, _)| frame).collect()
+        let requests = requests("unsubscribe", streams, UNSUBSCRIBE_REQUEST_ID);
+        requests.into_iter().map(|request| request.frame).collect()
     }
 
     fn check_symbol(symbol: &str) -> Result<(), String> {

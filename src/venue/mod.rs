@@ -307,6 +307,30 @@ pub trait Simulated: Venue {
     fn initial_event_id(now_us: u64) -> u64;
 }
 
+/// The requests for `streams`, at most `per_request` a request, in order, each frame
+/// written by `frame` from its streams. `first_id`: the first request's id where the venue
+/// acknowledges each request by an id (the next ones numbered on from it); `None` where it
+/// acknowledges each stream by its name.
+pub(crate) fn chunked_requests(
+    streams: &[String],
+    per_request: usize,
+    first_id: Option<u64>,
+    mut frame: impl FnMut(&[String]) -> String,
+) -> Vec<SubscribeRequest> {
+    streams
+        .chunks(per_request)
+        .enumerate()
+        .map(|(index, chunk)| {
+            let start = index * per_request;
+            SubscribeRequest {
+                frame: frame(chunk),
+                id: first_id.map(|first| first + index as u64),
+                streams: start..start + chunk.len(),
+            }
+        })
+        .collect()
+}
+
 /// Writes a side as `[["price","amount"],…]` with `separator` after each `,`.
 pub(crate) fn write_levels(
     levels: &[Level],

@@ -525,19 +525,16 @@ fn stream_inst_id(stream: &str) -> &str {
     stream.strip_prefix("books5:").unwrap_or(stream)
 }
 
-/// The requests for `op` on `channel` for `inst_ids`, 50 arguments a request.
-fn requests(op: &str, channel: &str, inst_ids: &[String], id: u64) -> Vec<(String, usize)> {
-    inst_ids
-        .chunks(ARGS_PER_REQUEST)
-        .map(|chunk| {
-            let args: Vec<_> = chunk
-                .iter()
-                .map(|inst_id| serde_json::json!({"channel": channel, "instId": inst_id}))
-                .collect();
-            let frame = serde_json::json!({"id": id.to_string(), "op": op, "args": args});
-            (frame.to_string(), chunk.len())
-        })
-        .collect()
+/// The requests for `op` on `channel` for `inst_ids`, 50 arguments a request, each with
+/// `id` (OKX acknowledges each argument by its instrument).
+fn requests(op: &str, channel: &str, inst_ids: &[String], id: u64) -> Vec<SubscribeRequest> {
+    super::chunked_requests(inst_ids, ARGS_PER_REQUEST, None, |chunk| {
+        let args: Vec<_> = chunk
+            .iter()
+            .map(|inst_id| serde_json::json!({"channel": channel, "instId": inst_id}))
+            .collect();
+        serde_json::json!({"id": id.to_string(), "op": op, "args": args}).to_string()
+    })
 }
 
 fn channel_of(kind: StreamKind) -> &'static str {
@@ -587,23 +584,12 @@ impl Venue for Okx {
         _depth: usize,
         first_id: u64,
     ) -> Vec<SubscribeRequest> {
-        let mut start = 0;
         requests("subscribe", channel_of(kind), streams, first_id.max(1))
-            .into_iter()
-            .map(|(frame, count)| {
-                start += count;
-                SubscribeRequest {
-                    frame,
-                    id: None,
-                    streams: start - count..start,
-                }
-            })
-            .collect()
     }
 
     fn unsubscribe_frames(streams: &[String], kind: StreamKind, _depth: usize) -> Vec<String> {
         let requests = requests("unsubscribe", channel_of(kind), streams, UNSUBSCRIBE_REQUEST_ID);
-        requests.into_iter().map(|(frame, _)| frame).collect()
+        requests.into_iter().map(|request| request.frame).collect()
     }
 
     /// "If no message arrives within N < 30 s, send the text frame `ping`" (PROTOCOLS.md,
