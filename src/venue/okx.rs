@@ -546,7 +546,10 @@ fn channel_of(kind: StreamKind) -> &'static str {
 
 impl Venue for Okx {
     const NAME: &'static str = "okx";
-    const DEFAULT_URL: &'static str = "wss://ws.okx.com:8443/ws/v5/public";
+    /// PROTOCOLS.md gives `wss://ws.okx.com:8443/ws/v5/public`; OKX stopped serving port
+    /// 8443 on 2026-10-31 (a developer's note of that month, and nautilus_trader's OKX URLs,
+    /// which dropped the port in 2026): the standard port.
+    const DEFAULT_URL: &'static str = "wss://ws.okx.com/ws/v5/public";
     const DEFAULT_REST_URL: &'static str = "https://www.okx.com";
     /// "New connections: 3 per second per IP" (PROTOCOLS.md, OKX, Limits).
     const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
