@@ -77,7 +77,12 @@ async fn receive_until(
             message.subject.as_str(),
             book_subject(PREFIX, &summary.instrument)
         );
-        assert!(!summary.bids.is_empty() && summary.venues.len() == 2);
+        // Every summary names both venues; one where a venue is synced holds its book (a
+        // summary of venues all stale, as a loaded machine can make them, holds none).
+        assert_eq!(summary.venues.len(), 2);
+        if summary.venues.values().any(|state| state == "synced") {
+            assert!(!summary.bids.is_empty(), "{summary:?}");
+        }
         received
             .entry(summary.instrument)
             .or_default()
