@@ -1,4 +1,4 @@
-//! Coinbase Exchange feed: the BAND-GBP session replays to the book a slow reference
+//! Coinbase Exchange feed: the BAND-GBP recording replays to the book a slow reference
 //! (serde_json and a sorted map, the documented algorithm) keeps after every message; the
 //! decoder refuses every truncation and malformed frame with a typed error and decodes
 //! generated frames of any layout; against the simulator, the venue syncs from its
@@ -26,7 +26,7 @@ fn recording(name: &str) -> Vec<String> {
     text.lines().map(str::to_owned).collect()
 }
 
-const SESSION: &str = "exchange_level2_BAND-GBP_snapshot_then_l2updates.jsonl";
+const BAND_GBP: &str = "exchange_level2_BAND-GBP_snapshot_then_l2updates.jsonl";
 const CONTROL: &str = "exchange_subscribe_requests_and_acks.jsonl";
 
 // ---- the reference: serde_json and a sorted map, as PROTOCOLS.md describes the book ----
@@ -91,11 +91,11 @@ impl ReferenceBook {
     }
 }
 
-/// After every message of the BAND-GBP session the published book is the reference's, and
-/// the session ends on the book SOURCES.md gives.
+/// After every message of the BAND-GBP recording the published book is the reference's, and
+/// the recording ends on the book SOURCES.md gives.
 #[test]
-fn the_band_gbp_session_replays_to_the_reference_after_every_message() {
-    let frames = recording(SESSION);
+fn the_band_gbp_recording_replays_to_the_reference_after_every_message() {
+    let frames = recording(BAND_GBP);
     let mut reference = ReferenceBook::default();
     let mut expected = Vec::new();
     for frame in &frames {
@@ -118,11 +118,11 @@ fn the_band_gbp_session_replays_to_the_reference_after_every_message() {
     assert_eq!(asks[0].price, "14.7664".parse().unwrap());
 }
 
-/// The snapshot keeps its best levels up to the book's cap: the session replayed with a
+/// The snapshot keeps its best levels up to the book's cap: the recording replayed with a
 /// cap of 20 levels a side publishes the same top 10.
 #[test]
 fn a_snapshot_deeper_than_the_book_s_cap_keeps_its_best_levels() {
-    let frames = recording(SESSION);
+    let frames = recording(BAND_GBP);
     let mut snapshot = BookUpdate::default();
     COINBASE
         .decode_diff(frames[0].as_bytes(), 20, &mut snapshot)
@@ -151,7 +151,7 @@ fn the_subscription_s_acknowledgement_decodes() {
 
 #[test]
 fn every_strict_prefix_of_every_recorded_frame_is_refused() {
-    let frames = recording(SESSION);
+    let frames = recording(BAND_GBP);
     let ack = recording(CONTROL).pop().unwrap();
     for frame in frames.iter().chain([&ack]) {
         in_band::assert_every_strict_prefix_refused(COINBASE, frame);

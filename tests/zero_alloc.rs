@@ -319,15 +319,15 @@ fn an_okx_update_allocates_nothing() {
     a_diff_path_allocates_nothing(venue, snapshot.as_bytes(), &frames, verify, "OKX's path");
 }
 
-const COINBASE_SESSION: &str =
+const COINBASE_BAND_GBP: &str =
     include_str!("fixtures/coinbase/exchange_level2_BAND-GBP_snapshot_then_l2updates.jsonl");
 
 /// The Coinbase Exchange feed's path in steady state: decode an `l2update` → apply it →
-/// its top into the mailbox. The BAND-GBP session's 471 updates.
+/// its top into the mailbox. The BAND-GBP recording's 471 updates.
 #[test]
 fn a_coinbase_exchange_update_allocates_nothing() {
     let venue = VenueId::CoinbaseExchange;
-    let mut lines = COINBASE_SESSION.lines();
+    let mut lines = COINBASE_BAND_GBP.lines();
     let snapshot = lines.next().unwrap();
     let frames: Vec<&str> = lines.collect();
     assert_eq!(frames.len(), 471);

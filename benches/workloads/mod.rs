@@ -386,15 +386,15 @@ impl OkxBook {
     }
 }
 
-/// The Coinbase Exchange feed's recorded BAND-GBP session: the snapshot (152 bids, 166
+/// The Coinbase Exchange feed's recorded BAND-GBP recording: the snapshot (152 bids, 166
 /// asks) and 471 updates.
-const COINBASE_SESSION: &str = include_str!(
+const COINBASE_BAND_GBP: &str = include_str!(
     "../../tests/fixtures/coinbase/exchange_level2_BAND-GBP_snapshot_then_l2updates.jsonl"
 );
 
 /// `coinbase_exchange_decode_snapshot`'s frame: the recorded full-depth snapshot.
 pub fn coinbase_exchange_snapshot() -> &'static [u8] {
-    COINBASE_SESSION
+    COINBASE_BAND_GBP
         .lines()
         .next()
         .expect("recorded")
@@ -403,7 +403,7 @@ pub fn coinbase_exchange_snapshot() -> &'static [u8] {
 
 /// `coinbase_exchange_update`'s frame: the first recorded `l2update` (one change).
 pub fn coinbase_exchange_update() -> &'static [u8] {
-    COINBASE_SESSION
+    COINBASE_BAND_GBP
         .lines()
         .nth(1)
         .expect("recorded")
