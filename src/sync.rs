@@ -49,6 +49,31 @@ pub trait Sequencing: Sync {
     fn gap_event_starts_buffer(&self) -> bool;
 }
 
+/// A stream without sequence numbers (Kraken, Coinbase): no event is contained in
+/// another, none is missing by its ids, every snapshot joins. What such a venue can check
+/// it checks otherwise (Kraken's checksum, Coinbase Advanced Trade's numbered messages);
+/// a message's time is its id, for the book's `venue_sequence` only. Its snapshots come on
+/// the stream, which discards what was buffered before them.
+pub struct Unsequenced;
+
+impl Sequencing for Unsequenced {
+    fn is_contained(&self, _update: &BookUpdate, _last_id: u64, _snapshot_id: u64) -> bool {
+        false
+    }
+
+    fn is_gap(&self, _update: &BookUpdate, _last_id: u64, _snapshot_id: u64) -> bool {
+        false
+    }
+
+    fn joins(&self, _snapshot_id: u64, _first: &BookUpdate) -> bool {
+        true
+    }
+
+    fn gap_event_starts_buffer(&self) -> bool {
+        true
+    }
+}
+
 /// Why an instrument's diff book is being rebuilt (the `reason` label of
 /// `orderbook_resyncs_total`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -218,8 +218,20 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// Where the cursor is (the tests check what a read consumed).
-    #[cfg(test)]
+    /// A walker over `bytes` from byte `at` on: a frame read again from a place an earlier
+    /// walk found (the next of several events in one frame).
+    pub fn resume(bytes: &'a [u8], at: usize) -> Self {
+        let mut walker = Walker::new(bytes);
+        walker.pos = at.min(bytes.len());
+        walker
+    }
+
+    /// A walker over the same frame from byte `at` on (a value skipped, to read later).
+    pub fn resumed_at(&self, at: usize) -> Walker<'a> {
+        Walker::resume(self.bytes, at)
+    }
+
+    /// Where the cursor is: what a read consumed, or a place to [`Walker::resume`] from.
     pub fn position(&self) -> usize {
         self.pos
     }
@@ -283,7 +295,7 @@ impl<'a> Walker<'a> {
     /// After an element or member: consumes `,` (true: another follows) or `close`
     /// (false: the container ended).
     #[inline]
-    fn next_or_close(&mut self, close: u8, expected: &'static str) -> Result<bool> {
+    pub fn next_or_close(&mut self, close: u8, expected: &'static str) -> Result<bool> {
         match self.peek()? {
             b',' => {
                 self.pos += 1;
@@ -1009,7 +1021,7 @@ impl<'a> Walker<'a> {
     }
 
     /// One change of `shape`: its side and level.
-    fn tagged_level(
+    pub fn tagged_level(
         &mut self,
         shape: TaggedShape,
         decimals: Option<&mut WireDecimals>,

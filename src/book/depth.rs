@@ -26,6 +26,10 @@ pub struct BookUpdate {
     pub checksum: Option<u32>,
     /// How the message wrote its numbers, where the venue's checksum is over that text.
     pub decimals: WireDecimals,
+    /// The message's number on its connection, where the venue numbers every message it
+    /// sends there (Coinbase Advanced Trade's `sequence_num`): set for every message the
+    /// decoder accepts, books or not, so that the feed core sees one go missing.
+    pub message_number: Option<u64>,
 }
 
 /// The most fractional digits among the prices, and among the amounts, as written on the
@@ -55,6 +59,7 @@ impl BookUpdate {
         self.is_snapshot = false;
         self.checksum = None;
         self.decimals = WireDecimals::default();
+        self.message_number = None;
     }
 
     /// Copies `other` into `self`, reusing `self`'s buffers.
@@ -66,6 +71,7 @@ impl BookUpdate {
         self.is_snapshot = other.is_snapshot;
         self.checksum = other.checksum;
         self.decimals = other.decimals;
+        self.message_number = other.message_number;
     }
 }
 

@@ -186,6 +186,8 @@ pub struct FeedCore {
     next_request_id: u64,
     /// When the connection's first book was published (`None`: none yet).
     first_book_ns: Option<u64>,
+    /// The number of the connection's last message, where the venue numbers them.
+    last_message_number: Option<u64>,
     /// Per stream, when its last book data arrived (or the venue's heartbeat for its
     /// subscriptions), or it was last subscribed: the read-idle watchdog's clock. Pings,
     /// acks and connection heartbeats do not move it, so a dead subscription on a live
@@ -281,6 +283,7 @@ impl FeedCore {
             acks_pending: 0,
             next_request_id: 1,
             first_book_ns: None,
+            last_message_number: None,
             last_data_ns: vec![now_ns; count],
             resubscribed_for_silence: vec![false; count],
             diff,
@@ -385,6 +388,7 @@ impl FeedCore {
     pub fn connected(&mut self, now_ns: u64, out: &mut impl FeedOutput) -> Vec<String> {
         self.last_sequence.fill(0);
         self.regressions.fill(0);
+        self.last_message_number = None;
         self.last_data_ns.fill(now_ns);
         self.resubscribed_for_silence.fill(false);
         self.reset_diff_books(ResyncReason::Connect, now_ns, out);
@@ -457,7 +461,11 @@ impl FeedCore {
             }
         }
         if !matched {
-            if let Some(suppressed) = self.unexpected_ack_log.allow(received_ns) {
+            // A venue whose acknowledgements name nothing answers an unsubscription, and a
+            // request for no book (Coinbase's heartbeats), the same way: expected there.
+            if acked == Acked::Oldest {
+                tracing::debug!(venue = %self.venue, "an acknowledgement naming nothing, with nothing awaited");
+            } else if let Some(suppressed) = self.unexpected_ack_log.allow(received_ns) {
                 tracing::warn!(venue = %self.venue, ?acked, suppressed, "an acknowledgement of no subscription awaited: ignored");
             }
         } else if self.acks_pending() == 0
@@ -482,28 +490,14 @@ impl FeedCore {
                 .decode_diff(frame, diff.settings.max_levels, &mut diff.update),
         };
         out.note(None, FeedEvent::Decoded { received_ns });
+        if decoded.is_ok() && !self.message_follows(received_ns, out) {
+            return FrameVerdict::Reconnect;
+        }
         match decoded {
-            Ok(Message::Book { stream }) => {
-                let Some(slot) = self
-                    .streams
-                    .iter()
-                    .position(|spec| spec.name.as_bytes() == stream)
-                else {
-                    return FrameVerdict::Continue; // a stream we did not ask for
-                };
-                self.last_data_ns[slot] = received_ns;
-                self.resubscribed_for_silence[slot] = false;
-                if self.awaiting_ack[slot].is_some() {
-                    // Not known to be subscribed: a refusal may still come, and after a
-                    // resubscription it may be the old subscription's.
-                    out.note(Some(slot), FeedEvent::BookBeforeAck);
-                    return FrameVerdict::Continue;
-                }
-                if self.diff.is_some() {
-                    self.on_diff_event(slot, received_ns, out);
-                } else {
-                    self.on_book(slot, received_ns, out);
-                }
+            Ok(Message::Book { stream }) => self.on_stream_book(stream, received_ns, out),
+            Ok(Message::Books { stream, next }) => {
+                self.on_stream_book(stream, received_ns, out);
+                self.on_next_events(frame, next, received_ns, out);
             }
             Ok(Message::SubscribeResult {
                 accepted: true,
@@ -521,6 +515,86 @@ impl FeedCore {
             Err(error) => self.on_bad_frame(BadFrame::Decode(error), received_ns, out),
         }
         FrameVerdict::Continue
+    }
+
+    /// A book (or diff event) of the stream named `stream`, decoded into `scratch` (or the
+    /// diff update).
+    #[inline]
+    fn on_stream_book(&mut self, stream: &[u8], received_ns: u64, out: &mut impl FeedOutput) {
+        let Some(slot) = self
+            .streams
+            .iter()
+            .position(|spec| spec.name.as_bytes() == stream)
+        else {
+            return; // a stream we did not ask for
+        };
+        self.last_data_ns[slot] = received_ns;
+        self.resubscribed_for_silence[slot] = false;
+        if self.awaiting_ack[slot].is_some() {
+            // Not known to be subscribed: a refusal may still come, and after a
+            // resubscription it may be the old subscription's.
+            out.note(Some(slot), FeedEvent::BookBeforeAck);
+            return;
+        }
+        if self.diff.is_some() {
+            self.on_diff_event(slot, received_ns, out);
+        } else {
+            self.on_book(slot, received_ns, out);
+        }
+    }
+
+    /// The second and later events of a frame of several (`Message::Books`), from byte
+    /// `at` on. The decoder checked the whole frame before the first was used; an error
+    /// here is a bad frame all the same.
+    fn on_next_events(
+        &mut self,
+        frame: &[u8],
+        mut at: usize,
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        loop {
+            let Some(diff) = &mut self.diff else { return };
+            let max_levels = diff.settings.max_levels;
+            match self
+                .venue
+                .decode_next_event(frame, at, max_levels, &mut diff.update)
+            {
+                Ok((stream, next)) => {
+                    self.on_stream_book(stream, received_ns, out);
+                    match next {
+                        Some(next) => at = next,
+                        None => return,
+                    }
+                }
+                Err(error) => return self.on_bad_frame(BadFrame::Decode(error), received_ns, out),
+            }
+        }
+    }
+
+    /// Whether the frame just decoded follows the connection's last one, where the venue
+    /// numbers its messages (`BookUpdate::message_number`). A missing message is data lost
+    /// for every book on the connection: all are out of sync, and the connection is opened
+    /// anew (which starts the numbering and every book's snapshot over, in one
+    /// subscription, where subscribing each book again would cost a request per book).
+    #[inline]
+    fn message_follows(&mut self, received_ns: u64, out: &mut impl FeedOutput) -> bool {
+        let Some(number) = self
+            .diff
+            .as_ref()
+            .and_then(|diff| diff.update.message_number)
+        else {
+            return true;
+        };
+        let expected = self.last_message_number.map(|last| last.wrapping_add(1));
+        self.last_message_number = Some(number);
+        if expected.is_none_or(|expected| expected == number) {
+            return true;
+        }
+        tracing::warn!(venue = %self.venue, ?expected, number, "a message of the connection went missing; reconnecting");
+        self.publish_state(VenueState::OutOfSync, out);
+        self.reset_diff_books(ResyncReason::Gap, received_ns, out);
+        false
     }
 
     /// A snapshot-mode book for `slot`, decoded into `scratch`.

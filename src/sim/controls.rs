@@ -160,7 +160,9 @@ impl Simulator {
         self.control(venue).paused.send_replace(paused);
     }
 
-    /// Sends `frame` verbatim on every open connection of `venue`.
+    /// Sends `frame` verbatim on every open connection of `venue` (numbered as the
+    /// connection's next message where it has the venue's place for a number:
+    /// `Simulated::number_message`).
     pub fn send_raw(&self, venue: VenueId, frame: impl Into<String>) {
         self.command(venue, Command::Send(frame.into()));
     }

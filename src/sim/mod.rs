@@ -441,6 +441,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         book: TopBook::default(),
     };
     let (diff_sender, mut diff_frames) = mpsc::unbounded_channel::<Arc<str>>();
+    let mut numbers = MessageNumbers { venue, next: 0 };
     loop {
         tokio::select! {
             incoming = socket.next() => match incoming {
@@ -450,7 +451,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                             control.client_pings.fetch_add(1, Ordering::Relaxed);
                         }
                         for reply in answer.replies {
-                            socket.send(Message::text(reply)).await?;
+                            socket.send(Message::text(numbers.stamp(reply))).await?;
                         }
                         for stream in answer.unsubscribe {
                             if venue.is_diff_stream(&stream) {
@@ -487,11 +488,15 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
             }
             // Paused, a subscription's in-band snapshot waits too: a paused venue sends no
             // book data at all.
-            Some(frame) = diff_frames.recv(), if !*paused.borrow() => socket.send(Message::text(frame.to_string())).await?,
+            Some(frame) = diff_frames.recv(), if !*paused.borrow() => match frame.is_empty() {
+                true => numbers.lose(),
+                false => socket.send(Message::text(numbers.stamp(frame.to_string()))).await?,
+            },
             _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
             command = commands.recv() => match command {
                 Ok(Command::Disconnect) | Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                Ok(Command::Send(text)) => socket.send(Message::text(text)).await?,
+                // Numbered where it has the venue's place for a number.
+                Ok(Command::Send(text)) => socket.send(Message::text(numbers.stamp(text))).await?,
                 Ok(Command::SendBinary(bytes)) => socket.send(Message::binary(bytes)).await?,
                 Ok(Command::Raw { bytes, then }) => {
                     use tokio::io::AsyncWriteExt;
@@ -524,6 +529,35 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
             },
             _ = paused.changed() => {}
         }
+    }
+}
+
+/// What a diff stream sends for an event it applied but lost (`Simulator::skip_events`):
+/// nothing, though a venue that numbers its messages numbered it.
+const LOST_EVENT: &str = "";
+
+/// The numbers of a connection's messages, where its venue numbers them
+/// (`Simulated::number_message`).
+struct MessageNumbers {
+    venue: VenueId,
+    next: u64,
+}
+
+impl MessageNumbers {
+    /// `frame` as the connection's next message.
+    fn stamp(&mut self, frame: String) -> String {
+        match self.venue.number_message(&frame, self.next) {
+            Some(numbered) => {
+                self.next += 1;
+                numbered
+            }
+            None => frame,
+        }
+    }
+
+    /// A message numbered and never sent.
+    fn lose(&mut self) {
+        self.next += 1;
     }
 }
 
@@ -748,7 +782,7 @@ async fn generate_diff_events(
             let faults = &diff.faults;
             let mut outgoing: Vec<Arc<str>> = Vec::new();
             if take_one(&faults.skip) {
-                // applied to the book, never sent
+                outgoing.push(Arc::from(LOST_EVENT));
             } else if let Some(earlier) = held.take() {
                 outgoing.extend([Arc::clone(&frame), earlier]);
             } else if take_one(&faults.swap) {

@@ -159,8 +159,7 @@ impl Venue for CoinbaseExchange {
         attempts: 8,
         per: std::time::Duration::from_secs(1),
     };
-    /// No sequence: the rule Kraken's unsequenced stream follows.
-    const SEQUENCE: &'static dyn Sequencing = &super::kraken::Unsequenced;
+    const SEQUENCE: &'static dyn Sequencing = &crate::sync::Unsequenced;
     const SNAPSHOTS: SnapshotSource = SnapshotSource::InBand;
     const SNAPSHOT_STREAMS: bool = false;
     /// Coinbase documents no cap; each product's snapshot is its whole book and the feed

@@ -250,29 +250,6 @@ fn book_checksum(book: &DepthBook, decimals: WireDecimals) -> u32 {
     crc32fast::hash(&text[..len])
 }
 
-/// Kraken has no sequence numbers (the checksum after each message is its check): no
-/// event is contained in another, none is missing by its ids, every snapshot joins.
-/// A message's `timestamp` is its id, for the book's `venue_sequence` only.
-pub struct Unsequenced;
-
-impl Sequencing for Unsequenced {
-    fn is_contained(&self, _update: &BookUpdate, _last_id: u64, _snapshot_id: u64) -> bool {
-        false
-    }
-
-    fn is_gap(&self, _update: &BookUpdate, _last_id: u64, _snapshot_id: u64) -> bool {
-        false
-    }
-
-    fn joins(&self, _snapshot_id: u64, _first: &BookUpdate) -> bool {
-        true
-    }
-
-    fn gap_event_starts_buffer(&self) -> bool {
-        true
-    }
-}
-
 impl Venue for Kraken {
     const NAME: &'static str = "kraken";
     const DEFAULT_URL: &'static str = "wss://ws.kraken.com/v2";
@@ -284,7 +261,8 @@ impl Venue for Kraken {
         attempts: 100,
         per: std::time::Duration::from_secs(600),
     };
-    const SEQUENCE: &'static dyn Sequencing = &Unsequenced;
+    /// No sequence numbers: the checksum after each message is Kraken's check.
+    const SEQUENCE: &'static dyn Sequencing = &crate::sync::Unsequenced;
     const SNAPSHOTS: SnapshotSource = SnapshotSource::InBand;
     /// Kraken's `book` channel is a diff stream; there is no top-N snapshot stream.
     const SNAPSHOT_STREAMS: bool = false;

@@ -44,6 +44,10 @@ pub enum Message<'a> {
     /// The output book now holds the venue's complete top of book for the stream named
     /// `stream` (Binance combined stream name, Bitstamp channel; empty on a raw stream).
     Book { stream: &'a [u8] },
+    /// A frame of several books' events (Coinbase Advanced Trade's `events`): the output
+    /// holds the first, `stream`'s; the next starts at byte `next` of the frame, for
+    /// [`Venue::decode_next_event`]. The decoder has checked the whole frame.
+    Books { stream: &'a [u8], next: usize },
     /// The venue confirmed (or refused) a subscription: `acked` names which.
     SubscribeResult { accepted: bool, acked: Acked<'a> },
     /// The venue asks the client to reconnect (Binance `serverShutdown`, Bitstamp
@@ -222,6 +226,21 @@ pub trait Venue {
         out: &mut BookUpdate,
     ) -> Result<Message<'a>, DecodeError>;
 
+    /// The event at byte `at` of a frame that [`Venue::decode_diff`] read as
+    /// [`Message::Books`], into `out` as `decode_diff` writes one: its stream, and where the
+    /// next event starts if one follows. A venue whose frames each hold one event has none.
+    fn decode_next_event<'a>(
+        frame: &'a [u8],
+        at: usize,
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(&'a [u8], Option<usize>), DecodeError> {
+        let _ = (frame, at, max_levels, out);
+        Err(DecodeError::UnknownMessage(
+            "a second event in a frame (the venue sends one a frame)",
+        ))
+    }
+
     /// Decodes a REST snapshot body into `out` (sides best first, at most `max_levels`).
     /// An in-band venue (`SnapshotSource::InBand`) fetches none.
     fn decode_snapshot(
@@ -305,6 +324,14 @@ pub trait Simulated: Venue {
 
     /// The id a new diff stream's book starts at.
     fn initial_event_id(now_us: u64) -> u64;
+
+    /// `frame` as the `number`th message of its connection, where the venue numbers every
+    /// message it sends on one (`BookUpdate::message_number`): the simulator numbers each
+    /// frame as it sends it. `None`: frames go out as encoded.
+    fn number_message(frame: &str, number: u64) -> Option<String> {
+        let _ = (frame, number);
+        None
+    }
 }
 
 /// The requests for `streams`, at most `per_request` a request, in order, each frame
@@ -517,6 +544,16 @@ macro_rules! venues {
             #[inline]
             pub fn decode_diff<'a>(self, frame: &'a [u8], max_levels: usize, out: &mut BookUpdate) -> Result<Message<'a>, DecodeError> {
                 match self { $(VenueId::$variant => <$module::$venue as Venue>::decode_diff(frame, max_levels, out)),+ }
+            }
+
+            /// See [`Venue::decode_next_event`].
+            pub fn decode_next_event<'a>(self, frame: &'a [u8], at: usize, max_levels: usize, out: &mut BookUpdate) -> Result<(&'a [u8], Option<usize>), DecodeError> {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::decode_next_event(frame, at, max_levels, out)),+ }
+            }
+
+            /// See [`Simulated::number_message`].
+            pub fn number_message(self, frame: &str, number: u64) -> Option<String> {
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::number_message(frame, number)),+ }
             }
 
             /// See [`Venue::decode_snapshot`].

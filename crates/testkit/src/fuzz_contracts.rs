@@ -8,7 +8,7 @@
 use mergebook::book::{BookUpdate, Level, Side, TopBook};
 use mergebook::fixed::FixedPoint;
 use mergebook::sync::BookSync;
-use mergebook::venue::{Message, VenueId};
+use mergebook::venue::{DecodeError, Message, VenueId};
 
 /// A target's check: panics when the input breaks the contract.
 pub type Contract = fn(&[u8]);
@@ -56,13 +56,28 @@ pub fn diff_decoder(venue: VenueId, data: &[u8]) {
     };
     let limit = usize::from(limit).max(1);
     let mut update = BookUpdate::default();
-    if let Ok(Message::Book { .. }) = venue.decode_diff(frame, limit, &mut update) {
+    let mut next = match venue.decode_diff(frame, limit, &mut update) {
+        Ok(Message::Book { .. }) => None,
+        Ok(Message::Books { next, .. }) => Some(next),
+        _ => return,
+    };
+    loop {
         assert!(update.bids.len() <= limit && update.asks.len() <= limit);
         if update.is_snapshot {
             for (side, levels) in [(Side::Bid, &update.bids), (Side::Ask, &update.asks)] {
                 for pair in levels.windows(2) {
                     assert!(side.is_better(pair[0].price, pair[1].price));
                 }
+            }
+        }
+        let Some(at) = next else { return };
+        // The decoder checked the whole frame: a later event reads, unless only its reading
+        // could find it wrong (a snapshot's price twice).
+        match venue.decode_next_event(frame, at, limit, &mut update) {
+            Ok((_, more)) => next = more,
+            Err(error) => {
+                assert!(matches!(error, DecodeError::Unsorted(_)), "{error}");
+                return;
             }
         }
     }
