@@ -295,6 +295,11 @@ fn check_after_fraction(rest: &[u8], fraction_len: usize) -> Result<(), FixedPoi
     Ok(())
 }
 
+/// The bytes the fast parsers ([`FixedPoint::parse_quoted_fast`],
+/// [`FixedPoint::parse_bare_fast`]) read from a number's start: the longest number they
+/// take and what ends it.
+pub const FAST_PARSE_LOOKAHEAD: usize = 18;
+
 impl FixedPoint {
     pub const ZERO: FixedPoint = FixedPoint(0);
     pub const MAX: FixedPoint = FixedPoint(u64::MAX);
@@ -405,7 +410,7 @@ impl FixedPoint {
         if !QUOTED {
             return Self::parse_bare(text);
         }
-        let chunk = text.first_chunk::<18>()?;
+        let chunk = text.first_chunk::<FAST_PARSE_LOOKAHEAD>()?;
         let word_at = |index: usize| {
             chunk[index..]
                 .first_chunk::<8>()
@@ -450,7 +455,7 @@ impl FixedPoint {
     /// The bare number's fast path: its length from the digits themselves.
     #[inline(always)]
     fn parse_bare(text: &[u8]) -> Option<(Self, usize)> {
-        let chunk = text.first_chunk::<18>()?;
+        let chunk = text.first_chunk::<FAST_PARSE_LOOKAHEAD>()?;
         let word_at = |index: usize| {
             chunk[index..]
                 .first_chunk::<8>()

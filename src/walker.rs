@@ -14,7 +14,8 @@
 
 use crate::book::{Level, Levels, MAX_DEPTH, Side, WireDecimals};
 use crate::fixed::{
-    FixedPoint, FixedPointError, leading_integer, long_leading_integer, matching_bytes,
+    FAST_PARSE_LOOKAHEAD, FixedPoint, FixedPointError, leading_integer, long_leading_integer,
+    matching_bytes,
 };
 use memchr::memmem;
 use std::sync::LazyLock;
@@ -104,18 +105,29 @@ fn skip_literals(bytes: &[u8], at: &mut usize, parts: &[&[u8]]) -> Option<()> {
     Some(())
 }
 
-/// A number at `bytes[*at..]`, quoted or bare, by the fast paths only, with its fractional
-/// digits as written; `*at` moves past it.
+/// A number at `bytes[*at..]`, quoted or bare, by the fast paths only, with its text (for
+/// its fractional digits as written, where they count); `*at` moves past it.
 #[inline(always)]
-fn compact_number(bytes: &[u8], at: &mut usize) -> Option<(FixedPoint, u8)> {
+fn compact_number<'a>(bytes: &'a [u8], at: &mut usize) -> Option<(FixedPoint, &'a [u8])> {
     let quoted = *bytes.get(*at)? == b'"';
     let start = *at + usize::from(quoted);
-    let (value, len) = match quoted {
-        true => FixedPoint::parse_quoted_fast(&bytes[start..])?,
-        false => FixedPoint::parse_bare_fast(&bytes[start..])?,
+    let parse = |text: &[u8]| match quoted {
+        true => FixedPoint::parse_quoted_fast(text),
+        false => FixedPoint::parse_bare_fast(text),
+    };
+    let text = &bytes[start..];
+    let (value, len) = match text.first_chunk::<FAST_PARSE_LOOKAHEAD>() {
+        Some(_) => parse(text)?,
+        // Near the frame's end (its last number): the fast parsers read ahead, so the
+        // rest is read from a copy padded with bytes that end no number.
+        None => {
+            let mut padded = [0u8; FAST_PARSE_LOOKAHEAD];
+            padded[..text.len()].copy_from_slice(text);
+            parse(&padded)?
+        }
     };
     *at = start + len + usize::from(quoted);
-    Some((value, fraction_digits(&bytes[start..start + len])))
+    Some((value, &bytes[start..start + len]))
 }
 
 /// Whether `key` is `name`: compared in line, where slice equality calls `bcmp`, which
@@ -229,6 +241,22 @@ impl<'a> Walker<'a> {
     /// A walker over the same frame from byte `at` on (a value skipped, to read later).
     pub fn resumed_at(&self, at: usize) -> Walker<'a> {
         Walker::resume(self.bytes, at)
+    }
+
+    /// Back to `at`, a place read before: where a fast path that declined started.
+    pub fn rewind(&mut self, at: usize) {
+        self.pos = at.min(self.pos);
+    }
+
+    /// A number right at the cursor (no whitespace), quoted or bare, by the fast parsers
+    /// only: `None`, nothing consumed, for anything they decline, which
+    /// [`Walker::fixed_point`] then reads or refuses. For a venue's layout fast path.
+    #[inline(always)]
+    pub fn compact_fixed_point(&mut self) -> Option<FixedPoint> {
+        let mut at = self.pos;
+        let (value, _) = compact_number(self.bytes, &mut at)?;
+        self.pos = at;
+        Some(value)
     }
 
     /// Where the cursor is: what a read consumed, or a place to [`Walker::resume`] from.
@@ -1012,12 +1040,13 @@ impl<'a> Walker<'a> {
         let bytes = self.bytes;
         let mut at = self.pos;
         skip_literals(bytes, &mut at, &[b"{\"", price_key.as_bytes(), b"\":"])?;
-        let (price, price_digits) = compact_number(bytes, &mut at)?;
+        let (price, price_text) = compact_number(bytes, &mut at)?;
         skip_literals(bytes, &mut at, &[b",\"", amount_key.as_bytes(), b"\":"])?;
-        let (amount, amount_digits) = compact_number(bytes, &mut at)?;
+        let (amount, amount_text) = compact_number(bytes, &mut at)?;
         (bytes.get(at) == Some(&b'}')).then_some(())?;
         self.pos = at + 1;
-        Some((Level { price, amount }, (price_digits, amount_digits)))
+        let digits = (fraction_digits(price_text), fraction_digits(amount_text));
+        Some((Level { price, amount }, digits))
     }
 
     /// One change of `shape`: its side and level.
