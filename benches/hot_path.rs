@@ -257,6 +257,51 @@ fn coinbase_exchange_serde_reference(c: &mut Criterion) {
     });
 }
 
+/// Coinbase Advanced Trade's recorded snapshot into owned values, its numbers parsed as
+/// f64.
+fn coinbase_serde_reference(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)] // read by serde, kept to mirror the frame
+    struct L2Data {
+        channel: String,
+        client_id: Option<String>,
+        timestamp: String,
+        sequence_num: u64,
+        events: Vec<Event>,
+    }
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)] // read by serde, kept to mirror the frame
+    struct Event {
+        r#type: String,
+        product_id: String,
+        updates: Vec<Update>,
+    }
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)] // read by serde, kept to mirror the frame
+    struct Update {
+        side: String,
+        event_time: String,
+        price_level: String,
+        new_quantity: String,
+    }
+    c.bench_function("coinbase_decode_snapshot_serde_json", |b| {
+        let frame = coinbase_snapshot();
+        b.iter(|| {
+            let message: L2Data = serde_json::from_slice(black_box(frame)).unwrap();
+            let levels: Vec<(bool, f64, f64)> = message.events[0]
+                .updates
+                .iter()
+                .map(|update| {
+                    let price = update.price_level.parse().unwrap();
+                    let quantity = update.new_quantity.parse().unwrap();
+                    (update.side == "bid", price, quantity)
+                })
+                .collect();
+            levels
+        })
+    });
+}
+
 fn merging(c: &mut Criterion) {
     let binance = decode(VenueId::Binance, BINANCE_20, KEEP);
     let bitstamp = decode(VenueId::Bitstamp, bitstamp_100(), KEEP);
@@ -492,9 +537,28 @@ fn coinbase_exchange(c: &mut Criterion) {
                 .map(drop)
         })
     });
-    let mut book = CoinbaseExchangeBook::new();
+    let mut book = UnsequencedBook::new(VenueId::CoinbaseExchange, coinbase_exchange_snapshot());
     let update = coinbase_exchange_update();
     c.bench_function("coinbase_exchange_update", |b| {
+        b.iter(|| book.apply(black_box(update)))
+    });
+}
+
+/// Coinbase Advanced Trade: the recorded snapshot's decode (beside serde_json's, above),
+/// and an update's decode and apply.
+fn coinbase(c: &mut Criterion) {
+    let mut snapshot = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let snapshot_frame = coinbase_snapshot();
+    c.bench_function("coinbase_decode_snapshot", |b| {
+        b.iter(|| {
+            VenueId::Coinbase
+                .decode_diff(black_box(snapshot_frame), MAX_BOOK_LEVELS, &mut snapshot)
+                .map(drop)
+        })
+    });
+    let mut book = UnsequencedBook::new(VenueId::Coinbase, snapshot_frame);
+    let update = coinbase_update();
+    c.bench_function("coinbase_update", |b| {
         b.iter(|| book.apply(black_box(update)))
     });
 }
@@ -511,6 +575,8 @@ criterion_group!(
     okx_serde_reference,
     coinbase_exchange,
     coinbase_exchange_serde_reference,
+    coinbase,
+    coinbase_serde_reference,
     merging,
     mailboxes,
     cross_core_takes,

@@ -59,9 +59,12 @@ fn main() {
     let (okx_snapshot_frame, okx_update_frame, okx_books5_frame) =
         (okx_snapshot(), okx_update(), okx_books5());
     let mut okx_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
-    let mut coinbase_book = CoinbaseExchangeBook::new();
-    let (coinbase_snapshot_frame, coinbase_update_frame) =
+    let (exchange_snapshot_frame, exchange_update_frame) =
         (coinbase_exchange_snapshot(), coinbase_exchange_update());
+    let mut exchange_book =
+        UnsequencedBook::new(VenueId::CoinbaseExchange, exchange_snapshot_frame);
+    let (advanced_snapshot_frame, advanced_update_frame) = (coinbase_snapshot(), coinbase_update());
+    let mut advanced_book = UnsequencedBook::new(VenueId::Coinbase, advanced_snapshot_frame);
     let mut coinbase_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
     let varied = |frames: Vec<Vec<u8>>, venue: VenueId| {
         let mut out = mergebook::book::TopBook::default();
@@ -165,15 +168,24 @@ fn main() {
         }
         "coinbase_exchange_decode_snapshot" => Box::new(|| {
             let result = VenueId::CoinbaseExchange.decode_diff(
-                black_box(coinbase_snapshot_frame),
+                black_box(exchange_snapshot_frame),
                 MAX_BOOK_LEVELS,
                 &mut coinbase_snapshot_out,
             );
             black_box(result.expect("decodes"));
         }),
         "coinbase_exchange_update" => {
-            Box::new(|| coinbase_book.apply(black_box(coinbase_update_frame)))
+            Box::new(|| exchange_book.apply(black_box(exchange_update_frame)))
         }
+        "coinbase_decode_snapshot" => Box::new(|| {
+            let result = VenueId::Coinbase.decode_diff(
+                black_box(advanced_snapshot_frame),
+                MAX_BOOK_LEVELS,
+                &mut coinbase_snapshot_out,
+            );
+            black_box(result.expect("decodes"));
+        }),
+        "coinbase_update" => Box::new(|| advanced_book.apply(black_box(advanced_update_frame))),
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
@@ -182,7 +194,8 @@ fn main() {
                  book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum | \
                  bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \
                  okx_decode_books5 | okx_update | okx_checksum | \
-                 coinbase_exchange_decode_snapshot | coinbase_exchange_update>"
+                 coinbase_exchange_decode_snapshot | coinbase_exchange_update | \
+                 coinbase_decode_snapshot | coinbase_update>"
             );
             std::process::exit(2);
         }

@@ -19,6 +19,7 @@ for f in "$fixtures"/kraken/*; do seed kraken_book "$f"; done
 for f in "$fixtures"/bybit/*; do seed bybit_book "$f"; done
 for f in "$fixtures"/okx/*; do seed okx_books "$f"; done
 for f in "$fixtures"/coinbase/exchange_*; do seed coinbase_exchange_level2 "$f"; done
+for f in "$fixtures"/coinbase/advanced_trade_*; do seed coinbase_level2 "$f"; done
 mkdir -p corpus/fixed_point
 for n in 35496.06000000 0.29859300 9328.28 0 1.000000000 184467440737.09551615 1e5 -1; do
   printf '%s' "$n" > "corpus/fixed_point/$n"

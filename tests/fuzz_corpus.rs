@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Each venue's target: its name, the venue, the contract it checks.
 type VenueContract = fn(VenueId, &[u8]);
-const VENUE_TARGETS: [(&str, VenueId, VenueContract); 6] = [
+const VENUE_TARGETS: [(&str, VenueId, VenueContract); 7] = [
     ("binance_depth", VenueId::Binance, snapshot_decoder),
     ("bitstamp_order_book", VenueId::Bitstamp, snapshot_decoder),
     ("kraken_book", VenueId::Kraken, diff_decoder),
@@ -20,6 +20,7 @@ const VENUE_TARGETS: [(&str, VenueId, VenueContract); 6] = [
         VenueId::CoinbaseExchange,
         diff_decoder,
     ),
+    ("coinbase_level2", VenueId::Coinbase, diff_decoder),
 ];
 
 /// A target's check, for any target.

@@ -335,3 +335,86 @@ fn a_coinbase_exchange_update_allocates_nothing() {
     let what = "the Coinbase Exchange feed's path";
     a_diff_path_allocates_nothing(venue, snapshot.as_bytes(), &frames, nothing, what);
 }
+
+const COINBASE_SNAPSHOT: &str = include_str!(
+    "fixtures/coinbase/advanced_trade_l2_data_snapshot_BTC-PERP-INTX_truncated_2026-09-07.json"
+);
+
+/// Coinbase Advanced Trade's path in steady state: decode a numbered `l2_data` message →
+/// apply its first event → read and apply the next product's event in the same frame →
+/// their tops into the mailboxes. Updates of the recorded snapshot's book and of a second
+/// product's, every other frame carrying both.
+#[test]
+fn a_coinbase_update_of_two_products_allocates_nothing() {
+    use mergebook::book::BookUpdate;
+    use mergebook::sync::{BookSync, UpdateOutcome};
+    const MAX_LEVELS: usize = 1000;
+    let venue = VenueId::Coinbase;
+    let products = ["BTC-PERP-INTX", "ETH-PERP-INTX"];
+    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
+    let mut syncs: Vec<BookSync> = products
+        .iter()
+        .map(|product| {
+            let snapshot = COINBASE_SNAPSHOT.trim().replace("BTC-PERP-INTX", product);
+            venue
+                .decode_diff(snapshot.as_bytes(), MAX_LEVELS, &mut update)
+                .unwrap();
+            let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+            sync.on_snapshot(&update);
+            sync
+        })
+        .collect();
+    let event = |product: &str, n: u64| {
+        format!(
+            r#"{{"type":"update","product_id":"{product}","updates":[{{"side":"bid","event_time":"2026-09-07T01:57:59.000000Z","price_level":"7994{}.9","new_quantity":"{}.{:04}"}}]}}"#,
+            n % 3,
+            n % 5,
+            n % 10_000
+        )
+    };
+    let frames: Vec<String> = (0..200u64)
+        .map(|n| {
+            let mut events = event(products[0], n);
+            if n % 2 == 1 {
+                events = format!("{events},{}", event(products[1], n));
+            }
+            format!(
+                r#"{{"channel":"l2_data","client_id":"","timestamp":"2026-09-07T01:57:59.000000Z","sequence_num":{},"events":[{events}]}}"#,
+                n + 1
+            )
+        })
+        .collect();
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let mut apply_event = |stream: &[u8], update: &BookUpdate| {
+        let slot = products
+            .iter()
+            .position(|product| product.as_bytes() == stream)
+            .unwrap();
+        assert_eq!(syncs[slot].on_update(update), UpdateOutcome::Applied);
+        let sync = &syncs[slot];
+        sender
+            .publish_with(|top| -> Result<(), ()> {
+                sync.book.top(10, top);
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+    };
+    let apply = |frame: &[u8]| {
+        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
+        assert!(update.message_number.is_some());
+        match message {
+            Message::Book { stream } => apply_event(stream, &update),
+            Message::Books { stream, next } => {
+                apply_event(stream, &update);
+                let (stream, more) = venue
+                    .decode_next_event(frame, next, MAX_LEVELS, &mut update)
+                    .unwrap();
+                assert_eq!(more, None);
+                apply_event(stream, &update);
+            }
+            other => panic!("{other:?}"),
+        }
+    };
+    allocates_nothing_after_warm_up(&frames, apply, "Coinbase Advanced Trade's path");
+}

@@ -410,30 +410,51 @@ pub fn coinbase_exchange_update() -> &'static [u8] {
         .as_bytes()
 }
 
-/// The Coinbase Exchange book from the recorded snapshot, as the reader keeps it, and its
-/// decode target.
-pub struct CoinbaseExchangeBook {
+/// A book of a venue without checksum or sequence from its snapshot, as the reader keeps
+/// it, and its decode target (both Coinbase feeds).
+pub struct UnsequencedBook {
+    venue: VenueId,
     pub book: DepthBook,
     pub update: BookUpdate,
 }
 
-impl CoinbaseExchangeBook {
-    pub fn new() -> CoinbaseExchangeBook {
+impl UnsequencedBook {
+    pub fn new(venue: VenueId, snapshot: &[u8]) -> UnsequencedBook {
         let mut update = BookUpdate::with_capacity(MAX_BOOK_LEVELS);
-        VenueId::CoinbaseExchange
-            .decode_diff(coinbase_exchange_snapshot(), MAX_BOOK_LEVELS, &mut update)
+        venue
+            .decode_diff(snapshot, MAX_BOOK_LEVELS, &mut update)
             .expect("the recorded snapshot decodes");
         let mut book = DepthBook::new(MAX_BOOK_LEVELS);
         book.replace(&update);
-        CoinbaseExchangeBook { book, update }
+        UnsequencedBook {
+            venue,
+            book,
+            update,
+        }
     }
 
-    /// `coinbase_exchange_update`: decode an update and apply it (it deletes a level; again,
-    /// it deletes nothing: each iteration decodes and searches the same).
+    /// `<venue>_update`: decode an update and apply it (the second time, it changes
+    /// nothing: each iteration decodes and searches the same).
     pub fn apply(&mut self, frame: &[u8]) {
-        VenueId::CoinbaseExchange
+        self.venue
             .decode_diff(frame, MAX_BOOK_LEVELS, &mut self.update)
-            .expect("the recorded update decodes");
+            .expect("the update decodes");
         self.book.apply(&self.update);
     }
+}
+
+/// `coinbase_decode_snapshot`'s frame: Advanced Trade's recorded `l2_data` snapshot (cut
+/// to 4 levels by its source).
+pub fn coinbase_snapshot() -> &'static [u8] {
+    include_str!(
+        "../../tests/fixtures/coinbase/advanced_trade_l2_data_snapshot_BTC-PERP-INTX_truncated_2026-09-07.json"
+    )
+    .trim()
+    .as_bytes()
+}
+
+/// `coinbase_update`'s frame: an update in the recorded snapshot's envelope and level
+/// shape, changing its best bid (no Advanced Trade update was captured).
+pub fn coinbase_update() -> &'static [u8] {
+    br#"{"channel":"l2_data","client_id":"","timestamp":"2026-09-07T01:57:59.102455Z","sequence_num":1,"events":[{"type":"update","product_id":"BTC-PERP-INTX","updates":[{"side":"bid","event_time":"2026-09-07T01:57:59.102455Z","price_level":"79943.9","new_quantity":"2.9105"}]}]}"#
 }

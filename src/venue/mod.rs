@@ -596,6 +596,7 @@ venues! {
     Bybit => bybit::Bybit,
     Okx => okx::Okx,
     CoinbaseExchange => coinbase_exchange::CoinbaseExchange,
+    Coinbase => coinbase::Coinbase,
 }
 
 const _: () = assert!(VenueId::ALL.len() <= MAX_VENUES);
