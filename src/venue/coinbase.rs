@@ -67,6 +67,58 @@ const UPDATES: u32 = 5;
 const BOOK_KEYS: [(u32, &str); 2] = [(SEQUENCE_NUM, "sequence_num"), (EVENTS, "events")];
 const EVENT_KEYS: [(u32, &str); 3] = [(TYPE, "type"), (PRODUCT_ID, "product_id"), (UPDATES, "updates")];
 
+/// One frame: a book message of one event in the layout Coinbase writes by the fast path,
+/// anything else by the general walk.
+fn decode_frame<'a>(
+    frame: &'a [u8],
+    max_levels: usize,
+    out: &mut BookUpdate,
+) -> Result<Message<'a>, DecodeError> {
+    out.clear();
+    if let Some(message) = decode_usual_layout(frame, max_levels, out) {
+        return Ok(message);
+    }
+    decode_message(frame, max_levels, out)
+}
+
+/// An `l2_data` message of one event in the layout Coinbase writes (the recorded one): its
+/// members in that order, no whitespace, `client_id` empty or absent, read by direct byte
+/// checks. `None` for any other layout (several events included) or any error, which the
+/// general walk then reads or reports.
+fn decode_usual_layout<'a>(
+    frame: &'a [u8],
+    max_levels: usize,
+    out: &mut BookUpdate,
+) -> Option<Message<'a>> {
+    let mut walker = Walker::new(frame);
+    walker.skip_exactly(br#"{"channel":"l2_data","#).then_some(())?;
+    walker.skip_exactly(br#""client_id":"","#);
+    walker.skip_exactly(br#""timestamp":"#).then_some(())?;
+    walker.string().ok()?;
+    walker.skip_exactly(br#","sequence_num":"#).then_some(())?;
+    let number = walker.unsigned().ok()?;
+    walker.skip_exactly(br#","events":[{"type":""#).then_some(())?;
+    let snapshot = match () {
+        _ if walker.skip_exactly(br#"update""#) => false,
+        _ if walker.skip_exactly(br#"snapshot""#) => true,
+        _ => return None,
+    };
+    walker.skip_exactly(br#","product_id":"#).then_some(())?;
+    let product_id = walker.string().ok()?;
+    walker.skip_exactly(br#","updates":"#).then_some(())?;
+    let sorted = read_updates(&mut walker, snapshot, max_levels, out).ok()?;
+    walker.skip_exactly(b"}]}").then_some(())?;
+    walker.finish().ok()?;
+    if snapshot {
+        sort_best_first(Side::Bid, &mut out.bids, sorted.0).ok()?;
+        sort_best_first(Side::Ask, &mut out.asks, sorted.1).ok()?;
+    }
+    out.is_snapshot = snapshot;
+    out.message_number = Some(number);
+    (out.first_id, out.last_id) = (number, number);
+    Some(Message::Book { stream: product_id })
+}
+
 /// One frame, by the general object walk: the members in any order, unknown ones skipped.
 /// A book frame's first event goes into `out` (a snapshot's best `max_levels` a side; an
 /// update's levels, at most `max_levels` in all, in wire order); the others are checked.
@@ -237,15 +289,24 @@ fn read_updates(
     max_levels: usize,
     out: &mut BookUpdate,
 ) -> Result<(bool, bool), DecodeError> {
-    if !snapshot {
-        walker.tagged_levels(LEVEL, max_levels, &mut out.bids, &mut out.asks, None)?;
-        return Ok((false, false));
-    }
     out.bids.clear();
     out.asks.clear();
+    if !snapshot {
+        walker.elements(|walker| {
+            if out.bids.len() + out.asks.len() == max_levels {
+                return Err(DecodeError::TooManyLevels(max_levels));
+            }
+            match read_level(walker)? {
+                (Side::Bid, level) => out.bids.push(level),
+                (Side::Ask, level) => out.asks.push(level),
+            }
+            Ok(())
+        })?;
+        return Ok((false, false));
+    }
     let mut sorted = (false, false);
     walker.elements(|walker| {
-        let (side, level) = walker.tagged_level(LEVEL, None)?;
+        let (side, level) = read_level(walker)?;
         if !level.amount.is_zero() {
             match side {
                 Side::Bid => keep_best(Side::Bid, level, max_levels, &mut out.bids, &mut sorted.0),
@@ -255,6 +316,42 @@ fn read_updates(
         Ok(())
     })?;
     Ok(sorted)
+}
+
+/// One level: in the layout Coinbase writes by direct byte checks, else by the object walk.
+#[inline(always)]
+fn read_level(walker: &mut Walker<'_>) -> Result<(Side, Level), DecodeError> {
+    let at = walker.position();
+    if let Some(level) = usual_level(walker) {
+        return Ok(level);
+    }
+    walker.rewind(at);
+    walker.tagged_level(LEVEL, None)
+}
+
+/// `{"side":"bid","event_time":"…","price_level":"…","new_quantity":"…"}` as Coinbase
+/// writes it (`offer` for asks; `event_time` may be absent), no whitespace, both numbers
+/// short enough for the fast parsers; `None` for anything else, which the object walk
+/// then reads or refuses. Its key checks are compares of known bytes, where the walk reads
+/// and matches each key.
+#[inline(always)]
+fn usual_level(walker: &mut Walker<'_>) -> Option<(Side, Level)> {
+    walker.skip_exactly(br#"{"side":""#).then_some(())?;
+    let side = match () {
+        _ if walker.skip_exactly(br#"bid","#) => Side::Bid,
+        _ if walker.skip_exactly(br#"offer","#) => Side::Ask,
+        _ => return None,
+    };
+    if walker.skip_exactly(br#""event_time":"#) {
+        walker.string().ok()?;
+        walker.skip_exactly(b",").then_some(())?;
+    }
+    walker.skip_exactly(br#""price_level":"#).then_some(())?;
+    let price = walker.compact_fixed_point()?;
+    walker.skip_exactly(br#","new_quantity":"#).then_some(())?;
+    let amount = walker.compact_fixed_point()?;
+    walker.skip_exactly(b"}").then_some(())?;
+    Some((side, Level { price, amount }))
 }
 
 /// Keeps `level` among a side's best `limit` (a snapshot's levels in any order), in
@@ -313,7 +410,7 @@ fn check_event(walker: &mut Walker<'_>, max_levels: usize) -> Result<(), DecodeE
                 seen.mark(UPDATES, "updates")?;
                 walker.elements(|walker| {
                     levels += 1;
-                    walker.tagged_level(LEVEL, None).map(drop)
+                    read_level(walker).map(drop)
                 })?;
             }
             _ => walker.skip_value()?,
@@ -425,7 +522,7 @@ impl Venue for Coinbase {
         max_levels: usize,
         out: &mut BookUpdate,
     ) -> Result<Message<'a>, DecodeError> {
-        decode_message(frame, max_levels, out)
+        decode_frame(frame, max_levels, out)
     }
 
     /// The event at `at`: read as the first was. Its ids stay the frame's, which
@@ -589,5 +686,142 @@ impl Simulated for Coinbase {
         let at = frame.find(UNNUMBERED)?;
         let number = format!(r#""sequence_num":{number},"#);
         Some([&frame[..at], &number, &frame[at + UNNUMBERED.len()..]].concat())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RECORDED_SNAPSHOT: &str = include_str!(
+        "../../tests/fixtures/coinbase/advanced_trade_l2_data_snapshot_BTC-PERP-INTX_truncated_2026-09-07.json"
+    );
+
+    /// Frames in the layout Coinbase writes: the recorded snapshot, and the simulator's
+    /// update and snapshot (its encoder writes that layout).
+    fn usual_frames() -> Vec<Vec<u8>> {
+        let level = |price: &str, amount: &str| Level {
+            price: price.parse().unwrap(),
+            amount: amount.parse().unwrap(),
+        };
+        let update = BookUpdate {
+            bids: vec![level("79943.9", "2.9105"), level("79943.5", "0")],
+            asks: vec![level("79944.1", "1")],
+            ..BookUpdate::default()
+        };
+        let mut frames = vec![RECORDED_SNAPSHOT.trim().as_bytes().to_vec()];
+        for snapshot in [false, true] {
+            let mut frame = Vec::new();
+            let kind = if snapshot { "snapshot" } else { "update" };
+            write_event(kind, "BTC-USD", &update.bids, &update.asks, 1, &mut frame);
+            let numbered = Coinbase::number_message(std::str::from_utf8(&frame).unwrap(), 7);
+            frames.push(numbered.unwrap().into_bytes());
+        }
+        frames
+    }
+
+    /// Whether the layout fast path read `frame`; what it read is what the general walk
+    /// reads.
+    fn fast_path_agrees(frame: &[u8]) -> Result<bool, proptest::test_runner::TestCaseError> {
+        let (mut fast, mut general) = (BookUpdate::default(), BookUpdate::default());
+        let Some(message) = decode_usual_layout(frame, 1000, &mut fast) else {
+            return Ok(false);
+        };
+        let general_message = decode_message(frame, 1000, &mut general);
+        proptest::prop_assert_eq!(general_message, Ok(message));
+        proptest::prop_assert_eq!(fast, general);
+        Ok(true)
+    }
+
+    #[test]
+    fn the_usual_layout_takes_the_fast_path() {
+        for frame in usual_frames() {
+            let text = String::from_utf8_lossy(&frame);
+            assert!(fast_path_agrees(&frame).unwrap(), "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the layout fast path accepts, the general walk reads the same way: a
+        /// frame of the usual layout with one edit, mostly where its literals and values
+        /// are.
+        #[test]
+        fn the_layout_fast_path_agrees_with_the_general_walk(
+            which in 0usize..3,
+            edit in crate::venue::layout_edits::edit(),
+        ) {
+            let mut frame = usual_frames()[which].clone();
+            crate::venue::layout_edits::apply(&mut frame, edit);
+            fast_path_agrees(&frame)?;
+        }
+    }
+
+    /// Whether the level fast path read `object` (followed by `rest`); what it read is
+    /// what the object walk reads, up to the same byte.
+    fn level_fast_path_agrees(object: &[u8]) -> Result<bool, proptest::test_runner::TestCaseError> {
+        let mut fast = Walker::new(object);
+        let Some(level) = usual_level(&mut fast) else {
+            return Ok(false);
+        };
+        let mut walked = Walker::new(object);
+        proptest::prop_assert_eq!(walked.tagged_level(LEVEL, None), Ok(level));
+        proptest::prop_assert_eq!(walked.position(), fast.position());
+        Ok(true)
+    }
+
+    const RECORDED_LEVEL: &[u8] = br#"{"side":"offer","event_time":"2026-09-07T01:57:58.894355Z","price_level":"79944.1","new_quantity":"1.2"},"#;
+
+    #[test]
+    fn the_usual_level_layout_takes_the_level_fast_path() {
+        let without_time = br#"{"side":"bid","price_level":"79943.9","new_quantity":"3.0105"}]"#;
+        for object in [RECORDED_LEVEL, without_time] {
+            assert!(level_fast_path_agrees(object).unwrap());
+        }
+        // Another order, a member after the amount, whitespace: the walk's.
+        for object in [
+            &br#"{"price_level":"1","side":"bid","new_quantity":"1"}"#[..],
+            br#"{"side":"bid","price_level":"1","new_quantity":"1","x":1}"#,
+            br#"{"side": "bid","price_level":"1","new_quantity":"1"}"#,
+        ] {
+            assert!(!level_fast_path_agrees(object).unwrap());
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the level fast path accepts, the object walk reads the same way: the
+        /// recorded level with one byte replaced, inserted or removed.
+        #[test]
+        fn the_level_fast_path_agrees_with_the_object_walk(
+            at in 0usize..RECORDED_LEVEL.len(),
+            kind in 0usize..3,
+            byte in proptest::sample::select(&b" ,:}]{[\"0159.abdfo-"[..]),
+        ) {
+            let mut object = RECORDED_LEVEL.to_vec();
+            match kind {
+                0 => object[at] = byte,
+                1 => object.insert(at, byte),
+                _ => {
+                    object.remove(at);
+                }
+            }
+            level_fast_path_agrees(&object)?;
+        }
+    }
+
+    /// The simulator numbers its messages where the encoders leave the place for it, and
+    /// the decoder reads the number.
+    #[test]
+    fn the_simulator_numbers_the_messages_it_encodes() {
+        let frame = String::from_utf8(usual_frames().pop().unwrap()).unwrap();
+        let mut out = BookUpdate::default();
+        Coinbase::decode_diff(frame.as_bytes(), 10, &mut out).unwrap();
+        assert_eq!(out.message_number, Some(7));
+        let error = r#"{"type":"error","message":"authentication failure"}"#;
+        assert_eq!(Coinbase::number_message(error, 8), None);
+        let answer = Coinbase::answer_request(r#"{"type":"subscribe","channel":"heartbeats"}"#);
+        let ack = Coinbase::number_message(&answer.unwrap().replies[0], 9).unwrap();
+        let message = Coinbase::decode_diff(ack.as_bytes(), 10, &mut out);
+        assert!(matches!(message, Ok(Message::SubscribeResult { accepted: true, .. })));
+        assert_eq!(out.message_number, Some(9));
     }
 }

@@ -751,7 +751,8 @@ pub(crate) mod layout_edits {
 
     /// One edit of a recorded frame (a byte replaced, inserted or removed), mostly where
     /// the layouts' literals and values are: the first and last 80 bytes, and around the
-    /// second side's key (`"asks"`, or `"a"` in a Binance diff event); else anywhere.
+    /// second side's key (`"asks"`, or `"a"` in a Binance diff event) or a Coinbase event's
+    /// levels (`"updates"`); else anywhere.
     pub(crate) fn edit() -> impl Strategy<Value = (usize, usize, usize, u8)> {
         (
             0usize..4,
@@ -769,6 +770,7 @@ pub(crate) mod layout_edits {
             .windows(6)
             .position(|w| w == b"\"asks\"")
             .or_else(|| frame.windows(4).position(|w| w == b"\"a\":"))
+            .or_else(|| frame.windows(9).position(|w| w == b"\"updates\""))
             .expect("a book frame");
         // At most the end (an insertion there appends): a diff event is short.
         let at = match near {
