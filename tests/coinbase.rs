@@ -585,7 +585,8 @@ async fn start() -> Harness {
 }
 
 /// Synced from the snapshots on the stream, every book true; duplicated updates change
-/// nothing (sizes are absolute).
+/// nothing (sizes are absolute); the heartbeats among the updates take their numbers, and
+/// no message is taken for lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn coinbase_syncs_from_its_snapshots_and_every_book_is_true() {
     let harness = start().await;
@@ -600,6 +601,8 @@ async fn coinbase_syncs_from_its_snapshots_and_every_book_is_true() {
         .await;
     let decode_errors = r#"orderbook_decode_errors_total{exchange="coinbase"}"#;
     assert_eq!(harness.metric(decode_errors), 0.0);
+    let gaps = r#"orderbook_resyncs_total{exchange="coinbase",reason="gap"}"#;
+    assert_eq!(harness.metric(gaps), 0.0);
     harness.service.stop().await;
 }
 

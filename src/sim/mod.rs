@@ -442,6 +442,10 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     };
     let (diff_sender, mut diff_frames) = mpsc::unbounded_channel::<Arc<str>>();
     let mut numbers = MessageNumbers { venue, next: 0 };
+    // The venue's heartbeats, once a second from the connection's first subscription on,
+    // where it sends them.
+    let mut heartbeats = tokio::time::interval(Duration::from_secs(1));
+    let (mut subscribed, mut heartbeats_sent) = (false, 0);
     loop {
         tokio::select! {
             incoming = socket.next() => match incoming {
@@ -460,6 +464,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                             }
                             books.streams.retain(|(name, ..)| *name != stream);
                         }
+                        subscribed |= !answer.subscribe.is_empty();
                         for stream in answer.subscribe {
                             if venue.is_diff_stream(&stream) {
                                 let diff = diff_stream(&shared, venue, &stream, answer.depth);
@@ -493,6 +498,12 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                 false => socket.send(Message::text(numbers.stamp(frame.to_string()))).await?,
             },
             _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
+            _ = heartbeats.tick(), if subscribed && !*paused.borrow() => {
+                if let Some(heartbeat) = venue.heartbeat(heartbeats_sent) {
+                    heartbeats_sent += 1;
+                    socket.send(Message::text(numbers.stamp(heartbeat))).await?;
+                }
+            }
             command = commands.recv() => match command {
                 Ok(Command::Disconnect) | Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 // Numbered where it has the venue's place for a number.

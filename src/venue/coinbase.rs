@@ -602,7 +602,7 @@ impl Simulated for Coinbase {
             "level2" => (products()?, true),
             "heartbeats" => (Vec::new(), true),
             _ => {
-                let error = r#"{"type":"error","message":"authentication failure"}"#;
+        let error = r#"{"type":"error","message":"authentication failure"}"#;
                 return Some(Answer {
                     replies: vec![error.to_owned()],
                     ..Answer::default()
@@ -679,6 +679,17 @@ impl Simulated for Coinbase {
 
     fn initial_event_id(now_us: u64) -> u64 {
         now_us
+    }
+
+    /// `{"channel":"heartbeats",…,"events":[{"current_time":…,"heartbeat_counter":N}]}`,
+    /// as recorded.
+    fn heartbeat(counter: u64) -> Option<String> {
+        let mut frame = Vec::new();
+        open_message("heartbeats", &mut frame);
+        frame.extend_from_slice(br#""events":[{"current_time":""#);
+        write_timestamp(crate::clock::unix_ns() / 1_000, &mut frame);
+        frame.extend_from_slice(format!(r#"","heartbeat_counter":{counter}}}]}}"#).as_bytes());
+        Some(String::from_utf8(frame).expect("JSON is UTF-8"))
     }
 
     /// The encoders' messages take the connection's numbers; an error message none.
@@ -816,6 +827,12 @@ mod tests {
         let mut out = BookUpdate::default();
         Coinbase::decode_diff(frame.as_bytes(), 10, &mut out).unwrap();
         assert_eq!(out.message_number, Some(7));
+        let heartbeat = Coinbase::number_message(&Coinbase::heartbeat(3).unwrap(), 8).unwrap();
+        let message = Coinbase::decode_diff(heartbeat.as_bytes(), 10, &mut out);
+        assert_eq!((message, out.message_number), (Ok(Message::SubscriptionsAlive), Some(8)));
+                let heartbeat = Coinbase::number_message(&Coinbase::heartbeat(3).unwrap(), 8).unwrap();
+        let message = Coinbase::decode_diff(heartbeat.as_bytes(), 10, &mut out);
+        assert_eq!((message, out.message_number), (Ok(Message::SubscriptionsAlive), Some(8)));
         let error = r#"{"type":"error","message":"authentication failure"}"#;
         assert_eq!(Coinbase::number_message(error, 8), None);
         let answer = Coinbase::answer_request(r#"{"type":"subscribe","channel":"heartbeats"}"#);

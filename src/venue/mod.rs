@@ -325,6 +325,14 @@ pub trait Simulated: Venue {
     /// The id a new diff stream's book starts at.
     fn initial_event_id(now_us: u64) -> u64;
 
+    /// The venue's heartbeat message on a subscribed connection, the `counter`th, where
+    /// it sends one a second for the whole connection (Coinbase Advanced Trade's
+    /// `heartbeats` channel); `None` where it sends none.
+    fn heartbeat(counter: u64) -> Option<String> {
+        let _ = counter;
+        None
+    }
+
     /// `frame` as the `number`th message of its connection, where the venue numbers every
     /// message it sends on one (`BookUpdate::message_number`): the simulator numbers each
     /// frame as it sends it. `None`: frames go out as encoded.
@@ -549,6 +557,11 @@ macro_rules! venues {
             /// See [`Venue::decode_next_event`].
             pub fn decode_next_event<'a>(self, frame: &'a [u8], at: usize, max_levels: usize, out: &mut BookUpdate) -> Result<(&'a [u8], Option<usize>), DecodeError> {
                 match self { $(VenueId::$variant => <$module::$venue as Venue>::decode_next_event(frame, at, max_levels, out)),+ }
+            }
+
+            /// See [`Simulated::heartbeat`].
+            pub fn heartbeat(self, counter: u64) -> Option<String> {
+                match self { $(VenueId::$variant => <$module::$venue as Simulated>::heartbeat(counter)),+ }
             }
 
             /// See [`Simulated::number_message`].
