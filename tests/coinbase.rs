@@ -530,8 +530,8 @@ proptest! {
             }
         }
         if snapshot {
-            expected.bids.sort_by(|a, b| b.price.cmp(&a.price));
-            expected.asks.sort_by(|a, b| a.price.cmp(&b.price));
+            expected.bids.sort_by_key(|level| std::cmp::Reverse(level.price));
+            expected.asks.sort_by_key(|level| level.price);
         }
         let separator = if spaced { ", " } else { "," };
         let kind = if snapshot { "snapshot" } else { "update" };

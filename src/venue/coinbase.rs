@@ -192,13 +192,15 @@ fn decode_message<'a>(
     }
 }
 
-/// A book frame's `events`: the first into `out`, the rest checked. The first's stream, and
-/// where the second starts if there is one; `None` for no events.
+/// A frame's first event's stream, and where the next event starts if one follows.
+type FirstEvent<'a> = (&'a [u8], Option<usize>);
+
+/// A book frame's `events`: the first into `out`, the rest checked; `None` for no events.
 fn read_events<'a>(
     walker: &mut Walker<'a>,
     max_levels: usize,
     out: &mut BookUpdate,
-) -> Result<Option<(&'a [u8], Option<usize>)>, DecodeError> {
+) -> Result<Option<FirstEvent<'a>>, DecodeError> {
     walker.expect(b'[', "'[' opening the events")?;
     if walker.peek()? == b']' {
         walker.expect(b']', "']'")?;
@@ -495,11 +497,7 @@ impl Venue for Coinbase {
                     .bytes()
                     .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
         };
-        let shaped = match parts[..] {
-            [_, _] => true,
-            [_, "PERP", "INTX"] => true,
-            _ => false,
-        };
+        let shaped = matches!(parts[..], [_, _] | [_, "PERP", "INTX"]);
         match shaped && parts.iter().all(named) && symbol.len() <= MAX_PRODUCT_ID_LEN {
             true => Ok(()),
             false => Err(format!(
