@@ -490,15 +490,8 @@ impl Venue for Coinbase {
 
     /// A spot product (`BTC-USD`) or an INTX perpetual (`BTC-PERP-INTX`).
     fn check_symbol(symbol: &str) -> Result<(), String> {
-        let parts: Vec<&str> = symbol.split('-').collect();
-        let named = |part: &&str| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-        };
-        let shaped = matches!(parts[..], [_, _] | [_, "PERP", "INTX"]);
-        match shaped && parts.iter().all(named) && symbol.len() <= MAX_PRODUCT_ID_LEN {
+        let parts = super::dashed_codes(symbol, MAX_PRODUCT_ID_LEN).unwrap_or_default();
+        match matches!(parts[..], [_, _] | [_, "PERP", "INTX"]) {
             true => Ok(()),
             false => Err(format!(
                 "a Coinbase product id is BASE-QUOTE (ETH-USD) or BASE-PERP-INTX, upper-case, \
@@ -814,6 +807,16 @@ mod tests {
                 }
             }
             level_fast_path_agrees(&object)?;
+        }
+    }
+
+    #[test]
+    fn products_are_spot_pairs_or_intx_perpetuals() {
+        for product in ["BTC-USD", "BTC-PERP-INTX", "I12-BTC"] {
+            assert_eq!(Coinbase::check_symbol(product), Ok(()), "{product}");
+        }
+        for refused in ["btc-usd", "BTCUSD", "BTC-USD-SWAP", "-USD", "BTC-PERP", "BTC--USD"] {
+            assert!(Coinbase::check_symbol(refused).is_err(), "{refused}");
         }
     }
 

@@ -192,15 +192,7 @@ impl Venue for CoinbaseExchange {
     }
 
     fn check_symbol(symbol: &str) -> Result<(), String> {
-        let parts: Vec<&str> = symbol.split('-').collect();
-        let named = |part: &&str| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-        };
-        match parts.len() == 2 && parts.iter().all(named) && symbol.len() <= MAX_PRODUCT_ID_LEN
-        {
+        match super::dashed_codes(symbol, MAX_PRODUCT_ID_LEN).is_some_and(|parts| parts.len() == 2) {
             true => Ok(()),
             false => Err(format!(
                 "a Coinbase product id is BASE-QUOTE (ETH-USD), upper-case, at most \

@@ -366,6 +366,19 @@ pub(crate) fn chunked_requests(
         .collect()
 }
 
+/// The `-`-separated parts of a symbol of at most `max_len` bytes (`ETH-USD`,
+/// `BTC-USDT-SWAP`), each upper-case letters and digits; `None` for anything else.
+pub(crate) fn dashed_codes(symbol: &str, max_len: usize) -> Option<Vec<&str>> {
+    let code = |part: &&str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    };
+    let parts: Vec<&str> = symbol.split('-').collect();
+    (symbol.len() <= max_len && parts.iter().all(code)).then_some(parts)
+}
+
 /// Writes a side as `[["price","amount"],…]` with `separator` after each `,`.
 pub(crate) fn write_levels(
     levels: &[Level],

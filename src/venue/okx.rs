@@ -602,14 +602,8 @@ impl Venue for Okx {
     }
 
     fn check_symbol(symbol: &str) -> Result<(), String> {
-        let parts: Vec<&str> = symbol.split('-').collect();
-        let named = |part: &&str| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-        };
-        if symbol.len() > MAX_INST_ID_LEN || !(2..=3).contains(&parts.len()) || !parts.iter().all(named) {
+        let parts = super::dashed_codes(symbol, MAX_INST_ID_LEN).unwrap_or_default();
+        if !(2..=3).contains(&parts.len()) {
             return Err(format!(
                 "an OKX instrument id is BASE-QUOTE (spot), BASE-QUOTE-SWAP or \
                  BASE-QUOTE-YYMMDD (futures), upper-case, at most {MAX_INST_ID_LEN} characters; \
