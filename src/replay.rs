@@ -380,10 +380,12 @@ impl FeedOutput for ReplayOutlet<'_> {
                 match outcome {
                     UpdateOutcome::Applied => stats.applied += 1,
                     UpdateOutcome::Stale => stats.dropped += 1,
-                    UpdateOutcome::Gap => stats.gaps += 1,
-                    UpdateOutcome::Buffered { .. } | UpdateOutcome::Crossed => {}
+                    UpdateOutcome::Gap
+                    | UpdateOutcome::Buffered { .. }
+                    | UpdateOutcome::Crossed => {}
                 }
             }
+            FeedEvent::Resync(ResyncReason::Gap) => stats.gaps += 1,
             FeedEvent::Resync(ResyncReason::Crossed) => stats.crossings += 1,
             FeedEvent::ChecksumMismatch => stats.checksum_mismatches += 1,
             FeedEvent::Snapshot {
@@ -432,6 +434,8 @@ pub struct DiffStats {
     pub applied: u64,
     /// Events dropped as already contained in the snapshot or book.
     pub dropped: u64,
+    /// Resyncs for a gap: an event missing, a message missing on a venue that numbers them,
+    /// an update before its in-band snapshot.
     pub gaps: u64,
     pub crossings: u64,
     pub snapshots: u64,

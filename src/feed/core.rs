@@ -16,11 +16,11 @@
 //! first event is buffered, or the stream itself, which sends one when subscribed (and
 //! again when subscribed anew, which the scheduler paces the same). After each message
 //! the book is cut to the depth the venue keeps and checked against the venue's
-//! checksum, where it has them. A gap, a crossing, a checksum mismatch, a decode error or
-//! a reconnect marks the instrument out of sync at once (the others carry on) until a
-//! new snapshot rebuilds it. A REST snapshot requested before a reset is discarded when
-//! it arrives (its `generation` is old), so it can never be joined to events it did not
-//! precede.
+//! checksum, where it has them. A gap (an update before an in-band snapshot included), a
+//! crossing, a checksum mismatch, a decode error or a reconnect marks the instrument out
+//! of sync at once (the others carry on) until a new snapshot rebuilds it. A REST snapshot
+//! requested before a reset is discarded when it arrives (its `generation` is old), so it
+//! can never be joined to events it did not precede.
 
 use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::config::DiffSettings;
@@ -745,6 +745,13 @@ impl FeedCore {
                     _ => Some(ResyncReason::Crossed),
                 }
             }
+        } else if in_band && book.awaiting_since_ns.is_some() {
+            // Its subscription is acknowledged (books before that are dropped), and an
+            // in-band venue sends a subscription's snapshot before its updates: one came
+            // first. The snapshot is asked for again, once: later updates wait for it.
+            book.awaiting_since_ns = None;
+            tracing::warn!(%venue, stream = %self.streams[slot].name, "an update before its book's snapshot; subscribing again");
+            Some(ResyncReason::Gap)
         } else {
             book.decimals = WireDecimals {
                 price: book.decimals.price.max(seen.price),
@@ -1198,6 +1205,76 @@ mod tests {
         assert!(matches!(out.events.last(), Some(FeedEvent::BadFrame(_))));
         core.on_frame(frame(3, "1").as_bytes(), 4, &mut out);
         assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+    }
+
+    /// An in-band venue's subscription, acknowledged, sends its snapshot first: an update
+    /// before it is a gap, counted once however many come, and the book is subscribed
+    /// again; the snapshot, when it comes, is the book.
+    #[test]
+    fn an_update_before_the_in_band_snapshot_is_a_gap_counted_once() {
+        use crate::venue::SnapshotSource;
+        let venue = VenueId::Coinbase;
+        let settings = crate::replay::replay_settings(crate::replay::DiffDepths {
+            depth: 10,
+            max_levels: 100,
+            snapshot_depth: 100,
+        });
+        let streams = vec![CoreStream {
+            name: "BTC-USD".to_owned(),
+            symbol: "BTC-USD".to_owned(),
+            contract_size: None,
+        }];
+        let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
+        let mut out = Recorder::default();
+        core.connected(0, &mut out);
+        let ack = r#"{"channel":"subscriptions","sequence_num":0,"events":[]}"#;
+        core.on_frame(ack.as_bytes(), 1, &mut out);
+        assert_eq!(core.acks_pending(), 0);
+        let level = |price: u64| crate::book::Level {
+            price: FixedPoint::from_raw(price),
+            amount: FixedPoint::from_raw(100_000_000),
+        };
+        let book = crate::book::BookUpdate {
+            bids: vec![level(6_800_000)],
+            asks: vec![level(6_900_000)],
+            ..crate::book::BookUpdate::default()
+        };
+        let frame = |number: u64, snapshot: bool| {
+            let mut frame = Vec::new();
+            match snapshot {
+                true => venue.encode_snapshot(
+                    "BTC-USD",
+                    &book,
+                    SnapshotSource::InBand,
+                    None,
+                    8,
+                    &mut frame,
+                ),
+                false => venue.encode_diff("BTC-USD", &book, None, 8, 0, &mut frame),
+            }
+            let frame = String::from_utf8(frame).unwrap();
+            venue.number_message(&frame, number).unwrap()
+        };
+        let gaps = |out: &Recorder| {
+            let gap = FeedEvent::Resync(ResyncReason::Gap);
+            out.events.iter().filter(|&&event| event == gap).count()
+        };
+        core.on_frame(frame(1, false).as_bytes(), 2, &mut out);
+        core.on_frame(frame(2, false).as_bytes(), 3, &mut out);
+        assert_eq!(gaps(&out), 1);
+        assert_eq!(synced_publishes(&out), 0);
+        assert!(matches!(
+            core.start_snapshot(4),
+            Some(SnapshotRequest::Resubscribe { .. })
+        ));
+        let ack = r#"{"channel":"subscriptions","sequence_num":3,"events":[]}"#;
+        core.on_frame(ack.as_bytes(), 5, &mut out);
+        core.on_frame(frame(4, true).as_bytes(), 6, &mut out);
+        assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+        assert_eq!(
+            (out.book.bids.as_slice()[0], out.book.asks.as_slice()[0]),
+            (level(6_800_000), level(6_900_000))
+        );
     }
 
     /// A REST venue's new connection awaits no snapshot on its stream: nothing is overdue

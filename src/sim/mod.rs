@@ -128,11 +128,19 @@ struct EventFaults {
     corrupt_checksum: AtomicU64,
 }
 
+/// A connection's subscription to a diff stream: where its frames go, tagged with the
+/// subscription's id on the connection, which drops the frames of a subscription it has
+/// ended (still queued when the unsubscription was answered: a venue sends none after).
+struct Subscriber {
+    frames: mpsc::UnboundedSender<(u64, Arc<str>)>,
+    subscription: u64,
+}
+
 /// One diff stream: its book, who receives its events, saved states.
 struct DiffStream {
     faults: EventFaults,
     market: Mutex<DiffMarket>,
-    subscribers: Mutex<Vec<mpsc::UnboundedSender<Arc<str>>>>,
+    subscribers: Mutex<Vec<Subscriber>>,
     /// The book's top after each recent event, oldest first (what tests compare with).
     history: Mutex<VecDeque<TopBook>>,
     /// A snapshot saved by `Simulator::serve_stale_snapshot`, served (once) next.
@@ -145,13 +153,7 @@ impl DiffStream {
     /// events, while the subscribers are locked, so no event falls between the two (an
     /// event already in the snapshot may follow it: the venues' sequences, or their
     /// absolute sizes, make that harmless).
-    fn subscribe(
-        &self,
-        venue: VenueId,
-        stream: &str,
-        in_band: bool,
-        sender: &mpsc::UnboundedSender<Arc<str>>,
-    ) {
+    fn subscribe(&self, venue: VenueId, stream: &str, in_band: bool, subscriber: Subscriber) {
         let mut subscribers = self.subscribers.lock().expect("not poisoned");
         if in_band {
             let mut snapshot = BookUpdate::default();
@@ -172,9 +174,9 @@ impl DiffStream {
             let frame: Arc<str> = String::from_utf8(frame)
                 .expect("encoders write UTF-8")
                 .into();
-            let _ = sender.send(frame);
+            let _ = subscriber.frames.send((subscriber.subscription, frame));
         }
-        subscribers.push(sender.clone());
+        subscribers.push(subscriber);
     }
 }
 
@@ -440,7 +442,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         streams: Vec::new(),
         book: TopBook::default(),
     };
-    let (diff_sender, mut diff_frames) = mpsc::unbounded_channel::<Arc<str>>();
+    let (diff_sender, mut diff_frames) = mpsc::unbounded_channel::<(u64, Arc<str>)>();
+    // The connection's live diff subscriptions (stream, id), and the next id.
+    let (mut live, mut next_subscription): (Vec<(String, u64)>, u64) = (Vec::new(), 0);
     let mut numbers = MessageNumbers { venue, next: 0 };
     // The venue's heartbeats, once a second from the connection's first subscription on,
     // where it sends them.
@@ -460,7 +464,8 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                         for stream in answer.unsubscribe {
                             if venue.is_diff_stream(&stream) {
                                 let diff = diff_stream(&shared, venue, &stream, answer.depth);
-                                diff.subscribers.lock().expect("not poisoned").retain(|s| !s.same_channel(&diff_sender));
+                                diff.subscribers.lock().expect("not poisoned").retain(|s| !s.frames.same_channel(&diff_sender));
+                                live.retain(|(name, _)| *name != stream);
                             }
                             books.streams.retain(|(name, ..)| *name != stream);
                         }
@@ -468,7 +473,11 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                         for stream in answer.subscribe {
                             if venue.is_diff_stream(&stream) {
                                 let diff = diff_stream(&shared, venue, &stream, answer.depth);
-                                diff.subscribe(venue, &stream, control.in_band(venue), &diff_sender);
+                                next_subscription += 1;
+                                live.retain(|(name, _)| *name != stream);
+                                live.push((stream.clone(), next_subscription));
+                                let subscriber = Subscriber { frames: diff_sender.clone(), subscription: next_subscription };
+                                diff.subscribe(venue, &stream, control.in_band(venue), subscriber);
                                 continue;
                             }
                             let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.index() as u64) << 32;
@@ -493,10 +502,14 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
             }
             // Paused, a subscription's in-band snapshot waits too: a paused venue sends no
             // book data at all.
-            Some(frame) = diff_frames.recv(), if !*paused.borrow() => match frame.is_empty() {
-                true => numbers.lose(),
-                false => socket.send(Message::text(numbers.stamp(frame.to_string()))).await?,
-            },
+            Some((subscription, frame)) = diff_frames.recv(), if !*paused.borrow() => {
+                let live = live.iter().any(|&(_, id)| id == subscription);
+                match (live, frame.is_empty()) {
+                    (false, _) => {}
+                    (true, true) => numbers.lose(),
+                    (true, false) => socket.send(Message::text(numbers.stamp(frame.to_string()))).await?,
+                }
+            }
             _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
             _ = heartbeats.tick(), if subscribed && !*paused.borrow() => {
                 if let Some(heartbeat) = venue.heartbeat(heartbeats_sent) {
@@ -533,8 +546,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                 Ok(Command::DropSubscriptions) => {
                     books.streams.clear();
                     for diff in shared.diff_streams.lock().expect("not poisoned").values() {
-                        diff.subscribers.lock().expect("not poisoned").retain(|s| !s.same_channel(&diff_sender));
+                        diff.subscribers.lock().expect("not poisoned").retain(|s| !s.frames.same_channel(&diff_sender));
                     }
+                    live.clear();
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
             },
@@ -805,9 +819,9 @@ async fn generate_diff_events(
             }
             let mut subscribers = diff.subscribers.lock().expect("not poisoned");
             subscribers.retain(|subscriber| {
-                outgoing
-                    .iter()
-                    .all(|frame| subscriber.send(Arc::clone(frame)).is_ok())
+                let id = subscriber.subscription;
+                (outgoing.iter())
+                    .all(|frame| subscriber.frames.send((id, Arc::clone(frame))).is_ok())
             });
         }
     }

@@ -25,10 +25,9 @@
 //! (acks and heartbeats included); a number skipped is data lost for every product on it,
 //! which the feed core sees (`BookUpdate::message_number`) and answers by opening the
 //! connection anew. Within a product nothing is numbered ([`crate::sync::Unsequenced`]);
-//! an event's id is its message's number. An update before its product's snapshot has no
-//! book to apply to: it is held and discarded when the snapshot comes, which is the whole
-//! book after it (the connection's messages are in order, and one lost would be seen);
-//! a snapshot that does not come is asked for again after `snapshot_timeout_ms`.
+//! an event's id is its message's number. An update before its product's snapshot breaks
+//! the protocol, as on every venue whose snapshots come on the stream: the feed core
+//! counts a gap and subscribes to the product again.
 //!
 //! A snapshot's levels are read in any order (the capture mixes the sides and does not sort
 //! them): its best `venues.coinbase.max_book_levels` a side are kept, the rest checked and
@@ -815,7 +814,7 @@ mod tests {
         for product in ["BTC-USD", "BTC-PERP-INTX", "I12-BTC"] {
             assert_eq!(Coinbase::check_symbol(product), Ok(()), "{product}");
         }
-        for refused in ["btc-usd", "BTCUSD", "BTC-USD-SWAP", "-USD", "BTC-PERP", "BTC--USD"] {
+        for refused in ["btc-usd", "BTCUSD", "BTC-USD-SWAP", "-USD", "BTC-USD-INTX", "BTC--USD"] {
             assert!(Coinbase::check_symbol(refused).is_err(), "{refused}");
         }
     }
