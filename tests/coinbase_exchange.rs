@@ -309,9 +309,6 @@ proptest! {
 const SYMBOL: &str = "BTC-USD";
 const OTHER_SYMBOL: &str = "ETH-USD";
 
-const RESUBSCRIPTIONS: &str =
-    r#"orderbook_snapshot_requests_total{exchange="coinbase_exchange",outcome="used"}"#;
-
 async fn start() -> Harness {
     Harness::start(COINBASE, SYMBOL, OTHER_SYMBOL).await
 }
@@ -342,29 +339,11 @@ async fn coinbase_syncs_from_its_snapshots_and_every_book_is_true() {
 async fn a_crossing_or_a_bad_frame_resubscribes_and_the_book_syncs_again() {
     let harness = start().await;
     harness.synced().await;
-    let resubscriptions = harness.metric(RESUBSCRIPTIONS);
-    harness.simulator.send_raw(
-        COINBASE,
-        r#"{"type":"l2update","product_id":"BTC-USD","changes":[["buy","99999999","1"]],"time":"2026-11-27T00:00:00Z"}"#,
-    );
     harness
-        .counted(
-            r#"orderbook_resyncs_total{exchange="coinbase_exchange",reason="crossed"}"#,
-            1.0,
+        .a_crossing_or_a_bad_frame_resubscribes(
+            r#"{"type":"l2update","product_id":"BTC-USD","changes":[["buy","99999999","1"]],"time":"2026-11-27T00:00:00Z"}"#,
         )
         .await;
-    harness
-        .counted(RESUBSCRIPTIONS, resubscriptions + 1.0)
-        .await;
-    harness.synced().await;
-    harness
-        .books_stay_true_for(Duration::from_millis(300))
-        .await;
-    harness.simulator.send_raw(COINBASE, "\u{1}garbage");
-    harness
-        .counted(RESUBSCRIPTIONS, resubscriptions + 2.0)
-        .await;
-    harness.synced().await;
     harness.service.stop().await;
 }
 
@@ -374,16 +353,7 @@ async fn a_crossing_or_a_bad_frame_resubscribes_and_the_book_syncs_again() {
 async fn a_refusal_and_silence_end_in_a_new_sync() {
     let harness = start().await;
     harness.synced().await;
-    harness.simulator.send_raw(
-        COINBASE,
-        r#"{"type":"error","message":"Failed to subscribe","reason":"BTC-XYZ is not a valid product"}"#,
-    );
-    harness
-        .counted(
-            r#"orderbook_connection_errors_total{exchange="coinbase_exchange",reason="subscription_refused"}"#,
-            1.0,
-        )
-        .await;
+    harness.a_refusal_is_counted(r#"{"type":"error","message":"Failed to subscribe","reason":"BTC-XYZ is not a valid product"}"#).await;
     harness.silence_recycles_the_connection().await;
     harness.service.stop().await;
 }

@@ -178,6 +178,38 @@ impl Harness {
         super::eventually(&what, WAIT, || self.metric(series) >= at_least).await;
     }
 
+    /// A venue without a sequence sees a lost update only as a crossing: `crossing` (an
+    /// update whose bid is above the best ask) takes the book out of sync, counted, and it
+    /// is subscribed again and synced from the new snapshot; so is a frame that does not
+    /// decode (it may have been any book's).
+    pub async fn a_crossing_or_a_bad_frame_resubscribes(&self, crossing: &str) {
+        let venue = self.venue;
+        let resubscriptions_series =
+            format!(r#"orderbook_snapshot_requests_total{{exchange="{venue}",outcome="used"}}"#);
+        let resubscriptions = self.metric(&resubscriptions_series);
+        self.simulator.send_raw(venue, crossing);
+        let crossed = format!(r#"orderbook_resyncs_total{{exchange="{venue}",reason="crossed"}}"#);
+        self.counted(&crossed, 1.0).await;
+        self.counted(&resubscriptions_series, resubscriptions + 1.0)
+            .await;
+        self.synced().await;
+        self.books_stay_true_for(Duration::from_millis(300)).await;
+        self.simulator.send_raw(venue, "\u{1}garbage");
+        self.counted(&resubscriptions_series, resubscriptions + 2.0)
+            .await;
+        self.synced().await;
+    }
+
+    /// `error` refuses a subscription: an error the operator sees, counted.
+    pub async fn a_refusal_is_counted(&self, error: &str) {
+        let venue = self.venue;
+        self.simulator.send_raw(venue, error);
+        let refused = format!(
+            r#"orderbook_connection_errors_total{{exchange="{venue}",reason="subscription_refused"}}"#
+        );
+        self.counted(&refused, 1.0).await;
+    }
+
     /// Silence (no data, no heartbeats) is a dead connection: at the read-idle timeout
     /// the subscription is made again, at the next the connection is recycled (counted),
     /// the venue shown connecting, and once the venue speaks again it is connected anew,
