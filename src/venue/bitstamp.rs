@@ -492,11 +492,6 @@ impl Simulated for Bitstamp {
         Some(r#"{"event":"bts:request_reconnect","channel":"","data":""}"#)
     }
 
-    /// Bitstamp relies on protocol-level pings from the client side only.
-    fn server_ping_interval() -> Option<std::time::Duration> {
-        None
-    }
-
     /// As recorded: compact, `data` first.
     fn encode_diff(
         stream: &str,

@@ -469,15 +469,6 @@ impl Simulated for Bybit {
         }
     }
 
-    /// Bybit keeps connections alive with the client's pings, not WebSocket pings.
-    fn server_ping_interval() -> Option<std::time::Duration> {
-        None
-    }
-
-    fn reconnect_request() -> Option<&'static str> {
-        None
-    }
-
     fn levels_on_stream(stream: &str) -> usize {
         topic_parts(stream.as_bytes()).map_or(DEPTHS[1], |(depth, _)| depth)
     }

@@ -623,15 +623,6 @@ impl Simulated for Coinbase {
         }
     }
 
-    /// The venue keeps connections alive with its heartbeats channel.
-    fn server_ping_interval() -> Option<std::time::Duration> {
-        None
-    }
-
-    fn reconnect_request() -> Option<&'static str> {
-        None
-    }
-
     /// The simulator's books are 50 levels deep (the venue sends whole books).
     fn levels_on_stream(_stream: &str) -> usize {
         50

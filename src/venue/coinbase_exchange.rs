@@ -289,15 +289,6 @@ impl Simulated for CoinbaseExchange {
         }
     }
 
-    /// The feed keeps connections alive with its heartbeat channel.
-    fn server_ping_interval() -> Option<std::time::Duration> {
-        None
-    }
-
-    fn reconnect_request() -> Option<&'static str> {
-        None
-    }
-
     /// The simulator's books are 50 levels deep (the feed sends whole books).
     fn levels_on_stream(_stream: &str) -> usize {
         50

@@ -451,15 +451,6 @@ impl Simulated for Kraken {
         }
     }
 
-    /// Kraken keeps connections alive with heartbeat frames, not WebSocket pings.
-    fn server_ping_interval() -> Option<std::time::Duration> {
-        None
-    }
-
-    fn reconnect_request() -> Option<&'static str> {
-        None
-    }
-
     fn levels_on_stream(_stream: &str) -> usize {
         DEPTHS[0]
     }

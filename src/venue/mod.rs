@@ -286,11 +286,16 @@ pub trait Simulated: Venue {
     /// application ping), if it knows it.
     fn answer_request(request: &str) -> Option<Answer>;
 
-    /// How often the venue sends WebSocket pings, if it does.
-    fn server_ping_interval() -> Option<std::time::Duration>;
+    /// How often the venue sends WebSocket pings, if it does (most keep connections alive
+    /// with their own heartbeats, or the client's pings).
+    fn server_ping_interval() -> Option<std::time::Duration> {
+        None
+    }
 
     /// The frame by which the venue asks clients to reconnect, where it has one.
-    fn reconnect_request() -> Option<&'static str>;
+    fn reconnect_request() -> Option<&'static str> {
+        None
+    }
 
     /// How many levels a side the venue sends on `stream`.
     fn levels_on_stream(stream: &str) -> usize;

@@ -798,11 +798,6 @@ impl Simulated for Okx {
         Some(answer)
     }
 
-    /// OKX keeps connections alive with the client's text pings.
-    fn server_ping_interval() -> Option<std::time::Duration> {
-        None
-    }
-
     fn reconnect_request() -> Option<&'static str> {
         Some(
             r#"{"event":"notice","code":"64008","msg":"The connection will soon be closed for a service upgrade. Please reconnect.","connId":"a4d3ae55"}"#,
