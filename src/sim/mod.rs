@@ -131,10 +131,16 @@ struct EventFaults {
 /// A connection's subscription to a diff stream: where its frames go, tagged with the
 /// subscription's id on the connection, which drops the frames of a subscription it has
 /// ended (still queued when the unsubscription was answered: a venue sends none after).
+/// The connection's queue holds [`DIFF_QUEUE_FRAMES`]: a connection that lets it fill (a
+/// stalled one) loses its subscriptions, as a venue cuts a consumer too slow for it.
 struct Subscriber {
-    frames: mpsc::UnboundedSender<(u64, Arc<str>)>,
+    frames: mpsc::Sender<(u64, Arc<str>)>,
     subscription: u64,
 }
+
+/// The diff frames a connection's queue holds: over a second and a half at 10,000 frames a
+/// second, a few MB.
+const DIFF_QUEUE_FRAMES: usize = 16_384;
 
 /// One diff stream: its book, who receives its events, saved states.
 struct DiffStream {
@@ -174,7 +180,7 @@ impl DiffStream {
             let frame: Arc<str> = String::from_utf8(frame)
                 .expect("encoders write UTF-8")
                 .into();
-            let _ = subscriber.frames.send((subscriber.subscription, frame));
+            let _ = subscriber.frames.try_send((subscriber.subscription, frame));
         }
         subscribers.push(subscriber);
     }
@@ -442,7 +448,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         streams: Vec::new(),
         book: TopBook::default(),
     };
-    let (diff_sender, mut diff_frames) = mpsc::unbounded_channel::<(u64, Arc<str>)>();
+    let (diff_sender, mut diff_frames) = mpsc::channel::<(u64, Arc<str>)>(DIFF_QUEUE_FRAMES);
     // The connection's live diff subscriptions (stream, id), and the next id.
     let (mut live, mut next_subscription): (Vec<(String, u64)>, u64) = (Vec::new(), 0);
     let mut numbers = MessageNumbers { venue, next: 0 };
@@ -502,13 +508,22 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
             }
             // Paused, a subscription's in-band snapshot waits too: a paused venue sends no
             // book data at all.
-            Some((subscription, frame)) = diff_frames.recv(), if !*paused.borrow() => {
-                let live = live.iter().any(|&(_, id)| id == subscription);
-                match (live, frame.is_empty()) {
-                    (false, _) => {}
-                    (true, true) => numbers.lose(),
-                    (true, false) => socket.send(Message::text(numbers.stamp(frame.to_string()))).await?,
+            // What the stream has queued, up to a batch, in one write (as `BookFrames::send`
+            // writes a tick's frames): a write a frame costs the simulator, which shares
+            // the cores with the service, a system call and a loopback delivery each.
+            Some(first) = diff_frames.recv(), if !*paused.borrow() => {
+                let (mut next, mut taken) = (Some(first), 1);
+                while let Some((subscription, frame)) = next {
+                    let live = live.iter().any(|&(_, id)| id == subscription);
+                    match (live, frame.is_empty()) {
+                        (false, _) => {}
+                        (true, true) => numbers.lose(),
+                        (true, false) => socket.feed(Message::text(numbers.stamp(frame.to_string()))).await?,
+                    }
+                    next = (taken < DIFF_FRAMES_PER_WRITE).then(|| diff_frames.try_recv().ok()).flatten();
+                    taken += 1;
                 }
+                socket.flush().await?;
             }
             _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
             _ = heartbeats.tick(), if subscribed && !*paused.borrow() => {
@@ -556,6 +571,12 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         }
     }
 }
+
+/// The most book frames' bytes a connection holds before it writes them.
+const WRITE_CHUNK_BYTES: usize = 1 << 20;
+
+/// The most queued diff frames a connection writes at once.
+const DIFF_FRAMES_PER_WRITE: usize = 256;
 
 /// What a diff stream sends for an event it applied but lost (`Simulator::skip_events`):
 /// nothing, though a venue that numbers its messages numbered it.
@@ -615,6 +636,7 @@ impl BookFrames {
         let control = &shared.venues[venue.index()];
         let clock_offset = control.clock_offset.load(Ordering::Relaxed);
         let quiet = control.quiet.load(Ordering::Relaxed);
+        let mut unflushed = 0;
         for _ in 0..count {
             for (stream, levels, market) in &mut self.streams {
                 let book = &mut self.book;
@@ -653,7 +675,13 @@ impl BookFrames {
                             .insert((venue, stream.clone()), text.clone());
                     }
                 }
+                unflushed += text.len();
                 socket.feed(Message::text(text)).await?;
+                // A burst of 100-level books would otherwise be held whole, tens of MB.
+                if unflushed >= WRITE_CHUNK_BYTES {
+                    socket.flush().await?;
+                    unflushed = 0;
+                }
             }
         }
         if let Some(log) = &self.send_log {
@@ -821,7 +849,7 @@ async fn generate_diff_events(
             subscribers.retain(|subscriber| {
                 let id = subscriber.subscription;
                 (outgoing.iter())
-                    .all(|frame| subscriber.frames.send((id, Arc::clone(frame))).is_ok())
+                    .all(|frame| subscriber.frames.try_send((id, Arc::clone(frame))).is_ok())
             });
         }
     }

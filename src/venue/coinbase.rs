@@ -539,20 +539,29 @@ impl Venue for Coinbase {
 /// ([`Simulated::number_message`] puts it in).
 const UNNUMBERED: &str = r#""sequence_num":0,"#;
 
-/// Opens a message of `channel` as the venue writes it, stamped now.
-fn open_message(channel: &str, out: &mut Vec<u8>) {
+/// Opens a message of `channel` as the venue writes it, stamped `now` (RFC 3339 text).
+fn open_message(channel: &str, now: &[u8], out: &mut Vec<u8>) {
     use std::io::Write;
     write!(out, r#"{{"channel":"{channel}","client_id":"","timestamp":""#)
         .expect("writing to a Vec cannot fail");
-    write_timestamp(crate::clock::unix_ns() / 1_000, out);
+    out.extend_from_slice(now);
     out.extend_from_slice(br#"","#);
     out.extend_from_slice(UNNUMBERED.as_bytes());
 }
 
-/// An `l2_data` message of one event of `kind` with `stream`'s bids and asks.
+/// The time now as the venue stamps its messages.
+fn now() -> Vec<u8> {
+    let mut now = Vec::with_capacity(27);
+    write_timestamp(crate::clock::unix_ns() / 1_000, &mut now);
+    now
+}
+
+/// An `l2_data` message of one event of `kind` with `stream`'s bids and asks, the message
+/// and each level stamped with one time.
 fn write_event(kind: &str, stream: &str, bids: &[Level], asks: &[Level], decimals: u32, out: &mut Vec<u8>) {
     use std::io::Write;
-    open_message("l2_data", out);
+    let now = now();
+    open_message("l2_data", &now, out);
     write!(out, r#""events":[{{"type":"{kind}","product_id":"{stream}","updates":["#)
         .expect("writing to a Vec cannot fail");
     let levels = (bids.iter().map(|level| ("bid", level))).chain(asks.iter().map(|level| ("offer", level)));
@@ -561,7 +570,7 @@ fn write_event(kind: &str, stream: &str, bids: &[Level], asks: &[Level], decimal
             out.push(b',');
         }
         write!(out, r#"{{"side":"{side}","event_time":""#).expect("writing to a Vec cannot fail");
-        write_timestamp(crate::clock::unix_ns() / 1_000, out);
+        out.extend_from_slice(&now);
         out.extend_from_slice(br#"","price_level":""#);
         level.price.append_decimal(decimals, out);
         out.extend_from_slice(br#"","new_quantity":""#);
@@ -600,7 +609,7 @@ impl Simulated for Coinbase {
             }
         };
         let mut listed = Vec::new();
-        open_message("subscriptions", &mut listed);
+        open_message("subscriptions", &now(), &mut listed);
         let channels = match heartbeats && level2.is_empty() {
             true => serde_json::json!({"heartbeats": ["heartbeats"]}),
             false => serde_json::json!({"level2": level2}),
@@ -665,10 +674,10 @@ impl Simulated for Coinbase {
     /// `{"channel":"heartbeats",…,"events":[{"current_time":…,"heartbeat_counter":N}]}`,
     /// as recorded.
     fn heartbeat(counter: u64) -> Option<String> {
-        let mut frame = Vec::new();
-        open_message("heartbeats", &mut frame);
+        let (mut frame, now) = (Vec::new(), now());
+        open_message("heartbeats", &now, &mut frame);
         frame.extend_from_slice(br#""events":[{"current_time":""#);
-        write_timestamp(crate::clock::unix_ns() / 1_000, &mut frame);
+        frame.extend_from_slice(&now);
         frame.extend_from_slice(format!(r#"","heartbeat_counter":{counter}}}]}}"#).as_bytes());
         Some(String::from_utf8(frame).expect("JSON is UTF-8"))
     }
