@@ -630,6 +630,10 @@ venues! {
     Coinbase => coinbase::Coinbase,
 }
 
+/// Binance's binary (SBE) book messages: the decoder and encoder, before the feed that
+/// reads them joins the registry.
+pub mod binance_sbe;
+
 const _: () = assert!(VenueId::ALL.len() <= MAX_VENUES);
 
 impl VenueId {

@@ -1,0 +1,593 @@
+//! Binance's binary market data: Simple Binary Encoding, schema `stream_1_0.xml`
+//! (binance-spot-api-docs, `sbe/schemas/`; `../shared/fixtures/PROTOCOLS.md`, Binance,
+//! "SBE"). No SBE frame is recorded in the fixtures: the frames here are built from the
+//! schema, and checked against the JSON stream of the same book.
+//!
+//! Every message is little-endian and starts with an 8-byte header: `blockLength u16`,
+//! `templateId u16`, `schemaId u16`, `version u16`. The two book templates:
+//!
+//! ```text
+//! 10002 DepthSnapshotStreamEvent (<sym>@depth20)   10003 DepthDiffStreamEvent (<sym>@depth)
+//!   eventTime         i64 (µs)                       eventTime          i64 (µs)
+//!   bookUpdateId      i64                            firstBookUpdateId  i64
+//!   priceExponent     i8                             lastBookUpdateId   i64
+//!   qtyExponent       i8                             priceExponent      i8
+//!                                                    qtyExponent        i8
+//!   group bids, group asks: blockLength u16, numInGroup u16, then per entry
+//!                           price i64, qty i64 (mantissas)
+//!   symbol: length u8, then its UTF-8 bytes
+//! ```
+//!
+//! The header's `blockLength` says where the groups start and each group's where its next
+//! entry does: fields the schema appends later are skipped, never misread. A value is
+//! `mantissa × 10^exponent`, into `FixedPoint` exactly: one that needs more than 8
+//! fractional digits, or is negative, or too large, is an error, never rounded.
+
+use crate::book::{BookUpdate, Level, Levels, Side, TopBook};
+use crate::fixed::{DECIMALS, FixedPoint, FixedPointError};
+use crate::walker::DecodeError;
+
+/// The schema's id; its messages' ids are its templates'.
+pub const SCHEMA_ID: u16 = 1;
+/// `DepthSnapshotStreamEvent`, the `<symbol>@depth20` stream's message.
+pub const DEPTH_SNAPSHOT: u16 = 10002;
+/// `DepthDiffStreamEvent`, the `<symbol>@depth` stream's message.
+pub const DEPTH_DIFF: u16 = 10003;
+
+const HEADER_LEN: usize = 8;
+const GROUP_HEADER_LEN: usize = 4;
+/// A level entry as the schema has it today: price and quantity mantissas.
+const ENTRY_LEN: usize = 16;
+/// The fixed blocks as the schema has them today (later versions may append fields).
+const SNAPSHOT_BLOCK_LEN: usize = 18;
+const DIFF_BLOCK_LEN: usize = 26;
+
+/// A message's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub block_length: u16,
+    pub template_id: u16,
+    pub schema_id: u16,
+    pub version: u16,
+}
+
+/// What one binary frame held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoded<'a> {
+    /// A book message of `symbol` (the output holds it).
+    Book { symbol: &'a [u8] },
+    /// A message of a template this decoder does not read (trades, best bid and ask, one
+    /// the schema adds): to be counted and ignored.
+    Other { template_id: u16 },
+}
+
+/// A cursor over one binary frame: each read checks the bytes are there.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let bytes = self
+            .bytes
+            .get(self.at..self.at + N)
+            .ok_or(DecodeError::Truncated)?;
+        self.at += N;
+        Ok(bytes.try_into().expect("N bytes"))
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take::<1>()?[0])
+    }
+
+    fn i8(&mut self) -> Result<i8, DecodeError> {
+        Ok(i8::from_le_bytes(self.take()?))
+    }
+
+    fn u16(&mut self) -> Result<u16, DecodeError> {
+        Ok(u16::from_le_bytes(self.take()?))
+    }
+
+    fn i64(&mut self) -> Result<i64, DecodeError> {
+        Ok(i64::from_le_bytes(self.take()?))
+    }
+
+    /// Moves to `at`, which must be within the frame.
+    fn seek(&mut self, at: usize) -> Result<(), DecodeError> {
+        if at > self.bytes.len() {
+            return Err(DecodeError::Truncated);
+        }
+        self.at = at;
+        Ok(())
+    }
+
+    fn header(&mut self) -> Result<Header, DecodeError> {
+        Ok(Header {
+            block_length: self.u16()?,
+            template_id: self.u16()?,
+            schema_id: self.u16()?,
+            version: self.u16()?,
+        })
+    }
+}
+
+/// An id the schema writes as `i64`, as the books keep ids: negative ones are refused.
+fn id(value: i64, at: usize) -> Result<u64, DecodeError> {
+    u64::try_from(value).map_err(|_| DecodeError::IntegerOverflow { at })
+}
+
+/// `mantissa × 10^exponent` as a `FixedPoint`, exactly.
+fn scaled(mantissa: i64, exponent: i8, at: usize) -> Result<FixedPoint, DecodeError> {
+    let error = |error| DecodeError::Number { at, error };
+    let mantissa = u64::try_from(mantissa).map_err(|_| error(FixedPointError::Negative))?;
+    // The power of ten that takes the mantissa to 10^-8 units.
+    let shift = i32::from(exponent) + DECIMALS as i32;
+    let raw = if shift >= 0 {
+        10u64
+            .checked_pow(shift as u32)
+            .and_then(|power| mantissa.checked_mul(power))
+            .ok_or(error(FixedPointError::Overflow))?
+    } else {
+        match 10u64.checked_pow(shift.unsigned_abs()) {
+            Some(power) if mantissa % power == 0 => mantissa / power,
+            // Beyond 10^19 only zero divides exactly.
+            None if mantissa == 0 => 0,
+            _ => return Err(error(FixedPointError::TooPrecise)),
+        }
+    };
+    Ok(FixedPoint::from_raw(raw))
+}
+
+/// The exponents a book message's mantissas are scaled by.
+#[derive(Clone, Copy)]
+struct Exponents {
+    price: i8,
+    quantity: i8,
+}
+
+/// One group of levels: its header, then its entries, each `blockLength` bytes from the
+/// last, read by `level` in wire order.
+fn read_group(
+    reader: &mut Reader<'_>,
+    exponents: Exponents,
+    mut level: impl FnMut(Level) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
+    let entry_len = usize::from(reader.u16()?);
+    let count = usize::from(reader.u16()?);
+    if entry_len < ENTRY_LEN {
+        return Err(DecodeError::Invalid(
+            "a level entry shorter than a price and a quantity",
+        ));
+    }
+    // The whole group must be in the frame before any of it is read.
+    let end = count
+        .checked_mul(entry_len)
+        .and_then(|len| reader.at.checked_add(len))
+        .filter(|&end| end <= reader.bytes.len())
+        .ok_or(DecodeError::Truncated)?;
+    for _ in 0..count {
+        let start = reader.at;
+        let price = scaled(reader.i64()?, exponents.price, start)?;
+        let amount = scaled(reader.i64()?, exponents.quantity, start + 8)?;
+        level(Level { price, amount })?;
+        reader.seek(start + entry_len)?;
+    }
+    debug_assert_eq!(reader.at, end);
+    Ok(())
+}
+
+/// The symbol that ends a book message, which must end the frame.
+fn read_symbol<'a>(reader: &mut Reader<'a>) -> Result<&'a [u8], DecodeError> {
+    let len = usize::from(reader.u8()?);
+    let symbol = reader
+        .bytes
+        .get(reader.at..reader.at + len)
+        .ok_or(DecodeError::Truncated)?;
+    reader.at += len;
+    if reader.at != reader.bytes.len() {
+        return Err(DecodeError::TrailingBytes { at: reader.at });
+    }
+    if symbol.is_empty() || !symbol.iter().all(u8::is_ascii_alphanumeric) {
+        return Err(DecodeError::Invalid("a symbol of letters and digits"));
+    }
+    Ok(symbol)
+}
+
+/// A message's header, checked: this schema, a block at least as long as `fixed`.
+fn checked_header(reader: &mut Reader<'_>, fixed: usize) -> Result<Header, DecodeError> {
+    let header = reader.header()?;
+    if header.schema_id != SCHEMA_ID {
+        return Err(DecodeError::UnknownMessage("SBE schema"));
+    }
+    if usize::from(header.block_length) < fixed {
+        return Err(DecodeError::Invalid(
+            "a block shorter than its template's fields",
+        ));
+    }
+    Ok(header)
+}
+
+/// The template of a frame of this schema, from its header alone.
+pub fn template(frame: &[u8]) -> Result<u16, DecodeError> {
+    let header = Reader {
+        bytes: frame,
+        at: 0,
+    }
+    .header()?;
+    match header.schema_id {
+        SCHEMA_ID => Ok(header.template_id),
+        _ => Err(DecodeError::UnknownMessage("SBE schema")),
+    }
+}
+
+/// A `depth20` message into `out`: its best `depth` levels a side (strictly sorted best
+/// first, zero quantities left out, as the JSON stream's decoder keeps them), its
+/// `bookUpdateId` as the book's sequence.
+pub fn decode_depth_snapshot<'a>(
+    frame: &'a [u8],
+    depth: usize,
+    out: &mut TopBook,
+) -> Result<Decoded<'a>, DecodeError> {
+    let mut reader = Reader {
+        bytes: frame,
+        at: 0,
+    };
+    let template_id = template(frame)?;
+    if template_id != DEPTH_SNAPSHOT {
+        return Ok(Decoded::Other { template_id });
+    }
+    let header = checked_header(&mut reader, SNAPSHOT_BLOCK_LEN)?;
+    let block = reader.at;
+    let _event_time = reader.i64()?;
+    out.venue_sequence = id(reader.i64()?, block + 8)?;
+    let exponents = Exponents {
+        price: reader.i8()?,
+        quantity: reader.i8()?,
+    };
+    reader.seek(block + usize::from(header.block_length))?;
+    out.bids.clear();
+    out.asks.clear();
+    for (side, levels) in [(Side::Bid, &mut out.bids), (Side::Ask, &mut out.asks)] {
+        read_group(&mut reader, exponents, |level| {
+            keep_sorted(side, level, depth, levels)
+        })?;
+    }
+    Ok(Decoded::Book {
+        symbol: read_symbol(&mut reader)?,
+    })
+}
+
+/// A snapshot's level, strictly after the one before on `side`; kept if among the best
+/// `depth` and not empty.
+fn keep_sorted(
+    side: Side,
+    level: Level,
+    depth: usize,
+    levels: &mut Levels,
+) -> Result<(), DecodeError> {
+    if let Some(previous) = levels.as_slice().last()
+        && !side.is_better(previous.price, level.price)
+    {
+        return Err(DecodeError::Unsorted(side));
+    }
+    if levels.len() < depth && !level.amount.is_zero() {
+        levels.push(level);
+    }
+    Ok(())
+}
+
+/// A `depth` (diff) message into `out`: its update ids and every level (zero quantities
+/// delete), at most `max_levels` a side.
+pub fn decode_depth_diff<'a>(
+    frame: &'a [u8],
+    max_levels: usize,
+    out: &mut BookUpdate,
+) -> Result<Decoded<'a>, DecodeError> {
+    let mut reader = Reader {
+        bytes: frame,
+        at: 0,
+    };
+    let template_id = template(frame)?;
+    if template_id != DEPTH_DIFF {
+        return Ok(Decoded::Other { template_id });
+    }
+    let header = checked_header(&mut reader, DIFF_BLOCK_LEN)?;
+    out.clear();
+    let block = reader.at;
+    let _event_time = reader.i64()?;
+    out.first_id = id(reader.i64()?, block + 8)?;
+    out.last_id = id(reader.i64()?, block + 16)?;
+    let exponents = Exponents {
+        price: reader.i8()?,
+        quantity: reader.i8()?,
+    };
+    reader.seek(block + usize::from(header.block_length))?;
+    for levels in [&mut out.bids, &mut out.asks] {
+        read_group(&mut reader, exponents, |level| {
+            if levels.len() == max_levels {
+                return Err(DecodeError::TooManyLevels(max_levels));
+            }
+            levels.push(level);
+            Ok(())
+        })?;
+    }
+    Ok(Decoded::Book {
+        symbol: read_symbol(&mut reader)?,
+    })
+}
+
+/// What the encoder writes a book message's numbers with: mantissas of 10^-8 units.
+const EXPONENT: i8 = -(DECIMALS as i8);
+
+/// Appends a book message of `template_id` to `out` as Binance writes it, its fixed block
+/// (`fields`, after `eventTime`) and each level in today's sizes.
+fn write_message(
+    template_id: u16,
+    event_time_us: i64,
+    ids: &[i64],
+    bids: &[Level],
+    asks: &[Level],
+    symbol: &str,
+    out: &mut Vec<u8>,
+) {
+    let block_len = 8 + 8 * ids.len() + 2;
+    for field in [block_len as u16, template_id, SCHEMA_ID, 0] {
+        out.extend_from_slice(&field.to_le_bytes());
+    }
+    out.extend_from_slice(&event_time_us.to_le_bytes());
+    for id in ids {
+        out.extend_from_slice(&id.to_le_bytes());
+    }
+    out.extend_from_slice(&[EXPONENT as u8, EXPONENT as u8]);
+    for levels in [bids, asks] {
+        out.extend_from_slice(&(ENTRY_LEN as u16).to_le_bytes());
+        out.extend_from_slice(&(levels.len() as u16).to_le_bytes());
+        for level in levels {
+            for value in [level.price, level.amount] {
+                out.extend_from_slice(&(value.raw() as i64).to_le_bytes());
+            }
+        }
+    }
+    out.push(symbol.len() as u8);
+    out.extend_from_slice(symbol.as_bytes());
+}
+
+/// Appends a `depth20` message of `book` (the simulator's, tests').
+pub fn encode_depth_snapshot(symbol: &str, book: &TopBook, event_time_us: i64, out: &mut Vec<u8>) {
+    let ids = [book.venue_sequence as i64];
+    let (bids, asks) = (book.bids.as_slice(), book.asks.as_slice());
+    write_message(DEPTH_SNAPSHOT, event_time_us, &ids, bids, asks, symbol, out);
+}
+
+/// Appends a `depth` message of `update`.
+pub fn encode_depth_diff(symbol: &str, update: &BookUpdate, event_time_us: i64, out: &mut Vec<u8>) {
+    let ids = [update.first_id as i64, update.last_id as i64];
+    write_message(
+        DEPTH_DIFF,
+        event_time_us,
+        &ids,
+        &update.bids,
+        &update.asks,
+        symbol,
+        out,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn level(price: &str, amount: &str) -> Level {
+        Level {
+            price: price.parse().unwrap(),
+            amount: amount.parse().unwrap(),
+        }
+    }
+
+    fn book() -> TopBook {
+        let mut book = TopBook {
+            venue_sequence: 81_246_000_123,
+            ..TopBook::default()
+        };
+        for (price, amount) in [
+            ("35496.06", "0.29859300"),
+            ("35496.05", "1.5"),
+            ("35490", "0"),
+        ] {
+            book.bids.push(level(price, amount));
+        }
+        for (price, amount) in [("35496.07", "0.00012"), ("35500.1", "3")] {
+            book.asks.push(level(price, amount));
+        }
+        book
+    }
+
+    #[test]
+    fn a_depth20_message_decodes_to_the_book_it_was_written_from() {
+        let mut frame = Vec::new();
+        encode_depth_snapshot("BTCUSDT", &book(), 1_770_000_000_000_000, &mut frame);
+        let mut out = TopBook::default();
+        let decoded = decode_depth_snapshot(&frame, 20, &mut out);
+        assert_eq!(decoded, Ok(Decoded::Book { symbol: b"BTCUSDT" }));
+        assert_eq!(out.venue_sequence, 81_246_000_123);
+        let expected = book();
+        assert_eq!(
+            out.bids.as_slice(),
+            &expected.bids.as_slice()[..2],
+            "the empty level left out"
+        );
+        assert_eq!(out.asks.as_slice(), expected.asks.as_slice());
+        decode_depth_snapshot(&frame, 1, &mut out).unwrap();
+        assert_eq!((out.bids.len(), out.asks.len()), (1, 1));
+    }
+
+    #[test]
+    fn a_depth_message_decodes_to_the_update_it_was_written_from() {
+        let update = BookUpdate {
+            first_id: 160,
+            last_id: 172,
+            bids: vec![level("0.0024", "10"), level("0.0023", "0")],
+            asks: vec![level("0.0026", "100")],
+            ..BookUpdate::default()
+        };
+        let mut frame = Vec::new();
+        encode_depth_diff("BNBBTC", &update, 0, &mut frame);
+        let mut out = BookUpdate::default();
+        assert_eq!(
+            decode_depth_diff(&frame, 10, &mut out),
+            Ok(Decoded::Book { symbol: b"BNBBTC" })
+        );
+        assert_eq!(out, update);
+        assert_eq!(
+            decode_depth_diff(&frame, 1, &mut out),
+            Err(DecodeError::TooManyLevels(1))
+        );
+    }
+
+    /// `mantissa × 10^exponent` exactly, or an error: never rounded.
+    #[test]
+    fn mantissas_are_scaled_exactly_or_refused() {
+        let value = |mantissa, exponent| scaled(mantissa, exponent, 0);
+        let number = |error| Err(DecodeError::Number { at: 0, error });
+        assert_eq!(value(3_549_606, -2), Ok("35496.06".parse().unwrap()));
+        assert_eq!(value(29_859_300, -8), Ok("0.298593".parse().unwrap()));
+        assert_eq!(value(12, 3), Ok("12000".parse().unwrap()));
+        assert_eq!(value(1_000, -11), Ok("0.00000001".parse().unwrap()));
+        assert_eq!(value(1_001, -11), number(FixedPointError::TooPrecise));
+        assert_eq!(value(-1, -8), number(FixedPointError::Negative));
+        assert_eq!(value(i64::MAX, 0), number(FixedPointError::Overflow));
+        assert_eq!(value(1, 127), number(FixedPointError::Overflow));
+        assert_eq!(value(0, -128), Ok(FixedPoint::from_raw(0)));
+        assert_eq!(value(5, -128), number(FixedPointError::TooPrecise));
+    }
+
+    /// The header's and the groups' block lengths are honoured: fields a later schema
+    /// appends are skipped, not misread.
+    #[test]
+    fn fields_appended_by_a_later_schema_are_skipped() {
+        let mut frame = Vec::new();
+        encode_depth_snapshot("BTCUSDT", &book(), 7, &mut frame);
+        let mut longer = frame[..HEADER_LEN + SNAPSHOT_BLOCK_LEN].to_vec();
+        // Two more bytes in the block, four more in each entry.
+        longer[0..2].copy_from_slice(&((SNAPSHOT_BLOCK_LEN + 2) as u16).to_le_bytes());
+        longer.extend_from_slice(&[0xAA, 0xBB]);
+        let mut at = HEADER_LEN + SNAPSHOT_BLOCK_LEN;
+        for _ in 0..2 {
+            let count = u16::from_le_bytes([frame[at + 2], frame[at + 3]]);
+            longer.extend_from_slice(&((ENTRY_LEN + 4) as u16).to_le_bytes());
+            longer.extend_from_slice(&count.to_le_bytes());
+            at += GROUP_HEADER_LEN;
+            for _ in 0..count {
+                longer.extend_from_slice(&frame[at..at + ENTRY_LEN]);
+                longer.extend_from_slice(&[0xCC; 4]);
+                at += ENTRY_LEN;
+            }
+        }
+        longer.extend_from_slice(&frame[at..]);
+        let (mut plain, mut extended) = (TopBook::default(), TopBook::default());
+        decode_depth_snapshot(&frame, 20, &mut plain).unwrap();
+        assert_eq!(
+            decode_depth_snapshot(&longer, 20, &mut extended),
+            Ok(Decoded::Book { symbol: b"BTCUSDT" })
+        );
+        assert_eq!(extended, plain);
+    }
+
+    #[test]
+    fn every_truncation_of_a_frame_is_refused() {
+        let mut snapshot = Vec::new();
+        encode_depth_snapshot("BTCUSDT", &book(), 7, &mut snapshot);
+        let mut diff = Vec::new();
+        let update = BookUpdate {
+            first_id: 1,
+            last_id: 2,
+            bids: vec![level("1", "1")],
+            ..BookUpdate::default()
+        };
+        encode_depth_diff("BTCUSDT", &update, 7, &mut diff);
+        for end in 0..snapshot.len() {
+            let got = decode_depth_snapshot(&snapshot[..end], 20, &mut TopBook::default());
+            assert!(got.is_err(), "{end} bytes: {got:?}");
+        }
+        for end in 0..diff.len() {
+            let got = decode_depth_diff(&diff[..end], 20, &mut BookUpdate::default());
+            assert!(got.is_err(), "{end} bytes: {got:?}");
+        }
+    }
+
+    /// Malformed headers and groups get typed errors; another template is no error.
+    #[test]
+    fn malformed_frames_get_typed_errors() {
+        let mut frame = Vec::new();
+        encode_depth_snapshot("BTCUSDT", &book(), 7, &mut frame);
+        let edited = |at: usize, bytes: &[u8]| {
+            let mut edited = frame.clone();
+            edited[at..at + bytes.len()].copy_from_slice(bytes);
+            edited
+        };
+        let groups = HEADER_LEN + SNAPSHOT_BLOCK_LEN;
+        let cases = [
+            (
+                edited(4, &2u16.to_le_bytes()),
+                DecodeError::UnknownMessage("SBE schema"),
+            ),
+            (
+                edited(0, &17u16.to_le_bytes()),
+                DecodeError::Invalid("a block shorter than its template's fields"),
+            ),
+            (edited(0, &u16::MAX.to_le_bytes()), DecodeError::Truncated),
+            (
+                edited(groups, &15u16.to_le_bytes()),
+                DecodeError::Invalid("a level entry shorter than a price and a quantity"),
+            ),
+            (
+                edited(groups + 2, &u16::MAX.to_le_bytes()),
+                DecodeError::Truncated,
+            ),
+            (
+                [&frame[..frame.len() - 8], &[0]].concat(),
+                DecodeError::Invalid("a symbol of letters and digits"),
+            ),
+            (
+                [frame.clone(), vec![0]].concat(),
+                DecodeError::TrailingBytes { at: frame.len() },
+            ),
+            (
+                edited(groups + GROUP_HEADER_LEN, &(-5i64).to_le_bytes()),
+                DecodeError::Number {
+                    at: groups + GROUP_HEADER_LEN,
+                    error: FixedPointError::Negative,
+                },
+            ),
+            (
+                edited(HEADER_LEN + 8, &(-1i64).to_le_bytes()),
+                DecodeError::IntegerOverflow { at: HEADER_LEN + 8 },
+            ),
+        ];
+        for (bytes, expected) in cases {
+            assert_eq!(
+                decode_depth_snapshot(&bytes, 20, &mut TopBook::default()),
+                Err(expected)
+            );
+        }
+        let unsorted = {
+            let mut book = book();
+            book.asks.clear();
+            book.asks.push(level("35500.1", "3"));
+            book.asks.push(level("35496.07", "1"));
+            let mut frame = Vec::new();
+            encode_depth_snapshot("BTCUSDT", &book, 7, &mut frame);
+            frame
+        };
+        assert_eq!(
+            decode_depth_snapshot(&unsorted, 20, &mut TopBook::default()),
+            Err(DecodeError::Unsorted(Side::Ask))
+        );
+        let trade = edited(2, &10000u16.to_le_bytes());
+        assert_eq!(
+            decode_depth_snapshot(&trade, 20, &mut TopBook::default()),
+            Ok(Decoded::Other { template_id: 10000 })
+        );
+    }
+}
