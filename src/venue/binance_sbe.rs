@@ -34,8 +34,6 @@ pub const DEPTH_SNAPSHOT: u16 = 10002;
 /// `DepthDiffStreamEvent`, the `<symbol>@depth` stream's message.
 pub const DEPTH_DIFF: u16 = 10003;
 
-const HEADER_LEN: usize = 8;
-const GROUP_HEADER_LEN: usize = 4;
 /// A level entry as the schema has it today: price and quantity mantissas.
 const ENTRY_LEN: usize = 16;
 /// The fixed blocks as the schema has them today (later versions may append fields).
@@ -377,6 +375,10 @@ pub fn encode_depth_diff(symbol: &str, update: &BookUpdate, event_time_us: i64, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The message header's and a group header's sizes.
+    const HEADER_LEN: usize = 8;
+    const GROUP_HEADER_LEN: usize = 4;
 
     fn level(price: &str, amount: &str) -> Level {
         Level {
