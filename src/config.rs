@@ -61,6 +61,10 @@ pub struct RawConfig {
     pub instruments: Vec<RawInstrument>,
     pub simulator: Option<RawSimulator>,
     pub nats: Option<RawNats>,
+    /// The directory of the file it was read from: where relative paths in it start
+    /// (`api_key_file`).
+    #[serde(skip)]
+    pub dir: std::path::PathBuf,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -137,6 +141,11 @@ pub struct RawVenue {
     pub allow_one_sided: Option<bool>,
     pub ping_interval_ms: Option<i64>,
     pub read_idle_timeout_ms: Option<i64>,
+    /// The environment variable holding the venue's API key (`Venue::API_KEY_HEADER`).
+    pub api_key_env: Option<String>,
+    /// A file holding the venue's API key (a relative path starts at the config file's
+    /// directory).
+    pub api_key_file: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -343,6 +352,53 @@ pub struct VenueConfig {
     /// allowance): then it is subscribed again, and still silent after another, its
     /// connection is recycled. `feed.read_idle_timeout_ms` unless the venue sets its own.
     pub read_idle_timeout: Duration,
+    /// The API key sent on the venue's WebSocket upgrade, where it needs one.
+    pub api_key: Option<ApiKey>,
+}
+
+/// A venue's API key, read at start-up: sent in the venue's upgrade header
+/// (`Venue::API_KEY_HEADER`), never written anywhere else. Its `Debug` hides it, so no log
+/// line or error shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// The key, for the upgrade request's header.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// A key as read from a variable or a file (`source` names it in errors): the text
+    /// without surrounding whitespace, which must be a non-empty run of visible ASCII (an
+    /// HTTP header value).
+    fn parse(text: &str, key: String, source: &str) -> Result<ApiKey, ConfigError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(invalid(key, source, "holds no API key"));
+        }
+        if !text.bytes().all(|byte| byte.is_ascii_graphic()) {
+            return Err(invalid(
+                key,
+                source,
+                "the API key must be visible ASCII characters only",
+            ));
+        }
+        Ok(ApiKey(text.to_owned()))
+    }
+}
+
+impl ApiKey {
+    /// What a venue's reader sends the simulator, which takes any key, where none is
+    /// configured.
+    pub fn stand_in() -> ApiKey {
+        ApiKey("simulator-stand-in".to_owned())
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(hidden)")
+    }
 }
 
 /// How many connections a port keeps open at once (one more is closed as it is accepted),
@@ -614,10 +670,12 @@ fn valid_instrument_name(name: &str) -> bool {
 
 impl RawConfig {
     pub fn parse(text: &str, path: &str) -> Result<RawConfig, ConfigError> {
-        toml::from_str(text).map_err(|error| ConfigError::Syntax {
+        let mut raw: RawConfig = toml::from_str(text).map_err(|error| ConfigError::Syntax {
             path: path.to_owned(),
             message: error.to_string(),
-        })
+        })?;
+        raw.dir = Path::new(path).parent().unwrap_or(Path::new("")).to_owned();
+        Ok(raw)
     }
 
     pub fn load(path: &Path) -> Result<RawConfig, ConfigError> {
@@ -1004,6 +1062,7 @@ impl RawConfig {
                 allow_one_sided,
                 client_ping,
                 read_idle_timeout,
+                api_key: api_key(venue, raw, &self.dir, self.simulator.is_some())?,
             });
         }
         Ok(venues)
@@ -1088,6 +1147,62 @@ fn contract_sizes(
     }
     Ok(sizes)
 }
+
+/// `venues.<name>.api_key_env` or `api_key_file`: the key read, where the venue needs one.
+/// With a `[simulator]`, a key is optional: the simulator takes any, and is sent a stand-in
+/// (`Simulator::point`) rather than a real key.
+fn api_key(
+    venue: VenueId,
+    raw: Option<&RawVenue>,
+    config_dir: &Path,
+    simulated: bool,
+) -> Result<Option<ApiKey>, ConfigError> {
+    let key = |name: &str| format!("venues.{venue}.{name}");
+    let env = raw.and_then(|raw| raw.api_key_env.as_deref());
+    let file = raw.and_then(|raw| raw.api_key_file.as_deref());
+    let Some(header) = venue.api_key_header() else {
+        return match (env, file) {
+            (Some(name), _) => Err(invalid(key("api_key_env"), format!("{name:?}"), NO_KEY)),
+            (_, Some(path)) => Err(invalid(key("api_key_file"), format!("{path:?}"), NO_KEY)),
+            (None, None) => Ok(None),
+        };
+    };
+    match (env, file) {
+        (None, None) if simulated => Ok(None),
+        (None, None) => Err(invalid(
+            key("api_key_env"),
+            "(unset)",
+            format!(
+                "the venue's market data needs an API key (sent as {header}): name an \
+                 environment variable (api_key_env) or a file (api_key_file) holding it"
+            ),
+        )),
+        (Some(_), Some(path)) => Err(invalid(
+            key("api_key_file"),
+            format!("{path:?}"),
+            "api_key_env is set too: name one source of the key",
+        )),
+        (Some(name), None) => match std::env::var(name) {
+            Ok(text) => ApiKey::parse(&text, key("api_key_env"), &format!("{name:?}")).map(Some),
+            Err(_) => Err(invalid(
+                key("api_key_env"),
+                format!("{name:?}"),
+                "no such environment variable (or not UTF-8)",
+            )),
+        },
+        (None, Some(path)) => match std::fs::read_to_string(config_dir.join(path)) {
+            Ok(text) => ApiKey::parse(&text, key("api_key_file"), &format!("{path:?}")).map(Some),
+            Err(error) => Err(invalid(
+                key("api_key_file"),
+                format!("{path:?}"),
+                format!("cannot read it: {error}"),
+            )),
+        },
+    }
+}
+
+/// Why a venue without API keys refuses one.
+const NO_KEY: &str = "the venue takes no API key";
 
 /// `venues.<name>.mode` and the diff-mode settings.
 fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, ConfigError> {
@@ -1239,6 +1354,7 @@ mod tests {
                 allow_one_sided: false,
                 client_ping: None,
                 read_idle_timeout: Duration::from_secs(30),
+                api_key: None,
             }]
         );
         // Safe defaults (docs/reliability.md): loopback only, bounded clients.
@@ -1542,6 +1658,70 @@ mod tests {
         for (result, expected) in errors {
             assert_eq!(result.unwrap_err().to_string(), expected);
         }
+    }
+
+    /// A venue that needs an API key is refused without one, its key is read from the
+    /// file or variable named, and never shown; a venue that takes none refuses one.
+    #[test]
+    fn api_keys_are_read_where_a_venue_needs_one_and_never_shown() {
+        let config = |venue_keys: &str| {
+            validate(&format!(
+                "[venues.binance_sbe]\n{venue_keys}\n[[instruments]]\nname = \"BTC/USDT\"\n\
+                 symbols = {{ binance_sbe = \"BTCUSDT\", binance = \"BTCUSDT\" }}\n\
+                 [venues.binance]\n"
+            ))
+        };
+        let error = |venue_keys: &str| config(venue_keys).unwrap_err().to_string();
+        assert!(
+            error("").starts_with("venues.binance_sbe.api_key_env = (unset): ")
+                && error("").contains("X-MBX-APIKEY"),
+            "{}",
+            error("")
+        );
+        assert!(
+            error("api_key_env = \"MERGEBOOK_TEST_NO_SUCH_VARIABLE\"")
+                .contains("no such environment variable")
+        );
+        let dir = std::env::temp_dir().join(format!("mergebook-api-key-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            format!("api_key_file = {:?}", path.display().to_string())
+        };
+        let secret = "a-test-value-in-place-of-an-api-key";
+        let config = config(&file("key", &format!("{secret}\n"))).unwrap();
+        let key = config.venues[1]
+            .api_key
+            .as_ref()
+            .expect("binance_sbe's key");
+        assert_eq!(key.expose(), secret);
+        assert!(!format!("{config:?}").contains(secret));
+        assert_eq!(config.venues[0].api_key, None);
+        assert!(error(&file("empty", " \n")).contains("holds no API key"));
+        assert!(error(&file("spaced", "a b")).contains("visible ASCII"));
+        let missing = format!(
+            "api_key_file = {:?}",
+            dir.join("missing").display().to_string()
+        );
+        assert!(error(&missing).contains("cannot read it"));
+        let both = format!("{}\napi_key_env = \"HOME\"", file("key", secret));
+        assert!(error(&both).contains("name one source of the key"));
+        let refused = validate(
+            "[venues.binance]\napi_key_env = \"HOME\"\n[[instruments]]\nname = \"ETH/BTC\"\n\
+             symbols = { binance = \"ETHBTC\" }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(refused.contains("the venue takes no API key"), "{refused}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        // The simulator takes any key: none is needed with one (it is sent a stand-in).
+        let simulated = validate(
+            "[simulator]\n[[instruments]]\nname = \"BTC/USDT\"\n\
+             symbols = { binance_sbe = \"BTCUSDT\" }\n",
+        )
+        .unwrap();
+        assert_eq!(simulated.venues[0].api_key, None);
     }
 
     #[test]

@@ -18,10 +18,10 @@
 pub mod core;
 
 use self::core::{
-    BadFrame, CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict, Silence, SnapshotRequest,
+    CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict, Silence, SnapshotRequest,
 };
 use crate::clock;
-use crate::config::{FeedMode, FeedSettings};
+use crate::config::{ApiKey, FeedMode, FeedSettings};
 use crate::handoff::{FeedSender, VenueFeed};
 use crate::log_limit::LogLimiter;
 use crate::metrics::VenueMetrics;
@@ -49,6 +49,8 @@ pub struct ReaderSpec {
     pub mode: FeedMode,
     /// The venue's application-level ping and how often (`VenueConfig::client_ping`).
     pub client_ping: Option<(Duration, &'static str)>,
+    /// The venue's API key, where it needs one (`VenueConfig::api_key`).
+    pub api_key: Option<ApiKey>,
     pub streams: Vec<StreamSpec>,
 }
 
@@ -64,6 +66,22 @@ pub struct StreamSpec {
     pub contract_size: Option<crate::fixed::FixedPoint>,
     /// Where its books go.
     pub sender: FeedSender,
+}
+
+/// The upgrade request's header carrying `key`, where `venue` takes one. Marked sensitive
+/// (the HTTP layer leaves it out of its own debug output); the configuration admitted
+/// only visible ASCII, which is always a valid header value.
+fn api_key_header(
+    venue: VenueId,
+    key: Option<&ApiKey>,
+) -> Option<(
+    tungstenite::http::HeaderName,
+    tungstenite::http::HeaderValue,
+)> {
+    let name = tungstenite::http::HeaderName::from_bytes(venue.api_key_header()?.as_bytes());
+    let mut value = tungstenite::http::HeaderValue::from_str(key?.expose()).ok()?;
+    value.set_sensitive(true);
+    Some((name.ok()?, value))
 }
 
 /// Starts the reader's thread. It runs until `shutdown` turns true, then closes the
@@ -108,6 +126,11 @@ struct Reader {
     url: String,
     connect_attempts: SharedConnectAttempts,
     client_ping: Option<(Duration, &'static str)>,
+    /// The header the upgrade request carries the venue's API key in, where it needs one.
+    api_key_header: Option<(
+        tungstenite::http::HeaderName,
+        tungstenite::http::HeaderValue,
+    )>,
     settings: FeedSettings,
     core: FeedCore,
     outlet: Outlet,
@@ -150,6 +173,7 @@ impl FeedOutput for Outlet {
             FeedEvent::BookRepeated => metrics.books_repeated.inc(),
             FeedEvent::BookOutOfOrder => metrics.books_dropped_out_of_order.inc(),
             FeedEvent::BookBeforeAck => metrics.books_dropped_before_ack.inc(),
+            FeedEvent::Ignored => metrics.messages_ignored.inc(),
             FeedEvent::SequenceReset => metrics.sequence_resets.inc(),
             FeedEvent::DiffEvent(UpdateOutcome::Stale) => metrics.events_dropped_stale.inc(),
             FeedEvent::DiffEvent(_) => {}
@@ -207,6 +231,7 @@ impl Reader {
             url: spec.url,
             connect_attempts: spec.connect_attempts,
             client_ping: spec.client_ping,
+            api_key_header: api_key_header(spec.venue, spec.api_key.as_ref()),
             settings: spec.settings,
             core: FeedCore::new(spec.venue, spec.depth, streams, diff, clock::monotonic_ns()),
             outlet: Outlet {
@@ -309,7 +334,12 @@ impl Reader {
             .read_buffer_size(READ_BUFFER_BYTES)
             .max_message_size(Some(settings.max_frame_bytes))
             .max_frame_size(Some(settings.max_frame_bytes));
-        let connect = tokio_tungstenite::connect_async_with_config(&self.url, Some(config), true);
+        let mut request = tungstenite::client::IntoClientRequest::into_client_request(&self.url)
+            .map_err(ConnectionError::Connect)?;
+        if let Some((name, value)) = &self.api_key_header {
+            request.headers_mut().insert(name.clone(), value.clone());
+        }
+        let connect = tokio_tungstenite::connect_async_with_config(request, Some(config), true);
         let (mut socket, _) = tokio::select! {
             connected = tokio::time::timeout(settings.connect_timeout, connect) => {
                 connected
@@ -429,8 +459,15 @@ impl Reader {
                     }
                 }
                 tungstenite::Message::Binary(bytes) => {
-                    let error = BadFrame::Binary { bytes: bytes.len() };
-                    self.core.on_bad_frame(error, received_ns, &mut self.outlet);
+                    self.outlet.metrics.messages.inc();
+                    match self
+                        .core
+                        .on_binary_frame(&bytes, received_ns, &mut self.outlet)
+                    {
+                        FrameVerdict::Continue => {}
+                        FrameVerdict::Refused => return Err(ConnectionError::Refused),
+                        FrameVerdict::Reconnect => return Ok(Disconnect::Reconnect),
+                    }
                 }
                 tungstenite::Message::Close(_) => return Ok(Disconnect::Reconnect),
                 // Answered by tungstenite as it reads; counted so a flood shows.

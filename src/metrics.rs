@@ -53,6 +53,8 @@ pub struct Metrics {
     pub books_dropped: IntCounterVec,
     /// Times a venue's sequence went back and the reader followed it.
     pub sequence_resets: IntCounterVec,
+    /// Well-formed messages of no use to the books.
+    pub messages_ignored: IntCounterVec,
     /// Subscriptions subscribed again because they delivered nothing for the allowance.
     pub silent_resubscriptions: IntCounterVec,
     /// gRPC streams open now, and refused because `grpc.max_clients` were open.
@@ -204,6 +206,12 @@ impl Metrics {
             "orderbook_sequence_resets_total",
             "Snapshot mode: the venue's sequence went back and stayed back (clock jump, restart); the reader followed it.",
         );
+        let messages_ignored = counter(
+            "orderbook_messages_ignored_total",
+            "Well-formed messages of no use to the books: other message types, and binary \
+             (SBE) messages of templates other than the book ones (trades, best bid and ask, \
+             templates the schema adds).",
+        );
         let silent_resubscriptions = counter(
             "orderbook_silent_resubscriptions_total",
             "Subscriptions that delivered no book data for the venue's read-idle allowance (a \
@@ -285,6 +293,7 @@ impl Metrics {
             Box::new(books_repeated.clone()),
             Box::new(books_dropped.clone()),
             Box::new(sequence_resets.clone()),
+            Box::new(messages_ignored.clone()),
             Box::new(silent_resubscriptions.clone()),
             Box::new(e2e_seconds.clone()),
             Box::new(messages.clone()),
@@ -335,6 +344,7 @@ impl Metrics {
             books_repeated,
             books_dropped,
             sequence_resets,
+            messages_ignored,
             silent_resubscriptions,
             grpc_clients,
             grpc_clients_rejected,
@@ -386,6 +396,7 @@ impl Metrics {
             books_dropped_before_ack: self
                 .books_dropped
                 .with_label_values(&[venue.name(), "before_ack"]),
+            messages_ignored: self.messages_ignored.with_label_values(&labels),
             sequence_resets: self.sequence_resets.with_label_values(&labels),
             silent_resubscriptions: self.silent_resubscriptions.with_label_values(&labels),
         }
@@ -433,6 +444,7 @@ pub struct VenueMetrics {
     pub books_repeated: prometheus::local::LocalIntCounter,
     pub books_dropped_out_of_order: IntCounter,
     pub books_dropped_before_ack: IntCounter,
+    pub messages_ignored: IntCounter,
     pub sequence_resets: IntCounter,
     pub silent_resubscriptions: IntCounter,
 }

@@ -202,6 +202,7 @@ impl Service {
                 },
                 mode: venue_config.mode.clone(),
                 client_ping: venue_config.client_ping,
+                api_key: venue_config.api_key.clone(),
                 streams: connection.streams,
             };
             let metrics = metrics.for_venue(venue);

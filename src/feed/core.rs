@@ -101,6 +101,8 @@ pub enum FeedEvent {
     ChecksumMismatch,
     /// A book of a stream whose subscription was not acknowledged yet: dropped.
     BookBeforeAck,
+    /// A well-formed message of no use to the books (another message type or template).
+    Ignored,
 }
 
 /// Where the core's results go: the merger's mailboxes (the live reader), or a merge in
@@ -489,6 +491,44 @@ impl FeedCore {
                 .venue
                 .decode_diff(frame, diff.settings.max_levels, &mut diff.update),
         };
+        self.on_decoded(decoded, frame, received_ns, out)
+    }
+
+    /// Handles one binary frame received at `received_ns`: a book of a venue that sends
+    /// its books in binary (`Venue::BINARY_BOOKS`), a bad frame from any other.
+    #[inline]
+    pub fn on_binary_frame(
+        &mut self,
+        frame: &[u8],
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) -> FrameVerdict {
+        if !self.venue.binary_books() {
+            let error = BadFrame::Binary { bytes: frame.len() };
+            self.on_bad_frame(error, received_ns, out);
+            return FrameVerdict::Continue;
+        }
+        let decoded = match &mut self.diff {
+            None => self
+                .venue
+                .decode_binary(frame, self.depth, &mut self.scratch),
+            Some(diff) => {
+                self.venue
+                    .decode_diff_binary(frame, diff.settings.max_levels, &mut diff.update)
+            }
+        };
+        self.on_decoded(decoded, frame, received_ns, out)
+    }
+
+    /// What a frame decoded to, acted on.
+    #[inline]
+    fn on_decoded(
+        &mut self,
+        decoded: Result<Message<'_>, DecodeError>,
+        frame: &[u8],
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) -> FrameVerdict {
         out.note(None, FeedEvent::Decoded { received_ns });
         if decoded.is_ok() && !self.message_follows(received_ns, out) {
             return FrameVerdict::Reconnect;
@@ -511,7 +551,8 @@ impl FeedCore {
                 self.last_data_ns.fill(received_ns);
                 self.resubscribed_for_silence.fill(false);
             }
-            Ok(Message::Heartbeat | Message::Ignored) => {}
+            Ok(Message::Heartbeat) => {}
+            Ok(Message::Ignored) => out.note(None, FeedEvent::Ignored),
             Err(error) => self.on_bad_frame(BadFrame::Decode(error), received_ns, out),
         }
         FrameVerdict::Continue
@@ -524,7 +565,7 @@ impl FeedCore {
         let Some(slot) = self
             .streams
             .iter()
-            .position(|spec| spec.name.as_bytes() == stream)
+            .position(|spec| self.venue.names_stream(&spec.name, stream))
         else {
             return; // a stream we did not ask for
         };
@@ -655,8 +696,8 @@ impl FeedCore {
         }
     }
 
-    /// A frame that could not be understood (or a binary frame where the venue sends
-    /// text): counted, logged, dropped. Which stream it was for is unknown, so every
+    /// A frame that could not be understood (or a binary frame from a venue that sends
+    /// none): counted, logged, dropped. Which stream it was for is unknown, so every
     /// stream is out of sync until its next good book, and every diff book is rebuilt (a
     /// diff stream that lost a frame has a hole in it).
     pub fn on_bad_frame(&mut self, error: BadFrame, received_ns: u64, out: &mut impl FeedOutput) {

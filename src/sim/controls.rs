@@ -50,7 +50,8 @@ impl Simulator {
     }
 
     /// On each diff stream of `venue`, the next `events` events change the book but are
-    /// not sent: gaps.
+    /// not sent: gaps. (Fault switches of diff streams act on the exchange's streams,
+    /// which every feed of it shares: `Venue::EXCHANGE`.)
     pub fn skip_events(&self, venue: VenueId, events: u64) {
         for stream in self.diff_streams(venue) {
             stream.faults.skip.store(events, Ordering::Relaxed);
@@ -140,7 +141,7 @@ impl Simulator {
         let streams = self.shared.diff_streams.lock().expect("not poisoned");
         streams
             .iter()
-            .filter(|((v, _), _)| *v == venue)
+            .filter(|((v, _), _)| *v == venue.exchange())
             .map(|(_, stream)| Arc::clone(stream))
             .collect()
     }
@@ -167,7 +168,7 @@ impl Simulator {
         self.command(venue, Command::Send(frame.into()));
     }
 
-    /// Sends a binary frame (the venues send only text) on every open connection of `venue`.
+    /// Sends a binary frame on every open connection of `venue`.
     pub fn send_binary(&self, venue: VenueId, bytes: Vec<u8>) {
         self.command(venue, Command::SendBinary(bytes));
     }
@@ -328,13 +329,23 @@ impl Simulator {
         self.control(venue).connections.load(Ordering::Relaxed)
     }
 
-    /// The last book frame sent to any client on `stream`.
+    /// The last book frame sent to any client on `stream` of a venue that sends text.
     pub fn last_sent(&self, venue: VenueId, stream: &str) -> Option<String> {
-        self.shared
-            .last_sent
-            .lock()
-            .expect("not poisoned")
-            .get(&(venue, stream.to_owned()))
-            .cloned()
+        let frame = self.last_sent_bytes(venue, stream)?;
+        String::from_utf8(frame).ok()
+    }
+
+    /// The last book frame sent to any client on `stream`, as sent (binary or text).
+    pub fn last_sent_bytes(&self, venue: VenueId, stream: &str) -> Option<Vec<u8>> {
+        let sent = self.shared.last_sent.lock().expect("not poisoned");
+        sent.get(&(venue, stream.to_owned()))
+            .map(|frame| frame.to_vec())
+    }
+
+    /// Connections of `venue` refused at the upgrade for want of its API key.
+    pub fn refused_for_api_key(&self, venue: VenueId) -> u64 {
+        self.control(venue)
+            .refused_for_api_key
+            .load(Ordering::Relaxed)
     }
 }

@@ -34,9 +34,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{broadcast, mpsc, watch};
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{Bytes, Message};
 
 /// A one-off instruction to every open connection of a venue (`controls.rs` sends them).
 #[derive(Clone, Debug)]
@@ -90,6 +90,8 @@ struct VenueControl {
     closing: AtomicBool,
     /// A REST venue serves its protocol's in-band form (`Simulator::serve_in_band_snapshots`).
     in_band_form: AtomicBool,
+    /// Upgrades refused for want of the venue's API key.
+    refused_for_api_key: AtomicU64,
     faults: DiffFaults,
 }
 
@@ -134,19 +136,26 @@ struct EventFaults {
 /// The connection's queue holds [`DIFF_QUEUE_FRAMES`]: a connection that lets it fill (a
 /// stalled one) loses its subscriptions, as a venue cuts a consumer too slow for it.
 struct Subscriber {
-    frames: mpsc::Sender<(u64, Arc<str>)>,
+    frames: mpsc::Sender<(u64, Bytes)>,
     subscription: u64,
+    /// Which of the stream's feeds it reads (`DiffStream::feeds`).
+    feed: usize,
 }
 
 /// The diff frames a connection's queue holds: over a second and a half at 10,000 frames a
 /// second, a few MB.
 const DIFF_QUEUE_FRAMES: usize = 16_384;
 
-/// One diff stream: its book, who receives its events, saved states.
+/// One diff stream: its book, who receives its events, saved states. Feeds of one
+/// exchange (`Venue::EXCHANGE`: Binance's JSON and SBE streams) share the exchange's
+/// stream, each event encoded once for each feed subscribed to it.
 struct DiffStream {
     faults: EventFaults,
     market: Mutex<DiffMarket>,
     subscribers: Mutex<Vec<Subscriber>>,
+    /// The feeds (venue, stream name) its events have been encoded for, in the order
+    /// they first subscribed.
+    feeds: Mutex<Vec<(VenueId, String)>>,
     /// The book's top after each recent event, oldest first (what tests compare with).
     history: Mutex<VecDeque<TopBook>>,
     /// A snapshot saved by `Simulator::serve_stale_snapshot`, served (once) next.
@@ -159,8 +168,18 @@ impl DiffStream {
     /// events, while the subscribers are locked, so no event falls between the two (an
     /// event already in the snapshot may follow it: the venues' sequences, or their
     /// absolute sizes, make that harmless).
-    fn subscribe(&self, venue: VenueId, stream: &str, in_band: bool, subscriber: Subscriber) {
+    fn subscribe(&self, venue: VenueId, stream: &str, in_band: bool, mut subscriber: Subscriber) {
         let mut subscribers = self.subscribers.lock().expect("not poisoned");
+        subscriber.feed = {
+            let mut feeds = self.feeds.lock().expect("not poisoned");
+            match feeds.iter().position(|(v, s)| *v == venue && s == stream) {
+                Some(feed) => feed,
+                None => {
+                    feeds.push((venue, stream.to_owned()));
+                    feeds.len() - 1
+                }
+            }
+        };
         if in_band {
             let mut snapshot = BookUpdate::default();
             let checksum = {
@@ -177,10 +196,9 @@ impl DiffStream {
                 PRICE_DECIMALS,
                 &mut frame,
             );
-            let frame: Arc<str> = String::from_utf8(frame)
-                .expect("encoders write UTF-8")
-                .into();
-            let _ = subscriber.frames.try_send((subscriber.subscription, frame));
+            let _ = subscriber
+                .frames
+                .try_send((subscriber.subscription, Bytes::from(frame)));
         }
         subscribers.push(subscriber);
     }
@@ -261,7 +279,7 @@ struct Shared {
     mid_ticks: AtomicU64,
     venues: [VenueControl; MAX_VENUES],
     recordings: Mutex<[Option<Arc<Recording>>; MAX_VENUES]>,
-    last_sent: Mutex<HashMap<(VenueId, String), String>>,
+    last_sent: Mutex<HashMap<(VenueId, String), Bytes>>,
     diff_streams: Mutex<HashMap<(VenueId, String), Arc<DiffStream>>>,
     rest_addr: SocketAddr,
     /// Where connections opened from now on report each book frame they send.
@@ -315,6 +333,7 @@ impl Simulator {
                 quiet: AtomicBool::new(false),
                 closing: AtomicBool::new(false),
                 in_band_form: AtomicBool::new(false),
+                refused_for_api_key: AtomicU64::new(0),
                 faults: DiffFaults::default(),
             }),
             recordings: Mutex::new(Default::default()),
@@ -370,10 +389,14 @@ impl Simulator {
         format!("http://{}/{}", self.shared.rest_addr, venue.name())
     }
 
-    /// Points every venue of `config` (WebSocket and REST) at this simulator.
+    /// Points every venue of `config` (WebSocket and REST) at this simulator, with a
+    /// stand-in API key where a venue needs one and the config names none.
     pub fn point(&self, config: &mut crate::config::Config) {
         for venue in &mut config.venues {
             venue.url = self.url(venue.venue);
+            if venue.venue.api_key_header().is_some() && venue.api_key.is_none() {
+                venue.api_key = Some(crate::config::ApiKey::stand_in());
+            }
             if let crate::config::FeedMode::Diff(settings) = &mut venue.mode {
                 settings.rest_url = self.rest_url(venue.venue);
             }
@@ -402,17 +425,13 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         stream,
         |request: &Request, response: Response| {
             path = request.uri().path().to_owned();
+            check_api_key(request, &shared)?;
             Ok(response)
         },
         Some(config),
     )
     .await?;
-    let venue_name = path
-        .trim_start_matches('/')
-        .split('/')
-        .next()
-        .unwrap_or_default();
-    let Some(venue) = VenueId::from_name(venue_name) else {
+    let Some(venue) = venue_of_path(&path) else {
         return Err(format!("no venue at {path:?}").into());
     };
     let control = &shared.venues[venue.index()];
@@ -448,7 +467,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         streams: Vec::new(),
         book: TopBook::default(),
     };
-    let (diff_sender, mut diff_frames) = mpsc::channel::<(u64, Arc<str>)>(DIFF_QUEUE_FRAMES);
+    let (diff_sender, mut diff_frames) = mpsc::channel::<(u64, Bytes)>(DIFF_QUEUE_FRAMES);
     // The connection's live diff subscriptions (stream, id), and the next id.
     let (mut live, mut next_subscription): (Vec<(String, u64)>, u64) = (Vec::new(), 0);
     let mut numbers = MessageNumbers { venue, next: 0 };
@@ -482,11 +501,11 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                                 next_subscription += 1;
                                 live.retain(|(name, _)| *name != stream);
                                 live.push((stream.clone(), next_subscription));
-                                let subscriber = Subscriber { frames: diff_sender.clone(), subscription: next_subscription };
+                                let subscriber = Subscriber { frames: diff_sender.clone(), subscription: next_subscription, feed: 0 };
                                 diff.subscribe(venue, &stream, control.in_band(venue), subscriber);
                                 continue;
                             }
-                            let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.index() as u64) << 32;
+                            let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.exchange().index() as u64) << 32;
                             let levels = venue.levels_on_stream(&stream);
                             books.streams.push((stream, levels, SimulatedBook::new(seed)));
                         }
@@ -518,7 +537,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                     match (live, frame.is_empty()) {
                         (false, _) => {}
                         (true, true) => numbers.lose(),
-                        (true, false) => socket.feed(Message::text(numbers.stamp(frame.to_string()))).await?,
+                        (true, false) => socket.feed(numbers.book_message(frame)).await?,
                     }
                     next = (taken < DIFF_FRAMES_PER_WRITE).then(|| diff_frames.try_recv().ok()).flatten();
                     taken += 1;
@@ -580,7 +599,7 @@ const DIFF_FRAMES_PER_WRITE: usize = 256;
 
 /// What a diff stream sends for an event it applied but lost (`Simulator::skip_events`):
 /// nothing, though a venue that numbers its messages numbered it.
-const LOST_EVENT: &str = "";
+const LOST_EVENT: Bytes = Bytes::new();
 
 /// The numbers of a connection's messages, where its venue numbers them
 /// (`Simulated::number_message`).
@@ -604,6 +623,16 @@ impl MessageNumbers {
     /// A message numbered and never sent.
     fn lose(&mut self) {
         self.next += 1;
+    }
+
+    /// A book frame as the venue sends it: binary where its books are
+    /// (`Venue::BINARY_BOOKS`), else text, numbered where the venue numbers its messages.
+    fn book_message(&mut self, frame: Bytes) -> Message {
+        if self.venue.binary_books() {
+            return Message::Binary(frame);
+        }
+        let text = String::from_utf8(frame.into()).expect("text encoders write UTF-8");
+        Message::text(self.stamp(text))
     }
 }
 
@@ -663,20 +692,24 @@ impl BookFrames {
                 book.venue_sequence += clock_offset;
                 let mut frame = Vec::new();
                 venue.encode_book(stream, book, price_decimals, &mut frame);
-                let text = String::from_utf8(frame).expect("encoders write UTF-8");
+                let frame = Bytes::from(frame);
                 match &self.send_log {
-                    // Under load, the frame's time (below) instead of a copy of its text.
+                    // Under load, the frame's time (below) instead of a copy of it.
                     Some(_) => self.unstamped.push(book.venue_sequence),
                     None => {
                         shared
                             .last_sent
                             .lock()
                             .expect("not poisoned")
-                            .insert((venue, stream.clone()), text.clone());
+                            .insert((venue, stream.clone()), frame.clone());
                     }
                 }
-                unflushed += text.len();
-                socket.feed(Message::text(text)).await?;
+                unflushed += frame.len();
+                let message = match venue.binary_books() {
+                    true => Message::Binary(frame),
+                    false => Message::Text(frame.try_into().expect("text encoders write UTF-8")),
+                };
+                socket.feed(message).await?;
                 // A burst of 100-level books would otherwise be held whole, tens of MB.
                 if unflushed >= WRITE_CHUNK_BYTES {
                     socket.flush().await?;
@@ -718,7 +751,7 @@ impl BookFrames {
 fn stream_key(venue: VenueId, stream: &str) -> (VenueId, String) {
     let symbol = venue.diff_stream_symbol(stream);
     (
-        venue,
+        venue.exchange(),
         symbol.as_deref().unwrap_or(stream).to_ascii_lowercase(),
     )
 }
@@ -740,6 +773,8 @@ fn diff_stream(
     if let Some(existing) = streams.get(&key) {
         return Arc::clone(existing);
     }
+    // The exchange's stream, whichever of its feeds asked first.
+    let venue = key.0;
     let seed = shared.seed ^ (streams.len() as u64) << 16 ^ (venue.index() as u64) << 32;
     let market = DiffMarket::new(
         seed,
@@ -756,6 +791,7 @@ fn diff_stream(
         faults: EventFaults::default(),
         market: Mutex::new(market),
         subscribers: Mutex::new(Vec::new()),
+        feeds: Mutex::new(Vec::new()),
         history: Mutex::new(VecDeque::from([first])),
         stale_snapshot: Mutex::new(None),
     });
@@ -763,7 +799,6 @@ fn diff_stream(
     tokio::spawn(generate_diff_events(
         Arc::downgrade(shared),
         venue,
-        stream.to_owned(),
         Arc::clone(&created),
     ));
     created
@@ -776,12 +811,12 @@ fn take_one(counter: &AtomicU64) -> bool {
         .is_ok()
 }
 
-/// Changes `stream`'s book at the simulator's rate and sends each event to its
-/// subscribers (with the venue's faults applied), until the simulator is gone.
+/// Changes the stream's book at the simulator's rate and sends each event to its
+/// subscribers, encoded for the feed each reads (with the venue's faults applied), until
+/// the simulator is gone. `venue` is the exchange's.
 async fn generate_diff_events(
     shared: std::sync::Weak<Shared>,
     venue: VenueId,
-    stream: String,
     diff: Arc<DiffStream>,
 ) {
     let Some(rate) = shared.upgrade().map(|shared| shared.rate_per_second) else {
@@ -790,7 +825,8 @@ async fn generate_diff_events(
     let mut ticker = tokio::time::interval(Duration::from_secs(1) / rate.min(1000));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut event = BookUpdate::default();
-    let mut held: Option<Arc<str>> = None;
+    // An event's frames, one a feed.
+    let mut held: Option<Arc<[Bytes]>> = None;
     loop {
         ticker.tick().await;
         let Some(shared) = shared.upgrade() else {
@@ -802,7 +838,6 @@ async fn generate_diff_events(
         }
         for _ in 0..rate.div_ceil(1000) {
             let mid = shared.mid_ticks.load(Ordering::Relaxed);
-            let mut frame = Vec::new();
             let checksum = {
                 let mut market = diff.market.lock().expect("not poisoned");
                 market.next_event(mid, crate::clock::unix_ns() / 1_000, &mut event);
@@ -821,21 +856,26 @@ async fn generate_diff_events(
                 // A bad checksum: one bit flipped.
                 checksum.map(|sum| sum ^ u32::from(take_one(&diff.faults.corrupt_checksum)))
             };
-            venue.encode_diff(
-                &stream,
-                &event,
-                checksum,
-                PRICE_DECIMALS,
-                crate::clock::unix_ns() / 1_000_000,
-                &mut frame,
-            );
-            let frame: Arc<str> = String::from_utf8(frame)
-                .expect("encoders write UTF-8")
-                .into();
+            let unix_ms = crate::clock::unix_ns() / 1_000_000;
+            let frame: Arc<[Bytes]> = (diff.feeds.lock().expect("not poisoned").iter())
+                .map(|(feed_venue, stream)| {
+                    let mut frame = Vec::new();
+                    let price_decimals = PRICE_DECIMALS;
+                    feed_venue.encode_diff(
+                        stream,
+                        &event,
+                        checksum,
+                        price_decimals,
+                        unix_ms,
+                        &mut frame,
+                    );
+                    Bytes::from(frame)
+                })
+                .collect();
             let faults = &diff.faults;
-            let mut outgoing: Vec<Arc<str>> = Vec::new();
+            let mut outgoing: Vec<Arc<[Bytes]>> = Vec::new();
             if take_one(&faults.skip) {
-                outgoing.push(Arc::from(LOST_EVENT));
+                outgoing.push(Arc::from(vec![LOST_EVENT; frame.len()]));
             } else if let Some(earlier) = held.take() {
                 outgoing.extend([Arc::clone(&frame), earlier]);
             } else if take_one(&faults.swap) {
@@ -848,11 +888,55 @@ async fn generate_diff_events(
             let mut subscribers = diff.subscribers.lock().expect("not poisoned");
             subscribers.retain(|subscriber| {
                 let id = subscriber.subscription;
-                (outgoing.iter())
-                    .all(|frame| subscriber.frames.try_send((id, Arc::clone(frame))).is_ok())
+                // A feed that subscribed after the event was encoded has no frame of it: its
+                // book starts after (a snapshot it fetched, or its in-band one).
+                let frames = outgoing
+                    .iter()
+                    .filter_map(|frames| frames.get(subscriber.feed));
+                frames
+                    .into_iter()
+                    .all(|frame| subscriber.frames.try_send((id, frame.clone())).is_ok())
             });
         }
     }
+}
+
+/// The venue a connection's path names (`/binance`, `/binance_sbe/…`).
+fn venue_of_path(path: &str) -> Option<VenueId> {
+    let name = path.trim_start_matches('/').split('/').next()?;
+    VenueId::from_name(name)
+}
+
+/// A venue whose market data needs an API key refuses an upgrade without one (any
+/// non-empty key: the simulator cannot check a key against an account), with HTTP 401.
+/// What the exchange answers exactly is not recorded (PROTOCOLS.md): the reader counts any
+/// refused upgrade alike. Counted by `Simulator::refused_for_api_key`.
+#[allow(clippy::result_large_err)]
+fn check_api_key(
+    request: &Request,
+    shared: &Shared,
+) -> Result<(), tokio_tungstenite::tungstenite::handshake::server::ErrorResponse> {
+    let Some(venue) = venue_of_path(request.uri().path()) else {
+        return Ok(());
+    };
+    let Some(header) = venue.api_key_header() else {
+        return Ok(());
+    };
+    if request
+        .headers()
+        .get(header)
+        .is_some_and(|key| !key.as_bytes().is_empty())
+    {
+        return Ok(());
+    }
+    shared.venues[venue.index()]
+        .refused_for_api_key
+        .fetch_add(1, Ordering::Relaxed);
+    let body = format!("simulator: no API key in {header}");
+    let mut response =
+        tokio_tungstenite::tungstenite::handshake::server::ErrorResponse::new(Some(body));
+    *response.status_mut() = tokio_tungstenite::tungstenite::http::StatusCode::UNAUTHORIZED;
+    Err(response)
 }
 
 /// The simulator's REST server: `/<venue>/<the venue's snapshot path>`, answered from the

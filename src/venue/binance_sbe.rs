@@ -23,9 +23,216 @@
 //! `mantissa × 10^exponent`, into `FixedPoint` exactly: one that needs more than 8
 //! fractional digits, or is negative, or too large, is an error, never rounded.
 
+use super::binance::{Binance, UpdateIdRanges};
+use super::{
+    Answer, ConnectBudget, Message, Simulated, SnapshotSource, StreamKind, SubscribeRequest,
+    Venue,
+};
 use crate::book::{BookUpdate, Level, Levels, Side, TopBook};
 use crate::fixed::{DECIMALS, FixedPoint, FixedPointError};
+use crate::sync::Sequencing;
 use crate::walker::DecodeError;
+
+/// Binance's SBE market-data streams: `<symbol>@depth20` (snapshot mode) and
+/// `<symbol>@depth` (diff mode, with Binance's REST snapshots and sync rules). Requests,
+/// their answers and `serverShutdown` are Binance's JSON text frames; books come in binary
+/// frames, which name their symbol. The upgrade request carries the API key of an Ed25519
+/// key in `X-MBX-APIKEY`.
+pub struct BinanceSbe;
+
+impl Venue for BinanceSbe {
+    const NAME: &'static str = "binance_sbe";
+    const EXCHANGE: &'static str = Binance::NAME;
+    const DEFAULT_URL: &'static str = "wss://stream-sbe.binance.com:9443/stream";
+    const DEFAULT_REST_URL: &'static str = Binance::DEFAULT_REST_URL;
+    /// The JSON streams' limits (PROTOCOLS.md, Binance, "SBE": "1,024 streams each, 300
+    /// connection attempts per 5 minutes").
+    const CONNECT_BUDGET: ConnectBudget = Binance::CONNECT_BUDGET;
+    const MAX_STREAMS_PER_CONNECTION: usize = Binance::MAX_STREAMS_PER_CONNECTION;
+    const SEQUENCE: &'static dyn Sequencing = &UpdateIdRanges;
+    const SNAPSHOTS: SnapshotSource = SnapshotSource::Rest;
+    const SNAPSHOT_STREAMS: bool = true;
+    const BINARY_BOOKS: bool = true;
+    const API_KEY_HEADER: Option<&'static str> = Some("X-MBX-APIKEY");
+
+    /// A text frame: a subscription's answer or `serverShutdown`. Books come in binary.
+    fn decode<'a>(
+        frame: &'a [u8],
+        depth: usize,
+        out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError> {
+        match Binance::decode(frame, depth, out)? {
+            Message::Book { .. } => Err(JSON_BOOK),
+            message => Ok(message),
+        }
+    }
+
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        match Binance::decode_diff(frame, max_levels, out)? {
+            Message::Book { .. } => Err(JSON_BOOK),
+            message => Ok(message),
+        }
+    }
+
+    #[inline]
+    fn decode_binary<'a>(
+        frame: &'a [u8],
+        depth: usize,
+        out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError> {
+        Ok(match decode_depth_snapshot(frame, depth, out)? {
+            Decoded::Book { symbol } => Message::Book { stream: symbol },
+            Decoded::Other { .. } => Message::Ignored,
+        })
+    }
+
+    #[inline]
+    fn decode_diff_binary<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        match decode_depth_diff(frame, max_levels, out)? {
+            Decoded::Book { .. } if out.first_id > out.last_id => Err(DecodeError::Invalid(
+                "depthUpdate with U greater than u",
+            )),
+            Decoded::Book { symbol } => Ok(Message::Book { stream: symbol }),
+            Decoded::Other { .. } => Ok(Message::Ignored),
+        }
+    }
+
+    /// A book message names its symbol (`BTCUSDT`); the stream is `btcusdt@depth20` or
+    /// `btcusdt@depth`, and a connection carries one of the two for a symbol.
+    #[inline]
+    fn names_stream(stream: &str, named: &[u8]) -> bool {
+        let stream = stream.as_bytes();
+        stream.len() > named.len()
+            && stream[named.len()] == b'@'
+            && stream[..named.len()].eq_ignore_ascii_case(named)
+    }
+
+    fn spot_symbol(base: &str, quote: &str) -> String {
+        Binance::spot_symbol(base, quote)
+    }
+
+    /// `depth20` is the one top-of-book stream: the service keeps its best `depth` levels.
+    fn stream_name(symbol: &str, _depth: usize) -> String {
+        format!("{}@depth20", symbol.to_ascii_lowercase())
+    }
+
+    fn subscribe_frames(
+        streams: &[String],
+        kind: StreamKind,
+        depth: usize,
+        first_id: u64,
+    ) -> Vec<SubscribeRequest> {
+        Binance::subscribe_frames(streams, kind, depth, first_id)
+    }
+
+    fn unsubscribe_frames(streams: &[String], kind: StreamKind, depth: usize) -> Vec<String> {
+        Binance::unsubscribe_frames(streams, kind, depth)
+    }
+
+    fn diff_stream_name(symbol: &str) -> String {
+        format!("{}@depth", symbol.to_ascii_lowercase())
+    }
+
+    fn diff_stream_symbol(stream: &str) -> Option<String> {
+        let symbol = stream.strip_suffix("@depth")?;
+        (!symbol.is_empty()).then(|| symbol.to_ascii_uppercase())
+    }
+
+    fn decode_snapshot(
+        body: &[u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(), DecodeError> {
+        Binance::decode_snapshot(body, max_levels, out)
+    }
+
+    fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
+        Binance::snapshot_url(rest_base, symbol, limit)
+    }
+
+    fn snapshot_symbol(url: &str) -> Option<String> {
+        Binance::snapshot_symbol(url)
+    }
+
+    fn snapshot_weight(limit: usize) -> u32 {
+        Binance::snapshot_weight(limit)
+    }
+}
+
+/// A JSON book on the SBE connection, where books come in binary.
+const JSON_BOOK: DecodeError = DecodeError::UnknownMessage("a JSON book on the SBE stream");
+
+/// The simulator's side: Binance's requests and REST snapshots, its books in SBE.
+impl Simulated for BinanceSbe {
+    fn encode_book(stream: &str, book: &TopBook, _price_decimals: u32, out: &mut Vec<u8>) {
+        encode_depth_snapshot(&stream_symbol(stream), book, 0, out);
+    }
+
+    fn answer_request(request: &str) -> Option<Answer> {
+        Binance::answer_request(request)
+    }
+
+    fn reconnect_request() -> Option<&'static str> {
+        Binance::reconnect_request()
+    }
+
+    fn server_ping_interval() -> Option<std::time::Duration> {
+        Binance::server_ping_interval()
+    }
+
+    fn levels_on_stream(_stream: &str) -> usize {
+        20
+    }
+
+    fn encode_diff(
+        stream: &str,
+        update: &BookUpdate,
+        _checksum: Option<u32>,
+        _price_decimals: u32,
+        unix_ms: u64,
+        out: &mut Vec<u8>,
+    ) {
+        let event_time_us = (unix_ms * 1_000) as i64;
+        encode_depth_diff(&stream_symbol(stream), update, event_time_us, out);
+    }
+
+    /// The REST body, Binance's JSON.
+    fn encode_snapshot(
+        stream: &str,
+        snapshot: &BookUpdate,
+        on: SnapshotSource,
+        checksum: Option<u32>,
+        price_decimals: u32,
+        out: &mut Vec<u8>,
+    ) {
+        Binance::encode_snapshot(stream, snapshot, on, checksum, price_decimals, out);
+    }
+
+    fn next_event_ids(last_id: u64, changes: u64, now_us: u64) -> (u64, u64) {
+        Binance::next_event_ids(last_id, changes, now_us)
+    }
+
+    fn initial_event_id(now_us: u64) -> u64 {
+        Binance::initial_event_id(now_us)
+    }
+}
+
+/// `BTCUSDT` of `btcusdt@depth20`.
+fn stream_symbol(stream: &str) -> String {
+    stream
+        .split('@')
+        .next()
+        .unwrap_or_default()
+        .to_ascii_uppercase()
+}
 
 /// The schema's id; its messages' ids are its templates'.
 pub const SCHEMA_ID: u16 = 1;

@@ -129,6 +129,49 @@ pub trait Venue {
     /// them, `diff` is its only mode.
     const SNAPSHOT_STREAMS: bool;
 
+    /// Whether the venue sends its books in binary frames (Binance SBE), read by
+    /// [`Venue::decode_binary`] and [`Venue::decode_diff_binary`]; its text frames are
+    /// still read by `decode` and `decode_diff` (subscription answers). A binary frame
+    /// from any other venue is a bad frame.
+    const BINARY_BOOKS: bool = false;
+
+    /// The HTTP header of the WebSocket upgrade that carries the venue's API key, where
+    /// its market data needs one (`venues.<name>.api_key_env` or `api_key_file`).
+    const API_KEY_HEADER: Option<&'static str> = None;
+
+    /// The exchange whose books this feed carries: the venue's own name, or the name of
+    /// the venue that is another feed of the same books (the simulator serves both from
+    /// one market).
+    const EXCHANGE: &'static str = Self::NAME;
+
+    /// Decodes one binary frame of a snapshot connection, as [`Venue::decode`] a text one.
+    fn decode_binary<'a>(
+        frame: &'a [u8],
+        depth: usize,
+        out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError> {
+        let _ = (frame, depth, out);
+        Err(DecodeError::UnknownMessage("binary frame"))
+    }
+
+    /// Decodes one binary frame of a diff connection, as [`Venue::decode_diff`] a text one.
+    fn decode_diff_binary<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        let _ = (frame, max_levels, out);
+        Err(DecodeError::UnknownMessage("binary frame"))
+    }
+
+    /// Whether a book message naming `named` (what [`Message::Book`]'s `stream` holds) is
+    /// of the stream `stream`: the same name, unless the venue's messages name their
+    /// books otherwise (Binance SBE: by the symbol alone).
+    #[inline]
+    fn names_stream(stream: &str, named: &[u8]) -> bool {
+        stream.as_bytes() == named
+    }
+
     /// The stream (channel) this venue publishes `symbol`'s book on, for `depth` levels.
     fn stream_name(symbol: &str, depth: usize) -> String;
 
@@ -431,6 +474,40 @@ macro_rules! venues {
                 match self { $(VenueId::$variant => <$module::$venue as Venue>::decode(frame, depth, out)),+ }
             }
 
+            /// See [`Venue::decode_binary`].
+            #[inline]
+            pub fn decode_binary<'a>(self, frame: &'a [u8], depth: usize, out: &mut TopBook) -> Result<Message<'a>, DecodeError> {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::decode_binary(frame, depth, out)),+ }
+            }
+
+            /// See [`Venue::decode_diff_binary`].
+            #[inline]
+            pub fn decode_diff_binary<'a>(self, frame: &'a [u8], max_levels: usize, out: &mut BookUpdate) -> Result<Message<'a>, DecodeError> {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::decode_diff_binary(frame, max_levels, out)),+ }
+            }
+
+            /// See [`Venue::BINARY_BOOKS`].
+            pub fn binary_books(self) -> bool {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::BINARY_BOOKS),+ }
+            }
+
+            /// See [`Venue::API_KEY_HEADER`].
+            pub fn api_key_header(self) -> Option<&'static str> {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::API_KEY_HEADER),+ }
+            }
+
+            /// The venue whose books this feed carries (see [`Venue::EXCHANGE`]).
+            pub fn exchange(self) -> VenueId {
+                let name = match self { $(VenueId::$variant => <$module::$venue as Venue>::EXCHANGE),+ };
+                VenueId::from_name(name).unwrap_or(self)
+            }
+
+            /// See [`Venue::names_stream`].
+            #[inline]
+            pub fn names_stream(self, stream: &str, named: &[u8]) -> bool {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::names_stream(stream, named)),+ }
+            }
+
             /// Encodes a book frame with this venue's encoder (see [`Simulated::encode_book`]).
             pub fn encode_book(self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
                 match self { $(VenueId::$variant => <$module::$venue as Simulated>::encode_book(stream, book, price_decimals, out)),+ }
@@ -628,11 +705,8 @@ venues! {
     Okx => okx::Okx,
     CoinbaseExchange => coinbase_exchange::CoinbaseExchange,
     Coinbase => coinbase::Coinbase,
+    BinanceSbe => binance_sbe::BinanceSbe,
 }
-
-/// Binance's binary (SBE) book messages: the decoder and encoder, before the feed that
-/// reads them joins the registry.
-pub mod binance_sbe;
 
 const _: () = assert!(VenueId::ALL.len() <= MAX_VENUES);
 

@@ -445,6 +445,8 @@ fn config_for(spec: &LoadSpec) -> Result<mergebook::config::Config, String> {
         listen = "127.0.0.1:0"
         [metrics]
         listen = "127.0.0.1:0"
+        # The venues are this process's simulator's (`Simulator::point`).
+        [simulator]
         [[instruments]]
         name = "ETH/BTC"
         symbols = {{ {symbols} }}

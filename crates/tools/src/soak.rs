@@ -270,6 +270,8 @@ fn config(simulator: &Simulator) -> Result<Config, String> {
         connect_timeout_ms = 1000
         backoff_initial_ms = 20
         backoff_max_ms = 500
+        # The venues are this process's simulator's (`Simulator::point`).
+        [simulator]
         [[instruments]]
         name = "ETH/BTC"
         symbols = {{ {symbols} }}
