@@ -26,6 +26,15 @@ fn decoders(c: &mut Criterion) {
                 .map(drop)
         })
     });
+    // The same book in SBE: the binary decode beside the JSON one, in the same run.
+    let binance_sbe_20 = binance_sbe_20();
+    c.bench_function("binance_sbe_decode_depth20", |b| {
+        b.iter(|| {
+            VenueId::BinanceSbe
+                .decode_binary(black_box(&binance_sbe_20), KEEP, &mut out)
+                .map(drop)
+        })
+    });
     let bitstamp_20 = bitstamp_20();
     c.bench_function("bitstamp_decode_20", |b| {
         b.iter(|| {

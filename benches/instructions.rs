@@ -37,6 +37,7 @@ fn main() {
     };
     let mut out = TopBook::default();
     let bitstamp_20 = bitstamp_20();
+    let binance_sbe_20 = binance_sbe_20();
     let bitstamp_100 = bitstamp_100();
     let binance_book = decode(VenueId::Binance, BINANCE_20, KEEP);
     let bitstamp_book = decode(VenueId::Bitstamp, bitstamp_100, KEEP);
@@ -84,6 +85,11 @@ fn main() {
         "bitstamp_decode_100_varied" => Box::new(varied(bitstamp_100_varied(), VenueId::Bitstamp)),
         "binance_decode_20" => Box::new(|| {
             let result = VenueId::Binance.decode(black_box(BINANCE_20), KEEP, &mut out);
+            black_box(result.expect("decodes"));
+        }),
+        "binance_sbe_decode_depth20" => Box::new(|| {
+            let result =
+                VenueId::BinanceSbe.decode_binary(black_box(&binance_sbe_20), KEEP, &mut out);
             black_box(result.expect("decodes"));
         }),
         "bitstamp_decode_20" => Box::new(|| {
@@ -195,7 +201,7 @@ fn main() {
                  bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \
                  okx_decode_books5 | okx_update | okx_checksum | \
                  coinbase_exchange_decode_snapshot | coinbase_exchange_update | \
-                 coinbase_decode_snapshot | coinbase_update>"
+                 coinbase_decode_snapshot | coinbase_update | binance_sbe_decode_depth20>"
             );
             std::process::exit(2);
         }

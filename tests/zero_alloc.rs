@@ -418,3 +418,79 @@ fn a_coinbase_update_of_two_products_allocates_nothing() {
     };
     allocates_nothing_after_warm_up(&frames, apply, "Coinbase Advanced Trade's path");
 }
+
+/// Binance on SBE: the recorded depth20 book and the recorded NKNUSDT diff stream, as the
+/// simulator encodes them in SBE. A `depth20` frame decoded into the scratch book and into
+/// the mailbox; a `depth` frame decoded → checked → applied → its top into the mailbox.
+#[test]
+fn binance_sbe_frames_allocate_nothing() {
+    use mergebook::book::BookUpdate;
+    use mergebook::sync::{BookSync, UpdateOutcome};
+    const MAX_LEVELS: usize = 5000;
+    let venue = VenueId::BinanceSbe;
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
+
+    let mut book = TopBook::default();
+    VenueId::Binance.decode(BINANCE, 20, &mut book).unwrap();
+    let snapshots: Vec<Vec<u8>> = (0..100u64)
+        .map(|n| {
+            book.venue_sequence = n;
+            let mut frame = Vec::new();
+            venue.encode_book("btcusdt@depth20", &book, 8, &mut frame);
+            frame
+        })
+        .collect();
+    let mut scratch = TopBook::default();
+    let publish_snapshot = |frame: &[u8]| {
+        let message = venue.decode_binary(frame, 10, &mut scratch).unwrap();
+        assert_eq!(message, Message::Book { stream: b"BTCUSDT" });
+        sender
+            .publish_with(|slot| -> Result<(), ()> {
+                slot.copy_from(&scratch);
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+    };
+    allocates_nothing_after_warm_up(&snapshots, publish_snapshot, "an SBE depth20 frame");
+
+    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
+    let events: Vec<Vec<u8>> = NKNUSDT_DIFFS
+        .lines()
+        .map(|line| {
+            VenueId::Binance
+                .decode_diff(line.as_bytes(), MAX_LEVELS, &mut update)
+                .unwrap();
+            let mut frame = Vec::new();
+            venue.encode_diff("nknusdt@depth", &update, None, 8, 0, &mut frame);
+            frame
+        })
+        .collect();
+    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+    venue
+        .decode_diff_binary(&events[0], MAX_LEVELS, &mut update)
+        .unwrap();
+    sync.on_update(&update);
+    let mut snapshot = BookUpdate::default();
+    venue
+        .decode_snapshot(NKNUSDT_SNAPSHOT, MAX_LEVELS, &mut snapshot)
+        .unwrap();
+    sync.on_snapshot(&snapshot);
+    assert!(sync.is_synced());
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let apply = |frame: &[u8]| {
+        let message = venue
+            .decode_diff_binary(frame, MAX_LEVELS, &mut update)
+            .unwrap();
+        assert_eq!(message, Message::Book { stream: b"NKNUSDT" });
+        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
+        sender
+            .publish_with(|top| -> Result<(), ()> {
+                sync.book.top(10, top);
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+    };
+    allocates_nothing_after_warm_up(&events[1..], apply, "an SBE depth frame");
+}

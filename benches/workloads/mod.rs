@@ -18,6 +18,18 @@ pub const KEEP: usize = 10;
 pub const PRICE: &[u8] = b"35496.06000000";
 pub const AMOUNT: &[u8] = b"0.29859300";
 
+/// `BINANCE_20`'s book as Binance's SBE `depth20` message (the simulator's encoder: the
+/// same 20 levels a side, mantissas of 10^-8; 670 bytes).
+pub fn binance_sbe_20() -> Vec<u8> {
+    let mut book = TopBook::default();
+    VenueId::Binance
+        .decode(BINANCE_20, 20, &mut book)
+        .expect("recorded frame");
+    let mut frame = Vec::new();
+    VenueId::BinanceSbe.encode_book("btcusdt@depth20", &book, 8, &mut frame);
+    frame
+}
+
 /// The first recorded Bitstamp frame.
 pub fn bitstamp_100() -> &'static [u8] {
     BITSTAMP_100

@@ -113,6 +113,12 @@ impl Harness {
             Some(_) => "ping_interval_ms = 100",
             None => "",
         };
+        // A key file, where the venue's market data needs one (the simulator checks it is
+        // sent).
+        let api_key = match venue.api_key_header() {
+            Some(_) => format!("api_key_file = {:?}", super::api_key_file(venue).display()),
+            None => String::new(),
+        };
         let config = format!(
             r#"
             [service]
@@ -126,6 +132,7 @@ impl Harness {
             [venues.{venue}]
             mode = "diff"
             {pings}
+            {api_key}
             snapshot_spacing_ms = 20
             snapshot_timeout_ms = 1000
             [[instruments]]

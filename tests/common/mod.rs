@@ -154,3 +154,13 @@ pub async fn eventually(what: &str, limit: Duration, condition: impl Fn() -> boo
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// A file holding a stand-in for `venue`'s API key (the simulator takes any), in this
+/// test process's temporary directory.
+pub fn api_key_file(venue: mergebook::venue::VenueId) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mergebook-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{venue}-api-key"));
+    std::fs::write(&path, "simulator-key\n").unwrap();
+    path
+}

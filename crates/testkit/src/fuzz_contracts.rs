@@ -83,6 +83,28 @@ pub fn diff_decoder(venue: VenueId, data: &[u8]) {
     }
 }
 
+/// The binary decoders of `venue` (a venue whose books come in binary frames) never
+/// panic; a top book one accepts is sorted best first with no zero amounts and at most the
+/// depth asked for (the first byte) a side, and a diff event holds at most the levels asked
+/// for a side, its update ids in order.
+pub fn binary_decoder(venue: VenueId, data: &[u8]) {
+    let Some((&limit, frame)) = data.split_first() else {
+        return;
+    };
+    let limit = usize::from(limit).max(1);
+    let mut book = TopBook::default();
+    if let Ok(Message::Book { .. }) = venue.decode_binary(frame, limit, &mut book) {
+        for side in [Side::Bid, Side::Ask] {
+            assert!(assert_sorted_without_zeros(side, book.side(side).as_slice()) <= limit);
+        }
+    }
+    let mut update = BookUpdate::default();
+    if let Ok(Message::Book { .. }) = venue.decode_diff_binary(frame, limit, &mut update) {
+        assert!(update.bids.len() <= limit && update.asks.len() <= limit);
+        assert!(update.first_id <= update.last_id);
+    }
+}
+
 /// Every decoder of `venue` (a venue with snapshot and diff streams, and REST snapshots)
 /// on the same input: the contracts of [`snapshot_decoder`] and [`diff_decoder`], and a
 /// REST body it accepts has strictly sorted sides of at most the levels asked for.

@@ -1,0 +1,8 @@
+//! See `mergebook_testkit::fuzz_contracts::binary_decoder` for what this target checks.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use mergebook::venue::VenueId;
+
+fuzz_target!(|data: &[u8]| {
+    mergebook_testkit::fuzz_contracts::binary_decoder(VenueId::BinanceSbe, data)
+});
