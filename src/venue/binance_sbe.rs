@@ -1,7 +1,8 @@
 //! Binance's binary market data: Simple Binary Encoding, schema `stream_1_0.xml`
-//! (binance-spot-api-docs, `sbe/schemas/`; `../shared/fixtures/PROTOCOLS.md`, Binance,
-//! "SBE"). No SBE frame is recorded in the fixtures: the frames here are built from the
-//! schema, and checked against the JSON stream of the same book.
+//! (<https://github.com/binance/binance-spot-api-docs/tree/master/sbe/schemas>;
+//! `../shared/fixtures/PROTOCOLS.md`, Binance, "SBE"). No SBE frame is recorded in the
+//! fixtures: the frames here and in `tests/binance_sbe.rs` are built from the schema, and
+//! the simulator's are checked against its JSON stream of the same book.
 //!
 //! Every message is little-endian and starts with an 8-byte header: `blockLength u16`,
 //! `templateId u16`, `schemaId u16`, `version u16`. The two book templates:
