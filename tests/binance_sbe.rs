@@ -82,7 +82,7 @@ struct Read {
     ids: Vec<u64>,
     bids: Vec<Level>,
     asks: Vec<Level>,
-    symbol: String,
+    symbol: Vec<u8>,
 }
 
 /// `mantissa × 10^exponent` as decimal text, parsed (more than 8 fractional digits that
@@ -143,10 +143,9 @@ fn reference(frame: &[u8]) -> Option<Read> {
         sides.push(levels);
     }
     let len = *frame.get(at)? as usize;
-    let symbol = std::str::from_utf8(frame.get(at + 1..at + 1 + len)?).ok()?;
-    // Binance's symbols are letters and digits; the diff's ids run forwards.
-    let symbol_ok = !symbol.is_empty() && symbol.bytes().all(|b| b.is_ascii_alphanumeric());
-    if at + 1 + len != frame.len() || !symbol_ok || ids.first() > ids.last() {
+    let symbol = frame.get(at + 1..at + 1 + len)?;
+    // A symbol names a book; the diff's ids run forwards.
+    if at + 1 + len != frame.len() || symbol.is_empty() || ids.first() > ids.last() {
         return None;
     }
     let asks = sides.pop()?;
@@ -156,7 +155,7 @@ fn reference(frame: &[u8]) -> Option<Read> {
         ids,
         bids,
         asks,
-        symbol: symbol.to_owned(),
+        symbol: symbol.to_vec(),
     })
 }
 
@@ -171,7 +170,7 @@ fn decoded_diff(frame: &[u8]) -> Result<Read, DecodeError> {
         ids: vec![update.first_id, update.last_id],
         bids: update.bids,
         asks: update.asks,
-        symbol: String::from_utf8(stream.to_vec()).unwrap(),
+        symbol: stream.to_vec(),
     })
 }
 
@@ -246,7 +245,7 @@ fn decoded_diff_or_other(frame: &[u8]) -> Result<Option<Read>, DecodeError> {
             ids: vec![update.first_id, update.last_id],
             bids: update.bids,
             asks: update.asks,
-            symbol: String::from_utf8(stream.to_vec()).unwrap(),
+            symbol: stream.to_vec(),
         })),
         _ => Ok(None),
     }

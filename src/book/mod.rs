@@ -166,6 +166,16 @@ impl<T: Copy> LevelArray<T> {
         self.len = len;
     }
 
+    /// Replaces the contents by a writer of the first slots: `fill` is given up to `limit`
+    /// of them (and the capacity) and returns how many it filled, in order. For a decoder's
+    /// loop that writes a slot before it knows whether to keep it.
+    #[inline]
+    pub fn fill_slots(&mut self, limit: usize, fill: impl FnOnce(&mut [T]) -> usize) {
+        let slots = &mut self.levels[..limit.min(MAX_DEPTH)];
+        let filled = fill(slots).min(slots.len());
+        self.len = filled;
+    }
+
     /// Copies the live levels of `other` (not the whole inline array).
     #[inline]
     pub fn copy_from(&mut self, other: &LevelArray<T>) {

@@ -283,10 +283,6 @@ impl<'a> Reader<'a> {
         Ok(bytes.try_into().expect("N bytes"))
     }
 
-    fn u8(&mut self) -> Result<u8, DecodeError> {
-        Ok(self.take::<1>()?[0])
-    }
-
     fn i8(&mut self) -> Result<i8, DecodeError> {
         Ok(i8::from_le_bytes(self.take()?))
     }
@@ -297,15 +293,6 @@ impl<'a> Reader<'a> {
 
     fn i64(&mut self) -> Result<i64, DecodeError> {
         Ok(i64::from_le_bytes(self.take()?))
-    }
-
-    /// Moves to `at`, which must be within the frame.
-    fn seek(&mut self, at: usize) -> Result<(), DecodeError> {
-        if at > self.bytes.len() {
-            return Err(DecodeError::Truncated);
-        }
-        self.at = at;
-        Ok(())
     }
 
     fn header(&mut self) -> Result<Header, DecodeError> {
@@ -323,164 +310,335 @@ fn id(value: i64, at: usize) -> Result<u64, DecodeError> {
     u64::try_from(value).map_err(|_| DecodeError::IntegerOverflow { at })
 }
 
-/// `mantissa × 10^exponent` as a `FixedPoint`, exactly.
-fn scaled(mantissa: i64, exponent: i8, at: usize) -> Result<FixedPoint, DecodeError> {
-    let error = |error| DecodeError::Number { at, error };
-    let mantissa = u64::try_from(mantissa).map_err(|_| error(FixedPointError::Negative))?;
-    // The power of ten that takes the mantissa to 10^-8 units.
-    let shift = i32::from(exponent) + DECIMALS as i32;
-    let raw = if shift >= 0 {
-        10u64
-            .checked_pow(shift as u32)
-            .and_then(|power| mantissa.checked_mul(power))
-            .ok_or(error(FixedPointError::Overflow))?
-    } else {
-        match 10u64.checked_pow(shift.unsigned_abs()) {
-            Some(power) if mantissa % power == 0 => mantissa / power,
-            // Beyond 10^19 only zero divides exactly.
-            None if mantissa == 0 => 0,
-            _ => return Err(error(FixedPointError::TooPrecise)),
-        }
-    };
-    Ok(FixedPoint::from_raw(raw))
-}
-
-/// The exponents a book message's mantissas are scaled by.
+/// How a message's mantissas of one field become `FixedPoint` units (10^-8): `mantissa ×
+/// 10^exponent` exactly, worked out once a message from its exponent. Values that would need
+/// more than 8 decimals, or are negative, or too large, are errors, never rounded.
 #[derive(Clone, Copy)]
-struct Exponents {
-    price: i8,
-    quantity: i8,
+enum Scale {
+    /// Times this power of ten (exponents from -8 up: Binance's usual ones).
+    Multiply(u64),
+    /// Divided by this power of ten, exactly (exponents below -8).
+    Divide(u64),
+    /// An exponent so small that only zero is exact.
+    OnlyZero,
+    /// An exponent so large that only zero fits.
+    OnlyZeroFits,
 }
 
-/// One group of levels: its header, then its entries, each `blockLength` bytes from the
-/// last, read by `level` in wire order.
-fn read_group(
-    reader: &mut Reader<'_>,
-    exponents: Exponents,
-    mut level: impl FnMut(Level) -> Result<(), DecodeError>,
-) -> Result<(), DecodeError> {
-    let entry_len = usize::from(reader.u16()?);
-    let count = usize::from(reader.u16()?);
-    if entry_len < ENTRY_LEN {
-        return Err(DecodeError::Invalid(
-            "a level entry shorter than a price and a quantity",
-        ));
+impl Scale {
+    fn of(exponent: i8) -> Scale {
+        // The power of ten that takes the mantissa to 10^-8 units.
+        let shift = i32::from(exponent) + DECIMALS as i32;
+        let power = POWERS_OF_TEN.get(shift.unsigned_abs() as usize).copied();
+        match (shift >= 0, power) {
+            (true, Some(power)) => Scale::Multiply(power),
+            (true, None) => Scale::OnlyZeroFits,
+            (false, Some(power)) => Scale::Divide(power),
+            (false, None) => Scale::OnlyZero,
+        }
     }
-    // The whole group must be in the frame before any of it is read.
-    let end = count
-        .checked_mul(entry_len)
-        .and_then(|len| reader.at.checked_add(len))
-        .filter(|&end| end <= reader.bytes.len())
-        .ok_or(DecodeError::Truncated)?;
-    for _ in 0..count {
-        let start = reader.at;
-        let price = scaled(reader.i64()?, exponents.price, start)?;
-        let amount = scaled(reader.i64()?, exponents.quantity, start + 8)?;
-        level(Level { price, amount })?;
-        reader.seek(start + entry_len)?;
+
+    /// `mantissa`, non-negative, in 10^-8 units; `at` names its byte in errors.
+    #[inline(always)]
+    fn apply(self, mantissa: u64, at: usize) -> Result<FixedPoint, DecodeError> {
+        let error = |error| DecodeError::Number { at, error };
+        let raw = match self {
+            Scale::Multiply(power) => mantissa
+                .checked_mul(power)
+                .ok_or(error(FixedPointError::Overflow))?,
+            Scale::Divide(power) if mantissa.is_multiple_of(power) => mantissa / power,
+            Scale::OnlyZero | Scale::OnlyZeroFits if mantissa == 0 => 0,
+            Scale::OnlyZeroFits => return Err(error(FixedPointError::Overflow)),
+            _ => return Err(error(FixedPointError::TooPrecise)),
+        };
+        Ok(FixedPoint::from_raw(raw))
     }
-    debug_assert_eq!(reader.at, end);
-    Ok(())
 }
 
-/// The symbol that ends a book message, which must end the frame.
-fn read_symbol<'a>(reader: &mut Reader<'a>) -> Result<&'a [u8], DecodeError> {
-    let len = usize::from(reader.u8()?);
-    let symbol = reader
-        .bytes
-        .get(reader.at..reader.at + len)
-        .ok_or(DecodeError::Truncated)?;
-    reader.at += len;
-    if reader.at != reader.bytes.len() {
-        return Err(DecodeError::TrailingBytes { at: reader.at });
+/// 10^0 to 10^19, every power of ten a `u64` holds.
+const POWERS_OF_TEN: [u64; 20] = {
+    let mut powers = [1u64; 20];
+    let mut index = 1;
+    while index < powers.len() {
+        powers[index] = powers[index - 1] * 10;
+        index += 1;
     }
-    if symbol.is_empty() || !symbol.iter().all(u8::is_ascii_alphanumeric) {
-        return Err(DecodeError::Invalid("a symbol of letters and digits"));
+    powers
+};
+
+/// `mantissa × 10^exponent` as a `FixedPoint`, exactly.
+#[cfg(test)]
+fn scaled(mantissa: i64, exponent: i8, at: usize) -> Result<FixedPoint, DecodeError> {
+    let mantissa = u64::try_from(mantissa).map_err(|_| DecodeError::Number {
+        at,
+        error: FixedPointError::Negative,
+    })?;
+    Scale::of(exponent).apply(mantissa, at)
+}
+
+/// The scales of a book message's prices and quantities.
+#[derive(Clone, Copy)]
+struct Scales {
+    price: Scale,
+    quantity: Scale,
+}
+
+impl Scales {
+    /// The level of `entry`'s mantissas, which start at byte `at` of the frame.
+    #[inline(always)]
+    fn level(self, (price, quantity): (i64, i64), at: usize) -> Result<Level, DecodeError> {
+        if (price | quantity) < 0 {
+            let at = if price < 0 { at } else { at + 8 };
+            let error = FixedPointError::Negative;
+            return Err(DecodeError::Number { at, error });
+        }
+        Ok(Level {
+            price: self.price.apply(price as u64, at)?,
+            amount: self.quantity.apply(quantity as u64, at + 8)?,
+        })
+    }
+}
+
+/// One group of levels, its bounds checked as a whole: `count` entries of `entry_len`
+/// bytes from byte `at` of the frame, each a price and a quantity mantissa, then what a
+/// later schema appends.
+struct Group<'a> {
+    entries: &'a [u8],
+    entry_len: usize,
+    at: usize,
+}
+
+impl<'a> Group<'a> {
+    /// The group whose header is at byte `at` of `frame`, and where the frame goes on after it.
+    #[inline]
+    fn at(frame: &'a [u8], at: usize) -> Result<(Group<'a>, usize), DecodeError> {
+        let header = frame.get(at..at + 4).ok_or(DecodeError::Truncated)?;
+        let entry_len = usize::from(u16::from_le_bytes([header[0], header[1]]));
+        let count = usize::from(u16::from_le_bytes([header[2], header[3]]));
+        if entry_len < ENTRY_LEN {
+            return Err(DecodeError::Invalid(
+                "a level entry shorter than a price and a quantity",
+            ));
+        }
+        let start = at + 4;
+        // At most 65,535 × 65,535 bytes: no overflow.
+        let end = start + count * entry_len;
+        let entries = frame.get(start..end).ok_or(DecodeError::Truncated)?;
+        let group = Group {
+            entries,
+            entry_len,
+            at: start,
+        };
+        Ok((group, end))
+    }
+
+    /// The entries, where each is today's two mantissas and nothing more (the usual case,
+    /// which the snapshot decoder reads by a faster loop).
+    #[inline]
+    fn packed(&self) -> Option<&'a [[u8; ENTRY_LEN]]> {
+        match self.entries.as_chunks::<ENTRY_LEN>() {
+            (entries, []) if self.entry_len == ENTRY_LEN => Some(entries),
+            _ => None,
+        }
+    }
+
+    /// Each entry's mantissas (price, quantity) in wire order, with the byte it starts at.
+    #[inline]
+    fn mantissas(&self) -> impl Iterator<Item = ((i64, i64), usize)> + use<'a> {
+        let (entry_len, start) = (self.entry_len, self.at);
+        self.entries
+            .chunks_exact(entry_len)
+            .enumerate()
+            .map(move |(index, entry)| {
+                // `Group::at` checked every entry holds at least the two.
+                let price = entry.first_chunk::<8>().copied().unwrap_or_default();
+                let quantity = entry[8..].first_chunk::<8>().copied().unwrap_or_default();
+                let mantissas = (i64::from_le_bytes(price), i64::from_le_bytes(quantity));
+                (mantissas, start + index * entry_len)
+            })
+    }
+}
+
+/// The symbol that ends a book message, which must end the frame. Its bytes are not
+/// checked: a symbol names a book only where it is the symbol of a subscribed stream
+/// (`Venue::names_stream`), and the book of any other is dropped as not asked for.
+fn read_symbol(frame: &[u8], at: usize) -> Result<&[u8], DecodeError> {
+    let len = usize::from(*frame.get(at).ok_or(DecodeError::Truncated)?);
+    let symbol = frame
+        .get(at + 1..at + 1 + len)
+        .ok_or(DecodeError::Truncated)?;
+    if at + 1 + len != frame.len() {
+        return Err(DecodeError::TrailingBytes { at: at + 1 + len });
+    }
+    if symbol.is_empty() {
+        return Err(DecodeError::Invalid("an empty symbol"));
     }
     Ok(symbol)
 }
 
-/// A message's header, checked: this schema, a block at least as long as `fixed`.
-fn checked_header(reader: &mut Reader<'_>, fixed: usize) -> Result<Header, DecodeError> {
-    let header = reader.header()?;
+/// A book message's header, checked: this schema, a block at least as long as `fixed`.
+/// `None` for another template of the schema.
+#[inline]
+fn book_header(
+    frame: &[u8],
+    template_id: u16,
+    fixed: usize,
+) -> Result<Result<Header, u16>, DecodeError> {
+    let header = Reader {
+        bytes: frame,
+        at: 0,
+    }
+    .header()?;
     if header.schema_id != SCHEMA_ID {
         return Err(DecodeError::UnknownMessage("SBE schema"));
+    }
+    if header.template_id != template_id {
+        return Ok(Err(header.template_id));
     }
     if usize::from(header.block_length) < fixed {
         return Err(DecodeError::Invalid(
             "a block shorter than its template's fields",
         ));
     }
-    Ok(header)
+    Ok(Ok(header))
 }
 
-/// The template of a frame of this schema, from its header alone.
-pub fn template(frame: &[u8]) -> Result<u16, DecodeError> {
-    let header = Reader {
-        bytes: frame,
-        at: 0,
-    }
-    .header()?;
-    match header.schema_id {
-        SCHEMA_ID => Ok(header.template_id),
-        _ => Err(DecodeError::UnknownMessage("SBE schema")),
-    }
-}
+/// The size of a message header.
+const HEADER_LEN: usize = 8;
 
 /// A `depth20` message into `out`: its best `depth` levels a side (strictly sorted best
 /// first, zero quantities left out, as the JSON stream's decoder keeps them), its
-/// `bookUpdateId` as the book's sequence.
+/// `bookUpdateId` as the book's sequence. The entries after the `depth`th kept one are
+/// bounds-checked with their group, not read, as the JSON decoder skips the levels it does
+/// not keep.
 pub fn decode_depth_snapshot<'a>(
     frame: &'a [u8],
     depth: usize,
     out: &mut TopBook,
 ) -> Result<Decoded<'a>, DecodeError> {
+    let header = match book_header(frame, DEPTH_SNAPSHOT, SNAPSHOT_BLOCK_LEN)? {
+        Ok(header) => header,
+        Err(template_id) => return Ok(Decoded::Other { template_id }),
+    };
     let mut reader = Reader {
         bytes: frame,
-        at: 0,
+        at: HEADER_LEN,
     };
-    let template_id = template(frame)?;
-    if template_id != DEPTH_SNAPSHOT {
-        return Ok(Decoded::Other { template_id });
-    }
-    let header = checked_header(&mut reader, SNAPSHOT_BLOCK_LEN)?;
-    let block = reader.at;
     let _event_time = reader.i64()?;
-    out.venue_sequence = id(reader.i64()?, block + 8)?;
-    let exponents = Exponents {
-        price: reader.i8()?,
-        quantity: reader.i8()?,
+    out.venue_sequence = id(reader.i64()?, HEADER_LEN + 8)?;
+    let scales = Scales {
+        price: Scale::of(reader.i8()?),
+        quantity: Scale::of(reader.i8()?),
     };
-    reader.seek(block + usize::from(header.block_length))?;
+    let mut at = HEADER_LEN + usize::from(header.block_length);
     out.bids.clear();
     out.asks.clear();
     for (side, levels) in [(Side::Bid, &mut out.bids), (Side::Ask, &mut out.asks)] {
-        read_group(&mut reader, exponents, |level| {
-            keep_sorted(side, level, depth, levels)
-        })?;
+        let (group, end) = Group::at(frame, at)?;
+        keep_best(side, &group, scales, depth, levels)?;
+        at = end;
     }
     Ok(Decoded::Book {
-        symbol: read_symbol(&mut reader)?,
+        symbol: read_symbol(frame, at)?,
     })
 }
 
-/// A snapshot's level, strictly after the one before on `side`; kept if among the best
-/// `depth` and not empty.
-fn keep_sorted(
+/// A snapshot's side: each entry strictly after the one before, the best `depth` with a
+/// quantity kept.
+#[inline]
+fn keep_best(
     side: Side,
-    level: Level,
+    group: &Group<'_>,
+    scales: Scales,
     depth: usize,
     levels: &mut Levels,
 ) -> Result<(), DecodeError> {
-    if let Some(previous) = levels.as_slice().last()
-        && !side.is_better(previous.price, level.price)
+    if let (Some(entries), Scale::Multiply(price), Scale::Multiply(quantity)) =
+        (group.packed(), scales.price, scales.quantity)
+        && keep_best_packed(side, entries, (price, quantity), depth, levels)
     {
-        return Err(DecodeError::Unsorted(side));
+        return Ok(());
     }
-    if levels.len() < depth && !level.amount.is_zero() {
-        levels.push(level);
+    // Any other message, and one the fast loop refused: this loop names the error.
+    levels.clear();
+    // Mantissas of one exponent rank as their values do: compared before scaling.
+    let rank = |price: i64| side.rank(FixedPoint::from_raw(price as u64));
+    let mut previous = None;
+    for (mantissas, at) in group.mantissas() {
+        if levels.len() >= depth {
+            break;
+        }
+        let level = scales.level(mantissas, at)?;
+        let this = rank(mantissas.0);
+        if previous.is_some_and(|previous| previous >= this) {
+            return Err(DecodeError::Unsorted(side));
+        }
+        previous = Some(this);
+        if !level.amount.is_zero() {
+            levels.push(level);
+        }
     }
     Ok(())
+}
+
+/// `keep_best` for the message Binance sends: entries of today's two mantissas, exponents
+/// from -8 up (`powers`: what the price and the quantity mantissas are multiplied by), no
+/// empty level among the first `depth`. The binary feed's whole cost is this loop, so it
+/// has no branch but its count, known before it starts: a price out of order and an empty
+/// quantity are gathered into one flag, the mantissas into a bitwise OR (at least the
+/// largest, with the sign bit of any negative one) checked once against what the products
+/// allow, and the length is stored once. False if a check failed: `keep_best`'s general
+/// loop then reads the side (it skips empty levels, names an error, and takes a large
+/// mantissa the OR overstated).
+#[inline]
+fn keep_best_packed(
+    side: Side,
+    entries: &[[u8; ENTRY_LEN]],
+    (price_power, quantity_power): (u64, u64),
+    depth: usize,
+    levels: &mut Levels,
+) -> bool {
+    let mantissas = |entry: &[u8; ENTRY_LEN]| {
+        let price = u64::from_le_bytes(entry[..8].try_into().unwrap_or_default());
+        let quantity = u64::from_le_bytes(entry[8..].try_into().unwrap_or_default());
+        (price, quantity)
+    };
+    // Mantissas of one exponent rank as their values do: compared before scaling.
+    let invert = side.rank(FixedPoint::from_raw(0));
+    let (mut faulty, mut prices, mut quantities) = (false, 0u64, 0u64);
+    let mut kept = |slot: &mut Level, (price, quantity): (u64, u64)| {
+        faulty |= quantity == 0;
+        (prices, quantities) = (prices | price, quantities | quantity);
+        *slot = Level {
+            price: FixedPoint::from_raw(price.wrapping_mul(price_power)),
+            amount: FixedPoint::from_raw(quantity.wrapping_mul(quantity_power)),
+        };
+    };
+    let mut unsorted = false;
+    levels.fill_slots(depth, |slots| {
+        let count = slots.len().min(entries.len());
+        let (slots, entries) = (&mut slots[..count], &entries[..count]);
+        // The first entry, then each after it against the one before.
+        let (Some((first_slot, slots)), Some((first, entries))) =
+            (slots.split_first_mut(), entries.split_first())
+        else {
+            return 0;
+        };
+        let first = mantissas(first);
+        let mut previous = first.0 ^ invert;
+        kept(first_slot, first);
+        for (slot, entry) in slots.iter_mut().zip(entries) {
+            let entry = mantissas(entry);
+            let rank = entry.0 ^ invert;
+            unsorted |= rank <= previous;
+            previous = rank;
+            kept(slot, entry);
+        }
+        count
+    });
+    // Non-negative, and every product fits: the OR is at least every mantissa.
+    let fits = |bits: u64, power: u64| bits.checked_mul(power).is_some_and(|p| p <= i64::MAX as u64);
+    !faulty && !unsorted && fits(prices, price_power) && fits(quantities, quantity_power)
 }
 
 /// A `depth` (diff) message into `out`: its update ids and every level (zero quantities
@@ -490,36 +648,35 @@ pub fn decode_depth_diff<'a>(
     max_levels: usize,
     out: &mut BookUpdate,
 ) -> Result<Decoded<'a>, DecodeError> {
+    let header = match book_header(frame, DEPTH_DIFF, DIFF_BLOCK_LEN)? {
+        Ok(header) => header,
+        Err(template_id) => return Ok(Decoded::Other { template_id }),
+    };
+    out.clear();
     let mut reader = Reader {
         bytes: frame,
-        at: 0,
+        at: HEADER_LEN,
     };
-    let template_id = template(frame)?;
-    if template_id != DEPTH_DIFF {
-        return Ok(Decoded::Other { template_id });
-    }
-    let header = checked_header(&mut reader, DIFF_BLOCK_LEN)?;
-    out.clear();
-    let block = reader.at;
     let _event_time = reader.i64()?;
-    out.first_id = id(reader.i64()?, block + 8)?;
-    out.last_id = id(reader.i64()?, block + 16)?;
-    let exponents = Exponents {
-        price: reader.i8()?,
-        quantity: reader.i8()?,
+    out.first_id = id(reader.i64()?, HEADER_LEN + 8)?;
+    out.last_id = id(reader.i64()?, HEADER_LEN + 16)?;
+    let scales = Scales {
+        price: Scale::of(reader.i8()?),
+        quantity: Scale::of(reader.i8()?),
     };
-    reader.seek(block + usize::from(header.block_length))?;
+    let mut at = HEADER_LEN + usize::from(header.block_length);
     for levels in [&mut out.bids, &mut out.asks] {
-        read_group(&mut reader, exponents, |level| {
+        let (group, end) = Group::at(frame, at)?;
+        for (mantissas, at) in group.mantissas() {
             if levels.len() == max_levels {
                 return Err(DecodeError::TooManyLevels(max_levels));
             }
-            levels.push(level);
-            Ok(())
-        })?;
+            levels.push(scales.level(mantissas, at)?);
+        }
+        at = end;
     }
     Ok(Decoded::Book {
-        symbol: read_symbol(&mut reader)?,
+        symbol: read_symbol(frame, at)?,
     })
 }
 
@@ -584,8 +741,6 @@ pub fn encode_depth_diff(symbol: &str, update: &BookUpdate, event_time_us: i64, 
 mod tests {
     use super::*;
 
-    /// The message header's and a group header's sizes.
-    const HEADER_LEN: usize = 8;
     const GROUP_HEADER_LEN: usize = 4;
 
     fn level(price: &str, amount: &str) -> Level {
@@ -757,7 +912,7 @@ mod tests {
             ),
             (
                 [&frame[..frame.len() - 8], &[0]].concat(),
-                DecodeError::Invalid("a symbol of letters and digits"),
+                DecodeError::Invalid("an empty symbol"),
             ),
             (
                 [frame.clone(), vec![0]].concat(),
