@@ -200,7 +200,89 @@ fn written_diff() -> impl Strategy<Value = Written> {
         )
 }
 
+/// A `depth20` message's sides as the reference reads them: each strictly sorted best
+/// first, the empty levels left out.
+fn reference_snapshot(frame: &[u8]) -> Option<(Vec<Level>, Vec<Level>)> {
+    let read = reference(frame)?;
+    let sorted = |levels: &[Level], better: fn(&Level, &Level) -> bool| {
+        levels.windows(2).all(|pair| better(&pair[0], &pair[1]))
+    };
+    if read.template != DEPTH_SNAPSHOT
+        || !sorted(&read.bids, |a, b| a.price > b.price)
+        || !sorted(&read.asks, |a, b| a.price < b.price)
+    {
+        return None;
+    }
+    let kept = |levels: Vec<Level>| levels.into_iter().filter(|l| !l.amount.is_zero()).collect();
+    Some((kept(read.bids), kept(read.asks)))
+}
+
+/// `depth20` messages: sides sorted or not, some quantities empty, and now and then a
+/// negative mantissa, or one whose product overflows.
+fn written_snapshot() -> impl Strategy<Value = Written> {
+    let mantissa = prop_oneof![
+        8 => 1i64..10_000_000_000,
+        1 => Just(0i64),
+        1 => Just(-7i64),
+        1 => (i64::MAX / 1000)..i64::MAX,
+    ];
+    let side = proptest::collection::vec((1i64..1_000_000, mantissa), 0..12);
+    (
+        (-10i8..=1, -10i8..=1),
+        (side.clone(), side),
+        any::<bool>(),
+        (0usize..3, 0usize..3),
+    )
+        .prop_map(
+            |((price_exponent, quantity_exponent), (bids, asks), sorted, extra)| {
+                // Prices from steps: bids down from 10^12, asks up from it, unless unsorted.
+                let prices = |steps: Vec<(i64, i64)>, sign: i64| {
+                    let mut price = 1_000_000_000_000i64;
+                    let mut levels: Vec<(i64, i64)> = steps
+                        .into_iter()
+                        .map(|(step, quantity)| {
+                            price += sign * step;
+                            (price, quantity)
+                        })
+                        .collect();
+                    if !sorted {
+                        levels.reverse();
+                    }
+                    levels
+                };
+                Written {
+                    template: DEPTH_SNAPSHOT,
+                    ids: vec![7],
+                    price_exponent,
+                    quantity_exponent,
+                    bids: prices(bids, -1),
+                    asks: prices(asks, 1),
+                    symbol: "BTCUSDT".into(),
+                    block_extra: extra.0,
+                    entry_extra: extra.1 * 4,
+                }
+            },
+        )
+}
+
 proptest! {
+    /// Generated `depth20` frames, read to their last level, decode to what the reference
+    /// reads, or are refused where it finds a fault.
+    #[test]
+    fn generated_depth20_frames_decode_as_the_reference_reads_them(written in written_snapshot()) {
+        let frame = written.bytes();
+        let mut book = TopBook::default();
+        let decoded = SBE.decode_binary(&frame, 20, &mut book);
+        match reference_snapshot(&frame) {
+            Some((bids, asks)) => {
+                prop_assert_eq!(decoded, Ok(Message::Book { stream: b"BTCUSDT" }));
+                prop_assert_eq!(book.bids.as_slice(), bids.as_slice());
+                prop_assert_eq!(book.asks.as_slice(), asks.as_slice());
+            }
+            None => prop_assert!(decoded.is_err(), "{:?} {:?}", decoded, written),
+        }
+    }
+
     /// Generated frames (any exponents, fields appended to the block and the entries,
     /// values that do and do not fit 8 decimals) decode to what the reference reads, or
     /// are refused where the reference finds a value it cannot hold exactly.
