@@ -533,8 +533,8 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
             Some(first) = diff_frames.recv(), if !*paused.borrow() => {
                 let (mut next, mut taken) = (Some(first), 1);
                 while let Some((subscription, frame)) = next {
-                    let live = live.iter().any(|&(_, id)| id == subscription);
-                    match (live, frame.is_empty()) {
+                    let is_live = live.iter().any(|&(_, id)| id == subscription);
+                    match (is_live, frame.is_empty()) {
                         (false, _) => {}
                         (true, true) => numbers.lose(),
                         (true, false) => socket.feed(numbers.book_message(frame)).await?,
