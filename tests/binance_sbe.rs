@@ -628,18 +628,20 @@ async fn the_service_merges_binance_on_sbe_with_venues_on_json() {
     assert_eq!(common::service_metric(&service, errors), 0.0);
 }
 
+/// Every synced book for `ms` milliseconds is one the simulator's market had, and there
+/// was at least one.
+async fn books_stay_true(harness: &Harness, ms: u64) {
+    let checked = harness.books_stay_true_for(Duration::from_millis(ms)).await;
+    assert!(checked > 0, "no synced book in {ms} ms");
+}
+
 /// Diff mode on SBE: books synced from Binance's REST snapshots stay true to the
 /// simulator's book, and each fault ends in the right counter and a clean resync.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn diff_books_on_sbe_stay_true_through_faults() {
     let harness = Harness::start(SBE, "BTCUSDT", "ETHUSDT").await;
     harness.synced().await;
-    assert!(
-        harness
-            .books_stay_true_for(Duration::from_millis(500))
-            .await
-            > 0
-    );
+    books_stay_true(&harness, 500).await;
 
     // A lost event is a gap: resynchronised from a new snapshot.
     harness.simulator.skip_events(SBE, 1);
@@ -647,12 +649,7 @@ async fn diff_books_on_sbe_stay_true_through_faults() {
         .counted(r#"orderbook_gaps_total{exchange="binance_sbe"}"#, 1.0)
         .await;
     harness.synced().await;
-    assert!(
-        harness
-            .books_stay_true_for(Duration::from_millis(300))
-            .await
-            > 0
-    );
+    books_stay_true(&harness, 300).await;
 
     // A duplicate is dropped as already applied; the book stays true.
     harness.simulator.duplicate_events(SBE, 1);
@@ -662,12 +659,7 @@ async fn diff_books_on_sbe_stay_true_through_faults() {
             1.0,
         )
         .await;
-    assert!(
-        harness
-            .books_stay_true_for(Duration::from_millis(300))
-            .await
-            > 0
-    );
+    books_stay_true(&harness, 300).await;
 
     // Two events swapped: the later one first is a gap.
     harness.simulator.swap_events(SBE, 1);
@@ -722,12 +714,7 @@ async fn diff_books_on_sbe_stay_true_through_faults() {
         .await;
     harness.synced().await;
     assert!(harness.simulator.connections(SBE) > connections);
-    assert!(
-        harness
-            .books_stay_true_for(Duration::from_millis(300))
-            .await
-            > 0
-    );
+    books_stay_true(&harness, 300).await;
 
     harness.silence_recycles_the_connection().await;
 }
