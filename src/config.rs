@@ -61,6 +61,7 @@ pub struct RawConfig {
     pub instruments: Vec<RawInstrument>,
     pub simulator: Option<RawSimulator>,
     pub nats: Option<RawNats>,
+    pub record: Option<RawRecord>,
     /// The directory of the file it was read from: where relative paths in it start
     /// (`api_key_file`).
     #[serde(skip)]
@@ -88,6 +89,16 @@ pub struct RawNats {
     pub tls_ca_file: Option<std::path::PathBuf>,
     pub tls_required: Option<bool>,
     pub health_every_ms: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRecord {
+    pub dir: Option<std::path::PathBuf>,
+    pub max_file_mb: Option<i64>,
+    pub max_file_age_s: Option<i64>,
+    pub max_total_mb: Option<i64>,
+    pub queue_per_connection: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -251,6 +262,26 @@ pub struct Config {
     pub shard: Option<Shard>,
     /// Publishing to NATS, when configured.
     pub nats: Option<NatsConfig>,
+    /// Recording what the venues send, when configured.
+    pub record: Option<RecordConfig>,
+}
+
+/// `[record]`: every frame, REST response and connection event of every venue connection,
+/// written as session timelines (`record.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordConfig {
+    /// One directory per connection under it.
+    pub dir: std::path::PathBuf,
+    /// A file is closed and the next one started past this many bytes of timeline
+    /// (before compression)...
+    pub max_file_bytes: u64,
+    /// ...or this long after it was started.
+    pub max_file_age: Duration,
+    /// The compressed files on disk, all connections together, are kept under this: the
+    /// oldest are removed.
+    pub max_total_bytes: u64,
+    /// Events a connection may have waiting for the writer; more are dropped, counted.
+    pub queue_per_connection: usize,
 }
 
 /// One of `count` processes given the same instrument list (`service.shard = "K/N"`,
@@ -605,6 +636,19 @@ pub mod defaults {
         default: false,
     };
     pub const NATS_HEALTH_EVERY_MS: IntKey = int("nats.health_every_ms", 1000, 100, 3_600_000);
+
+    // `[record]`, off unless its `dir` is set: `config/default.toml` states them in comments.
+    pub const RECORD_MAX_FILE_MB: IntKey = int("record.max_file_mb", 256, 1, 1 << 20);
+    pub const RECORD_MAX_FILE_AGE_S: IntKey = int("record.max_file_age_s", 3600, 1, 7 * 86_400);
+    pub const RECORD_MAX_TOTAL_MB: IntKey = int("record.max_total_mb", 10_240, 1, 1 << 30);
+    pub const RECORD_QUEUE_PER_CONNECTION: IntKey =
+        int("record.queue_per_connection", 4096, 16, 1 << 20);
+    pub const RECORD_INTS: &[&IntKey] = &[
+        &RECORD_MAX_FILE_MB,
+        &RECORD_MAX_FILE_AGE_S,
+        &RECORD_MAX_TOTAL_MB,
+        &RECORD_QUEUE_PER_CONNECTION,
+    ];
 }
 
 impl IntKey {
@@ -732,6 +776,7 @@ impl RawConfig {
         let venues = self.venue_configs(&used, depth, feed.read_idle_timeout)?;
         let simulator = self.simulator_config()?;
         let nats = self.nats_config(&instruments)?;
+        let record = self.record_config()?;
 
         Ok(Config {
             depth,
@@ -762,7 +807,30 @@ impl RawConfig {
             simulator,
             shard,
             nats,
+            record,
         })
+    }
+
+    /// `[record]`: off unless it names a directory (relative: to the config file's).
+    fn record_config(&self) -> Result<Option<RecordConfig>, ConfigError> {
+        let Some(raw) = &self.record else {
+            return Ok(None);
+        };
+        let Some(dir) = &raw.dir else {
+            return Ok(None);
+        };
+        let megabytes = |key: &IntKey, value| Ok::<_, ConfigError>(key.get(value)? as u64 * MB);
+        const MB: u64 = 1 << 20;
+        Ok(Some(RecordConfig {
+            dir: self.dir.join(dir),
+            max_file_bytes: megabytes(&defaults::RECORD_MAX_FILE_MB, raw.max_file_mb)?,
+            max_file_age: Duration::from_secs(
+                defaults::RECORD_MAX_FILE_AGE_S.get(raw.max_file_age_s)? as u64,
+            ),
+            max_total_bytes: megabytes(&defaults::RECORD_MAX_TOTAL_MB, raw.max_total_mb)?,
+            queue_per_connection: defaults::RECORD_QUEUE_PER_CONNECTION
+                .get(raw.queue_per_connection)? as usize,
+        }))
     }
 
     /// `service.shard`.
@@ -1818,6 +1886,11 @@ mod tests {
         for setting in nats_texts {
             let (_, key) = setting.key.split_once('.').unwrap();
             let value = format!("{:?}", setting.default);
+            assert!(states_in_comment(&text, key, &value), "{}", setting.key);
+        }
+        for setting in defaults::RECORD_INTS {
+            let (_, key) = setting.key.split_once('.').unwrap();
+            let value = setting.default.to_string();
             assert!(states_in_comment(&text, key, &value), "{}", setting.key);
         }
         let health_every = defaults::NATS_HEALTH_EVERY_MS.default.to_string();

@@ -26,6 +26,7 @@ use crate::handoff::{FeedSender, VenueFeed};
 use crate::log_limit::LogLimiter;
 use crate::metrics::VenueMetrics;
 use crate::reconnect::{ConnectionEnd, ReconnectPolicy, SharedConnectAttempts};
+use crate::record::{ConnectionRecorder, EventKind};
 use crate::rng::Rng;
 use crate::snapshot::{FetchError, SnapshotClient};
 use crate::sync::{ResyncReason, UpdateOutcome};
@@ -52,6 +53,8 @@ pub struct ReaderSpec {
     /// The venue's API key, where it needs one (`VenueConfig::api_key`).
     pub api_key: Option<ApiKey>,
     pub streams: Vec<StreamSpec>,
+    /// Where the connection's events are recorded, when `[record]` is on.
+    pub recorder: Option<ConnectionRecorder>,
 }
 
 /// One instrument on a reader's connection.
@@ -118,8 +121,11 @@ enum Disconnect {
     Reconnect,
 }
 
-/// A snapshot fetch in flight: (stream, generation, body or error).
-type Fetches = tokio::task::JoinSet<(usize, u64, Result<Vec<u8>, FetchError>)>;
+/// A snapshot fetch in flight: (stream, generation, URL, body or error).
+type Fetches = tokio::task::JoinSet<(usize, u64, String, Result<Vec<u8>, FetchError>)>;
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 struct Reader {
     venue: VenueId,
@@ -139,6 +145,7 @@ struct Reader {
     /// The mailboxes' superseded counts already added to the metric.
     superseded_reported: u64,
     rng: Rng,
+    recorder: Option<ConnectionRecorder>,
     /// The lines a reconnect storm repeats.
     reconnect_log: LogLimiter,
     connected_log: LogLimiter,
@@ -245,6 +252,7 @@ impl Reader {
                 SnapshotClient::new(settings.snapshot_timeout).expect("TLS backend")
             }),
             superseded_reported: 0,
+            recorder: spec.recorder,
             rng: Rng::new(clock::unix_ns()),
             reconnect_log: LogLimiter::per_second(),
             connected_log: LogLimiter::per_second(),
@@ -285,6 +293,16 @@ impl Reader {
             let result = self.connection(&mut shutdown).await;
             self.flush_metrics();
             let ended_ns = clock::monotonic_ns();
+            if let Some(recorder) = &mut self.recorder {
+                let why = match &result {
+                    Ok(Disconnect::Shutdown) => "shutdown".to_owned(),
+                    Ok(Disconnect::Reconnect) => {
+                        "the venue closed it or asked to reconnect".to_owned()
+                    }
+                    Err(error) => error.to_string(),
+                };
+                recorder.record(EventKind::Closed, ended_ns, "", why.as_bytes());
+            }
             let error = match result {
                 Ok(Disconnect::Shutdown) => return,
                 Ok(Disconnect::Reconnect) => None,
@@ -348,10 +366,12 @@ impl Reader {
             }
             _ = shutdown.wait_for(|stop| *stop) => return Ok(Disconnect::Shutdown),
         };
-        let requests = self.core.connected(clock::monotonic_ns(), &mut self.outlet);
-        for request in requests {
-            socket.send(tungstenite::Message::text(request)).await?;
+        let connected_ns = clock::monotonic_ns();
+        if let Some(recorder) = &mut self.recorder {
+            recorder.record(EventKind::Connected, connected_ns, &self.url, b"");
         }
+        let requests = self.core.connected(connected_ns, &mut self.outlet);
+        self.send(&mut socket, requests).await?;
         if let Some(suppressed) = self.connected_log.allow(clock::monotonic_ns()) {
             tracing::info!(venue = %self.venue, url = %self.url, suppressed, "connected, subscribing");
         }
@@ -398,9 +418,7 @@ impl Reader {
                             if let Some(suppressed) = self.silence_log.allow(now) {
                                 tracing::warn!(venue = %self.venue, streams, suppressed, "subscriptions silent for the read-idle allowance: subscribing again");
                             }
-                            for frame in frames {
-                                socket.send(tungstenite::Message::text(frame)).await?;
-                            }
+                            self.send(&mut socket, frames).await?;
                         }
                         Silence::Recycle => return Err(ConnectionError::IdleTimeout),
                     }
@@ -414,22 +432,22 @@ impl Reader {
                 }
                 _ = &mut snapshot_timer, if snapshot_due => {
                     if let Some(frames) = self.start_snapshot_request() {
-                        for frame in frames {
-                            socket.send(tungstenite::Message::text(frame)).await?;
-                        }
+                        self.send(&mut socket, frames).await?;
                     }
                     continue;
                 }
                 _ = client_pinger.tick(), if client_ping.is_some() => {
                     if let Some((_, ping)) = client_ping {
-                        socket.send(tungstenite::Message::text(ping)).await?;
+                        self.send(&mut socket, [ping.to_owned()]).await?;
                     }
                     continue;
                 }
                 Some(fetched) = self.outlet.fetches.join_next(), if fetching => {
-                    if let Ok((stream, generation, result)) = fetched {
+                    if let Ok((stream, generation, url, result)) = fetched {
+                        let now = clock::monotonic_ns();
+                        self.record_snapshot(stream, generation, &url, &result, now);
                         let result = result.as_deref();
-                        self.core.on_snapshot(stream, generation, result, clock::monotonic_ns(), &mut self.outlet);
+                        self.core.on_snapshot(stream, generation, result, now, &mut self.outlet);
                     }
                     continue;
                 }
@@ -449,6 +467,9 @@ impl Reader {
             match message {
                 tungstenite::Message::Text(text) => {
                     self.outlet.metrics.messages.inc();
+                    if let Some(recorder) = &mut self.recorder {
+                        recorder.record(EventKind::Received, received_ns, "", text.as_bytes());
+                    }
                     match self
                         .core
                         .on_frame(text.as_bytes(), received_ns, &mut self.outlet)
@@ -460,6 +481,9 @@ impl Reader {
                 }
                 tungstenite::Message::Binary(bytes) => {
                     self.outlet.metrics.messages.inc();
+                    if let Some(recorder) = &mut self.recorder {
+                        recorder.record(EventKind::ReceivedBinary, received_ns, "", &bytes);
+                    }
                     match self
                         .core
                         .on_binary_frame(&bytes, received_ns, &mut self.outlet)
@@ -489,12 +513,52 @@ impl Reader {
                 let client = self.client.clone()?;
                 self.outlet.fetches.spawn(async move {
                     let result = client.fetch(&url).await;
-                    (stream, generation, result)
+                    (stream, generation, url, result)
                 });
                 None
             }
             SnapshotRequest::Resubscribe { frames } => Some(frames),
         }
+    }
+
+    /// Sends `frames` on the connection, recording each.
+    async fn send(
+        &mut self,
+        socket: &mut Socket,
+        frames: impl IntoIterator<Item = String>,
+    ) -> Result<(), tungstenite::Error> {
+        for frame in frames {
+            if let Some(recorder) = &mut self.recorder {
+                recorder.record(EventKind::Sent, clock::monotonic_ns(), "", frame.as_bytes());
+            }
+            socket.send(tungstenite::Message::text(frame)).await?;
+        }
+        Ok(())
+    }
+
+    /// Records a snapshot fetch's answer as the core is about to take it: used, dropped
+    /// as superseded, or failed.
+    fn record_snapshot(
+        &mut self,
+        stream: usize,
+        generation: u64,
+        url: &str,
+        result: &Result<Vec<u8>, FetchError>,
+        now_ns: u64,
+    ) {
+        let Some(recorder) = &mut self.recorder else {
+            return;
+        };
+        match result {
+            Ok(body) if self.core.is_current_snapshot_request(stream, generation) => {
+                recorder.record(EventKind::RestResponse, now_ns, url, body)
+            }
+            Ok(body) => recorder.record(EventKind::RestSuperseded, now_ns, url, body),
+            Err(error) => {
+                let why = error.to_string();
+                recorder.record(EventKind::RestFailed, now_ns, url, why.as_bytes())
+            }
+        };
     }
 
     /// Publishes what the metrics recorded locally, and what the mailboxes counted.

@@ -14,7 +14,8 @@
 //!
 //! Running it: [`config`] (the file, validated), [`service`] (start and stop the whole
 //! pipeline on a tokio runtime), [`metrics`], [`cpu`] (the start-up CPU check). Around
-//! it: [`replay`] (recorded frames through the same path), [`sim`] (the embedded exchange
+//! it: [`record`] (what the venues sent, as timelines), [`replay`] (recorded frames
+//! through the same path), [`sim`] (the embedded exchange
 //! simulator), [`clock`] and [`rng`].
 //!
 //! The readers (`feed`: the I/O, and the sans-I/O core replay shares), the REST snapshot
@@ -39,6 +40,7 @@ pub mod merge;
 pub mod merger;
 pub mod metrics;
 pub mod publish;
+pub mod record;
 pub mod replay;
 pub mod rng;
 pub mod service;

@@ -71,7 +71,13 @@ impl RunArgs {
     /// Loads the file and applies the overrides, before validation, so every value is
     /// checked the same way and errors name the configuration key.
     fn load(&self) -> Result<Config, ConfigError> {
+        self.load_with(|_| {})
+    }
+
+    /// `load`, with `edit` applied to the file's settings before the overrides.
+    fn load_with(&self, edit: impl FnOnce(&mut RawConfig)) -> Result<Config, ConfigError> {
         let mut raw = RawConfig::load(&self.config)?;
+        edit(&mut raw);
         let service = &mut raw.service;
         service.depth = self.depth.or(service.depth);
         service.output = self.output.clone().or(service.output.take());
@@ -104,6 +110,15 @@ enum Command {
     /// Replay recorded frames through the decoders and merge; print JSON-lines summaries.
     #[command(subcommand)]
     Replay(ReplayCommand),
+    /// Run only the readers and record what the venues send ([record] in the
+    /// configuration, or --dir): no merger, no consumers; /metrics is served.
+    Record {
+        #[command(flatten)]
+        run: RunArgs,
+        /// record.dir: where the recording goes.
+        #[arg(long, env = "MERGEBOOK_RECORD_DIR")]
+        dir: Option<PathBuf>,
+    },
     /// A running mergebook's consolidated book in this terminal (keys: ←/→ instrument,
     /// +/- depth, p pause, q quit).
     Watch {
@@ -126,9 +141,27 @@ enum Command {
     },
 }
 
-/// Replay's two modes, as the service's feed modes: each takes only its own flags.
+/// Replay's modes: the service's own recordings, and recorded files of one venue each in
+/// either feed mode (each mode takes only its own flags).
 #[derive(Subcommand)]
 enum ReplayCommand {
+    /// A recording made by the service or `mergebook record` ([record]): every connection,
+    /// every instrument, with the configuration it was recorded with, as the live service
+    /// ran it (the readers' rules, the merge).
+    Recording {
+        /// The recording's directory (record.dir).
+        dir: PathBuf,
+        /// The configuration the recording was made with.
+        #[arg(long, env = "MERGEBOOK_CONFIG", default_value = "config/default.toml")]
+        config: PathBuf,
+        /// Stop after the last event received at or before this time: Unix seconds
+        /// (1764251000.5) or UTC (2026-11-27T14:03:00Z).
+        #[arg(long, value_parser = parse_time)]
+        until: Option<u64>,
+        /// Replay at this many times the recorded pace (default: as fast as possible).
+        #[arg(long, value_parser = parse_speed)]
+        speed: Option<f64>,
+    },
     /// Snapshot streams: every book frame replaces its venue's book.
     Snapshot {
         #[command(flatten)]
@@ -189,6 +222,19 @@ impl Recordings {
     }
 }
 
+fn parse_time(text: &str) -> Result<u64, String> {
+    replay::parse_time(text).ok_or_else(|| {
+        format!("{text:?}: expected Unix seconds or a UTC time like 2026-11-27T14:03:00Z")
+    })
+}
+
+fn parse_speed(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(speed) if speed.is_finite() && speed > 0.0 => Ok(speed),
+        _ => Err(format!("{text:?}: expected a positive number")),
+    }
+}
+
 fn parse_venue_file(argument: &str) -> Result<(VenueId, PathBuf), String> {
     parse_venue_value(argument).map(|(venue, path)| (venue, PathBuf::from(path)))
 }
@@ -236,6 +282,16 @@ fn main() -> ExitCode {
                 run_diff_replay(&recordings, &symbols, &snapshots, depths),
             )
         }
+        Some(Command::Replay(ReplayCommand::Recording {
+            dir,
+            config,
+            until,
+            speed,
+        })) => (
+            "mergebook replay",
+            run_recording_replay(&dir, &config, until, speed),
+        ),
+        Some(Command::Record { run, dir }) => ("mergebook record", run_recorder(&run, dir)),
         Some(Command::Healthcheck { address }) => ("mergebook healthcheck", healthcheck(address)),
         Some(Command::Watch {
             grpc,
@@ -271,6 +327,78 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn run_recorder(args: &RunArgs, dir: Option<PathBuf>) -> Result<(), String> {
+    let mut config = args
+        .load_with(|raw| {
+            if let Some(dir) = dir {
+                // From the working directory, as a command line's paths are.
+                let dir = std::path::absolute(&dir).unwrap_or(dir);
+                raw.record.get_or_insert_default().dir = Some(dir);
+            }
+        })
+        .map_err(|error| error.to_string())?;
+    if config.record.is_none() {
+        return Err("nothing to record into: set record.dir in the configuration, or --dir".into());
+    }
+    init_logging(config.log_format);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.runtime_workers())
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the runtime: {error}"))?;
+    runtime.block_on(async move {
+        start_simulator(&mut config).await?;
+        let metrics = bind(
+            config.metrics_listen,
+            "metrics.listen, --metrics-listen or MERGEBOOK_METRICS_LISTEN",
+        )
+        .await?;
+        let dir = config.record.as_ref().map(|r| r.dir.display().to_string());
+        tracing::info!(dir, "recording");
+        let readers = mergebook::service::RecordingReaders::start(config, metrics)
+            .map_err(|error| error.to_string())?;
+        shutdown_signal().await;
+        tracing::info!("stopping: closing connections, completing the files");
+        readers.stop().await;
+        Ok(())
+    })
+}
+
+fn run_recording_replay(
+    dir: &std::path::Path,
+    config_path: &std::path::Path,
+    until_ns: Option<u64>,
+    speed: Option<f64>,
+) -> Result<(), String> {
+    let config = RawConfig::load(config_path)
+        .and_then(|raw| raw.validate())
+        .map_err(|error| error.to_string())?;
+    let recordings = replay::load_recording(dir).map_err(|error| error.to_string())?;
+    for recording in recordings.iter().filter(|r| r.truncated_files > 0) {
+        eprintln!(
+            "mergebook replay: {}-{}: {} file(s) cut short (being written, or a crash): replayed up to the cut",
+            recording.venue, recording.connection, recording.truncated_files
+        );
+    }
+    let mut printer = stdout_printer();
+    let mut pace = replay::Pace::new(until_ns, speed);
+    let stats = replay::replay_recording(
+        &config,
+        &recordings,
+        |received_ns| pace.wait_for(received_ns),
+        |summary| printer.print(&config.instruments[summary.instrument].name, summary),
+        |_, _, _| {},
+        |venue, error| eprintln!("mergebook replay: {venue}: {error}"),
+    )
+    .map_err(|error| format!("{}: {error}", dir.display()))?;
+    printer.finish()?;
+    eprintln!(
+        "mergebook replay: {} events, {} books, {} decode errors, {} summaries",
+        stats.events, stats.books, stats.decode_errors, stats.summaries
+    );
+    Ok(())
 }
 
 fn run_service(args: &RunArgs) -> Result<(), String> {
@@ -330,23 +458,34 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-async fn serve(mut config: Config) -> Result<(), String> {
-    // A port in use is the common failure: the error names what moves it.
-    let bind = |address, setting: &'static str| async move {
-        tokio::net::TcpListener::bind(address)
-            .await
-            .map_err(|error| format!("cannot listen on {address} ({setting}): {error}"))
-    };
+/// Binds `address`; a port in use is the common failure: the error names what moves it.
+async fn bind(
+    address: std::net::SocketAddr,
+    setting: &'static str,
+) -> Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| format!("cannot listen on {address} ({setting}): {error}"))
+}
+
+/// Starts the embedded simulator where the configuration has one, and points the venues
+/// at it.
+async fn start_simulator(config: &mut Config) -> Result<(), String> {
     if let Some(simulator) = &config.simulator {
         let listener = bind(simulator.listen, "simulator.listen in the config file").await?;
         let simulator = Simulator::start(listener, simulator.rate_per_second, simulator.seed)
             .map_err(|error| format!("simulator: {error}"))?;
-        for (venue, recording) in simulator_recordings(&config)? {
+        for (venue, recording) in simulator_recordings(config)? {
             simulator.replay(venue, recording);
         }
         tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
-        simulator.point(&mut config);
+        simulator.point(config);
     }
+    Ok(())
+}
+
+async fn serve(mut config: Config) -> Result<(), String> {
+    start_simulator(&mut config).await?;
     raise_open_file_limit(&config);
     let listeners = Listeners {
         grpc: bind(

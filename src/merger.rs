@@ -167,6 +167,12 @@ pub trait PublishObserver: Send + 'static {
 
     /// Called on the merger thread after each publish: must not wait.
     fn published(&mut self, record: &PublishRecord);
+
+    /// Called on the merger thread with each summary as it is written, before it is
+    /// published: must not wait. For the tests that check every summary.
+    fn written(&mut self, summary: &Summary) {
+        let _ = summary;
+    }
 }
 
 impl PublishObserver for () {
@@ -267,11 +273,13 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                 let merger = &mut instrument.merger;
                 let mut received_ns = 0;
                 let mut record = None;
+                let observer = &mut spec.observer;
                 instrument.output.publish_with(|summary| {
                     merger.summarize(clock::unix_ns(), summary);
                     summary.published_monotonic_ns = now;
                     received_ns = summary.received_ns;
                     if O::OBSERVES {
+                        observer.written(summary);
                         record = Some(PublishRecord {
                             polled_ns: now,
                             written_ns: clock::monotonic_ns(),

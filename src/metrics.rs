@@ -71,6 +71,11 @@ pub struct Metrics {
     pub nats_dropped: IntCounterVec,
     pub nats_connected: prometheus::IntGauge,
     pub nats_connects: IntCounter,
+    /// Recording (`record.rs`): events dropped because the writer was behind, bytes of
+    /// timeline written (before compression), write errors.
+    pub record_dropped: IntCounterVec,
+    pub record_written_bytes: IntCounter,
+    pub record_errors: IntCounter,
 }
 
 /// Buckets of a resync's duration: 1 ms to about a minute (factor 2.5).
@@ -219,6 +224,21 @@ impl Metrics {
              still silent an allowance later recycles the connection (connection_errors, \
              reason idle_timeout).",
         );
+        let record_dropped = counter(
+            "orderbook_record_dropped_total",
+            "Recording: events of the venue's connections dropped because the writer was behind \
+             the connection's queue (record.queue_per_connection): a slow or full disk.",
+        );
+        let record_written_bytes = IntCounter::new(
+            "orderbook_record_written_bytes_total",
+            "Recording: bytes of timeline written, before compression.",
+        )
+        .expect("valid");
+        let record_errors = IntCounter::new(
+            "orderbook_record_errors_total",
+            "Recording: files that could not be created, written, completed or removed.",
+        )
+        .expect("valid");
         let grpc_clients =
             prometheus::IntGauge::new("orderbook_grpc_clients", "gRPC summary streams open.")
                 .expect("valid");
@@ -295,6 +315,9 @@ impl Metrics {
             Box::new(sequence_resets.clone()),
             Box::new(messages_ignored.clone()),
             Box::new(silent_resubscriptions.clone()),
+            Box::new(record_dropped.clone()),
+            Box::new(record_written_bytes.clone()),
+            Box::new(record_errors.clone()),
             Box::new(e2e_seconds.clone()),
             Box::new(messages.clone()),
             Box::new(superseded.clone()),
@@ -355,6 +378,9 @@ impl Metrics {
             nats_dropped,
             nats_connected,
             nats_connects,
+            record_dropped,
+            record_written_bytes,
+            record_errors,
         }
     }
 

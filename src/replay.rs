@@ -53,16 +53,51 @@ pub enum ReplayError {
         "{path}:{line}: a timeline entry needs \"recv_ts\" (number), \"kind\" and \"raw\" (strings)"
     )]
     Timeline { path: PathBuf, line: usize },
+    #[error("{path}:{line}: \"raw\" of a ws_recv_binary entry is not base64")]
+    Base64 { path: PathBuf, line: usize },
+    #[error(
+        "{path}: not a recorded connection's directory (`<venue>-<connection>`, as `[record]` writes them)"
+    )]
+    NotAConnection { path: PathBuf },
 }
 
 #[derive(serde::Deserialize)]
-struct TimelineEntry {
-    recv_ts: f64,
+struct TimelineEntry<'a> {
+    #[serde(borrow)]
+    recv_ts: &'a serde_json::value::RawValue,
     kind: String,
     #[serde(default)]
     url: String,
     #[serde(default)]
     raw: String,
+}
+
+/// One event of a recording, as replay uses it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TimelineEvent {
+    /// A connection opened: the reader's core starts over.
+    Connected,
+    /// A text frame received.
+    Text(String),
+    /// A binary frame received.
+    Binary(Vec<u8>),
+    /// A REST snapshot body the reader took, and the URL it answered.
+    Rest { url: String, body: String },
+}
+
+/// An event and when it was received (Unix ns; for plain files, its line index).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedEvent {
+    pub received_ns: u64,
+    pub event: TimelineEvent,
+}
+
+/// A file's events, and whether its end was cut off (a compressed file still being
+/// written, or left by a crash: the events before the cut are kept).
+#[derive(Debug, Default)]
+pub struct Timeline {
+    pub events: Vec<TimedEvent>,
+    pub truncated: bool,
 }
 
 /// Whether `line` is a timeline entry: a JSON object with `recv_ts` and `kind`,
@@ -75,13 +110,70 @@ fn is_timeline_entry(line: &str) -> bool {
     })
 }
 
-/// Reads a plain or timeline file. A file is a timeline when its first line is a
-/// timeline entry; then every line must be one.
-pub fn load_frames(path: &Path) -> Result<Vec<RecordedFrame>, ReplayError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
+/// `recv_ts` (Unix seconds, a JSON number) in ns, exactly: the text's digits, not a
+/// float's nearest value (an `f64` of today's Unix time resolves a quarter microsecond).
+fn unix_seconds_ns(number: &str) -> Option<u64> {
+    let (seconds, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if seconds.is_empty()
+        || !seconds
+            .bytes()
+            .chain(fraction.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
+        // An exponent, a sign: whatever JSON allows, through a float.
+        let seconds: f64 = number.parse().ok()?;
+        return (seconds >= 0.0).then(|| (seconds * 1e9).round() as u64);
+    }
+    let nanos = fraction
+        .bytes()
+        .chain(std::iter::repeat(b'0'))
+        .take(9)
+        .fold(0u64, |nanos, digit| nanos * 10 + u64::from(digit - b'0'));
+    seconds
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(nanos)
+}
+
+/// The file's text: zstd-compressed when its name ends in `.zst` (`[record]`'s files).
+/// A compressed file cut short yields the lines before the cut.
+fn read_text(path: &Path) -> Result<(String, bool), ReplayError> {
+    let error = |source| ReplayError::Read {
         path: path.into(),
         source,
-    })?;
+    };
+    if path.extension().is_none_or(|extension| extension != "zst") {
+        return std::fs::read_to_string(path)
+            .map(|text| (text, false))
+            .map_err(error);
+    }
+    let file = std::fs::File::open(path).map_err(error)?;
+    let mut decoder = zstd::stream::read::Decoder::new(file).map_err(error)?;
+    let mut bytes = Vec::new();
+    let truncated = match std::io::Read::read_to_end(&mut decoder, &mut bytes) {
+        Ok(_) => false,
+        Err(_) if !bytes.is_empty() || path.metadata().is_ok_and(|m| m.len() > 0) => {
+            let complete = bytes
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |at| at + 1);
+            bytes.truncate(complete);
+            true
+        }
+        Err(source) => return Err(error(source)),
+    };
+    let text = String::from_utf8(bytes)
+        .map_err(|utf8| error(std::io::Error::new(std::io::ErrorKind::InvalidData, utf8)))?;
+    Ok((text, truncated))
+}
+
+/// Reads a plain file, a timeline, or a compressed timeline. A file is a timeline when its
+/// first line is a timeline entry; then every line must be one. Kinds other than
+/// `ws_connect`, `ws_recv`, `ws_recv_binary` and `rest_response` are passed over (what
+/// was sent, what failed, why a connection ended: for the reader of the file).
+pub fn load_timeline(path: &Path) -> Result<Timeline, ReplayError> {
+    let (text, truncated) = read_text(path)?;
     let mut lines = text
         .lines()
         .enumerate()
@@ -91,33 +183,62 @@ pub fn load_frames(path: &Path) -> Result<Vec<RecordedFrame>, ReplayError> {
         .peek()
         .is_some_and(|(_, first)| is_timeline_entry(first));
     if !is_timeline {
-        return Ok(lines
-            .map(|(index, line)| RecordedFrame {
+        let events = lines
+            .map(|(index, line)| TimedEvent {
                 received_ns: index as u64,
-                raw: line.to_owned(),
-                rest_url: None,
+                event: TimelineEvent::Text(line.to_owned()),
             })
-            .collect());
+            .collect();
+        return Ok(Timeline { events, truncated });
     }
-    let mut frames = Vec::new();
+    let mut events = Vec::new();
     for (index, line) in lines {
-        let entry: TimelineEntry =
-            serde_json::from_str(line).map_err(|_| ReplayError::Timeline {
-                path: path.into(),
-                line: index + 1,
-            })?;
-        let rest_url = match entry.kind.as_str() {
-            "ws_recv" => None,
-            "rest_response" => Some(entry.url),
+        let malformed = || ReplayError::Timeline {
+            path: path.into(),
+            line: index + 1,
+        };
+        let entry: TimelineEntry = serde_json::from_str(line).map_err(|_| malformed())?;
+        let received_ns = unix_seconds_ns(entry.recv_ts.get()).ok_or_else(malformed)?;
+        let event = match entry.kind.as_str() {
+            "ws_connect" => TimelineEvent::Connected,
+            "ws_recv" => TimelineEvent::Text(entry.raw),
+            "ws_recv_binary" => TimelineEvent::Binary(
+                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, &entry.raw)
+                    .map_err(|_| ReplayError::Base64 {
+                        path: path.into(),
+                        line: index + 1,
+                    })?,
+            ),
+            "rest_response" => TimelineEvent::Rest {
+                url: entry.url,
+                body: entry.raw,
+            },
             _ => continue,
         };
-        frames.push(RecordedFrame {
-            received_ns: (entry.recv_ts * 1e9).round() as u64,
-            raw: entry.raw,
-            rest_url,
-        });
+        events.push(TimedEvent { received_ns, event });
     }
-    Ok(frames)
+    Ok(Timeline { events, truncated })
+}
+
+/// The text frames and REST responses of a plain file or a timeline (what the per-venue
+/// replays take).
+pub fn load_frames(path: &Path) -> Result<Vec<RecordedFrame>, ReplayError> {
+    Ok(load_timeline(path)?
+        .events
+        .into_iter()
+        .filter_map(|TimedEvent { received_ns, event }| {
+            let (raw, rest_url) = match event {
+                TimelineEvent::Text(raw) => (raw, None),
+                TimelineEvent::Rest { url, body } => (body, Some(url)),
+                TimelineEvent::Connected | TimelineEvent::Binary(_) => return None,
+            };
+            Some(RecordedFrame {
+                received_ns,
+                raw,
+                rest_url,
+            })
+        })
+        .collect())
 }
 
 /// The service's two feed modes, as replay runs them.
@@ -226,18 +347,21 @@ pub struct ReplayStats {
     pub summaries: u64,
 }
 
-/// The order frames of several recordings are replayed in: by receive time, then by
-/// recording, then by position. Yields (receive time, recording, frame index).
-fn time_order<'a>(
-    recordings: impl Iterator<Item = &'a [RecordedFrame]>,
+/// The order the frames or events of several recordings are replayed in: by receive
+/// time (`received_ns` of each), then by recording, then by position. Yields (receive
+/// time, recording, index).
+fn time_order<'a, T: 'a>(
+    recordings: impl Iterator<Item = &'a [T]>,
+    received_ns: impl Fn(&T) -> u64,
 ) -> Vec<(u64, usize, usize)> {
+    let received_ns = &received_ns;
     let mut order: Vec<(u64, usize, usize)> = recordings
         .enumerate()
         .flat_map(|(recording, frames)| {
             frames
                 .iter()
                 .enumerate()
-                .map(move |(index, frame)| (frame.received_ns, recording, index))
+                .map(move |(index, frame)| (received_ns(frame), recording, index))
         })
         .collect();
     order.sort_unstable();
@@ -279,7 +403,9 @@ pub fn replay(
         .collect();
     let mut stats = ReplayStats::default();
     let mut tally = Tally::default();
-    for (received_ns, input, index) in time_order(inputs.iter().map(|(_, f)| &f[..])) {
+    for (received_ns, input, index) in
+        time_order(inputs.iter().map(|(_, f)| &f[..]), |f| f.received_ns)
+    {
         let (venue, frames) = &inputs[input];
         let frame = &frames[index];
         if frame.rest_url.is_some() {
@@ -295,6 +421,7 @@ pub fn replay(
             on_error: &mut |error: &BadFrame| on_error(*venue, index, error),
             tally: &mut tally,
             diff_stats: &mut [],
+            on_feed: &mut |_, _, _| {},
         };
         replay_frame(&mut cores[input], frame, received_ns, &mut outlet);
     }
@@ -341,6 +468,8 @@ struct ReplayOutlet<'a> {
     tally: &'a mut Tally,
     /// Per stream of the core (diff mode).
     diff_stats: &'a mut [DiffStats],
+    /// Hears each feed a core publishes, before it is merged: (instrument, venue, feed).
+    on_feed: &'a mut dyn FnMut(usize, VenueId, &VenueFeed),
 }
 
 impl FeedOutput for ReplayOutlet<'_> {
@@ -351,6 +480,7 @@ impl FeedOutput for ReplayOutlet<'_> {
             self.tally.books += 1;
         }
         let instrument = self.instruments[stream];
+        (self.on_feed)(instrument, self.venue, &feed);
         let merger = &mut self.mergers[instrument];
         merger.apply(self.venue, &feed);
         let mut summary = Summary::default();
@@ -641,7 +771,9 @@ pub fn replay_diff(
         })
         .collect();
     let mut tally = Tally::default();
-    for (received_ns, recording, index) in time_order(recordings.iter().map(|r| &r.frames[..])) {
+    for (received_ns, recording, index) in
+        time_order(recordings.iter().map(|r| &r.frames[..]), |f| f.received_ns)
+    {
         let venue = recordings[recording].venue;
         let frame = &recordings[recording].frames[index];
         let RecordingCore {
@@ -659,6 +791,7 @@ pub fn replay_diff(
             on_error: &mut |error: &BadFrame| on_error(venue, index, error),
             tally: &mut tally,
             diff_stats: stats,
+            on_feed: &mut |_, _, _| {},
         };
         match &frame.rest_url {
             None => replay_frame(core, frame, received_ns, &mut outlet),
@@ -729,5 +862,317 @@ pub(crate) fn replay_settings(depths: DiffDepths) -> DiffSettings {
             rate_limited_pause: std::time::Duration::ZERO,
         },
         snapshot_timeout: std::time::Duration::ZERO,
+    }
+}
+
+// ---- the service's own recordings ----
+
+/// One connection's recording, as `[record]` wrote it: its directory's events in time.
+#[derive(Debug)]
+pub struct ConnectionRecording {
+    pub venue: VenueId,
+    /// Among the venue's connections (`service::plan_connections`).
+    pub connection: usize,
+    pub events: Vec<TimedEvent>,
+    /// Files whose end was cut off (still being written, or a crash).
+    pub truncated_files: usize,
+}
+
+/// Reads a recording directory (`record.dir`): every connection's directory, its files
+/// in the order they were started.
+pub fn load_recording(dir: &Path) -> Result<Vec<ConnectionRecording>, ReplayError> {
+    let read_dir = |path: &Path| {
+        std::fs::read_dir(path)
+            .and_then(|entries| entries.map(|entry| Ok(entry?.path())).collect())
+            .map_err(|source| ReplayError::Read {
+                path: path.into(),
+                source,
+            })
+    };
+    let mut connections: Vec<PathBuf> = read_dir(dir)?;
+    connections.retain(|path| path.is_dir());
+    connections.sort();
+    let mut recordings = Vec::new();
+    for path in connections {
+        let name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or("");
+        let (venue, connection) = name
+            .rsplit_once('-')
+            .and_then(|(venue, index)| Some((VenueId::from_name(venue)?, index.parse().ok()?)))
+            .ok_or_else(|| ReplayError::NotAConnection { path: path.clone() })?;
+        let mut files: Vec<PathBuf> = read_dir(&path)?;
+        files.retain(|file| file.is_file());
+        files.sort();
+        let mut recording = ConnectionRecording {
+            venue,
+            connection,
+            events: Vec::new(),
+            truncated_files: 0,
+        };
+        for file in files {
+            let timeline = load_timeline(&file)?;
+            recording.events.extend(timeline.events);
+            recording.truncated_files += usize::from(timeline.truncated);
+        }
+        recordings.push(recording);
+    }
+    Ok(recordings)
+}
+
+/// Why a recording cannot be replayed with a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordingMismatch {
+    #[error(
+        "it holds connection {connection} of {venue}, which this configuration does not open: replay it with the configuration it was recorded with"
+    )]
+    UnknownConnection { venue: VenueId, connection: usize },
+}
+
+/// What a replay of the service's recording saw.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RecordingStats {
+    /// Events replayed (connections opened, frames, REST snapshots).
+    pub events: u64,
+    pub books: u64,
+    pub decode_errors: u64,
+    pub summaries: u64,
+}
+
+/// The live service's twin: replays a recording made with `config` through a `FeedCore`
+/// per connection, built as the service builds its readers' (`service::plan_connections`,
+/// each venue's mode and settings), and an `InstrumentMerger` per instrument. Events of
+/// all connections in time order; a connection opened starts its core over, as the reader
+/// does; a REST snapshot goes to the stream whose symbol it names. After every feed a
+/// core publishes, `on_feed(instrument, venue, feed)`, then the instrument's summary,
+/// `emit` (stamped with the event's receive time; no venue is evicted as stale: the
+/// clock of a replay is the recording's). `before(received_ns)` comes before each event:
+/// it paces the replay, and `false` stops it.
+pub fn replay_recording(
+    config: &crate::config::Config,
+    recordings: &[ConnectionRecording],
+    mut before: impl FnMut(u64) -> bool,
+    mut emit: impl FnMut(&Summary),
+    mut on_feed: impl FnMut(usize, VenueId, &VenueFeed),
+    mut on_error: impl FnMut(VenueId, &BadFrame),
+) -> Result<RecordingStats, RecordingMismatch> {
+    let plan = crate::service::plan_connections(config);
+    let mut mergers: Vec<InstrumentMerger> = config
+        .instruments
+        .iter()
+        .enumerate()
+        .map(|(index, instrument)| {
+            let venues: Vec<VenueId> = instrument.symbols.iter().map(|(v, _)| *v).collect();
+            let mut merger = InstrumentMerger::new(index, config.depth, &venues);
+            for venue in config.venues.iter().filter(|v| v.allow_one_sided) {
+                merger.allow_one_sided(venue.venue);
+            }
+            merger
+        })
+        .collect();
+    let mut cores = Vec::new();
+    for recording in recordings {
+        let (venue, connection) = (recording.venue, recording.connection);
+        let planned = plan
+            .iter()
+            .find(|planned| planned.venue == venue && planned.index == connection)
+            .ok_or(RecordingMismatch::UnknownConnection { venue, connection })?;
+        let streams = planned
+            .streams
+            .iter()
+            .map(|stream| CoreStream {
+                name: stream.name.clone(),
+                symbol: stream.symbol.clone(),
+                contract_size: stream.contract_size,
+            })
+            .collect();
+        let diff = match &config.venues[planned.venue_config].mode {
+            crate::config::FeedMode::Snapshot => None,
+            crate::config::FeedMode::Diff(settings) => Some(settings),
+        };
+        let first_ns = recording
+            .events
+            .first()
+            .map_or(0, |event| event.received_ns);
+        let core = FeedCore::new(venue, config.depth, streams, diff, first_ns);
+        let instruments: Vec<usize> = planned.streams.iter().map(|s| s.instrument).collect();
+        let symbols: Vec<&str> = planned.streams.iter().map(|s| s.symbol.as_str()).collect();
+        cores.push((core, instruments, symbols));
+    }
+    let mut tally = Tally::default();
+    let mut events = 0;
+    let order = time_order(recordings.iter().map(|r| &r.events[..]), |e| e.received_ns);
+    for (received_ns, recording, index) in order {
+        if !before(received_ns) {
+            break;
+        }
+        events += 1;
+        let venue = recordings[recording].venue;
+        let (core, instruments, symbols) = &mut cores[recording];
+        let mut outlet = ReplayOutlet {
+            venue,
+            instruments,
+            mergers: &mut mergers,
+            received_ns,
+            emit: &mut |_, summary: &Summary| emit(summary),
+            on_error: &mut |error: &BadFrame| on_error(venue, error),
+            tally: &mut tally,
+            diff_stats: &mut [],
+            on_feed: &mut on_feed,
+        };
+        match &recordings[recording].events[index].event {
+            TimelineEvent::Connected => {
+                core.connecting(&mut outlet);
+                core.connected(received_ns, &mut outlet);
+            }
+            // The connection's own events say when it reconnected: a frame's verdict is
+            // not followed here.
+            TimelineEvent::Text(raw) => {
+                core.on_frame(raw.as_bytes(), received_ns, &mut outlet);
+            }
+            TimelineEvent::Binary(raw) => {
+                core.on_binary_frame(raw, received_ns, &mut outlet);
+            }
+            TimelineEvent::Rest { url, body } => {
+                let asked = venue.snapshot_symbol(url);
+                let stream = symbols.iter().position(|symbol| {
+                    asked
+                        .as_ref()
+                        .is_some_and(|asked| symbol.eq_ignore_ascii_case(asked))
+                });
+                if let Some(stream) = stream {
+                    core.on_recorded_snapshot(stream, body.as_bytes(), received_ns, &mut outlet);
+                }
+            }
+        }
+    }
+    Ok(RecordingStats {
+        events,
+        books: tally.books,
+        decode_errors: tally.decode_errors,
+        summaries: tally.summaries,
+    })
+}
+
+/// A time given on the command line, in Unix ns: Unix seconds (`1764251000.5`) or a UTC
+/// time, `2026-11-27T14:03:00Z` (fractions of a second allowed).
+pub fn parse_time(text: &str) -> Option<u64> {
+    if let Some(ns) = unix_seconds_ns(text) {
+        return Some(ns);
+    }
+    let text = text
+        .strip_suffix('Z')
+        .or_else(|| text.strip_suffix("+00:00"))?;
+    let (date, time) = text.split_once(['T', ' '])?;
+    let mut date = date.splitn(3, '-').map(str::parse::<i64>);
+    let (year, month, day) = (date.next()?.ok()?, date.next()?.ok()?, date.next()?.ok()?);
+    let (clock, fraction) = time.split_once('.').unwrap_or((time, ""));
+    let mut clock = clock.splitn(3, ':').map(str::parse::<u64>);
+    let (hour, minute, second) = (
+        clock.next()?.ok()?,
+        clock.next()?.ok()?,
+        clock.next()?.ok()?,
+    );
+    let valid = (1..=12).contains(&month)
+        && (1..=31).contains(&day)
+        && hour < 24
+        && minute < 60
+        && second < 61;
+    if !valid || year < 1970 {
+        return None;
+    }
+    // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = u64::try_from(era * 146_097 + day_of_era - 719_468).ok()?;
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second;
+    let within_second = unix_seconds_ns(&format!("0.{fraction}"))?;
+    Some(seconds * 1_000_000_000 + within_second)
+}
+
+/// Paces a replay (`replay_recording`'s `before`): stops after `until_ns`, and at `speed`
+/// times the recorded pace sleeps until each event's time has come.
+pub struct Pace {
+    until_ns: Option<u64>,
+    speed: Option<f64>,
+    /// The first event's time, and when it was replayed.
+    start: Option<(u64, std::time::Instant)>,
+}
+
+impl Pace {
+    pub fn new(until_ns: Option<u64>, speed: Option<f64>) -> Pace {
+        Pace {
+            until_ns,
+            speed,
+            start: None,
+        }
+    }
+
+    /// Whether the event received at `received_ns` is replayed; first waits for its time.
+    pub fn wait_for(&mut self, received_ns: u64) -> bool {
+        if self.until_ns.is_some_and(|until| received_ns > until) {
+            return false;
+        }
+        let Some(speed) = self.speed else {
+            return true;
+        };
+        let (first_ns, started) = *self
+            .start
+            .get_or_insert_with(|| (received_ns, std::time::Instant::now()));
+        let due = started
+            + std::time::Duration::from_secs_f64(
+                received_ns.saturating_sub(first_ns) as f64 * 1e-9 / speed,
+            );
+        std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receive_times_are_read_to_the_nanosecond() {
+        assert_eq!(
+            unix_seconds_ns("1764251000.123456789"),
+            Some(1_764_251_000_123_456_789)
+        );
+        assert_eq!(
+            unix_seconds_ns("1633998512.0633569"),
+            Some(1_633_998_512_063_356_900)
+        );
+        assert_eq!(unix_seconds_ns("12"), Some(12_000_000_000));
+        assert_eq!(unix_seconds_ns("1.5e3"), Some(1_500_000_000_000));
+        assert_eq!(unix_seconds_ns("-1"), None);
+    }
+
+    #[test]
+    fn times_are_unix_seconds_or_utc() {
+        let at = 1_764_251_000_500_000_000;
+        assert_eq!(parse_time("1764251000.5"), Some(at));
+        // 1764251000 s is 2025-11-27T13:43:20Z.
+        assert_eq!(parse_time("2025-11-27T13:43:20.5Z"), Some(at));
+        assert_eq!(
+            parse_time("2025-11-27T13:43:20+00:00"),
+            Some(at - 500_000_000)
+        );
+        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            parse_time("2024-02-29T00:00:00Z"),
+            Some(1_709_164_800_000_000_000)
+        );
+        for wrong in [
+            "2025-13-01T00:00:00Z",
+            "2025-11-27T13:43:20",
+            "yesterday",
+            "",
+        ] {
+            assert_eq!(parse_time(wrong), None, "{wrong}");
+        }
     }
 }

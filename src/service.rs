@@ -2,7 +2,7 @@
 //! consumers (JSON lines, gRPC, `/metrics` and `/health`) together, and takes them apart
 //! again on shutdown. Listeners are passed in, so tests bind port 0.
 
-use crate::config::{Config, FeedMode, FeedSettings, Output, VenueConfig};
+use crate::config::{Config, FeedMode, FeedSettings, Output};
 use crate::feed::{self, ReaderSpec, StreamSpec};
 use crate::handoff::{FeedSender, VenueFeed};
 use crate::mailbox;
@@ -10,8 +10,10 @@ use crate::merger::{self, InstrumentMerger, MergerInstrument, MergerSpec};
 use crate::metrics::Metrics;
 use crate::publish::{self, grpc, jsonl};
 use crate::reconnect::ConnectAttempts;
+use crate::record::{ConnectionRecorder, RecordMetrics, Recorder};
 use crate::summary::{Summary, VenueState};
 use crate::venue::VenueId;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -25,6 +27,8 @@ pub enum ServiceError {
     CoreNotAllowed { core: usize, allowed: Vec<usize> },
     #[error("starting a thread: {0}")]
     Thread(std::io::Error),
+    #[error("record.dir: {0}")]
+    Record(std::io::Error),
 }
 
 /// The listening sockets the service serves on.
@@ -44,45 +48,209 @@ impl Listeners {
     }
 }
 
-/// One connection to a venue: the streams one reader subscribes to.
-struct Connection {
-    /// In `Config::venues`.
-    venue_config: usize,
-    /// Among the venue's connections.
-    index: usize,
-    url: String,
-    streams: Vec<StreamSpec>,
+/// One instrument's stream on a planned connection.
+pub struct PlannedStream {
+    /// In `Config::instruments`.
+    pub instrument: usize,
+    /// The stream (channel) subscribed to.
+    pub name: String,
+    /// The venue's symbol.
+    pub symbol: String,
+    pub contract_size: Option<crate::fixed::FixedPoint>,
 }
 
-impl Connection {
-    /// Puts `stream` on a connection of its venue to the endpoint that serves its symbol
-    /// with room left, or on a new one: as many connections as the venue's limit of
-    /// streams per connection asks for.
-    fn add(
-        connections: &mut Vec<Connection>,
-        venue_config: (usize, &VenueConfig),
-        stream: StreamSpec,
-    ) {
-        let (venue_config, config) = venue_config;
-        let venue = config.venue;
-        let url = venue.endpoint(&config.url, &stream.symbol);
-        let most = venue.max_streams_per_connection();
-        let of_venue = connections
-            .iter()
-            .filter(|connection| connection.venue_config == venue_config)
-            .count();
-        match connections.iter_mut().find(|connection| {
-            connection.venue_config == venue_config
-                && connection.url == url
-                && connection.streams.len() < most
-        }) {
-            Some(connection) => connection.streams.push(stream),
-            None => connections.push(Connection {
-                venue_config,
-                index: of_venue,
-                url,
-                streams: vec![stream],
-            }),
+/// One connection to a venue: the streams one reader subscribes to.
+pub struct PlannedConnection {
+    /// In `Config::venues`.
+    pub venue_config: usize,
+    pub venue: VenueId,
+    /// Among the venue's connections.
+    pub index: usize,
+    pub url: String,
+    pub streams: Vec<PlannedStream>,
+}
+
+/// The connections the service opens for `config`'s instruments: each stream on a
+/// connection of its venue to the endpoint that serves its symbol with room left, or on a
+/// new one, as many as the venue's limit of streams per connection asks for. The service
+/// and `replay::replay_recording` plan alike, so a recording's connections are the plan's.
+pub fn plan_connections(config: &Config) -> Vec<PlannedConnection> {
+    let mut connections: Vec<PlannedConnection> = Vec::new();
+    for (instrument_index, instrument) in config.instruments.iter().enumerate() {
+        for (venue, symbol) in &instrument.symbols {
+            let venue_config = config
+                .venues
+                .iter()
+                .position(|v| v.venue == *venue)
+                .expect("validated");
+            let settings = &config.venues[venue_config];
+            let stream = PlannedStream {
+                instrument: instrument_index,
+                name: match settings.mode {
+                    FeedMode::Snapshot => venue.stream_name(symbol, config.depth),
+                    FeedMode::Diff(_) => venue.diff_stream_name(symbol),
+                },
+                symbol: symbol.clone(),
+                contract_size: instrument.contract_size(*venue),
+            };
+            let url = venue.endpoint(&settings.url, symbol);
+            let most = venue.max_streams_per_connection();
+            let of_venue = connections
+                .iter()
+                .filter(|connection| connection.venue_config == venue_config)
+                .count();
+            match connections.iter_mut().find(|connection| {
+                connection.venue_config == venue_config
+                    && connection.url == url
+                    && connection.streams.len() < most
+            }) {
+                Some(connection) => connection.streams.push(stream),
+                None => connections.push(PlannedConnection {
+                    venue_config,
+                    venue: *venue,
+                    index: of_venue,
+                    url,
+                    streams: vec![stream],
+                }),
+            }
+        }
+    }
+    connections
+}
+
+/// The recorder of `connections`, where `[record]` is on, and each connection's end.
+fn start_recorder(
+    config: &Config,
+    connections: &[PlannedConnection],
+    metrics: &Metrics,
+) -> Result<(Option<Recorder>, Vec<ConnectionRecorder>), ServiceError> {
+    let Some(record) = &config.record else {
+        return Ok((None, Vec::new()));
+    };
+    let named: Vec<_> = connections.iter().map(|c| (c.venue, c.index)).collect();
+    let counters = RecordMetrics::of(metrics, &named);
+    let (recorder, handles) =
+        Recorder::start(record, &named, counters).map_err(ServiceError::Record)?;
+    Ok((Some(recorder), handles))
+}
+
+/// A reader thread per planned connection, its streams' books going to `senders` (per
+/// instrument and venue), and its events to its recorder, if any.
+fn spawn_readers(
+    config: &Config,
+    connections: Vec<PlannedConnection>,
+    mut senders: HashMap<(usize, VenueId), FeedSender>,
+    recorders: Vec<ConnectionRecorder>,
+    (merger, metrics): (&std::thread::Thread, &Metrics),
+    stop: &watch::Receiver<bool>,
+) -> Result<Vec<std::thread::JoinHandle<()>>, ServiceError> {
+    let attempts: Vec<_> = VenueId::ALL
+        .iter()
+        .map(|venue| ConnectAttempts::shared(venue.connect_budget()))
+        .collect();
+    let mut recorders = recorders.into_iter();
+    let mut readers = Vec::new();
+    for connection in connections {
+        let venue_config = &config.venues[connection.venue_config];
+        let venue = venue_config.venue;
+        let streams = connection
+            .streams
+            .into_iter()
+            .map(|stream| StreamSpec {
+                sender: senders
+                    .remove(&(stream.instrument, venue))
+                    .expect("one stream per (instrument, venue)"),
+                instrument: config.instruments[stream.instrument].name.clone(),
+                name: stream.name,
+                symbol: stream.symbol,
+                contract_size: stream.contract_size,
+            })
+            .collect();
+        let spec = ReaderSpec {
+            venue,
+            connection: connection.index,
+            url: connection.url,
+            connect_attempts: Arc::clone(&attempts[venue.index()]),
+            depth: config.depth,
+            settings: FeedSettings {
+                read_idle_timeout: venue_config.read_idle_timeout,
+                ..config.feed
+            },
+            mode: venue_config.mode.clone(),
+            client_ping: venue_config.client_ping,
+            api_key: venue_config.api_key.clone(),
+            streams,
+            recorder: recorders.next(),
+        };
+        let reader = feed::spawn(spec, merger.clone(), metrics.for_venue(venue), stop.clone());
+        readers.push(reader.map_err(ServiceError::Thread)?);
+    }
+    Ok(readers)
+}
+
+/// `mergebook record`: the readers alone, recording every connection (`[record]`), with
+/// `/metrics`; no merger, no consumers. The readers still decode, as the recording's
+/// connections must follow the venues' protocols (acknowledgements, resyncs), and hand
+/// their books to mailboxes nobody reads.
+pub struct RecordingReaders {
+    stop_readers: watch::Sender<bool>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    recorder: Option<Recorder>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RecordingReaders {
+    pub fn start(config: Config, metrics_listener: TcpListener) -> Result<Self, ServiceError> {
+        let config = Arc::new(config);
+        let metrics = Arc::new(Metrics::new());
+        let connections = plan_connections(&config);
+        let (recorder, recorders) = start_recorder(&config, &connections, &metrics)?;
+        let mut senders = HashMap::new();
+        for (index, instrument) in config.instruments.iter().enumerate() {
+            let (_, fanout) = publish::summary_channel();
+            for (venue, _) in &instrument.symbols {
+                let (sender, _) = mailbox::mailbox(VenueFeed::default());
+                senders.insert(
+                    (index, *venue),
+                    FeedSender::new(sender, fanout.early_wake()),
+                );
+            }
+        }
+        let (stop_readers, stop_signal) = watch::channel(false);
+        // No merger: the readers' wake-ups after each book go to this thread, and cost an
+        // atomic store (`Thread::unpark` of a thread that is not parked).
+        let nobody = std::thread::current();
+        let readers = spawn_readers(
+            &config,
+            connections,
+            senders,
+            recorders,
+            (&nobody, &metrics),
+            &stop_signal,
+        )?;
+        let http = crate::http::serve(metrics_listener, Arc::clone(&config), metrics, Vec::new());
+        Ok(RecordingReaders {
+            stop_readers,
+            readers,
+            recorder,
+            tasks: vec![tokio::spawn(http)],
+        })
+    }
+
+    /// Closes the connections, then completes the recording's files.
+    pub async fn stop(mut self) {
+        self.stop_readers.send_replace(true);
+        let readers = std::mem::take(&mut self.readers);
+        let recorder = self.recorder.take();
+        let _ = tokio::task::spawn_blocking(move || {
+            readers.into_iter().for_each(|r| drop(r.join()));
+            if let Some(recorder) = recorder {
+                recorder.finish();
+            }
+        })
+        .await;
+        for task in &self.tasks {
+            task.abort();
         }
     }
 }
@@ -96,6 +264,7 @@ pub struct Service {
     stop_readers: watch::Sender<bool>,
     merger: Option<std::thread::JoinHandle<()>>,
     readers: Vec<std::thread::JoinHandle<()>>,
+    recorder: Option<Recorder>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -125,32 +294,19 @@ impl Service {
         let metrics = Arc::new(Metrics::new());
 
         // One mailbox per (instrument, venue); one summary channel per instrument.
-        let mut connections: Vec<Connection> = Vec::new();
+        let mut senders = HashMap::new();
         let mut merger_instruments = Vec::new();
         let mut fanouts = Vec::new();
         for (index, instrument) in config.instruments.iter().enumerate() {
             let venues: Vec<VenueId> = instrument.symbols.iter().map(|(venue, _)| *venue).collect();
             let mut inputs = Vec::new();
             let (output, fanout) = publish::summary_channel();
-            for (venue, symbol) in &instrument.symbols {
+            for venue in &venues {
                 let (sender, receiver) = mailbox::mailbox(VenueFeed::default());
-                let reader = config
-                    .venues
-                    .iter()
-                    .position(|v| v.venue == *venue)
-                    .expect("validated");
-                let name = match config.venues[reader].mode {
-                    FeedMode::Snapshot => venue.stream_name(symbol, config.depth),
-                    FeedMode::Diff(_) => venue.diff_stream_name(symbol),
-                };
-                let stream = StreamSpec {
-                    name,
-                    symbol: symbol.clone(),
-                    instrument: instrument.name.clone(),
-                    contract_size: instrument.contract_size(*venue),
-                    sender: FeedSender::new(sender, fanout.early_wake()),
-                };
-                Connection::add(&mut connections, (reader, &config.venues[reader]), stream);
+                senders.insert(
+                    (index, *venue),
+                    FeedSender::new(sender, fanout.early_wake()),
+                );
                 inputs.push((*venue, receiver));
             }
             let mut merger = InstrumentMerger::new(index, config.depth, &venues);
@@ -164,6 +320,8 @@ impl Service {
             });
             fanouts.push(fanout);
         }
+        let connections = plan_connections(&config);
+        let (recorder, connection_recorders) = start_recorder(&config, &connections, &metrics)?;
 
         let stop_merger = Arc::new(AtomicBool::new(false));
         let merger_heartbeat_ns = Arc::new(AtomicU64::new(crate::clock::monotonic_ns()));
@@ -182,33 +340,14 @@ impl Service {
         .map_err(ServiceError::Thread)?;
 
         let (stop_readers, stop_signal) = watch::channel(false);
-        let mut readers = Vec::new();
-        let attempts: Vec<_> = VenueId::ALL
-            .iter()
-            .map(|venue| ConnectAttempts::shared(venue.connect_budget()))
-            .collect();
-        for connection in connections {
-            let venue_config = &config.venues[connection.venue_config];
-            let venue = venue_config.venue;
-            let spec = ReaderSpec {
-                venue,
-                connection: connection.index,
-                url: connection.url,
-                connect_attempts: Arc::clone(&attempts[venue.index()]),
-                depth: config.depth,
-                settings: FeedSettings {
-                    read_idle_timeout: venue_config.read_idle_timeout,
-                    ..config.feed
-                },
-                mode: venue_config.mode.clone(),
-                client_ping: venue_config.client_ping,
-                api_key: venue_config.api_key.clone(),
-                streams: connection.streams,
-            };
-            let metrics = metrics.for_venue(venue);
-            let reader = feed::spawn(spec, merger.thread().clone(), metrics, stop_signal.clone());
-            readers.push(reader.map_err(ServiceError::Thread)?);
-        }
+        let readers = spawn_readers(
+            &config,
+            connections,
+            senders,
+            connection_recorders,
+            (merger.thread(), &metrics),
+            &stop_signal,
+        )?;
 
         let summaries: Vec<_> = fanouts
             .iter()
@@ -260,6 +399,7 @@ impl Service {
             stop_readers,
             merger: Some(merger),
             readers,
+            recorder,
             tasks,
         })
     }
@@ -298,6 +438,10 @@ impl Service {
         if let Some(merger) = self.merger.take() {
             merger.thread().unpark();
             let _ = tokio::task::spawn_blocking(move || merger.join()).await;
+        }
+        // The readers are gone, and their recorders with them: the writer ends.
+        if let Some(recorder) = self.recorder.take() {
+            let _ = tokio::task::spawn_blocking(move || recorder.finish()).await;
         }
         for task in &self.tasks {
             task.abort();

@@ -1027,6 +1027,15 @@ impl FeedCore {
         }
     }
 
+    /// Whether an answer to `stream`'s snapshot request of `generation` would be taken
+    /// (`on_snapshot` drops the answers to requests a reset cancelled).
+    pub fn is_current_snapshot_request(&self, stream: usize, generation: u64) -> bool {
+        self.diff
+            .as_ref()
+            .and_then(|diff| diff.books.get(stream))
+            .is_some_and(|book| book.generation == generation)
+    }
+
     /// A snapshot body that arrived for `stream` without a request of this core's (a
     /// recording's REST response): taken as the answer to the stream's current request.
     pub fn on_recorded_snapshot(

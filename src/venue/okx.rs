@@ -664,7 +664,10 @@ impl Venue for Okx {
     }
 
     fn snapshot_symbol(url: &str) -> Option<String> {
-        let query = url.strip_prefix("/api/v5/market/books?")?;
+        let (path, query) = url.split_once('?')?;
+        if !path.ends_with("/api/v5/market/books") {
+            return None;
+        }
         let inst_id = query
             .split('&')
             .find_map(|pair| pair.strip_prefix("instId="))?;
@@ -1046,6 +1049,7 @@ mod tests {
         assert_eq!(url, "https://www.okx.com/api/v5/market/books?instId=BTC-USDT&sz=400");
         let path = url.strip_prefix("https://www.okx.com").unwrap();
         assert_eq!(Okx::snapshot_symbol(path).as_deref(), Some("BTC-USDT"));
+        assert_eq!(Okx::snapshot_symbol(&url).as_deref(), Some("BTC-USDT"), "a whole URL");
         for accepted in ["BTC-USDT", "BTC-USDT-SWAP", "ETH-USDC-261225"] {
             assert!(Okx::check_symbol(accepted).is_ok(), "{accepted}");
         }

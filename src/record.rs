@@ -1,0 +1,462 @@
+//! Recording what the venues sent (`[record]`, `mergebook record`): every frame, REST
+//! snapshot and connection event of each reader's connection, with its receive time, as a
+//! session timeline, the format of the recorded fixtures that `replay.rs` reads: one JSON
+//! object per line, `{"recv_ts": <Unix seconds>, "kind": …, "url": …, "raw": …}`.
+//!
+//! On disk: one directory per connection (`<venue>-<connection>`, as `service.rs`
+//! numbers them), holding files named by the Unix time (ns) they were started, zstd
+//! compressed, a new one past `max_file_bytes` of timeline or `max_file_age`; the oldest
+//! files of the whole directory are removed to keep it under `max_total_bytes`.
+//!
+//! The readers never wait for the disk. Each connection owns a fixed pool of event
+//! buffers: an event is copied into a free one and queued to the writer thread, which
+//! hands the buffer back once the line is written. No free buffer, or the connection's
+//! queued bytes at their bound, means the writer is behind: the event is dropped, counted
+//! (`orderbook_record_dropped_total`) and logged, rate-limited. A buffer keeps its capacity
+//! (up to `KEPT_CAPACITY`), so once the pool has held frames of each size, recording
+//! allocates nothing on the reader.
+
+use crate::clock;
+use crate::config::RecordConfig;
+use crate::log_limit::LogLimiter;
+use crate::metrics::Metrics;
+use crate::venue::VenueId;
+use base64::Engine;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::time::{Duration, Instant};
+
+/// What a timeline line records: its `kind`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EventKind {
+    /// A connection opened (`url`): the reader's core starts over from here.
+    Connected,
+    /// A text frame the reader sent: subscriptions, pings.
+    Sent,
+    /// A text frame received.
+    #[default]
+    Received,
+    /// A binary frame received (`raw` in base64: a timeline line is text).
+    ReceivedBinary,
+    /// A REST snapshot body (`url`) the reader handed to its core.
+    RestResponse,
+    /// A REST snapshot that answered a request the core had since given up (a reset
+    /// cancelled it): the core dropped it, and so does replay.
+    RestSuperseded,
+    /// A REST snapshot request that failed (`raw`: why).
+    RestFailed,
+    /// The connection ended, or never opened (`raw`: why).
+    Closed,
+}
+
+impl EventKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Connected => "ws_connect",
+            EventKind::Sent => "ws_sent",
+            EventKind::Received => "ws_recv",
+            EventKind::ReceivedBinary => "ws_recv_binary",
+            EventKind::RestResponse => "rest_response",
+            EventKind::RestSuperseded => "rest_superseded",
+            EventKind::RestFailed => "rest_failed",
+            EventKind::Closed => "ws_close",
+        }
+    }
+}
+
+/// A buffer keeping more than this after its event is written is shrunk back: a rare
+/// oversized frame (a full-depth REST snapshot) does not hold its memory in the pool.
+const KEPT_CAPACITY: usize = 16 * 1024;
+
+/// One event on its way to the writer: a pool buffer.
+#[derive(Default)]
+struct Event {
+    connection: usize,
+    kind: EventKind,
+    unix_ns: u64,
+    url: Vec<u8>,
+    raw: Vec<u8>,
+}
+
+impl Event {
+    fn bytes(&self) -> usize {
+        self.url.len() + self.raw.len()
+    }
+}
+
+/// A reader's end: records its connection's events.
+pub struct ConnectionRecorder {
+    connection: usize,
+    venue: VenueId,
+    free: Receiver<Event>,
+    queue: SyncSender<Event>,
+    /// Bytes of this connection's events queued and not yet written, and their bound:
+    /// `queue_per_connection × KEPT_CAPACITY`, so a burst of oversized frames is dropped
+    /// rather than held.
+    queued_bytes: Arc<AtomicUsize>,
+    max_queued_bytes: usize,
+    dropped: prometheus::IntCounter,
+    drop_log: LogLimiter,
+}
+
+impl ConnectionRecorder {
+    /// Records an event of `kind` that happened at `monotonic_ns` (stamped with its Unix
+    /// time, `clock::unix_of_monotonic`). Returns whether it was queued; if not, it is
+    /// counted as dropped.
+    pub fn record(&mut self, kind: EventKind, monotonic_ns: u64, url: &str, raw: &[u8]) -> bool {
+        let bytes = url.len() + raw.len();
+        let within_bound =
+            self.queued_bytes.load(Ordering::Relaxed) + bytes <= self.max_queued_bytes;
+        let event = if within_bound {
+            self.free.try_recv().ok()
+        } else {
+            None
+        };
+        let Some(mut event) = event else {
+            self.dropped.inc();
+            if let Some(suppressed) = self.drop_log.allow(monotonic_ns) {
+                tracing::warn!(venue = %self.venue, connection = self.connection, suppressed, "recording behind the venue: events dropped");
+            }
+            return false;
+        };
+        event.connection = self.connection;
+        event.kind = kind;
+        event.unix_ns = clock::unix_of_monotonic(monotonic_ns);
+        event.url.clear();
+        event.url.extend_from_slice(url.as_bytes());
+        event.raw.clear();
+        event.raw.extend_from_slice(raw);
+        self.queued_bytes.fetch_add(bytes, Ordering::Relaxed);
+        // The queue holds every connection's whole pool: it is never full. Disconnected,
+        // the writer is gone and the event with it.
+        self.queue.try_send(event).is_ok()
+    }
+}
+
+/// Where the writer puts timeline lines: `Files` in the service; tests put a writer that
+/// blocks in its place.
+pub trait Storage: Send + 'static {
+    /// Appends one line (with its newline) to `connection`'s timeline.
+    fn append(&mut self, connection: usize, line: &[u8], now: Instant) -> io::Result<()>;
+    /// About every `TICK`: files rotated by age, what is written made readable, the cap.
+    fn tick(&mut self, now: Instant) -> io::Result<()>;
+    /// The end: every file completed.
+    fn finish(&mut self) -> io::Result<()>;
+}
+
+/// How often the writer ticks its storage, events or not: the most a crash loses of a
+/// timeline is what was written since the last tick.
+const TICK: Duration = Duration::from_secs(1);
+
+/// The writer thread and what it counts.
+pub struct Recorder {
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+/// The writer's counters.
+#[derive(Clone)]
+pub struct RecordMetrics {
+    /// Per connection.
+    pub dropped: Vec<prometheus::IntCounter>,
+    pub written_bytes: prometheus::IntCounter,
+    pub errors: prometheus::IntCounter,
+}
+
+impl RecordMetrics {
+    /// The service's counters for `connections` (venue, index).
+    pub fn of(metrics: &Metrics, connections: &[(VenueId, usize)]) -> RecordMetrics {
+        RecordMetrics {
+            dropped: connections
+                .iter()
+                .map(|(venue, _)| metrics.record_dropped.with_label_values(&[venue.name()]))
+                .collect(),
+            written_bytes: metrics.record_written_bytes.clone(),
+            errors: metrics.record_errors.clone(),
+        }
+    }
+}
+
+impl Recorder {
+    /// Starts recording `connections` (venue, index among the venue's) into `config.dir`.
+    pub fn start(
+        config: &RecordConfig,
+        connections: &[(VenueId, usize)],
+        metrics: RecordMetrics,
+    ) -> io::Result<(Recorder, Vec<ConnectionRecorder>)> {
+        std::fs::create_dir_all(&config.dir)?;
+        let storage = Files::new(config, connections);
+        Recorder::start_with(storage, config.queue_per_connection, connections, metrics)
+    }
+
+    /// Starts the writer on `storage`, with `queue_per_connection` buffers a connection.
+    pub fn start_with(
+        mut storage: impl Storage,
+        queue_per_connection: usize,
+        connections: &[(VenueId, usize)],
+        metrics: RecordMetrics,
+    ) -> io::Result<(Recorder, Vec<ConnectionRecorder>)> {
+        let (queue, queued) = mpsc::sync_channel(queue_per_connection * connections.len());
+        let mut pools = Vec::new();
+        let mut recorders = Vec::new();
+        for (connection, &(venue, _)) in connections.iter().enumerate() {
+            let (pool, free) = mpsc::sync_channel(queue_per_connection);
+            for _ in 0..queue_per_connection {
+                pool.try_send(Event::default())
+                    .expect("room for the whole pool");
+            }
+            let queued_bytes = Arc::new(AtomicUsize::new(0));
+            pools.push((pool, Arc::clone(&queued_bytes)));
+            recorders.push(ConnectionRecorder {
+                connection,
+                venue,
+                free,
+                queue: queue.clone(),
+                queued_bytes,
+                max_queued_bytes: queue_per_connection * KEPT_CAPACITY,
+                dropped: metrics.dropped[connection].clone(),
+                drop_log: LogLimiter::per_second(),
+            });
+        }
+        drop(queue);
+        let writer = std::thread::Builder::new()
+            .name("recorder".into())
+            .spawn(move || {
+                write_events(&queued, &pools, &mut storage, &metrics);
+            })?;
+        Ok((
+            Recorder {
+                writer: Some(writer),
+            },
+            recorders,
+        ))
+    }
+
+    /// Waits for the writer to write what is queued and complete its files: it ends once
+    /// every `ConnectionRecorder` is dropped.
+    pub fn finish(mut self) {
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+/// The writer thread: each event as a line, its buffer back to its pool.
+fn write_events(
+    queued: &Receiver<Event>,
+    pools: &[(SyncSender<Event>, Arc<AtomicUsize>)],
+    storage: &mut impl Storage,
+    metrics: &RecordMetrics,
+) {
+    let mut line = Vec::new();
+    let mut error_log = LogLimiter::per_second();
+    let mut report = |result: io::Result<()>| {
+        if let Err(error) = result {
+            metrics.errors.inc();
+            if let Some(suppressed) = error_log.allow(clock::monotonic_ns()) {
+                tracing::error!(%error, suppressed, "recording: cannot write");
+            }
+        }
+    };
+    let mut next_tick = Instant::now() + TICK;
+    loop {
+        match queued.recv_timeout(TICK) {
+            Ok(mut event) => {
+                let (pool, queued_bytes) = &pools[event.connection];
+                format_line(&mut line, &event);
+                report(storage.append(event.connection, &line, Instant::now()));
+                metrics.written_bytes.inc_by(line.len() as u64);
+                queued_bytes.fetch_sub(event.bytes(), Ordering::Relaxed);
+                event.url.shrink_to(KEPT_CAPACITY);
+                event.raw.shrink_to(KEPT_CAPACITY);
+                let _ = pool.try_send(event);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        let now = Instant::now();
+        if now >= next_tick {
+            next_tick = now + TICK;
+            report(storage.tick(now));
+        }
+    }
+    report(storage.finish());
+}
+
+/// Writes `event` as one timeline line into `line`.
+fn format_line(line: &mut Vec<u8>, event: &Event) {
+    let kind = event.kind;
+    line.clear();
+    let (seconds, nanos) = (event.unix_ns / 1_000_000_000, event.unix_ns % 1_000_000_000);
+    let _ = write!(
+        line,
+        "{{\"recv_ts\": {seconds}.{nanos:09}, \"kind\": \"{}\"",
+        kind.name()
+    );
+    if !event.url.is_empty() {
+        line.extend_from_slice(b", \"url\": ");
+        json_string(line, &event.url);
+    }
+    if kind != EventKind::Connected {
+        line.extend_from_slice(b", \"raw\": ");
+        if kind == EventKind::ReceivedBinary {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(&event.raw);
+            json_string(line, encoded.as_bytes());
+        } else {
+            json_string(line, &event.raw);
+        }
+    }
+    line.extend_from_slice(b"}\n");
+}
+
+/// `text` as a JSON string. Text frames are UTF-8 (the WebSocket layer checks it); a REST
+/// body that is not would be refused by its decoder, and is written with U+FFFD in place
+/// of the bytes that are not.
+fn json_string(line: &mut Vec<u8>, text: &[u8]) {
+    let text = String::from_utf8_lossy(text);
+    let _ = serde_json::to_writer(&mut *line, &*text);
+}
+
+/// The directory of a connection's timeline files.
+pub fn connection_dir(venue: VenueId, connection: usize) -> String {
+    format!("{venue}-{connection}")
+}
+
+/// The timeline files on disk (`[record]`).
+pub struct Files {
+    root: PathBuf,
+    connections: Vec<ConnectionFiles>,
+    max_file_bytes: u64,
+    max_file_age: Duration,
+    max_total_bytes: u64,
+}
+
+struct ConnectionFiles {
+    dir: PathBuf,
+    open: Option<OpenFile>,
+}
+
+struct OpenFile {
+    path: PathBuf,
+    encoder: zstd::stream::write::Encoder<'static, io::BufWriter<std::fs::File>>,
+    started: Instant,
+    bytes: u64,
+}
+
+/// The extension of a timeline file.
+pub const TIMELINE_EXTENSION: &str = "jsonl.zst";
+
+impl Files {
+    fn new(config: &RecordConfig, connections: &[(VenueId, usize)]) -> Files {
+        Files {
+            root: config.dir.clone(),
+            connections: connections
+                .iter()
+                .map(|&(venue, index)| ConnectionFiles {
+                    dir: config.dir.join(connection_dir(venue, index)),
+                    open: None,
+                })
+                .collect(),
+            max_file_bytes: config.max_file_bytes,
+            max_file_age: config.max_file_age,
+            max_total_bytes: config.max_total_bytes,
+        }
+    }
+
+    fn open(dir: &Path, now: Instant) -> io::Result<OpenFile> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(format!("{:020}.{TIMELINE_EXTENSION}", clock::unix_ns()));
+        let file = std::fs::File::create_new(&path)?;
+        Ok(OpenFile {
+            path,
+            encoder: zstd::stream::write::Encoder::new(io::BufWriter::new(file), 3)?,
+            started: now,
+            bytes: 0,
+        })
+    }
+
+    /// Completes `open`'s file.
+    fn close(open: OpenFile) -> io::Result<()> {
+        open.encoder.finish()?.flush()
+    }
+
+    /// Removes the oldest completed files until the directory is under its cap.
+    fn enforce_cap(&self) -> io::Result<()> {
+        let mut files = Vec::new();
+        for dir in std::fs::read_dir(&self.root)? {
+            let dir = dir?.path();
+            if !dir.is_dir() {
+                continue;
+            }
+            for file in std::fs::read_dir(&dir)? {
+                let file = file?;
+                let name = file.file_name().to_string_lossy().into_owned();
+                if name.ends_with(TIMELINE_EXTENSION) {
+                    files.push((name, file.path(), file.metadata()?.len()));
+                }
+            }
+        }
+        let mut total: u64 = files.iter().map(|(_, _, bytes)| bytes).sum();
+        files.sort();
+        let open: Vec<&Path> = self
+            .connections
+            .iter()
+            .filter_map(|c| Some(c.open.as_ref()?.path.as_path()))
+            .collect();
+        for (_, path, bytes) in files {
+            if total <= self.max_total_bytes {
+                break;
+            }
+            if open.contains(&path.as_path()) {
+                continue;
+            }
+            std::fs::remove_file(&path)?;
+            total -= bytes;
+        }
+        Ok(())
+    }
+}
+
+impl Storage for Files {
+    fn append(&mut self, connection: usize, line: &[u8], now: Instant) -> io::Result<()> {
+        let files = &mut self.connections[connection];
+        let open = match &mut files.open {
+            Some(open) => open,
+            None => files.open.insert(Files::open(&files.dir, now)?),
+        };
+        open.encoder.write_all(line)?;
+        open.bytes += line.len() as u64;
+        if open.bytes >= self.max_file_bytes {
+            let full = files.open.take().expect("just written");
+            Files::close(full)?;
+            self.enforce_cap()?;
+        }
+        Ok(())
+    }
+
+    fn tick(&mut self, now: Instant) -> io::Result<()> {
+        for files in &mut self.connections {
+            let Some(open) = &mut files.open else {
+                continue;
+            };
+            if now.duration_since(open.started) >= self.max_file_age {
+                Files::close(files.open.take().expect("open"))?;
+            } else {
+                // A zstd flush ends the block: what is written so far decodes.
+                open.encoder.flush()?;
+            }
+        }
+        self.enforce_cap()
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        for files in &mut self.connections {
+            if let Some(open) = files.open.take() {
+                Files::close(open)?;
+            }
+        }
+        self.enforce_cap()
+    }
+}

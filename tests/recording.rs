@@ -1,0 +1,303 @@
+//! Recording (`[record]`) and replaying it (`replay::replay_recording`): the service runs
+//! against the simulator with faults (a gap in a diff stream, a reconnect, a bad frame)
+//! and records; the recording replayed with the same configuration publishes what the
+//! service published, summary for summary.
+
+mod common;
+
+use mergebook::book::TopBook;
+use mergebook::clock;
+use mergebook::config::{Config, RawConfig};
+use mergebook::handoff::VenueFeed;
+use mergebook::merger::{InstrumentMerger, PublishObserver, PublishRecord};
+use mergebook::replay;
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
+use mergebook::summary::{Summary, VenueState};
+use mergebook::venue::{MAX_VENUES, VenueId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+const BINANCE: VenueId = VenueId::Binance;
+const BINANCE_SBE: VenueId = VenueId::BinanceSbe;
+const BITSTAMP: VenueId = VenueId::Bitstamp;
+const KRAKEN: VenueId = VenueId::Kraken;
+const DEPTH: usize = 10;
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Keeps every summary the merger writes, as it writes it.
+#[derive(Clone, Default)]
+struct EverySummary(Arc<Mutex<Vec<Summary>>>);
+
+impl PublishObserver for EverySummary {
+    const OBSERVES: bool = true;
+
+    fn published(&mut self, _: &PublishRecord) {}
+
+    fn written(&mut self, summary: &Summary) {
+        self.0.lock().unwrap().push(*summary);
+    }
+}
+
+/// Two instruments on four venues, Binance in diff mode (REST snapshots), Binance's
+/// binary feed, Bitstamp on both; recording into `dir`.
+fn config(dir: &std::path::Path) -> Config {
+    let key = common::api_key_file(BINANCE_SBE);
+    let text = format!(
+        r#"
+        [service]
+        depth = {DEPTH}
+        stale_after_ms = 600000
+        output = "none"
+        [feed]
+        read_idle_timeout_ms = 600000
+        backoff_initial_ms = 20
+        backoff_max_ms = 100
+        [venues.binance]
+        mode = "diff"
+        snapshot_spacing_ms = 20
+        [venues.binance_sbe]
+        api_key_file = {key:?}
+        [record]
+        dir = {dir:?}
+        [[instruments]]
+        name = "ETH/BTC"
+        symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc", binance_sbe = "ETHBTC" }}
+        [[instruments]]
+        name = "BTC/USD"
+        symbols = {{ bitstamp = "btcusd", kraken = "BTC/USD" }}
+        "#
+    );
+    RawConfig::parse(&text, "test").unwrap().validate().unwrap()
+}
+
+fn metric(service: &Service, name: &str, venue: VenueId) -> f64 {
+    common::service_metric(service, &format!("{name}{{exchange=\"{venue}\"}}"))
+}
+
+/// Runs the service against the simulator with recording on, through a gap, a
+/// reconnect and a bad frame. Returns its configuration and every summary it wrote.
+async fn record_a_session(dir: &std::path::Path) -> (Config, Vec<Summary>) {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 40, 7).unwrap();
+    let mut config = config(dir);
+    simulator.point(&mut config);
+    let summaries = EverySummary::default();
+    let listeners = Listeners::loopback().await.unwrap();
+    let service = Service::start_observed(config.clone(), listeners, summaries.clone()).unwrap();
+    let synced = |summaries: &EverySummary| {
+        let written = summaries.0.lock().unwrap();
+        (0..2).all(|instrument| {
+            written
+                .iter()
+                .rev()
+                .find(|s| s.instrument == instrument)
+                .is_some_and(|s| {
+                    s.venue_states()
+                        .all(|(_, state)| state == VenueState::Synced)
+                })
+        })
+    };
+    common::eventually("every venue synced", WAIT, || synced(&summaries)).await;
+
+    simulator.skip_events(BINANCE, 1);
+    common::eventually("a gap in Binance's diff stream", WAIT, || {
+        common::service_metric(&service, "orderbook_gaps_total{exchange=\"binance\"}") >= 1.0
+    })
+    .await;
+    let connects = simulator.connections(KRAKEN);
+    simulator.disconnect(KRAKEN);
+    common::eventually("Kraken reconnected", WAIT, || {
+        simulator.connections(KRAKEN) > connects
+    })
+    .await;
+    simulator.send_raw(
+        BITSTAMP,
+        "{\"event\":\"data\",\"channel\":\"order_book_ethbtc\",\"data\":{\"bids\":[[\"1.0\"",
+    );
+    common::eventually("Bitstamp's bad frame counted", WAIT, || {
+        metric(&service, "orderbook_decode_errors_total", BITSTAMP) >= 1.0
+    })
+    .await;
+    common::eventually("every venue synced again", WAIT, || synced(&summaries)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    service.stop().await;
+    let written = std::mem::take(&mut *summaries.0.lock().unwrap());
+    (config, written)
+}
+
+/// What a venue's slot in a summary says: its state, and its latest book's receive time,
+/// sequence and best prices.
+type SlotView = (VenueState, u64, u64, mergebook::summary::BestPrices);
+
+fn slot_view(summary: &Summary, venue: VenueId) -> SlotView {
+    let index = venue.index();
+    (
+        summary.venues[index],
+        summary.venue_received_ns[index],
+        summary.venue_sequence[index],
+        summary.venue_best[index],
+    )
+}
+
+/// A venue as the merger holds it: the state its reader published, its latest book.
+type VenueStanding = (VenueId, VenueState, Option<TopBook>);
+
+/// Every feed a venue's core published in the replay, for one instrument, as the merger
+/// holds it: (state published, the latest book), with what the summary's slot shows of it
+/// (receive times on the live service's monotonic clock).
+struct ReplayedSlots {
+    slots: HashMap<(usize, VenueId), Vec<(SlotView, VenueStanding)>>,
+    latest_book: HashMap<(usize, VenueId), TopBook>,
+}
+
+impl ReplayedSlots {
+    fn hear(&mut self, config: &Config, instrument: usize, venue: VenueId, feed: &VenueFeed) {
+        if feed.state == VenueState::Synced {
+            let mut book = feed.book;
+            // The recording stamps Unix time; the live service stamped its monotonic clock.
+            book.received_ns -= clock::unix_of_monotonic(0);
+            self.latest_book.insert((instrument, venue), book);
+        }
+        let book = self.latest_book.get(&(instrument, venue)).copied();
+        let standing = (venue, feed.state, book);
+        let view = slot_view(&merged(config, instrument, &[standing]), venue);
+        self.slots
+            .entry((instrument, venue))
+            .or_default()
+            .push((view, standing));
+    }
+}
+
+/// The summary of `instrument` whose venues stand as `venues` say: (venue, state
+/// published, latest book).
+fn merged(config: &Config, instrument: usize, venues: &[VenueStanding]) -> Summary {
+    let configured: Vec<VenueId> = config.instruments[instrument]
+        .symbols
+        .iter()
+        .map(|(venue, _)| *venue)
+        .collect();
+    let mut merger = InstrumentMerger::new(instrument, config.depth, &configured);
+    for &(venue, state, book) in venues {
+        if let Some(book) = book {
+            let synced = VenueFeed {
+                state: VenueState::Synced,
+                book,
+            };
+            merger.apply(venue, &synced);
+        }
+        let feed = VenueFeed {
+            state,
+            book: book.unwrap_or_default(),
+        };
+        merger.apply(venue, &feed);
+    }
+    let mut summary = Summary::default();
+    merger.summarize(0, &mut summary);
+    summary
+}
+
+/// A summary as compared: no sequence number, no times of its own.
+fn comparable(summary: &Summary) -> Summary {
+    Summary {
+        sequence: 0,
+        published_ns: 0,
+        published_monotonic_ns: 0,
+        received_ns: 0,
+        ..*summary
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_session_replays_to_the_summaries_the_service_published() {
+    let dir = std::env::temp_dir().join(format!("mergebook-recording-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (config, live) = record_a_session(&dir).await;
+
+    let recordings = replay::load_recording(&dir).unwrap();
+    let mut recorded: Vec<String> = recordings
+        .iter()
+        .map(|r| format!("{}-{}", r.venue, r.connection))
+        .collect();
+    recorded.sort();
+    assert_eq!(
+        recorded,
+        ["binance-0", "binance_sbe-0", "bitstamp-0", "kraken-0"]
+    );
+    assert!(recordings.iter().all(|r| r.truncated_files == 0));
+    let kraken = recordings.iter().find(|r| r.venue == KRAKEN).unwrap();
+    let connects = kraken
+        .events
+        .iter()
+        .filter(|e| e.event == replay::TimelineEvent::Connected)
+        .count();
+    assert!(
+        connects >= 2,
+        "the reconnect is in the recording: {connects} connections"
+    );
+
+    let mut heard = ReplayedSlots {
+        slots: HashMap::new(),
+        latest_book: HashMap::new(),
+    };
+    let mut replayed: Vec<Summary> = Vec::new();
+    let mut decode_errors = 0;
+    let stats = replay::replay_recording(
+        &config,
+        &recordings,
+        |_| true,
+        |summary| replayed.push(*summary),
+        |instrument, venue, feed| heard.hear(&config, instrument, venue, feed),
+        |_, _| decode_errors += 1,
+    )
+    .unwrap();
+    assert_eq!(decode_errors, 1, "Bitstamp's bad frame");
+    assert!(stats.books > 100, "{stats:?}");
+
+    // Every summary the service published is the merge of its venues' feeds after the
+    // frames it names: each venue's slot is one the replay's core published, and merged
+    // together they give the same book. (Readers are threads: a summary can hold one
+    // venue's frame and not another's received a moment before, so it is matched venue
+    // by venue, not to one point of the replay's single timeline.)
+    let mut states_seen = [[false; 8]; MAX_VENUES];
+    for (index, summary) in live.iter().enumerate() {
+        let instrument = summary.instrument;
+        let venues: Vec<VenueStanding> = summary
+            .venue_states()
+            .map(|(venue, state)| {
+                states_seen[venue.index()][state as usize] = true;
+                let view = slot_view(summary, venue);
+                let slots = &heard.slots[&(instrument, venue)];
+                let found = slots.iter().find(|(seen, _)| *seen == view);
+                let (_, standing) = found.unwrap_or_else(|| {
+                    panic!("summary {index}: {venue}'s slot {view:?} is nowhere in the replay")
+                });
+                *standing
+            })
+            .collect();
+        assert_eq!(
+            comparable(&merged(&config, instrument, &venues)),
+            comparable(summary),
+            "summary {index}"
+        );
+    }
+    assert!(live.len() > 100, "{} summaries", live.len());
+    let seen = |venue: VenueId, state: VenueState| states_seen[venue.index()][state as usize];
+    assert!(seen(BITSTAMP, VenueState::OutOfSync), "the bad frame");
+    assert!(seen(KRAKEN, VenueState::Connecting), "the reconnect");
+    assert!(seen(BINANCE, VenueState::OutOfSync), "the gap");
+
+    // Once every reader is quiet, the last summaries are one and the same.
+    for instrument in 0..2 {
+        let last = |summaries: &[Summary]| {
+            let last = summaries.iter().rev().find(|s| s.instrument == instrument);
+            let mut last = comparable(last.unwrap());
+            last.venue_received_ns = [0; MAX_VENUES];
+            last
+        };
+        assert_eq!(last(&replayed), last(&live), "instrument {instrument}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
