@@ -269,8 +269,10 @@ fn write_events(
                 report(storage.append(event.connection, &line, Instant::now()));
                 metrics.written_bytes.inc_by(line.len() as u64);
                 queued_bytes.fetch_sub(event.bytes(), Ordering::Relaxed);
-                event.url.shrink_to(KEPT_CAPACITY);
-                event.raw.shrink_to(KEPT_CAPACITY);
+                for buffer in [&mut event.url, &mut event.raw] {
+                    buffer.clear();
+                    buffer.shrink_to(KEPT_CAPACITY);
+                }
                 let _ = pool.try_send(event);
             }
             Err(RecvTimeoutError::Timeout) => {}
@@ -458,5 +460,202 @@ impl Storage for Files {
             }
         }
         self.enforce_cap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::{TimelineEvent, load_timeline};
+    use std::sync::mpsc::Sender;
+
+    fn counters(connections: usize) -> RecordMetrics {
+        let counter = || prometheus::IntCounter::new("c", "c").unwrap();
+        RecordMetrics {
+            dropped: (0..connections).map(|_| counter()).collect(),
+            written_bytes: counter(),
+            errors: counter(),
+        }
+    }
+
+    /// A disk that takes nothing until released, and then hands each line over.
+    struct StuckDisk {
+        release: Receiver<()>,
+        lines: Sender<Vec<u8>>,
+    }
+
+    impl Storage for StuckDisk {
+        fn append(&mut self, _: usize, line: &[u8], _: Instant) -> io::Result<()> {
+            let _ = self.release.recv();
+            let _ = self.lines.send(line.to_vec());
+            Ok(())
+        }
+        fn tick(&mut self, _: Instant) -> io::Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stuck_disk_costs_the_reader_only_counted_drops() {
+        const POOL: usize = 16;
+        let (release, released) = mpsc::channel();
+        let (written, lines) = mpsc::channel();
+        let disk = StuckDisk {
+            release: released,
+            lines: written,
+        };
+        let metrics = counters(1);
+        let dropped = metrics.dropped[0].clone();
+        let (recorder, mut connections) =
+            Recorder::start_with(disk, POOL, &[(VenueId::Binance, 0)], metrics).unwrap();
+        let mut reader = connections.pop().unwrap();
+        // The writer is stuck on the first line: every record call still returns, the
+        // pool's worth queued, the rest dropped and counted.
+        let queued = (0..100u64)
+            .filter(|&frame| reader.record(EventKind::Received, frame, "", b"{}"))
+            .count();
+        assert_eq!(queued, POOL);
+        assert_eq!(dropped.get(), 100 - POOL as u64);
+        drop(reader);
+        for _ in 0..POOL {
+            release.send(()).unwrap();
+        }
+        recorder.finish();
+        let written: Vec<Vec<u8>> = lines.try_iter().collect();
+        assert_eq!(written.len(), POOL, "what was queued is written, in order");
+        let unix = clock::unix_of_monotonic(0);
+        for (frame, line) in written.iter().enumerate() {
+            let expected = format!(
+                "{{\"recv_ts\": {}.{:09}, \"kind\": \"ws_recv\", \"raw\": \"{{}}\"}}\n",
+                (unix + frame as u64) / 1_000_000_000,
+                (unix + frame as u64) % 1_000_000_000
+            );
+            assert_eq!(String::from_utf8_lossy(line), expected);
+        }
+    }
+
+    #[test]
+    fn oversized_frames_beyond_the_queued_bytes_bound_are_dropped() {
+        let (release, released) = mpsc::channel();
+        let (written, _lines) = mpsc::channel();
+        let disk = StuckDisk {
+            release: released,
+            lines: written,
+        };
+        let metrics = counters(1);
+        let dropped = metrics.dropped[0].clone();
+        let (recorder, mut connections) =
+            Recorder::start_with(disk, 16, &[(VenueId::Binance, 0)], metrics).unwrap();
+        let mut reader = connections.pop().unwrap();
+        let big = vec![b'x'; 16 * KEPT_CAPACITY / 4 + 1];
+        let queued = (0..8)
+            .filter(|&at| reader.record(EventKind::Received, at, "", &big))
+            .count();
+        assert_eq!(queued, 3, "three fit in 16 × KEPT_CAPACITY bytes, not four");
+        assert_eq!(dropped.get(), 5);
+        drop(reader);
+        (0..3).for_each(|_| release.send(()).unwrap());
+        recorder.finish();
+    }
+
+    #[test]
+    fn files_rotate_compressed_and_the_oldest_go_past_the_cap() {
+        let dir = std::env::temp_dir().join(format!("mergebook-record-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = RecordConfig {
+            dir: dir.clone(),
+            max_file_bytes: 20_000,
+            max_file_age: Duration::from_secs(3600),
+            max_total_bytes: 30_000,
+            queue_per_connection: 64,
+        };
+        let connections = [(VenueId::Bitstamp, 0), (VenueId::BinanceSbe, 0)];
+        let (recorder, mut readers) = Recorder::start(&config, &connections, counters(2)).unwrap();
+        let mut rng = crate::rng::Rng::new(5);
+        let frames = 2_000u64;
+        for at in 0..frames {
+            // Incompressible text, so that compressed files fill up too.
+            let frame: String = (0..200)
+                .map(|_| char::from(b'a' + rng.below(26) as u8))
+                .collect();
+            while !readers[0].record(EventKind::Received, at, "", frame.as_bytes()) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        readers[1].record(EventKind::ReceivedBinary, 0, "", &[0, 1, 2, 255]);
+        drop(readers);
+        recorder.finish();
+
+        let files = |connection: &str| {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join(connection))
+                .unwrap()
+                .map(|entry| entry.unwrap().path())
+                .collect();
+            files.sort();
+            files
+        };
+        let bitstamp = files("bitstamp-0");
+        let total: u64 = std::fs::read_dir(&dir)
+            .unwrap()
+            .flat_map(|connection| std::fs::read_dir(connection.unwrap().path()).unwrap())
+            .map(|file| file.unwrap().metadata().unwrap().len())
+            .sum();
+        assert!(total <= config.max_total_bytes, "{total} bytes kept");
+        assert!(bitstamp.len() >= 2, "{bitstamp:?}");
+        // What is kept is the end of the recording, whole and in order.
+        let events: Vec<_> = bitstamp
+            .iter()
+            .flat_map(|file| {
+                let timeline = load_timeline(file).unwrap();
+                assert!(!timeline.truncated);
+                timeline.events
+            })
+            .collect();
+        let unix = clock::unix_of_monotonic(0);
+        let times: Vec<u64> = events.iter().map(|e| e.received_ns - unix).collect();
+        let kept = times.len() as u64;
+        assert!(
+            kept < frames / 2,
+            "the oldest files were removed: {kept} kept"
+        );
+        assert_eq!(times, (frames - kept..frames).collect::<Vec<_>>());
+        let binary = load_timeline(&files("binance_sbe-0")[0]).unwrap().events;
+        assert_eq!(binary[0].event, TimelineEvent::Binary(vec![0, 1, 2, 255]));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_older_than_its_age_is_completed_at_the_next_tick() {
+        let dir = std::env::temp_dir().join(format!("mergebook-age-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = RecordConfig {
+            dir: dir.clone(),
+            max_file_bytes: 1 << 20,
+            max_file_age: Duration::from_secs(60),
+            max_total_bytes: 1 << 30,
+            queue_per_connection: 16,
+        };
+        let mut files = Files::new(&config, &[(VenueId::Kraken, 0)]);
+        let start = Instant::now();
+        let line = b"{\"recv_ts\": 1.0, \"kind\": \"ws_recv\", \"raw\": \"{}\"}\n";
+        files.append(0, line, start).unwrap();
+        files.tick(start + Duration::from_secs(59)).unwrap();
+        // Flushed at the tick: what is written so far decodes, the file not yet complete.
+        let open = files.connections[0].open.as_ref().unwrap().path.clone();
+        let timeline = load_timeline(&open).unwrap();
+        assert_eq!((timeline.events.len(), timeline.truncated), (1, true));
+        files.tick(start + Duration::from_secs(60)).unwrap();
+        assert!(files.connections[0].open.is_none());
+        assert!(!load_timeline(&open).unwrap().truncated, "completed");
+        std::thread::sleep(Duration::from_millis(1)); // the next file's name is later
+        files
+            .append(0, line, start + Duration::from_secs(61))
+            .unwrap();
+        files.finish().unwrap();
+        assert_eq!(std::fs::read_dir(dir.join("kraken-0")).unwrap().count(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -494,3 +494,68 @@ fn binance_sbe_frames_allocate_nothing() {
     };
     allocates_nothing_after_warm_up(&events[1..], apply, "an SBE depth frame");
 }
+
+/// Where the recording test's lines go: counted, then forgotten.
+struct CountedLines(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl mergebook::record::Storage for CountedLines {
+    fn append(&mut self, _: usize, _: &[u8], _: std::time::Instant) -> std::io::Result<()> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+    fn tick(&mut self, _: std::time::Instant) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A reader with recording on: each frame decoded, copied into a buffer of the
+/// connection's pool and queued to the writer thread. Once every buffer of the pool has
+/// held a frame as large as the largest, recording allocates nothing on the reader.
+#[test]
+fn a_reader_recording_its_frames_allocates_nothing_once_its_pool_is_warm() {
+    use mergebook::record::{EventKind, RecordMetrics, Recorder};
+    use std::sync::atomic::Ordering;
+    const POOL: usize = 64;
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = || prometheus::IntCounter::new("c", "c").unwrap();
+    let metrics = RecordMetrics {
+        dropped: vec![counter()],
+        written_bytes: counter(),
+        errors: counter(),
+    };
+    let storage = CountedLines(std::sync::Arc::clone(&written));
+    let (recorder, mut readers) =
+        Recorder::start_with(storage, POOL, &[(VenueId::Bitstamp, 0)], metrics).unwrap();
+    let mut reader = readers.pop().unwrap();
+    let bitstamp: Vec<&[u8]> = BITSTAMP.lines().map(str::as_bytes).collect();
+    let largest = bitstamp.iter().max_by_key(|frame| frame.len()).unwrap();
+    let mut recorded = 0;
+    let mut wait_for_the_writer = |recorded: usize, behind: usize| {
+        while written.load(Ordering::Acquire) + behind < recorded {
+            std::hint::spin_loop();
+        }
+    };
+    for _ in 0..POOL {
+        assert!(reader.record(EventKind::Received, 1, "", largest));
+        recorded += 1;
+    }
+    wait_for_the_writer(recorded, 0);
+
+    let mut scratch = TopBook::default();
+    let before = allocations();
+    for round in 0..2_000 {
+        let frame = bitstamp[round % bitstamp.len()];
+        let message = VenueId::Bitstamp.decode(frame, 10, &mut scratch);
+        assert!(matches!(message, Ok(Message::Book { .. })));
+        assert!(reader.record(EventKind::Received, round as u64, "", frame));
+        recorded += 1;
+        wait_for_the_writer(recorded, POOL / 2);
+    }
+    assert_eq!(allocations() - before, 0, "recording allocated");
+    drop(reader);
+    recorder.finish();
+    assert_eq!(written.load(Ordering::Acquire), recorded);
+}
