@@ -533,7 +533,7 @@ fn a_reader_recording_its_frames_allocates_nothing_once_its_pool_is_warm() {
     let bitstamp: Vec<&[u8]> = BITSTAMP.lines().map(str::as_bytes).collect();
     let largest = bitstamp.iter().max_by_key(|frame| frame.len()).unwrap();
     let mut recorded = 0;
-    let mut wait_for_the_writer = |recorded: usize, behind: usize| {
+    let wait_for_the_writer = |recorded: usize, behind: usize| {
         while written.load(Ordering::Acquire) + behind < recorded {
             std::hint::spin_loop();
         }
