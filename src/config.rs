@@ -179,6 +179,8 @@ pub struct RawSimulator {
     pub seed: Option<i64>,
     /// Venue name → a recording to serve instead of the generated market.
     pub replay: Option<BTreeMap<String, String>>,
+    /// A recording directory (`[record]`) to serve, frame for frame.
+    pub recording: Option<std::path::PathBuf>,
 }
 
 // ---- stage two: validated ----
@@ -491,6 +493,9 @@ pub struct SimulatorConfig {
     pub seed: u64,
     /// Venues that serve a recording (plain frames or a timeline).
     pub replay: Vec<(VenueId, std::path::PathBuf)>,
+    /// A recording of the service's (`record.dir`) whose venues are served what they
+    /// sent then, frame for frame, at the recorded pace.
+    pub recording: Option<std::path::PathBuf>,
 }
 
 /// The most instruments `service.max_instruments` allows (each costs a mailbox per venue,
@@ -1159,6 +1164,7 @@ impl RawConfig {
                         Ok((venue, std::path::PathBuf::from(path)))
                     })
                     .collect::<Result<_, ConfigError>>()?,
+                recording: raw.recording.clone(),
             }),
         })
     }

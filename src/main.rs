@@ -471,10 +471,15 @@ async fn bind(
 /// Starts the embedded simulator where the configuration has one, and points the venues
 /// at it.
 async fn start_simulator(config: &mut Config) -> Result<(), String> {
-    if let Some(simulator) = &config.simulator {
-        let listener = bind(simulator.listen, "simulator.listen in the config file").await?;
-        let simulator = Simulator::start(listener, simulator.rate_per_second, simulator.seed)
+    if let Some(settings) = &config.simulator {
+        let listener = bind(settings.listen, "simulator.listen in the config file").await?;
+        let simulator = Simulator::start(listener, settings.rate_per_second, settings.seed)
             .map_err(|error| format!("simulator: {error}"))?;
+        if let Some(dir) = &settings.recording {
+            let recordings = replay::load_recording(dir)
+                .map_err(|error| format!("simulator.recording: {error}"))?;
+            simulator.serve_recording(&recordings, 1.0);
+        }
         for (venue, recording) in simulator_recordings(config)? {
             simulator.replay(venue, recording);
         }

@@ -77,6 +77,9 @@ struct TimelineEntry<'a> {
 pub enum TimelineEvent {
     /// A connection opened: the reader's core starts over.
     Connected,
+    /// A text frame the reader sent (replay passes over it; the simulator serving a
+    /// recording knows a connection by its first).
+    Sent(String),
     /// A text frame received.
     Text(String),
     /// A binary frame received.
@@ -170,8 +173,8 @@ fn read_text(path: &Path) -> Result<(String, bool), ReplayError> {
 
 /// Reads a plain file, a timeline, or a compressed timeline. A file is a timeline when its
 /// first line is a timeline entry; then every line must be one. Kinds other than
-/// `ws_connect`, `ws_recv`, `ws_recv_binary` and `rest_response` are passed over (what
-/// was sent, what failed, why a connection ended: for the reader of the file).
+/// `ws_connect`, `ws_sent`, `ws_recv`, `ws_recv_binary` and `rest_response` are passed
+/// over (what failed, why a connection ended: for the reader of the file).
 pub fn load_timeline(path: &Path) -> Result<Timeline, ReplayError> {
     let (text, truncated) = read_text(path)?;
     let mut lines = text
@@ -201,6 +204,7 @@ pub fn load_timeline(path: &Path) -> Result<Timeline, ReplayError> {
         let received_ns = unix_seconds_ns(entry.recv_ts.get()).ok_or_else(malformed)?;
         let event = match entry.kind.as_str() {
             "ws_connect" => TimelineEvent::Connected,
+            "ws_sent" => TimelineEvent::Sent(entry.raw),
             "ws_recv" => TimelineEvent::Text(entry.raw),
             "ws_recv_binary" => TimelineEvent::Binary(
                 base64::Engine::decode(&base64::engine::general_purpose::STANDARD, &entry.raw)
@@ -230,7 +234,9 @@ pub fn load_frames(path: &Path) -> Result<Vec<RecordedFrame>, ReplayError> {
             let (raw, rest_url) = match event {
                 TimelineEvent::Text(raw) => (raw, None),
                 TimelineEvent::Rest { url, body } => (body, Some(url)),
-                TimelineEvent::Connected | TimelineEvent::Binary(_) => return None,
+                TimelineEvent::Connected | TimelineEvent::Sent(_) | TimelineEvent::Binary(_) => {
+                    return None;
+                }
             };
             Some(RecordedFrame {
                 received_ns,
@@ -1026,6 +1032,7 @@ pub fn replay_recording(
                 core.connecting(&mut outlet);
                 core.connected(received_ns, &mut outlet);
             }
+            TimelineEvent::Sent(_) => {}
             // The connection's own events say when it reconnected: a frame's verdict is
             // not followed here.
             TimelineEvent::Text(raw) => {

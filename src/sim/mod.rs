@@ -6,7 +6,8 @@
 //! as it would on the exchange, and receives a moving market at the configured rate, or a
 //! recording (`Simulator::replay`): recorded book frames, looped, re-encoded by the
 //! venue's own encoder under the subscribed stream name with increasing sequence
-//! numbers.
+//! numbers. Or what the service recorded (`Simulator::serve_recording`, `session.rs`):
+//! each venue's recorded connections, frame for frame.
 //!
 //! Diff streams (`nknusdt@depth@100ms`, `diff_order_book_ethusd`) are served from one
 //! full-depth book per (venue, stream) ([`market::DiffMarket`]), shared by every
@@ -22,6 +23,7 @@
 #[cfg(feature = "faults")]
 mod controls;
 pub mod market;
+mod session;
 
 use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::venue::{MAX_VENUES, SnapshotSource, VenueId};
@@ -286,6 +288,8 @@ struct Shared {
     send_log: Mutex<Option<std::sync::mpsc::SyncSender<SentFrame>>>,
     /// Frames sent but not logged because the log was full.
     unlogged_sends: AtomicU64,
+    /// A recorded session served instead of the generated market, where it has the venue.
+    session: Mutex<Option<Arc<session::Session>>>,
 }
 
 /// One book frame the simulator wrote (`Simulator::record_sends`).
@@ -342,6 +346,7 @@ impl Simulator {
             rest_addr: rest_listener.local_addr()?,
             send_log: Mutex::new(None),
             unlogged_sends: AtomicU64::new(0),
+            session: Mutex::new(None),
         });
         let rest = axum::Router::new()
             .fallback(serve_snapshot)
@@ -403,6 +408,14 @@ impl Simulator {
         }
     }
 
+    /// Makes new connections of the recording's venues serve what the service recorded
+    /// (`[record]`), frame for frame, at `speed` times the recorded pace, and the REST
+    /// server its snapshot bodies (`session.rs`).
+    pub fn serve_recording(&self, recordings: &[crate::replay::ConnectionRecording], speed: f64) {
+        let session = session::Session::new(recordings, speed);
+        *self.shared.session.lock().expect("not poisoned") = Some(Arc::new(session));
+    }
+
     /// Makes new connections of `venue` serve `recording` (looped) instead of the
     /// generated market.
     pub fn replay(&self, venue: VenueId, recording: Recording) {
@@ -436,6 +449,10 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     };
     let control = &shared.venues[venue.index()];
     control.connections.fetch_add(1, Ordering::Relaxed);
+    let session = shared.session.lock().expect("not poisoned").clone();
+    if let Some(session) = session.filter(|session| session.serves(venue)) {
+        return session.serve(socket, venue).await;
+    }
     if control.closing.load(Ordering::Relaxed) {
         return Ok(());
     }
@@ -959,6 +976,14 @@ async fn serve_snapshot(
     else {
         return (StatusCode::NOT_FOUND, "no such snapshot").into_response();
     };
+    let session = shared.session.lock().expect("not poisoned").clone();
+    if let Some(body) = session.and_then(|session| session.snapshot(venue, &symbol)) {
+        return (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response();
+    }
     let faults = &shared.venues[venue.index()].faults;
     faults
         .snapshot_requests
