@@ -364,3 +364,81 @@ async fn a_recording_served_by_the_simulator_reproduces_the_session() {
     service.stop().await;
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+/// The timeline files of a recording directory, oldest first.
+fn timeline_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flat_map(|connection| std::fs::read_dir(connection.unwrap().path()).unwrap())
+        .map(|file| file.unwrap().path())
+        .collect();
+    files.sort();
+    files
+}
+
+/// `mergebook record` on the demo configuration, stopped as systemd stops it; then
+/// `mergebook replay recording` (whole, and `--until` a moment of it), and one of its
+/// files replayed on its own as a fixture would be.
+#[test]
+fn the_record_command_records_what_replay_recording_and_replay_snapshot_read() {
+    let dir = std::env::temp_dir().join(format!("mergebook-record-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let recorder = std::process::Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .args(["record", "--config", "config/sim.toml"])
+        .args(["--metrics-listen", "127.0.0.1:0", "--dir"])
+        .arg(&dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let recorder = common::KillOnDrop(recorder);
+    common::wait_until("a file of every venue", WAIT, || {
+        (timeline_files(&dir).len() == VenueId::ALL.len()).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    common::terminate(&recorder.0);
+    let mut recorder = recorder;
+    assert!(recorder.0.wait().unwrap().success());
+
+    let dir_text = dir.display().to_string();
+    let replay = [
+        "replay",
+        "recording",
+        "--config",
+        "config/sim.toml",
+        &dir_text,
+    ];
+    let (stdout, stderr) = common::run_ok(&replay);
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(lines.len() > 50, "{stderr}");
+    let last = lines.last().unwrap();
+    let venues = last["venues"].as_object().unwrap();
+    assert_eq!(venues.len(), VenueId::ALL.len());
+    assert!(venues.values().all(|state| state == "synced"), "{venues:?}");
+
+    // --until: the summaries up to a moment, and none after it.
+    let middle = lines[lines.len() / 2]["ts_ns"].as_u64().unwrap();
+    let until = format!("{}.{:09}", middle / 1_000_000_000, middle % 1_000_000_000);
+    let (stdout, _) = common::run_ok(&[&replay[..], &["--until", &until]].concat());
+    let until_lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(until_lines[..], lines[..until_lines.len()]);
+    assert_eq!(until_lines.last().unwrap()["ts_ns"].as_u64(), Some(middle));
+
+    // A recorded file is a fixture: the per-venue replay reads it, compressed as it is.
+    let bitstamp = timeline_files(&dir)
+        .into_iter()
+        .find(|file| file.parent().unwrap().ends_with("bitstamp-0"))
+        .unwrap();
+    let venue = format!("bitstamp={}", bitstamp.display());
+    let (stdout, _) = common::run_ok(&["replay", "snapshot", "--venue", &venue]);
+    assert!(stdout.lines().count() > 10);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
