@@ -647,7 +647,7 @@ pub mod defaults {
     pub const RECORD_MAX_FILE_AGE_S: IntKey = int("record.max_file_age_s", 3600, 1, 7 * 86_400);
     pub const RECORD_MAX_TOTAL_MB: IntKey = int("record.max_total_mb", 10_240, 1, 1 << 30);
     pub const RECORD_QUEUE_PER_CONNECTION: IntKey =
-        int("record.queue_per_connection", 4096, 16, 1 << 20);
+        int("record.queue_per_connection", 1024, 16, 1 << 20);
     pub const RECORD_INTS: &[&IntKey] = &[
         &RECORD_MAX_FILE_MB,
         &RECORD_MAX_FILE_AGE_S,
