@@ -572,6 +572,69 @@ fn coinbase(c: &mut Criterion) {
     });
 }
 
+/// Where `record_frame`'s writer puts its lines: counted, then forgotten (the reader's
+/// cost is measured, not the disk's).
+struct CountedLines(Arc<std::sync::atomic::AtomicUsize>);
+
+impl mergebook::record::Storage for CountedLines {
+    fn append(&mut self, _: usize, _: &[u8], _: Instant) -> std::io::Result<()> {
+        self.0.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+    fn tick(&mut self, _: Instant) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn finish(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What recording costs a reader per frame: the recorded Binance `depth20` frame copied
+/// into a buffer of its connection's pool and queued to the writer thread, which runs on
+/// the other core. Timed in batches of half the pool; between batches, untimed, the
+/// writer catches up, so that every frame is queued, none dropped.
+fn recording(c: &mut Criterion) {
+    use mergebook::record::{EventKind, RecordMetrics, Recorder};
+    const POOL: usize = 1024;
+    let written = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = || prometheus::IntCounter::new("c", "c").expect("valid");
+    let metrics = RecordMetrics {
+        dropped: vec![counter()],
+        written_bytes: counter(),
+        errors: counter(),
+    };
+    let storage = CountedLines(Arc::clone(&written));
+    let (recorder, mut readers) =
+        Recorder::start_with(storage, POOL, &[(VenueId::Binance, 0)], metrics).expect("thread");
+    let mut reader = readers.pop().expect("one connection");
+    let mut recorded = 0;
+    c.bench_function("record_frame", |b| {
+        b.iter_custom(|iterations| {
+            let mut took = Duration::ZERO;
+            let mut done = 0;
+            while done < iterations {
+                while written.load(Ordering::Acquire) < recorded {
+                    std::hint::spin_loop();
+                }
+                let batch = (iterations - done).min(POOL as u64 / 2);
+                let started = Instant::now();
+                let mut queued = 0;
+                for _ in 0..batch {
+                    queued +=
+                        u64::from(reader.record(EventKind::Received, 1, "", black_box(BINANCE_20)));
+                }
+                took += started.elapsed();
+                assert_eq!(queued, batch, "a frame was dropped");
+                recorded += batch as usize;
+                done += batch;
+            }
+            took
+        })
+    });
+    drop(reader);
+    recorder.finish();
+}
+
 criterion_group!(
     benches,
     decoders,
@@ -589,6 +652,7 @@ criterion_group!(
     merging,
     mailboxes,
     cross_core_takes,
-    metrics
+    metrics,
+    recording
 );
 criterion_main!(benches);

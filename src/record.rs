@@ -26,7 +26,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::time::{Duration, Instant};
 
 /// What a timeline line records: its `kind`.
@@ -151,6 +151,9 @@ pub trait Storage: Send + 'static {
 /// timeline is what was written since the last tick.
 const TICK: Duration = Duration::from_secs(1);
 
+/// How long the writer sleeps when it finds nothing queued.
+const POLL_EVERY: Duration = Duration::from_millis(2);
+
 /// The writer thread and what it counts.
 pub struct Recorder {
     writer: Option<std::thread::JoinHandle<()>>,
@@ -262,26 +265,34 @@ fn write_events(
     };
     let mut next_tick = Instant::now() + TICK;
     loop {
-        match queued.recv_timeout(TICK) {
-            Ok(mut event) => {
-                let (pool, queued_bytes) = &pools[event.connection];
-                format_line(&mut line, &event);
-                report(storage.append(event.connection, &line, Instant::now()));
-                metrics.written_bytes.inc_by(line.len() as u64);
-                queued_bytes.fetch_sub(event.bytes(), Ordering::Relaxed);
-                for buffer in [&mut event.url, &mut event.raw] {
-                    buffer.clear();
-                    buffer.shrink_to(KEPT_CAPACITY);
-                }
-                let _ = pool.try_send(event);
+        // Polled, never waited on: a writer blocked in a receive would make every reader's
+        // queueing a wake-up, a system call on the reader's thread. The pools hold far
+        // more than the events of one `POLL_EVERY`.
+        let event = match queued.try_recv() {
+            Ok(event) => Some(event),
+            Err(TryRecvError::Empty) => None,
+            Err(TryRecvError::Disconnected) => break,
+        };
+        let idle = event.is_none();
+        if let Some(mut event) = event {
+            let (pool, queued_bytes) = &pools[event.connection];
+            format_line(&mut line, &event);
+            report(storage.append(event.connection, &line, Instant::now()));
+            metrics.written_bytes.inc_by(line.len() as u64);
+            queued_bytes.fetch_sub(event.bytes(), Ordering::Relaxed);
+            for buffer in [&mut event.url, &mut event.raw] {
+                buffer.clear();
+                buffer.shrink_to(KEPT_CAPACITY);
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break,
+            let _ = pool.try_send(event);
         }
         let now = Instant::now();
         if now >= next_tick {
             next_tick = now + TICK;
             report(storage.tick(now));
+        }
+        if idle {
+            std::thread::sleep(POLL_EVERY);
         }
     }
     report(storage.finish());
