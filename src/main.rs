@@ -329,6 +329,15 @@ fn main() -> ExitCode {
     }
 }
 
+/// The service's tokio runtime, as many workers as the configuration leaves CPUs for.
+fn runtime(config: &Config) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.runtime_workers())
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the runtime: {error}"))
+}
+
 fn run_recorder(args: &RunArgs, dir: Option<PathBuf>) -> Result<(), String> {
     let mut config = args
         .load_with(|raw| {
@@ -343,11 +352,7 @@ fn run_recorder(args: &RunArgs, dir: Option<PathBuf>) -> Result<(), String> {
         return Err("nothing to record into: set record.dir in the configuration, or --dir".into());
     }
     init_logging(config.log_format);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.runtime_workers())
-        .enable_all()
-        .build()
-        .map_err(|error| format!("cannot start the runtime: {error}"))?;
+    let runtime = runtime(&config)?;
     runtime.block_on(async move {
         start_simulator(&mut config).await?;
         let metrics = bind(
@@ -411,11 +416,7 @@ fn run_service(args: &RunArgs) -> Result<(), String> {
         return Ok(());
     }
     init_logging(config.log_format);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.runtime_workers())
-        .enable_all()
-        .build()
-        .map_err(|error| format!("cannot start the runtime: {error}"))?;
+    let runtime = runtime(&config)?;
     let result = runtime.block_on(serve(config));
     // A write to a stuck stdout may still be in flight on a blocking thread: do not wait
     // for it forever.

@@ -511,9 +511,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_stuck_disk_costs_the_reader_only_counted_drops() {
-        const POOL: usize = 16;
+    /// A recorder of one connection with a pool of `pool` on a `StuckDisk`: the recorder,
+    /// its reader's end, the reader's drops, what releases a line, the lines written.
+    fn on_a_stuck_disk(
+        pool: usize,
+    ) -> (
+        Recorder,
+        ConnectionRecorder,
+        prometheus::IntCounter,
+        Sender<()>,
+        Receiver<Vec<u8>>,
+    ) {
         let (release, released) = mpsc::channel();
         let (written, lines) = mpsc::channel();
         let disk = StuckDisk {
@@ -523,8 +531,15 @@ mod tests {
         let metrics = counters(1);
         let dropped = metrics.dropped[0].clone();
         let (recorder, mut connections) =
-            Recorder::start_with(disk, POOL, &[(VenueId::Binance, 0)], metrics).unwrap();
-        let mut reader = connections.pop().unwrap();
+            Recorder::start_with(disk, pool, &[(VenueId::Binance, 0)], metrics).unwrap();
+        let reader = connections.pop().unwrap();
+        (recorder, reader, dropped, release, lines)
+    }
+
+    #[test]
+    fn a_stuck_disk_costs_the_reader_only_counted_drops() {
+        const POOL: usize = 16;
+        let (recorder, mut reader, dropped, release, lines) = on_a_stuck_disk(POOL);
         // The writer is stuck on the first line: every record call still returns, the
         // pool's worth queued, the rest dropped and counted.
         let queued = (0..100u64)
@@ -552,17 +567,7 @@ mod tests {
 
     #[test]
     fn oversized_frames_beyond_the_queued_bytes_bound_are_dropped() {
-        let (release, released) = mpsc::channel();
-        let (written, _lines) = mpsc::channel();
-        let disk = StuckDisk {
-            release: released,
-            lines: written,
-        };
-        let metrics = counters(1);
-        let dropped = metrics.dropped[0].clone();
-        let (recorder, mut connections) =
-            Recorder::start_with(disk, 16, &[(VenueId::Binance, 0)], metrics).unwrap();
-        let mut reader = connections.pop().unwrap();
+        let (recorder, mut reader, dropped, release, _lines) = on_a_stuck_disk(16);
         let big = vec![b'x'; 16 * KEPT_CAPACITY / 4 + 1];
         let queued = (0..8)
             .filter(|&at| reader.record(EventKind::Received, at, "", &big))
