@@ -8,6 +8,7 @@ use crate::summary::VenueState;
 use std::mem::offset_of;
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::Notify;
 
 /// What a reader hands the merger for one (venue, instrument): the latest book and the
@@ -30,6 +31,70 @@ impl VenueFeed {
     }
 }
 
+/// Which instruments have something new in a mailbox: a bit per instrument, which a
+/// reader sets after each publish and the merger clears before it takes that
+/// instrument's mailboxes. The merger visits only the instruments marked, so its cost per
+/// change does not grow with the books that did not change.
+///
+/// The mark is an atomic OR (`Release`) and the merger's clear a swap (`Acquire`): an
+/// RMW reads the latest value, so a clear that removes a mark synchronises with it, and
+/// the take after the clear sees the publish before the mark. (A plain load to skip a mark
+/// already set would not: the publish could still sit in the reader's store buffer when
+/// the merger clears the bit and takes.)
+pub struct ReadySet {
+    words: Box<[AtomicU64]>,
+}
+
+impl ReadySet {
+    pub fn new(instruments: usize) -> Arc<ReadySet> {
+        Arc::new(ReadySet {
+            words: (0..instruments.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        })
+    }
+
+    /// The mark of `instrument`, for its readers' senders.
+    pub fn mark_of(self: &Arc<Self>, instrument: usize) -> ReadyMark {
+        ReadyMark {
+            set: Arc::clone(self),
+            word: instrument / 64,
+            bit: 1 << (instrument % 64),
+        }
+    }
+
+    /// Calls `visit` with every instrument marked since the last call, clearing the marks
+    /// first.
+    #[inline]
+    pub fn take_each(&self, mut visit: impl FnMut(usize)) {
+        for (index, word) in self.words.iter().enumerate() {
+            // Nothing marked: no RMW on a line the readers write.
+            if word.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            let mut marked = word.swap(0, Ordering::Acquire);
+            while marked != 0 {
+                visit(index * 64 + marked.trailing_zeros() as usize);
+                marked &= marked - 1;
+            }
+        }
+    }
+}
+
+/// One instrument's bit in the `ReadySet`.
+pub struct ReadyMark {
+    set: Arc<ReadySet>,
+    word: usize,
+    bit: u64,
+}
+
+impl ReadyMark {
+    #[inline]
+    pub fn mark(&self) {
+        self.set.words[self.word].fetch_or(self.bit, Ordering::Release);
+    }
+}
+
 /// A reader's end of one mailbox to the merger. It counts the books the merger never
 /// took: a publish that replaced an unread value which was a book (state changes, such
 /// as `Connecting`, that are replaced unread are not books lost to latest-value).
@@ -48,24 +113,30 @@ impl VenueFeed {
 /// just gone back to sleep.
 pub struct FeedSender {
     sender: Sender<VenueFeed>,
+    ready: ReadyMark,
     fanout_wake: Arc<Notify>,
     holds_unread_book: bool,
     superseded_books: u64,
 }
 
 impl FeedSender {
-    /// `fanout_wake`: the instrument's `SummaryFanout::early_wake`.
-    pub fn new(sender: Sender<VenueFeed>, fanout_wake: Arc<Notify>) -> FeedSender {
+    /// `ready`: the instrument's mark; `fanout_wake`: its `SummaryFanout::early_wake`.
+    pub fn new(
+        sender: Sender<VenueFeed>,
+        ready: ReadyMark,
+        fanout_wake: Arc<Notify>,
+    ) -> FeedSender {
         FeedSender {
             sender,
+            ready,
             fanout_wake,
             holds_unread_book: false,
             superseded_books: 0,
         }
     }
 
-    /// Lets `write` fill the next value in place, publishes it, unparks the merger (asleep
-    /// under the `park` idle strategy), then wakes the fan-out unless the value replaced
+    /// Lets `write` fill the next value in place, publishes it, marks its instrument
+    /// ready, unparks the merger (asleep under the `park` idle strategy), then wakes the fan-out unless the value replaced
     /// was still unread: in that order, so that the fan-out's system call never delays
     /// the merger. Last, after a book, it takes back the lines of the slot the next book
     /// goes into (`mailbox::Sender::prepare`): that moved 0.2–0.3 µs a book out of the
@@ -90,6 +161,7 @@ impl FeedSender {
             self.superseded_books += 1;
         }
         self.holds_unread_book = is_book;
+        self.ready.mark();
         merger.unpark();
         if !replaced_unread {
             self.fanout_wake.notify_one();
@@ -122,7 +194,8 @@ mod tests {
     async fn a_publish_wakes_the_fanout_before_any_summary_unless_the_merger_is_behind() {
         let (sender, mut merger_end) = crate::mailbox::mailbox(VenueFeed::default());
         let fanout_wake = Arc::new(Notify::new());
-        let mut feed = FeedSender::new(sender, Arc::clone(&fanout_wake));
+        let ready = ReadySet::new(1);
+        let mut feed = FeedSender::new(sender, ready.mark_of(0), Arc::clone(&fanout_wake));
         let merger = std::thread::current();
         assert!(!woken(&fanout_wake).await);
         feed.publish_with(&merger, |feed| feed.state = VenueState::Synced);
@@ -134,5 +207,17 @@ mod tests {
         assert!(merger_end.take());
         feed.publish_with(&merger, |feed| feed.state = VenueState::OutOfSync);
         assert!(woken(&fanout_wake).await, "a state change is news too");
+    }
+
+    #[test]
+    fn the_ready_set_yields_each_instrument_marked_once_then_none() {
+        let ready = ReadySet::new(200);
+        for instrument in [0, 63, 64, 199, 64] {
+            ready.mark_of(instrument).mark();
+        }
+        let mut visited = Vec::new();
+        ready.take_each(|instrument| visited.push(instrument));
+        assert_eq!(visited, [0, 63, 64, 199]);
+        ready.take_each(|instrument| panic!("{instrument} marked twice"));
     }
 }

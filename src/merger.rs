@@ -8,7 +8,7 @@
 //! or stale book is never presented as live.
 
 use crate::book::TopBook;
-use crate::handoff::VenueFeed;
+use crate::handoff::{ReadySet, VenueFeed};
 use crate::merge::{VenueBook, merge};
 use crate::summary::{BestPrices, Summary, VenueState};
 use crate::venue::{MAX_VENUES, VenueId};
@@ -147,6 +147,9 @@ pub struct MergerInstrument {
 
 pub struct MergerSpec<O: PublishObserver = ()> {
     pub instruments: Vec<MergerInstrument>,
+    /// The instruments whose readers published since the merger last looked (indexes
+    /// into `instruments`).
+    pub ready: Arc<ReadySet>,
     pub idle: IdleStrategy,
     /// Pin the thread to this CPU (validated against the process's affinity beforehand).
     pub core: Option<usize>,
@@ -200,7 +203,8 @@ pub struct PublishRecord {
 /// polls. A merged book is at most this much older than the stale age when it is published.
 pub const STALE_CHECK_EVERY_NS: u64 = 1_000_000;
 
-/// Starts the merger thread; it polls the mailboxes until `stop` is set. Readers unpark it
+/// Starts the merger thread; it takes the mailboxes of the instruments marked ready until
+/// `stop` is set. Readers unpark it
 /// after every publish (the `park` strategy sleeps between them).
 pub fn spawn<O: PublishObserver>(
     spec: MergerSpec<O>,
@@ -232,6 +236,7 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         .map(|instrument| VenueFeed::bytes_read(instrument.merger.depth))
         .collect();
     let mut idler = Idler::new(spec.idle);
+    let ready = Arc::clone(&spec.ready);
     let mut next_stale_check = 0;
     // Thread-local recording, flushed with the stale check's clock (see metrics.rs).
     let e2e_seconds = metrics.e2e_seconds.local();
@@ -250,7 +255,11 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                 merges.flush();
             }
         }
-        for (instrument, bytes_read) in spec.instruments.iter_mut().zip(&bytes_read) {
+        let observer = &mut spec.observer;
+        let oldest_ns = now.saturating_sub(stale_after_ns);
+        // One instrument: its new books taken, its stale venues evicted (when `evict`),
+        // and a summary published if either changed it.
+        let mut serve = |instrument: &mut MergerInstrument, bytes_read: &[_], evict: bool| {
             let mut new_book = false;
             for (venue, input) in &mut instrument.inputs {
                 if input.take_prefetching(bytes_read) {
@@ -259,49 +268,56 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                 }
             }
             let mut evicted = false;
-            if check_stale {
-                for venue in instrument
-                    .merger
-                    .evict_stale(now.saturating_sub(stale_after_ns))
-                {
+            if evict {
+                for venue in instrument.merger.evict_stale(oldest_ns) {
                     tracing::warn!(%venue, "book older than the stale age: evicted");
                     evictions[venue.index()].inc();
                     evicted = true;
                 }
             }
-            if new_book || evicted {
-                let merger = &mut instrument.merger;
-                let mut received_ns = 0;
-                let mut record = None;
-                let observer = &mut spec.observer;
-                instrument.output.publish_with(|summary| {
-                    merger.summarize(clock::unix_ns(), summary);
-                    summary.published_monotonic_ns = now;
-                    received_ns = summary.received_ns;
-                    if O::OBSERVES {
-                        observer.written(summary);
-                        record = Some(PublishRecord {
-                            polled_ns: now,
-                            written_ns: clock::monotonic_ns(),
-                            published_ns: 0,
-                            venue_sequence: summary.venue_sequence,
-                            venue_received_ns: summary.venue_received_ns,
-                        });
-                    }
-                });
-                let published_ns = clock::monotonic_ns();
-                merges.inc();
-                if new_book {
-                    e2e_seconds.observe(published_ns.saturating_sub(received_ns) as f64 * 1e-9);
+            if !(new_book || evicted) {
+                return false;
+            }
+            let merger = &mut instrument.merger;
+            let mut received_ns = 0;
+            let mut record = None;
+            instrument.output.publish_with(|summary| {
+                merger.summarize(clock::unix_ns(), summary);
+                summary.published_monotonic_ns = now;
+                received_ns = summary.received_ns;
+                if O::OBSERVES {
+                    observer.written(summary);
+                    record = Some(PublishRecord {
+                        polled_ns: now,
+                        written_ns: clock::monotonic_ns(),
+                        published_ns: 0,
+                        venue_sequence: summary.venue_sequence,
+                        venue_received_ns: summary.venue_received_ns,
+                    });
                 }
-                if let Some(mut record) = record {
-                    record.published_ns = published_ns;
-                    spec.observer.published(&record);
-                }
-                instrument
-                    .output
-                    .take_back_next_slot(instrument.merger.depth);
-                worked = true;
+            });
+            let published_ns = clock::monotonic_ns();
+            merges.inc();
+            if new_book {
+                e2e_seconds.observe(published_ns.saturating_sub(received_ns) as f64 * 1e-9);
+            }
+            if let Some(mut record) = record {
+                record.published_ns = published_ns;
+                observer.published(&record);
+            }
+            instrument
+                .output
+                .take_back_next_slot(instrument.merger.depth);
+            true
+        };
+        // The instruments the readers marked, and no other.
+        let instruments = &mut spec.instruments;
+        ready
+            .take_each(|index| worked |= serve(&mut instruments[index], &bytes_read[index], false));
+        // Every instrument's ages, every `STALE_CHECK_EVERY_NS`: the one pass over them all.
+        if check_stale {
+            for (instrument, bytes_read) in instruments.iter_mut().zip(&bytes_read) {
+                worked |= serve(instrument, bytes_read, true);
             }
         }
         idler.idle(worked);

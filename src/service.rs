@@ -4,7 +4,7 @@
 
 use crate::config::{Config, FeedMode, FeedSettings, Output};
 use crate::feed::{self, ReaderSpec, StreamSpec};
-use crate::handoff::{FeedSender, VenueFeed};
+use crate::handoff::{FeedSender, ReadySet, VenueFeed};
 use crate::mailbox;
 use crate::merger::{self, InstrumentMerger, MergerInstrument, MergerSpec};
 use crate::metrics::Metrics;
@@ -206,13 +206,14 @@ impl RecordingReaders {
         let connections = plan_connections(&config);
         let (recorder, recorders) = start_recorder(&config, &connections, &metrics)?;
         let mut senders = HashMap::new();
+        let ready = ReadySet::new(config.instruments.len());
         for (index, instrument) in config.instruments.iter().enumerate() {
             let (_, fanout) = publish::summary_channel();
             for (venue, _) in &instrument.symbols {
                 let (sender, _) = mailbox::mailbox(VenueFeed::default());
                 senders.insert(
                     (index, *venue),
-                    FeedSender::new(sender, fanout.early_wake()),
+                    FeedSender::new(sender, ready.mark_of(index), fanout.early_wake()),
                 );
             }
         }
@@ -295,6 +296,7 @@ impl Service {
 
         // One mailbox per (instrument, venue); one summary channel per instrument.
         let mut senders = HashMap::new();
+        let ready = ReadySet::new(config.instruments.len());
         let mut merger_instruments = Vec::new();
         let mut fanouts = Vec::new();
         for (index, instrument) in config.instruments.iter().enumerate() {
@@ -305,7 +307,7 @@ impl Service {
                 let (sender, receiver) = mailbox::mailbox(VenueFeed::default());
                 senders.insert(
                     (index, *venue),
-                    FeedSender::new(sender, fanout.early_wake()),
+                    FeedSender::new(sender, ready.mark_of(index), fanout.early_wake()),
                 );
                 inputs.push((*venue, receiver));
             }
@@ -328,6 +330,7 @@ impl Service {
         let merger = merger::spawn(
             MergerSpec {
                 instruments: merger_instruments,
+                ready,
                 idle: config.idle,
                 core: config.merger_core,
                 stale_after: config.stale_after,
