@@ -29,6 +29,7 @@ pub mod clock;
 pub mod config;
 pub mod cpu;
 mod feed;
+pub use feed::websocket_config;
 pub mod fixed;
 pub mod handoff;
 mod http;

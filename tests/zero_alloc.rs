@@ -559,3 +559,74 @@ fn a_reader_recording_its_frames_allocates_nothing_once_its_pool_is_warm() {
     recorder.finish();
     assert_eq!(written.load(Ordering::Acquire), recorded);
 }
+
+/// A reader's read path from the socket on: a real loopback WebSocket read by
+/// tokio-tungstenite with the reader's settings (`mergebook::websocket_config`), each
+/// message decoded, then dropped. After warm-up (which includes the first time tokio's
+/// cooperative budget runs out: its scheduler keeps a small queue it grows once), no
+/// message allocates: the WebSocket layer's read buffer is reused.
+#[test]
+fn reading_frames_from_the_socket_allocates_nothing_after_warm_up() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite;
+    const WARM_UP: usize = 2_000;
+    const MEASURED: usize = 5_000;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let frames: Vec<String> = BITSTAMP
+        .lines()
+        .map(str::to_owned)
+        .chain([String::from_utf8(BINANCE.to_vec()).unwrap()])
+        .collect();
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut socket = tungstenite::accept(stream).unwrap();
+        for index in 0..WARM_UP + MEASURED {
+            let frame = &frames[index % frames.len()];
+            socket
+                .send(tungstenite::Message::text(frame.as_str()))
+                .unwrap();
+        }
+        // Until the client has read everything and closes.
+        while socket.read().is_ok() {}
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let config = mergebook::websocket_config(1 << 20);
+        let url = format!("ws://{address}");
+        let (mut socket, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true)
+            .await
+            .unwrap();
+        let mut book = TopBook::default();
+        let mut read = |message: tungstenite::Message| {
+            let tungstenite::Message::Text(text) = message else {
+                panic!("a text frame");
+            };
+            let venue = match text.as_bytes().starts_with(b"{\"stream\"") {
+                true => VenueId::Binance,
+                false => VenueId::Bitstamp,
+            };
+            let decoded = venue.decode(text.as_bytes(), 10, &mut book);
+            assert!(matches!(decoded, Ok(Message::Book { .. })), "{decoded:?}");
+        };
+        // Let the frames queue up, so that reads find data and tokio's budget runs out.
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        for _ in 0..WARM_UP {
+            read(socket.next().await.unwrap().unwrap());
+        }
+        let before = allocations();
+        for _ in 0..MEASURED {
+            read(socket.next().await.unwrap().unwrap());
+        }
+        assert_eq!(
+            allocations() - before,
+            0,
+            "reading from the socket allocated"
+        );
+        let _ = socket.close(None).await;
+    });
+    server.join().unwrap();
+}
