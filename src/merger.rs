@@ -188,6 +188,8 @@ impl PublishObserver for () {
 /// (`clock::monotonic_ns`), so that the harness can split the in-process time.
 #[derive(Clone, Copy, Debug)]
 pub struct PublishRecord {
+    /// Index of the instrument in the configuration.
+    pub instrument: usize,
     /// The start of the poll that took the new books (its clock read, before the take).
     pub polled_ns: u64,
     /// Read when the summary is written, before the publish slot's store and the wake.
@@ -288,6 +290,7 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                 if O::OBSERVES {
                     observer.written(summary);
                     record = Some(PublishRecord {
+                        instrument: summary.instrument,
                         polled_ns: now,
                         written_ns: clock::monotonic_ns(),
                         published_ns: 0,

@@ -282,6 +282,13 @@ impl Simulator {
         *self.shared.send_log.lock().expect("not poisoned") = Some(log);
     }
 
+    /// Makes snapshot streams subscribed from now on send at the simulator's rate only if
+    /// named in `hot`, and every other one frame in `cold_every` ticks (the load harness's
+    /// many books at a low rate beside one at a high rate).
+    pub fn set_cold_streams(&self, hot: Vec<String>, cold_every: u32) {
+        *self.shared.hot_streams.lock().expect("not poisoned") = (hot, cold_every);
+    }
+
     /// Frames sent that `record_sends`'s full log could not take.
     pub fn unlogged_sends(&self) -> u64 {
         self.shared.unlogged_sends.load(Ordering::Relaxed)

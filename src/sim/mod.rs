@@ -290,12 +290,28 @@ struct Shared {
     unlogged_sends: AtomicU64,
     /// A recorded session served instead of the generated market, where it has the venue.
     session: Mutex<Option<Arc<session::Session>>>,
+    /// Snapshot streams other than these send one frame a tick in `.1`
+    /// (`Simulator::set_cold_streams`).
+    hot_streams: Mutex<(Vec<String>, u32)>,
+}
+
+impl Shared {
+    /// One tick in how many a new subscription to `stream` sends a frame on.
+    fn cold_streams_every(&self, stream: &str) -> u32 {
+        let hot = self.hot_streams.lock().expect("not poisoned");
+        match hot.0.iter().any(|name| name == stream) {
+            true => 1,
+            false => hot.1.max(1),
+        }
+    }
 }
 
 /// One book frame the simulator wrote (`Simulator::record_sends`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SentFrame {
     pub venue: VenueId,
+    /// The stream it was sent on.
+    pub stream: Arc<str>,
     /// The book's venue sequence, as encoded in the frame.
     pub sequence: u64,
     /// Monotonic ns (`clock::monotonic_ns`) just before the frame was written to the socket.
@@ -347,6 +363,7 @@ impl Simulator {
             send_log: Mutex::new(None),
             unlogged_sends: AtomicU64::new(0),
             session: Mutex::new(None),
+            hot_streams: Mutex::new((Vec::new(), 1)),
         });
         let rest = axum::Router::new()
             .fallback(serve_snapshot)
@@ -509,7 +526,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                                 diff.subscribers.lock().expect("not poisoned").retain(|s| !s.frames.same_channel(&diff_sender));
                                 live.retain(|(name, _)| *name != stream);
                             }
-                            books.streams.retain(|(name, ..)| *name != stream);
+                            books.streams.retain(|books| *books.name != *stream);
                         }
                         subscribed |= !answer.subscribe.is_empty();
                         for stream in answer.subscribe {
@@ -524,7 +541,10 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                             }
                             let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.exchange().index() as u64) << 32;
                             let levels = venue.levels_on_stream(&stream);
-                            books.streams.push((stream, levels, SimulatedBook::new(seed)));
+                            let every = shared.cold_streams_every(&stream);
+                            // Cold streams spread over the ticks, not all on one.
+                            let ticks = books.streams.len() as u32;
+                            books.streams.push(StreamBooks { name: stream.into(), levels, market: SimulatedBook::new(seed), every, ticks });
                         }
                     }
                 }
@@ -658,13 +678,23 @@ struct BookFrames {
     venue: VenueId,
     recording: Option<Arc<Recording>>,
     send_log: Option<std::sync::mpsc::SyncSender<SentFrame>>,
-    /// The sequences of the frames encoded for the next write, for `send_log`.
-    unstamped: Vec<u64>,
+    /// The frames encoded for the next write, for `send_log`: (stream, sequence).
+    unstamped: Vec<(Arc<str>, u64)>,
     /// Recorded books served so far.
     replayed: usize,
-    /// (stream, levels it carries, its market).
-    streams: Vec<(String, usize, SimulatedBook)>,
+    streams: Vec<StreamBooks>,
     book: TopBook,
+}
+
+/// One snapshot stream of a connection.
+struct StreamBooks {
+    name: Arc<str>,
+    /// Levels a side it carries.
+    levels: usize,
+    market: SimulatedBook,
+    /// Sends a frame one tick in this many (`Simulator::set_cold_streams`; 1: every tick).
+    every: u32,
+    ticks: u32,
 }
 
 impl BookFrames {
@@ -684,7 +714,17 @@ impl BookFrames {
         let quiet = control.quiet.load(Ordering::Relaxed);
         let mut unflushed = 0;
         for _ in 0..count {
-            for (stream, levels, market) in &mut self.streams {
+            for stream_books in &mut self.streams {
+                stream_books.ticks = stream_books.ticks.wrapping_add(1);
+                if stream_books.ticks % stream_books.every != 0 {
+                    continue;
+                }
+                let StreamBooks {
+                    name: stream,
+                    levels,
+                    market,
+                    ..
+                } = stream_books;
                 let book = &mut self.book;
                 let price_decimals = match &self.recording {
                     Some(recording) => {
@@ -712,13 +752,15 @@ impl BookFrames {
                 let frame = Bytes::from(frame);
                 match &self.send_log {
                     // Under load, the frame's time (below) instead of a copy of it.
-                    Some(_) => self.unstamped.push(book.venue_sequence),
+                    Some(_) => self
+                        .unstamped
+                        .push((Arc::clone(stream), book.venue_sequence)),
                     None => {
                         shared
                             .last_sent
                             .lock()
                             .expect("not poisoned")
-                            .insert((venue, stream.clone()), frame.clone());
+                            .insert((venue, stream.to_string()), frame.clone());
                     }
                 }
                 unflushed += frame.len();
@@ -736,9 +778,10 @@ impl BookFrames {
         }
         if let Some(log) = &self.send_log {
             let sent_ns = crate::clock::monotonic_ns();
-            for sequence in self.unstamped.drain(..) {
+            for (stream, sequence) in self.unstamped.drain(..) {
                 let sent = SentFrame {
                     venue,
+                    stream,
                     sequence,
                     sent_ns,
                 };

@@ -37,9 +37,9 @@ use mergebook::config::{IdleStrategy, RawConfig};
 use mergebook::merger::{PublishObserver, PublishRecord};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::{SentFrame, Simulator};
-use mergebook::venue::{MAX_VENUES, VenueId};
+use mergebook::venue::{MAX_VENUES, StreamKind, VenueId};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::sync_channel;
@@ -48,9 +48,14 @@ use std::time::{Duration, Instant};
 /// One load run.
 #[derive(Clone, Debug)]
 pub struct LoadSpec {
-    /// Book frames per second per venue.
+    /// Book frames per second per book (per venue and instrument).
     pub rate_per_venue: u32,
     pub venues: Vec<VenueId>,
+    /// Instruments, each on every venue: `instruments × venues` books.
+    pub instruments: usize,
+    /// The first instrument's books at this many frames per second instead (the others
+    /// stay at `rate_per_venue`): one hot book among many quiet ones.
+    pub hot_rate: Option<u32>,
     /// Levels per side: 20 makes Binance send its `depth20` frames (about 1.2 KB).
     pub depth: usize,
     /// Before the measured window: connections, subscriptions, first books.
@@ -121,6 +126,10 @@ pub struct ConsumedSummary {
 pub struct LoadReport {
     pub rate_per_venue: u32,
     pub venues: Vec<String>,
+    #[serde(default = "one")]
+    pub instruments: usize,
+    #[serde(default)]
+    pub hot_rate: Option<u32>,
     pub depth: usize,
     pub idle: String,
     pub merger_core: Option<usize>,
@@ -143,6 +152,18 @@ pub struct LoadReport {
     /// Frames sent per second per venue in the window (the simulator may fall behind its
     /// target when the receiving side pushes back).
     pub achieved_rate_per_venue: f64,
+    /// Frames sent per second in the window, all books, and the rate the spec asks for.
+    #[serde(default)]
+    pub achieved_frames_per_second: f64,
+    #[serde(default)]
+    pub expected_frames_per_second: f64,
+    /// The first instrument's frames alone (the hot book's, with `hot_rate`).
+    #[serde(default)]
+    pub first_instrument_wire_ns: Percentiles,
+    /// From the service's start to every book synced (connections opened within the
+    /// venues' budgets, subscriptions acknowledged, first books merged).
+    #[serde(default)]
+    pub synced_after_seconds: f64,
     /// Simulator socket write → summary published.
     pub wire_ns: Percentiles,
     /// The first and the last full second of the window alone: latency that grows from
@@ -177,6 +198,10 @@ pub struct LoadReport {
     pub rss_samples: Vec<(f64, u64)>,
 }
 
+fn one() -> usize {
+    1
+}
+
 impl LoadReport {
     /// No loss, nothing unaccounted, the simulator kept its rate (99%), and no growing
     /// backlog: the final second's P99 at most twice the first second's (or under 1 ms,
@@ -184,29 +209,36 @@ impl LoadReport {
     pub fn sustained(&self) -> bool {
         self.lost == 0
             && self.unaccounted == 0
-            && self.achieved_rate_per_venue >= 0.99 * f64::from(self.rate_per_venue)
+            && self.achieved_frames_per_second >= 0.99 * self.expected_frames_per_second
             && self.final_second_wire_ns.p99 <= (2 * self.first_second_wire_ns.p99).max(1_000_000)
     }
 }
 
-/// Matches frames sent with the publishes that contained them (module docs). Pure: the
-/// harness feeds it records in an order where every publish comes after its frame's send.
+/// Matches frames sent with the publishes that contained them (module docs), per book
+/// (instrument and venue). Pure: the harness feeds it records in an order where every
+/// publish comes after its frame's send.
 pub struct Accounting {
     venues: Vec<VenueId>,
-    /// Per venue, frames sent and not yet published or passed, oldest first:
-    /// (sequence, sent_ns).
-    pending: [VecDeque<(u64, u64)>; MAX_VENUES],
-    last_published: [u64; MAX_VENUES],
+    /// (venue, stream) → instrument, for the frames the simulator logs.
+    instrument_of: HashMap<(VenueId, Arc<str>), usize>,
+    /// Per instrument and venue, frames sent and not yet published or passed, oldest
+    /// first: (sequence, sent_ns).
+    pending: Vec<[VecDeque<(u64, u64)>; MAX_VENUES]>,
+    last_published: Vec<[u64; MAX_VENUES]>,
+    /// The consumer follows the first instrument.
     last_consumed: [u64; MAX_VENUES],
     pub sent: u64,
     pub published: u64,
     /// Frames a later published frame passed over.
     pub passed_over: u64,
-    /// Publishes of a frame that was never logged as sent.
+    /// Publishes of a frame that was never logged as sent, and frames of a stream of no
+    /// instrument.
     pub unmatched: u64,
     /// Frames sent before this time are not timed (warm-up).
     pub measure_from_ns: u64,
     pub wire: Histogram<u64>,
+    /// The first instrument's frames alone.
+    pub first_instrument_wire: Histogram<u64>,
     pub internal: Histogram<u64>,
     pub to_merger: Histogram<u64>,
     pub merge: Histogram<u64>,
@@ -223,11 +255,22 @@ fn latency_histogram() -> Histogram<u64> {
 }
 
 impl Accounting {
-    pub fn new(venues: &[VenueId]) -> Accounting {
+    /// `streams`: each instrument's stream on each venue, as (venue, stream name).
+    pub fn new(venues: &[VenueId], streams: &[Vec<(VenueId, String)>]) -> Accounting {
+        let instrument_of = streams
+            .iter()
+            .enumerate()
+            .flat_map(|(instrument, streams)| {
+                streams
+                    .iter()
+                    .map(move |(venue, name)| ((*venue, Arc::from(name.as_str())), instrument))
+            })
+            .collect();
         Accounting {
             venues: venues.to_vec(),
-            pending: Default::default(),
-            last_published: [0; MAX_VENUES],
+            instrument_of,
+            pending: (0..streams.len()).map(|_| Default::default()).collect(),
+            last_published: vec![[0; MAX_VENUES]; streams.len()],
             last_consumed: [0; MAX_VENUES],
             sent: 0,
             published: 0,
@@ -235,6 +278,7 @@ impl Accounting {
             unmatched: 0,
             measure_from_ns: u64::MAX,
             wire: latency_histogram(),
+            first_instrument_wire: latency_histogram(),
             internal: latency_histogram(),
             to_merger: latency_histogram(),
             merge: latency_histogram(),
@@ -248,18 +292,24 @@ impl Accounting {
 
     pub fn on_sent(&mut self, frame: SentFrame) {
         self.sent += 1;
-        self.pending[frame.venue.index()].push_back((frame.sequence, frame.sent_ns));
+        let Some(&instrument) = self.instrument_of.get(&(frame.venue, frame.stream)) else {
+            self.unmatched += 1;
+            return;
+        };
+        self.pending[instrument][frame.venue.index()].push_back((frame.sequence, frame.sent_ns));
     }
 
     pub fn on_publish(&mut self, record: &PublishRecord) {
+        let instrument = record.instrument;
         for &venue in &self.venues {
             let index = venue.index();
             let sequence = record.venue_sequence[index];
-            if sequence <= self.last_published[index] {
+            let last_published = &mut self.last_published[instrument][index];
+            if sequence <= *last_published {
                 continue; // this venue's book did not change in this summary
             }
-            self.last_published[index] = sequence;
-            let pending = &mut self.pending[index];
+            *last_published = sequence;
+            let pending = &mut self.pending[instrument][index];
             while pending.front().is_some_and(|&(sent, _)| sent < sequence) {
                 pending.pop_front();
                 self.passed_over += 1;
@@ -271,6 +321,9 @@ impl Accounting {
                     if sent_ns >= self.measure_from_ns {
                         let wire = record.published_ns.saturating_sub(sent_ns);
                         self.wire.saturating_record(wire);
+                        if instrument == 0 {
+                            self.first_instrument_wire.saturating_record(wire);
+                        }
                         self.this_second.saturating_record(wire);
                         let received_ns = record.venue_received_ns[index];
                         self.internal
@@ -319,7 +372,7 @@ impl Accounting {
 
     /// Frames sent that no publish has yet reached.
     pub fn unresolved(&self) -> usize {
-        self.pending.iter().map(VecDeque::len).sum()
+        self.pending.iter().flatten().map(VecDeque::len).sum()
     }
 }
 
@@ -424,20 +477,69 @@ impl PublishObserver for PublishTap {
     }
 }
 
+/// Each instrument's symbol on `venue`: the first is ETH/BTC, the others made up.
+fn symbol(venue: VenueId, instrument: usize) -> String {
+    match instrument {
+        0 => venue.spot_symbol("ETH", "BTC"),
+        _ => venue.spot_symbol(&format!("I{instrument}"), "BTC"),
+    }
+}
+
+/// Each instrument's stream on each venue, as the simulator names the streams it sends:
+/// what it reads from the service's subscription (OKX's `books5:ETH-BTC` for the stream
+/// the service names `ETH-BTC`).
+fn streams(spec: &LoadSpec) -> Vec<Vec<(VenueId, String)>> {
+    let simulated = |venue: VenueId, instrument: usize| {
+        let stream = venue.stream_name(&symbol(venue, instrument), spec.depth);
+        let requests = venue.subscribe_frames(
+            std::slice::from_ref(&stream),
+            StreamKind::Snapshots,
+            spec.depth,
+            1,
+        );
+        requests
+            .first()
+            .and_then(|request| venue.answer_request(&request.frame))
+            .and_then(|answer| answer.subscribe.into_iter().next())
+            .unwrap_or(stream)
+    };
+    (0..spec.instruments)
+        .map(|instrument| {
+            spec.venues
+                .iter()
+                .map(|&venue| (venue, simulated(venue, instrument)))
+                .collect()
+        })
+        .collect()
+}
+
 fn config_for(spec: &LoadSpec) -> Result<mergebook::config::Config, String> {
-    let symbols: Vec<String> = spec
-        .venues
-        .iter()
-        .map(|venue| format!("{venue} = \"{}\"", venue.spot_symbol("ETH", "BTC")))
-        .collect();
     let core = spec
         .merger_core
         .map_or_else(String::new, |core| format!("core = {core}"));
+    let instruments: String = (0..spec.instruments)
+        .map(|instrument| {
+            let symbols: Vec<String> = spec
+                .venues
+                .iter()
+                .map(|&venue| format!("{venue} = \"{}\"", symbol(venue, instrument)))
+                .collect();
+            let name = match instrument {
+                0 => "ETH/BTC".to_owned(),
+                _ => format!("I{instrument}/BTC"),
+            };
+            format!(
+                "[[instruments]]\nname = \"{name}\"\nsymbols = {{ {} }}\n",
+                symbols.join(", ")
+            )
+        })
+        .collect();
     let text = format!(
         r#"
         [service]
         depth = {depth}
         output = "none"
+        max_instruments = {count}
         [merger]
         idle = "{idle}"
         {core}
@@ -447,13 +549,11 @@ fn config_for(spec: &LoadSpec) -> Result<mergebook::config::Config, String> {
         listen = "127.0.0.1:0"
         # The venues are this process's simulator's (`Simulator::point`).
         [simulator]
-        [[instruments]]
-        name = "ETH/BTC"
-        symbols = {{ {symbols} }}
+        {instruments}
         "#,
         depth = spec.depth,
+        count = spec.instruments,
         idle = spec.idle.name(),
-        symbols = symbols.join(", "),
     );
     RawConfig::parse(&text, "loadtest")
         .and_then(|raw| raw.validate())
@@ -467,6 +567,8 @@ const CHANNEL_CAPACITY: usize = 1 << 14;
 /// the least, so 4 ms of them at its fastest; smaller than the tap's because the
 /// channel's buffer counts in the peak RSS reported.
 const CONSUMER_CHANNEL_CAPACITY: usize = 1 << 12;
+/// Longest wait past the warm-up for every book to be synced.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest wait, after the simulator stops, for the last frames to be published.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -487,8 +589,14 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|error| format!("simulator: {error}"))?;
-        Simulator::start(listener, spec.rate_per_venue, 1).map_err(|error| error.to_string())
+        let rate = spec.hot_rate.unwrap_or(spec.rate_per_venue);
+        Simulator::start(listener, rate, 1).map_err(|error| error.to_string())
     })?;
+    let streams = streams(spec);
+    if let Some(hot_rate) = spec.hot_rate {
+        let hot = streams[0].iter().map(|(_, name)| name.clone()).collect();
+        simulator.set_cold_streams(hot, (hot_rate / spec.rate_per_venue.max(1)).max(1));
+    }
     simulator.record_sends(sends);
     simulator.point(&mut config);
 
@@ -498,6 +606,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         records,
         overflowed: Arc::clone(&overflowed),
     };
+    let started = Instant::now();
     let service = service_runtime.block_on(async {
         let listeners = Listeners::loopback()
             .await
@@ -525,7 +634,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         }
     });
 
-    let mut accounting = Accounting::new(&spec.venues);
+    let mut accounting = Accounting::new(&spec.venues, &streams);
     let drain = |accounting: &mut Accounting| {
         // Publishes first: every publish taken here had its frame logged before it, so the
         // sends drained next include it.
@@ -541,7 +650,34 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
             .for_each(|summary| accounting.on_consumed(&summary));
     };
 
-    let started = Instant::now();
+    // Every book synced: then the warm-up's time runs (it counts from the start while
+    // the books are being synced).
+    let latest: Vec<_> = (0..spec.instruments)
+        .map(|i| service.summaries(i))
+        .collect();
+    let all_synced = || {
+        latest.iter().all(|summary| {
+            let summary = summary.borrow();
+            summary.venue_states().count() == spec.venues.len()
+                && summary
+                    .venue_states()
+                    .all(|(_, state)| state == mergebook::summary::VenueState::Synced)
+        })
+    };
+    let mut synced_after = None;
+    while synced_after.is_none() && started.elapsed() < spec.warmup + SYNC_TIMEOUT {
+        drain(&mut accounting);
+        if all_synced() {
+            synced_after = Some(started.elapsed().as_secs_f64());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let Some(synced_after_seconds) = synced_after else {
+        return Err(format!(
+            "not every book synced within {:?} of the start",
+            spec.warmup + SYNC_TIMEOUT
+        ));
+    };
     while started.elapsed() < spec.warmup {
         drain(&mut accounting);
         std::thread::sleep(Duration::from_millis(1));
@@ -602,9 +738,21 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
     let (e2e_count, e2e_p50, e2e_p99) = histogram_quantiles(&metrics.e2e_seconds);
     let seconds = |after: u64, before: u64| after.saturating_sub(before) as f64 * 1e-9;
     let service_cpu_seconds = seconds(cpu_after.service_ns(), cpu_before.service_ns());
+    let books_per_venue = match spec.hot_rate {
+        Some(hot_rate) => {
+            f64::from(hot_rate) + (spec.instruments - 1) as f64 * f64::from(spec.rate_per_venue)
+        }
+        None => spec.instruments as f64 * f64::from(spec.rate_per_venue),
+    };
     let report = LoadReport {
         rate_per_venue: spec.rate_per_venue,
         venues: spec.venues.iter().map(|v| v.name().to_owned()).collect(),
+        instruments: spec.instruments,
+        hot_rate: spec.hot_rate,
+        achieved_frames_per_second: sent_in_window as f64 / window_seconds,
+        expected_frames_per_second: books_per_venue * spec.venues.len() as f64,
+        first_instrument_wire_ns: Percentiles::of(&accounting.first_instrument_wire),
+        synced_after_seconds,
         depth: spec.depth,
         idle: spec.idle.name().to_owned(),
         merger_core: spec.merger_core,
@@ -819,6 +967,201 @@ pub fn table(reports: &[LoadReport]) -> String {
     out
 }
 
+/// The reports of runs with different numbers of books as a markdown table
+/// (BENCHMARKS.md's "Many books"): frames, latency (all books, and the first instrument's
+/// alone: the hot book with `hot_rate`), CPU per thread group in percent of a core, and
+/// memory.
+pub fn books_table(reports: &[LoadReport]) -> String {
+    let micros = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+    let mut out = String::from(
+        "| books | all synced after s | frames/s sent (asked) | lost | wire P50 µs | P99 | P99.9 | \
+         first instrument's P50 µs | P99 | readers % of a core | merger % | service runtime % | \
+         peak RSS MiB | steal % |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for report in reports {
+        let percent = |seconds: f64| 100.0 * seconds / report.window_seconds.max(f64::MIN_POSITIVE);
+        out.push_str(&format!(
+            "| {} | {:.2} | {:.0} ({:.0}) | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+            report.instruments * report.venues.len(),
+            report.synced_after_seconds,
+            report.achieved_frames_per_second,
+            report.expected_frames_per_second,
+            report.lost,
+            micros(report.wire_ns.p50),
+            micros(report.wire_ns.p99),
+            micros(report.wire_ns.p999),
+            micros(report.first_instrument_wire_ns.p50),
+            micros(report.first_instrument_wire_ns.p99),
+            percent(report.reader_cpu_seconds),
+            percent(report.merger_cpu_seconds),
+            percent(report.service_runtime_cpu_seconds),
+            report.peak_rss_bytes as f64 / (1 << 20) as f64,
+            report.steal_percent,
+        ));
+    }
+    out
+}
+
+/// Wire-to-publish latency (P50, P99, and the first instrument's P50) and CPU (readers,
+/// merger) against the number of books, as an SVG of two charts, books on a log scale.
+pub fn books_plot(reports: &[LoadReport]) -> String {
+    let books: Vec<f64> = reports
+        .iter()
+        .map(|r| (r.instruments * r.venues.len()) as f64)
+        .collect();
+    let micros = |ns: u64| (ns as f64 / 1e3).max(0.1);
+    let percent = |r: &LoadReport, seconds: f64| 100.0 * seconds / r.window_seconds.max(1e-9);
+    let latency = [
+        (
+            "wire P50",
+            "#1f77b4",
+            reports
+                .iter()
+                .map(|r| micros(r.wire_ns.p50))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "wire P99",
+            "#d62728",
+            reports.iter().map(|r| micros(r.wire_ns.p99)).collect(),
+        ),
+        (
+            "first instrument P50",
+            "#2ca02c",
+            reports
+                .iter()
+                .map(|r| micros(r.first_instrument_wire_ns.p50))
+                .collect(),
+        ),
+    ];
+    let cpu = [
+        (
+            "readers",
+            "#9467bd",
+            reports
+                .iter()
+                .map(|r| percent(r, r.reader_cpu_seconds))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "merger",
+            "#ff7f0e",
+            reports
+                .iter()
+                .map(|r| percent(r, r.merger_cpu_seconds))
+                .collect(),
+        ),
+    ];
+    let mut svg = String::from(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" height=\"360\" \
+         font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"900\" height=\"360\" fill=\"white\"/>\n",
+    );
+    chart(
+        &mut svg,
+        60.0,
+        "wire to publish, µs (log)",
+        &books,
+        &latency,
+        true,
+    );
+    chart(&mut svg, 510.0, "CPU, % of a core", &books, &cpu, false);
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// One chart of `books_plot` at `left`: each series a line and its points, books on a log
+/// x axis, values on a log or linear y axis.
+fn chart(
+    svg: &mut String,
+    left: f64,
+    title: &str,
+    books: &[f64],
+    series: &[(&str, &str, Vec<f64>)],
+    log_y: bool,
+) {
+    let (width, top, height) = (360.0, 40.0, 260.0);
+    let scale = |value: f64, log: bool| if log { value.max(1e-9).log10() } else { value };
+    let span = |values: &mut dyn Iterator<Item = f64>, log: bool| {
+        let (mut low, mut high) = (f64::MAX, f64::MIN);
+        for value in values {
+            low = low.min(scale(value, log));
+            high = high.max(scale(value, log));
+        }
+        let (low, high) = if log {
+            (low.floor(), high.ceil().max(low.floor() + 1.0))
+        } else {
+            (0.0, (high * 1.15).max(1.0))
+        };
+        (low, high)
+    };
+    let (x_low, x_high) = span(&mut books.iter().copied(), true);
+    let (y_low, y_high) = span(
+        &mut series.iter().flat_map(|(_, _, v)| v.iter().copied()),
+        log_y,
+    );
+    let x = |books: f64| left + (scale(books, true) - x_low) / (x_high - x_low) * width;
+    let y = |value: f64| top + height - (scale(value, log_y) - y_low) / (y_high - y_low) * height;
+    svg.push_str(&format!(
+        "<text x=\"{left}\" y=\"24\" font-weight=\"bold\">{title}</text>\n\
+         <rect x=\"{left}\" y=\"{top}\" width=\"{width}\" height=\"{height}\" fill=\"none\" stroke=\"#888\"/>\n"
+    ));
+    for decade in x_low as i32..=x_high as i32 {
+        let at = x(10f64.powi(decade));
+        svg.push_str(&format!(
+            "<text x=\"{at:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
+            top + height + 16.0,
+            10u64.pow(decade.max(0) as u32)
+        ));
+    }
+    svg.push_str(&format!(
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">books</text>\n",
+        left + width / 2.0,
+        top + height + 34.0
+    ));
+    let ticks: Vec<f64> = if log_y {
+        (y_low as i32..=y_high as i32)
+            .map(|d| 10f64.powi(d))
+            .collect()
+    } else {
+        (0..=4).map(|i| y_high * f64::from(i) / 4.0).collect()
+    };
+    for tick in ticks {
+        svg.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n",
+            left - 6.0,
+            y(tick) + 4.0,
+            if tick >= 10.0 {
+                format!("{tick:.0}")
+            } else {
+                format!("{tick:.1}")
+            }
+        ));
+    }
+    for (index, (name, colour, values)) in series.iter().enumerate() {
+        let points: Vec<String> = books
+            .iter()
+            .zip(values)
+            .map(|(&b, &v)| format!("{:.1},{:.1}", x(b), y(v)))
+            .collect();
+        svg.push_str(&format!(
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\"/>\n",
+            points.join(" ")
+        ));
+        for point in &points {
+            let (px, py) = point.split_once(',').expect("x,y");
+            svg.push_str(&format!(
+                "<circle cx=\"{px}\" cy=\"{py}\" r=\"3\" fill=\"{colour}\"/>\n"
+            ));
+        }
+        let legend_y = top + 14.0 + 16.0 * index as f64;
+        svg.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{legend_y:.1}\" fill=\"{colour}\">{name}</text>\n",
+            left + 8.0
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -839,13 +1182,21 @@ mod tests {
     fn sent(venue: VenueId, sequence: u64, sent_ns: u64) -> SentFrame {
         SentFrame {
             venue,
+            stream: Arc::from(format!("{venue}-stream")),
             sequence,
             sent_ns,
         }
     }
 
+    /// One instrument on `venues`, each with the stream `sent` names.
+    fn one_instrument(venues: &[VenueId]) -> Accounting {
+        let streams = vec![venues.iter().map(|&v| (v, format!("{v}-stream"))).collect()];
+        Accounting::new(venues, &streams)
+    }
+
     fn published(at_ns: u64, binance: u64, bitstamp: u64) -> PublishRecord {
         let mut record = PublishRecord {
+            instrument: 0,
             polled_ns: at_ns - 8,
             written_ns: at_ns - 3,
             published_ns: at_ns,
@@ -861,7 +1212,7 @@ mod tests {
 
     #[test]
     fn frames_are_published_passed_over_or_left_pending() {
-        let mut accounting = Accounting::new(&[VenueId::Binance, VenueId::Bitstamp]);
+        let mut accounting = one_instrument(&[VenueId::Binance, VenueId::Bitstamp]);
         accounting.measure_from_ns = 0;
         for (sequence, at) in [(5, 100), (7, 200), (8, 300)] {
             accounting.on_sent(sent(VenueId::Binance, sequence, at));
@@ -893,9 +1244,38 @@ mod tests {
         assert_eq!(accounting.unmatched, 1);
     }
 
+    /// Each book is accounted apart: the same sequence on two instruments of one venue is
+    /// two frames, each published by its own instrument's summary.
+    #[test]
+    fn frames_are_matched_per_instrument() {
+        let streams = vec![
+            vec![(VenueId::Binance, "a".to_owned())],
+            vec![(VenueId::Binance, "b".to_owned())],
+        ];
+        let mut accounting = Accounting::new(&[VenueId::Binance], &streams);
+        accounting.measure_from_ns = 0;
+        for (stream, at) in [("a", 100), ("b", 110)] {
+            let mut frame = sent(VenueId::Binance, 7, at);
+            frame.stream = Arc::from(stream);
+            accounting.on_sent(frame);
+        }
+        let mut record = published(1_000, 7, 0);
+        record.instrument = 1;
+        accounting.on_publish(&record);
+        assert_eq!((accounting.published, accounting.unresolved()), (1, 1));
+        assert_eq!(accounting.first_instrument_wire.len(), 0);
+        record.instrument = 0;
+        accounting.on_publish(&record);
+        assert_eq!((accounting.published, accounting.unresolved()), (2, 0));
+        assert_eq!(accounting.first_instrument_wire.max(), 900);
+        // A stream of no instrument is not a frame the accounting can place.
+        accounting.on_sent(sent(VenueId::Bitstamp, 1, 1_100));
+        assert_eq!(accounting.unmatched, 1);
+    }
+
     #[test]
     fn the_in_process_parts_add_up_when_the_poll_began_before_the_receive() {
-        let mut accounting = Accounting::new(&[VenueId::Binance]);
+        let mut accounting = one_instrument(&[VenueId::Binance]);
         accounting.measure_from_ns = 0;
         accounting.on_sent(sent(VenueId::Binance, 1, 100));
         let mut record = published(1_000, 1, 0);
@@ -909,7 +1289,7 @@ mod tests {
 
     #[test]
     fn a_consumer_times_the_frames_new_in_each_summary_it_sees() {
-        let mut accounting = Accounting::new(&[VenueId::Binance, VenueId::Bitstamp]);
+        let mut accounting = one_instrument(&[VenueId::Binance, VenueId::Bitstamp]);
         accounting.measure_from_ns = 100;
         let seen = |seen_ns: u64, binance: (u64, u64), bitstamp: (u64, u64)| {
             let mut summary = ConsumedSummary {
@@ -983,7 +1363,7 @@ mod tests {
 
     #[test]
     fn warm_up_frames_are_counted_but_not_timed() {
-        let mut accounting = Accounting::new(&[VenueId::Binance]);
+        let mut accounting = one_instrument(&[VenueId::Binance]);
         accounting.measure_from_ns = 1_000;
         accounting.on_sent(sent(VenueId::Binance, 1, 500));
         accounting.on_sent(sent(VenueId::Binance, 2, 1_500));

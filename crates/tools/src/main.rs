@@ -71,9 +71,22 @@ struct SoakArgs {
 
 #[derive(clap::Args)]
 struct LoadtestArgs {
-    /// Frames per second per venue; several (`100,1000,10000`) make a table.
+    /// Frames per second per book (per venue and instrument); several
+    /// (`100,1000,10000`) make a table.
     #[arg(long, value_delimiter = ',', default_value = "1000", value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
     rate: Vec<u32>,
+    /// Instruments, each on every venue; several (`1,100,1000`) make a table of the
+    /// whole market's costs against the number of books.
+    #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u16).range(1..=mergebook::config::MAX_INSTRUMENTS))]
+    instruments: Vec<u16>,
+    /// The first instrument's books at this many frames per second, the others at
+    /// --rate: one busy book among quiet ones.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    hot_rate: Option<u32>,
+    /// With several --instruments: also draw wire-to-publish latency and CPU against the
+    /// number of books, as SVG, into this file.
+    #[arg(long, value_name = "FILE")]
+    plot: Option<std::path::PathBuf>,
     /// Venues sending, each with its own reader thread (default: every venue with
     /// snapshot streams).
     #[arg(long = "venue", value_delimiter = ',', value_parser = parse_venue)]
@@ -216,13 +229,15 @@ fn run_soak(args: &SoakArgs) -> ExitCode {
 
 fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
     if args.json {
-        let [rate] = args.rate[..] else {
-            eprintln!("mergebook-tools loadtest: --json runs one rate");
+        let ([rate], [instruments]) = (&args.rate[..], &args.instruments[..]) else {
+            eprintln!("mergebook-tools loadtest: --json runs one rate and one --instruments");
             return ExitCode::FAILURE;
         };
         let spec = LoadSpec {
-            rate_per_venue: rate,
+            rate_per_venue: *rate,
             venues: args.venues.clone(),
+            instruments: usize::from(*instruments),
+            hot_rate: args.hot_rate,
             depth: usize::from(args.depth),
             warmup: args.warmup,
             duration: args.duration,
@@ -243,10 +258,26 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
         };
     }
     let mut reports = Vec::new();
-    if args.find_max {
+    if args.instruments != [1] {
+        for &rate in &args.rate {
+            for &instruments in &args.instruments {
+                let Some(report) = loadtest_child(args, rate, instruments) else {
+                    return ExitCode::FAILURE;
+                };
+                reports.push(report);
+            }
+        }
+        print!("{}", loadtest::books_table(&reports));
+        if let Some(path) = &args.plot {
+            if let Err(error) = std::fs::write(path, loadtest::books_plot(&reports)) {
+                eprintln!("mergebook-tools loadtest: {}: {error}", path.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    } else if args.find_max {
         let mut search = MaxRateSearch::new(25_000, 4);
         while let Some(rate) = search.next_rate() {
-            let Some(report) = loadtest_child(args, rate) else {
+            let Some(report) = loadtest_child(args, rate, 1) else {
                 return ExitCode::FAILURE;
             };
             eprintln!(
@@ -275,7 +306,7 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
         }
     } else {
         for &rate in &args.rate {
-            let Some(report) = loadtest_child(args, rate) else {
+            let Some(report) = loadtest_child(args, rate, 1) else {
                 return ExitCode::FAILURE;
             };
             reports.push(report);
@@ -307,12 +338,14 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Runs one rate in a fresh process (memory and CPU figures of that rate alone).
-fn loadtest_child(args: &LoadtestArgs, rate: u32) -> Option<LoadReport> {
+/// Runs one rate and number of instruments in a fresh process (memory and CPU figures of
+/// that run alone).
+fn loadtest_child(args: &LoadtestArgs, rate: u32, instruments: u16) -> Option<LoadReport> {
     let venues: Vec<&str> = args.venues.iter().map(|venue| venue.name()).collect();
     let mut command = std::process::Command::new(std::env::current_exe().ok()?);
     command
         .args(["loadtest", "--json", "--rate", &rate.to_string()])
+        .args(["--instruments", &instruments.to_string()])
         .args(["--venue", &venues.join(",")])
         .args(["--duration", &args.duration.as_secs_f64().to_string()])
         .args(["--warmup", &args.warmup.as_secs_f64().to_string()])
@@ -324,6 +357,9 @@ fn loadtest_child(args: &LoadtestArgs, rate: u32) -> Option<LoadReport> {
     }
     if let Some(us) = args.cpu_wake_latency_us {
         command.args(["--cpu-wake-latency-us", &us.to_string()]);
+    }
+    if let Some(hot_rate) = args.hot_rate {
+        command.args(["--hot-rate", &hot_rate.to_string()]);
     }
     let output = match command.stderr(std::process::Stdio::inherit()).output() {
         Ok(output) if output.status.success() => output,

@@ -16,6 +16,8 @@ fn a_short_run_accounts_for_every_frame_sent() {
     let spec = LoadSpec {
         rate_per_venue: 500,
         venues: vec![VenueId::Binance, VenueId::Bitstamp],
+        instruments: 1,
+        hot_rate: None,
         depth: 20,
         warmup: Duration::from_secs(1),
         duration: Duration::from_secs(2),
@@ -114,4 +116,53 @@ fn loadtest_prints_the_wire_to_publish_table() {
     assert_eq!(rows[5][2], rows[2][10], "the same in-process P50: {table}");
     assert_eq!(rows[3][10], "to consumer P50 µs");
     assert!(rows[5][10].parse::<f64>().is_ok(), "{table}");
+}
+
+/// With several `--instruments`, one row a number of books, each book accounted apart (a
+/// hot first instrument among quiet ones), every book synced before the window, and the
+/// plot drawn.
+#[test]
+fn loadtest_tables_and_plots_many_books() {
+    let plot = std::env::temp_dir().join(format!("mergebook-books-{}.svg", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_mergebook-tools"))
+        .args([
+            "loadtest",
+            "--instruments",
+            "1,3",
+            "--rate",
+            "20",
+            "--hot-rate",
+            "200",
+        ])
+        .args(["--duration", "1", "--warmup", "1", "--idle", "park"])
+        .arg("--plot")
+        .arg(&plot)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let table = String::from_utf8(output.stdout).unwrap();
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|line| line.starts_with("| ") && !line.starts_with("| books"))
+        .map(|line| line.split('|').map(str::trim).collect())
+        .collect();
+    let venues = 4; // every venue with snapshot streams
+    assert_eq!(rows.len(), 2, "{table}");
+    for (row, instruments) in rows.iter().zip([1, 3]) {
+        assert_eq!(row[1], (instruments * venues).to_string(), "{table}");
+        assert!(
+            row[2].parse::<f64>().unwrap() > 0.0,
+            "synced after: {table}"
+        );
+        assert_eq!(row[4], "0", "lost: {table}");
+    }
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    std::fs::remove_file(&plot).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(
+        svg.matches("<polyline").count(),
+        5,
+        "three latencies, two CPUs"
+    );
 }
