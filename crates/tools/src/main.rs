@@ -268,11 +268,11 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
             }
         }
         print!("{}", loadtest::books_table(&reports));
-        if let Some(path) = &args.plot {
-            if let Err(error) = std::fs::write(path, loadtest::books_plot(&reports)) {
-                eprintln!("mergebook-tools loadtest: {}: {error}", path.display());
-                return ExitCode::FAILURE;
-            }
+        if let Some(path) = &args.plot
+            && let Err(error) = std::fs::write(path, loadtest::books_plot(&reports))
+        {
+            eprintln!("mergebook-tools loadtest: {}: {error}", path.display());
+            return ExitCode::FAILURE;
         }
     } else if args.find_max {
         let mut search = MaxRateSearch::new(25_000, 4);
