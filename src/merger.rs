@@ -259,22 +259,25 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         }
         let observer = &mut spec.observer;
         let oldest_ns = now.saturating_sub(stale_after_ns);
-        // One instrument: its new books taken, its stale venues evicted (when `evict`),
-        // and a summary published if either changed it.
-        let mut serve = |instrument: &mut MergerInstrument, bytes_read: &[_], evict: bool| {
-            let mut new_book = false;
-            for (venue, input) in &mut instrument.inputs {
-                if input.take_prefetching(bytes_read) {
-                    instrument.merger.apply(*venue, input.latest());
-                    new_book = true;
+        // One instrument: in the ready pass its new books taken, in the ages pass its
+        // stale venues evicted; a summary published if that changed it.
+        let mut serve = |instrument: &mut MergerInstrument, bytes_read: &[_], pass: Pass| {
+            let (mut new_book, mut evicted) = (false, false);
+            match pass {
+                Pass::Ready => {
+                    for (venue, input) in &mut instrument.inputs {
+                        if input.take_prefetching(bytes_read) {
+                            instrument.merger.apply(*venue, input.latest());
+                            new_book = true;
+                        }
+                    }
                 }
-            }
-            let mut evicted = false;
-            if evict {
-                for venue in instrument.merger.evict_stale(oldest_ns) {
-                    tracing::warn!(%venue, "book older than the stale age: evicted");
-                    evictions[venue.index()].inc();
-                    evicted = true;
+                Pass::Ages => {
+                    for venue in instrument.merger.evict_stale(oldest_ns) {
+                        tracing::warn!(%venue, "book older than the stale age: evicted");
+                        evictions[venue.index()].inc();
+                        evicted = true;
+                    }
                 }
             }
             if !(new_book || evicted) {
@@ -315,18 +318,30 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         };
         // The instruments the readers marked, and no other.
         let instruments = &mut spec.instruments;
-        ready
-            .take_each(|index| worked |= serve(&mut instruments[index], &bytes_read[index], false));
-        // Every instrument's ages, every `STALE_CHECK_EVERY_NS`: the one pass over them all.
+        ready.take_each(|index| {
+            worked |= serve(&mut instruments[index], &bytes_read[index], Pass::Ready);
+        });
+        // Every instrument's ages, every `STALE_CHECK_EVERY_NS`: the one pass over them all,
+        // on the merger's own copies (no mailbox is read: a book that arrived since is
+        // marked, and taken on the next poll).
         if check_stale {
             for (instrument, bytes_read) in instruments.iter_mut().zip(&bytes_read) {
-                worked |= serve(instrument, bytes_read, true);
+                worked |= serve(instrument, bytes_read, Pass::Ages);
             }
         }
         idler.idle(worked);
     }
     e2e_seconds.flush();
     merges.flush();
+}
+
+/// The merger's two passes over its instruments.
+#[derive(Clone, Copy)]
+enum Pass {
+    /// The instruments marked ready: their mailboxes taken.
+    Ready,
+    /// Every instrument, every `STALE_CHECK_EVERY_NS`: the ages of the books it holds.
+    Ages,
 }
 
 /// Polls with nothing new before spinning turns to yielding, and yielding to parking.
