@@ -203,6 +203,11 @@ fn one() -> usize {
 }
 
 impl LoadReport {
+    /// `seconds` of CPU in the window, in percent of one core.
+    pub fn percent_of_a_core(&self, seconds: f64) -> f64 {
+        100.0 * seconds / self.window_seconds.max(f64::MIN_POSITIVE)
+    }
+
     /// No loss, nothing unaccounted, the simulator kept its rate (99%), and no growing
     /// backlog: the final second's P99 at most twice the first second's (or under 1 ms,
     /// below which the simulator's 1 ms bursts alone explain the spread).
@@ -980,7 +985,7 @@ pub fn books_table(reports: &[LoadReport]) -> String {
          |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for report in reports {
-        let percent = |seconds: f64| 100.0 * seconds / report.window_seconds.max(f64::MIN_POSITIVE);
+        let percent = |seconds| report.percent_of_a_core(seconds);
         out.push_str(&format!(
             "| {} | {:.2} | {:.0} ({:.0}) | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
             report.instruments * report.venues.len(),
@@ -1011,7 +1016,7 @@ pub fn books_plot(reports: &[LoadReport]) -> String {
         .map(|r| (r.instruments * r.venues.len()) as f64)
         .collect();
     let micros = |ns: u64| (ns as f64 / 1e3).max(0.1);
-    let percent = |r: &LoadReport, seconds: f64| 100.0 * seconds / r.window_seconds.max(1e-9);
+    let percent = |r: &LoadReport, seconds| r.percent_of_a_core(seconds);
     let latency = [
         (
             "wire P50",
