@@ -282,11 +282,15 @@ impl Simulator {
         *self.shared.send_log.lock().expect("not poisoned") = Some(log);
     }
 
-    /// Makes snapshot streams subscribed from now on send at the simulator's rate only if
-    /// named in `hot`, and every other one frame in `cold_every` ticks (the load harness's
-    /// many books at a low rate beside one at a high rate).
-    pub fn set_cold_streams(&self, hot: Vec<String>, cold_every: u32) {
-        *self.shared.hot_streams.lock().expect("not poisoned") = (hot, cold_every);
+    /// Makes snapshot streams subscribed from now on send a frame one tick in `hot_every`
+    /// if named in `hot`, and one in `cold_every` otherwise (the load harness: many books
+    /// at a low rate spread over the ticks, one at a higher rate).
+    pub fn set_stream_pacing(&self, hot: Vec<String>, hot_every: u32, cold_every: u32) {
+        *self.shared.stream_pacing.lock().expect("not poisoned") = StreamPacing {
+            hot,
+            hot_every,
+            cold_every,
+        };
     }
 
     /// Frames sent that `record_sends`'s full log could not take.

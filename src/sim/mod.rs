@@ -290,19 +290,28 @@ struct Shared {
     unlogged_sends: AtomicU64,
     /// A recorded session served instead of the generated market, where it has the venue.
     session: Mutex<Option<Arc<session::Session>>>,
-    /// Snapshot streams other than these send one frame a tick in `.1`
-    /// (`Simulator::set_cold_streams`).
-    hot_streams: Mutex<(Vec<String>, u32)>,
+    /// How often new snapshot streams send (`Simulator::set_stream_pacing`).
+    stream_pacing: Mutex<StreamPacing>,
+}
+
+/// Snapshot streams named in `hot` send a frame one tick in `hot_every`, the others one
+/// in `cold_every`.
+#[derive(Debug)]
+struct StreamPacing {
+    hot: Vec<String>,
+    hot_every: u32,
+    cold_every: u32,
 }
 
 impl Shared {
     /// One tick in how many a new subscription to `stream` sends a frame on.
-    fn cold_streams_every(&self, stream: &str) -> u32 {
-        let hot = self.hot_streams.lock().expect("not poisoned");
-        match hot.0.iter().any(|name| name == stream) {
-            true => 1,
-            false => hot.1.max(1),
-        }
+    fn stream_every(&self, stream: &str) -> u32 {
+        let pacing = self.stream_pacing.lock().expect("not poisoned");
+        let every = match pacing.hot.iter().any(|name| name == stream) {
+            true => pacing.hot_every,
+            false => pacing.cold_every,
+        };
+        every.max(1)
     }
 }
 
@@ -363,7 +372,11 @@ impl Simulator {
             send_log: Mutex::new(None),
             unlogged_sends: AtomicU64::new(0),
             session: Mutex::new(None),
-            hot_streams: Mutex::new((Vec::new(), 1)),
+            stream_pacing: Mutex::new(StreamPacing {
+                hot: Vec::new(),
+                hot_every: 1,
+                cold_every: 1,
+            }),
         });
         let rest = axum::Router::new()
             .fallback(serve_snapshot)
@@ -541,8 +554,8 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                             }
                             let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.exchange().index() as u64) << 32;
                             let levels = venue.levels_on_stream(&stream);
-                            let every = shared.cold_streams_every(&stream);
-                            // Cold streams spread over the ticks, not all on one.
+                            let every = shared.stream_every(&stream);
+                            // Streams that skip ticks spread over them, not all on one.
                             let ticks = books.streams.len() as u32;
                             books.streams.push(StreamBooks { name: stream.into(), levels, market: SimulatedBook::new(seed), every, ticks });
                         }
@@ -673,6 +686,31 @@ impl MessageNumbers {
     }
 }
 
+/// Logs the frames encoded since the last write (stream, sequence), stamped now, just
+/// before they are written: a frame is logged before its reader can have it.
+fn log_sends(
+    unstamped: &mut Vec<(Arc<str>, u64)>,
+    log: Option<&std::sync::mpsc::SyncSender<SentFrame>>,
+    venue: VenueId,
+    shared: &Shared,
+) {
+    let Some(log) = log else {
+        return;
+    };
+    let sent_ns = crate::clock::monotonic_ns();
+    for (stream, sequence) in unstamped.drain(..) {
+        let sent = SentFrame {
+            venue,
+            stream,
+            sequence,
+            sent_ns,
+        };
+        if log.try_send(sent).is_err() {
+            shared.unlogged_sends.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// The book frames of one connection's snapshot streams: generated, or a recording.
 struct BookFrames {
     venue: VenueId,
@@ -692,7 +730,7 @@ struct StreamBooks {
     /// Levels a side it carries.
     levels: usize,
     market: SimulatedBook,
-    /// Sends a frame one tick in this many (`Simulator::set_cold_streams`; 1: every tick).
+    /// Sends a frame one tick in this many (`Simulator::set_stream_pacing`; 1: every tick).
     every: u32,
     ticks: u32,
 }
@@ -771,25 +809,13 @@ impl BookFrames {
                 socket.feed(message).await?;
                 // A burst of 100-level books would otherwise be held whole, tens of MB.
                 if unflushed >= WRITE_CHUNK_BYTES {
+                    log_sends(&mut self.unstamped, self.send_log.as_ref(), venue, shared);
                     socket.flush().await?;
                     unflushed = 0;
                 }
             }
         }
-        if let Some(log) = &self.send_log {
-            let sent_ns = crate::clock::monotonic_ns();
-            for (stream, sequence) in self.unstamped.drain(..) {
-                let sent = SentFrame {
-                    venue,
-                    stream,
-                    sequence,
-                    sent_ns,
-                };
-                if log.try_send(sent).is_err() {
-                    shared.unlogged_sends.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
+        log_sends(&mut self.unstamped, self.send_log.as_ref(), venue, shared);
         socket.flush().await?;
         if self.send_log.is_some() && count == 1 {
             // Under measurement (`mergebook-tools loadtest`) the simulator stands in for exchanges

@@ -482,6 +482,15 @@ impl PublishObserver for PublishTap {
     }
 }
 
+/// The simulator's rate, and so its ticks: the fastest book's, at least a thousand a
+/// second (the slower books skip ticks).
+fn ticks_per_second(spec: &LoadSpec) -> u32 {
+    spec.hot_rate
+        .unwrap_or(0)
+        .max(spec.rate_per_venue)
+        .max(1000)
+}
+
 /// Each instrument's symbol on `venue`: the first is ETH/BTC, the others made up.
 fn symbol(venue: VenueId, instrument: usize) -> String {
     match instrument {
@@ -594,14 +603,18 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|error| format!("simulator: {error}"))?;
-        let rate = spec.hot_rate.unwrap_or(spec.rate_per_venue);
-        Simulator::start(listener, rate, 1).map_err(|error| error.to_string())
+        Simulator::start(listener, ticks_per_second(spec), 1).map_err(|error| error.to_string())
     })?;
     let streams = streams(spec);
-    if let Some(hot_rate) = spec.hot_rate {
-        let hot = streams[0].iter().map(|(_, name)| name.clone()).collect();
-        simulator.set_cold_streams(hot, (hot_rate / spec.rate_per_venue.max(1)).max(1));
-    }
+    // Below a thousand frames a second, a book sends one tick in so many: the books' frames
+    // spread over the ticks as a market's updates do, not all in one write each tick.
+    let every = |rate: u32| ticks_per_second(spec) / rate.max(1);
+    let hot = match spec.hot_rate {
+        Some(_) => streams[0].iter().map(|(_, name)| name.clone()).collect(),
+        None => Vec::new(),
+    };
+    let hot_every = every(spec.hot_rate.unwrap_or(spec.rate_per_venue));
+    simulator.set_stream_pacing(hot, hot_every, every(spec.rate_per_venue));
     simulator.record_sends(sends);
     simulator.point(&mut config);
 
