@@ -411,7 +411,7 @@ fn run_service(args: &RunArgs) -> Result<(), String> {
     if args.check_config {
         // Files the configuration names are part of it: they must be there from here.
         simulator_recordings(&config)?;
-        simulator_session(&config)?;
+        simulator_playback(&config)?;
         println!("{}: valid", args.config.display());
         return Ok(());
     }
@@ -477,7 +477,7 @@ async fn start_simulator(config: &mut Config) -> Result<(), String> {
         let listener = bind(settings.listen, "simulator.listen in the config file").await?;
         let simulator = Simulator::start(listener, settings.rate_per_second, settings.seed)
             .map_err(|error| format!("simulator: {error}"))?;
-        if let Some(recordings) = simulator_session(config)? {
+        if let Some(recordings) = simulator_playback(config)? {
             simulator.serve_recording(&recordings, 1.0);
         }
         for (venue, recording) in simulator_recordings(config)? {
@@ -549,7 +549,7 @@ fn simulator_recordings(config: &Config) -> Result<Vec<(VenueId, Recording)>, St
 }
 
 /// The recording `simulator.recording` names, loaded.
-fn simulator_session(config: &Config) -> Result<Option<Vec<replay::ConnectionRecording>>, String> {
+fn simulator_playback(config: &Config) -> Result<Option<Vec<replay::ConnectionRecording>>, String> {
     let Some(dir) = config.simulator.as_ref().and_then(|s| s.recording.as_ref()) else {
         return Ok(None);
     };

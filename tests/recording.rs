@@ -79,7 +79,7 @@ fn metric(service: &Service, name: &str, venue: VenueId) -> f64 {
 
 /// Runs the service against the simulator with recording on, through a gap, a
 /// reconnect and a bad frame. Returns its configuration and every summary it wrote.
-async fn record_a_session(dir: &std::path::Path) -> (Config, Vec<Summary>) {
+async fn record_a_run(dir: &std::path::Path) -> (Config, Vec<Summary>) {
     let simulator =
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 40, 7).unwrap();
     let mut config = config(dir);
@@ -230,10 +230,10 @@ fn last_of_each(config: &Config, summaries: &[Summary]) -> Vec<Option<Summary>> 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_recorded_session_replays_to_the_summaries_the_service_published() {
+async fn a_recording_replays_to_the_summaries_the_service_published() {
     let dir = std::env::temp_dir().join(format!("mergebook-recording-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (config, live) = record_a_session(&dir).await;
+    let (config, live) = record_a_run(&dir).await;
 
     let recordings = replay::load_recording(&dir).unwrap();
     let mut recorded: Vec<String> = recordings
@@ -333,10 +333,10 @@ async fn a_recorded_session_replays_to_the_summaries_the_service_published() {
 /// The recording served by the simulator to a new service: the incident happens again
 /// (the bad frame, the gap, the reconnect) and the books end as they did.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_recording_served_by_the_simulator_reproduces_the_session() {
+async fn a_recording_served_by_the_simulator_reproduces_the_run() {
     let base = std::env::temp_dir().join(format!("mergebook-reproduce-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
-    let (original, live) = record_a_session(&base.join("first")).await;
+    let (original, live) = record_a_run(&base.join("first")).await;
     let recordings = replay::load_recording(&base.join("first")).unwrap();
 
     let simulator =

@@ -6,7 +6,7 @@
 //! as it would on the exchange, and receives a moving market at the configured rate, or a
 //! recording (`Simulator::replay`): recorded book frames, looped, re-encoded by the
 //! venue's own encoder under the subscribed stream name with increasing sequence
-//! numbers. Or what the service recorded (`Simulator::serve_recording`, `session.rs`):
+//! numbers. Or what the service recorded (`Simulator::serve_recording`, `playback.rs`):
 //! each venue's recorded connections, frame for frame.
 //!
 //! Diff streams (`nknusdt@depth@100ms`, `diff_order_book_ethusd`) are served from one
@@ -23,7 +23,7 @@
 #[cfg(feature = "faults")]
 mod controls;
 pub mod market;
-mod session;
+mod playback;
 
 use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::venue::{MAX_VENUES, SnapshotSource, VenueId};
@@ -288,8 +288,8 @@ struct Shared {
     send_log: Mutex<Option<std::sync::mpsc::SyncSender<SentFrame>>>,
     /// Frames sent but not logged because the log was full.
     unlogged_sends: AtomicU64,
-    /// A recorded session served instead of the generated market, where it has the venue.
-    session: Mutex<Option<Arc<session::Session>>>,
+    /// A recording played back instead of the generated market, where it has the venue.
+    playback: Mutex<Option<Arc<playback::Playback>>>,
     /// How often new snapshot streams send (`Simulator::set_stream_pacing`).
     stream_pacing: Mutex<StreamPacing>,
 }
@@ -371,7 +371,7 @@ impl Simulator {
             rest_addr: rest_listener.local_addr()?,
             send_log: Mutex::new(None),
             unlogged_sends: AtomicU64::new(0),
-            session: Mutex::new(None),
+            playback: Mutex::new(None),
             stream_pacing: Mutex::new(StreamPacing {
                 hot: Vec::new(),
                 hot_every: 1,
@@ -440,10 +440,10 @@ impl Simulator {
 
     /// Makes new connections of the recording's venues serve what the service recorded
     /// (`[record]`), frame for frame, at `speed` times the recorded pace, and the REST
-    /// server its snapshot bodies (`session.rs`).
+    /// server its snapshot bodies (`playback.rs`).
     pub fn serve_recording(&self, recordings: &[crate::replay::ConnectionRecording], speed: f64) {
-        let session = session::Session::new(recordings, speed);
-        *self.shared.session.lock().expect("not poisoned") = Some(Arc::new(session));
+        let playback = playback::Playback::new(recordings, speed);
+        *self.shared.playback.lock().expect("not poisoned") = Some(Arc::new(playback));
     }
 
     /// Makes new connections of `venue` serve `recording` (looped) instead of the
@@ -479,9 +479,9 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     };
     let control = &shared.venues[venue.index()];
     control.connections.fetch_add(1, Ordering::Relaxed);
-    let session = shared.session.lock().expect("not poisoned").clone();
-    if let Some(session) = session.filter(|session| session.serves(venue)) {
-        return session.serve(socket, venue).await;
+    let playback = shared.playback.lock().expect("not poisoned").clone();
+    if let Some(playback) = playback.filter(|playback| playback.serves(venue)) {
+        return playback.serve(socket, venue).await;
     }
     if control.closing.load(Ordering::Relaxed) {
         return Ok(());
@@ -1045,8 +1045,8 @@ async fn serve_snapshot(
     else {
         return (StatusCode::NOT_FOUND, "no such snapshot").into_response();
     };
-    let session = shared.session.lock().expect("not poisoned").clone();
-    if let Some(body) = session.and_then(|session| session.snapshot(venue, &symbol)) {
+    let playback = shared.playback.lock().expect("not poisoned").clone();
+    if let Some(body) = playback.and_then(|playback| playback.snapshot(venue, &symbol)) {
         return (
             [(axum::http::header::CONTENT_TYPE, "application/json")],
             body,

@@ -1,4 +1,4 @@
-//! A recorded session served back (`Simulator::serve_recording`, `simulator.recording`):
+//! A recording played back (`Simulator::serve_recording`, `simulator.recording`):
 //! what each venue's connections received, frame for frame and at the recorded pace, so a
 //! recorded incident runs again through the real service, end to end.
 //!
@@ -24,7 +24,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
 /// A recording, ready to serve.
-pub(super) struct Session {
+pub(super) struct Playback {
     /// Per venue, the recorded connections not served yet, in the order they opened.
     connections: [Mutex<VecDeque<RecordedConnection>>; MAX_VENUES],
     /// The venues recorded: served from the recording only, even once their recorded
@@ -45,8 +45,8 @@ struct RecordedConnection {
     open_at_the_end: bool,
 }
 
-impl Session {
-    pub(super) fn new(recordings: &[ConnectionRecording], speed: f64) -> Session {
+impl Playback {
+    pub(super) fn new(recordings: &[ConnectionRecording], speed: f64) -> Playback {
         let mut opened: [Vec<(u64, RecordedConnection)>; MAX_VENUES] = Default::default();
         let mut snapshots: HashMap<(VenueId, String), VecDeque<String>> = HashMap::new();
         for recording in recordings {
@@ -102,7 +102,7 @@ impl Session {
             connections.sort_by_key(|(opened_ns, _)| *opened_ns);
             Mutex::new(connections.into_iter().map(|(_, c)| c).collect())
         });
-        Session {
+        Playback {
             connections,
             recorded,
             snapshots: Mutex::new(snapshots),
