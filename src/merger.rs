@@ -69,6 +69,17 @@ impl InstrumentMerger {
         }
     }
 
+    /// Whether a merged venue's book was received before `oldest_ns` (`evict_stale` would
+    /// evict it).
+    pub fn any_stale(&self, oldest_ns: u64) -> bool {
+        self.venues
+            .iter()
+            .zip(self.one_sided_allowed)
+            .any(|(slot, allowed)| {
+                is_merged(slot.state, allowed) && slot.book.received_ns < oldest_ns
+            })
+    }
+
     /// Marks `Stale` every merged venue whose book was received before `oldest_ns`, and
     /// returns them (none: the merged book did not change).
     pub fn evict_stale(&mut self, oldest_ns: u64) -> impl Iterator<Item = VenueId> + use<> {
@@ -259,25 +270,26 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         }
         let observer = &mut spec.observer;
         let oldest_ns = now.saturating_sub(stale_after_ns);
-        // One instrument: in the ready pass its new books taken, in the ages pass its
-        // stale venues evicted; a summary published if that changed it.
+        // One instrument: its new books taken, and in the ages pass its stale venues
+        // evicted; a summary published if that changed it. The ages pass takes only the
+        // mailboxes of an instrument with a venue to evict, first: a newer book waiting
+        // there spares its venue.
         let mut serve = |instrument: &mut MergerInstrument, bytes_read: &[_], pass: Pass| {
             let (mut new_book, mut evicted) = (false, false);
-            match pass {
-                Pass::Ready => {
-                    for (venue, input) in &mut instrument.inputs {
-                        if input.take_prefetching(bytes_read) {
-                            instrument.merger.apply(*venue, input.latest());
-                            new_book = true;
-                        }
-                    }
+            if pass == Pass::Ages && !instrument.merger.any_stale(oldest_ns) {
+                return false;
+            }
+            for (venue, input) in &mut instrument.inputs {
+                if input.take_prefetching(bytes_read) {
+                    instrument.merger.apply(*venue, input.latest());
+                    new_book = true;
                 }
-                Pass::Ages => {
-                    for venue in instrument.merger.evict_stale(oldest_ns) {
-                        tracing::warn!(%venue, "book older than the stale age: evicted");
-                        evictions[venue.index()].inc();
-                        evicted = true;
-                    }
+            }
+            if pass == Pass::Ages {
+                for venue in instrument.merger.evict_stale(oldest_ns) {
+                    tracing::warn!(%venue, "book older than the stale age: evicted");
+                    evictions[venue.index()].inc();
+                    evicted = true;
                 }
             }
             if !(new_book || evicted) {
@@ -316,19 +328,19 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                 .take_back_next_slot(instrument.merger.depth);
             true
         };
-        // The instruments the readers marked, and no other.
         let instruments = &mut spec.instruments;
-        ready.take_each(|index| {
-            worked |= serve(&mut instruments[index], &bytes_read[index], Pass::Ready);
-        });
         // Every instrument's ages, every `STALE_CHECK_EVERY_NS`: the one pass over them all,
-        // on the merger's own copies (no mailbox is read: a book that arrived since is
-        // marked, and taken on the next poll).
+        // on the merger's own copies, before the ready pass, so that nothing it publishes
+        // holds a book past the stale age by more than that period.
         if check_stale {
             for (instrument, bytes_read) in instruments.iter_mut().zip(&bytes_read) {
                 worked |= serve(instrument, bytes_read, Pass::Ages);
             }
         }
+        // The instruments the readers marked, and no other.
+        ready.take_each(|index| {
+            worked |= serve(&mut instruments[index], &bytes_read[index], Pass::Ready);
+        });
         idler.idle(worked);
     }
     e2e_seconds.flush();
@@ -336,7 +348,7 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
 }
 
 /// The merger's two passes over its instruments.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Pass {
     /// The instruments marked ready: their mailboxes taken.
     Ready,
@@ -528,10 +540,13 @@ mod tests {
         let mut merger = InstrumentMerger::new(0, 10, VenueId::ALL);
         merger.apply(VenueId::Binance, &feed(100, 101, 10));
         merger.apply(VenueId::Bitstamp, &feed(99, 102, 50));
+        assert!(!merger.any_stale(10), "none older than 10");
+        assert!(merger.any_stale(20));
         assert_eq!(
             merger.evict_stale(20).collect::<Vec<_>>(),
             [VenueId::Binance]
         );
+        assert!(!merger.any_stale(20), "evicted: no longer merged");
         assert_eq!(
             merger.evict_stale(20).count(),
             0,
