@@ -579,17 +579,28 @@ mod tests {
         recorder.finish();
     }
 
+    /// A recording configuration in a fresh directory of this test process's, `name`.
+    fn fresh(
+        name: &str,
+        max_file_bytes: u64,
+        max_file_age: Duration,
+        max_total_bytes: u64,
+    ) -> RecordConfig {
+        let dir = std::env::temp_dir().join(format!("mergebook-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        RecordConfig {
+            dir,
+            max_file_bytes,
+            max_file_age,
+            max_total_bytes,
+            queue_per_connection: 64,
+        }
+    }
+
     #[test]
     fn files_rotate_compressed_and_the_oldest_go_past_the_cap() {
-        let dir = std::env::temp_dir().join(format!("mergebook-record-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let config = RecordConfig {
-            dir: dir.clone(),
-            max_file_bytes: 20_000,
-            max_file_age: Duration::from_secs(3600),
-            max_total_bytes: 30_000,
-            queue_per_connection: 64,
-        };
+        let config = fresh("record", 20_000, Duration::from_secs(3600), 30_000);
+        let dir = config.dir.clone();
         let connections = [(VenueId::Bitstamp, 0), (VenueId::BinanceSbe, 0)];
         let (recorder, mut readers) = Recorder::start(&config, &connections, counters(2)).unwrap();
         let mut rng = crate::rng::Rng::new(5);
@@ -647,15 +658,8 @@ mod tests {
 
     #[test]
     fn a_file_older_than_its_age_is_completed_at_the_next_tick() {
-        let dir = std::env::temp_dir().join(format!("mergebook-age-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let config = RecordConfig {
-            dir: dir.clone(),
-            max_file_bytes: 1 << 20,
-            max_file_age: Duration::from_secs(60),
-            max_total_bytes: 1 << 30,
-            queue_per_connection: 16,
-        };
+        let config = fresh("age", 1 << 20, Duration::from_secs(60), 1 << 30);
+        let dir = config.dir.clone();
         let mut files = Files::new(&config, &[(VenueId::Kraken, 0)]);
         let start = Instant::now();
         let line = b"{\"recv_ts\": 1.0, \"kind\": \"ws_recv\", \"raw\": \"{}\"}\n";

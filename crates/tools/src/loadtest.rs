@@ -1122,7 +1122,7 @@ fn chart(
     let y = |value: f64| top + height - (scale(value, log_y) - y_low) / (y_high - y_low) * height;
     svg.push_str(&format!(
         "<text x=\"{left}\" y=\"24\" font-weight=\"bold\">{title}</text>\n\
-         <rect x=\"{left}\" y=\"{top}\" width=\"{width}\" height=\"{height}\" fill=\"none\" stroke=\"#888\"/>\n"
+         <rect x=\"{left}\" y=\"{top}\" width=\"{width}\" height=\"{height}\" fill=\"none\" stroke=\"gray\"/>\n"
     ));
     for decade in x_low as i32..=x_high as i32 {
         let at = x(10f64.powi(decade));
