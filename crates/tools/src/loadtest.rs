@@ -987,20 +987,20 @@ pub fn table(reports: &[LoadReport]) -> String {
 
 /// The reports of runs with different numbers of books as a markdown table
 /// (BENCHMARKS.md's "Many books"): frames, latency (all books, and the first instrument's
-/// alone: the hot book with `hot_rate`), CPU per thread group in percent of a core, and
-/// memory.
+/// alone: the hot book with `hot_rate`), CPU per thread group in percent of a core (the
+/// load generator's too: it shares the cores), and memory.
 pub fn books_table(reports: &[LoadReport]) -> String {
     let micros = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
     let mut out = String::from(
         "| books | all synced after s | frames/s sent (asked) | lost | wire P50 µs | P99 | P99.9 | \
          first instrument's P50 µs | P99 | readers % of a core | merger % | service runtime % | \
-         peak RSS MiB | steal % |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         simulator and harness % | peak RSS MiB | steal % |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for report in reports {
         let percent = |seconds| report.percent_of_a_core(seconds);
         out.push_str(&format!(
-            "| {} | {:.2} | {:.0} ({:.0}) | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+            "| {} | {:.2} | {:.0} ({:.0}) | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
             report.instruments * report.venues.len(),
             report.synced_after_seconds,
             report.achieved_frames_per_second,
@@ -1014,6 +1014,7 @@ pub fn books_table(reports: &[LoadReport]) -> String {
             percent(report.reader_cpu_seconds),
             percent(report.merger_cpu_seconds),
             percent(report.service_runtime_cpu_seconds),
+            percent(report.process_cpu_seconds - report.service_cpu_seconds),
             report.peak_rss_bytes as f64 / (1 << 20) as f64,
             report.steal_percent,
         ));
