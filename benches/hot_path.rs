@@ -487,6 +487,10 @@ fn kraken(c: &mut Criterion) {
     c.bench_function("kraken_checksum", |b| {
         b.iter(|| black_box(&kraken).checksum())
     });
+    let mut after_update = KrakenChecksumAfterUpdate::new();
+    c.bench_function("kraken_checksum_after_update", |b| {
+        b.iter(|| after_update.next())
+    });
 }
 
 /// Bybit: a snapshot's decode (beside serde_json's, below), and a delta's decode, apply

@@ -53,6 +53,7 @@ fn main() {
     let mut kraken_book = KrakenBook::new();
     let (kraken_snapshot_frame, kraken_update_frame) = (kraken_snapshot(), kraken_update());
     let mut kraken_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let mut kraken_after_update = KrakenChecksumAfterUpdate::new();
     let mut bybit_book = BybitBook::new();
     let (bybit_snapshot_frame, bybit_delta_frame) = (bybit_snapshot(), bybit_delta());
     let mut bybit_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
@@ -142,6 +143,9 @@ fn main() {
                 black_box(black_box(&kraken_book).checksum());
             })
         }
+        "kraken_checksum_after_update" => Box::new(|| {
+            black_box(kraken_after_update.next());
+        }),
         "bybit_decode_snapshot" => Box::new(|| {
             let result = VenueId::Bybit.decode_diff(
                 black_box(bybit_snapshot_frame),
@@ -198,6 +202,7 @@ fn main() {
                  bitstamp_decode_100 | binance_decode_20_varied | bitstamp_decode_100_varied | \
                  fixed_point_parse | merge_2x10 | e2e_parse_merge | binance_diff_decode | \
                  book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum | \
+                 kraken_checksum_after_update | \
                  bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \
                  okx_decode_books5 | okx_update | okx_checksum | \
                  coinbase_exchange_decode_snapshot | coinbase_exchange_update | \

@@ -2,9 +2,10 @@
 //! and `instructions` (callgrind, instruction counts), so the two measure the same thing.
 #![allow(dead_code)] // each bench target uses its own subset
 
-use mergebook::book::{BookUpdate, DepthBook, Level, TopBook};
+use mergebook::book::{BookUpdate, DepthBook, Level, TopBook, WireDecimals};
 use mergebook::merge::{MergedBook, VenueBook, merge};
-use mergebook::venue::{Message, VenueId};
+use mergebook::venue::{LevelTexts, Message, VenueId};
+use std::hint::black_box;
 
 /// The recorded `btcusdt@depth20@100ms` frame (20 levels a side, 1.4 KB).
 pub const BINANCE_20: &[u8] =
@@ -283,6 +284,42 @@ impl KrakenBook {
     /// `kraken_checksum`: the checksum of the book, over the text of its numbers.
     pub fn checksum(&self) -> Option<u32> {
         VenueId::Kraken.checksum(&self.book, self.update.decimals)
+    }
+}
+
+/// `kraken_checksum_after_update`: the checksum as a reader checks each message, with the
+/// level texts of the book's last checksum (`LevelTexts`). The book alternates between the
+/// recorded snapshot's and the one the recorded update makes of it, so that each checksum
+/// formats the levels that update changed.
+pub struct KrakenChecksumAfterUpdate {
+    books: [DepthBook; 2],
+    decimals: WireDecimals,
+    texts: LevelTexts,
+    next: usize,
+}
+
+impl KrakenChecksumAfterUpdate {
+    pub fn new() -> KrakenChecksumAfterUpdate {
+        let before = KrakenBook::new();
+        let mut after = KrakenBook::new();
+        after.apply(kraken_update());
+        let mut checksums = KrakenChecksumAfterUpdate {
+            decimals: before.update.decimals,
+            books: [before.book, after.book],
+            texts: LevelTexts::default(),
+            next: 0,
+        };
+        for recorded in [before.update.checksum, after.update.checksum] {
+            assert_eq!(checksums.next(), recorded, "the recorded checksum");
+        }
+        checksums
+    }
+
+    /// The next book's checksum.
+    pub fn next(&mut self) -> Option<u32> {
+        let book = &self.books[self.next];
+        self.next ^= 1;
+        VenueId::Kraken.checksum_after_change(black_box(book), self.decimals, &mut self.texts)
     }
 }
 

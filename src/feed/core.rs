@@ -31,7 +31,8 @@ use crate::snapshot::{FetchError, FetchOutcome, SnapshotScheduler};
 use crate::summary::VenueState;
 use crate::sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutcome};
 use crate::venue::{
-    Acked, DecodeError, Message, SnapshotSource, StreamKind, UNSUBSCRIBE_REQUEST_ID, VenueId,
+    Acked, DecodeError, LevelTexts, Message, SnapshotSource, StreamKind, UNSUBSCRIBE_REQUEST_ID,
+    VenueId,
 };
 
 /// Books in a row with a sequence below the last one published after which the core
@@ -240,6 +241,8 @@ struct DiffBook {
     /// prints every number of an instrument with the same precision, and a message may
     /// hold none of a kind (an update of one side).
     decimals: WireDecimals,
+    /// The texts of the levels its last checksum covered, where the venue checksums text.
+    checksum_texts: LevelTexts,
 }
 
 impl FeedCore {
@@ -266,6 +269,7 @@ impl FeedCore {
                     out_of_sync_since_ns: now_ns,
                     awaiting_since_ns: None,
                     decimals: WireDecimals::default(),
+                    checksum_texts: LevelTexts::default(),
                 })
                 .collect(),
             source: venue.snapshot_source(),
@@ -830,7 +834,8 @@ impl FeedCore {
                 book.sync.book.truncate(kept);
             }
             let claimed = diff.update.checksum?;
-            let computed = venue.checksum(&book.sync.book, book.decimals);
+            let computed =
+                venue.checksum_after_change(&book.sync.book, book.decimals, &mut book.checksum_texts);
             (computed != Some(claimed)).then(|| {
                 out.note(Some(slot), FeedEvent::ChecksumMismatch);
                 tracing::warn!(%venue, stream = %self.streams[slot].name, claimed, ?computed, "checksum mismatch; resyncing");

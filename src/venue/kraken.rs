@@ -32,7 +32,7 @@
 //! book's `venue_sequence`.
 
 use super::{
-    Acked, Answer, ConnectBudget, DecodeError, LevelShape, Message, Seen, Simulated,
+    Acked, Answer, ConnectBudget, DecodeError, LevelShape, LevelTexts, Message, Seen, Simulated,
     SnapshotSource, StreamKind, SubscribeRequest, Venue, check_sorted, unix_micros,
     write_timestamp,
 };
@@ -238,16 +238,42 @@ fn subscribed_depth(requested: usize) -> usize {
 /// the pair's precision. The text is built on the stack and hashed in one call, so the
 /// check allocates nothing.
 fn book_checksum(book: &DepthBook, decimals: WireDecimals) -> u32 {
-    // 40 numbers of at most 20 digits, and a word's room past the last.
-    let mut text = [0u8; 2 * CHECKSUM_LEVELS * 2 * 20 + 24];
+    let mut text = [0u8; CHECKSUM_TEXT_BYTES];
     let mut len = 0;
     for side in [Side::Ask, Side::Bid] {
         for level in book.levels(side).take(CHECKSUM_LEVELS) {
-            len += level.price.write_plain_digits(u32::from(decimals.price), &mut text, len);
-            len += level.amount.write_plain_digits(u32::from(decimals.amount), &mut text, len);
+            len += write_level_digits(level, decimals, &mut text, len);
         }
     }
     crc32fast::hash(&text[..len])
+}
+
+/// `book_checksum` with the texts of the levels the book's last checksum covered: after
+/// an update, only the levels it changed are formatted (`kraken_checksum_after_update`
+/// against `kraken_checksum`).
+fn book_checksum_after_change(
+    book: &DepthBook,
+    decimals: WireDecimals,
+    texts: &mut LevelTexts,
+) -> u32 {
+    texts.begin(decimals);
+    for (index, side) in [Side::Ask, Side::Bid].into_iter().enumerate() {
+        let levels = book.levels(side).take(CHECKSUM_LEVELS);
+        texts.append_side(index, levels, |level, out, at| {
+            write_level_digits(level, decimals, out, at)
+        });
+    }
+    crc32fast::hash(texts.text())
+}
+
+/// 40 numbers of at most 20 digits, and a word's room past the last.
+const CHECKSUM_TEXT_BYTES: usize = 2 * CHECKSUM_LEVELS * 2 * 20 + 24;
+
+/// A level's checksum text at `at`: its price's digits, then its quantity's.
+#[inline]
+fn write_level_digits(level: &Level, decimals: WireDecimals, out: &mut [u8], at: usize) -> usize {
+    let price = level.price.write_plain_digits(u32::from(decimals.price), out, at);
+    price + level.amount.write_plain_digits(u32::from(decimals.amount), out, at + price)
 }
 
 impl Venue for Kraken {
@@ -319,6 +345,14 @@ impl Venue for Kraken {
 
     fn checksum(book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
         Some(book_checksum(book, decimals))
+    }
+
+    fn checksum_after_change(
+        book: &DepthBook,
+        decimals: WireDecimals,
+        texts: &mut LevelTexts,
+    ) -> Option<u32> {
+        Some(book_checksum_after_change(book, decimals, texts))
     }
 
     /// Kraken names a book by its symbol, as subscribed (`BTC/USD`).
@@ -545,6 +579,16 @@ mod tests {
             amount: 7,
         };
         assert_ne!(Kraken::checksum(&book, fewer), snapshot.checksum);
+        // The texts kept after a checksum are those of its precision: the same book at
+        // another is written anew.
+        let mut texts = LevelTexts::default();
+        for decimals in [snapshot.decimals, fewer, snapshot.decimals] {
+            assert_eq!(
+                Kraken::checksum_after_change(&book, decimals, &mut texts),
+                Kraken::checksum(&book, decimals),
+                "{decimals:?}"
+            );
+        }
     }
 
     #[test]

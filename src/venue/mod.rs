@@ -8,6 +8,9 @@ use crate::fixed::DECIMALS;
 pub use crate::reconnect::ConnectBudget;
 pub use crate::sync::Sequencing;
 pub use crate::walker::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker};
+pub use level_texts::LevelTexts;
+
+pub mod level_texts;
 
 /// Where a venue's diff-mode books start from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,6 +251,18 @@ pub trait Venue {
     fn checksum(book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
         let _ = (book, decimals);
         None
+    }
+
+    /// `checksum`, as a feed computes it after each message: with the level texts of this
+    /// book's last checksum at hand (`LevelTexts`), where the venue's checksum is over
+    /// text. Always equal to `checksum`.
+    fn checksum_after_change(
+        book: &DepthBook,
+        decimals: WireDecimals,
+        texts: &mut LevelTexts,
+    ) -> Option<u32> {
+        let _ = texts;
+        Self::checksum(book, decimals)
     }
 
     /// Where the venue's REST API is (`venues.<name>.rest_url` overrides it).
@@ -576,6 +591,11 @@ macro_rules! venues {
             /// See [`Venue::checksum`].
             pub fn checksum(self, book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
                 match self { $(VenueId::$variant => <$module::$venue as Venue>::checksum(book, decimals)),+ }
+            }
+
+            /// See [`Venue::checksum_after_change`].
+            pub fn checksum_after_change(self, book: &DepthBook, decimals: WireDecimals, texts: &mut LevelTexts) -> Option<u32> {
+                match self { $(VenueId::$variant => <$module::$venue as Venue>::checksum_after_change(book, decimals, texts)),+ }
             }
 
             /// See [`Simulated::answer_request`].
