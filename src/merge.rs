@@ -226,10 +226,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn level(price: u64, amount: u64) -> Level {
-        Level {
-            price: FixedPoint::from_raw(price),
-            amount: FixedPoint::from_raw(amount),
-        }
+        Level::from_raw(price, amount)
     }
 
     fn book(bids: &[(u64, u64)], asks: &[(u64, u64)]) -> TopBook {

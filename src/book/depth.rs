@@ -253,15 +253,11 @@ impl DepthBook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixed::FixedPoint;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
     fn level(price: u64, amount: u64) -> Level {
-        Level {
-            price: FixedPoint::from_raw(price),
-            amount: FixedPoint::from_raw(amount),
-        }
+        Level::from_raw(price, amount)
     }
 
     fn update(bids: &[(u64, u64)], asks: &[(u64, u64)]) -> BookUpdate {

@@ -22,6 +22,16 @@ pub struct Level {
     pub amount: FixedPoint,
 }
 
+impl Level {
+    /// A level of raw fixed-point values (`FixedPoint::from_raw`).
+    pub const fn from_raw(price: u64, amount: u64) -> Level {
+        Level {
+            price: FixedPoint::from_raw(price),
+            amount: FixedPoint::from_raw(amount),
+        }
+    }
+}
+
 /// Which side of a book: bids are sorted by descending price, asks by ascending price.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Side {

@@ -40,10 +40,7 @@ const NOT_KEPT: u8 = u8::MAX;
 
 impl KeptLevel {
     const EMPTY: KeptLevel = KeptLevel {
-        level: Level {
-            price: crate::fixed::FixedPoint::from_raw(0),
-            amount: crate::fixed::FixedPoint::from_raw(0),
-        },
+        level: Level::from_raw(0, 0),
         len: NOT_KEPT,
         text: [0; TEXT_BYTES],
     };
@@ -156,10 +153,7 @@ mod tests {
     use std::cell::Cell;
 
     fn level(price: u64, amount: u64) -> Level {
-        Level {
-            price: FixedPoint::from_raw(price),
-            amount: FixedPoint::from_raw(amount),
-        }
+        Level::from_raw(price, amount)
     }
 
     /// A level's text as `<price>:<amount>;`, counting the levels written anew.
