@@ -19,6 +19,14 @@ struct VenueSlot {
     book: TopBook,
 }
 
+impl VenueSlot {
+    /// Whether this venue is in the merge with a book received before `oldest_ns`: what
+    /// the stale age evicts.
+    fn is_stale(&self, one_sided_allowed: bool, oldest_ns: u64) -> bool {
+        is_merged(self.state, one_sided_allowed) && self.book.received_ns < oldest_ns
+    }
+}
+
 /// One instrument's venues and its next summary number.
 pub struct InstrumentMerger {
     instrument: usize,
@@ -75,9 +83,7 @@ impl InstrumentMerger {
         self.venues
             .iter()
             .zip(self.one_sided_allowed)
-            .any(|(slot, allowed)| {
-                is_merged(slot.state, allowed) && slot.book.received_ns < oldest_ns
-            })
+            .any(|(slot, allowed)| slot.is_stale(allowed, oldest_ns))
     }
 
     /// Marks `Stale` every merged venue whose book was received before `oldest_ns`, and
@@ -86,7 +92,7 @@ impl InstrumentMerger {
         let mut evicted = [false; MAX_VENUES];
         let slots = self.venues.iter_mut().zip(self.one_sided_allowed);
         for ((slot, allowed), evicted) in slots.zip(&mut evicted) {
-            if is_merged(slot.state, allowed) && slot.book.received_ns < oldest_ns {
+            if slot.is_stale(allowed, oldest_ns) {
                 slot.state = VenueState::Stale;
                 *evicted = true;
             }
