@@ -598,7 +598,7 @@ pub mod defaults {
 
     /// `venues.<name>.mode`'s default for `venue`.
     pub fn default_mode(venue: crate::venue::VenueId) -> &'static str {
-        match venue.has_snapshot_streams() {
+        match venue.facts().snapshot_streams {
             true => MODE.default,
             false => "diff",
         }
@@ -1026,7 +1026,7 @@ impl RawConfig {
                         "a symbol is letters, digits, '-', '_', '/' or ':'",
                     ));
                 }
-                if let Err(reason) = venue.check_symbol(symbol) {
+                if let Err(reason) = venue.streams().check_symbol(symbol) {
                     return Err(invalid(
                         format!("{key}.symbols.{venue_name}"),
                         format!("{symbol:?}"),
@@ -1095,7 +1095,7 @@ impl RawConfig {
                     "a [simulator] section replaces the venues' URLs: remove one of the two",
                 ));
             }
-            let url = configured.unwrap_or_else(|| venue.default_url().to_owned());
+            let url = configured.unwrap_or_else(|| venue.facts().default_url.to_owned());
             if !is_websocket_url(&url) {
                 return Err(invalid(
                     format!("venues.{venue}.url"),
@@ -1110,7 +1110,7 @@ impl RawConfig {
                 .unwrap_or(defaults::ALLOW_ONE_SIDED.default);
             let ping_interval = raw.and_then(|raw| raw.ping_interval_ms);
             let key = format!("venues.{venue}.ping_interval_ms");
-            let client_ping = match (venue.client_ping(), ping_interval) {
+            let client_ping = match (venue.streams().client_ping(), ping_interval) {
                 (None, Some(ms)) => {
                     return Err(invalid(key, ms, "the venue takes no application pings"));
                 }
@@ -1178,7 +1178,9 @@ fn contract_sizes(
     symbols: &[(VenueId, String)],
 ) -> Result<Vec<(VenueId, FixedPoint)>, ConfigError> {
     for (venue, symbol) in symbols {
-        if venue.sized_in_contracts(symbol) && !raw.contract_sizes.contains_key(venue.name()) {
+        if venue.streams().sized_in_contracts(symbol)
+            && !raw.contract_sizes.contains_key(venue.name())
+        {
             return Err(invalid(
                 format!("{key}.symbols.{venue}"),
                 format!("{symbol:?}"),
@@ -1201,7 +1203,7 @@ fn contract_sizes(
                 "no symbol of this venue",
             ));
         };
-        if !venue.sized_in_contracts(symbol) {
+        if !venue.streams().sized_in_contracts(symbol) {
             return Err(invalid(
                 name,
                 format!("{text:?}"),
@@ -1234,7 +1236,7 @@ fn api_key(
     let key = |name: &str| format!("venues.{venue}.{name}");
     let env = raw.and_then(|raw| raw.api_key_env.as_deref());
     let file = raw.and_then(|raw| raw.api_key_file.as_deref());
-    let Some(header) = venue.api_key_header() else {
+    let Some(header) = venue.facts().api_key_header else {
         return match (env, file) {
             (Some(name), _) => Err(invalid(key("api_key_env"), format!("{name:?}"), NO_KEY)),
             (_, Some(path)) => Err(invalid(key("api_key_file"), format!("{path:?}"), NO_KEY)),
@@ -1286,7 +1288,7 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
         .as_deref()
         .unwrap_or_else(|| defaults::default_mode(venue));
     match mode {
-        "snapshot" if !venue.has_snapshot_streams() => {
+        "snapshot" if !venue.facts().snapshot_streams => {
             return Err(invalid(
                 key("mode"),
                 "\"snapshot\"",
@@ -1306,7 +1308,7 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
     let rest_url = raw
         .rest_url
         .clone()
-        .unwrap_or_else(|| venue.default_rest_url().to_owned());
+        .unwrap_or_else(|| venue.facts().default_rest_url.to_owned());
     if !(rest_url.starts_with("http://") || rest_url.starts_with("https://")) {
         return Err(invalid(
             key("rest_url"),
@@ -1319,7 +1321,7 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
     // An in-band venue's snapshot depth is the depth it is subscribed at: by default the
     // least that covers the service's book (a deeper book costs the venue's bandwidth
     // and the reader's time, and is never shown).
-    let snapshot_depth = match (venue.snapshot_source(), raw.snapshot_depth) {
+    let snapshot_depth = match (venue.facts().snapshots, raw.snapshot_depth) {
         (SnapshotSource::InBand, None) => depth as i64,
         (_, configured) => read(&defaults::SNAPSHOT_DEPTH, configured)?,
     };
@@ -1336,7 +1338,7 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
         &defaults::SNAPSHOT_WEIGHT_PER_MINUTE,
         raw.snapshot_weight_per_minute,
     )?;
-    let weight = i64::from(venue.snapshot_weight(snapshot_depth as usize));
+    let weight = i64::from(venue.snapshots().snapshot_weight(snapshot_depth as usize));
     if weight > weight_per_minute {
         return Err(invalid(
             key("snapshot_weight_per_minute"),
@@ -1423,7 +1425,7 @@ mod tests {
             config.venues,
             [VenueConfig {
                 venue: VenueId::Binance,
-                url: VenueId::Binance.default_url().into(),
+                url: VenueId::Binance.facts().default_url.into(),
                 mode: FeedMode::Snapshot,
                 allow_one_sided: false,
                 client_ping: None,
@@ -1870,13 +1872,13 @@ mod tests {
         for &venue in VenueId::ALL {
             let key = |name: &str| format!("venues.{venue}.{name}");
             let text_at = |name: &str| at(&file, &key(name)).and_then(toml::Value::as_str);
-            assert_eq!(text_at("url"), Some(venue.default_url()), "{venue}");
+            assert_eq!(text_at("url"), Some(venue.facts().default_url), "{venue}");
             let mode = text_at(defaults::MODE.key);
             assert_eq!(mode, Some(defaults::default_mode(venue)), "{venue}");
             let allow = at(&file, &key(defaults::ALLOW_ONE_SIDED.key));
             let allow = allow.and_then(toml::Value::as_bool);
             assert_eq!(allow, Some(defaults::ALLOW_ONE_SIDED.default), "{venue}");
-            let rest_url = format!("{:?}", venue.default_rest_url());
+            let rest_url = format!("{:?}", venue.facts().default_rest_url);
             assert!(states_in_comment(&text, "rest_url", &rest_url), "{venue}");
         }
         for setting in defaults::VENUE_INTS {

@@ -81,7 +81,7 @@ fn api_key_header(
     tungstenite::http::HeaderName,
     tungstenite::http::HeaderValue,
 )> {
-    let name = tungstenite::http::HeaderName::from_bytes(venue.api_key_header()?.as_bytes());
+    let name = tungstenite::http::HeaderName::from_bytes(venue.facts().api_key_header?.as_bytes());
     let mut value = tungstenite::http::HeaderValue::from_str(key?.expose()).ok()?;
     value.set_sensitive(true);
     Some((name.ok()?, value))

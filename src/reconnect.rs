@@ -16,12 +16,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A venue's limit on connection attempts: at most `attempts` per `per`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectBudget {
-    pub attempts: u32,
-    pub per: Duration,
-}
+use crate::venue::ConnectBudget;
 
 /// How the connection before a reconnect ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -306,7 +306,7 @@ fn diff_event_stream<'a>(
 }
 
 fn is_diff_stream(venue: VenueId, stream: &[u8]) -> bool {
-    std::str::from_utf8(stream).is_ok_and(|stream| venue.is_diff_stream(stream))
+    std::str::from_utf8(stream).is_ok_and(|stream| venue.streams().is_diff_stream(stream))
 }
 
 /// Checks that `venue`'s recording holds books of `mode`'s kind; if it holds only the
@@ -638,7 +638,7 @@ pub fn plan_diff(
                     let Ok(stream) = std::str::from_utf8(stream) else {
                         continue;
                     };
-                    let symbol = venue.diff_stream_symbol(stream);
+                    let symbol = venue.streams().diff_stream_symbol(stream);
                     if let Some(symbol) =
                         symbol.filter(|symbol| !seen.iter().any(|(s, _)| s == symbol))
                     {
@@ -686,7 +686,7 @@ pub fn plan_diff(
                 stream,
                 instrument,
                 stats: DiffStats::default(),
-                sync: BookSync::new(venue.sequencing(), max_levels, usize::MAX),
+                sync: BookSync::new(venue.facts().sequencing, max_levels, usize::MAX),
             });
         }
     }
@@ -701,7 +701,7 @@ pub fn insert_snapshot(
     frames: &mut Vec<RecordedFrame>,
     snapshot: String,
 ) {
-    let stream = venue.diff_stream_name(symbol);
+    let stream = venue.streams().diff_stream_name(symbol);
     let mut update = BookUpdate::default();
     let first_event = frames.iter().position(|frame| {
         matches!(
@@ -718,7 +718,7 @@ pub fn insert_snapshot(
         RecordedFrame {
             received_ns,
             raw: snapshot,
-            rest_url: Some(venue.snapshot_url("", symbol, 0)),
+            rest_url: Some(venue.snapshots().snapshot_url("", symbol, 0)),
         },
     );
 }
@@ -802,7 +802,7 @@ pub fn replay_diff(
         match &frame.rest_url {
             None => replay_frame(core, frame, received_ns, &mut outlet),
             Some(url) => {
-                let asked = venue.snapshot_symbol(url);
+                let asked = venue.snapshots().snapshot_symbol(url);
                 let stream = books.iter().position(|&book| {
                     asked
                         .as_ref()
@@ -1042,7 +1042,7 @@ pub fn replay_recording(
                 core.on_binary_frame(raw, received_ns, &mut outlet);
             }
             TimelineEvent::Rest { url, body } => {
-                let asked = venue.snapshot_symbol(url);
+                let asked = venue.snapshots().snapshot_symbol(url);
                 let stream = symbols.iter().position(|symbol| {
                     asked
                         .as_ref()

@@ -87,14 +87,14 @@ pub fn plan_connections(config: &Config) -> Vec<PlannedConnection> {
             let stream = PlannedStream {
                 instrument: instrument_index,
                 name: match settings.mode {
-                    FeedMode::Snapshot => venue.stream_name(symbol, config.depth),
-                    FeedMode::Diff(_) => venue.diff_stream_name(symbol),
+                    FeedMode::Snapshot => venue.streams().stream_name(symbol, config.depth),
+                    FeedMode::Diff(_) => venue.streams().diff_stream_name(symbol),
                 },
                 symbol: symbol.clone(),
                 contract_size: instrument.contract_size(*venue),
             };
-            let url = venue.endpoint(&settings.url, symbol);
-            let most = venue.max_streams_per_connection();
+            let url = venue.streams().endpoint(&settings.url, symbol);
+            let most = venue.facts().max_streams_per_connection;
             let of_venue = connections
                 .iter()
                 .filter(|connection| connection.venue_config == venue_config)
@@ -146,7 +146,7 @@ fn spawn_readers(
 ) -> Result<Vec<std::thread::JoinHandle<()>>, ServiceError> {
     let attempts: Vec<_> = VenueId::ALL
         .iter()
-        .map(|venue| ConnectAttempts::shared(venue.connect_budget()))
+        .map(|venue| ConnectAttempts::shared(venue.facts().connect_budget))
         .collect();
     let mut recorders = recorders.into_iter();
     let mut readers = Vec::new();

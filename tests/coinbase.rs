@@ -181,7 +181,10 @@ fn the_recorded_control_frames_decode() {
 fn the_subscriptions_are_the_recorded_requests() {
     let control = in_band::frames(COINBASE, CONTROL);
     let products = [PRODUCT.to_owned(), OTHER_PRODUCT.to_owned()];
-    let requests = COINBASE.subscribe_frames(&products, mergebook::venue::StreamKind::Diff, 10, 1);
+    let requests =
+        COINBASE
+            .streams()
+            .subscribe_frames(&products, mergebook::venue::StreamKind::Diff, 10, 1);
     let json = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
     let sent: Vec<_> = requests
         .iter()

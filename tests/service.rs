@@ -787,7 +787,7 @@ async fn symbols_beyond_one_connection_s_limit_open_another() {
     let simulator =
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 10, 7).unwrap();
     let venue = VenueId::Bitstamp;
-    let per_connection = venue.max_streams_per_connection();
+    let per_connection = venue.facts().max_streams_per_connection;
     let count = per_connection + 1;
     let instruments: String = (0..count)
         .map(|n| {

@@ -75,7 +75,7 @@ fn no_product_code_outside_src_venue_names_a_venue() {
 
 #[test]
 fn the_check_sees_a_venue_in_code_and_not_in_comments_or_tests() {
-    let code = "let a = 1;\n// binance in a comment\nlet url = VenueId::Binance.default_url(); // bitstamp\n#[cfg(test)]\nmod tests { VenueId::Bitstamp }\n";
+    let code = "let a = 1;\n// binance in a comment\nlet url = VenueId::Binance.facts().default_url; // bitstamp\n#[cfg(test)]\nmod tests { VenueId::Bitstamp }\n";
     let lines = product_code(code);
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(names(lines[1].1, "binance"));

@@ -144,7 +144,7 @@ fn applying_diff_events_allocates_nothing_in_steady_state() {
     use mergebook::sync::{BookSync, UpdateOutcome};
     const MAX_LEVELS: usize = 5000;
     let venue = VenueId::Binance;
-    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+    let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
     let mut update = BookUpdate::with_capacity(MAX_LEVELS);
     let (mut sender, mut receiver) = mailbox(TopBook::default());
     let events: Vec<&[u8]> = NKNUSDT_DIFFS.lines().map(str::as_bytes).collect();
@@ -192,7 +192,7 @@ fn a_diff_path_allocates_nothing<F: AsRef<[u8]>>(
     venue
         .decode_diff(snapshot, MAX_LEVELS, &mut update)
         .unwrap();
-    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+    let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
     sync.on_snapshot(&update);
     let (mut sender, mut receiver) = mailbox(TopBook::default());
     let apply = |frame: &[u8]| {
@@ -253,7 +253,9 @@ fn a_kraken_update_and_its_checksum_allocate_nothing() {
             model.apply(&change);
             let checksum = venue.checksum(&model, decimals);
             let mut frame = Vec::new();
-            venue.encode_diff("BTC/USD", &change, checksum, 8, 0, &mut frame);
+            venue
+                .simulated()
+                .encode_diff("BTC/USD", &change, checksum, 8, 0, &mut frame);
             frame
         })
         .collect();
@@ -289,7 +291,9 @@ fn a_bybit_delta_allocates_nothing() {
                 ..BookUpdate::default()
             };
             let mut frame = Vec::new();
-            venue.encode_diff("orderbook.50.BTCUSDT", &change, None, 2, 0, &mut frame);
+            venue
+                .simulated()
+                .encode_diff("orderbook.50.BTCUSDT", &change, None, 2, 0, &mut frame);
             frame
         })
         .collect();
@@ -359,7 +363,7 @@ fn a_coinbase_update_of_two_products_allocates_nothing() {
             venue
                 .decode_diff(snapshot.as_bytes(), MAX_LEVELS, &mut update)
                 .unwrap();
-            let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+            let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
             sync.on_snapshot(&update);
             sync
         })
@@ -436,7 +440,9 @@ fn binance_sbe_frames_allocate_nothing() {
         .map(|n| {
             book.venue_sequence = n;
             let mut frame = Vec::new();
-            venue.encode_book("btcusdt@depth20", &book, 8, &mut frame);
+            venue
+                .simulated()
+                .encode_book("btcusdt@depth20", &book, 8, &mut frame);
             frame
         })
         .collect();
@@ -462,11 +468,13 @@ fn binance_sbe_frames_allocate_nothing() {
                 .decode_diff(line.as_bytes(), MAX_LEVELS, &mut update)
                 .unwrap();
             let mut frame = Vec::new();
-            venue.encode_diff("nknusdt@depth", &update, None, 8, 0, &mut frame);
+            venue
+                .simulated()
+                .encode_diff("nknusdt@depth", &update, None, 8, 0, &mut frame);
             frame
         })
         .collect();
-    let mut sync = BookSync::new(venue.sequencing(), MAX_LEVELS, 1000);
+    let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
     venue
         .decode_diff_binary(&events[0], MAX_LEVELS, &mut update)
         .unwrap();

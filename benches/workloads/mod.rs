@@ -27,7 +27,9 @@ pub fn binance_sbe_20() -> Vec<u8> {
         .decode(BINANCE_20, 20, &mut book)
         .expect("recorded frame");
     let mut frame = Vec::new();
-    VenueId::BinanceSbe.encode_book("btcusdt@depth20", &book, 8, &mut frame);
+    VenueId::BinanceSbe
+        .simulated()
+        .encode_book("btcusdt@depth20", &book, 8, &mut frame);
     frame
 }
 
@@ -45,7 +47,9 @@ pub fn bitstamp_100() -> &'static [u8] {
 pub fn bitstamp_20() -> Vec<u8> {
     let book = decode(VenueId::Bitstamp, bitstamp_100(), 20);
     let mut frame = Vec::new();
-    VenueId::Bitstamp.encode_book("order_book_btcusd", &book, 2, &mut frame);
+    VenueId::Bitstamp
+        .simulated()
+        .encode_book("order_book_btcusd", &book, 2, &mut frame);
     frame
 }
 
@@ -224,7 +228,9 @@ fn varied_frames(
             }
             book.venue_sequence = 1_000 + index as u64;
             let mut frame = Vec::new();
-            venue.encode_book(stream, &book, price_decimals, &mut frame);
+            venue
+                .simulated()
+                .encode_book(stream, &book, price_decimals, &mut frame);
             frame
         })
         .collect()

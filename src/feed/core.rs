@@ -261,7 +261,7 @@ impl FeedCore {
             books: (0..count)
                 .map(|_| DiffBook {
                     sync: BookSync::new(
-                        venue.sequencing(),
+                        venue.facts().sequencing,
                         settings.max_levels,
                         settings.max_buffered,
                     ),
@@ -272,8 +272,8 @@ impl FeedCore {
                     checksum_texts: LevelTexts::default(),
                 })
                 .collect(),
-            source: venue.snapshot_source(),
-            kept_depth: venue.kept_depth(settings.snapshot_depth),
+            source: venue.facts().snapshots,
+            kept_depth: venue.snapshots().kept_depth(settings.snapshot_depth),
             update: BookUpdate::with_capacity(settings.max_levels),
             snapshot: BookUpdate::with_capacity(settings.max_levels),
             settings: settings.clone(),
@@ -341,6 +341,7 @@ impl FeedCore {
         }
         let mut frames = self
             .venue
+            .streams()
             .unsubscribe_frames(&names, self.stream_kind(), depth);
         frames.extend(self.subscribe(&silent, depth, now_ns));
         Silence::Resubscribe {
@@ -409,9 +410,12 @@ impl FeedCore {
             .iter()
             .map(|&slot| self.streams[slot].name.clone())
             .collect();
-        let requests =
-            self.venue
-                .subscribe_frames(&names, self.stream_kind(), depth, self.next_request_id);
+        let requests = self.venue.streams().subscribe_frames(
+            &names,
+            self.stream_kind(),
+            depth,
+            self.next_request_id,
+        );
         let mut frames = Vec::with_capacity(requests.len());
         for request in requests {
             let awaited = match request.id {
@@ -507,7 +511,7 @@ impl FeedCore {
         received_ns: u64,
         out: &mut impl FeedOutput,
     ) -> FrameVerdict {
-        if !self.venue.binary_books() {
+        if !self.venue.facts().binary_books {
             let error = BadFrame::Binary { bytes: frame.len() };
             self.on_bad_frame(error, received_ns, out);
             return FrameVerdict::Continue;
@@ -891,7 +895,10 @@ impl FeedCore {
     /// either: the time to call [`FeedCore::start_snapshot`].
     pub fn next_snapshot_at(&mut self, now_ns: u64) -> Option<u64> {
         let diff = self.diff.as_mut()?;
-        let weight = self.venue.snapshot_weight(diff.settings.snapshot_depth);
+        let weight = self
+            .venue
+            .snapshots()
+            .snapshot_weight(diff.settings.snapshot_depth);
         let due = diff.scheduler.next(now_ns, weight).map(|(_, at)| at);
         let timeout = diff.settings.snapshot_timeout.as_nanos() as u64;
         let overdue = diff
@@ -918,7 +925,10 @@ impl FeedCore {
                 diff.scheduler.finished(slot, FetchOutcome::Failed, now_ns);
             }
         }
-        let weight = self.venue.snapshot_weight(diff.settings.snapshot_depth);
+        let weight = self
+            .venue
+            .snapshots()
+            .snapshot_weight(diff.settings.snapshot_depth);
         let (slot, at) = diff.scheduler.next(now_ns, weight)?;
         if at > now_ns {
             return None;
@@ -928,7 +938,7 @@ impl FeedCore {
         let book = &mut diff.books[slot];
         Some(match diff.source {
             SnapshotSource::Rest => {
-                let url = self.venue.snapshot_url(
+                let url = self.venue.snapshots().snapshot_url(
                     &diff.settings.rest_url,
                     &stream.symbol,
                     diff.settings.snapshot_depth,
@@ -945,9 +955,10 @@ impl FeedCore {
                 book.awaiting_since_ns = Some(now_ns);
                 let names = [stream.name.clone()];
                 let depth = diff.settings.snapshot_depth;
-                let mut frames = self
-                    .venue
-                    .unsubscribe_frames(&names, self.stream_kind(), depth);
+                let mut frames =
+                    self.venue
+                        .streams()
+                        .unsubscribe_frames(&names, self.stream_kind(), depth);
                 frames.extend(self.subscribe(&[slot], depth, now_ns));
                 SnapshotRequest::Resubscribe { frames }
             }
@@ -1101,7 +1112,7 @@ mod tests {
         let streams = symbols
             .iter()
             .map(|symbol| CoreStream {
-                name: venue.stream_name(symbol, 10),
+                name: venue.streams().stream_name(symbol, 10),
                 symbol: (*symbol).to_owned(),
                 contract_size: None,
             })
@@ -1125,7 +1136,12 @@ mod tests {
         book.bids.push(level(6_800_000));
         book.asks.push(level(6_900_000));
         let mut frame = Vec::new();
-        venue.encode_book(&venue.stream_name(symbol, 10), &book, 8, &mut frame);
+        venue.simulated().encode_book(
+            &venue.streams().stream_name(symbol, 10),
+            &book,
+            8,
+            &mut frame,
+        );
         frame
     }
 
@@ -1233,7 +1249,7 @@ mod tests {
     fn contracts_are_handed_on_in_the_base_currency_exactly_or_not_at_all() {
         let venue = VenueId::Okx;
         let streams = vec![CoreStream {
-            name: venue.stream_name("BTC-USDT-SWAP", 10),
+            name: venue.streams().stream_name("BTC-USDT-SWAP", 10),
             symbol: "BTC-USDT-SWAP".to_owned(),
             contract_size: Some("0.01".parse().unwrap()),
         }];
@@ -1297,7 +1313,7 @@ mod tests {
         let frame = |number: u64, snapshot: bool| {
             let mut frame = Vec::new();
             match snapshot {
-                true => venue.encode_snapshot(
+                true => venue.simulated().encode_snapshot(
                     "BTC-USD",
                     &book,
                     SnapshotSource::InBand,
@@ -1305,10 +1321,12 @@ mod tests {
                     8,
                     &mut frame,
                 ),
-                false => venue.encode_diff("BTC-USD", &book, None, 8, 0, &mut frame),
+                false => venue
+                    .simulated()
+                    .encode_diff("BTC-USD", &book, None, 8, 0, &mut frame),
             }
             let frame = String::from_utf8(frame).unwrap();
-            venue.number_message(&frame, number).unwrap()
+            venue.simulated().number_message(&frame, number).unwrap()
         };
         let gaps = |out: &Recorder| {
             let gap = FeedEvent::Resync(ResyncReason::Gap);
@@ -1343,7 +1361,7 @@ mod tests {
             snapshot_depth: 100,
         });
         let streams = vec![CoreStream {
-            name: venue.diff_stream_name("ETHBTC"),
+            name: venue.streams().diff_stream_name("ETHBTC"),
             symbol: "ETHBTC".to_owned(),
             contract_size: None,
         }];

@@ -76,7 +76,7 @@ impl Simulator {
     /// On `symbol`'s diff stream of `venue` (one that sends checksums), the next `events`
     /// events carry a wrong checksum.
     pub fn corrupt_checksums(&self, venue: VenueId, symbol: &str, events: u64) {
-        let key = stream_key(venue, &venue.diff_stream_name(symbol));
+        let key = stream_key(venue, &venue.streams().diff_stream_name(symbol));
         let streams = self.shared.diff_streams.lock().expect("not poisoned");
         if let Some(stream) = streams.get(&key) {
             stream
@@ -129,7 +129,7 @@ impl Simulator {
     /// The top of `venue`'s diff book for `symbol` after each of its recent events
     /// (at most 20 levels a side), oldest first.
     pub fn diff_history(&self, venue: VenueId, symbol: &str) -> Vec<TopBook> {
-        let key = stream_key(venue, &venue.diff_stream_name(symbol));
+        let key = stream_key(venue, &venue.streams().diff_stream_name(symbol));
         let streams = self.shared.diff_streams.lock().expect("not poisoned");
         streams.get(&key).map_or_else(Vec::new, |stream| {
             let history = stream.history.lock().expect("not poisoned");
@@ -300,7 +300,7 @@ impl Simulator {
 
     /// Sends the venue's own reconnect request (nothing for a venue that has none).
     pub fn request_reconnect(&self, venue: VenueId) {
-        if let Some(request) = venue.reconnect_request() {
+        if let Some(request) = venue.simulated().reconnect_request() {
             self.send_raw(venue, request);
         }
     }

@@ -122,7 +122,7 @@ impl DiffMarket {
         let mut market = DiffMarket {
             rng: Rng::new(seed),
             book: DepthBook::new(2 * DIFF_BOOK_LEVELS as usize),
-            last_id: venue.initial_event_id(now_us),
+            last_id: venue.simulated().initial_event_id(now_us),
             venue,
             kept_depth,
         };
@@ -179,7 +179,10 @@ impl DiffMarket {
             }
         }
         let changes = (out.bids.len() + out.asks.len()) as u64;
-        (out.first_id, out.last_id) = self.venue.next_event_ids(self.last_id, changes, now_us);
+        (out.first_id, out.last_id) =
+            self.venue
+                .simulated()
+                .next_event_ids(self.last_id, changes, now_us);
         self.last_id = out.last_id;
         self.book.apply(out);
         if let Some(kept) = self.kept_depth {
@@ -208,7 +211,7 @@ mod tests {
             let mut market = DiffMarket::new(9, venue, START_MID_TICKS, 1_000, None);
             let mut event = BookUpdate::default();
             let mut snapshot = BookUpdate::default();
-            let mut copy = crate::sync::BookSync::new(venue.sequencing(), 10_000, 10_000);
+            let mut copy = crate::sync::BookSync::new(venue.facts().sequencing, 10_000, 10_000);
             for step in 0..2000 {
                 market.next_event(mid.step(), 1_000 + step / 3, &mut event);
                 if step == 0 {

@@ -102,7 +102,7 @@ impl VenueControl {
     /// carry its checksums: an in-band venue's always, a REST venue's in its protocol's
     /// in-band form. A REST-seeded stream carries no checksum.
     fn in_band(&self, venue: VenueId) -> bool {
-        venue.snapshot_source() == SnapshotSource::InBand
+        venue.facts().snapshots == SnapshotSource::InBand
             || self.in_band_form.load(Ordering::Relaxed)
     }
 }
@@ -190,7 +190,7 @@ impl DiffStream {
                 venue.checksum(&market.book, SIMULATED_DECIMALS)
             };
             let mut frame = Vec::new();
-            venue.encode_snapshot(
+            venue.simulated().encode_snapshot(
                 stream,
                 &snapshot,
                 SnapshotSource::InBand,
@@ -429,7 +429,7 @@ impl Simulator {
     pub fn point(&self, config: &mut crate::config::Config) {
         for venue in &mut config.venues {
             venue.url = self.url(venue.venue);
-            if venue.venue.api_key_header().is_some() && venue.api_key.is_none() {
+            if venue.venue.facts().api_key_header.is_some() && venue.api_key.is_none() {
                 venue.api_key = Some(crate::config::ApiKey::stand_in());
             }
             if let crate::config::FeedMode::Diff(settings) = &mut venue.mode {
@@ -506,7 +506,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
     let ping_every = match control.ping_every_ms.load(Ordering::Relaxed) {
-        0 => venue.server_ping_interval(),
+        0 => venue.simulated().server_ping_interval(),
         ms => Some(Duration::from_millis(ms)),
     };
     // Without pings, a timer that never fires.
@@ -535,7 +535,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
         tokio::select! {
             incoming = socket.next() => match incoming {
                 Some(Ok(Message::Text(text))) => {
-                    if let Some(answer) = venue.answer_request(&text) {
+                    if let Some(answer) = venue.simulated().answer_request(&text) {
                         if answer.ping {
                             control.client_pings.fetch_add(1, Ordering::Relaxed);
                         }
@@ -543,7 +543,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                             socket.send(Message::text(numbers.stamp(reply))).await?;
                         }
                         for stream in answer.unsubscribe {
-                            if venue.is_diff_stream(&stream) {
+                            if venue.streams().is_diff_stream(&stream) {
                                 let diff = diff_stream(&shared, venue, &stream, answer.depth);
                                 diff.subscribers.lock().expect("not poisoned").retain(|s| !s.frames.same_channel(&diff_sender));
                                 live.retain(|(name, _)| *name != stream);
@@ -552,7 +552,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                         }
                         subscribed |= !answer.subscribe.is_empty();
                         for stream in answer.subscribe {
-                            if venue.is_diff_stream(&stream) {
+                            if venue.streams().is_diff_stream(&stream) {
                                 let diff = diff_stream(&shared, venue, &stream, answer.depth);
                                 next_subscription += 1;
                                 live.retain(|(name, _)| *name != stream);
@@ -562,7 +562,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
                                 continue;
                             }
                             let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.exchange().index() as u64) << 32;
-                            let levels = venue.levels_on_stream(&stream);
+                            let levels = venue.simulated().levels_on_stream(&stream);
                             let every = shared.stream_every(&stream);
                             // Streams that skip ticks spread over them, not all on one.
                             let ticks = books.streams.len() as u32;
@@ -605,7 +605,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
             }
             _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
             _ = heartbeats.tick(), if subscribed && !*paused.borrow() => {
-                if let Some(heartbeat) = venue.heartbeat(heartbeats_sent) {
+                if let Some(heartbeat) = venue.simulated().heartbeat(heartbeats_sent) {
                     heartbeats_sent += 1;
                     socket.send(Message::text(numbers.stamp(heartbeat))).await?;
                 }
@@ -670,7 +670,7 @@ struct MessageNumbers {
 impl MessageNumbers {
     /// `frame` as the connection's next message.
     fn stamp(&mut self, frame: String) -> String {
-        match self.venue.number_message(&frame, self.next) {
+        match self.venue.simulated().number_message(&frame, self.next) {
             Some(numbered) => {
                 self.next += 1;
                 numbered
@@ -687,7 +687,7 @@ impl MessageNumbers {
     /// A book frame as the venue sends it: binary where its books are
     /// (`Venue::BINARY_BOOKS`), else text, numbered where the venue numbers its messages.
     fn book_message(&mut self, frame: Bytes) -> Message {
-        if self.venue.binary_books() {
+        if self.venue.facts().binary_books {
             return Message::Binary(frame);
         }
         let text = String::from_utf8(frame.into()).expect("text encoders write UTF-8");
@@ -795,7 +795,9 @@ impl BookFrames {
                 };
                 book.venue_sequence += clock_offset;
                 let mut frame = Vec::new();
-                venue.encode_book(stream, book, price_decimals, &mut frame);
+                venue
+                    .simulated()
+                    .encode_book(stream, book, price_decimals, &mut frame);
                 let frame = Bytes::from(frame);
                 match &self.send_log {
                     // Under load, the frame's time (below) instead of a copy of it.
@@ -811,7 +813,7 @@ impl BookFrames {
                     }
                 }
                 unflushed += frame.len();
-                let message = match venue.binary_books() {
+                let message = match venue.facts().binary_books {
                     true => Message::Binary(frame),
                     false => Message::Text(frame.try_into().expect("text encoders write UTF-8")),
                 };
@@ -844,7 +846,7 @@ impl BookFrames {
 /// A diff stream's key: its symbol, whichever of the venue's names for it a client or a
 /// test uses (the service's stream name, or a topic with the depth in it).
 fn stream_key(venue: VenueId, stream: &str) -> (VenueId, String) {
-    let symbol = venue.diff_stream_symbol(stream);
+    let symbol = venue.streams().diff_stream_symbol(stream);
     (
         venue.exchange(),
         symbol.as_deref().unwrap_or(stream).to_ascii_lowercase(),
@@ -876,7 +878,9 @@ fn diff_stream(
         venue,
         shared.mid_ticks.load(Ordering::Relaxed),
         crate::clock::unix_ns() / 1_000,
-        venue.kept_depth(subscribed_depth.unwrap_or(usize::MAX)),
+        venue
+            .snapshots()
+            .kept_depth(subscribed_depth.unwrap_or(usize::MAX)),
     );
     // The book before any event is one the venue had too (an in-band snapshot sends it).
     let mut first = TopBook::default();
@@ -956,7 +960,7 @@ async fn generate_diff_events(
                 .map(|(feed_venue, stream)| {
                     let mut frame = Vec::new();
                     let price_decimals = PRICE_DECIMALS;
-                    feed_venue.encode_diff(
+                    feed_venue.simulated().encode_diff(
                         stream,
                         &event,
                         checksum,
@@ -1014,7 +1018,7 @@ fn check_api_key(
     let Some(venue) = venue_of_path(request.uri().path()) else {
         return Ok(());
     };
-    let Some(header) = venue.api_key_header() else {
+    let Some(header) = venue.facts().api_key_header else {
         return Ok(());
     };
     if request
@@ -1050,7 +1054,7 @@ async fn serve_snapshot(
     let venue = parts.next().and_then(VenueId::from_name);
     let rest = format!("/{}", parts.next().unwrap_or_default());
     let Some((venue, symbol)) =
-        venue.and_then(|venue| Some((venue, venue.snapshot_symbol(&rest)?)))
+        venue.and_then(|venue| Some((venue, venue.snapshots().snapshot_symbol(&rest)?)))
     else {
         return (StatusCode::NOT_FOUND, "no such snapshot").into_response();
     };
@@ -1078,7 +1082,12 @@ async fn serve_snapshot(
             .into_response();
     }
     let delay = faults.snapshot_delay_ms.load(Ordering::Relaxed);
-    let diff = diff_stream(&shared, venue, &venue.diff_stream_name(&symbol), None);
+    let diff = diff_stream(
+        &shared,
+        venue,
+        &venue.streams().diff_stream_name(&symbol),
+        None,
+    );
     drop(shared);
     let limit = uri
         .query()
@@ -1104,8 +1113,8 @@ async fn serve_snapshot(
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
     let mut body = Vec::new();
-    let stream = venue.diff_stream_name(&symbol);
-    venue.encode_snapshot(
+    let stream = venue.streams().diff_stream_name(&symbol);
+    venue.simulated().encode_snapshot(
         &stream,
         &snapshot,
         SnapshotSource::Rest,

@@ -73,7 +73,7 @@ impl Playback {
                         continue;
                     }
                     TimelineEvent::Rest { url, body } => {
-                        if let Some(symbol) = venue.snapshot_symbol(url) {
+                        if let Some(symbol) = venue.snapshots().snapshot_symbol(url) {
                             let key = (venue, symbol.to_ascii_uppercase());
                             snapshots.entry(key).or_default().push_back(body.clone());
                         }

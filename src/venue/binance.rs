@@ -26,10 +26,8 @@
 //! Prices and amounts are strings with 8 decimals. `lastUpdateId` becomes the book's
 //! `venue_sequence`, so a reader can drop an out-of-order push.
 
-use super::{
-    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, StreamKind,
-    SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue,
-};
+use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::wire::{Seen};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
 use crate::walker::Walker;
@@ -382,21 +380,28 @@ impl Sequencing for UpdateIdRanges {
 }
 
 impl Venue for Binance {
-    const NAME: &'static str = "binance";
-    const SEQUENCE: &'static dyn Sequencing = &UpdateIdRanges;
-    const SNAPSHOTS: SnapshotSource = SnapshotSource::Rest;
-    const SNAPSHOT_STREAMS: bool = true;
-    /// "≤1024 streams per connection" (PROTOCOLS.md, Binance, Limits).
-    const MAX_STREAMS_PER_CONNECTION: usize = 1024;
-    /// "≤300 connection attempts per 5 minutes per IP" (PROTOCOLS.md, Binance, Limits);
-    /// beyond it the IP is banned.
-    const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
-        attempts: 300,
-        per: std::time::Duration::from_secs(300),
+    const FACTS: VenueFacts = VenueFacts {
+        name: "binance",
+        exchange: "binance",
+        default_url: "wss://stream.binance.com:9443/stream",
+        default_rest_url: "https://api.binance.com",
+        // "≤300 connection attempts per 5 minutes per IP" (PROTOCOLS.md, Binance, Limits);
+        // beyond it the IP is banned.
+        connect_budget: ConnectBudget {
+            attempts: 300,
+            per: std::time::Duration::from_secs(300),
+        },
+        // "≤1024 streams per connection" (PROTOCOLS.md, Binance, Limits).
+        max_streams_per_connection: 1024,
+        snapshot_streams: true,
+        binary_books: false,
+        api_key_header: None,
+        snapshots: SnapshotSource::Rest,
+        sequencing: &UpdateIdRanges,
     };
-    const DEFAULT_URL: &'static str = "wss://stream.binance.com:9443/stream";
-    const DEFAULT_REST_URL: &'static str = "https://api.binance.com";
+}
 
+impl Decode for Binance {
     fn decode<'a>(
         frame: &'a [u8],
         depth: usize,
@@ -457,13 +462,17 @@ impl Venue for Binance {
         walker.finish()?;
         seen.require(&PARTIAL_KEYS)
     }
+}
 
-    fn spot_symbol(base: &str, quote: &str) -> String {
+impl Checksum for Binance {}
+
+impl Streams for Binance {
+    fn spot_symbol(&self, base: &str, quote: &str) -> String {
         format!("{base}{quote}")
     }
 
     /// Partial depth comes in 5, 10 or 20 levels: the smallest that covers `depth`.
-    fn stream_name(symbol: &str, depth: usize) -> String {
+    fn stream_name(&self, symbol: &str, depth: usize) -> String {
         let levels = [5, 10, 20]
             .into_iter()
             .find(|&levels| levels >= depth)
@@ -474,6 +483,7 @@ impl Venue for Binance {
     /// One `SUBSCRIBE` for all streams, answered by one `{"result":null,"id":1}`.
     /// One request, answered `{"result":null,"id":…}`.
     fn subscribe_frames(
+        &self,
         streams: &[String],
         _kind: StreamKind,
         _depth: usize,
@@ -488,30 +498,32 @@ impl Venue for Binance {
         }]
     }
 
-    fn unsubscribe_frames(streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
+    fn unsubscribe_frames(&self, streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
         let request = serde_json::json!({"method": "UNSUBSCRIBE", "params": streams, "id": UNSUBSCRIBE_REQUEST_ID});
         vec![request.to_string()]
     }
 
-    fn diff_stream_name(symbol: &str) -> String {
+    fn diff_stream_name(&self, symbol: &str) -> String {
         format!("{}@depth@100ms", symbol.to_ascii_lowercase())
     }
 
     /// `nknusdt@depth@100ms` or `nknusdt@depth` (the 1000 ms stream): `NKNUSDT`, as the
     /// REST API names it.
-    fn diff_stream_symbol(stream: &str) -> Option<String> {
+    fn diff_stream_symbol(&self, stream: &str) -> Option<String> {
         let symbol = stream
             .strip_suffix("@depth@100ms")
             .or_else(|| stream.strip_suffix("@depth"))?;
         (!symbol.is_empty()).then(|| symbol.to_ascii_uppercase())
     }
+}
 
-    fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
+impl Snapshots for Binance {
+    fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {
         let symbol = symbol.to_ascii_uppercase();
         format!("{rest_base}/api/v3/depth?symbol={symbol}&limit={limit}")
     }
 
-    fn snapshot_symbol(url: &str) -> Option<String> {
+    fn snapshot_symbol(&self, url: &str) -> Option<String> {
         let (path, query) = url.split_once('?')?;
         if !path.ends_with("/api/v3/depth") {
             return None;
@@ -523,7 +535,7 @@ impl Venue for Binance {
     }
 
     /// PROTOCOLS.md, "REST weights": limit 1–100: 5, 101–500: 25, 501–1000: 50, above: 250.
-    fn snapshot_weight(limit: usize) -> u32 {
+    fn snapshot_weight(&self, limit: usize) -> u32 {
         match limit {
             0..=100 => 5,
             101..=500 => 25,
@@ -535,7 +547,7 @@ impl Venue for Binance {
 
 /// The simulator's side of Binance.
 impl Simulated for Binance {
-    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+    fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
         use std::io::Write;
         write!(
             out,
@@ -543,13 +555,13 @@ impl Simulated for Binance {
             book.venue_sequence
         )
         .expect("writing to a Vec cannot fail");
-        super::write_levels(book.bids.as_slice(), price_decimals, "", out);
+        super::wire::write_levels(book.bids.as_slice(), price_decimals, "", out);
         out.extend_from_slice(br#","asks":"#);
-        super::write_levels(book.asks.as_slice(), price_decimals, "", out);
+        super::wire::write_levels(book.asks.as_slice(), price_decimals, "", out);
         out.extend_from_slice(b"}}");
     }
 
-    fn answer_request(request: &str) -> Option<Answer> {
+    fn answer_request(&self, request: &str) -> Option<Answer> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
         let streams = request
             .get("params")?
@@ -574,16 +586,17 @@ impl Simulated for Binance {
         }
     }
 
-    fn reconnect_request() -> Option<&'static str> {
+    fn reconnect_request(&self) -> Option<&'static str> {
         Some(r#"{"stream":"!serverShutdown","data":{"e":"serverShutdown","E":1770123456789}}"#)
     }
 
     /// "The server sends a ping frame every 20 seconds" (PROTOCOLS.md, Binance keep-alive).
-    fn server_ping_interval() -> Option<std::time::Duration> {
+    fn server_ping_interval(&self) -> Option<std::time::Duration> {
         Some(std::time::Duration::from_secs(20))
     }
 
     fn encode_diff(
+        &self,
         stream: &str,
         update: &BookUpdate,
         _checksum: Option<u32>,
@@ -603,14 +616,15 @@ impl Simulated for Binance {
             update.first_id, update.last_id
         )
         .expect("writing to a Vec cannot fail");
-        super::write_levels(&update.bids, price_decimals, "", out);
+        super::wire::write_levels(&update.bids, price_decimals, "", out);
         out.extend_from_slice(br#","a":"#);
-        super::write_levels(&update.asks, price_decimals, "", out);
+        super::wire::write_levels(&update.asks, price_decimals, "", out);
         out.extend_from_slice(b"}}");
     }
 
     /// The REST body.
     fn encode_snapshot(
+        &self,
         _stream: &str,
         snapshot: &BookUpdate,
         _on: SnapshotSource,
@@ -621,14 +635,14 @@ impl Simulated for Binance {
         use std::io::Write;
         write!(out, r#"{{"lastUpdateId":{},"bids":"#, snapshot.last_id)
             .expect("writing to a Vec cannot fail");
-        super::write_levels(&snapshot.bids, price_decimals, "", out);
+        super::wire::write_levels(&snapshot.bids, price_decimals, "", out);
         out.extend_from_slice(br#","asks":"#);
-        super::write_levels(&snapshot.asks, price_decimals, "", out);
+        super::wire::write_levels(&snapshot.asks, price_decimals, "", out);
         out.push(b'}');
     }
 
     /// `<symbol>@depth<N>@100ms` carries N levels.
-    fn levels_on_stream(stream: &str) -> usize {
+    fn levels_on_stream(&self, stream: &str) -> usize {
         let after = stream.split_once("@depth").map_or("", |(_, after)| after);
         after
             .split('@')
@@ -637,11 +651,11 @@ impl Simulated for Binance {
             .unwrap_or(20)
     }
 
-    fn next_event_ids(last_id: u64, changes: u64, _now_us: u64) -> (u64, u64) {
+    fn next_event_ids(&self, last_id: u64, changes: u64, _now_us: u64) -> (u64, u64) {
         (last_id + 1, last_id + changes)
     }
 
-    fn initial_event_id(_now_us: u64) -> u64 {
+    fn initial_event_id(&self, _now_us: u64) -> u64 {
         1_000_000
     }
 }
@@ -920,7 +934,7 @@ mod tests {
         let mut book = TopBook::default();
         Binance::decode(RECORDED, crate::book::MAX_DEPTH, &mut book).unwrap();
         let mut encoded = Vec::new();
-        Binance::encode_book("btcusdt@depth20@100ms", &book, 8, &mut encoded);
+        Binance.encode_book("btcusdt@depth20@100ms", &book, 8, &mut encoded);
         assert_eq!(
             String::from_utf8(encoded).unwrap(),
             std::str::from_utf8(RECORDED).unwrap().trim_end()
@@ -929,14 +943,14 @@ mod tests {
 
     #[test]
     fn stream_names_pick_the_smallest_covering_depth() {
-        assert_eq!(Binance::stream_name("ETHBTC", 10), "ethbtc@depth10@100ms");
-        assert_eq!(Binance::stream_name("ETHBTC", 11), "ethbtc@depth20@100ms");
-        assert_eq!(Binance::stream_name("ETHBTC", 50), "ethbtc@depth20@100ms");
+        assert_eq!(Binance.stream_name("ETHBTC", 10), "ethbtc@depth10@100ms");
+        assert_eq!(Binance.stream_name("ETHBTC", 11), "ethbtc@depth20@100ms");
+        assert_eq!(Binance.stream_name("ETHBTC", 50), "ethbtc@depth20@100ms");
     }
 
     #[test]
     fn subscription_round_trip_matches_the_documented_frames() {
-        let requests = Binance::subscribe_frames(&["ethbtc@depth10@100ms".to_owned()], StreamKind::Snapshots, 10, 3);
+        let requests = Binance.subscribe_frames(&["ethbtc@depth10@100ms".to_owned()], StreamKind::Snapshots, 10, 3);
         assert_eq!(
             requests,
             [SubscribeRequest {
@@ -946,7 +960,7 @@ mod tests {
                 streams: 0..1,
             }]
         );
-        let answer = Binance::answer_request(&requests[0].frame).unwrap();
+        let answer = Binance.answer_request(&requests[0].frame).unwrap();
         assert_eq!(answer.subscribe, ["ethbtc@depth10@100ms"]);
         let mut book = TopBook::default();
         assert_eq!(
@@ -956,16 +970,16 @@ mod tests {
                 acked: Acked::Request(3)
             })
         );
-        let unsubscribe = Binance::unsubscribe_frames(&["ethbtc@depth10@100ms".to_owned()], StreamKind::Snapshots, 10);
+        let unsubscribe = Binance.unsubscribe_frames(&["ethbtc@depth10@100ms".to_owned()], StreamKind::Snapshots, 10);
         assert_eq!(
             unsubscribe,
             [r#"{"id":0,"method":"UNSUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]
         );
-        let answer = Binance::answer_request(&unsubscribe[0]).unwrap();
+        let answer = Binance.answer_request(&unsubscribe[0]).unwrap();
         assert_eq!(answer.unsubscribe, ["ethbtc@depth10@100ms"]);
         assert_eq!(
             Binance::decode(
-                Binance::reconnect_request().unwrap().as_bytes(),
+                Binance.reconnect_request().unwrap().as_bytes(),
                 10,
                 &mut book
             ),

@@ -25,13 +25,9 @@
 //! fractional digits, or is negative, or too large, is an error, never rounded.
 
 use super::binance::{Binance, UpdateIdRanges};
-use super::{
-    Answer, ConnectBudget, Message, Simulated, SnapshotSource, StreamKind, SubscribeRequest,
-    Venue,
-};
+use super::{Answer, Checksum, Decode, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
 use crate::book::{BookUpdate, Level, Levels, Side, TopBook};
 use crate::fixed::{DECIMALS, FixedPoint, FixedPointError};
-use crate::sync::Sequencing;
 use crate::walker::DecodeError;
 
 /// Binance's SBE market-data streams: `<symbol>@depth20` (snapshot mode) and
@@ -42,20 +38,24 @@ use crate::walker::DecodeError;
 pub struct BinanceSbe;
 
 impl Venue for BinanceSbe {
-    const NAME: &'static str = "binance_sbe";
-    const EXCHANGE: &'static str = Binance::NAME;
-    const DEFAULT_URL: &'static str = "wss://stream-sbe.binance.com:9443/stream";
-    const DEFAULT_REST_URL: &'static str = Binance::DEFAULT_REST_URL;
-    /// The JSON streams' limits (PROTOCOLS.md, Binance, "SBE": "1,024 streams each, 300
-    /// connection attempts per 5 minutes").
-    const CONNECT_BUDGET: ConnectBudget = Binance::CONNECT_BUDGET;
-    const MAX_STREAMS_PER_CONNECTION: usize = Binance::MAX_STREAMS_PER_CONNECTION;
-    const SEQUENCE: &'static dyn Sequencing = &UpdateIdRanges;
-    const SNAPSHOTS: SnapshotSource = SnapshotSource::Rest;
-    const SNAPSHOT_STREAMS: bool = true;
-    const BINARY_BOOKS: bool = true;
-    const API_KEY_HEADER: Option<&'static str> = Some("X-MBX-APIKEY");
+    const FACTS: VenueFacts = VenueFacts {
+        name: "binance_sbe",
+        exchange: Binance::FACTS.name,
+        default_url: "wss://stream-sbe.binance.com:9443/stream",
+        default_rest_url: Binance::FACTS.default_rest_url,
+        // The JSON streams' limits (PROTOCOLS.md, Binance, "SBE": "1,024 streams each, 300
+        // connection attempts per 5 minutes").
+        connect_budget: Binance::FACTS.connect_budget,
+        max_streams_per_connection: Binance::FACTS.max_streams_per_connection,
+        snapshot_streams: true,
+        binary_books: true,
+        api_key_header: Some("X-MBX-APIKEY"),
+        snapshots: SnapshotSource::Rest,
+        sequencing: &UpdateIdRanges,
+    };
+}
 
+impl Decode for BinanceSbe {
     /// A text frame: a subscription's answer or `serverShutdown`. Books come in binary.
     fn decode<'a>(
         frame: &'a [u8],
@@ -116,37 +116,6 @@ impl Venue for BinanceSbe {
             && stream[..named.len()].eq_ignore_ascii_case(named)
     }
 
-    fn spot_symbol(base: &str, quote: &str) -> String {
-        Binance::spot_symbol(base, quote)
-    }
-
-    /// `depth20` is the one top-of-book stream: the service keeps its best `depth` levels.
-    fn stream_name(symbol: &str, _depth: usize) -> String {
-        format!("{}@depth20", symbol.to_ascii_lowercase())
-    }
-
-    fn subscribe_frames(
-        streams: &[String],
-        kind: StreamKind,
-        depth: usize,
-        first_id: u64,
-    ) -> Vec<SubscribeRequest> {
-        Binance::subscribe_frames(streams, kind, depth, first_id)
-    }
-
-    fn unsubscribe_frames(streams: &[String], kind: StreamKind, depth: usize) -> Vec<String> {
-        Binance::unsubscribe_frames(streams, kind, depth)
-    }
-
-    fn diff_stream_name(symbol: &str) -> String {
-        format!("{}@depth", symbol.to_ascii_lowercase())
-    }
-
-    fn diff_stream_symbol(stream: &str) -> Option<String> {
-        let symbol = stream.strip_suffix("@depth")?;
-        (!symbol.is_empty()).then(|| symbol.to_ascii_uppercase())
-    }
-
     fn decode_snapshot(
         body: &[u8],
         max_levels: usize,
@@ -154,17 +123,55 @@ impl Venue for BinanceSbe {
     ) -> Result<(), DecodeError> {
         Binance::decode_snapshot(body, max_levels, out)
     }
+}
 
-    fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
-        Binance::snapshot_url(rest_base, symbol, limit)
+impl Checksum for BinanceSbe {}
+
+impl Streams for BinanceSbe {
+    fn spot_symbol(&self, base: &str, quote: &str) -> String {
+        Binance.spot_symbol(base, quote)
     }
 
-    fn snapshot_symbol(url: &str) -> Option<String> {
-        Binance::snapshot_symbol(url)
+    /// `depth20` is the one top-of-book stream: the service keeps its best `depth` levels.
+    fn stream_name(&self, symbol: &str, _depth: usize) -> String {
+        format!("{}@depth20", symbol.to_ascii_lowercase())
     }
 
-    fn snapshot_weight(limit: usize) -> u32 {
-        Binance::snapshot_weight(limit)
+    fn subscribe_frames(
+        &self,
+        streams: &[String],
+        kind: StreamKind,
+        depth: usize,
+        first_id: u64,
+    ) -> Vec<SubscribeRequest> {
+        Binance.subscribe_frames(streams, kind, depth, first_id)
+    }
+
+    fn unsubscribe_frames(&self, streams: &[String], kind: StreamKind, depth: usize) -> Vec<String> {
+        Binance.unsubscribe_frames(streams, kind, depth)
+    }
+
+    fn diff_stream_name(&self, symbol: &str) -> String {
+        format!("{}@depth", symbol.to_ascii_lowercase())
+    }
+
+    fn diff_stream_symbol(&self, stream: &str) -> Option<String> {
+        let symbol = stream.strip_suffix("@depth")?;
+        (!symbol.is_empty()).then(|| symbol.to_ascii_uppercase())
+    }
+}
+
+impl Snapshots for BinanceSbe {
+    fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {
+        Binance.snapshot_url(rest_base, symbol, limit)
+    }
+
+    fn snapshot_symbol(&self, url: &str) -> Option<String> {
+        Binance.snapshot_symbol(url)
+    }
+
+    fn snapshot_weight(&self, limit: usize) -> u32 {
+        Binance.snapshot_weight(limit)
     }
 }
 
@@ -173,27 +180,28 @@ const JSON_BOOK: DecodeError = DecodeError::UnknownMessage("a JSON book on the S
 
 /// The simulator's side: Binance's requests and REST snapshots, its books in SBE.
 impl Simulated for BinanceSbe {
-    fn encode_book(stream: &str, book: &TopBook, _price_decimals: u32, out: &mut Vec<u8>) {
+    fn encode_book(&self, stream: &str, book: &TopBook, _price_decimals: u32, out: &mut Vec<u8>) {
         encode_depth_snapshot(&stream_symbol(stream), book, 0, out);
     }
 
-    fn answer_request(request: &str) -> Option<Answer> {
-        Binance::answer_request(request)
+    fn answer_request(&self, request: &str) -> Option<Answer> {
+        Binance.answer_request(request)
     }
 
-    fn reconnect_request() -> Option<&'static str> {
-        Binance::reconnect_request()
+    fn reconnect_request(&self) -> Option<&'static str> {
+        Binance.reconnect_request()
     }
 
-    fn server_ping_interval() -> Option<std::time::Duration> {
-        Binance::server_ping_interval()
+    fn server_ping_interval(&self) -> Option<std::time::Duration> {
+        Binance.server_ping_interval()
     }
 
-    fn levels_on_stream(_stream: &str) -> usize {
+    fn levels_on_stream(&self, _stream: &str) -> usize {
         20
     }
 
     fn encode_diff(
+        &self,
         stream: &str,
         update: &BookUpdate,
         _checksum: Option<u32>,
@@ -207,6 +215,7 @@ impl Simulated for BinanceSbe {
 
     /// The REST body, Binance's JSON.
     fn encode_snapshot(
+        &self,
         stream: &str,
         snapshot: &BookUpdate,
         on: SnapshotSource,
@@ -214,15 +223,15 @@ impl Simulated for BinanceSbe {
         price_decimals: u32,
         out: &mut Vec<u8>,
     ) {
-        Binance::encode_snapshot(stream, snapshot, on, checksum, price_decimals, out);
+        Binance.encode_snapshot(stream, snapshot, on, checksum, price_decimals, out);
     }
 
-    fn next_event_ids(last_id: u64, changes: u64, now_us: u64) -> (u64, u64) {
-        Binance::next_event_ids(last_id, changes, now_us)
+    fn next_event_ids(&self, last_id: u64, changes: u64, now_us: u64) -> (u64, u64) {
+        Binance.next_event_ids(last_id, changes, now_us)
     }
 
-    fn initial_event_id(now_us: u64) -> u64 {
-        Binance::initial_event_id(now_us)
+    fn initial_event_id(&self, now_us: u64) -> u64 {
+        Binance.initial_event_id(now_us)
     }
 }
 

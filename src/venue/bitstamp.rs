@@ -24,10 +24,8 @@
 //! `bts:error` for a refused request. `microtimestamp` becomes the book's
 //! `venue_sequence`.
 
-use super::{
-    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, StreamKind,
-    SubscribeRequest, Venue,
-};
+use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
+use super::wire::{Seen};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::sync::Sequencing;
 use crate::walker::Walker;
@@ -308,22 +306,29 @@ impl Sequencing for Microtimestamps {
 }
 
 impl Venue for Bitstamp {
-    const NAME: &'static str = "bitstamp";
-    const SEQUENCE: &'static dyn Sequencing = &Microtimestamps;
-    const SNAPSHOTS: SnapshotSource = SnapshotSource::Rest;
-    const SNAPSHOT_STREAMS: bool = true;
-    /// No documented cap; "a few dozen channels per connection works in practice"
-    /// (PROTOCOLS.md, Bitstamp, Limits).
-    const MAX_STREAMS_PER_CONNECTION: usize = 40;
-    /// Bitstamp publishes no limit on connection attempts (PROTOCOLS.md, Bitstamp,
-    /// Limits): Binance's, the one a large venue publishes, as a polite bound.
-    const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
-        attempts: 300,
-        per: std::time::Duration::from_secs(300),
+    const FACTS: VenueFacts = VenueFacts {
+        name: "bitstamp",
+        exchange: "bitstamp",
+        default_url: "wss://ws.bitstamp.net",
+        default_rest_url: "https://www.bitstamp.net",
+        // Bitstamp publishes no limit on connection attempts (PROTOCOLS.md, Bitstamp,
+        // Limits): Binance's, the one a large venue publishes, as a polite bound.
+        connect_budget: ConnectBudget {
+            attempts: 300,
+            per: std::time::Duration::from_secs(300),
+        },
+        // No documented cap; "a few dozen channels per connection works in practice"
+        // (PROTOCOLS.md, Bitstamp, Limits).
+        max_streams_per_connection: 40,
+        snapshot_streams: true,
+        binary_books: false,
+        api_key_header: None,
+        snapshots: SnapshotSource::Rest,
+        sequencing: &Microtimestamps,
     };
-    const DEFAULT_URL: &'static str = "wss://ws.bitstamp.net";
-    const DEFAULT_REST_URL: &'static str = "https://www.bitstamp.net";
+}
 
+impl Decode for Bitstamp {
     fn decode<'a>(
         frame: &'a [u8],
         depth: usize,
@@ -363,19 +368,24 @@ impl Venue for Bitstamp {
         walker.finish()?;
         seen.require(&DATA_KEYS)
     }
+}
 
-    fn spot_symbol(base: &str, quote: &str) -> String {
+impl Checksum for Bitstamp {}
+
+impl Streams for Bitstamp {
+    fn spot_symbol(&self, base: &str, quote: &str) -> String {
         format!("{base}{quote}").to_ascii_lowercase()
     }
 
     /// `order_book_<pair>` always carries 100 levels; `depth` only limits what is kept.
-    fn stream_name(symbol: &str, _depth: usize) -> String {
+    fn stream_name(&self, symbol: &str, _depth: usize) -> String {
         format!("{ORDER_BOOK_PREFIX}{}", symbol.to_ascii_lowercase())
     }
 
     /// One `bts:subscribe` per channel, each acknowledged.
     /// A request per channel, acknowledged by `bts:subscription_succeeded` naming it.
     fn subscribe_frames(
+        &self,
         streams: &[String],
         _kind: StreamKind,
         _depth: usize,
@@ -394,7 +404,7 @@ impl Venue for Bitstamp {
     }
 
     /// Acknowledged by `bts:unsubscription_succeeded`.
-    fn unsubscribe_frames(streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
+    fn unsubscribe_frames(&self, streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
         streams
             .iter()
             .map(|channel| {
@@ -404,23 +414,25 @@ impl Venue for Bitstamp {
             .collect()
     }
 
-    fn diff_stream_name(symbol: &str) -> String {
+    fn diff_stream_name(&self, symbol: &str) -> String {
         format!("{DIFF_ORDER_BOOK_PREFIX}{}", symbol.to_ascii_lowercase())
     }
 
-    fn diff_stream_symbol(stream: &str) -> Option<String> {
+    fn diff_stream_symbol(&self, stream: &str) -> Option<String> {
         let pair = stream.strip_prefix(DIFF_ORDER_BOOK_PREFIX)?;
         (!pair.is_empty()).then(|| pair.to_owned())
     }
+}
 
-    fn snapshot_url(rest_base: &str, symbol: &str, _limit: usize) -> String {
+impl Snapshots for Bitstamp {
+    fn snapshot_url(&self, rest_base: &str, symbol: &str, _limit: usize) -> String {
         format!(
             "{rest_base}/api/v2/order_book/{}/",
             symbol.to_ascii_lowercase()
         )
     }
 
-    fn snapshot_symbol(url: &str) -> Option<String> {
+    fn snapshot_symbol(&self, url: &str) -> Option<String> {
         let path = url.split('?').next()?;
         let (_, pair) = path.split_once("/api/v2/order_book/")?;
         let pair = pair.trim_end_matches('/');
@@ -428,7 +440,7 @@ impl Venue for Bitstamp {
     }
 
     /// One request against a budget counted in requests.
-    fn snapshot_weight(_limit: usize) -> u32 {
+    fn snapshot_weight(&self, _limit: usize) -> u32 {
         1
     }
 }
@@ -436,7 +448,7 @@ impl Venue for Bitstamp {
 /// The simulator's side of Bitstamp.
 impl Simulated for Bitstamp {
     /// Python-style separators and key order, as in the first recorded sample.
-    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+    fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
         use std::io::Write;
         let micros = book.venue_sequence;
         write!(
@@ -445,15 +457,15 @@ impl Simulated for Bitstamp {
             micros / 1_000_000
         )
         .expect("writing to a Vec cannot fail");
-        super::write_levels(book.bids.as_slice(), price_decimals, " ", out);
+        super::wire::write_levels(book.bids.as_slice(), price_decimals, " ", out);
         out.extend_from_slice(br#", "asks": "#);
-        super::write_levels(book.asks.as_slice(), price_decimals, " ", out);
+        super::wire::write_levels(book.asks.as_slice(), price_decimals, " ", out);
         write!(out, r#"}}, "event": "data", "channel": "{stream}"}}"#)
             .expect("writing to a Vec cannot fail");
     }
 
     /// Subscriptions, and the heartbeat (reply shape from control_messages.jsonl).
-    fn answer_request(request: &str) -> Option<Answer> {
+    fn answer_request(&self, request: &str) -> Option<Answer> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
         let event = request.get("event")?.as_str()?;
         if event == "bts:heartbeat" {
@@ -488,12 +500,13 @@ impl Simulated for Bitstamp {
         })
     }
 
-    fn reconnect_request() -> Option<&'static str> {
+    fn reconnect_request(&self) -> Option<&'static str> {
         Some(r#"{"event":"bts:request_reconnect","channel":"","data":""}"#)
     }
 
     /// As recorded: compact, `data` first.
     fn encode_diff(
+        &self,
         stream: &str,
         update: &BookUpdate,
         _checksum: Option<u32>,
@@ -509,15 +522,16 @@ impl Simulated for Bitstamp {
             micros / 1_000_000
         )
         .expect("writing to a Vec cannot fail");
-        super::write_levels(&update.bids, price_decimals, "", out);
+        super::wire::write_levels(&update.bids, price_decimals, "", out);
         out.extend_from_slice(br#","asks":"#);
-        super::write_levels(&update.asks, price_decimals, "", out);
+        super::wire::write_levels(&update.asks, price_decimals, "", out);
         write!(out, r#"}},"channel":"{stream}","event":"data"}}"#)
             .expect("writing to a Vec cannot fail");
     }
 
     /// As recorded: Python-style separators.
     fn encode_snapshot(
+        &self,
         _stream: &str,
         snapshot: &BookUpdate,
         _on: SnapshotSource,
@@ -533,23 +547,23 @@ impl Simulated for Bitstamp {
             micros / 1_000_000
         )
         .expect("writing to a Vec cannot fail");
-        super::write_levels(&snapshot.bids, price_decimals, " ", out);
+        super::wire::write_levels(&snapshot.bids, price_decimals, " ", out);
         out.extend_from_slice(br#", "asks": "#);
-        super::write_levels(&snapshot.asks, price_decimals, " ", out);
+        super::wire::write_levels(&snapshot.asks, price_decimals, " ", out);
         out.push(b'}');
     }
 
     /// The snapshot channel always carries the top 100.
-    fn levels_on_stream(_stream: &str) -> usize {
+    fn levels_on_stream(&self, _stream: &str) -> usize {
         100
     }
 
-    fn next_event_ids(last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
+    fn next_event_ids(&self, last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
         let stamp = now_us.max(last_id + 1);
         (stamp, stamp)
     }
 
-    fn initial_event_id(now_us: u64) -> u64 {
+    fn initial_event_id(&self, now_us: u64) -> u64 {
         now_us
     }
 }
@@ -729,13 +743,13 @@ mod tests {
         let mut book = TopBook::default();
         Bitstamp::decode(line.as_bytes(), 100, &mut book).unwrap();
         let mut encoded = Vec::new();
-        Bitstamp::encode_book("order_book_btcusd", &book, 2, &mut encoded);
+        Bitstamp.encode_book("order_book_btcusd", &book, 2, &mut encoded);
         assert_eq!(String::from_utf8(encoded).unwrap(), line);
     }
 
     #[test]
     fn subscription_round_trip_matches_the_recorded_frames() {
-        let requests = Bitstamp::subscribe_frames(&["order_book_ethbtc".to_owned()], StreamKind::Snapshots, 10, 1);
+        let requests = Bitstamp.subscribe_frames(&["order_book_ethbtc".to_owned()], StreamKind::Snapshots, 10, 1);
         assert_eq!(
             requests,
             [SubscribeRequest {
@@ -745,7 +759,7 @@ mod tests {
                 streams: 0..1,
             }]
         );
-        let answer = Bitstamp::answer_request(&requests[0].frame).unwrap();
+        let answer = Bitstamp.answer_request(&requests[0].frame).unwrap();
         assert_eq!(answer.subscribe, ["order_book_ethbtc"]);
         let mut book = TopBook::default();
         let ack = Bitstamp::decode(answer.replies[0].as_bytes(), 10, &mut book);
@@ -757,17 +771,17 @@ mod tests {
                 acked
             })
         );
-        let unsubscribe = Bitstamp::unsubscribe_frames(&["order_book_ethbtc".to_owned()], StreamKind::Snapshots, 10);
+        let unsubscribe = Bitstamp.unsubscribe_frames(&["order_book_ethbtc".to_owned()], StreamKind::Snapshots, 10);
         assert_eq!(
             unsubscribe,
             [r#"{"data":{"channel":"order_book_ethbtc"},"event":"bts:unsubscribe"}"#]
         );
-        let answer = Bitstamp::answer_request(&unsubscribe[0]).unwrap();
+        let answer = Bitstamp.answer_request(&unsubscribe[0]).unwrap();
         assert_eq!(answer.unsubscribe, ["order_book_ethbtc"]);
         let ack = Bitstamp::decode(answer.replies[0].as_bytes(), 10, &mut book);
         assert_eq!(ack, Ok(Message::Ignored), "an unsubscription's ack");
         let reconnect = Bitstamp::decode(
-            Bitstamp::reconnect_request().unwrap().as_bytes(),
+            Bitstamp.reconnect_request().unwrap().as_bytes(),
             10,
             &mut book,
         );

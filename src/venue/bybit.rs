@@ -36,12 +36,9 @@
 //! USD, whose amount in the base coin is a division by the price, not exact: its symbols
 //! are refused.
 
-use super::{
-    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource, StreamKind,
-    SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, check_sorted,
-};
+use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::wire::{Seen, check_sorted};
 use crate::book::{BookUpdate, Side, TopBook};
-use crate::sync::Sequencing;
 use crate::walker::Walker;
 
 pub struct Bybit;
@@ -258,36 +255,56 @@ fn requests(op: &str, symbols: &[String], depth: usize, first_id: u64) -> Vec<Su
 pub use super::binance::UpdateIdRanges as ConsecutiveUpdateIds;
 
 impl Venue for Bybit {
-    const NAME: &'static str = "bybit";
-    /// The markets' endpoints are under it (`endpoint`).
-    const DEFAULT_URL: &'static str = "wss://stream.bybit.com/v5/public";
-    /// Bybit's REST API (diff mode's snapshots come on the WebSocket; nothing is fetched).
-    const DEFAULT_REST_URL: &'static str = "https://api.bybit.com";
-    /// "≤500 new connections per 5 minutes per WebSocket domain" (PROTOCOLS.md, Bybit,
-    /// Limits); both markets are on one domain.
-    const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
-        attempts: 500,
-        per: std::time::Duration::from_secs(300),
+    const FACTS: VenueFacts = VenueFacts {
+        name: "bybit",
+        exchange: "bybit",
+        // The markets' endpoints are under it (`endpoint`).
+        default_url: "wss://stream.bybit.com/v5/public",
+        // Bybit's REST API (diff mode's snapshots come on the WebSocket; nothing is fetched).
+        default_rest_url: "https://api.bybit.com",
+        // "≤500 new connections per 5 minutes per WebSocket domain" (PROTOCOLS.md, Bybit,
+        // Limits); both markets are on one domain.
+        connect_budget: ConnectBudget {
+            attempts: 500,
+            per: std::time::Duration::from_secs(300),
+        },
+        // "Total args per connection ≤ 21 000 characters" (PROTOCOLS.md, Bybit): 500 of the
+        // longest topic (`orderbook.1000.` and a 24-character symbol, quoted, with a comma:
+        // 42 characters).
+        max_streams_per_connection: 500,
+        // Bybit's topics carry snapshots and deltas: diff mode reads them.
+        snapshot_streams: false,
+        binary_books: false,
+        api_key_header: None,
+        snapshots: SnapshotSource::InBand,
+        sequencing: &ConsecutiveUpdateIds,
     };
-    const SEQUENCE: &'static dyn Sequencing = &ConsecutiveUpdateIds;
-    const SNAPSHOTS: SnapshotSource = SnapshotSource::InBand;
-    /// Bybit's topics carry snapshots and deltas: diff mode reads them.
-    const SNAPSHOT_STREAMS: bool = false;
-    /// "Total args per connection ≤ 21 000 characters" (PROTOCOLS.md, Bybit): 500 of the
-    /// longest topic (`orderbook.1000.` and a 24-character symbol, quoted, with a comma:
-    /// 42 characters).
-    const MAX_STREAMS_PER_CONNECTION: usize = 500;
+}
 
-    fn spot_symbol(base: &str, quote: &str) -> String {
+impl Decode for Bybit {
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        decode_message(frame, max_levels, out)
+    }
+}
+
+impl Checksum for Bybit {}
+
+impl Streams for Bybit {
+    fn spot_symbol(&self, base: &str, quote: &str) -> String {
         format!("{base}{quote}")
     }
 
-    fn stream_name(symbol: &str, _depth: usize) -> String {
-        Self::diff_stream_name(symbol)
+    fn stream_name(&self, symbol: &str, _depth: usize) -> String {
+        self.diff_stream_name(symbol)
     }
 
     /// 10 topics a request, each request acknowledged once, naming its `req_id`.
     fn subscribe_frames(
+        &self,
         streams: &[String],
         _kind: StreamKind,
         depth: usize,
@@ -296,23 +313,23 @@ impl Venue for Bybit {
         requests("subscribe", streams, depth, first_id.max(1))
     }
 
-    fn unsubscribe_frames(streams: &[String], _kind: StreamKind, depth: usize) -> Vec<String> {
+    fn unsubscribe_frames(&self, streams: &[String], _kind: StreamKind, depth: usize) -> Vec<String> {
         let requests = requests("unsubscribe", streams, depth, UNSUBSCRIBE_REQUEST_ID);
         requests.into_iter().map(|request| request.frame).collect()
     }
 
     /// "Send `{"req_id":"…","op":"ping"}` every 20 s" (PROTOCOLS.md, Bybit, Keep-alive).
-    fn client_ping() -> Option<(std::time::Duration, &'static str)> {
+    fn client_ping(&self) -> Option<(std::time::Duration, &'static str)> {
         Some((std::time::Duration::from_secs(20), r#"{"op":"ping"}"#))
     }
 
     /// `<url>/spot` or `<url>/linear`, by the symbol's market.
-    fn endpoint(url: &str, symbol: &str) -> String {
+    fn endpoint(&self, url: &str, symbol: &str) -> String {
         let (market, _) = market_and_symbol(symbol);
         format!("{}/{market}", url.trim_end_matches('/'))
     }
 
-    fn check_symbol(configured: &str) -> Result<(), String> {
+    fn check_symbol(&self, configured: &str) -> Result<(), String> {
         let (market, symbol) = market_and_symbol(configured);
         if market == "inverse" {
             return Err("inverse contracts are sized in USD, which is no exact amount of \
@@ -338,36 +355,30 @@ impl Venue for Bybit {
         Ok(())
     }
 
-    /// Keeps the book at the topic's depth: levels leaving it arrive as deletes, and a
-    /// cut book is bounded even if one is missed.
-    fn kept_depth(requested: usize) -> Option<usize> {
-        Some(subscribed_depth(requested))
-    }
-
     /// A book is known by its symbol on its connection (the market is the connection's).
-    fn diff_stream_name(symbol: &str) -> String {
+    fn diff_stream_name(&self, symbol: &str) -> String {
         market_and_symbol(symbol).1.to_owned()
     }
 
     /// The symbol of a stream, or of a topic (`orderbook.50.BTCUSDT`).
-    fn diff_stream_symbol(stream: &str) -> Option<String> {
+    fn diff_stream_symbol(&self, stream: &str) -> Option<String> {
         let symbol = match topic_parts(stream.as_bytes()) {
             Some((_, symbol)) => std::str::from_utf8(symbol).ok()?,
             None => stream,
         };
         (!symbol.is_empty() && !symbol.contains('.')).then(|| symbol.to_owned())
     }
+}
 
-    fn decode_diff<'a>(
-        frame: &'a [u8],
-        max_levels: usize,
-        out: &mut BookUpdate,
-    ) -> Result<Message<'a>, DecodeError> {
-        decode_message(frame, max_levels, out)
+impl Snapshots for Bybit {
+    /// Keeps the book at the topic's depth: levels leaving it arrive as deletes, and a
+    /// cut book is bounded even if one is missed.
+    fn kept_depth(&self, requested: usize) -> Option<usize> {
+        Some(subscribed_depth(requested))
     }
 
     /// Bybit's REST order book (its snapshots come on the WebSocket instead).
-    fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
+    fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {
         let (market, symbol) = market_and_symbol(symbol);
         format!("{rest_base}/v5/market/orderbook?category={market}&symbol={symbol}&limit={limit}")
     }
@@ -389,9 +400,9 @@ fn write_book_message(
         r#"{{"topic":"{topic}","ts":{unix_ms},"type":"{kind}","data":{{"s":"{symbol}","b":"#
     )
     .expect("writing to a Vec cannot fail");
-    super::write_levels(&update.bids, price_decimals, "", out);
+    super::wire::write_levels(&update.bids, price_decimals, "", out);
     out.extend_from_slice(br#","a":"#);
-    super::write_levels(&update.asks, price_decimals, "", out);
+    super::wire::write_levels(&update.asks, price_decimals, "", out);
     let id = update.last_id;
     write!(out, r#","u":{id},"seq":{id}}},"cts":{unix_ms}}}"#)
         .expect("writing to a Vec cannot fail");
@@ -400,7 +411,7 @@ fn write_book_message(
 /// The simulator's side of Bybit. Its streams are the topics (`orderbook.50.BTCUSDT`).
 impl Simulated for Bybit {
     /// A snapshot message of the book.
-    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+    fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
         let mut snapshot = BookUpdate::default();
         snapshot.bids.extend_from_slice(book.bids.as_slice());
         snapshot.asks.extend_from_slice(book.asks.as_slice());
@@ -410,7 +421,7 @@ impl Simulated for Bybit {
 
     /// Subscriptions and unsubscriptions (an ack per request, as recorded on spot; a
     /// topic Bybit does not have is refused) and pings.
-    fn answer_request(request: &str) -> Option<Answer> {
+    fn answer_request(&self, request: &str) -> Option<Answer> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
         let op = request.get("op")?.as_str()?;
         let req_id = request
@@ -469,11 +480,12 @@ impl Simulated for Bybit {
         }
     }
 
-    fn levels_on_stream(stream: &str) -> usize {
+    fn levels_on_stream(&self, stream: &str) -> usize {
         topic_parts(stream.as_bytes()).map_or(DEPTHS[1], |(depth, _)| depth)
     }
 
     fn encode_diff(
+        &self,
         stream: &str,
         update: &BookUpdate,
         _checksum: Option<u32>,
@@ -486,6 +498,7 @@ impl Simulated for Bybit {
 
     /// The snapshot that starts a subscription, on the topic.
     fn encode_snapshot(
+        &self,
         stream: &str,
         snapshot: &BookUpdate,
         _on: SnapshotSource,
@@ -498,12 +511,12 @@ impl Simulated for Bybit {
     }
 
     /// One id a message, consecutive.
-    fn next_event_ids(last_id: u64, _changes: u64, _now_us: u64) -> (u64, u64) {
+    fn next_event_ids(&self, last_id: u64, _changes: u64, _now_us: u64) -> (u64, u64) {
         (last_id + 1, last_id + 1)
     }
 
     /// Well above 1, which would mean a restarted topic.
-    fn initial_event_id(_now_us: u64) -> u64 {
+    fn initial_event_id(&self, _now_us: u64) -> u64 {
         53_935_309
     }
 }
@@ -602,19 +615,19 @@ mod tests {
     #[test]
     fn symbols_name_their_market_and_connection() {
         let url = "wss://stream.bybit.com/v5/public";
-        assert_eq!(Bybit::endpoint(url, "BTCUSDT"), format!("{url}/spot"));
-        assert_eq!(Bybit::endpoint(url, "linear:BTCUSDT"), format!("{url}/linear"));
-        assert_eq!(Bybit::diff_stream_name("linear:BTCUSDT"), "BTCUSDT");
+        assert_eq!(Bybit.endpoint(url, "BTCUSDT"), format!("{url}/spot"));
+        assert_eq!(Bybit.endpoint(url, "linear:BTCUSDT"), format!("{url}/linear"));
+        assert_eq!(Bybit.diff_stream_name("linear:BTCUSDT"), "BTCUSDT");
         assert_eq!(
-            Bybit::diff_stream_symbol("orderbook.50.BTCUSDT").as_deref(),
+            Bybit.diff_stream_symbol("orderbook.50.BTCUSDT").as_deref(),
             Some("BTCUSDT")
         );
-        assert_eq!(Bybit::check_symbol("linear:1000PEPEUSDT"), Ok(()));
+        assert_eq!(Bybit.check_symbol("linear:1000PEPEUSDT"), Ok(()));
         for bad in ["inverse:BTCUSD", "option:BTC", "btcusdt", "spot:", "BTC/USDT"] {
-            assert!(Bybit::check_symbol(bad).is_err(), "{bad}");
+            assert!(Bybit.check_symbol(bad).is_err(), "{bad}");
         }
         assert!(
-            Bybit::check_symbol("inverse:BTCUSD")
+            Bybit.check_symbol("inverse:BTCUSD")
                 .unwrap_err()
                 .contains("inverse contracts")
         );
@@ -623,17 +636,17 @@ mod tests {
     #[test]
     fn subscriptions_round_trip_through_the_simulator() {
         let symbols: Vec<String> = (0..12).map(|n| format!("C{n}USDT")).collect();
-        let requests = Bybit::subscribe_frames(&symbols, StreamKind::Diff, 20, 5);
+        let requests = Bybit.subscribe_frames(&symbols, StreamKind::Diff, 20, 5);
         let shape: Vec<_> = requests
             .iter()
             .map(|request| (request.id, request.streams.clone()))
             .collect();
         assert_eq!(shape, [(Some(5), 0..10), (Some(6), 10..12)], "10 topics a request");
         assert_eq!(
-            Bybit::subscribe_frames(&symbols[..1], StreamKind::Diff, 20, 1)[0].frame,
+            Bybit.subscribe_frames(&symbols[..1], StreamKind::Diff, 20, 1)[0].frame,
             r#"{"args":["orderbook.50.C0USDT"],"op":"subscribe","req_id":"1"}"#
         );
-        let answer = Bybit::answer_request(&requests[1].frame).unwrap();
+        let answer = Bybit.answer_request(&requests[1].frame).unwrap();
         assert_eq!((answer.subscribe.len(), answer.depth), (2, Some(50)));
         assert_eq!(
             decode(&answer.replies[0]).0,
@@ -642,13 +655,13 @@ mod tests {
                 acked: Acked::Request(6)
             })
         );
-        let unsubscribe = Bybit::unsubscribe_frames(&symbols[..1], StreamKind::Diff, 20);
-        let answer = Bybit::answer_request(&unsubscribe[0]).unwrap();
+        let unsubscribe = Bybit.unsubscribe_frames(&symbols[..1], StreamKind::Diff, 20);
+        let answer = Bybit.answer_request(&unsubscribe[0]).unwrap();
         assert_eq!(answer.unsubscribe, ["orderbook.50.C0USDT"]);
         assert_eq!(decode(&answer.replies[0]).0, Ok(Message::Ignored));
-        let pong = Bybit::answer_request(Bybit::client_ping().unwrap().1).unwrap();
+        let pong = Bybit.answer_request(Bybit.client_ping().unwrap().1).unwrap();
         assert_eq!(decode(&pong.replies[0]).0, Ok(Message::Heartbeat));
-        let refused = Bybit::answer_request(r#"{"op":"subscribe","args":["orderbook.7.X"]}"#)
+        let refused = Bybit.answer_request(r#"{"op":"subscribe","args":["orderbook.7.X"]}"#)
             .unwrap();
         assert!(matches!(
             decode(&refused.replies[0]).0,
@@ -657,9 +670,9 @@ mod tests {
                 ..
             })
         ));
-        assert_eq!(Bybit::kept_depth(10), Some(50));
-        assert_eq!(Bybit::kept_depth(1), Some(1));
-        assert_eq!(Bybit::kept_depth(5000), Some(1000));
+        assert_eq!(Bybit.kept_depth(10), Some(50));
+        assert_eq!(Bybit.kept_depth(1), Some(1));
+        assert_eq!(Bybit.kept_depth(5000), Some(1000));
     }
 
     /// The simulator's frames decode to what it encoded.
@@ -670,7 +683,7 @@ mod tests {
         );
         let (_, snapshot) = decode(recorded.lines().next().unwrap());
         let mut frame = Vec::new();
-        Bybit::encode_snapshot("orderbook.50.BTCUSDT", &snapshot, SnapshotSource::InBand, None, 2, &mut frame);
+        Bybit.encode_snapshot("orderbook.50.BTCUSDT", &snapshot, SnapshotSource::InBand, None, 2, &mut frame);
         let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
         assert_eq!(message, Ok(Message::Book { stream: b"BTCUSDT" }));
         assert!(decoded.is_snapshot);
@@ -683,7 +696,7 @@ mod tests {
         update.asks.clear();
         update.last_id += 1;
         frame.clear();
-        Bybit::encode_diff("orderbook.50.BTCUSDT", &update, None, 2, 7, &mut frame);
+        Bybit.encode_diff("orderbook.50.BTCUSDT", &update, None, 2, 7, &mut frame);
         let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
         assert_eq!(message, Ok(Message::Book { stream: b"BTCUSDT" }));
         assert!(!decoded.is_snapshot);

@@ -34,12 +34,10 @@
 //! skipped. Sizes are in the base currency, the INTX perpetuals' included (`BTC-PERP-INTX`
 //! sizes are fractions of a BTC, as the capture's `3.0105`).
 
-use super::{
-    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
-    StreamKind, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, write_timestamp,
-};
+use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::wire::{Seen};
+use super::timestamps::{write_timestamp};
 use crate::book::{BookUpdate, Level, Side, TopBook};
-use crate::sync::Sequencing;
 use crate::walker::Walker;
 
 pub struct Coinbase;
@@ -388,7 +386,7 @@ fn sort_best_first(side: Side, levels: &mut [Level], sorted: bool) -> Result<(),
     if !sorted {
         sort_side(side, levels);
     }
-    super::check_sorted(side, levels)
+    super::wire::check_sorted(side, levels)
 }
 
 /// Checks an event that is not read yet (a second product's in one frame): its members,
@@ -428,85 +426,39 @@ fn check_event(walker: &mut Walker<'_>, max_levels: usize) -> Result<(), DecodeE
 /// The `level2` requests for `kind` (`subscribe`, `unsubscribe`) of `products`, 100 a
 /// request, numbered from `first_id` (each acknowledged by one answer naming no request).
 fn level2_requests(kind: &str, products: &[String], first_id: u64) -> Vec<SubscribeRequest> {
-    super::chunked_requests(products, PRODUCTS_PER_REQUEST, Some(first_id), |chunk| {
+    super::wire::chunked_requests(products, PRODUCTS_PER_REQUEST, Some(first_id), |chunk| {
         serde_json::json!({"type": kind, "product_ids": chunk, "channel": "level2"}).to_string()
     })
 }
 
 impl Venue for Coinbase {
-    const NAME: &'static str = "coinbase";
-    const DEFAULT_URL: &'static str = "wss://advanced-trade-ws.coinbase.com";
-    /// The Advanced Trade REST API (the snapshots come on the WebSocket; nothing is
-    /// fetched).
-    const DEFAULT_REST_URL: &'static str = "https://api.coinbase.com";
-    /// "8 unauthenticated messages a second per IP" (PROTOCOLS.md, Coinbase Advanced Trade,
-    /// Limits; marked uncertain there): a connection sends two requests (its `level2` and
-    /// its `heartbeats`), so 4 attempts a second keep to it.
-    const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
-        attempts: 4,
-        per: std::time::Duration::from_secs(1),
+    const FACTS: VenueFacts = VenueFacts {
+        name: "coinbase",
+        exchange: "coinbase",
+        default_url: "wss://advanced-trade-ws.coinbase.com",
+        // The Advanced Trade REST API (the snapshots come on the WebSocket; nothing is
+        // fetched).
+        default_rest_url: "https://api.coinbase.com",
+        // "8 unauthenticated messages a second per IP" (PROTOCOLS.md, Coinbase Advanced Trade,
+        // Limits; marked uncertain there): a connection sends two requests (its `level2` and
+        // its `heartbeats`), so 4 attempts a second keep to it.
+        connect_budget: ConnectBudget {
+            attempts: 4,
+            per: std::time::Duration::from_secs(1),
+        },
+        // Coinbase documents no cap; each product's snapshot is its whole book, and a lost
+        // message costs the connection: products are spread over connections of at most this
+        // many.
+        max_streams_per_connection: 20,
+        snapshot_streams: false,
+        binary_books: false,
+        api_key_header: None,
+        snapshots: SnapshotSource::InBand,
+        sequencing: &crate::sync::Unsequenced,
     };
-    const SEQUENCE: &'static dyn Sequencing = &crate::sync::Unsequenced;
-    const SNAPSHOTS: SnapshotSource = SnapshotSource::InBand;
-    const SNAPSHOT_STREAMS: bool = false;
-    /// Coinbase documents no cap; each product's snapshot is its whole book, and a lost
-    /// message costs the connection: products are spread over connections of at most this
-    /// many.
-    const MAX_STREAMS_PER_CONNECTION: usize = 20;
+}
 
-    fn spot_symbol(base: &str, quote: &str) -> String {
-        format!("{base}-{quote}")
-    }
-
-    fn stream_name(symbol: &str, _depth: usize) -> String {
-        symbol.to_owned()
-    }
-
-    /// The products' `level2` requests, 100 products each, then the `heartbeats` one, which
-    /// asks for no book: each is answered by one `subscriptions` message naming no
-    /// request, the `level2` ones first.
-    fn subscribe_frames(
-        streams: &[String],
-        _kind: StreamKind,
-        _depth: usize,
-        first_id: u64,
-    ) -> Vec<SubscribeRequest> {
-        let mut requests = level2_requests("subscribe", streams, first_id.max(1));
-        let heartbeats_id = first_id.max(1) + requests.len() as u64;
-        requests.push(SubscribeRequest {
-            frame: r#"{"type":"subscribe","channel":"heartbeats"}"#.to_owned(),
-            id: Some(heartbeats_id),
-            streams: 0..0,
-        });
-        requests
-    }
-
-    /// The products' `level2` only: the heartbeats go on for the connection's others.
-    fn unsubscribe_frames(streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
-        let requests = level2_requests("unsubscribe", streams, UNSUBSCRIBE_REQUEST_ID);
-        requests.into_iter().map(|request| request.frame).collect()
-    }
-
-    /// A spot product (`BTC-USD`) or an INTX perpetual (`BTC-PERP-INTX`).
-    fn check_symbol(symbol: &str) -> Result<(), String> {
-        let parts = super::dashed_codes(symbol, MAX_PRODUCT_ID_LEN).unwrap_or_default();
-        match matches!(parts[..], [_, _] | [_, "PERP", "INTX"]) {
-            true => Ok(()),
-            false => Err(format!(
-                "a Coinbase product id is BASE-QUOTE (ETH-USD) or BASE-PERP-INTX, upper-case, \
-                 at most {MAX_PRODUCT_ID_LEN} characters"
-            )),
-        }
-    }
-
-    fn diff_stream_name(symbol: &str) -> String {
-        symbol.to_owned()
-    }
-
-    fn diff_stream_symbol(stream: &str) -> Option<String> {
-        (!stream.is_empty()).then(|| stream.to_owned())
-    }
-
+impl Decode for Coinbase {
     fn decode_diff<'a>(
         frame: &'a [u8],
         max_levels: usize,
@@ -528,9 +480,69 @@ impl Venue for Coinbase {
         let more = walker.next_or_close(b']', "',' or ']' after an event")?;
         Ok((stream, more.then(|| walker.position())))
     }
+}
 
+impl Checksum for Coinbase {}
+
+impl Streams for Coinbase {
+    fn spot_symbol(&self, base: &str, quote: &str) -> String {
+        format!("{base}-{quote}")
+    }
+
+    fn stream_name(&self, symbol: &str, _depth: usize) -> String {
+        symbol.to_owned()
+    }
+
+    /// The products' `level2` requests, 100 products each, then the `heartbeats` one, which
+    /// asks for no book: each is answered by one `subscriptions` message naming no
+    /// request, the `level2` ones first.
+    fn subscribe_frames(
+        &self,
+        streams: &[String],
+        _kind: StreamKind,
+        _depth: usize,
+        first_id: u64,
+    ) -> Vec<SubscribeRequest> {
+        let mut requests = level2_requests("subscribe", streams, first_id.max(1));
+        let heartbeats_id = first_id.max(1) + requests.len() as u64;
+        requests.push(SubscribeRequest {
+            frame: r#"{"type":"subscribe","channel":"heartbeats"}"#.to_owned(),
+            id: Some(heartbeats_id),
+            streams: 0..0,
+        });
+        requests
+    }
+
+    /// The products' `level2` only: the heartbeats go on for the connection's others.
+    fn unsubscribe_frames(&self, streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
+        let requests = level2_requests("unsubscribe", streams, UNSUBSCRIBE_REQUEST_ID);
+        requests.into_iter().map(|request| request.frame).collect()
+    }
+
+    /// A spot product (`BTC-USD`) or an INTX perpetual (`BTC-PERP-INTX`).
+    fn check_symbol(&self, symbol: &str) -> Result<(), String> {
+        let parts = super::wire::dashed_codes(symbol, MAX_PRODUCT_ID_LEN).unwrap_or_default();
+        match matches!(parts[..], [_, _] | [_, "PERP", "INTX"]) {
+            true => Ok(()),
+            false => Err(format!(
+                "a Coinbase product id is BASE-QUOTE (ETH-USD) or BASE-PERP-INTX, upper-case, \
+                 at most {MAX_PRODUCT_ID_LEN} characters"
+            )),
+        }
+    }
+
+    fn diff_stream_name(&self, symbol: &str) -> String {
+        symbol.to_owned()
+    }
+
+    fn diff_stream_symbol(&self, stream: &str) -> Option<String> {
+        (!stream.is_empty()).then(|| stream.to_owned())
+    }
+}
+
+impl Snapshots for Coinbase {
     /// The Advanced Trade public book (its snapshots come on the WebSocket instead).
-    fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
+    fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {
         format!("{rest_base}/api/v3/brokerage/market/product_book?product_id={symbol}&limit={limit}")
     }
 }
@@ -584,13 +596,13 @@ fn write_event(kind: &str, stream: &str, bids: &[Level], asks: &[Level], decimal
 /// it numbers on its connection.
 impl Simulated for Coinbase {
     /// A snapshot event of the book.
-    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+    fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
         write_event("snapshot", stream, book.bids.as_slice(), book.asks.as_slice(), price_decimals, out);
     }
 
     /// `level2` and `heartbeats` subscriptions and unsubscriptions, each answered by one
     /// `subscriptions` message; another channel refused as Coinbase refuses it.
-    fn answer_request(request: &str) -> Option<Answer> {
+    fn answer_request(&self, request: &str) -> Option<Answer> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
         let kind = request.get("type")?.as_str()?;
         let products = || -> Option<Vec<String>> {
@@ -633,11 +645,12 @@ impl Simulated for Coinbase {
     }
 
     /// The simulator's books are 50 levels deep (the venue sends whole books).
-    fn levels_on_stream(_stream: &str) -> usize {
+    fn levels_on_stream(&self, _stream: &str) -> usize {
         50
     }
 
     fn encode_diff(
+        &self,
         stream: &str,
         update: &BookUpdate,
         _checksum: Option<u32>,
@@ -650,6 +663,7 @@ impl Simulated for Coinbase {
 
     /// The snapshot that starts a subscription, on the stream.
     fn encode_snapshot(
+        &self,
         stream: &str,
         snapshot: &BookUpdate,
         _on: SnapshotSource,
@@ -662,18 +676,18 @@ impl Simulated for Coinbase {
 
     /// Ids are the updates' times, in microseconds, increasing (the wire numbers
     /// messages, not a book's events).
-    fn next_event_ids(last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
+    fn next_event_ids(&self, last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
         let stamp = now_us.max(last_id + 1);
         (stamp, stamp)
     }
 
-    fn initial_event_id(now_us: u64) -> u64 {
+    fn initial_event_id(&self, now_us: u64) -> u64 {
         now_us
     }
 
     /// `{"channel":"heartbeats",…,"events":[{"current_time":…,"heartbeat_counter":N}]}`,
     /// as recorded.
-    fn heartbeat(counter: u64) -> Option<String> {
+    fn heartbeat(&self, counter: u64) -> Option<String> {
         let (mut frame, now) = (Vec::new(), now());
         open_message("heartbeats", &now, &mut frame);
         frame.extend_from_slice(br#""events":[{"current_time":""#);
@@ -683,7 +697,7 @@ impl Simulated for Coinbase {
     }
 
     /// The encoders' messages take the connection's numbers; an error message none.
-    fn number_message(frame: &str, number: u64) -> Option<String> {
+    fn number_message(&self, frame: &str, number: u64) -> Option<String> {
         let at = frame.find(UNNUMBERED)?;
         let number = format!(r#""sequence_num":{number},"#);
         Some([&frame[..at], &number, &frame[at + UNNUMBERED.len()..]].concat())
@@ -715,7 +729,7 @@ mod tests {
             let mut frame = Vec::new();
             let kind = if snapshot { "snapshot" } else { "update" };
             write_event(kind, "BTC-USD", &update.bids, &update.asks, 1, &mut frame);
-            let numbered = Coinbase::number_message(std::str::from_utf8(&frame).unwrap(), 7);
+            let numbered = Coinbase.number_message(std::str::from_utf8(&frame).unwrap(), 7);
             frames.push(numbered.unwrap().into_bytes());
         }
         frames
@@ -812,10 +826,10 @@ mod tests {
     #[test]
     fn products_are_spot_pairs_or_intx_perpetuals() {
         for product in ["BTC-USD", "BTC-PERP-INTX", "I12-BTC"] {
-            assert_eq!(Coinbase::check_symbol(product), Ok(()), "{product}");
+            assert_eq!(Coinbase.check_symbol(product), Ok(()), "{product}");
         }
         for refused in ["btc-usd", "BTCUSD", "BTC-USD-SWAP", "-USD", "BTC-USD-INTX", "BTC--USD"] {
-            assert!(Coinbase::check_symbol(refused).is_err(), "{refused}");
+            assert!(Coinbase.check_symbol(refused).is_err(), "{refused}");
         }
     }
 
@@ -827,16 +841,16 @@ mod tests {
         let mut out = BookUpdate::default();
         Coinbase::decode_diff(frame.as_bytes(), 10, &mut out).unwrap();
         assert_eq!(out.message_number, Some(7));
-        let heartbeat = Coinbase::number_message(&Coinbase::heartbeat(3).unwrap(), 8).unwrap();
+        let heartbeat = Coinbase.number_message(&Coinbase.heartbeat(3).unwrap(), 8).unwrap();
         let message = Coinbase::decode_diff(heartbeat.as_bytes(), 10, &mut out);
         assert_eq!((message, out.message_number), (Ok(Message::SubscriptionsAlive), Some(8)));
-                let heartbeat = Coinbase::number_message(&Coinbase::heartbeat(3).unwrap(), 8).unwrap();
+                let heartbeat = Coinbase.number_message(&Coinbase.heartbeat(3).unwrap(), 8).unwrap();
         let message = Coinbase::decode_diff(heartbeat.as_bytes(), 10, &mut out);
         assert_eq!((message, out.message_number), (Ok(Message::SubscriptionsAlive), Some(8)));
         let error = r#"{"type":"error","message":"authentication failure"}"#;
-        assert_eq!(Coinbase::number_message(error, 8), None);
-        let answer = Coinbase::answer_request(r#"{"type":"subscribe","channel":"heartbeats"}"#);
-        let ack = Coinbase::number_message(&answer.unwrap().replies[0], 9).unwrap();
+        assert_eq!(Coinbase.number_message(error, 8), None);
+        let answer = Coinbase.answer_request(r#"{"type":"subscribe","channel":"heartbeats"}"#);
+        let ack = Coinbase.number_message(&answer.unwrap().replies[0], 9).unwrap();
         let message = Coinbase::decode_diff(ack.as_bytes(), 10, &mut out);
         assert!(matches!(message, Ok(Message::SubscribeResult { accepted: true, .. })));
         assert_eq!(out.message_number, Some(9));

@@ -30,13 +30,10 @@
 //! its best `venues.coinbase_exchange.max_book_levels` levels a side are kept, the rest
 //! checked and skipped; levels deeper than that are not known until they rise into it.
 
-use super::{
-    Acked, Answer, ConnectBudget, DecodeError, Message, Seen, Simulated, SnapshotSource,
-    StreamKind, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, check_sorted, unix_micros,
-    write_timestamp,
-};
+use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::wire::{Seen, check_sorted};
+use super::timestamps::{unix_micros, write_timestamp};
 use crate::book::{BookUpdate, Level, Side, TopBook};
-use crate::sync::Sequencing;
 use crate::walker::Walker;
 
 pub struct CoinbaseExchange;
@@ -142,42 +139,62 @@ fn decode_message<'a>(
 /// The requests for `kind` (`subscribe`, `unsubscribe`) of `products`, 100 a request,
 /// numbered from `first_id` (each acknowledged by one answer naming no request).
 fn requests(kind: &str, products: &[String], first_id: u64) -> Vec<SubscribeRequest> {
-    super::chunked_requests(products, PRODUCTS_PER_REQUEST, Some(first_id), |chunk| {
+    super::wire::chunked_requests(products, PRODUCTS_PER_REQUEST, Some(first_id), |chunk| {
         serde_json::json!({"type": kind, "product_ids": chunk, "channels": CHANNELS}).to_string()
     })
 }
 
 impl Venue for CoinbaseExchange {
-    const NAME: &'static str = "coinbase_exchange";
-    const DEFAULT_URL: &'static str = "wss://ws-feed.exchange.coinbase.com";
-    /// The Exchange REST API (the snapshots come on the WebSocket; nothing is fetched).
-    const DEFAULT_REST_URL: &'static str = "https://api.exchange.coinbase.com";
-    /// "About 8 subscribe messages a second per IP, bursts to 20" (PROTOCOLS.md, Coinbase
-    /// Exchange, Limits; marked uncertain there): each connection subscribes once, so its
-    /// attempts are kept to that.
-    const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
-        attempts: 8,
-        per: std::time::Duration::from_secs(1),
+    const FACTS: VenueFacts = VenueFacts {
+        name: "coinbase_exchange",
+        exchange: "coinbase_exchange",
+        default_url: "wss://ws-feed.exchange.coinbase.com",
+        // The Exchange REST API (the snapshots come on the WebSocket; nothing is fetched).
+        default_rest_url: "https://api.exchange.coinbase.com",
+        // "About 8 subscribe messages a second per IP, bursts to 20" (PROTOCOLS.md, Coinbase
+        // Exchange, Limits; marked uncertain there): each connection subscribes once, so its
+        // attempts are kept to that.
+        connect_budget: ConnectBudget {
+            attempts: 8,
+            per: std::time::Duration::from_secs(1),
+        },
+        // Coinbase documents no cap; each product's snapshot is its whole book and the feed
+        // drops a connection it cannot write to (`ErrSlowConsume`): products are spread over
+        // connections of at most this many.
+        max_streams_per_connection: 20,
+        snapshot_streams: false,
+        binary_books: false,
+        api_key_header: None,
+        snapshots: SnapshotSource::InBand,
+        sequencing: &crate::sync::Unsequenced,
     };
-    const SEQUENCE: &'static dyn Sequencing = &crate::sync::Unsequenced;
-    const SNAPSHOTS: SnapshotSource = SnapshotSource::InBand;
-    const SNAPSHOT_STREAMS: bool = false;
-    /// Coinbase documents no cap; each product's snapshot is its whole book and the feed
-    /// drops a connection it cannot write to (`ErrSlowConsume`): products are spread over
-    /// connections of at most this many.
-    const MAX_STREAMS_PER_CONNECTION: usize = 20;
+}
 
-    fn spot_symbol(base: &str, quote: &str) -> String {
+impl Decode for CoinbaseExchange {
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        decode_message(frame, max_levels, out)
+    }
+}
+
+impl Checksum for CoinbaseExchange {}
+
+impl Streams for CoinbaseExchange {
+    fn spot_symbol(&self, base: &str, quote: &str) -> String {
         format!("{base}-{quote}")
     }
 
-    fn stream_name(symbol: &str, _depth: usize) -> String {
+    fn stream_name(&self, symbol: &str, _depth: usize) -> String {
         symbol.to_owned()
     }
 
     /// 100 products a request, each request answered by one `subscriptions` message that
     /// names no request: the oldest awaited.
     fn subscribe_frames(
+        &self,
         streams: &[String],
         _kind: StreamKind,
         _depth: usize,
@@ -186,13 +203,13 @@ impl Venue for CoinbaseExchange {
         requests("subscribe", streams, first_id.max(1))
     }
 
-    fn unsubscribe_frames(streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
+    fn unsubscribe_frames(&self, streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
         let requests = requests("unsubscribe", streams, UNSUBSCRIBE_REQUEST_ID);
         requests.into_iter().map(|request| request.frame).collect()
     }
 
-    fn check_symbol(symbol: &str) -> Result<(), String> {
-        match super::dashed_codes(symbol, MAX_PRODUCT_ID_LEN).is_some_and(|parts| parts.len() == 2) {
+    fn check_symbol(&self, symbol: &str) -> Result<(), String> {
+        match super::wire::dashed_codes(symbol, MAX_PRODUCT_ID_LEN).is_some_and(|parts| parts.len() == 2) {
             true => Ok(()),
             false => Err(format!(
                 "a Coinbase product id is BASE-QUOTE (ETH-USD), upper-case, at most \
@@ -201,31 +218,25 @@ impl Venue for CoinbaseExchange {
         }
     }
 
-    fn diff_stream_name(symbol: &str) -> String {
+    fn diff_stream_name(&self, symbol: &str) -> String {
         symbol.to_owned()
     }
 
-    fn diff_stream_symbol(stream: &str) -> Option<String> {
+    fn diff_stream_symbol(&self, stream: &str) -> Option<String> {
         (!stream.is_empty()).then(|| stream.to_owned())
     }
+}
 
-    fn decode_diff<'a>(
-        frame: &'a [u8],
-        max_levels: usize,
-        out: &mut BookUpdate,
-    ) -> Result<Message<'a>, DecodeError> {
-        decode_message(frame, max_levels, out)
-    }
-
+impl Snapshots for CoinbaseExchange {
     /// The Exchange REST book (its snapshots come on the WebSocket instead).
-    fn snapshot_url(rest_base: &str, symbol: &str, _limit: usize) -> String {
+    fn snapshot_url(&self, rest_base: &str, symbol: &str, _limit: usize) -> String {
         format!("{rest_base}/products/{symbol}/book?level=2")
     }
 }
 
 /// Writes a side as `[["price","size"],…]`.
 fn write_side(levels: &[Level], price_decimals: u32, out: &mut Vec<u8>) {
-    super::write_levels(levels, price_decimals, "", out);
+    super::wire::write_levels(levels, price_decimals, "", out);
 }
 
 /// A snapshot message as the feed writes it.
@@ -242,13 +253,13 @@ fn write_snapshot(product_id: &str, bids: &[Level], asks: &[Level], decimals: u3
 /// The simulator's side of the Coinbase Exchange feed. Its streams are the product ids.
 impl Simulated for CoinbaseExchange {
     /// A snapshot message of the book.
-    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+    fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
         write_snapshot(stream, book.bids.as_slice(), book.asks.as_slice(), price_decimals, out);
     }
 
     /// Subscriptions and unsubscriptions (one `subscriptions` answer a request; a channel
     /// other than `level2_batch`, `level2` and `heartbeat` refused).
-    fn answer_request(request: &str) -> Option<Answer> {
+    fn answer_request(&self, request: &str) -> Option<Answer> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
         let kind = request.get("type")?.as_str()?;
         let products: Vec<String> = request
@@ -290,11 +301,12 @@ impl Simulated for CoinbaseExchange {
     }
 
     /// The simulator's books are 50 levels deep (the feed sends whole books).
-    fn levels_on_stream(_stream: &str) -> usize {
+    fn levels_on_stream(&self, _stream: &str) -> usize {
         50
     }
 
     fn encode_diff(
+        &self,
         stream: &str,
         update: &BookUpdate,
         _checksum: Option<u32>,
@@ -324,6 +336,7 @@ impl Simulated for CoinbaseExchange {
 
     /// The snapshot that starts a subscription, on the stream.
     fn encode_snapshot(
+        &self,
         stream: &str,
         snapshot: &BookUpdate,
         _on: SnapshotSource,
@@ -335,12 +348,12 @@ impl Simulated for CoinbaseExchange {
     }
 
     /// Ids are the updates' times, in microseconds, increasing.
-    fn next_event_ids(last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
+    fn next_event_ids(&self, last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
         let stamp = now_us.max(last_id + 1);
         (stamp, stamp)
     }
 
-    fn initial_event_id(now_us: u64) -> u64 {
+    fn initial_event_id(&self, now_us: u64) -> u64 {
         now_us
     }
 }
@@ -390,14 +403,14 @@ mod tests {
     #[test]
     fn subscriptions_round_trip_through_the_simulator() {
         let products: Vec<String> = (0..101).map(|n| format!("C{n}-USD")).collect();
-        let requests = CoinbaseExchange::subscribe_frames(&products, StreamKind::Diff, 10, 3);
+        let requests = CoinbaseExchange.subscribe_frames(&products, StreamKind::Diff, 10, 3);
         assert_eq!(requests.len(), 2, "100 products a request");
         assert_eq!(
             (requests[0].id, requests[1].id, requests[1].streams.clone()),
             (Some(3), Some(4), 100..101)
         );
         assert!(requests[0].frame.contains(r#""channels":["level2_batch","heartbeat"]"#));
-        let answer = CoinbaseExchange::answer_request(&requests[1].frame).unwrap();
+        let answer = CoinbaseExchange.answer_request(&requests[1].frame).unwrap();
         assert_eq!(answer.subscribe, ["C100-USD"]);
         assert_eq!(
             decode(&answer.replies[0]).0,
@@ -406,11 +419,11 @@ mod tests {
                 acked: Acked::Oldest
             })
         );
-        let unsubscribe = CoinbaseExchange::unsubscribe_frames(&products[..1], StreamKind::Diff, 10);
-        assert_eq!(CoinbaseExchange::answer_request(&unsubscribe[0]).unwrap().unsubscribe, ["C0-USD"]);
-        assert!(CoinbaseExchange::check_symbol("BAND-GBP").is_ok());
+        let unsubscribe = CoinbaseExchange.unsubscribe_frames(&products[..1], StreamKind::Diff, 10);
+        assert_eq!(CoinbaseExchange.answer_request(&unsubscribe[0]).unwrap().unsubscribe, ["C0-USD"]);
+        assert!(CoinbaseExchange.check_symbol("BAND-GBP").is_ok());
         for refused in ["band-gbp", "BANDGBP", "BTC-USD-PERP", "-USD"] {
-            assert!(CoinbaseExchange::check_symbol(refused).is_err(), "{refused}");
+            assert!(CoinbaseExchange.check_symbol(refused).is_err(), "{refused}");
         }
     }
 
@@ -429,7 +442,7 @@ mod tests {
             ..BookUpdate::default()
         };
         let mut frame = Vec::new();
-        CoinbaseExchange::encode_diff("BAND-GBP", &update, None, 4, 0, &mut frame);
+        CoinbaseExchange.encode_diff("BAND-GBP", &update, None, 4, 0, &mut frame);
         let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
         assert_eq!(message, Ok(Message::Book { stream: b"BAND-GBP" }));
         assert_eq!(decoded, update);
@@ -440,7 +453,7 @@ mod tests {
             ..BookUpdate::default()
         };
         frame.clear();
-        CoinbaseExchange::encode_snapshot("BAND-GBP", &snapshot, SnapshotSource::InBand, None, 4, &mut frame);
+        CoinbaseExchange.encode_snapshot("BAND-GBP", &snapshot, SnapshotSource::InBand, None, 4, &mut frame);
         let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
         assert_eq!(message, Ok(Message::Book { stream: b"BAND-GBP" }));
         assert_eq!(decoded, snapshot);

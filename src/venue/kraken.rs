@@ -31,13 +31,10 @@
 //! sends no request to reconnect. The message's `timestamp` (unix microseconds) is the
 //! book's `venue_sequence`.
 
-use super::{
-    Acked, Answer, ConnectBudget, DecodeError, LevelShape, LevelTexts, Message, Seen, Simulated,
-    SnapshotSource, StreamKind, SubscribeRequest, Venue, check_sorted, unix_micros,
-    write_timestamp,
-};
+use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, LevelTexts, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
+use super::wire::{Seen, check_sorted};
+use super::timestamps::{unix_micros, write_timestamp};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
-use crate::sync::Sequencing;
 use crate::walker::Walker;
 
 pub struct Kraken;
@@ -277,36 +274,68 @@ fn write_level_digits(level: &Level, decimals: WireDecimals, out: &mut [u8], at:
 }
 
 impl Venue for Kraken {
-    const NAME: &'static str = "kraken";
-    const DEFAULT_URL: &'static str = "wss://ws.kraken.com/v2";
-    /// Kraken's REST API (diff mode's snapshots come on the WebSocket; nothing is fetched).
-    const DEFAULT_REST_URL: &'static str = "https://api.kraken.com";
-    /// "Connection attempts are rate limited by Cloudflare (keep well under ~150 per 10
-    /// minutes per IP)" (PROTOCOLS.md, Kraken, Limits; marked uncertain there).
-    const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
-        attempts: 100,
-        per: std::time::Duration::from_secs(600),
+    const FACTS: VenueFacts = VenueFacts {
+        name: "kraken",
+        exchange: "kraken",
+        default_url: "wss://ws.kraken.com/v2",
+        // Kraken's REST API (diff mode's snapshots come on the WebSocket; nothing is fetched).
+        default_rest_url: "https://api.kraken.com",
+        // "Connection attempts are rate limited by Cloudflare (keep well under ~150 per 10
+        // minutes per IP)" (PROTOCOLS.md, Kraken, Limits; marked uncertain there).
+        connect_budget: ConnectBudget {
+            attempts: 100,
+            per: std::time::Duration::from_secs(600),
+        },
+        // Kraken documents no cap; its per-connection message rate is dynamic (PROTOCOLS.md,
+        // Kraken, Limits), so subscriptions, acks and resubscriptions are spread over
+        // connections of at most this many symbols.
+        max_streams_per_connection: 50,
+        // Kraken's `book` channel is a diff stream; there is no top-N snapshot stream.
+        snapshot_streams: false,
+        binary_books: false,
+        api_key_header: None,
+        snapshots: SnapshotSource::InBand,
+        // No sequence numbers: the checksum after each message is Kraken's check.
+        sequencing: &crate::sync::Unsequenced,
     };
-    /// No sequence numbers: the checksum after each message is Kraken's check.
-    const SEQUENCE: &'static dyn Sequencing = &crate::sync::Unsequenced;
-    const SNAPSHOTS: SnapshotSource = SnapshotSource::InBand;
-    /// Kraken's `book` channel is a diff stream; there is no top-N snapshot stream.
-    const SNAPSHOT_STREAMS: bool = false;
-    /// Kraken documents no cap; its per-connection message rate is dynamic (PROTOCOLS.md,
-    /// Kraken, Limits), so subscriptions, acks and resubscriptions are spread over
-    /// connections of at most this many symbols.
-    const MAX_STREAMS_PER_CONNECTION: usize = 50;
+}
 
-    fn spot_symbol(base: &str, quote: &str) -> String {
+impl Decode for Kraken {
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        decode_message(frame, max_levels, out)
+    }
+}
+
+impl Checksum for Kraken {
+    fn checksum(book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
+        Some(book_checksum(book, decimals))
+    }
+
+    fn checksum_after_change(
+        book: &DepthBook,
+        decimals: WireDecimals,
+        texts: &mut LevelTexts,
+    ) -> Option<u32> {
+        Some(book_checksum_after_change(book, decimals, texts))
+    }
+}
+
+impl Streams for Kraken {
+    fn spot_symbol(&self, base: &str, quote: &str) -> String {
         format!("{base}/{quote}")
     }
 
-    fn stream_name(symbol: &str, _depth: usize) -> String {
+    fn stream_name(&self, symbol: &str, _depth: usize) -> String {
         symbol.to_owned()
     }
 
     /// One request for every symbol, acknowledged once per symbol (naming it).
     fn subscribe_frames(
+        &self,
         streams: &[String],
         _kind: StreamKind,
         depth: usize,
@@ -324,7 +353,7 @@ impl Venue for Kraken {
         }]
     }
 
-    fn unsubscribe_frames(streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
+    fn unsubscribe_frames(&self, streams: &[String], _kind: StreamKind, _depth: usize) -> Vec<String> {
         let request = serde_json::json!({
             "method": "unsubscribe",
             "params": {"channel": "book", "symbol": streams},
@@ -335,45 +364,27 @@ impl Venue for Kraken {
 
     /// Kraken closes a connection after about a minute without traffic; heartbeats come
     /// once a second while subscribed, and a ping keeps a quiet connection open too.
-    fn client_ping() -> Option<(std::time::Duration, &'static str)> {
+    fn client_ping(&self) -> Option<(std::time::Duration, &'static str)> {
         Some((std::time::Duration::from_secs(30), r#"{"method":"ping"}"#))
     }
 
-    fn kept_depth(requested: usize) -> Option<usize> {
-        Some(subscribed_depth(requested))
-    }
-
-    fn checksum(book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
-        Some(book_checksum(book, decimals))
-    }
-
-    fn checksum_after_change(
-        book: &DepthBook,
-        decimals: WireDecimals,
-        texts: &mut LevelTexts,
-    ) -> Option<u32> {
-        Some(book_checksum_after_change(book, decimals, texts))
-    }
-
     /// Kraken names a book by its symbol, as subscribed (`BTC/USD`).
-    fn diff_stream_name(symbol: &str) -> String {
+    fn diff_stream_name(&self, symbol: &str) -> String {
         symbol.to_owned()
     }
 
-    fn diff_stream_symbol(stream: &str) -> Option<String> {
+    fn diff_stream_symbol(&self, stream: &str) -> Option<String> {
         (!stream.is_empty()).then(|| stream.to_owned())
     }
+}
 
-    fn decode_diff<'a>(
-        frame: &'a [u8],
-        max_levels: usize,
-        out: &mut BookUpdate,
-    ) -> Result<Message<'a>, DecodeError> {
-        decode_message(frame, max_levels, out)
+impl Snapshots for Kraken {
+    fn kept_depth(&self, requested: usize) -> Option<usize> {
+        Some(subscribed_depth(requested))
     }
 
     /// Kraken's REST depth endpoint (its snapshots come on the WebSocket instead).
-    fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
+    fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {
         let pair: String = symbol.chars().filter(|&c| c != '/').collect();
         format!("{rest_base}/0/public/Depth?pair={pair}&count={limit}")
     }
@@ -425,7 +436,7 @@ fn write_book_message(
 /// The simulator's side of Kraken.
 impl Simulated for Kraken {
     /// A snapshot message without a checksum (as Kraken sends for a thin book).
-    fn encode_book(stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
+    fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
         let sides = (book.bids.as_slice(), book.asks.as_slice());
         write_book_message(
             "snapshot",
@@ -439,7 +450,7 @@ impl Simulated for Kraken {
     }
 
     /// Subscriptions (an ack per symbol, as recorded), unsubscriptions, pings.
-    fn answer_request(request: &str) -> Option<Answer> {
+    fn answer_request(&self, request: &str) -> Option<Answer> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
         let method = request.get("method")?.as_str()?;
         if method == "ping" {
@@ -485,11 +496,12 @@ impl Simulated for Kraken {
         }
     }
 
-    fn levels_on_stream(_stream: &str) -> usize {
+    fn levels_on_stream(&self, _stream: &str) -> usize {
         DEPTHS[0]
     }
 
     fn encode_diff(
+        &self,
         stream: &str,
         update: &BookUpdate,
         checksum: Option<u32>,
@@ -511,6 +523,7 @@ impl Simulated for Kraken {
 
     /// The snapshot that starts a subscription, on the stream.
     fn encode_snapshot(
+        &self,
         stream: &str,
         snapshot: &BookUpdate,
         _on: SnapshotSource,
@@ -531,12 +544,12 @@ impl Simulated for Kraken {
     }
 
     /// Ids are the messages' timestamps, in microseconds, increasing.
-    fn next_event_ids(last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
+    fn next_event_ids(&self, last_id: u64, _changes: u64, now_us: u64) -> (u64, u64) {
         let stamp = now_us.max(last_id + 1);
         (stamp, stamp)
     }
 
-    fn initial_event_id(now_us: u64) -> u64 {
+    fn initial_event_id(&self, now_us: u64) -> u64 {
         now_us
     }
 }
@@ -641,7 +654,7 @@ mod tests {
     #[test]
     fn subscriptions_round_trip_through_the_simulator() {
         let symbols = ["BTC/USD".to_owned(), "ETH/BTC".to_owned()];
-        let requests = Kraken::subscribe_frames(&symbols, StreamKind::Diff, 11, 4);
+        let requests = Kraken.subscribe_frames(&symbols, StreamKind::Diff, 11, 4);
         assert_eq!(
             requests,
             [SubscribeRequest {
@@ -650,7 +663,7 @@ mod tests {
                 streams: 0..2,
             }]
         );
-        let answer = Kraken::answer_request(&requests[0].frame).unwrap();
+        let answer = Kraken.answer_request(&requests[0].frame).unwrap();
         assert_eq!((answer.subscribe.len(), answer.depth), (2, Some(25)));
         for (reply, symbol) in answer.replies.iter().zip(&symbols) {
             assert_eq!(
@@ -661,14 +674,14 @@ mod tests {
                 })
             );
         }
-        let unsubscribe = Kraken::unsubscribe_frames(&["BTC/USD".to_owned()], StreamKind::Diff, 10);
-        let answer = Kraken::answer_request(&unsubscribe[0]).unwrap();
+        let unsubscribe = Kraken.unsubscribe_frames(&["BTC/USD".to_owned()], StreamKind::Diff, 10);
+        let answer = Kraken.answer_request(&unsubscribe[0]).unwrap();
         assert_eq!(answer.unsubscribe, ["BTC/USD"]);
         assert_eq!(decode(&answer.replies[0]).0, Ok(Message::Ignored));
-        let pong = Kraken::answer_request(Kraken::client_ping().unwrap().1).unwrap();
+        let pong = Kraken.answer_request(Kraken.client_ping().unwrap().1).unwrap();
         assert_eq!(decode(&pong.replies[0]).0, Ok(Message::Heartbeat));
-        assert_eq!(Kraken::kept_depth(11), Some(25));
-        assert_eq!(Kraken::kept_depth(5000), Some(1000));
+        assert_eq!(Kraken.kept_depth(11), Some(25));
+        assert_eq!(Kraken.kept_depth(5000), Some(1000));
     }
 
     /// The simulator's frames decode to what it encoded, and carry the book's checksum.
@@ -683,7 +696,7 @@ mod tests {
             amount: 8,
         };
         let checksum = Kraken::checksum(&book, decimals);
-        Kraken::encode_snapshot("BTC/USD", &snapshot, SnapshotSource::InBand, checksum, 8, &mut frame);
+        Kraken.encode_snapshot("BTC/USD", &snapshot, SnapshotSource::InBand, checksum, 8, &mut frame);
         let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
         assert_eq!(message, Ok(Message::Book { stream: b"BTC/USD" }));
         assert_eq!(
@@ -696,7 +709,7 @@ mod tests {
         update.asks.clear();
         update.last_id = 1_786_540_345_149_000;
         frame.clear();
-        Kraken::encode_diff("BTC/USD", &update, None, 8, 0, &mut frame);
+        Kraken.encode_diff("BTC/USD", &update, None, 8, 0, &mut frame);
         let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
         assert_eq!(message, Ok(Message::Book { stream: b"BTC/USD" }));
         assert!(!decoded.is_snapshot);

@@ -48,10 +48,8 @@
 //! (`BTC-USD-SWAP`) are a number of USD, whose amount in the base currency is a division
 //! by the price, not exact; they are refused, as are options.
 
-use super::{
-    Acked, Answer, ConnectBudget, DecodeError, LevelShape, Message, Seen, Simulated,
-    SnapshotSource, StreamKind, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, check_sorted,
-};
+use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::wire::{Seen, check_sorted};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use crate::fixed::{DECIMALS, FixedPoint};
 use crate::sync::Sequencing;
@@ -528,7 +526,7 @@ fn stream_inst_id(stream: &str) -> &str {
 /// The requests for `op` on `channel` for `inst_ids`, 50 arguments a request, each with
 /// `id` (OKX acknowledges each argument by its instrument).
 fn requests(op: &str, channel: &str, inst_ids: &[String], id: u64) -> Vec<SubscribeRequest> {
-    super::chunked_requests(inst_ids, ARGS_PER_REQUEST, None, |chunk| {
+    super::wire::chunked_requests(inst_ids, ARGS_PER_REQUEST, None, |chunk| {
         let args: Vec<_> = chunk
             .iter()
             .map(|inst_id| serde_json::json!({"channel": channel, "instId": inst_id}))
@@ -545,24 +543,31 @@ fn channel_of(kind: StreamKind) -> &'static str {
 }
 
 impl Venue for Okx {
-    const NAME: &'static str = "okx";
-    /// PROTOCOLS.md gives `wss://ws.okx.com:8443/ws/v5/public`; OKX stopped serving port
-    /// 8443 on 2026-10-31 (a developer's note of that month, and nautilus_trader's OKX URLs,
-    /// which dropped the port in 2026): the standard port.
-    const DEFAULT_URL: &'static str = "wss://ws.okx.com/ws/v5/public";
-    const DEFAULT_REST_URL: &'static str = "https://www.okx.com";
-    /// "New connections: 3 per second per IP" (PROTOCOLS.md, OKX, Limits).
-    const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
-        attempts: 3,
-        per: std::time::Duration::from_secs(1),
+    const FACTS: VenueFacts = VenueFacts {
+        name: "okx",
+        exchange: "okx",
+        // PROTOCOLS.md gives `wss://ws.okx.com:8443/ws/v5/public`; OKX stopped serving port
+        // 8443 on 2026-10-31 (a developer's note of that month, and nautilus_trader's OKX URLs,
+        // which dropped the port in 2026): the standard port.
+        default_url: "wss://ws.okx.com/ws/v5/public",
+        default_rest_url: "https://www.okx.com",
+        // "New connections: 3 per second per IP" (PROTOCOLS.md, OKX, Limits).
+        connect_budget: ConnectBudget {
+            attempts: 3,
+            per: std::time::Duration::from_secs(1),
+        },
+        // "Fewer than 30 deep channels per connection" (PROTOCOLS.md, OKX, Channels); the
+        // 480 subscriptions an hour a connection allows are far from what 29 need.
+        max_streams_per_connection: 29,
+        snapshot_streams: true,
+        binary_books: false,
+        api_key_header: None,
+        snapshots: SnapshotSource::Rest,
+        sequencing: &SeqIdChain,
     };
-    const SEQUENCE: &'static dyn Sequencing = &SeqIdChain;
-    const SNAPSHOTS: SnapshotSource = SnapshotSource::Rest;
-    const SNAPSHOT_STREAMS: bool = true;
-    /// "Fewer than 30 deep channels per connection" (PROTOCOLS.md, OKX, Channels); the
-    /// 480 subscriptions an hour a connection allows are far from what 29 need.
-    const MAX_STREAMS_PER_CONNECTION: usize = 29;
+}
 
+impl Decode for Okx {
     fn decode<'a>(
         frame: &'a [u8],
         depth: usize,
@@ -571,17 +576,42 @@ impl Venue for Okx {
         decode_top_message(frame, depth, out)
     }
 
-    fn spot_symbol(base: &str, quote: &str) -> String {
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        decode_diff_message(frame, max_levels, out)
+    }
+
+    fn decode_snapshot(
+        body: &[u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(), DecodeError> {
+        decode_rest_snapshot(body, max_levels, out)
+    }
+}
+
+impl Checksum for Okx {
+    fn checksum(book: &DepthBook, _decimals: WireDecimals) -> Option<u32> {
+        Some(book_checksum(book))
+    }
+}
+
+impl Streams for Okx {
+    fn spot_symbol(&self, base: &str, quote: &str) -> String {
         format!("{base}-{quote}")
     }
 
     /// A book is known by its instrument id, on either channel.
-    fn stream_name(symbol: &str, _depth: usize) -> String {
+    fn stream_name(&self, symbol: &str, _depth: usize) -> String {
         symbol.to_owned()
     }
 
     /// Acknowledged once per instrument, naming it.
     fn subscribe_frames(
+        &self,
         streams: &[String],
         kind: StreamKind,
         _depth: usize,
@@ -590,19 +620,19 @@ impl Venue for Okx {
         requests("subscribe", channel_of(kind), streams, first_id.max(1))
     }
 
-    fn unsubscribe_frames(streams: &[String], kind: StreamKind, _depth: usize) -> Vec<String> {
+    fn unsubscribe_frames(&self, streams: &[String], kind: StreamKind, _depth: usize) -> Vec<String> {
         let requests = requests("unsubscribe", channel_of(kind), streams, UNSUBSCRIBE_REQUEST_ID);
         requests.into_iter().map(|request| request.frame).collect()
     }
 
     /// "If no message arrives within N < 30 s, send the text frame `ping`" (PROTOCOLS.md,
     /// OKX, Keep-alive).
-    fn client_ping() -> Option<(std::time::Duration, &'static str)> {
+    fn client_ping(&self) -> Option<(std::time::Duration, &'static str)> {
         Some((std::time::Duration::from_secs(20), "ping"))
     }
 
-    fn check_symbol(symbol: &str) -> Result<(), String> {
-        let parts = super::dashed_codes(symbol, MAX_INST_ID_LEN).unwrap_or_default();
+    fn check_symbol(&self, symbol: &str) -> Result<(), String> {
+        let parts = super::wire::dashed_codes(symbol, MAX_INST_ID_LEN).unwrap_or_default();
         if !(2..=3).contains(&parts.len()) {
             return Err(format!(
                 "an OKX instrument id is BASE-QUOTE (spot), BASE-QUOTE-SWAP or \
@@ -625,45 +655,27 @@ impl Venue for Okx {
     }
 
     /// SWAP and FUTURES (a third part in the id) are sized in contracts.
-    fn sized_in_contracts(symbol: &str) -> bool {
+    fn sized_in_contracts(&self, symbol: &str) -> bool {
         symbol.split('-').count() == 3
     }
 
-    fn diff_stream_name(symbol: &str) -> String {
+    fn diff_stream_name(&self, symbol: &str) -> String {
         symbol.to_owned()
     }
 
-    fn diff_stream_symbol(stream: &str) -> Option<String> {
+    fn diff_stream_symbol(&self, stream: &str) -> Option<String> {
         (!stream.is_empty() && !stream.contains(':')).then(|| stream.to_owned())
     }
+}
 
-    fn decode_diff<'a>(
-        frame: &'a [u8],
-        max_levels: usize,
-        out: &mut BookUpdate,
-    ) -> Result<Message<'a>, DecodeError> {
-        decode_diff_message(frame, max_levels, out)
-    }
-
-    fn checksum(book: &DepthBook, _decimals: WireDecimals) -> Option<u32> {
-        Some(book_checksum(book))
-    }
-
-    fn decode_snapshot(
-        body: &[u8],
-        max_levels: usize,
-        out: &mut BookUpdate,
-    ) -> Result<(), DecodeError> {
-        decode_rest_snapshot(body, max_levels, out)
-    }
-
+impl Snapshots for Okx {
     /// `GET /api/v5/market/books?instId=…&sz=…` (400 levels at most).
-    fn snapshot_url(rest_base: &str, symbol: &str, limit: usize) -> String {
+    fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {
         let size = limit.clamp(1, DIFF_LEVELS);
         format!("{rest_base}/api/v5/market/books?instId={symbol}&sz={size}")
     }
 
-    fn snapshot_symbol(url: &str) -> Option<String> {
+    fn snapshot_symbol(&self, url: &str) -> Option<String> {
         let (path, query) = url.split_once('?')?;
         if !path.ends_with("/api/v5/market/books") {
             return None;
@@ -676,7 +688,7 @@ impl Venue for Okx {
 
     /// "REST books 40 requests per 2 s per IP" (PROTOCOLS.md, OKX, Limits): one each,
     /// against a budget of 1200 a minute.
-    fn snapshot_weight(_limit: usize) -> u32 {
+    fn snapshot_weight(&self, _limit: usize) -> u32 {
         1
     }
 }
@@ -735,7 +747,7 @@ fn write_diff_message(
 /// streams `books5:<instId>`.
 impl Simulated for Okx {
     /// A `books5` message.
-    fn encode_book(stream: &str, book: &TopBook, _price_decimals: u32, out: &mut Vec<u8>) {
+    fn encode_book(&self, stream: &str, book: &TopBook, _price_decimals: u32, out: &mut Vec<u8>) {
         use std::io::Write;
         let inst_id = stream_inst_id(stream);
         write!(
@@ -758,7 +770,7 @@ impl Simulated for Okx {
     /// Subscriptions and unsubscriptions (an acknowledgement per argument; a channel
     /// other than `books` and `books5` refused, as OKX refuses what it does not know) and
     /// the text ping.
-    fn answer_request(request: &str) -> Option<Answer> {
+    fn answer_request(&self, request: &str) -> Option<Answer> {
         if request == "ping" {
             return Some(Answer {
                 replies: vec!["pong".to_owned()],
@@ -801,13 +813,13 @@ impl Simulated for Okx {
         Some(answer)
     }
 
-    fn reconnect_request() -> Option<&'static str> {
+    fn reconnect_request(&self) -> Option<&'static str> {
         Some(
             r#"{"event":"notice","code":"64008","msg":"The connection will soon be closed for a service upgrade. Please reconnect.","connId":"a4d3ae55"}"#,
         )
     }
 
-    fn levels_on_stream(stream: &str) -> usize {
+    fn levels_on_stream(&self, stream: &str) -> usize {
         match stream.starts_with("books5:") {
             true => TOP_LEVELS,
             false => DIFF_LEVELS,
@@ -815,6 +827,7 @@ impl Simulated for Okx {
     }
 
     fn encode_diff(
+        &self,
         stream: &str,
         update: &BookUpdate,
         checksum: Option<u32>,
@@ -828,6 +841,7 @@ impl Simulated for Okx {
     /// A REST answer, or the `books` snapshot that starts a subscription in the
     /// protocol's in-band form.
     fn encode_snapshot(
+        &self,
         stream: &str,
         snapshot: &BookUpdate,
         on: SnapshotSource,
@@ -852,12 +866,12 @@ impl Simulated for Okx {
     }
 
     /// `prevSeqId` is the last `seqId`; the ids are not consecutive.
-    fn next_event_ids(last_id: u64, changes: u64, _now_us: u64) -> (u64, u64) {
+    fn next_event_ids(&self, last_id: u64, changes: u64, _now_us: u64) -> (u64, u64) {
         (last_id, last_id + 7 + changes)
     }
 
     /// A `seqId` of the size of the 2026 recordings'.
-    fn initial_event_id(_now_us: u64) -> u64 {
+    fn initial_event_id(&self, _now_us: u64) -> u64 {
         79_706_756_139
     }
 }
@@ -897,7 +911,7 @@ mod tests {
                 r#"{"id":"0","event":"unsubscribe","arg":{"channel":"books","instId":"BTC-USDT"},"connId":"a4d3ae55"}"#,
                 Ok(Message::Ignored),
             ),
-            (Okx::reconnect_request().unwrap(), Ok(Message::Reconnect)),
+            (Okx.reconnect_request().unwrap(), Ok(Message::Reconnect)),
             (
                 r#"{"event":"notice","code":"64009","msg":"x","connId":"a4d3ae55"}"#,
                 Ok(Message::Ignored),
@@ -1023,11 +1037,11 @@ mod tests {
     #[test]
     fn subscriptions_round_trip_through_the_simulator() {
         let symbols: Vec<String> = (0..51).map(|n| format!("C{n}-USDT")).collect();
-        let requests = Okx::subscribe_frames(&symbols, StreamKind::Diff, 400, 3);
+        let requests = Okx.subscribe_frames(&symbols, StreamKind::Diff, 400, 3);
         assert_eq!(requests.len(), 2, "50 arguments a request");
         assert_eq!((requests[0].streams.clone(), requests[1].streams.clone()), (0..50, 50..51));
         assert!(requests.iter().all(|request| request.id.is_none() && request.frame.len() <= 4096));
-        let answer = Okx::answer_request(&requests[1].frame).unwrap();
+        let answer = Okx.answer_request(&requests[1].frame).unwrap();
         assert_eq!(answer.subscribe, ["C50-USDT"]);
         assert_eq!(
             decode(&answer.replies[0]).0,
@@ -1036,26 +1050,26 @@ mod tests {
                 acked: Acked::Stream(b"C50-USDT"),
             })
         );
-        let top = Okx::subscribe_frames(&symbols[..1], StreamKind::Snapshots, 10, 1);
+        let top = Okx.subscribe_frames(&symbols[..1], StreamKind::Snapshots, 10, 1);
         assert!(top[0].frame.contains(r#""channel":"books5""#), "{}", top[0].frame);
-        assert_eq!(Okx::answer_request(&top[0].frame).unwrap().subscribe, ["books5:C0-USDT"]);
-        let unsubscribe = Okx::unsubscribe_frames(&symbols[..1], StreamKind::Diff, 400);
-        let answer = Okx::answer_request(&unsubscribe[0]).unwrap();
+        assert_eq!(Okx.answer_request(&top[0].frame).unwrap().subscribe, ["books5:C0-USDT"]);
+        let unsubscribe = Okx.unsubscribe_frames(&symbols[..1], StreamKind::Diff, 400);
+        let answer = Okx.answer_request(&unsubscribe[0]).unwrap();
         assert_eq!(answer.unsubscribe, ["C0-USDT"]);
         assert_eq!(decode(&answer.replies[0]).0, Ok(Message::Ignored));
-        let pong = Okx::answer_request(Okx::client_ping().unwrap().1).unwrap();
+        let pong = Okx.answer_request(Okx.client_ping().unwrap().1).unwrap();
         assert_eq!(decode(&pong.replies[0]).0, Ok(Message::Heartbeat));
-        let url = Okx::snapshot_url("https://www.okx.com", "BTC-USDT", 1000);
+        let url = Okx.snapshot_url("https://www.okx.com", "BTC-USDT", 1000);
         assert_eq!(url, "https://www.okx.com/api/v5/market/books?instId=BTC-USDT&sz=400");
         let path = url.strip_prefix("https://www.okx.com").unwrap();
-        assert_eq!(Okx::snapshot_symbol(path).as_deref(), Some("BTC-USDT"));
-        assert_eq!(Okx::snapshot_symbol(&url).as_deref(), Some("BTC-USDT"), "a whole URL");
+        assert_eq!(Okx.snapshot_symbol(path).as_deref(), Some("BTC-USDT"));
+        assert_eq!(Okx.snapshot_symbol(&url).as_deref(), Some("BTC-USDT"), "a whole URL");
         for accepted in ["BTC-USDT", "BTC-USDT-SWAP", "ETH-USDC-261225"] {
-            assert!(Okx::check_symbol(accepted).is_ok(), "{accepted}");
+            assert!(Okx.check_symbol(accepted).is_ok(), "{accepted}");
         }
-        assert!(!Okx::sized_in_contracts("BTC-USDT"));
-        assert!(Okx::sized_in_contracts("BTC-USDT-SWAP"));
-        assert!(Okx::sized_in_contracts("ETH-USDC-261225"));
+        assert!(!Okx.sized_in_contracts("BTC-USDT"));
+        assert!(Okx.sized_in_contracts("BTC-USDT-SWAP"));
+        assert!(Okx.sized_in_contracts("ETH-USDC-261225"));
         let refused = [
             "BTC-USD-SWAP",
             "BTC-USD-261225",
@@ -1066,7 +1080,7 @@ mod tests {
             "BTC--USDT",
         ];
         for refused in refused {
-            assert!(Okx::check_symbol(refused).is_err(), "{refused}");
+            assert!(Okx.check_symbol(refused).is_err(), "{refused}");
         }
     }
 
@@ -1086,14 +1100,14 @@ mod tests {
             ..BookUpdate::default()
         };
         let mut frame = Vec::new();
-        Okx::encode_diff("BTC-USDT", &update, Some(-308_733_687i32 as u32), 8, 1, &mut frame);
+        Okx.encode_diff("BTC-USDT", &update, Some(-308_733_687i32 as u32), 8, 1, &mut frame);
         let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
         assert_eq!(message, Ok(Message::Book { stream: b"BTC-USDT" }));
         assert_eq!((&decoded.bids, &decoded.asks), (&update.bids, &update.asks));
         assert_eq!((decoded.first_id, decoded.last_id), (100, 130));
         assert_eq!(decoded.checksum, Some(-308_733_687i32 as u32));
         frame.clear();
-        Okx::encode_diff("BTC-USDT", &update, None, 8, 1, &mut frame);
+        Okx.encode_diff("BTC-USDT", &update, None, 8, 1, &mut frame);
         assert!(std::str::from_utf8(&frame).unwrap().contains(r#""checksum":0,"#));
         assert_eq!(decode(std::str::from_utf8(&frame).unwrap()).1.checksum, None);
         let snapshot = BookUpdate {
@@ -1104,12 +1118,12 @@ mod tests {
             ..BookUpdate::default()
         };
         frame.clear();
-        Okx::encode_snapshot("BTC-USDT", &snapshot, SnapshotSource::InBand, Some(7), 8, &mut frame);
+        Okx.encode_snapshot("BTC-USDT", &snapshot, SnapshotSource::InBand, Some(7), 8, &mut frame);
         let (_, decoded) = decode(std::str::from_utf8(&frame).unwrap());
         assert!(decoded.is_snapshot);
         assert_eq!((decoded.last_id, decoded.checksum), (130, Some(7)));
         frame.clear();
-        Okx::encode_snapshot("BTC-USDT", &snapshot, SnapshotSource::Rest, None, 8, &mut frame);
+        Okx.encode_snapshot("BTC-USDT", &snapshot, SnapshotSource::Rest, None, 8, &mut frame);
         let mut rest = BookUpdate::default();
         Okx::decode_snapshot(&frame, 400, &mut rest).unwrap();
         assert_eq!((&rest.bids, &rest.asks, rest.last_id), (&snapshot.bids, &snapshot.asks, 130));
@@ -1117,7 +1131,7 @@ mod tests {
         top.bids.push(level("30236.1", "0.18050747"));
         top.venue_sequence = 9;
         frame.clear();
-        Okx::encode_book("books5:BTC-USDT", &top, 8, &mut frame);
+        Okx.encode_book("books5:BTC-USDT", &top, 8, &mut frame);
         let mut decoded = TopBook::default();
         assert_eq!(
             Okx::decode(&frame, 10, &mut decoded),

@@ -109,13 +109,13 @@ impl Harness {
         // An instrument is named by its symbol, less a market's prefix's ':'.
         let (name, other_name) = (symbol.replace(':', "-"), other.replace(':', "-"));
         // Pings every 100 ms, where the venue takes them.
-        let pings = match venue.client_ping() {
+        let pings = match venue.streams().client_ping() {
             Some(_) => "ping_interval_ms = 100",
             None => "",
         };
         // A key file, where the venue's market data needs one (the simulator checks it is
         // sent).
-        let api_key = match venue.api_key_header() {
+        let api_key = match venue.facts().api_key_header {
             Some(_) => format!("api_key_file = {:?}", super::api_key_file(venue).display()),
             None => String::new(),
         };

@@ -155,7 +155,7 @@ pub fn diff_books(data: &[u8]) {
         return;
     };
     let venue = VenueId::ALL[usize::from(selector) % VenueId::ALL.len()];
-    let mut sync = BookSync::new(venue.sequencing(), DEPTH, 16);
+    let mut sync = BookSync::new(venue.facts().sequencing, DEPTH, 16);
     let mut update = BookUpdate::default();
     for line in input.split(|&byte| byte == b'\n') {
         if let Some(body) = line.strip_prefix(b"S") {

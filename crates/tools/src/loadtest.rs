@@ -494,8 +494,10 @@ fn ticks_per_second(spec: &LoadSpec) -> u32 {
 /// Each instrument's symbol on `venue`: the first is ETH/BTC, the others made up.
 fn symbol(venue: VenueId, instrument: usize) -> String {
     match instrument {
-        0 => venue.spot_symbol("ETH", "BTC"),
-        _ => venue.spot_symbol(&format!("I{instrument}"), "BTC"),
+        0 => venue.streams().spot_symbol("ETH", "BTC"),
+        _ => venue
+            .streams()
+            .spot_symbol(&format!("I{instrument}"), "BTC"),
     }
 }
 
@@ -504,8 +506,10 @@ fn symbol(venue: VenueId, instrument: usize) -> String {
 /// the service names `ETH-BTC`).
 fn streams(spec: &LoadSpec) -> Vec<Vec<(VenueId, String)>> {
     let simulated = |venue: VenueId, instrument: usize| {
-        let stream = venue.stream_name(&symbol(venue, instrument), spec.depth);
-        let requests = venue.subscribe_frames(
+        let stream = venue
+            .streams()
+            .stream_name(&symbol(venue, instrument), spec.depth);
+        let requests = venue.streams().subscribe_frames(
             std::slice::from_ref(&stream),
             StreamKind::Snapshots,
             spec.depth,
@@ -513,7 +517,7 @@ fn streams(spec: &LoadSpec) -> Vec<Vec<(VenueId, String)>> {
         );
         requests
             .first()
-            .and_then(|request| venue.answer_request(&request.frame))
+            .and_then(|request| venue.simulated().answer_request(&request.frame))
             .and_then(|answer| answer.subscribe.into_iter().next())
             .unwrap_or(stream)
     };

@@ -152,7 +152,7 @@ fn main() -> ExitCode {
             if args.venues.is_empty() {
                 args.venues = snapshot_venues().collect();
             }
-            if let Some(venue) = args.venues.iter().find(|v| !v.has_snapshot_streams()) {
+            if let Some(venue) = args.venues.iter().find(|v| !v.facts().snapshot_streams) {
                 eprintln!(
                     "mergebook-tools loadtest: {venue} has no snapshot streams (the harness \
                      times snapshot-mode books); venues it can load: {}",
@@ -389,5 +389,5 @@ fn snapshot_venues() -> impl Iterator<Item = VenueId> {
     VenueId::ALL
         .iter()
         .copied()
-        .filter(|venue| venue.has_snapshot_streams())
+        .filter(|venue| venue.facts().snapshot_streams)
 }

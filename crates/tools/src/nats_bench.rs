@@ -113,14 +113,14 @@ fn start_service(
     // Each instrument on every venue with top-N snapshot streams.
     let venues = VenueId::ALL
         .iter()
-        .filter(|venue| venue.has_snapshot_streams());
+        .filter(|venue| venue.facts().snapshot_streams);
     for index in 0..count {
         let symbols: Vec<String> = venues
             .clone()
             .map(|venue| {
                 format!(
                     "{venue} = \"{}\"",
-                    venue.spot_symbol(&format!("I{index}"), "BTC")
+                    venue.streams().spot_symbol(&format!("I{index}"), "BTC")
                 )
             })
             .collect();

@@ -111,7 +111,7 @@ const FAULTS: [(&str, Inject); 16] = [
         // Only a top-N snapshot stream replaces the book with one frame.
         let venue = std::iter::once(venue)
             .chain(VenueId::ALL.iter().copied())
-            .find(|venue| venue.has_snapshot_streams())?;
+            .find(|venue| venue.facts().snapshot_streams)?;
         let mut book = mergebook::book::TopBook {
             venue_sequence: u64::MAX / 2,
             ..Default::default()
@@ -121,7 +121,12 @@ const FAULTS: [(&str, Inject); 16] = [
             amount: mergebook::fixed::FixedPoint::from_raw(100_000_000),
         });
         let mut frame = Vec::new();
-        venue.encode_book(&venue.stream_name("ETHBTC", DEPTH), &book, 8, &mut frame);
+        venue.simulated().encode_book(
+            &venue.streams().stream_name("ETHBTC", DEPTH),
+            &book,
+            8,
+            &mut frame,
+        );
         simulator.send_raw(
             venue,
             String::from_utf8(frame).expect("encoders write UTF-8"),
@@ -256,7 +261,12 @@ impl SoakReport {
 fn config(simulator: &Simulator) -> Result<Config, String> {
     let symbols: Vec<String> = VenueId::ALL
         .iter()
-        .map(|venue| format!("{venue} = \"{}\"", venue.spot_symbol("ETH", "BTC")))
+        .map(|venue| {
+            format!(
+                "{venue} = \"{}\"",
+                venue.streams().spot_symbol("ETH", "BTC")
+            )
+        })
         .collect();
     let symbols = symbols.join(", ");
     let text = format!(

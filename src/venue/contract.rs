@@ -1,0 +1,435 @@
+//! The venue contract: a venue's facts in one constant descriptor ([`VenueFacts`]), its
+//! behaviour in a few small traits by concern, and the types they speak in.
+//!
+//! | trait | what | called |
+//! |---|---|---|
+//! | [`Decode`] | frames → books, typed errors | per frame: enum dispatch (`VenueId`), inlined |
+//! | [`Checksum`] | the venue's book checksum | per diff message: enum dispatch |
+//! | [`Streams`] | stream and symbol names, (un)subscribe frames, pings, endpoints | at connect: `&dyn` |
+//! | [`Snapshots`] | where a diff book starts from, what a snapshot costs | per resync: `&dyn` |
+//! | [`Simulated`] | the simulator's side: encoders, answers, event ids | in the simulator: `&dyn` |
+//!
+//! The sync rules of a diff stream are the venue's [`Sequencing`], named by its facts.
+
+use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
+use crate::sync::Sequencing;
+use crate::walker::DecodeError;
+
+use super::LevelTexts;
+
+/// What a venue is, where it is and what it allows: plain data, one constant per venue
+/// (`Venue::FACTS`), read through `VenueId::facts`.
+pub struct VenueFacts {
+    /// The name used in config, metrics and published levels.
+    pub name: &'static str,
+    /// The exchange whose books this feed carries: the venue's own name, or the name of
+    /// the venue that is another feed of the same books (the simulator serves both from
+    /// one market).
+    pub exchange: &'static str,
+    /// The venue's public market-data WebSocket (`venues.<name>.url` overrides it).
+    pub default_url: &'static str,
+    /// Where the venue's REST API is (`venues.<name>.rest_url` overrides it).
+    pub default_rest_url: &'static str,
+    /// The venue's limit on connection attempts, which every reconnect respects.
+    pub connect_budget: ConnectBudget,
+    /// The most streams one connection may carry: a venue's streams are spread over as
+    /// many connections as this asks for.
+    pub max_streams_per_connection: usize,
+    /// Whether the venue has top-of-book snapshot streams (`mode = "snapshot"`); without
+    /// them, `diff` is its only mode.
+    pub snapshot_streams: bool,
+    /// Whether the venue sends its books in binary frames (Binance SBE), read by
+    /// [`Decode::decode_binary`] and [`Decode::decode_diff_binary`]; its text frames are
+    /// still read by `decode` and `decode_diff` (subscription answers). A binary frame
+    /// from any other venue is a bad frame.
+    pub binary_books: bool,
+    /// The HTTP header of the WebSocket upgrade that carries the venue's API key, where
+    /// its market data needs one (`venues.<name>.api_key_env` or `api_key_file`).
+    pub api_key_header: Option<&'static str>,
+    /// Where diff-mode books start from.
+    pub snapshots: SnapshotSource,
+    /// How the diff stream is sequenced: the venue's sync rules (`sync.rs` applies them).
+    pub sequencing: &'static dyn Sequencing,
+}
+
+/// An exchange's wire protocol, for the service: its facts and its behaviour. The
+/// registry (`venues!` in `venue/mod.rs`) also takes the venue's [`Simulated`] side.
+pub trait Venue: Decode + Checksum + Streams + Snapshots {
+    const FACTS: VenueFacts;
+}
+
+/// Reading a venue's frames. Pure: bytes in, book or typed error out; no I/O, no clock,
+/// no allocation, no panic on any input. On the hot path, so `VenueId` calls these by
+/// enum dispatch (each venue's decoder inlined into its arm), never through a vtable.
+pub trait Decode {
+    /// Decodes one text frame, writing a book message's top `depth` levels per side into
+    /// `out`. On error `out` holds garbage and must not be published. A venue without
+    /// snapshot streams (`VenueFacts::snapshot_streams`) has none to decode.
+    fn decode<'a>(
+        frame: &'a [u8],
+        depth: usize,
+        out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError> {
+        let _ = (frame, depth, out);
+        Err(DecodeError::UnknownMessage(
+            "frame outside diff mode (the venue has no snapshot streams)",
+        ))
+    }
+
+    /// Decodes one binary frame of a snapshot connection, as [`Decode::decode`] a text one.
+    fn decode_binary<'a>(
+        frame: &'a [u8],
+        depth: usize,
+        out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError> {
+        let _ = (frame, depth, out);
+        Err(DecodeError::UnknownMessage("binary frame"))
+    }
+
+    /// Decodes one text frame of a diff connection. `Message::Book` means `out` holds one
+    /// diff event: all its levels in wire order (zero amounts delete), at most
+    /// `max_levels` a side. On error `out` holds garbage.
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError>;
+
+    /// Decodes one binary frame of a diff connection, as [`Decode::decode_diff`] a text one.
+    fn decode_diff_binary<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        let _ = (frame, max_levels, out);
+        Err(DecodeError::UnknownMessage("binary frame"))
+    }
+
+    /// The event at byte `at` of a frame that [`Decode::decode_diff`] read as
+    /// [`Message::Books`], into `out` as `decode_diff` writes one: its stream, and where the
+    /// next event starts if one follows. A venue whose frames each hold one event has none.
+    fn decode_next_event<'a>(
+        frame: &'a [u8],
+        at: usize,
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(&'a [u8], Option<usize>), DecodeError> {
+        let _ = (frame, at, max_levels, out);
+        Err(DecodeError::UnknownMessage(
+            "a second event in a frame (the venue sends one a frame)",
+        ))
+    }
+
+    /// Decodes a REST snapshot body into `out` (sides best first, at most `max_levels`).
+    /// An in-band venue (`SnapshotSource::InBand`) fetches none.
+    fn decode_snapshot(
+        body: &[u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(), DecodeError> {
+        let _ = (body, max_levels, out);
+        Err(DecodeError::UnknownMessage(
+            "REST body (the venue's snapshots come on the WebSocket)",
+        ))
+    }
+
+    /// Whether a book message naming `named` (what [`Message::Book`]'s `stream` holds) is
+    /// of the stream `stream`: the same name, unless the venue's messages name their
+    /// books otherwise (Binance SBE: by the symbol alone).
+    #[inline]
+    fn names_stream(stream: &str, named: &[u8]) -> bool {
+        stream.as_bytes() == named
+    }
+}
+
+/// The venue's checksum of a diff book, where it has one; computed after every message,
+/// so enum-dispatched like [`Decode`]. A venue without one implements it empty.
+pub trait Checksum {
+    /// The venue's checksum of `book` with its numbers written with `decimals`, to compare
+    /// with the one a message carries (`BookUpdate::checksum`); `None` where the venue has
+    /// none.
+    fn checksum(book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
+        let _ = (book, decimals);
+        None
+    }
+
+    /// `checksum`, as a feed computes it after each message: with the level texts of this
+    /// book's last checksum at hand (`LevelTexts`), where the venue's checksum is over
+    /// text. Always equal to `checksum`.
+    fn checksum_after_change(
+        book: &DepthBook,
+        decimals: WireDecimals,
+        texts: &mut LevelTexts,
+    ) -> Option<u32> {
+        let _ = texts;
+        Self::checksum(book, decimals)
+    }
+}
+
+/// Names and subscriptions: what a connection asks the venue for, and how the venue names
+/// symbols, streams and endpoints. Used when connecting and planning, through `&dyn`.
+pub trait Streams: Sync {
+    /// The stream (channel) this venue publishes `symbol`'s book on, for `depth` levels.
+    fn stream_name(&self, symbol: &str, depth: usize) -> String;
+
+    /// The diff stream of `symbol`.
+    fn diff_stream_name(&self, symbol: &str) -> String;
+
+    /// The symbol whose diff stream `stream` is (the inverse of `diff_stream_name`, up to
+    /// letter case), or `None` for any other stream.
+    fn diff_stream_symbol(&self, stream: &str) -> Option<String>;
+
+    /// Whether `stream` is a diff stream.
+    fn is_diff_stream(&self, stream: &str) -> bool {
+        self.diff_stream_symbol(stream).is_some()
+    }
+
+    /// The requests that subscribe an open connection to `streams`, of `kind`, of books
+    /// of `depth` levels a side (where the venue takes a depth). Requests the venue
+    /// acknowledges by id are numbered from `first_id` on.
+    fn subscribe_frames(
+        &self,
+        streams: &[String],
+        kind: StreamKind,
+        depth: usize,
+        first_id: u64,
+    ) -> Vec<SubscribeRequest>;
+
+    /// The text frames that end the subscriptions to `streams` (as `subscribe_frames`
+    /// made them).
+    fn unsubscribe_frames(&self, streams: &[String], kind: StreamKind, depth: usize)
+    -> Vec<String>;
+
+    /// An application-level ping the venue wants from its clients, and how often; `None`
+    /// where WebSocket pings, or the venue's own heartbeats, keep the connection alive.
+    fn client_ping(&self) -> Option<(std::time::Duration, &'static str)> {
+        None
+    }
+
+    /// The URL of the connection that serves `symbol`, from the venue's configured `url`:
+    /// that URL itself where one endpoint serves every symbol.
+    fn endpoint(&self, url: &str, symbol: &str) -> String {
+        let _ = symbol;
+        url.to_owned()
+    }
+
+    /// The venue's symbol for the spot pair `base`/`quote` (upper-case currency codes):
+    /// what tools and generated configurations name the pair by.
+    fn spot_symbol(&self, base: &str, quote: &str) -> String;
+
+    /// Why `symbol` cannot name one of the venue's books (a configuration error), if it
+    /// cannot.
+    fn check_symbol(&self, symbol: &str) -> Result<(), String> {
+        let _ = symbol;
+        Ok(())
+    }
+
+    /// Whether `symbol`'s sizes are contracts (a derivative's): its books are merged as
+    /// an amount of the base currency, each size times the instrument's configured
+    /// contract size (`contract_sizes`), which such a symbol requires.
+    fn sized_in_contracts(&self, symbol: &str) -> bool {
+        let _ = symbol;
+        false
+    }
+}
+
+/// Diff mode's snapshots (`mode = "diff"`): where a full-depth book starts from, what it
+/// costs, and how deep the venue keeps it. The buffering and joining are `sync.rs`'s.
+pub trait Snapshots: Sync {
+    /// The levels a side of a diff book the venue maintains when subscribed for
+    /// `requested`: `Some` where it sends only its top N and no deletes for levels pushed
+    /// out of them (the book is cut to that after each message); `None`: full depth.
+    fn kept_depth(&self, requested: usize) -> Option<usize> {
+        let _ = requested;
+        None
+    }
+
+    /// The REST URL of `symbol`'s snapshot with `limit` levels a side (where the venue
+    /// takes a limit).
+    fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String;
+
+    /// The symbol a snapshot URL asks for (the simulator's REST server; matching recorded
+    /// REST responses to streams in a replay); `None` for an in-band venue.
+    fn snapshot_symbol(&self, url: &str) -> Option<String> {
+        let _ = url;
+        None
+    }
+
+    /// What one snapshot request of `limit` levels costs against the venue's budget: an
+    /// in-band venue's is a resubscription, counted as one request.
+    fn snapshot_weight(&self, limit: usize) -> u32 {
+        let _ = limit;
+        1
+    }
+}
+
+/// The simulator's side of a venue: what the embedded exchange simulator (`sim/`) serves
+/// in the venue's own protocol, and what tests and benches build frames with. Apart from
+/// [`Venue`], which is what the service needs to read the venue; each venue writes it in
+/// its folder's `sim.rs`.
+pub trait Simulated: Sync {
+    /// Appends `book` to `out` as this venue's book frame for `stream`, byte for byte in
+    /// the recorded wire format (prices with `price_decimals` digits where exact). The
+    /// simulator serves these; tests and benches decode them.
+    fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>);
+
+    /// What the venue does with `request` (a subscription, an unsubscription, an
+    /// application ping), if it knows it.
+    fn answer_request(&self, request: &str) -> Option<Answer>;
+
+    /// How often the venue sends WebSocket pings, if it does (most keep connections alive
+    /// with their own heartbeats, or the client's pings).
+    fn server_ping_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// The frame by which the venue asks clients to reconnect, where it has one.
+    fn reconnect_request(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// How many levels a side the venue sends on `stream`.
+    fn levels_on_stream(&self, stream: &str) -> usize;
+
+    /// Appends one diff event frame for `stream` in the recorded wire format, carrying
+    /// `checksum` (of the book after the event) where the venue sends one.
+    fn encode_diff(
+        &self,
+        stream: &str,
+        update: &BookUpdate,
+        checksum: Option<u32>,
+        price_decimals: u32,
+        unix_ms: u64,
+        out: &mut Vec<u8>,
+    );
+
+    /// Appends a snapshot of `stream` in the recorded format, as sent `on`: a REST body
+    /// ([`SnapshotSource::Rest`]) or a WebSocket frame on the stream
+    /// ([`SnapshotSource::InBand`]), carrying `checksum` where the venue sends one.
+    fn encode_snapshot(
+        &self,
+        stream: &str,
+        snapshot: &BookUpdate,
+        on: SnapshotSource,
+        checksum: Option<u32>,
+        price_decimals: u32,
+        out: &mut Vec<u8>,
+    );
+
+    /// The ids of the diff event after `last_id` that changes `changes` levels at
+    /// `now_us` (unix microseconds), as the venue numbers them.
+    fn next_event_ids(&self, last_id: u64, changes: u64, now_us: u64) -> (u64, u64);
+
+    /// The id a new diff stream's book starts at.
+    fn initial_event_id(&self, now_us: u64) -> u64;
+
+    /// The venue's heartbeat message on a subscribed connection, the `counter`th, where
+    /// it sends one a second for the whole connection (Coinbase Advanced Trade's
+    /// `heartbeats` channel); `None` where it sends none.
+    fn heartbeat(&self, counter: u64) -> Option<String> {
+        let _ = counter;
+        None
+    }
+
+    /// `frame` as the `number`th message of its connection, where the venue numbers every
+    /// message it sends on one (`BookUpdate::message_number`): the simulator numbers each
+    /// frame as it sends it. `None`: frames go out as encoded.
+    fn number_message(&self, frame: &str, number: u64) -> Option<String> {
+        let _ = (frame, number);
+        None
+    }
+}
+
+/// A venue's limit on connection attempts: at most `attempts` per `per`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectBudget {
+    pub attempts: u32,
+    pub per: std::time::Duration,
+}
+
+/// Where a venue's diff-mode books start from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotSource {
+    /// A REST request per instrument, joined to the diff events buffered meanwhile.
+    Rest,
+    /// The diff stream itself: a subscription starts with a snapshot
+    /// (`BookUpdate::is_snapshot`), and one instrument is resynchronised by subscribing
+    /// to it again.
+    InBand,
+}
+
+/// What the venue's simulator does with a request a client sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Answer {
+    /// Streams the request subscribes to.
+    pub subscribe: Vec<String>,
+    /// Streams the request unsubscribes from.
+    pub unsubscribe: Vec<String>,
+    /// The frames the venue answers with.
+    pub replies: Vec<String>,
+    /// The book depth a subscription asks for, where it names one.
+    pub depth: Option<usize>,
+    /// The request was the client's application-level ping.
+    pub ping: bool,
+}
+
+/// What one frame from a venue said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Message<'a> {
+    /// The output book now holds the venue's complete top of book for the stream named
+    /// `stream` (Binance combined stream name, Bitstamp channel; empty on a raw stream).
+    Book { stream: &'a [u8] },
+    /// A frame of several books' events (Coinbase Advanced Trade's `events`): the output
+    /// holds the first, `stream`'s; the next starts at byte `next` of the frame, for
+    /// [`Decode::decode_next_event`]. The decoder has checked the whole frame.
+    Books { stream: &'a [u8], next: usize },
+    /// The venue confirmed (or refused) a subscription: `acked` names which.
+    SubscribeResult { accepted: bool, acked: Acked<'a> },
+    /// The venue asks the client to reconnect (Binance `serverShutdown`, Bitstamp
+    /// `bts:request_reconnect`).
+    Reconnect,
+    /// An application-level heartbeat.
+    Heartbeat,
+    /// The venue's heartbeat for the connection's subscriptions: they are live, with
+    /// nothing to send (the read-idle watchdog counts it as book data, so a quiet book is
+    /// not taken for a dead subscription).
+    SubscriptionsAlive,
+    /// A well-formed message this decoder has no use for (other event types).
+    Ignored,
+}
+
+/// What a subscription's acknowledgement names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acked<'a> {
+    /// The request with this id (`SubscribeRequest::id`): every stream it asked for.
+    Request(u64),
+    /// One stream, by its name (a venue that acknowledges each stream of a request).
+    Stream(&'a [u8]),
+    /// The venue's acknowledgement names nothing (Bybit's linear market may echo an empty
+    /// `req_id`): the oldest request still waiting.
+    Oldest,
+}
+
+/// The request id of every unsubscribe frame, which no subscription has (the core numbers
+/// its subscriptions from 1): its acknowledgement is of no subscription, and ignored.
+pub const UNSUBSCRIBE_REQUEST_ID: u64 = 0;
+
+/// Which of a venue's book streams a connection subscribes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// Top-of-book snapshots (`mode = "snapshot"`, [`Streams::stream_name`]).
+    Snapshots,
+    /// The diff stream (`mode = "diff"`, [`Streams::diff_stream_name`]).
+    Diff,
+}
+
+/// One subscribe frame, and how the venue acknowledges it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscribeRequest {
+    pub frame: String,
+    /// `Some(id)`: one acknowledgement for the whole request, naming `id`
+    /// (`Acked::Request`); `None`: one per stream, naming it (`Acked::Stream`).
+    pub id: Option<u64>,
+    /// The streams it asks for, as indices into the streams given.
+    pub streams: std::ops::Range<usize>,
+}

@@ -1,0 +1,111 @@
+//! What the venues' wire formats share: requests split into chunks, symbol checks, levels
+//! written as `[["price","amount"],…]`, the bookkeeping of a message's required keys, the
+//! check that a snapshot's side is sorted. A venue uses these rather than its own copy.
+
+use super::{DecodeError, SubscribeRequest};
+use crate::book::{Level, Side};
+use crate::fixed::DECIMALS;
+
+/// The requests for `streams`, at most `per_request` a request, in order, each frame
+/// written by `frame` from its streams. `first_id`: the first request's id where the venue
+/// acknowledges each request by an id (the next ones numbered on from it); `None` where it
+/// acknowledges each stream by its name.
+pub(crate) fn chunked_requests(
+    streams: &[String],
+    per_request: usize,
+    first_id: Option<u64>,
+    mut frame: impl FnMut(&[String]) -> String,
+) -> Vec<SubscribeRequest> {
+    streams
+        .chunks(per_request)
+        .enumerate()
+        .map(|(index, chunk)| {
+            let start = index * per_request;
+            SubscribeRequest {
+                frame: frame(chunk),
+                id: first_id.map(|first| first + index as u64),
+                streams: start..start + chunk.len(),
+            }
+        })
+        .collect()
+}
+
+/// The `-`-separated parts of a symbol of at most `max_len` bytes (`ETH-USD`,
+/// `BTC-USDT-SWAP`), each upper-case letters and digits; `None` for anything else.
+pub(crate) fn dashed_codes(symbol: &str, max_len: usize) -> Option<Vec<&str>> {
+    let code = |part: &&str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    };
+    let parts: Vec<&str> = symbol.split('-').collect();
+    (symbol.len() <= max_len && parts.iter().all(code)).then_some(parts)
+}
+
+/// Writes a side as `[["price","amount"],…]` with `separator` after each `,`.
+pub(crate) fn write_levels(
+    levels: &[Level],
+    price_decimals: u32,
+    separator: &str,
+    out: &mut Vec<u8>,
+) {
+    out.push(b'[');
+    for (index, level) in levels.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+            out.extend_from_slice(separator.as_bytes());
+        }
+        out.extend_from_slice(b"[\"");
+        level.price.append_decimal(price_decimals, out);
+        out.extend_from_slice(b"\",");
+        out.extend_from_slice(separator.as_bytes());
+        out.push(b'"');
+        level.amount.append_decimal(DECIMALS, out);
+        out.extend_from_slice(b"\"]");
+    }
+    out.push(b']');
+}
+
+/// A snapshot's side must be strictly sorted best first.
+pub(crate) fn check_sorted(side: Side, levels: &[Level]) -> Result<(), DecodeError> {
+    match levels
+        .windows(2)
+        .all(|pair| side.is_better(pair[0].price, pair[1].price))
+    {
+        true => Ok(()),
+        false => Err(DecodeError::Unsorted(side)),
+    }
+}
+
+/// Tracks which of a message's required keys were seen, refusing duplicates.
+#[derive(Default)]
+pub(crate) struct Seen(u32);
+
+impl Seen {
+    /// Marks `key` (bit `bit`) as seen; a second sighting is an error.
+    pub(crate) fn mark(&mut self, bit: u32, key: &'static str) -> Result<(), DecodeError> {
+        if self.0 & (1 << bit) != 0 {
+            return Err(DecodeError::DuplicateKey(key));
+        }
+        self.0 |= 1 << bit;
+        Ok(())
+    }
+
+    pub(crate) fn has(&self, bit: u32) -> bool {
+        self.0 & (1 << bit) != 0
+    }
+
+    /// Whether any of `keys` (bit, name) was seen.
+    pub(crate) fn any(&self, keys: &[(u32, &'static str)]) -> bool {
+        keys.iter().any(|&(bit, _)| self.has(bit))
+    }
+
+    /// The first of `keys` (bit, name) not seen, as the error naming it.
+    pub(crate) fn require(&self, keys: &[(u32, &'static str)]) -> Result<(), DecodeError> {
+        match keys.iter().find(|&&(bit, _)| !self.has(bit)) {
+            Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
+            None => Ok(()),
+        }
+    }
+}
