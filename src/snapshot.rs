@@ -3,7 +3,7 @@
 //!
 //! One scheduler per venue reader serves all its instruments, because the venue's budget
 //! is per client IP, not per instrument. It keeps the venue's rules:
-//! - a request-weight budget (Binance weighs a depth request by its limit; PROTOCOLS.md),
+//! - a request-weight budget (Binance weighs a depth request by its limit; docs/protocols.md),
 //!   refilled continuously, never overdrawn;
 //! - at least `spacing` between two requests, so bootstrapping many instruments is spread
 //!   out rather than burst (and one request at a time);

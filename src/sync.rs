@@ -2,7 +2,7 @@
 //! (`mode = "diff"`). Pure: events and snapshots in, outcomes out; no I/O and no clock, so
 //! the live reader and `mergebook replay` run exactly these rules (through `feed::core`).
 //!
-//! The algorithm is the venues' own (PROTOCOLS.md): buffer events while the snapshot is
+//! The algorithm is the venues' own (docs/protocols.md): buffer events while the snapshot is
 //! fetched; the snapshot replaces the book; buffered events it already contains are
 //! dropped and the rest applied; live events follow. How a stream is sequenced — what is
 //! contained, what is a gap, what joins — is the venue's ([`Sequencing`], in

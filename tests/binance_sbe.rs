@@ -1,5 +1,5 @@
 //! Binance's binary (SBE) feed, `binance_sbe`. No SBE frame is recorded in the fixtures
-//! (PROTOCOLS.md, Binance, "SBE"): frames are built from the schema, by a writer here that
+//! (docs/protocols.md, Binance SBE): frames are built from the schema, by a writer here that
 //! varies what the schema lets vary (exponents, appended fields), and read by a slow
 //! reference decoder written from the schema; the simulator's SBE frames carry the same
 //! market as its JSON ones, and both decode to the same books. Against the simulator, the

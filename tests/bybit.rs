@@ -52,7 +52,7 @@ fn venue_frames(name: &str) -> Vec<String> {
     frames
 }
 
-// ---- the reference: serde_json and a sorted map, as PROTOCOLS.md describes the book ----
+// ---- the reference: serde_json and a sorted map, as docs/protocols.md describes the book ----
 
 #[derive(Default)]
 struct ReferenceBook {

@@ -30,7 +30,7 @@ fn recorded_snapshot() -> String {
     in_band::frames(COINBASE, SNAPSHOT).concat()
 }
 
-// ---- the reference: serde_json and sorted maps, as PROTOCOLS.md describes the books ----
+// ---- the reference: serde_json and sorted maps, as docs/protocols.md describes the books ----
 
 #[derive(Default)]
 struct ReferenceBook {

@@ -29,7 +29,7 @@ fn recording(name: &str) -> Vec<String> {
 const BAND_GBP: &str = "exchange_level2_BAND-GBP_snapshot_then_l2updates.jsonl";
 const CONTROL: &str = "exchange_subscribe_requests_and_acks.jsonl";
 
-// ---- the reference: serde_json and a sorted map, as PROTOCOLS.md describes the book ----
+// ---- the reference: serde_json and a sorted map, as docs/protocols.md describes the book ----
 
 #[derive(Default)]
 struct ReferenceBook {

@@ -47,7 +47,7 @@ struct ReferenceBook {
 }
 
 impl ReferenceBook {
-    /// Applies one `books` message as PROTOCOLS.md describes: a snapshot replaces, an
+    /// Applies one `books` message as docs/protocols.md describes: a snapshot replaces, an
     /// update whose `prevSeqId` is the last `seqId` sets each level (size 0 deletes);
     /// otherwise the book is out of sync until a snapshot. Returns the message's checksum
     /// and the one computed from the wire strings, for a book message.
@@ -80,7 +80,7 @@ impl ReferenceBook {
         Some((claimed, self.checksum()))
     }
 
-    /// PROTOCOLS.md's checksum, from the strings as sent.
+    /// docs/protocols.md's checksum, from the strings as sent.
     fn checksum(&self) -> i64 {
         let bids: Vec<_> = self.bids.values().rev().take(25).collect();
         let asks: Vec<_> = self.asks.values().take(25).collect();

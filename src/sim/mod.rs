@@ -1008,7 +1008,7 @@ fn venue_of_path(path: &str) -> Option<VenueId> {
 
 /// A venue whose market data needs an API key refuses an upgrade without one (any
 /// non-empty key: the simulator cannot check a key against an account), with HTTP 401.
-/// What the exchange answers exactly is not recorded (PROTOCOLS.md): the reader counts any
+/// What the exchange answers exactly is not recorded (docs/protocols.md): the reader counts any
 /// refused upgrade alike. Counted by `Simulator::refused_for_api_key`.
 #[allow(clippy::result_large_err)]
 fn check_api_key(

@@ -1,59 +1,6 @@
-//! Binance's binary market data: Simple Binary Encoding, schema `stream_1_0.xml`
-//! (<https://github.com/binance/binance-spot-api-docs/tree/master/sbe/schemas>;
-//! `../shared/fixtures/PROTOCOLS.md`, Binance, "SBE"). No SBE frame is recorded in the
-//! fixtures: the frames here and in `tests/binance_sbe.rs` are built from the schema, and
-//! the simulator's are checked against its JSON stream of the same book.
-//!
-//! Every message is little-endian and starts with an 8-byte header: `blockLength u16`,
-//! `templateId u16`, `schemaId u16`, `version u16`. The two book templates:
-//!
-//! ```text
-//! 10002 DepthSnapshotStreamEvent (<sym>@depth20)   10003 DepthDiffStreamEvent (<sym>@depth)
-//!   eventTime         i64 (µs)                       eventTime          i64 (µs)
-//!   bookUpdateId      i64                            firstBookUpdateId  i64
-//!   priceExponent     i8                             lastBookUpdateId   i64
-//!   qtyExponent       i8                             priceExponent      i8
-//!                                                    qtyExponent        i8
-//!   group bids, group asks: blockLength u16, numInGroup u16, then per entry
-//!                           price i64, qty i64 (mantissas)
-//!   symbol: length u8, then its UTF-8 bytes
-//! ```
-//!
-//! The header's `blockLength` says where the groups start and each group's where its next
-//! entry does: fields the schema appends later are skipped, never misread. A value is
-//! `mantissa × 10^exponent`, into `FixedPoint` exactly: one that needs more than 8
-//! fractional digits, or is negative, or too large, is an error, never rounded.
+//! Binance SBE's frames decoded into books and typed errors ([`Decode`]).
 
-use super::binance::{Binance, UpdateIdRanges};
-use super::{Answer, Checksum, Decode, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
-use crate::book::{BookUpdate, Level, Levels, Side, TopBook};
-use crate::fixed::{DECIMALS, FixedPoint, FixedPointError};
-use crate::walker::DecodeError;
-
-/// Binance's SBE market-data streams: `<symbol>@depth20` (snapshot mode) and
-/// `<symbol>@depth` (diff mode, with Binance's REST snapshots and sync rules). Requests,
-/// their answers and `serverShutdown` are Binance's JSON text frames; books come in binary
-/// frames, which name their symbol. The upgrade request carries the API key of an Ed25519
-/// key in `X-MBX-APIKEY`.
-pub struct BinanceSbe;
-
-impl Venue for BinanceSbe {
-    const FACTS: VenueFacts = VenueFacts {
-        name: "binance_sbe",
-        exchange: Binance::FACTS.name,
-        default_url: "wss://stream-sbe.binance.com:9443/stream",
-        default_rest_url: Binance::FACTS.default_rest_url,
-        // The JSON streams' limits (PROTOCOLS.md, Binance, "SBE": "1,024 streams each, 300
-        // connection attempts per 5 minutes").
-        connect_budget: Binance::FACTS.connect_budget,
-        max_streams_per_connection: Binance::FACTS.max_streams_per_connection,
-        snapshot_streams: true,
-        binary_books: true,
-        api_key_header: Some("X-MBX-APIKEY"),
-        snapshots: SnapshotSource::Rest,
-        sequencing: &UpdateIdRanges,
-    };
-}
+use super::*;
 
 impl Decode for BinanceSbe {
     /// A text frame: a subscription's answer or `serverShutdown`. Books come in binary.
@@ -125,137 +72,15 @@ impl Decode for BinanceSbe {
     }
 }
 
-impl Checksum for BinanceSbe {}
-
-impl Streams for BinanceSbe {
-    fn spot_symbol(&self, base: &str, quote: &str) -> String {
-        Binance.spot_symbol(base, quote)
-    }
-
-    /// `depth20` is the one top-of-book stream: the service keeps its best `depth` levels.
-    fn stream_name(&self, symbol: &str, _depth: usize) -> String {
-        format!("{}@depth20", symbol.to_ascii_lowercase())
-    }
-
-    fn subscribe_frames(
-        &self,
-        streams: &[String],
-        kind: StreamKind,
-        depth: usize,
-        first_id: u64,
-    ) -> Vec<SubscribeRequest> {
-        Binance.subscribe_frames(streams, kind, depth, first_id)
-    }
-
-    fn unsubscribe_frames(&self, streams: &[String], kind: StreamKind, depth: usize) -> Vec<String> {
-        Binance.unsubscribe_frames(streams, kind, depth)
-    }
-
-    fn diff_stream_name(&self, symbol: &str) -> String {
-        format!("{}@depth", symbol.to_ascii_lowercase())
-    }
-
-    fn diff_stream_symbol(&self, stream: &str) -> Option<String> {
-        let symbol = stream.strip_suffix("@depth")?;
-        (!symbol.is_empty()).then(|| symbol.to_ascii_uppercase())
-    }
-}
-
-impl Snapshots for BinanceSbe {
-    fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {
-        Binance.snapshot_url(rest_base, symbol, limit)
-    }
-
-    fn snapshot_symbol(&self, url: &str) -> Option<String> {
-        Binance.snapshot_symbol(url)
-    }
-
-    fn snapshot_weight(&self, limit: usize) -> u32 {
-        Binance.snapshot_weight(limit)
-    }
-}
-
 /// A JSON book on the SBE connection, where books come in binary.
-const JSON_BOOK: DecodeError = DecodeError::UnknownMessage("a JSON book on the SBE stream");
-
-/// The simulator's side: Binance's requests and REST snapshots, its books in SBE.
-impl Simulated for BinanceSbe {
-    fn encode_book(&self, stream: &str, book: &TopBook, _price_decimals: u32, out: &mut Vec<u8>) {
-        encode_depth_snapshot(&stream_symbol(stream), book, 0, out);
-    }
-
-    fn answer_request(&self, request: &str) -> Option<Answer> {
-        Binance.answer_request(request)
-    }
-
-    fn reconnect_request(&self) -> Option<&'static str> {
-        Binance.reconnect_request()
-    }
-
-    fn server_ping_interval(&self) -> Option<std::time::Duration> {
-        Binance.server_ping_interval()
-    }
-
-    fn levels_on_stream(&self, _stream: &str) -> usize {
-        20
-    }
-
-    fn encode_diff(
-        &self,
-        stream: &str,
-        update: &BookUpdate,
-        _checksum: Option<u32>,
-        _price_decimals: u32,
-        unix_ms: u64,
-        out: &mut Vec<u8>,
-    ) {
-        let event_time_us = (unix_ms * 1_000) as i64;
-        encode_depth_diff(&stream_symbol(stream), update, event_time_us, out);
-    }
-
-    /// The REST body, Binance's JSON.
-    fn encode_snapshot(
-        &self,
-        stream: &str,
-        snapshot: &BookUpdate,
-        on: SnapshotSource,
-        checksum: Option<u32>,
-        price_decimals: u32,
-        out: &mut Vec<u8>,
-    ) {
-        Binance.encode_snapshot(stream, snapshot, on, checksum, price_decimals, out);
-    }
-
-    fn next_event_ids(&self, last_id: u64, changes: u64, now_us: u64) -> (u64, u64) {
-        Binance.next_event_ids(last_id, changes, now_us)
-    }
-
-    fn initial_event_id(&self, now_us: u64) -> u64 {
-        Binance.initial_event_id(now_us)
-    }
-}
-
-/// `BTCUSDT` of `btcusdt@depth20`.
-fn stream_symbol(stream: &str) -> String {
-    stream
-        .split('@')
-        .next()
-        .unwrap_or_default()
-        .to_ascii_uppercase()
-}
-
-/// The schema's id; its messages' ids are its templates'.
-pub const SCHEMA_ID: u16 = 1;
-/// `DepthSnapshotStreamEvent`, the `<symbol>@depth20` stream's message.
-pub const DEPTH_SNAPSHOT: u16 = 10002;
-/// `DepthDiffStreamEvent`, the `<symbol>@depth` stream's message.
-pub const DEPTH_DIFF: u16 = 10003;
+pub(super) const JSON_BOOK: DecodeError = DecodeError::UnknownMessage("a JSON book on the SBE stream");
 
 /// A level entry as the schema has it today: price and quantity mantissas.
-const ENTRY_LEN: usize = 16;
+pub(super) const ENTRY_LEN: usize = 16;
+
 /// The fixed blocks as the schema has them today (later versions may append fields).
-const SNAPSHOT_BLOCK_LEN: usize = 18;
-const DIFF_BLOCK_LEN: usize = 26;
+pub(super) const SNAPSHOT_BLOCK_LEN: usize = 18;
+pub(super) const DIFF_BLOCK_LEN: usize = 26;
 
 /// A message's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,7 +102,7 @@ pub enum Decoded<'a> {
 }
 
 /// A cursor over one binary frame: each read checks the bytes are there.
-struct Reader<'a> {
+pub(super) struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
@@ -315,7 +140,7 @@ impl<'a> Reader<'a> {
 }
 
 /// An id the schema writes as `i64`, as the books keep ids: negative ones are refused.
-fn id(value: i64, at: usize) -> Result<u64, DecodeError> {
+pub(super) fn id(value: i64, at: usize) -> Result<u64, DecodeError> {
     u64::try_from(value).map_err(|_| DecodeError::IntegerOverflow { at })
 }
 
@@ -323,7 +148,7 @@ fn id(value: i64, at: usize) -> Result<u64, DecodeError> {
 /// 10^exponent` exactly, worked out once a message from its exponent. Values that would need
 /// more than 8 decimals, or are negative, or too large, are errors, never rounded.
 #[derive(Clone, Copy)]
-enum Scale {
+pub(super) enum Scale {
     /// Times this power of ten (exponents from -8 up: Binance's usual ones).
     Multiply(u64),
     /// Divided by this power of ten, exactly (exponents below -8).
@@ -365,7 +190,7 @@ impl Scale {
 }
 
 /// 10^0 to 10^19, every power of ten a `u64` holds.
-const POWERS_OF_TEN: [u64; 20] = {
+pub(super) const POWERS_OF_TEN: [u64; 20] = {
     let mut powers = [1u64; 20];
     let mut index = 1;
     while index < powers.len() {
@@ -377,7 +202,7 @@ const POWERS_OF_TEN: [u64; 20] = {
 
 /// `mantissa × 10^exponent` as a `FixedPoint`, exactly.
 #[cfg(test)]
-fn scaled(mantissa: i64, exponent: i8, at: usize) -> Result<FixedPoint, DecodeError> {
+pub(super) fn scaled(mantissa: i64, exponent: i8, at: usize) -> Result<FixedPoint, DecodeError> {
     let mantissa = u64::try_from(mantissa).map_err(|_| DecodeError::Number {
         at,
         error: FixedPointError::Negative,
@@ -387,7 +212,7 @@ fn scaled(mantissa: i64, exponent: i8, at: usize) -> Result<FixedPoint, DecodeEr
 
 /// The scales of a book message's prices and quantities.
 #[derive(Clone, Copy)]
-struct Scales {
+pub(super) struct Scales {
     price: Scale,
     quantity: Scale,
 }
@@ -411,7 +236,7 @@ impl Scales {
 /// One group of levels, its bounds checked as a whole: `count` entries of `entry_len`
 /// bytes from byte `at` of the frame, each a price and a quantity mantissa, then what a
 /// later schema appends.
-struct Group<'a> {
+pub(super) struct Group<'a> {
     entries: &'a [u8],
     entry_len: usize,
     at: usize,
@@ -471,7 +296,7 @@ impl<'a> Group<'a> {
 /// The symbol that ends a book message, which must end the frame. Its bytes are not
 /// checked: a symbol names a book only where it is the symbol of a subscribed stream
 /// (`Venue::names_stream`), and the book of any other is dropped as not asked for.
-fn read_symbol(frame: &[u8], at: usize) -> Result<&[u8], DecodeError> {
+pub(super) fn read_symbol(frame: &[u8], at: usize) -> Result<&[u8], DecodeError> {
     let len = usize::from(*frame.get(at).ok_or(DecodeError::Truncated)?);
     let symbol = frame
         .get(at + 1..at + 1 + len)
@@ -488,7 +313,7 @@ fn read_symbol(frame: &[u8], at: usize) -> Result<&[u8], DecodeError> {
 /// A book message's header, checked: this schema, a block at least as long as `fixed`.
 /// `None` for another template of the schema.
 #[inline]
-fn book_header(
+pub(super) fn book_header(
     frame: &[u8],
     template_id: u16,
     fixed: usize,
@@ -513,7 +338,7 @@ fn book_header(
 }
 
 /// The size of a message header.
-const HEADER_LEN: usize = 8;
+pub(super) const HEADER_LEN: usize = 8;
 
 /// A `depth20` message into `out`: its best `depth` levels a side (strictly sorted best
 /// first, zero quantities left out, as the JSON stream's decoder keeps them), its
@@ -555,7 +380,7 @@ pub fn decode_depth_snapshot<'a>(
 /// A snapshot's side: each entry strictly after the one before, the best `depth` with a
 /// quantity kept.
 #[inline]
-fn keep_best(
+pub(super) fn keep_best(
     side: Side,
     group: &Group<'_>,
     scales: Scales,
@@ -600,7 +425,7 @@ fn keep_best(
 /// loop then reads the side (it skips empty levels, names an error, and takes a large
 /// mantissa the OR overstated).
 #[inline]
-fn keep_best_packed(
+pub(super) fn keep_best_packed(
     side: Side,
     entries: &[[u8; ENTRY_LEN]],
     (price_power, quantity_power): (u64, u64),
@@ -687,281 +512,4 @@ pub fn decode_depth_diff<'a>(
     Ok(Decoded::Book {
         symbol: read_symbol(frame, at)?,
     })
-}
-
-/// What the encoder writes a book message's numbers with: mantissas of 10^-8 units.
-const EXPONENT: i8 = -(DECIMALS as i8);
-
-/// Appends a book message of `template_id` to `out` as Binance writes it, its fixed block
-/// (`fields`, after `eventTime`) and each level in today's sizes.
-fn write_message(
-    template_id: u16,
-    event_time_us: i64,
-    ids: &[i64],
-    bids: &[Level],
-    asks: &[Level],
-    symbol: &str,
-    out: &mut Vec<u8>,
-) {
-    let block_len = 8 + 8 * ids.len() + 2;
-    for field in [block_len as u16, template_id, SCHEMA_ID, 0] {
-        out.extend_from_slice(&field.to_le_bytes());
-    }
-    out.extend_from_slice(&event_time_us.to_le_bytes());
-    for id in ids {
-        out.extend_from_slice(&id.to_le_bytes());
-    }
-    out.extend_from_slice(&[EXPONENT as u8, EXPONENT as u8]);
-    for levels in [bids, asks] {
-        out.extend_from_slice(&(ENTRY_LEN as u16).to_le_bytes());
-        out.extend_from_slice(&(levels.len() as u16).to_le_bytes());
-        for level in levels {
-            for value in [level.price, level.amount] {
-                out.extend_from_slice(&(value.raw() as i64).to_le_bytes());
-            }
-        }
-    }
-    out.push(symbol.len() as u8);
-    out.extend_from_slice(symbol.as_bytes());
-}
-
-/// Appends a `depth20` message of `book` (the simulator's, tests').
-pub fn encode_depth_snapshot(symbol: &str, book: &TopBook, event_time_us: i64, out: &mut Vec<u8>) {
-    let ids = [book.venue_sequence as i64];
-    let (bids, asks) = (book.bids.as_slice(), book.asks.as_slice());
-    write_message(DEPTH_SNAPSHOT, event_time_us, &ids, bids, asks, symbol, out);
-}
-
-/// Appends a `depth` message of `update`.
-pub fn encode_depth_diff(symbol: &str, update: &BookUpdate, event_time_us: i64, out: &mut Vec<u8>) {
-    let ids = [update.first_id as i64, update.last_id as i64];
-    write_message(
-        DEPTH_DIFF,
-        event_time_us,
-        &ids,
-        &update.bids,
-        &update.asks,
-        symbol,
-        out,
-    );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GROUP_HEADER_LEN: usize = 4;
-
-    fn level(price: &str, amount: &str) -> Level {
-        Level {
-            price: price.parse().unwrap(),
-            amount: amount.parse().unwrap(),
-        }
-    }
-
-    fn book() -> TopBook {
-        let mut book = TopBook {
-            venue_sequence: 81_246_000_123,
-            ..TopBook::default()
-        };
-        for (price, amount) in [
-            ("35496.06", "0.29859300"),
-            ("35496.05", "1.5"),
-            ("35490", "0"),
-        ] {
-            book.bids.push(level(price, amount));
-        }
-        for (price, amount) in [("35496.07", "0.00012"), ("35500.1", "3")] {
-            book.asks.push(level(price, amount));
-        }
-        book
-    }
-
-    #[test]
-    fn a_depth20_message_decodes_to_the_book_it_was_written_from() {
-        let mut frame = Vec::new();
-        encode_depth_snapshot("BTCUSDT", &book(), 1_770_000_000_000_000, &mut frame);
-        let mut out = TopBook::default();
-        let decoded = decode_depth_snapshot(&frame, 20, &mut out);
-        assert_eq!(decoded, Ok(Decoded::Book { symbol: b"BTCUSDT" }));
-        assert_eq!(out.venue_sequence, 81_246_000_123);
-        let expected = book();
-        assert_eq!(
-            out.bids.as_slice(),
-            &expected.bids.as_slice()[..2],
-            "the empty level left out"
-        );
-        assert_eq!(out.asks.as_slice(), expected.asks.as_slice());
-        decode_depth_snapshot(&frame, 1, &mut out).unwrap();
-        assert_eq!((out.bids.len(), out.asks.len()), (1, 1));
-    }
-
-    #[test]
-    fn a_depth_message_decodes_to_the_update_it_was_written_from() {
-        let update = BookUpdate {
-            first_id: 160,
-            last_id: 172,
-            bids: vec![level("0.0024", "10"), level("0.0023", "0")],
-            asks: vec![level("0.0026", "100")],
-            ..BookUpdate::default()
-        };
-        let mut frame = Vec::new();
-        encode_depth_diff("BNBBTC", &update, 0, &mut frame);
-        let mut out = BookUpdate::default();
-        assert_eq!(
-            decode_depth_diff(&frame, 10, &mut out),
-            Ok(Decoded::Book { symbol: b"BNBBTC" })
-        );
-        assert_eq!(out, update);
-        assert_eq!(
-            decode_depth_diff(&frame, 1, &mut out),
-            Err(DecodeError::TooManyLevels(1))
-        );
-    }
-
-    /// `mantissa × 10^exponent` exactly, or an error: never rounded.
-    #[test]
-    fn mantissas_are_scaled_exactly_or_refused() {
-        let value = |mantissa, exponent| scaled(mantissa, exponent, 0);
-        let number = |error| Err(DecodeError::Number { at: 0, error });
-        assert_eq!(value(3_549_606, -2), Ok("35496.06".parse().unwrap()));
-        assert_eq!(value(29_859_300, -8), Ok("0.298593".parse().unwrap()));
-        assert_eq!(value(12, 3), Ok("12000".parse().unwrap()));
-        assert_eq!(value(1_000, -11), Ok("0.00000001".parse().unwrap()));
-        assert_eq!(value(1_001, -11), number(FixedPointError::TooPrecise));
-        assert_eq!(value(-1, -8), number(FixedPointError::Negative));
-        assert_eq!(value(i64::MAX, 0), number(FixedPointError::Overflow));
-        assert_eq!(value(1, 127), number(FixedPointError::Overflow));
-        assert_eq!(value(0, -128), Ok(FixedPoint::from_raw(0)));
-        assert_eq!(value(5, -128), number(FixedPointError::TooPrecise));
-    }
-
-    /// The header's and the groups' block lengths are honoured: fields a later schema
-    /// appends are skipped, not misread.
-    #[test]
-    fn fields_appended_by_a_later_schema_are_skipped() {
-        let mut frame = Vec::new();
-        encode_depth_snapshot("BTCUSDT", &book(), 7, &mut frame);
-        let mut longer = frame[..HEADER_LEN + SNAPSHOT_BLOCK_LEN].to_vec();
-        // Two more bytes in the block, four more in each entry.
-        longer[0..2].copy_from_slice(&((SNAPSHOT_BLOCK_LEN + 2) as u16).to_le_bytes());
-        longer.extend_from_slice(&[0xAA, 0xBB]);
-        let mut at = HEADER_LEN + SNAPSHOT_BLOCK_LEN;
-        for _ in 0..2 {
-            let count = u16::from_le_bytes([frame[at + 2], frame[at + 3]]);
-            longer.extend_from_slice(&((ENTRY_LEN + 4) as u16).to_le_bytes());
-            longer.extend_from_slice(&count.to_le_bytes());
-            at += GROUP_HEADER_LEN;
-            for _ in 0..count {
-                longer.extend_from_slice(&frame[at..at + ENTRY_LEN]);
-                longer.extend_from_slice(&[0xCC; 4]);
-                at += ENTRY_LEN;
-            }
-        }
-        longer.extend_from_slice(&frame[at..]);
-        let (mut plain, mut extended) = (TopBook::default(), TopBook::default());
-        decode_depth_snapshot(&frame, 20, &mut plain).unwrap();
-        assert_eq!(
-            decode_depth_snapshot(&longer, 20, &mut extended),
-            Ok(Decoded::Book { symbol: b"BTCUSDT" })
-        );
-        assert_eq!(extended, plain);
-    }
-
-    #[test]
-    fn every_truncation_of_a_frame_is_refused() {
-        let mut snapshot = Vec::new();
-        encode_depth_snapshot("BTCUSDT", &book(), 7, &mut snapshot);
-        let mut diff = Vec::new();
-        let update = BookUpdate {
-            first_id: 1,
-            last_id: 2,
-            bids: vec![level("1", "1")],
-            ..BookUpdate::default()
-        };
-        encode_depth_diff("BTCUSDT", &update, 7, &mut diff);
-        for end in 0..snapshot.len() {
-            let got = decode_depth_snapshot(&snapshot[..end], 20, &mut TopBook::default());
-            assert!(got.is_err(), "{end} bytes: {got:?}");
-        }
-        for end in 0..diff.len() {
-            let got = decode_depth_diff(&diff[..end], 20, &mut BookUpdate::default());
-            assert!(got.is_err(), "{end} bytes: {got:?}");
-        }
-    }
-
-    /// Malformed headers and groups get typed errors; another template is no error.
-    #[test]
-    fn malformed_frames_get_typed_errors() {
-        let mut frame = Vec::new();
-        encode_depth_snapshot("BTCUSDT", &book(), 7, &mut frame);
-        let edited = |at: usize, bytes: &[u8]| {
-            let mut edited = frame.clone();
-            edited[at..at + bytes.len()].copy_from_slice(bytes);
-            edited
-        };
-        let groups = HEADER_LEN + SNAPSHOT_BLOCK_LEN;
-        let cases = [
-            (
-                edited(4, &2u16.to_le_bytes()),
-                DecodeError::UnknownMessage("SBE schema"),
-            ),
-            (
-                edited(0, &17u16.to_le_bytes()),
-                DecodeError::Invalid("a block shorter than its template's fields"),
-            ),
-            (edited(0, &u16::MAX.to_le_bytes()), DecodeError::Truncated),
-            (
-                edited(groups, &15u16.to_le_bytes()),
-                DecodeError::Invalid("a level entry shorter than a price and a quantity"),
-            ),
-            (
-                edited(groups + 2, &u16::MAX.to_le_bytes()),
-                DecodeError::Truncated,
-            ),
-            (
-                [&frame[..frame.len() - 8], &[0]].concat(),
-                DecodeError::Invalid("an empty symbol"),
-            ),
-            (
-                [frame.clone(), vec![0]].concat(),
-                DecodeError::TrailingBytes { at: frame.len() },
-            ),
-            (
-                edited(groups + GROUP_HEADER_LEN, &(-5i64).to_le_bytes()),
-                DecodeError::Number {
-                    at: groups + GROUP_HEADER_LEN,
-                    error: FixedPointError::Negative,
-                },
-            ),
-            (
-                edited(HEADER_LEN + 8, &(-1i64).to_le_bytes()),
-                DecodeError::IntegerOverflow { at: HEADER_LEN + 8 },
-            ),
-        ];
-        for (bytes, expected) in cases {
-            assert_eq!(
-                decode_depth_snapshot(&bytes, 20, &mut TopBook::default()),
-                Err(expected)
-            );
-        }
-        let unsorted = {
-            let mut book = book();
-            book.asks.clear();
-            book.asks.push(level("35500.1", "3"));
-            book.asks.push(level("35496.07", "1"));
-            let mut frame = Vec::new();
-            encode_depth_snapshot("BTCUSDT", &book, 7, &mut frame);
-            frame
-        };
-        assert_eq!(
-            decode_depth_snapshot(&unsorted, 20, &mut TopBook::default()),
-            Err(DecodeError::Unsorted(Side::Ask))
-        );
-        let trade = edited(2, &10000u16.to_le_bytes());
-        assert_eq!(
-            decode_depth_snapshot(&trade, 20, &mut TopBook::default()),
-            Ok(Decoded::Other { template_id: 10000 })
-        );
-    }
 }
