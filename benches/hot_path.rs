@@ -327,6 +327,15 @@ fn merging(c: &mut Criterion) {
         })
     });
 
+    for venues in [8, 16] {
+        let mut many = ManyVenues::new(venues);
+        c.bench_function(&format!("merge_{venues}x10"), |b| {
+            b.iter(|| {
+                black_box(many.merge());
+            })
+        });
+    }
+
     let bitstamp_frame = bitstamp_100();
     let mut parse_merge = ParseMerge::new();
     c.bench_function("e2e_parse_merge", |b| {

@@ -113,6 +113,18 @@ fn main() {
             );
             black_box(&merged);
         }),
+        "merge_8x10" => {
+            let mut many = ManyVenues::new(8);
+            Box::new(move || {
+                black_box(many.merge());
+            })
+        }
+        "merge_16x10" => {
+            let mut many = ManyVenues::new(16);
+            Box::new(move || {
+                black_box(many.merge());
+            })
+        }
         "e2e_parse_merge" => Box::new(|| {
             black_box(parse_merge.run(black_box(BINANCE_20), black_box(bitstamp_100)));
         }),
@@ -200,7 +212,7 @@ fn main() {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
                  bitstamp_decode_100 | binance_decode_20_varied | bitstamp_decode_100_varied | \
-                 fixed_point_parse | merge_2x10 | e2e_parse_merge | binance_diff_decode | \
+                 fixed_point_parse | merge_2x10 | merge_8x10 | merge_16x10 | e2e_parse_merge | binance_diff_decode | \
                  book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum | \
                  kraken_checksum_after_update | \
                  bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \

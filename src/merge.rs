@@ -1,4 +1,4 @@
-//! The k-way merge: up to `MAX_VENUES` venues' top-N sides → one consolidated top N, each
+//! The k-way merge: up to one top-N side a venue → one consolidated top N, each
 //! level attributed to its venue, plus the spread. Pure and allocation-free.
 //!
 //! Levels are not aggregated across venues: two venues at the same price give two levels,
@@ -8,12 +8,22 @@
 //! amount; at equal price and amount the lower venue id (registry order). The order is
 //! total, so the output is deterministic.
 //!
-//! With K ≤ 8 inputs a linear scan of the K heads beats a heap: the heads sit in a few
-//! registers' worth of memory and the comparison is two integer compares.
+//! Two inputs take a two-pointer merge; up to [`SCAN_MAX_INPUTS`] a linear scan of the
+//! heads, which sit in a few cache lines and compare in two integer compares; more take a
+//! binary heap of the heads, O(log K) a level (`merge_16x10` against the scan in
+//! BENCHMARKS.md).
 
 use crate::book::{Level, LevelArray, Side, TopBook};
 use crate::fixed::{FixedPoint, SignedFixed};
 use crate::venue::{MAX_VENUES, VenueId};
+
+/// The most inputs a merge takes (more are left out): room for every venue of an
+/// instrument, which has one input a venue.
+pub const MAX_INPUTS: usize = 32;
+const _: () = assert!(MAX_VENUES <= MAX_INPUTS);
+
+/// The most inputs merged by a scan of their heads; more take the heap.
+pub const SCAN_MAX_INPUTS: usize = 8;
 
 /// One level of the consolidated book.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,9 +131,12 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
             out,
         );
     }
-    let inputs = &inputs[..inputs.len().min(MAX_VENUES)];
+    if inputs.len() > SCAN_MAX_INPUTS {
+        return merge_heap::<BIDS>(side, &inputs[..inputs.len().min(MAX_INPUTS)], depth, out);
+    }
     // Each venue's remaining levels; a venue drops out of the scan when it runs dry.
-    let mut heads: [(&[Level], VenueId); MAX_VENUES] = [(&[], VenueId::ALL[0]); MAX_VENUES];
+    let mut heads: [(&[Level], VenueId); SCAN_MAX_INPUTS] =
+        [(&[], VenueId::ALL[0]); SCAN_MAX_INPUTS];
     let mut live = 0;
     for input in inputs {
         let levels = input.book.side(side).as_slice();
@@ -157,6 +170,88 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
             price: levels[0].price,
             amount: levels[0].amount,
             venue,
+        })
+    });
+}
+
+/// A venue's remaining levels in the heap.
+#[derive(Clone, Copy)]
+struct Head<'a> {
+    levels: &'a [Level],
+    venue: VenueId,
+}
+
+/// Whether head `a` ranks before head `b`. Heads equal on every key are equal levels of
+/// one venue, the same in the output whichever goes first.
+#[inline(always)]
+fn head_before<const BIDS: bool>(a: &Head<'_>, b: &Head<'_>) -> bool {
+    ranks_before::<BIDS>(&a.levels[0], a.venue, &b.levels[0], b.venue)
+}
+
+/// Moves the head at `at` down the heap `heads` until neither child ranks before it.
+#[inline]
+fn sift_down<const BIDS: bool>(heads: &mut [Head<'_>], mut at: usize) {
+    loop {
+        let left = 2 * at + 1;
+        if left >= heads.len() {
+            return;
+        }
+        let right = left + 1;
+        let child = match right < heads.len() && head_before::<BIDS>(&heads[right], &heads[left]) {
+            true => right,
+            false => left,
+        };
+        if !head_before::<BIDS>(&heads[child], &heads[at]) {
+            return;
+        }
+        heads.swap(at, child);
+        at = child;
+    }
+}
+
+/// Many inputs: a binary heap of the non-empty heads, the best on top; each level taken
+/// costs a sift of O(log K) compares instead of a scan of K.
+fn merge_heap<const BIDS: bool>(
+    side: Side,
+    inputs: &[VenueBook<'_>],
+    depth: usize,
+    out: &mut MergedLevels,
+) {
+    let empty = Head {
+        levels: &[],
+        venue: VenueId::ALL[0],
+    };
+    let mut heads = [empty; MAX_INPUTS];
+    let mut live = 0;
+    for input in inputs {
+        let levels = input.book.side(side).as_slice();
+        if !levels.is_empty() {
+            heads[live] = Head {
+                levels,
+                venue: input.venue,
+            };
+            live += 1;
+        }
+    }
+    for at in (0..live / 2).rev() {
+        sift_down::<BIDS>(&mut heads[..live], at);
+    }
+    out.fill_from(depth, || {
+        if live == 0 {
+            return None;
+        }
+        let top = heads[0];
+        if top.levels.len() > 1 {
+            heads[0].levels = &top.levels[1..];
+        } else {
+            live -= 1;
+            heads[0] = heads[live];
+        }
+        sift_down::<BIDS>(&mut heads[..live], 0);
+        Some(MergedLevel {
+            price: top.levels[0].price,
+            amount: top.levels[0].amount,
+            venue: top.venue,
         })
     });
 }
@@ -431,7 +526,16 @@ mod tests {
     proptest! {
         #[test]
         fn agrees_with_the_reference_merge(
-            books in proptest::collection::vec(arbitrary_book(), 0..=MAX_VENUES),
+            books in proptest::collection::vec(arbitrary_book(), 0..=MAX_INPUTS),
+            depth in 0..=MAX_DEPTH,
+        ) {
+            check_against_reference(books, depth)?;
+        }
+
+        /// Many inputs take the heap: tested on its own, every case.
+        #[test]
+        fn many_venues_agree_with_the_reference_merge(
+            books in proptest::collection::vec(arbitrary_book(), SCAN_MAX_INPUTS + 1..=MAX_INPUTS),
             depth in 0..=MAX_DEPTH,
         ) {
             check_against_reference(books, depth)?;

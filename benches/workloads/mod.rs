@@ -175,6 +175,48 @@ pub fn simulated_pairs() -> Vec<(TopBook, TopBook)> {
         .collect()
 }
 
+/// `merge_8x10`, `merge_16x10`: `venues` venues' top 10 as the simulator quotes them around
+/// one random-walk mid (as `simulated_pairs`), each merged under a venue id of the registry
+/// in turn. Ids repeat beyond the registry's length; they only break ties, so the merge
+/// does the same work as it will for as many registered venues.
+pub struct ManyVenues {
+    books: Vec<TopBook>,
+    merged: MergedBook,
+}
+
+impl ManyVenues {
+    pub fn new(venues: usize) -> ManyVenues {
+        let mid_ticks = mergebook::sim::market::MidPrice::new(1).step();
+        let books = (0..venues)
+            .map(|venue| {
+                let mut book = TopBook::default();
+                mergebook::sim::market::SimulatedBook::new(2 + venue as u64)
+                    .next_book(mid_ticks, KEEP, 0, &mut book);
+                book
+            })
+            .collect();
+        ManyVenues {
+            books,
+            merged: MergedBook::default(),
+        }
+    }
+
+    pub fn merge(&mut self) -> &MergedBook {
+        let mut inputs = [VenueBook {
+            venue: VenueId::ALL[0],
+            book: &self.books[0],
+        }; mergebook::merge::MAX_INPUTS];
+        for (index, book) in self.books.iter().enumerate() {
+            inputs[index] = VenueBook {
+                venue: VenueId::ALL[index % VenueId::ALL.len()],
+                book: std::hint::black_box(book),
+            };
+        }
+        merge(&inputs[..self.books.len()], KEEP, &mut self.merged);
+        &self.merged
+    }
+}
+
 /// The recorded Bitstamp ETHUSD REST snapshot (2,023 bids, 1,971 asks).
 const ETHUSD_SNAPSHOT: &[u8] =
     include_bytes!("../../tests/fixtures/bitstamp/rest_order_book_ethusd.json");

@@ -23,8 +23,9 @@ pub mod level_texts;
 pub(crate) mod timestamps;
 pub(crate) mod wire;
 
-/// The most venues one instrument can merge (the merge and summary hold them inline).
-pub const MAX_VENUES: usize = 8;
+/// The number of venues: the length of every array indexed by `VenueId::index()` (the
+/// summary's, the merger's), and so the most venues one instrument can merge.
+pub const MAX_VENUES: usize = VenueId::ALL.len();
 
 /// Declares each venue's module and `VenueId`, and defines `dispatch!`, the one match
 /// from a `VenueId` to its venue's type. `$d` is a `$` token, for the inner macro's own
@@ -80,8 +81,6 @@ venues! {
     Coinbase => coinbase::Coinbase,
     BinanceSbe => binance_sbe::BinanceSbe,
 }
-
-const _: () = assert!(VenueId::ALL.len() <= MAX_VENUES);
 
 /// The venue's facts, and its hot-path behaviour by enum dispatch.
 impl VenueId {
