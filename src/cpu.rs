@@ -9,7 +9,7 @@
 //!
 //! The check itself must run on any x86-64, though it is compiled with the same flags: it
 //! is straight-line scalar code (a loop over a table, or a formatted message, compiles to
-//! AVX moves), and it writes static text. `tests/binary.rs` and `scripts/check-deploy`
+//! AVX moves), and it writes static text. `tests/service/binary.rs` and `scripts/check-deploy`
 //! run the debug and release binaries under an emulated CPU without AVX to prove it.
 
 /// Whether the CPU has every feature this build was compiled to use; when it has not,

@@ -10,7 +10,7 @@ use mergebook::replay::{self, DiffDepths, DiffRecording, RecordedFrame};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use mergebook::summary::{Summary, VenueState};
-use mergebook::venue::{DecodeError, VenueId};
+use mergebook::venue::VenueId;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -281,44 +281,5 @@ impl Harness {
             checked += 1;
         }
         checked
-    }
-}
-
-/// `frame` decodes, and every strict prefix of it is refused.
-pub fn assert_every_strict_prefix_refused(venue: VenueId, frame: &str) {
-    let decodes = |bytes: &[u8]| {
-        let mut update = mergebook::book::BookUpdate::default();
-        venue.decode_diff(bytes, 5000, &mut update).is_ok()
-    };
-    assert!(decodes(frame.as_bytes()), "{frame}");
-    for end in 0..frame.len() {
-        assert!(
-            !decodes(&frame.as_bytes()[..end]),
-            "a prefix of {end} bytes accepted: {}",
-            &frame[..end]
-        );
-    }
-}
-
-/// Each frame is refused with its error: the kind, and what it names (positions are the
-/// walker's to report).
-pub fn assert_typed_errors(venue: VenueId, cases: Vec<(String, DecodeError)>) {
-    for (frame, expected) in cases {
-        let mut update = mergebook::book::BookUpdate::default();
-        let got = venue
-            .decode_diff(frame.as_bytes(), 5000, &mut update)
-            .expect_err(&frame);
-        assert_eq!(
-            std::mem::discriminant(&got),
-            std::mem::discriminant(&expected),
-            "{frame}: {got:?}"
-        );
-        match (got, expected) {
-            (DecodeError::Unexpected { .. }, _) | (DecodeError::TrailingBytes { .. }, _) => {}
-            (DecodeError::Number { error, .. }, DecodeError::Number { error: wanted, .. }) => {
-                assert_eq!(error, wanted, "{frame}")
-            }
-            (got, expected) => assert_eq!(got, expected, "{frame}"),
-        }
     }
 }

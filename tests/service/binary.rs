@@ -1,7 +1,7 @@
 //! The `mergebook` binary as the README runs it: the simulator config prints a live merged
 //! book as JSON lines, and SIGTERM shuts it down cleanly (exit 0).
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};

@@ -4,9 +4,9 @@
 //! venue, nothing stale, nothing crossed or unsorted, sequences increasing), checks the
 //! counter that records the fault, and that the affected venue recovers by itself.
 
-mod common;
+use crate::common;
+use common::config::TestConfig;
 
-use mergebook::config::RawConfig;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use mergebook::summary::{Summary, VenueState};
@@ -54,32 +54,17 @@ async fn start(url: Option<(VenueId, FaultUrl<'_>)>) -> Chaos {
         Some((replaced, url)) if replaced == venue => url(&simulator, venue),
         _ => simulator.url(venue),
     };
-    let config = format!(
-        r#"
-        [service]
-        stale_after_ms = {STALE_AFTER_MS}
-        output = "none"
-        [feed]
-        max_frame_bytes = {MAX_FRAME_BYTES}
-        read_idle_timeout_ms = 800
-        connect_timeout_ms = 500
-        backoff_initial_ms = 20
-        backoff_max_ms = 200
-        [venues.binance]
-        url = "{}"
-        [venues.bitstamp]
-        url = "{}"
-        [[instruments]]
-        name = "ETH/BTC"
-        symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc" }}
-        "#,
-        url_of(BINANCE),
-        url_of(BITSTAMP),
-    );
-    let config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
+    let config = TestConfig::new()
+        .set("service.stale_after_ms", STALE_AFTER_MS as i64)
+        .set("feed.max_frame_bytes", MAX_FRAME_BYTES as i64)
+        .set("feed.read_idle_timeout_ms", 800)
+        .set("feed.connect_timeout_ms", 500)
+        .set("feed.backoff_initial_ms", 20)
+        .set("feed.backoff_max_ms", 200)
+        .venue_url(BINANCE, url_of(BINANCE))
+        .venue_url(BITSTAMP, url_of(BITSTAMP))
+        .instrument("ETH/BTC", &[(BINANCE, "ETHBTC"), (BITSTAMP, "ethbtc")])
+        .build();
     let listeners = Listeners::loopback().await.unwrap();
     let service = Service::start(config, listeners).unwrap();
     let mut summaries = service.summaries(0);

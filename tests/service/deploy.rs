@@ -3,7 +3,7 @@
 //! dashboard and the alert rules use exists in a live `/metrics`. The artifacts' syntax is
 //! checked by scripts/check-deploy (promtool, systemd-analyze).
 
-mod common;
+use crate::common;
 
 use common::{KillOnDrop, free_port, http_get, mergebook, tool, wait_until};
 use serde_json::Value;

@@ -8,9 +8,9 @@
 //! the venue's own top), `C` both, on other symbols (to see one venue excluded while the
 //! other carries on).
 
-mod common;
+use crate::common;
+use common::config::TestConfig;
 
-use mergebook::config::RawConfig;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use mergebook::summary::{Summary, VenueState};
@@ -35,36 +35,20 @@ async fn start(setup: impl FnOnce(&Simulator)) -> Harness {
     let simulator =
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 11).unwrap();
     setup(&simulator);
-    let config = format!(
-        r#"
-        [service]
-        depth = {DEPTH}
-        output = "none"
-        [feed]
-        backoff_initial_ms = 20
-        backoff_max_ms = 200
-        [venues.binance]
-        mode = "diff"
-        snapshot_depth = 1000
-        snapshot_spacing_ms = 20
-        [venues.bitstamp]
-        mode = "diff"
-        snapshot_spacing_ms = 20
-        [[instruments]]
-        name = "A"
-        symbols = {{ binance = "ETHBTC" }}
-        [[instruments]]
-        name = "B"
-        symbols = {{ bitstamp = "ethbtc" }}
-        [[instruments]]
-        name = "C"
-        symbols = {{ binance = "LTCBTC", bitstamp = "ltcbtc" }}
-        "#
-    );
-    let mut config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
+    let (binance, bitstamp) = (VenueId::Binance, VenueId::Bitstamp);
+    let mut config = TestConfig::new()
+        .set("service.depth", DEPTH as i64)
+        .set("feed.backoff_initial_ms", 20)
+        .set("feed.backoff_max_ms", 200)
+        .set("venues.binance.mode", "diff")
+        .set("venues.binance.snapshot_depth", 1000)
+        .set("venues.binance.snapshot_spacing_ms", 20)
+        .set("venues.bitstamp.mode", "diff")
+        .set("venues.bitstamp.snapshot_spacing_ms", 20)
+        .instrument("A", &[(binance, "ETHBTC")])
+        .instrument("B", &[(bitstamp, "ethbtc")])
+        .instrument("C", &[(binance, "LTCBTC"), (bitstamp, "ltcbtc")])
+        .build();
     simulator.point(&mut config);
     let listeners = Listeners::loopback().await.unwrap();
     let metrics_addr = listeners.metrics.local_addr().unwrap();

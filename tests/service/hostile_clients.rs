@@ -4,9 +4,9 @@
 //! connection may hold its place without a request (gRPC: HTTP/2's preface; the metrics
 //! port: request headers, also between requests). The service keeps serving throughout.
 
-mod common;
+use crate::common;
+use common::config::TestConfig;
 
-use mergebook::config::RawConfig;
 use mergebook::publish::grpc::proto::{
     self, orderbook_aggregator_client::OrderbookAggregatorClient,
 };
@@ -34,26 +34,14 @@ struct Ports {
 async fn start() -> Ports {
     let simulator =
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 10, 3).unwrap();
-    let timeout_ms = REQUEST_TIMEOUT.as_millis();
-    let config = format!(
-        r#"
-        [service]
-        output = "none"
-        [grpc]
-        max_connections = {GRPC_CONNECTIONS}
-        handshake_timeout_ms = {timeout_ms}
-        [metrics]
-        max_connections = {METRICS_CONNECTIONS}
-        request_timeout_ms = {timeout_ms}
-        [[instruments]]
-        name = "ETH/BTC"
-        symbols = {{ binance = "ETHBTC" }}
-        "#
-    );
-    let mut config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
+    let timeout_ms = REQUEST_TIMEOUT.as_millis() as i64;
+    let mut config = TestConfig::new()
+        .set("grpc.max_connections", GRPC_CONNECTIONS as i64)
+        .set("grpc.handshake_timeout_ms", timeout_ms)
+        .set("metrics.max_connections", METRICS_CONNECTIONS as i64)
+        .set("metrics.request_timeout_ms", timeout_ms)
+        .instrument("ETH/BTC", &[(mergebook::venue::VenueId::Binance, "ETHBTC")])
+        .build();
     simulator.point(&mut config);
     let listeners = Listeners::loopback().await.unwrap();
     let (grpc, metrics) = (

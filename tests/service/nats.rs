@@ -2,7 +2,7 @@
 //! loopback ports): two shards reach one subscriber, the server's restart costs only what
 //! was published while it was down, and a stalled subscriber does not slow the merger.
 
-mod common;
+use crate::common;
 
 use common::nats::NatsServer;
 use mergebook::config::RawConfig;

@@ -3,11 +3,12 @@
 //! and records; the recording replayed with the same configuration publishes what the
 //! service published, summary for summary.
 
-mod common;
+use crate::common;
+use common::config::TestConfig;
 
 use mergebook::book::TopBook;
 use mergebook::clock;
-use mergebook::config::{Config, RawConfig};
+use mergebook::config::Config;
 use mergebook::handoff::VenueFeed;
 use mergebook::merger::{InstrumentMerger, PublishObserver, PublishRecord};
 use mergebook::replay;
@@ -45,32 +46,26 @@ impl PublishObserver for EverySummary {
 /// binary feed, Bitstamp on both; recording into `dir`.
 fn config(dir: &std::path::Path) -> Config {
     let key = common::api_key_file(BINANCE_SBE);
-    let text = format!(
-        r#"
-        [service]
-        depth = {DEPTH}
-        stale_after_ms = 600000
-        output = "none"
-        [feed]
-        read_idle_timeout_ms = 600000
-        backoff_initial_ms = 20
-        backoff_max_ms = 100
-        [venues.binance]
-        mode = "diff"
-        snapshot_spacing_ms = 20
-        [venues.binance_sbe]
-        api_key_file = {key:?}
-        [record]
-        dir = {dir:?}
-        [[instruments]]
-        name = "ETH/BTC"
-        symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc", binance_sbe = "ETHBTC" }}
-        [[instruments]]
-        name = "BTC/USD"
-        symbols = {{ bitstamp = "btcusd", kraken = "BTC/USD" }}
-        "#
-    );
-    RawConfig::parse(&text, "test").unwrap().validate().unwrap()
+    TestConfig::new()
+        .set("service.depth", DEPTH as i64)
+        .set("service.stale_after_ms", 600_000)
+        .set("feed.read_idle_timeout_ms", 600_000)
+        .set("feed.backoff_initial_ms", 20)
+        .set("feed.backoff_max_ms", 100)
+        .set("venues.binance.mode", "diff")
+        .set("venues.binance.snapshot_spacing_ms", 20)
+        .set("venues.binance_sbe.api_key_file", key.display().to_string())
+        .set("record.dir", dir.display().to_string())
+        .instrument(
+            "ETH/BTC",
+            &[
+                (BINANCE, "ETHBTC"),
+                (BITSTAMP, "ethbtc"),
+                (BINANCE_SBE, "ETHBTC"),
+            ],
+        )
+        .instrument("BTC/USD", &[(BITSTAMP, "btcusd"), (KRAKEN, "BTC/USD")])
+        .build()
 }
 
 fn metric(service: &Service, name: &str, venue: VenueId) -> f64 {
@@ -287,7 +282,7 @@ async fn a_recording_replays_to_the_summaries_the_service_published() {
         let instrument = summary.instrument;
         let venues: Vec<VenueStanding> = summary
             .venue_states()
-            .map(|(venue, state)| {
+            .map(|(venue, _)| {
                 let view = slot_view(summary, venue);
                 let slots = &heard.slots[&(instrument, venue)];
                 let exact = slots.iter().find(|(seen, _)| *seen == view);
@@ -320,11 +315,20 @@ async fn a_recording_replays_to_the_summaries_the_service_published() {
     // latest-value mailboxes, so a state as short as a resync can pass unseen there.)
     let replay_published = |venue: VenueId, state: VenueState| {
         heard.slots.iter().any(|(&(_, heard_venue), slots)| {
-            heard_venue == venue && slots.iter().any(|(_, (_, published, _))| *published == state)
+            heard_venue == venue
+                && slots
+                    .iter()
+                    .any(|(_, (_, published, _))| *published == state)
         })
     };
-    assert!(replay_published(BITSTAMP, VenueState::OutOfSync), "the bad frame");
-    assert!(replay_published(KRAKEN, VenueState::Connecting), "the reconnect");
+    assert!(
+        replay_published(BITSTAMP, VenueState::OutOfSync),
+        "the bad frame"
+    );
+    assert!(
+        replay_published(KRAKEN, VenueState::Connecting),
+        "the reconnect"
+    );
     assert!(replay_published(BINANCE, VenueState::OutOfSync), "the gap");
 
     // Once every reader is quiet, the last summaries are one and the same.

@@ -2,7 +2,7 @@
 //! an independent computation (serde_json + concatenate, sort, take N) expects; a
 //! recording that does not fit the mode, or holds no book, is refused with the reason.
 
-mod common;
+use crate::common;
 
 use mergebook::venue::VenueId;
 use serde_json::Value;

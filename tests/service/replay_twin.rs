@@ -3,9 +3,9 @@
 //! simulator to the running service, and replayed from files, publish the same books
 //! and venue states, summary for summary.
 
-mod common;
+use crate::common;
+use common::config::TestConfig;
 
-use mergebook::config::RawConfig;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use mergebook::venue::VenueId;
@@ -17,9 +17,10 @@ const BITSTAMP: VenueId = VenueId::Bitstamp;
 const DEPTH: usize = 20;
 const WAIT: Duration = Duration::from_secs(20);
 
-const BINANCE_BOOK: &str = include_str!("fixtures/binance/partial_depth20_BTCUSDT_combined.json");
+const BINANCE_BOOK: &str =
+    include_str!("../fixtures/binance/partial_depth20_BTCUSDT_combined.json");
 const BITSTAMP_BOOKS: &str =
-    include_str!("fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl");
+    include_str!("../fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl");
 
 /// The recorded Binance book with its `lastUpdateId` raised by `later` and its best
 /// bid's amount replaced: a later book of the same stream.
@@ -97,29 +98,13 @@ async fn through_the_service(frames: &[(VenueId, String)]) -> Vec<serde_json::Va
     for venue in [BINANCE, BITSTAMP] {
         simulator.pause(venue, true); // only the recorded frames
     }
-    let config = format!(
-        r#"
-        [service]
-        depth = {DEPTH}
-        stale_after_ms = 600000
-        output = "none"
-        [feed]
-        read_idle_timeout_ms = 600000
-        [venues.binance]
-        url = "{}"
-        [venues.bitstamp]
-        url = "{}"
-        [[instruments]]
-        name = "BTC/USD"
-        symbols = {{ binance = "BTCUSDT", bitstamp = "btcusd" }}
-        "#,
-        simulator.url(BINANCE),
-        simulator.url(BITSTAMP),
-    );
-    let config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
+    let config = TestConfig::new()
+        .set("service.depth", DEPTH as i64)
+        .set("service.stale_after_ms", 600_000)
+        .set("feed.read_idle_timeout_ms", 600_000)
+        .on(&simulator, &[BINANCE, BITSTAMP])
+        .instrument("BTC/USD", &[(BINANCE, "BTCUSDT"), (BITSTAMP, "btcusd")])
+        .build();
     let listeners = Listeners::loopback().await.unwrap();
     let service = Service::start(config, listeners).unwrap();
     let mut summaries = service.summaries(0);

@@ -3,7 +3,8 @@
 //! tests watch what consumers see. Ports are bound to 0; nothing sleeps to synchronise
 //! except where the behaviour under test is a timeout.
 
-mod common;
+use crate::common;
+use common::config::TestConfig;
 
 use mergebook::config::RawConfig;
 use mergebook::merge::{MergedBook, VenueBook, merge};
@@ -51,29 +52,18 @@ async fn simulator() -> Simulator {
 
 /// The service on `simulator`, its Binance reader connecting to `binance_url`.
 async fn serve(simulator: Simulator, stale_after_ms: u64, binance_url: &str) -> Harness {
-    let config = format!(
-        r#"
-        [service]
-        depth = {DEPTH}
-        stale_after_ms = {stale_after_ms}
-        output = "none"
-        [feed]
-        backoff_initial_ms = 20
-        backoff_max_ms = 200
-        [venues.binance]
-        url = "{binance_url}"
-        [venues.bitstamp]
-        url = "{}"
-        [[instruments]]
-        name = "ETH/BTC"
-        symbols = {{ binance = "ETHBTC", bitstamp = "ethbtc" }}
-        "#,
-        simulator.url(VenueId::Bitstamp),
-    );
-    let config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
+    let config = TestConfig::new()
+        .set("service.depth", DEPTH as i64)
+        .set("service.stale_after_ms", stale_after_ms as i64)
+        .set("feed.backoff_initial_ms", 20)
+        .set("feed.backoff_max_ms", 200)
+        .venue_url(VenueId::Binance, binance_url)
+        .venue_url(VenueId::Bitstamp, simulator.url(VenueId::Bitstamp))
+        .instrument(
+            "ETH/BTC",
+            &[(VenueId::Binance, "ETHBTC"), (VenueId::Bitstamp, "ethbtc")],
+        )
+        .build();
     let listeners = Listeners::loopback().await.unwrap();
     let grpc_addr = listeners.grpc.local_addr().unwrap();
     let metrics_addr = listeners.metrics.local_addr().unwrap();

@@ -2,7 +2,7 @@
 //! simulator, over gRPC or from NATS. The screen is what a terminal would show (`vt100`
 //! interprets the output).
 
-mod common;
+use crate::common;
 
 use common::KillOnDrop;
 use common::nats::NatsServer;

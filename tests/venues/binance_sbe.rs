@@ -7,7 +7,8 @@
 //! state, counter and a clean resync; without its API key the service does not start, and
 //! a connection without it is refused.
 
-mod common;
+use crate::common;
+use crate::conformance::{self, Malformed, Row};
 
 use common::in_band::Harness;
 use futures_util::{SinkExt, StreamExt};
@@ -333,12 +334,9 @@ fn decoded_diff_or_other(frame: &[u8]) -> Result<Option<Read>, DecodeError> {
     }
 }
 
-/// A `depth20` message with Binance's usual exponents and a later schema's extra fields
-/// reads as the reference reads it; every strict prefix is refused; an unknown template
-/// is ignored, not an error.
-#[test]
-fn a_depth20_frame_reads_as_the_reference_and_every_prefix_is_refused() {
-    let written = Written {
+/// A `depth20` message with Binance's usual exponents and a later schema's extra fields.
+fn depth20_with_later_fields() -> Written {
+    Written {
         template: DEPTH_SNAPSHOT,
         ids: vec![81_246_000_123],
         price_exponent: -2,
@@ -348,7 +346,45 @@ fn a_depth20_frame_reads_as_the_reference_and_every_prefix_is_refused() {
         symbol: "BTCUSDT".into(),
         block_extra: 6,
         entry_extra: 8,
-    };
+    }
+}
+
+/// A diff event of one level a side.
+fn diff_event() -> Written {
+    Written {
+        template: DEPTH_DIFF,
+        ids: vec![10, 12],
+        price_exponent: -2,
+        quantity_exponent: -8,
+        bids: vec![(100, 1)],
+        asks: vec![(101, 0)],
+        symbol: "BTCUSDT".into(),
+        block_extra: 0,
+        entry_extra: 0,
+    }
+}
+
+/// Its row in the venue conformance tests: no SBE frame was recorded, so the frames are
+/// written from the schema (`Written`).
+pub fn row() -> Row {
+    Row {
+        venue: SBE,
+        frames: vec![
+            (
+                conformance::Read::Binary,
+                depth20_with_later_fields().bytes(),
+            ),
+            (conformance::Read::BinaryDiff, diff_event().bytes()),
+        ],
+        malformed: malformed_frames(),
+    }
+}
+
+/// The `depth20` message reads as the reference reads it; an unknown template is ignored,
+/// not an error.
+#[test]
+fn a_depth20_frame_reads_as_the_reference_and_an_unknown_template_is_ignored() {
+    let written = depth20_with_later_fields();
     let frame = written.bytes();
     let expected = reference(&frame).unwrap();
     let mut book = TopBook::default();
@@ -360,10 +396,6 @@ fn a_depth20_frame_reads_as_the_reference_and_every_prefix_is_refused() {
     assert_eq!(book.bids.as_slice(), expected.bids.as_slice());
     assert_eq!(book.asks.as_slice(), expected.asks.as_slice());
     assert_eq!(book.bids.as_slice()[0].price, "35496.06".parse().unwrap());
-    for end in 0..frame.len() {
-        let prefix = SBE.decode_binary(&frame[..end], 20, &mut TopBook::default());
-        assert!(prefix.is_err(), "{end} bytes: {prefix:?}");
-    }
     let trade = Written {
         template: 10000,
         ..written
@@ -387,20 +419,9 @@ fn a_depth20_frame_reads_as_the_reference_and_every_prefix_is_refused() {
     );
 }
 
-/// Malformed headers and group counts get typed errors.
-#[test]
-fn malformed_headers_and_groups_get_typed_errors() {
-    let written = Written {
-        template: DEPTH_DIFF,
-        ids: vec![10, 12],
-        price_exponent: -2,
-        quantity_exponent: -8,
-        bids: vec![(100, 1)],
-        asks: vec![(101, 0)],
-        symbol: "BTCUSDT".into(),
-        block_extra: 0,
-        entry_extra: 0,
-    };
+/// Malformed headers and group counts, and the typed errors they get.
+fn malformed_frames() -> Vec<Malformed> {
+    let written = diff_event();
     let frame = written.bytes();
     let edited = |at: usize, bytes: &[u8]| {
         let mut edited = frame.clone();
@@ -443,20 +464,20 @@ fn malformed_headers_and_groups_get_typed_errors() {
             },
         ),
     ];
-    for (bytes, expected) in cases {
-        assert_eq!(
-            SBE.decode_diff_binary(&bytes, 100, &mut BookUpdate::default()),
-            Err(expected)
-        );
-    }
     let too_many = Written {
         bids: vec![(100, 1); 3],
         ..written
     };
-    assert_eq!(
-        SBE.decode_diff_binary(&too_many.bytes(), 2, &mut BookUpdate::default()),
-        Err(DecodeError::TooManyLevels(2))
-    );
+    cases
+        .into_iter()
+        .map(|(bytes, error)| Malformed::exact(conformance::Read::BinaryDiff, bytes, 100, error))
+        .chain([Malformed::exact(
+            conformance::Read::BinaryDiff,
+            too_many.bytes(),
+            2,
+            DecodeError::TooManyLevels(2),
+        )])
+        .collect()
 }
 
 // ---- the simulator: one market on both feeds ----

@@ -4,7 +4,8 @@
 //! simulator, the venue syncs from its in-band snapshot and each injected fault ends in a
 //! clean resync.
 
-mod common;
+use crate::common;
+use crate::conformance::{Malformed, Read, Row};
 
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, Level, Side};
@@ -188,17 +189,31 @@ fn decode(frame: &[u8]) -> (Result<Message<'_>, DecodeError>, BookUpdate) {
     (message, update)
 }
 
-#[test]
-fn every_strict_prefix_of_every_recorded_frame_is_refused() {
-    for (name, _) in RECORDINGS {
-        for frame in venue_frames(name) {
-            in_band::assert_every_strict_prefix_refused(BYBIT, &frame);
-        }
+/// Its row in the venue conformance tests.
+pub fn row() -> Row {
+    Row {
+        venue: BYBIT,
+        frames: recorded_frames()
+            .into_iter()
+            .map(|frame| (Read::Diff, frame.into_bytes()))
+            .collect(),
+        malformed: malformed_frames(),
     }
 }
 
-#[test]
-fn malformed_frames_get_typed_errors() {
+/// The frames of its conformance row: every recorded one.
+fn recorded_frames() -> Vec<String> {
+    let mut recorded = Vec::new();
+    for (name, _) in RECORDINGS {
+        for frame in venue_frames(name) {
+            recorded.push(frame.to_string());
+        }
+    }
+    recorded
+}
+
+/// The malformed frames of its conformance row.
+fn malformed_frames() -> Vec<Malformed> {
     let book = |data: &str| {
         format!(r#"{{"topic":"orderbook.50.BTCUSDT","type":"delta","ts":1,"data":{{{data}}}}}"#)
     };
@@ -219,7 +234,10 @@ fn malformed_frames_get_typed_errors() {
         (r#"[{"topic":"orderbook.50.BTCUSDT"}]"#.to_owned(), DecodeError::Unexpected { at: 0, expected: "'{'" }),
         (format!("{} x", book(r#""s":"BTCUSDT","b":[],"a":[],"u":2"#)), DecodeError::TrailingBytes { at: 0 }),
     ];
-    in_band::assert_typed_errors(BYBIT, cases);
+    cases
+        .into_iter()
+        .map(|(frame, error)| Malformed::diff(frame, error))
+        .collect()
 }
 
 // ---- generated frames against the levels they were made of ----

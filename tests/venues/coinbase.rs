@@ -7,7 +7,8 @@
 //! snapshots, and a lost message, a crossing, a bad frame, a refusal and silence end in a
 //! clean resync.
 
-mod common;
+use crate::common;
+use crate::conformance::{Malformed, Read, Row};
 
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, Level};
@@ -334,8 +335,21 @@ fn a_missing_message_puts_the_book_out_of_sync_until_its_next_snapshot() {
 
 // ---- the decoder on bad input ----
 
-#[test]
-fn every_strict_prefix_of_every_recorded_frame_is_refused() {
+/// Its row in the venue conformance tests.
+pub fn row() -> Row {
+    Row {
+        venue: COINBASE,
+        frames: recorded_frames()
+            .into_iter()
+            .map(|frame| (Read::Diff, frame.into_bytes()))
+            .collect(),
+        malformed: malformed_frames(),
+    }
+}
+
+/// The frames of its conformance row: every recorded one.
+fn recorded_frames() -> Vec<String> {
+    let mut recorded = Vec::new();
     let control = in_band::frames(COINBASE, CONTROL);
     let generated = timeline(20, 3);
     for frame in control[2..]
@@ -343,12 +357,13 @@ fn every_strict_prefix_of_every_recorded_frame_is_refused() {
         .chain(&generated)
         .chain([&recorded_snapshot()])
     {
-        in_band::assert_every_strict_prefix_refused(COINBASE, frame);
+        recorded.push(frame.to_string());
     }
+    recorded
 }
 
-#[test]
-fn malformed_frames_get_typed_errors() {
+/// The malformed frames of its conformance row.
+fn malformed_frames() -> Vec<Malformed> {
     let frame =
         |events: &str| format!(r#"{{"channel":"l2_data","sequence_num":5,"events":{events}}}"#);
     let update = |updates: &str| {
@@ -450,7 +465,10 @@ fn malformed_frames_get_typed_errors() {
             DecodeError::TrailingBytes { at: 0 },
         ),
     ];
-    in_band::assert_typed_errors(COINBASE, cases);
+    cases
+        .into_iter()
+        .map(|(frame, error)| Malformed::diff(frame, error))
+        .collect()
 }
 
 /// An update with more levels than the book's cap is refused, never cut; a snapshot keeps

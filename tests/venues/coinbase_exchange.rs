@@ -4,7 +4,8 @@
 //! generated frames of any layout; against the simulator, the venue syncs from its
 //! snapshots, and a crossing, a bad frame, a refusal and silence end in a clean resync.
 
-mod common;
+use crate::common;
+use crate::conformance::{Malformed, Read, Row};
 
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, Level, Side};
@@ -149,17 +150,31 @@ fn the_subscription_s_acknowledgement_decodes() {
 
 // ---- the decoder on bad input ----
 
-#[test]
-fn every_strict_prefix_of_every_recorded_frame_is_refused() {
-    let frames = recording(BAND_GBP);
-    let ack = recording(CONTROL).pop().unwrap();
-    for frame in frames.iter().chain([&ack]) {
-        in_band::assert_every_strict_prefix_refused(COINBASE, frame);
+/// Its row in the venue conformance tests.
+pub fn row() -> Row {
+    Row {
+        venue: COINBASE,
+        frames: recorded_frames()
+            .into_iter()
+            .map(|frame| (Read::Diff, frame.into_bytes()))
+            .collect(),
+        malformed: malformed_frames(),
     }
 }
 
-#[test]
-fn malformed_frames_get_typed_errors() {
+/// The frames of its conformance row: every recorded one.
+fn recorded_frames() -> Vec<String> {
+    let mut recorded = Vec::new();
+    let frames = recording(BAND_GBP);
+    let ack = recording(CONTROL).pop().unwrap();
+    for frame in frames.iter().chain([&ack]) {
+        recorded.push(frame.to_string());
+    }
+    recorded
+}
+
+/// The malformed frames of its conformance row.
+fn malformed_frames() -> Vec<Malformed> {
     let update = |changes: &str| {
         format!(
             r#"{{"type":"l2update","product_id":"BAND-GBP","changes":{changes},"time":"2021-04-17T16:43:37.083117Z"}}"#
@@ -239,7 +254,10 @@ fn malformed_frames_get_typed_errors() {
             DecodeError::TrailingBytes { at: 0 },
         ),
     ];
-    in_band::assert_typed_errors(COINBASE, cases);
+    cases
+        .into_iter()
+        .map(|(frame, error)| Malformed::diff(frame, error))
+        .collect()
 }
 
 // ---- generated frames against the levels they were made of ----

@@ -7,26 +7,28 @@ use mergebook::venue::{DecodeError, Message, VenueId};
 use proptest::prelude::*;
 use serde_json::Value;
 
+use crate::conformance::{Malformed, Read, Row};
+
 /// Every recorded frame of the venues with decoders, with its venue.
 fn recorded_frames() -> Vec<(VenueId, String)> {
     let files: &[(VenueId, &str)] = &[
         (
             VenueId::Binance,
-            include_str!("fixtures/binance/partial_depth20_BTCUSDT_combined.json"),
+            include_str!("../fixtures/binance/partial_depth20_BTCUSDT_combined.json"),
         ),
         (
             VenueId::Binance,
             include_str!(
-                "fixtures/binance/docs_examples_subscribe_partial_diff_rest_shutdown.jsonl"
+                "../fixtures/binance/docs_examples_subscribe_partial_diff_rest_shutdown.jsonl"
             ),
         ),
         (
             VenueId::Bitstamp,
-            include_str!("fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl"),
+            include_str!("../fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl"),
         ),
         (
             VenueId::Bitstamp,
-            include_str!("fixtures/bitstamp/control_messages.jsonl"),
+            include_str!("../fixtures/bitstamp/control_messages.jsonl"),
         ),
     ];
     files
@@ -39,102 +41,77 @@ fn recorded_frames() -> Vec<(VenueId, String)> {
         .collect()
 }
 
-#[test]
-fn every_strict_prefix_of_every_recorded_frame_is_refused() {
-    for (venue, frame) in recorded_frames() {
-        let mut book = TopBook::default();
-        assert!(
-            venue.decode(frame.as_bytes(), 10, &mut book).is_ok(),
-            "whole frame must decode: {frame}"
-        );
-        for end in 0..frame.len() {
-            let result = venue.decode(&frame.as_bytes()[..end], 10, &mut book);
-            assert!(
-                result.is_err(),
-                "{venue}: prefix of {end} bytes accepted: {}",
-                &frame[..end]
-            );
-        }
+/// Binance's or Bitstamp's row in the venue conformance tests.
+pub fn row(venue: VenueId) -> Row {
+    let snapshot_frames = recorded_frames()
+        .into_iter()
+        .filter(|(of, _)| *of == venue)
+        .map(|(_, frame)| (Read::Snapshot, frame.into_bytes()));
+    let diff_frames = recorded_diff_frames()
+        .into_iter()
+        .filter(|(of, _, _)| *of == venue)
+        .map(|(_, read, frame)| (read, frame));
+    let malformed = malformed_snapshot_frames()
+        .into_iter()
+        .chain(malformed_diff_frames())
+        .filter(|(of, _)| *of == venue)
+        .map(|(_, case)| case);
+    Row {
+        venue,
+        frames: snapshot_frames.chain(diff_frames).collect(),
+        malformed: malformed.collect(),
     }
 }
 
-/// Diff mode: every recorded diff event and REST snapshot decodes whole; every strict
-/// prefix is refused.
-#[test]
-fn every_strict_prefix_of_every_recorded_diff_event_and_snapshot_is_refused() {
-    use mergebook::book::BookUpdate;
+/// Diff mode's recorded frames: diff events (the first 20 of each file) and REST snapshots.
+fn recorded_diff_frames() -> Vec<(VenueId, Read, Vec<u8>)> {
     let diffs: &[(VenueId, &str)] = &[
         (
             VenueId::Binance,
-            include_str!("fixtures/binance/diff_depth_NKNUSDT_combined_stream.jsonl"),
+            include_str!("../fixtures/binance/diff_depth_NKNUSDT_combined_stream.jsonl"),
         ),
         (
             VenueId::Binance,
-            include_str!("fixtures/binance/diff_depth_LRCBTC_combined_stream.jsonl"),
+            include_str!("../fixtures/binance/diff_depth_LRCBTC_combined_stream.jsonl"),
         ),
         (
             VenueId::Bitstamp,
-            include_str!("fixtures/bitstamp/diff_order_book_ethusd.jsonl"),
+            include_str!("../fixtures/bitstamp/diff_order_book_ethusd.jsonl"),
         ),
         (
             VenueId::Bitstamp,
-            include_str!("fixtures/bitstamp/diff_order_book_usdteur.jsonl"),
+            include_str!("../fixtures/bitstamp/diff_order_book_usdteur.jsonl"),
         ),
     ];
-    let mut update = BookUpdate::default();
-    for &(venue, text) in diffs {
-        for frame in text.lines().take(20) {
-            assert!(
-                venue
-                    .decode_diff(frame.as_bytes(), 5000, &mut update)
-                    .is_ok(),
-                "{frame}"
-            );
-            for end in 0..frame.len() {
-                let prefix = &frame.as_bytes()[..end];
-                assert!(
-                    venue.decode_diff(prefix, 5000, &mut update).is_err(),
-                    "{venue}: prefix of {end} bytes accepted: {}",
-                    &frame[..end]
-                );
-            }
-        }
-    }
     let snapshots: &[(VenueId, &str)] = &[
         (
             VenueId::Binance,
-            include_str!("fixtures/binance/rest_depth_snapshot_LRCBTC_limit1000.json"),
+            include_str!("../fixtures/binance/rest_depth_snapshot_LRCBTC_limit1000.json"),
         ),
         (
             VenueId::Bitstamp,
-            include_str!("fixtures/bitstamp/rest_order_book_usdteur.json"),
+            include_str!("../fixtures/bitstamp/rest_order_book_usdteur.json"),
         ),
     ];
-    for &(venue, body) in snapshots {
-        let body = body.trim_end().as_bytes();
-        venue.decode_snapshot(body, 5000, &mut update).unwrap();
-        // Every prefix ending inside the last 2 KB, and a sample before (the bodies are
-        // 30-60 KB; each decode is linear).
-        for end in (0..body.len())
-            .step_by(97)
-            .chain(body.len() - 2048..body.len())
-        {
-            assert!(
-                venue
-                    .decode_snapshot(&body[..end], 5000, &mut update)
-                    .is_err(),
-                "{venue}: snapshot prefix of {end} bytes accepted"
-            );
-        }
-    }
+    let events = diffs.iter().flat_map(|&(venue, text)| {
+        text.lines()
+            .take(20)
+            .map(move |frame| (venue, Read::Diff, frame.as_bytes().to_vec()))
+    });
+    let bodies = snapshots.iter().map(|&(venue, body)| {
+        (
+            venue,
+            Read::RestSnapshot,
+            body.trim_end().as_bytes().to_vec(),
+        )
+    });
+    events.chain(bodies).collect()
 }
 
-/// Diff mode's bad inputs and their errors.
-#[test]
-fn malformed_diff_events_and_snapshots_get_typed_errors() {
+/// Diff mode's bad inputs and their errors (a diff event read with room for 2 levels a side,
+/// a REST body with 10).
+fn malformed_diff_frames() -> Vec<(VenueId, Malformed)> {
     use DecodeError::*;
-    use mergebook::book::BookUpdate;
-    let mut update = BookUpdate::default();
     let binance = VenueId::Binance;
     let diff_cases: &[(VenueId, &str, DecodeError)] = &[
         (
@@ -163,20 +140,6 @@ fn malformed_diff_events_and_snapshots_get_typed_errors() {
             DuplicateKey("data"),
         ),
     ];
-    for &(venue, frame, expected) in diff_cases {
-        assert_eq!(
-            venue.decode_diff(frame.as_bytes(), 2, &mut update),
-            Err(expected),
-            "{frame}"
-        );
-    }
-    // Another stream's payload sharing key names is ignored, not misread as a diff.
-    let book_ticker =
-        r#"{"stream":"x@bookTicker","data":{"u":4,"s":"X","b":"1.0","B":"2","a":"1.1","A":"3"}}"#;
-    assert_eq!(
-        binance.decode_diff(book_ticker.as_bytes(), 2, &mut update),
-        Ok(Message::Ignored)
-    );
     let snapshot_cases: &[(VenueId, &str, DecodeError)] = &[
         (
             binance,
@@ -194,18 +157,30 @@ fn malformed_diff_events_and_snapshots_get_typed_errors() {
             MissingKey("microtimestamp"),
         ),
     ];
-    for &(venue, body, expected) in snapshot_cases {
-        assert_eq!(
-            venue.decode_snapshot(body.as_bytes(), 10, &mut update),
-            Err(expected),
-            "{body}"
-        );
-    }
+    let diffs = diff_cases
+        .iter()
+        .map(|&(venue, frame, error)| (venue, Malformed::exact(Read::Diff, frame, 2, error)));
+    let bodies = snapshot_cases.iter().map(|&(venue, body, error)| {
+        (venue, Malformed::exact(Read::RestSnapshot, body, 10, error))
+    });
+    diffs.chain(bodies).collect()
 }
 
-/// One table: each bad input and the error it must get.
+/// Another stream's payload sharing a diff event's key names is ignored, not misread.
 #[test]
-fn malformed_frames_get_typed_errors() {
+fn another_stream_s_payload_is_not_read_as_a_diff_event() {
+    let mut update = mergebook::book::BookUpdate::default();
+    let binance = VenueId::Binance;
+    let book_ticker =
+        r#"{"stream":"x@bookTicker","data":{"u":4,"s":"X","b":"1.0","B":"2","a":"1.1","A":"3"}}"#;
+    assert_eq!(
+        binance.decode_diff(book_ticker.as_bytes(), 2, &mut update),
+        Ok(Message::Ignored)
+    );
+}
+
+/// Snapshot mode's bad inputs and their errors: one table.
+fn malformed_snapshot_frames() -> Vec<(VenueId, Malformed)> {
     use DecodeError::*;
     use FixedPointError as F;
     let binance = VenueId::Binance;
@@ -492,14 +467,10 @@ fn malformed_frames_get_typed_errors() {
             Unsorted(Side::Ask),
         ),
     ];
-    for &(venue, frame, expected) in cases {
-        let mut book = TopBook::default();
-        assert_eq!(
-            venue.decode(frame.as_bytes(), 10, &mut book),
-            Err(expected),
-            "{venue}: {frame}"
-        );
-    }
+    cases
+        .iter()
+        .map(|&(venue, frame, error)| (venue, Malformed::exact(Read::Snapshot, frame, 10, error)))
+        .collect()
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! timelines with the snapshots interleaved as they arrived, through the same sync rules
 //! as the live reader. The expected figures are SOURCES.md's verification notes.
 
-mod common;
+use crate::common;
 
 use mergebook::book::Side;
 use mergebook::fixed::FixedPoint;

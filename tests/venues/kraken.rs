@@ -3,7 +3,8 @@
 //! errors; and against the simulator the venue syncs, merges, and recovers from each
 //! fault through a resubscription.
 
-mod common;
+use crate::common;
+use crate::conformance::{Malformed, Read, Row};
 
 use common::in_band::{self, Harness, Sides, WAIT};
 
@@ -191,17 +192,31 @@ fn decode(frame: &[u8]) -> (Result<Message<'_>, DecodeError>, BookUpdate) {
     (message, update)
 }
 
-#[test]
-fn every_strict_prefix_of_every_recorded_frame_is_refused() {
-    for name in RECORDINGS {
-        for frame in frames(name) {
-            in_band::assert_every_strict_prefix_refused(KRAKEN, &frame);
-        }
+/// Its row in the venue conformance tests.
+pub fn row() -> Row {
+    Row {
+        venue: KRAKEN,
+        frames: recorded_frames()
+            .into_iter()
+            .map(|frame| (Read::Diff, frame.into_bytes()))
+            .collect(),
+        malformed: malformed_frames(),
     }
 }
 
-#[test]
-fn malformed_frames_get_typed_errors() {
+/// The frames of its conformance row: every recorded one.
+fn recorded_frames() -> Vec<String> {
+    let mut recorded = Vec::new();
+    for name in RECORDINGS {
+        for frame in frames(name) {
+            recorded.push(frame.to_string());
+        }
+    }
+    recorded
+}
+
+/// The malformed frames of its conformance row.
+fn malformed_frames() -> Vec<Malformed> {
     let book = |data: &str| format!(r#"{{"channel":"book","type":"update","data":[{data}]}}"#);
     let level = r#"{"price":1.5,"qty":2.0}"#;
     let cases: Vec<(String, DecodeError)> = vec![
@@ -220,7 +235,10 @@ fn malformed_frames_get_typed_errors() {
         (r#"[{"channel":"book"}]"#.to_owned(), DecodeError::Unexpected { at: 0, expected: "'{'" }),
         (r#"{"channel":"book","type":"update","data":[]} x"#.to_owned(), DecodeError::TrailingBytes { at: 46 }),
     ];
-    in_band::assert_typed_errors(KRAKEN, cases);
+    cases
+        .into_iter()
+        .map(|(frame, error)| Malformed::diff(frame, error))
+        .collect()
 }
 
 // ---- generated frames against the levels they were made of ----

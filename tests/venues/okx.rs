@@ -5,7 +5,8 @@
 //! both forms of its protocol (seeded from REST; from the snapshot on the stream, checksums
 //! verified) and each injected fault ends in a clean resync.
 
-mod common;
+use crate::common;
+use crate::conformance::{Malformed, Read, Row};
 
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
@@ -234,17 +235,31 @@ fn books5_recordings_decode() {
 
 // ---- the decoder on bad input ----
 
-#[test]
-fn every_strict_prefix_of_every_recorded_frame_is_refused() {
-    for name in BOOKS5.into_iter().chain([BOOKS_2022, DOCS]) {
-        for frame in venue_frames(name) {
-            in_band::assert_every_strict_prefix_refused(OKX, &frame);
-        }
+/// Its row in the venue conformance tests.
+pub fn row() -> Row {
+    Row {
+        venue: OKX,
+        frames: recorded_frames()
+            .into_iter()
+            .map(|frame| (Read::Diff, frame.into_bytes()))
+            .collect(),
+        malformed: malformed_frames(),
     }
 }
 
-#[test]
-fn malformed_frames_get_typed_errors() {
+/// The frames of its conformance row: every recorded one.
+fn recorded_frames() -> Vec<String> {
+    let mut recorded = Vec::new();
+    for name in BOOKS5.into_iter().chain([BOOKS_2022, DOCS]) {
+        for frame in venue_frames(name) {
+            recorded.push(frame.to_string());
+        }
+    }
+    recorded
+}
+
+/// The malformed frames of its conformance row.
+fn malformed_frames() -> Vec<Malformed> {
     let book = |action: &str, data: &str| {
         format!(
             r#"{{"arg":{{"channel":"books","instId":"BTC-USDT"}},"action":"{action}","data":[{{{data}}}]}}"#
@@ -275,7 +290,10 @@ fn malformed_frames_get_typed_errors() {
         (format!("{} x", update(r#""asks":[],"bids":[]"#)), DecodeError::TrailingBytes { at: 0 }),
         ("ping".to_owned(), DecodeError::Unexpected { at: 0, expected: "'{'" }),
     ];
-    in_band::assert_typed_errors(OKX, cases);
+    cases
+        .into_iter()
+        .map(|(frame, error)| Malformed::diff(frame, error))
+        .collect()
 }
 
 // ---- generated frames against the levels they were made of ----

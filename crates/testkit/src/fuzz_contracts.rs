@@ -1,5 +1,5 @@
 //! What each fuzz target checks, in one place: the targets in `fuzz/fuzz_targets/` call
-//! these, and `tests/fuzz_corpus.rs` replays the committed corpus and every past crash
+//! these, and `tests/venues/fuzz_corpus.rs` replays the committed corpus and every past crash
 //! through them on stable Rust, so a finding stays a regression test.
 //!
 //! Each function takes the fuzzer's raw bytes and panics (the fuzzer's finding) when a

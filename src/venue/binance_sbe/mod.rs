@@ -1,7 +1,7 @@
 //! Binance's binary market data: Simple Binary Encoding, schema `stream_1_0.xml`
 //! (<https://github.com/binance/binance-spot-api-docs/tree/master/sbe/schemas>;
 //! docs/protocols.md, Binance SBE). No SBE frame is recorded in the
-//! fixtures: the frames here and in `tests/binance_sbe.rs` are built from the schema, and
+//! fixtures: the frames here and in `tests/venues/binance_sbe.rs` are built from the schema, and
 //! the simulator's are checked against its JSON stream of the same book.
 //!
 //! Every message is little-endian and starts with an 8-byte header: `blockLength u16`,

@@ -1,0 +1,89 @@
+//! A test's configuration, built key by key rather than written out as TOML: what every
+//! test needs (no stdout output, the venues at the simulator's URLs) once, and each test's
+//! own keys beside it. It goes through the same parse and validation as a file.
+
+use mergebook::config::{Config, RawConfig};
+use mergebook::sim::Simulator;
+use mergebook::venue::VenueId;
+use toml::{Table, Value};
+
+pub struct TestConfig {
+    table: Table,
+}
+
+impl TestConfig {
+    /// No consumers on stdout (`service.output = "none"`), no instruments yet.
+    pub fn new() -> Self {
+        let mut config = TestConfig {
+            table: Table::new(),
+        };
+        config = config.set("service.output", "none");
+        config
+    }
+
+    /// `key` (dotted: `feed.read_idle_timeout_ms`, `venues.binance.mode`) set to `value`.
+    pub fn set(mut self, key: &str, value: impl Into<Value>) -> Self {
+        let mut table = &mut self.table;
+        let mut parts = key.split('.').peekable();
+        while let Some(part) = parts.next() {
+            if parts.peek().is_none() {
+                table.insert(part.to_owned(), value.into());
+                break;
+            }
+            table = table
+                .entry(part)
+                .or_insert_with(|| Value::Table(Table::new()))
+                .as_table_mut()
+                .unwrap_or_else(|| panic!("{key}: {part} is not a table"));
+        }
+        self
+    }
+
+    /// `venue` read from `url`.
+    pub fn venue_url(self, venue: VenueId, url: impl Into<String>) -> Self {
+        self.set(&format!("venues.{venue}.url"), url.into())
+    }
+
+    /// Each venue of `venues` read from `simulator`.
+    pub fn on(self, simulator: &Simulator, venues: &[VenueId]) -> Self {
+        venues.iter().fold(self, |config, &venue| {
+            config.venue_url(venue, simulator.url(venue))
+        })
+    }
+
+    /// One more instrument: `name`, merged from each venue's `symbol`.
+    pub fn instrument(mut self, name: &str, symbols: &[(VenueId, &str)]) -> Self {
+        let mut instrument = Table::new();
+        instrument.insert("name".into(), name.into());
+        let symbols: Table = symbols
+            .iter()
+            .map(|&(venue, symbol)| (venue.name().to_owned(), Value::from(symbol)))
+            .collect();
+        instrument.insert("symbols".into(), Value::Table(symbols));
+        let instruments = self
+            .table
+            .entry("instruments")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        instruments
+            .as_array_mut()
+            .expect("instruments is an array")
+            .push(Value::Table(instrument));
+        self
+    }
+
+    /// The configuration as a file would hold it.
+    pub fn toml(&self) -> String {
+        toml::to_string(&self.table).expect("a table serialises")
+    }
+
+    /// Parsed and validated, as the service reads a file.
+    pub fn raw(&self) -> RawConfig {
+        RawConfig::parse(&self.toml(), "test").unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    pub fn build(&self) -> Config {
+        self.raw()
+            .validate()
+            .unwrap_or_else(|error| panic!("{error}"))
+    }
+}

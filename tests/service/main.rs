@@ -1,0 +1,18 @@
+//! The service end to end: the binary, the simulator, gRPC, JSON lines, NATS, recording
+//! and replay, faults and hostile clients; one test binary, a module a concern.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod binary;
+mod chaos;
+mod deploy;
+mod diff_service;
+mod grpc_send_buffer;
+mod hostile_clients;
+mod nats;
+mod recording;
+mod replay;
+mod replay_twin;
+mod service;
+mod watch;

@@ -1,0 +1,167 @@
+//! What every venue's decoders pass, run over one row a venue: every strict prefix of every
+//! frame of the row is refused (the frames are recorded ones, or frames the venue's
+//! simulator writes where a kind was never recorded), and every malformed frame of the row
+//! gets its typed error. Each venue's module gives its row; a venue without one fails
+//! `every_venue_has_a_row`. What a venue's feed does with such frames end to end (counted,
+//! out of sync, resynchronised) is in the service tests.
+
+use mergebook::book::{BookUpdate, TopBook};
+use mergebook::venue::{DecodeError, VenueId};
+
+/// Which of a venue's decoders reads a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    /// A snapshot connection's text frame (`decode`).
+    Snapshot,
+    /// A diff connection's text frame (`decode_diff`).
+    Diff,
+    /// A REST snapshot's body (`decode_snapshot`).
+    RestSnapshot,
+    /// A snapshot connection's binary frame (`decode_binary`).
+    Binary,
+    /// A diff connection's binary frame (`decode_diff_binary`).
+    BinaryDiff,
+}
+
+/// A malformed frame and the error it must get.
+pub struct Malformed {
+    pub read: Read,
+    pub frame: Vec<u8>,
+    /// Levels a side the decoder may keep (a table checks `TooManyLevels` with few).
+    pub max_levels: usize,
+    pub error: DecodeError,
+    /// Whether the error must be equal to the byte, or only of the same kind (the
+    /// positions of `Unexpected` and `TrailingBytes`, and of a `Number`'s error, aside).
+    pub exact: bool,
+}
+
+impl Malformed {
+    /// A frame whose error is checked to the byte position.
+    pub fn exact(
+        read: Read,
+        frame: impl Into<Vec<u8>>,
+        max_levels: usize,
+        error: DecodeError,
+    ) -> Self {
+        Malformed {
+            read,
+            frame: frame.into(),
+            max_levels,
+            error,
+            exact: true,
+        }
+    }
+
+    /// A diff connection's frame whose error is checked for its kind and its values.
+    pub fn diff(frame: impl Into<Vec<u8>>, error: DecodeError) -> Self {
+        Malformed {
+            exact: false,
+            ..Malformed::exact(Read::Diff, frame, 5000, error)
+        }
+    }
+}
+
+/// One venue's row.
+pub struct Row {
+    pub venue: VenueId,
+    /// Frames the venue's decoders read whole.
+    pub frames: Vec<(Read, Vec<u8>)>,
+    pub malformed: Vec<Malformed>,
+}
+
+fn rows() -> Vec<Row> {
+    vec![
+        crate::decoders::row(VenueId::Binance),
+        crate::decoders::row(VenueId::Bitstamp),
+        crate::kraken::row(),
+        crate::bybit::row(),
+        crate::okx::row(),
+        crate::coinbase_exchange::row(),
+        crate::coinbase::row(),
+        crate::binance_sbe::row(),
+    ]
+}
+
+fn decode(venue: VenueId, read: Read, bytes: &[u8], max_levels: usize) -> Result<(), DecodeError> {
+    let (mut book, mut update) = (TopBook::default(), BookUpdate::default());
+    match read {
+        Read::Snapshot => venue.decode(bytes, max_levels, &mut book).map(drop),
+        Read::Diff => venue.decode_diff(bytes, max_levels, &mut update).map(drop),
+        Read::RestSnapshot => venue.decode_snapshot(bytes, max_levels, &mut update),
+        Read::Binary => venue.decode_binary(bytes, max_levels, &mut book).map(drop),
+        Read::BinaryDiff => venue
+            .decode_diff_binary(bytes, max_levels, &mut update)
+            .map(drop),
+    }
+}
+
+/// Whether `got` is `expected`, to the byte where `exact`.
+fn same_error(got: &DecodeError, expected: &DecodeError, exact: bool) -> bool {
+    if exact {
+        return got == expected;
+    }
+    match (got, expected) {
+        (DecodeError::Unexpected { .. }, DecodeError::Unexpected { .. })
+        | (DecodeError::TrailingBytes { .. }, DecodeError::TrailingBytes { .. }) => true,
+        (DecodeError::Number { error, .. }, DecodeError::Number { error: wanted, .. }) => {
+            error == wanted
+        }
+        _ => got == expected,
+    }
+}
+
+#[test]
+fn every_venue_has_a_row() {
+    let rows = rows();
+    for &venue in VenueId::ALL {
+        let row = rows.iter().find(|row| row.venue == venue);
+        let row = row.unwrap_or_else(|| panic!("{venue} has no conformance row"));
+        assert!(!row.frames.is_empty(), "{venue}: no frames");
+        assert!(!row.malformed.is_empty(), "{venue}: no malformed frames");
+    }
+}
+
+#[test]
+fn every_strict_prefix_of_every_frame_is_refused() {
+    for row in rows() {
+        let venue = row.venue;
+        for (read, frame) in &row.frames {
+            let text = String::from_utf8_lossy(frame);
+            assert_eq!(decode(venue, *read, frame, 5000), Ok(()), "{venue}: {text}");
+            // A REST body is tens of kilobytes and each decode linear in it: every 97th
+            // prefix, and every one ending in the last 2 KB.
+            let ends: Vec<usize> = match frame.len() > 4096 {
+                true => (0..frame.len())
+                    .step_by(97)
+                    .chain(frame.len() - 2048..frame.len())
+                    .collect(),
+                false => (0..frame.len()).collect(),
+            };
+            for end in ends {
+                assert!(
+                    decode(venue, *read, &frame[..end], 5000).is_err(),
+                    "{venue} {read:?}: a prefix of {end} bytes accepted: {}",
+                    String::from_utf8_lossy(&frame[..end])
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn malformed_frames_get_typed_errors() {
+    for row in rows() {
+        let venue = row.venue;
+        for case in &row.malformed {
+            let text = String::from_utf8_lossy(&case.frame);
+            let got = decode(venue, case.read, &case.frame, case.max_levels)
+                .expect_err(&format!("{venue}: accepted {text}"));
+            assert!(
+                same_error(&got, &case.error, case.exact),
+                "{venue} {:?}: {text}: got {got:?}, expected {:?}",
+                case.read,
+                case.error
+            );
+        }
+    }
+}

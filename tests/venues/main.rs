@@ -1,0 +1,17 @@
+//! The venues' decoders, books and sync rules against their recordings, slow references,
+//! bad input and the simulator; one test binary, a module a venue or concern.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod binance_sbe;
+mod bybit;
+mod coinbase;
+mod coinbase_exchange;
+mod conformance;
+mod decoders;
+mod diff_books;
+mod fuzz_corpus;
+mod kraken;
+mod okx;
+mod venue_layer;
