@@ -223,8 +223,8 @@ pub struct PublishRecord {
 pub const STALE_CHECK_EVERY_NS: u64 = 1_000_000;
 
 /// Starts the merger thread; it takes the mailboxes of the instruments marked ready until
-/// `stop` is set. Readers unpark it
-/// after every publish (the `park` strategy sleeps between them).
+/// `stop` is set, and once more in the round that sees it. Readers unpark it after every
+/// publish (the `park` strategy sleeps between them).
 pub fn spawn<O: PublishObserver>(
     spec: MergerSpec<O>,
     metrics: Arc<Metrics>,
@@ -261,7 +261,12 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
     let e2e_seconds = metrics.e2e_seconds.local();
     let merges = metrics.merges.local();
     let mut next_flush = 0;
-    while !stop.load(Ordering::Relaxed) {
+    loop {
+        // The service stops the readers before the merger: the round that sees the stop
+        // still takes what they handed over after the last one, so that the last
+        // summaries hold every book the readers received (what a recording of the run
+        // replays to).
+        let stopping = stop.load(Ordering::Relaxed);
         let mut worked = false;
         let now = clock::monotonic_ns();
         let check_stale = now >= next_stale_check;
@@ -347,6 +352,9 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         ready.take_each(|index| {
             worked |= serve(&mut instruments[index], &bytes_read[index], Pass::Ready);
         });
+        if stopping {
+            break;
+        }
         idler.idle(worked);
     }
     e2e_seconds.flush();

@@ -331,7 +331,9 @@ async fn a_recording_replays_to_the_summaries_the_service_published() {
     );
     assert!(replay_published(BINANCE, VenueState::OutOfSync), "the gap");
 
-    // Once every reader is quiet, the last summaries are one and the same.
+    // The service stops its readers before its merger, which publishes what they handed
+    // over in its last round: the last summaries hold every book received, as the
+    // replay's do.
     assert_eq!(
         last_of_each(&config, &replayed),
         last_of_each(&config, &live)
