@@ -108,10 +108,10 @@ pub fn spawn(
 }
 
 /// How much tungstenite asks the socket for per read. It zeroes that much spare buffer
-/// before every read, so its default (128 KiB) cost the reader a 128 KiB `memset` per
-/// frame, a quarter of its CPU at 50k frames/s (perf, 2026-11-22). 16 KiB still takes
-/// a dozen Binance depth20 frames, or two 100-level Bitstamp frames, per read; a larger
-/// frame grows the buffer to fit it.
+/// before every read, so its default (128 KiB) costs a 128 KiB `memset` per frame, which
+/// profiles showed as a large share of a busy reader's CPU. 16 KiB still takes a dozen
+/// Binance depth20 frames, or two 100-level Bitstamp frames, per read; a larger frame
+/// grows the buffer to fit it.
 const READ_BUFFER_BYTES: usize = 16 * 1024;
 
 /// The WebSocket layer's settings of a reader's connection. Its read path reuses one

@@ -600,7 +600,7 @@ impl FixedPoint {
 
     /// The decimal text as words of up to 8 bytes: `push_first(word, count)` takes the
     /// first `count` bytes of `word` (little-endian). Written by hand because `core::fmt`'s
-    /// `{:08}` was the simulator's largest cost under load (perf, 2026-11-22).
+    /// `{:08}` led the simulator's profile under load.
     #[inline(always)]
     fn decimal_words(self, decimals: u32, mut push_first: impl FnMut(u64, usize)) {
         let fraction = self.0 % SCALE;

@@ -108,9 +108,9 @@ impl ReadyMark {
 ///
 /// Unless the publish replaced a value the merger had not taken: then the merger is behind,
 /// the summary this value goes into is not the next one, and the fan-out was woken for the
-/// value replaced (or is busy). Waking it on every publish regardless cut one reader's
-/// sustained rate by about a third (measured 2026-11-23): a system call whenever the fan-out had
-/// just gone back to sleep.
+/// value replaced (or is busy). Waking it on every publish regardless costs a system call
+/// whenever the fan-out had just gone back to sleep (docs/decisions.md, "Readers wake the
+/// fan-out early").
 pub struct FeedSender {
     sender: Sender<VenueFeed>,
     ready: ReadyMark,

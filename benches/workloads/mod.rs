@@ -2,8 +2,8 @@
 //! and `instructions` (callgrind, instruction counts), so the two measure the same thing.
 #![allow(dead_code)] // each bench target uses its own subset
 
-use mergebook::book::{BookUpdate, DepthBook, Level, TopBook, WireDecimals};
-use mergebook::merge::{MergedBook, VenueBook, merge};
+use mergebook::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
+use mergebook::merge::{MergedBook, VenueBook, merge, merge_side};
 use mergebook::venue::{LevelTexts, Message, VenueId};
 use std::hint::black_box;
 
@@ -151,8 +151,7 @@ fn recorded_snapshot(venue: VenueId, body: &[u8]) -> BookUpdate {
 }
 
 /// How many distinct frames the `_varied` benches decode in turn: enough that the branch
-/// predictor cannot learn them (on the Intel host, 64 frames still decode nearly as fast
-/// as one, measured 2026-11-24).
+/// predictor cannot learn them (a few dozen frames can still decode nearly as fast as one).
 pub const VARIED_FRAMES: usize = 1024;
 
 /// `merge_2x10_varied`: [`VARIED_FRAMES`] pairs of books as the simulator quotes them
@@ -212,7 +211,12 @@ impl ManyVenues {
                 book: std::hint::black_box(book),
             };
         }
-        merge(&inputs[..self.books.len()], KEEP, &mut self.merged);
+        // Both sides through `merge_side`, not `merge`: another call of `merge` in the
+        // bench binaries changes how it is inlined into `merge_2x10`'s (372 → 408
+        // instructions), so that figure would no longer compare with earlier ones.
+        let inputs = &inputs[..self.books.len()];
+        merge_side(Side::Bid, inputs, KEEP, &mut self.merged.bids);
+        merge_side(Side::Ask, inputs, KEEP, &mut self.merged.asks);
         &self.merged
     }
 }

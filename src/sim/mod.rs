@@ -468,8 +468,8 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     // tick's frames just before their one write): no tick's frames come near 1 GiB.
     // tungstenite zeroes its read buffer's spare room before every read attempt, and a
     // connection attempts one each time its loop turns (every tick): clients send only
-    // small requests, and the default 128 KiB cost the simulator a tenth of a core at
-    // 4,000 books (perf, 2026-11-27). A larger request grows the buffer to fit.
+    // small requests, and the default 128 KiB showed in profiles of the simulator serving
+    // thousands of books. A larger request grows the buffer to fit.
     let config = WebSocketConfig::default()
         .write_buffer_size(1 << 30)
         .read_buffer_size(SERVER_READ_BUFFER_BYTES);

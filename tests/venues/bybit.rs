@@ -5,7 +5,8 @@
 //! clean resync.
 
 use crate::common;
-use crate::conformance::{Malformed, Read, Row};
+use crate::conformance::{self, Row};
+use crate::generated::object;
 
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, Level, Side};
@@ -191,14 +192,7 @@ fn decode(frame: &[u8]) -> (Result<Message<'_>, DecodeError>, BookUpdate) {
 
 /// Its row in the venue conformance tests.
 pub fn row() -> Row {
-    Row {
-        venue: BYBIT,
-        frames: recorded_frames()
-            .into_iter()
-            .map(|frame| (Read::Diff, frame.into_bytes()))
-            .collect(),
-        malformed: malformed_frames(),
-    }
+    conformance::diff_row(BYBIT, recorded_frames(), malformed_frames())
 }
 
 /// The frames of its conformance row: every recorded one.
@@ -213,7 +207,7 @@ fn recorded_frames() -> Vec<String> {
 }
 
 /// The malformed frames of its conformance row.
-fn malformed_frames() -> Vec<Malformed> {
+fn malformed_frames() -> Vec<(String, DecodeError)> {
     let book = |data: &str| {
         format!(r#"{{"topic":"orderbook.50.BTCUSDT","type":"delta","ts":1,"data":{{{data}}}}}"#)
     };
@@ -235,20 +229,9 @@ fn malformed_frames() -> Vec<Malformed> {
         (format!("{} x", book(r#""s":"BTCUSDT","b":[],"a":[],"u":2"#)), DecodeError::TrailingBytes { at: 0 }),
     ];
     cases
-        .into_iter()
-        .map(|(frame, error)| Malformed::diff(frame, error))
-        .collect()
 }
 
 // ---- generated frames against the levels they were made of ----
-
-/// Members in a shuffled order, with optional whitespace: any layout JSON allows.
-fn object(members: &mut [String], seed: u64, spaced: bool) -> String {
-    let mut rng = mergebook::rng::Rng::new(seed);
-    rng.shuffle(members);
-    let separator = if spaced { ", " } else { "," };
-    format!("{{{}}}", members.join(separator))
-}
 
 fn side_text(levels: &[(u64, u64)], spaced: bool) -> String {
     let separator = if spaced { ", " } else { "," };

@@ -8,7 +8,7 @@
 //! clean resync.
 
 use crate::common;
-use crate::conformance::{Malformed, Read, Row};
+use crate::conformance::{self, Row};
 
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, Level};
@@ -337,14 +337,7 @@ fn a_missing_message_puts_the_book_out_of_sync_until_its_next_snapshot() {
 
 /// Its row in the venue conformance tests.
 pub fn row() -> Row {
-    Row {
-        venue: COINBASE,
-        frames: recorded_frames()
-            .into_iter()
-            .map(|frame| (Read::Diff, frame.into_bytes()))
-            .collect(),
-        malformed: malformed_frames(),
-    }
+    conformance::diff_row(COINBASE, recorded_frames(), malformed_frames())
 }
 
 /// The frames of its conformance row: every recorded one.
@@ -363,7 +356,7 @@ fn recorded_frames() -> Vec<String> {
 }
 
 /// The malformed frames of its conformance row.
-fn malformed_frames() -> Vec<Malformed> {
+fn malformed_frames() -> Vec<(String, DecodeError)> {
     let frame =
         |events: &str| format!(r#"{{"channel":"l2_data","sequence_num":5,"events":{events}}}"#);
     let update = |updates: &str| {
@@ -466,9 +459,6 @@ fn malformed_frames() -> Vec<Malformed> {
         ),
     ];
     cases
-        .into_iter()
-        .map(|(frame, error)| Malformed::diff(frame, error))
-        .collect()
 }
 
 /// An update with more levels than the book's cap is refused, never cut; a snapshot keeps

@@ -5,7 +5,8 @@
 //! snapshots, and a crossing, a bad frame, a refusal and silence end in a clean resync.
 
 use crate::common;
-use crate::conformance::{Malformed, Read, Row};
+use crate::conformance::{self, Row};
+use crate::generated::object;
 
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, Level, Side};
@@ -152,14 +153,7 @@ fn the_subscription_s_acknowledgement_decodes() {
 
 /// Its row in the venue conformance tests.
 pub fn row() -> Row {
-    Row {
-        venue: COINBASE,
-        frames: recorded_frames()
-            .into_iter()
-            .map(|frame| (Read::Diff, frame.into_bytes()))
-            .collect(),
-        malformed: malformed_frames(),
-    }
+    conformance::diff_row(COINBASE, recorded_frames(), malformed_frames())
 }
 
 /// The frames of its conformance row: every recorded one.
@@ -174,7 +168,7 @@ fn recorded_frames() -> Vec<String> {
 }
 
 /// The malformed frames of its conformance row.
-fn malformed_frames() -> Vec<Malformed> {
+fn malformed_frames() -> Vec<(String, DecodeError)> {
     let update = |changes: &str| {
         format!(
             r#"{{"type":"l2update","product_id":"BAND-GBP","changes":{changes},"time":"2021-04-17T16:43:37.083117Z"}}"#
@@ -255,20 +249,9 @@ fn malformed_frames() -> Vec<Malformed> {
         ),
     ];
     cases
-        .into_iter()
-        .map(|(frame, error)| Malformed::diff(frame, error))
-        .collect()
 }
 
 // ---- generated frames against the levels they were made of ----
-
-/// Members in a shuffled order, with optional whitespace: any layout JSON allows.
-fn object(members: &mut [String], seed: u64, spaced: bool) -> String {
-    let mut rng = mergebook::rng::Rng::new(seed);
-    rng.shuffle(members);
-    let separator = if spaced { ", " } else { "," };
-    format!("{{{}}}", members.join(separator))
-}
 
 fn levels(side: &[(u64, u64)]) -> Vec<Level> {
     let level = |&(price, amount): &(u64, u64)| Level {

@@ -51,14 +51,6 @@ impl Malformed {
             exact: true,
         }
     }
-
-    /// A diff connection's frame whose error is checked for its kind and its values.
-    pub fn diff(frame: impl Into<Vec<u8>>, error: DecodeError) -> Self {
-        Malformed {
-            exact: false,
-            ..Malformed::exact(Read::Diff, frame, 5000, error)
-        }
-    }
 }
 
 /// One venue's row.
@@ -67,6 +59,24 @@ pub struct Row {
     /// Frames the venue's decoders read whole.
     pub frames: Vec<(Read, Vec<u8>)>,
     pub malformed: Vec<Malformed>,
+}
+
+/// The row of a venue whose frames all come on diff connections: `frames` read whole,
+/// and each malformed frame with its error, checked for its kind and its values (not the
+/// byte positions of `Unexpected`, `TrailingBytes` and a `Number`'s error).
+pub fn diff_row(venue: VenueId, frames: Vec<String>, malformed: Vec<(String, DecodeError)>) -> Row {
+    let malformed = malformed.into_iter().map(|(frame, error)| Malformed {
+        exact: false,
+        ..Malformed::exact(Read::Diff, frame, 5000, error)
+    });
+    Row {
+        venue,
+        frames: frames
+            .into_iter()
+            .map(|frame| (Read::Diff, frame.into_bytes()))
+            .collect(),
+        malformed: malformed.collect(),
+    }
 }
 
 fn rows() -> Vec<Row> {

@@ -4,7 +4,8 @@
 //! fault through a resubscription.
 
 use crate::common;
-use crate::conformance::{Malformed, Read, Row};
+use crate::conformance::{self, Row};
+use crate::generated::object;
 
 use common::in_band::{self, Harness, Sides, WAIT};
 
@@ -194,14 +195,7 @@ fn decode(frame: &[u8]) -> (Result<Message<'_>, DecodeError>, BookUpdate) {
 
 /// Its row in the venue conformance tests.
 pub fn row() -> Row {
-    Row {
-        venue: KRAKEN,
-        frames: recorded_frames()
-            .into_iter()
-            .map(|frame| (Read::Diff, frame.into_bytes()))
-            .collect(),
-        malformed: malformed_frames(),
-    }
+    conformance::diff_row(KRAKEN, recorded_frames(), malformed_frames())
 }
 
 /// The frames of its conformance row: every recorded one.
@@ -216,7 +210,7 @@ fn recorded_frames() -> Vec<String> {
 }
 
 /// The malformed frames of its conformance row.
-fn malformed_frames() -> Vec<Malformed> {
+fn malformed_frames() -> Vec<(String, DecodeError)> {
     let book = |data: &str| format!(r#"{{"channel":"book","type":"update","data":[{data}]}}"#);
     let level = r#"{"price":1.5,"qty":2.0}"#;
     let cases: Vec<(String, DecodeError)> = vec![
@@ -236,22 +230,9 @@ fn malformed_frames() -> Vec<Malformed> {
         (r#"{"channel":"book","type":"update","data":[]} x"#.to_owned(), DecodeError::TrailingBytes { at: 46 }),
     ];
     cases
-        .into_iter()
-        .map(|(frame, error)| Malformed::diff(frame, error))
-        .collect()
 }
 
 // ---- generated frames against the levels they were made of ----
-
-/// A member list in a shuffled order, with optional whitespace: any layout JSON allows.
-fn object(members: &mut [String], seed: u64, spaced: bool) -> String {
-    let mut rng = mergebook::rng::Rng::new(seed);
-    for index in (1..members.len()).rev() {
-        members.swap(index, rng.below(index as u64 + 1) as usize);
-    }
-    let separator = if spaced { ", " } else { "," };
-    format!("{{{}}}", members.join(separator))
-}
 
 fn side_text(levels: &[(u64, u64)], spaced: bool) -> String {
     let colon = if spaced { ": " } else { ":" };

@@ -12,6 +12,7 @@ mod conformance;
 mod decoders;
 mod diff_books;
 mod fuzz_corpus;
+mod generated;
 mod kraken;
 mod okx;
 mod venue_layer;

@@ -6,7 +6,8 @@
 //! verified) and each injected fault ends in a clean resync.
 
 use crate::common;
-use crate::conformance::{Malformed, Read, Row};
+use crate::conformance::{self, Row};
+use crate::generated::object;
 
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
@@ -237,14 +238,7 @@ fn books5_recordings_decode() {
 
 /// Its row in the venue conformance tests.
 pub fn row() -> Row {
-    Row {
-        venue: OKX,
-        frames: recorded_frames()
-            .into_iter()
-            .map(|frame| (Read::Diff, frame.into_bytes()))
-            .collect(),
-        malformed: malformed_frames(),
-    }
+    conformance::diff_row(OKX, recorded_frames(), malformed_frames())
 }
 
 /// The frames of its conformance row: every recorded one.
@@ -259,7 +253,7 @@ fn recorded_frames() -> Vec<String> {
 }
 
 /// The malformed frames of its conformance row.
-fn malformed_frames() -> Vec<Malformed> {
+fn malformed_frames() -> Vec<(String, DecodeError)> {
     let book = |action: &str, data: &str| {
         format!(
             r#"{{"arg":{{"channel":"books","instId":"BTC-USDT"}},"action":"{action}","data":[{{{data}}}]}}"#
@@ -291,20 +285,9 @@ fn malformed_frames() -> Vec<Malformed> {
         ("ping".to_owned(), DecodeError::Unexpected { at: 0, expected: "'{'" }),
     ];
     cases
-        .into_iter()
-        .map(|(frame, error)| Malformed::diff(frame, error))
-        .collect()
 }
 
 // ---- generated frames against the levels they were made of ----
-
-/// Members in a shuffled order, with optional whitespace: any layout JSON allows.
-fn object(members: &mut [String], seed: u64, spaced: bool) -> String {
-    let mut rng = mergebook::rng::Rng::new(seed);
-    rng.shuffle(members);
-    let separator = if spaced { ", " } else { "," };
-    format!("{{{}}}", members.join(separator))
-}
 
 fn side_text(levels: &[(u64, u64)], spaced: bool) -> String {
     let separator = if spaced { ", " } else { "," };

@@ -1191,7 +1191,7 @@ mod tests {
 
     #[test]
     fn steal_is_the_eighth_of_the_cpu_lines_times() {
-        // This machine's `/proc/stat`, 2026-11-22 (ten fields since Linux 2.6.33).
+        // A `/proc/stat` line as Linux writes it (ten fields since Linux 2.6.33).
         let line = "cpu  526679 0 31486 294620 4743 0 719 7301 0 0";
         assert_eq!(
             steal_and_total_ticks(line),
