@@ -175,6 +175,23 @@ fn independent_merge(simulator: &Simulator, side: &str) -> Vec<(String, String, 
     levels
 }
 
+/// One side (`bids`, `asks`) of `summary` as its JSON line writes it: (exchange, price,
+/// amount).
+fn line_levels(summary: &Summary, side: &str) -> Vec<(String, String, String)> {
+    let mut line = Vec::new();
+    jsonl::write_summary(&mut line, "ETH/BTC", summary).unwrap();
+    let line: Value = serde_json::from_slice(&line).unwrap();
+    line[side]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|level| {
+            let field = |key: &str| level[key].as_str().unwrap().to_owned();
+            (field("exchange"), field("price"), field("amount"))
+        })
+        .collect()
+}
+
 fn exact_levels(levels: &[proto::ExactLevel]) -> Vec<(String, String, String)> {
     levels
         .iter()
@@ -188,18 +205,18 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
     let mut summaries = harness.service.summaries(0);
     wait_for(&mut summaries, both_synced).await;
 
-    // Freeze the market, let the last frames through, then compare.
+    // Freeze the market; compare the summary that holds the frames each venue sent last.
+    // (Waited for as a condition, not a time: a loaded machine delivers them late.)
     harness.simulator.pause(VenueId::Binance, true);
     harness.simulator.pause(VenueId::Bitstamp, true);
-    let mut last_sequence = 0;
-    loop {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let sequence = summaries.borrow().sequence;
-        if sequence == last_sequence {
-            break;
-        }
-        last_sequence = sequence;
-    }
+    let holds_the_last_frames = |summary: &Summary| {
+        ["bids", "asks"]
+            .iter()
+            .all(|side| line_levels(summary, side) == independent_merge(&harness.simulator, side))
+    };
+    let last_sequence = wait_for(&mut summaries, holds_the_last_frames)
+        .await
+        .sequence;
     let expected_bids = independent_merge(&harness.simulator, "bids");
     let expected_asks = independent_merge(&harness.simulator, "asks");
 
@@ -269,19 +286,11 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
     assert_eq!(legacy_bids, expected);
 
     // The JSON line for the same summary carries the same exact decimals.
+    let current = summaries.borrow().clone();
+    assert_eq!(line_levels(&current, "bids"), expected_bids);
     let mut line = Vec::new();
-    jsonl::write_summary(&mut line, "ETH/BTC", &summaries.borrow()).unwrap();
+    jsonl::write_summary(&mut line, "ETH/BTC", &current).unwrap();
     let line: Value = serde_json::from_slice(&line).unwrap();
-    let json_bids: Vec<(String, String, String)> = line["bids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| {
-            let field = |key: &str| l[key].as_str().unwrap().to_owned();
-            (field("exchange"), field("price"), field("amount"))
-        })
-        .collect();
-    assert_eq!(json_bids, expected_bids);
     assert_eq!(line["seq"], last_sequence);
 
     // An unknown instrument is refused by name.
