@@ -44,7 +44,7 @@ pub struct Metrics {
     pub resync_seconds: HistogramVec,
     pub snapshot_requests: IntCounterVec,
     pub diff_events_dropped: IntCounterVec,
-    /// Connections lost or never made, by reason (see `feed.rs`).
+    /// Connections lost or never made, by reason (see `feed/mod.rs`).
     pub connection_errors: IntCounterVec,
     pub pings: IntCounterVec,
     /// Snapshot-mode books that repeated the last sequence (a quiet market).

@@ -2,7 +2,7 @@
 //! runtime, that keeps the WebSocket connection, subscribes to its instruments' streams
 //! (a venue's instruments are spread over as many connections as its limit of streams per
 //! connection, and its endpoints, ask for: `service.rs`), and hands
-//! each frame to the connection's [`FeedCore`] (`feed/core.rs`), which decodes it and
+//! each frame to the connection's [`FeedCore`] (`feed/core/`), which decodes it and
 //! publishes each instrument's book into its mailbox for the merger. The reader does the
 //! I/O: the socket, the timers, the REST snapshot fetches the core asks for, the metrics.
 //! Shared by every venue; what differs per venue lives in `venue/<name>.rs`.

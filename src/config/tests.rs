@@ -1,0 +1,537 @@
+use super::*;
+
+fn validate(text: &str) -> Result<Config, ConfigError> {
+    RawConfig::parse(text, "test.toml")?.validate()
+}
+
+const MINIMAL: &str = "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n";
+
+#[test]
+fn a_merger_that_never_sleeps_takes_its_cpu_from_the_runtime() {
+    for idle in [IdleStrategy::Spin, IdleStrategy::SpinThenYield] {
+        assert_eq!(workers_beside_merger(idle, 4), 3, "{idle:?}");
+        assert_eq!(workers_beside_merger(idle, 2), 1, "{idle:?}");
+        assert_eq!(workers_beside_merger(idle, 1), 1, "{idle:?}: never none");
+    }
+    assert_eq!(workers_beside_merger(IdleStrategy::Park, 2), 2);
+    assert_eq!(workers_beside_merger(IdleStrategy::Park, 1), 1);
+    // The service's configuration is what chooses the rule.
+    let spinning = validate(&format!("[merger]\nidle = \"spin\"\n{MINIMAL}")).unwrap();
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    assert_eq!(spinning.runtime_workers(), cpus.saturating_sub(1).max(1));
+    assert_eq!(validate(MINIMAL).unwrap().runtime_workers(), cpus);
+}
+
+#[test]
+fn a_minimal_file_gets_the_documented_defaults() {
+    let config = validate(MINIMAL).unwrap();
+    assert_eq!(config.depth, 10);
+    assert_eq!(config.idle, IdleStrategy::Park);
+    assert_eq!(
+        config.venues,
+        [VenueConfig {
+            venue: VenueId::Binance,
+            url: VenueId::Binance.facts().default_url.into(),
+            mode: FeedMode::Snapshot,
+            allow_one_sided: false,
+            client_ping: None,
+            read_idle_timeout: Duration::from_secs(30),
+            api_key: None,
+        }]
+    );
+    // Safe defaults (docs/reliability.md): loopback only, bounded clients.
+    assert_eq!(config.grpc_listen.to_string(), "127.0.0.1:50051");
+    assert_eq!(config.metrics_listen.to_string(), "127.0.0.1:9898");
+    assert_eq!(config.grpc_max_clients, 1024);
+    assert_eq!(config.grpc_client_buffer_bytes, 262_144);
+    assert!(config.simulator.is_none());
+}
+
+#[test]
+fn a_venue_read_idle_timeout_overrides_the_feed_one() {
+    let config = validate(&format!(
+        "[feed]\nread_idle_timeout_ms = 5000\n[venues.binance]\nread_idle_timeout_ms = 120000\n\
+         {MINIMAL}[[instruments]]\nname = \"ETH/USD\"\nsymbols = {{ bitstamp = \"ethusd\" }}\n"
+    ))
+    .unwrap();
+    let allowances: Vec<_> = config
+        .venues
+        .iter()
+        .map(|venue| (venue.venue, venue.read_idle_timeout))
+        .collect();
+    assert_eq!(
+        allowances,
+        [
+            (VenueId::Binance, Duration::from_secs(120)),
+            (VenueId::Bitstamp, Duration::from_secs(5)),
+        ]
+    );
+}
+
+/// Shards split one list between them: each instrument to exactly one, whatever the
+/// list's order; a shard left with none is refused.
+#[test]
+fn shards_split_the_instruments_between_them() {
+    let list = |names: &mut dyn Iterator<Item = usize>| -> String {
+        names
+            .map(|i| {
+                format!("[[instruments]]\nname = \"I{i}\"\nsymbols = {{ binance = \"S{i}\" }}\n")
+            })
+            .collect()
+    };
+    let served = |shard: &str, instruments: &str| -> Vec<String> {
+        let config = validate(&format!("[service]\nshard = \"{shard}\"\n{instruments}")).unwrap();
+        config.instruments.into_iter().map(|i| i.name).collect()
+    };
+    let forwards = list(&mut (0..12));
+    let backwards = list(&mut (0..12).rev());
+    let mut all = Vec::new();
+    for shard in ["1/3", "2/3", "3/3"] {
+        let names = served(shard, &forwards);
+        assert!(!names.is_empty(), "{shard}");
+        let mut reversed = served(shard, &backwards);
+        reversed.reverse();
+        assert_eq!(names, reversed, "{shard}: the same whatever the order");
+        all.extend(names);
+    }
+    all.sort_by_key(|name| name[1..].parse::<usize>().unwrap());
+    let expected: Vec<String> = (0..12).map(|i| format!("I{i}")).collect();
+    assert_eq!(all, expected, "each instrument in exactly one shard");
+    let one = list(&mut (0..1));
+    let empty = ["1/2", "2/2"]
+        .iter()
+        .find(|shard| validate(&format!("[service]\nshard = \"{shard}\"\n{one}")).is_err())
+        .unwrap();
+    let error = validate(&format!("[service]\nshard = \"{empty}\"\n{one}")).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "service.shard = \"{empty}\": no instrument falls to this shard: fewer shards, or more instruments"
+        )
+    );
+}
+
+#[test]
+fn more_instruments_than_max_instruments_are_refused() {
+    let two = format!(
+        "[service]\nmax_instruments = 1\n{MINIMAL}[[instruments]]\nname = \"BTC/USD\"\nsymbols = {{ binance = \"BTCUSDT\" }}\n"
+    );
+    assert_eq!(
+        validate(&two).unwrap_err().to_string(),
+        "instruments = 2 instruments: at most service.max_instruments = 1"
+    );
+}
+
+/// Each bad value stops start-up with a message naming the key and the value.
+#[test]
+fn errors_name_the_key_and_the_value() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[service]\ndepth = 0\n",
+            "service.depth = 0: must be between 1 and 100",
+        ),
+        (
+            "[service]\ndepth = 101\n",
+            "service.depth = 101: must be between 1 and 100",
+        ),
+        (
+            "[service]\noutput = \"xml\"\n",
+            "service.output = \"xml\": expected \"jsonl\" or \"none\"",
+        ),
+        (
+            "[merger]\nidle = \"nap\"\n",
+            "merger.idle = \"nap\": expected \"spin\", \"spin-then-yield\" or \"park\"",
+        ),
+        (
+            "[grpc]\nmax_clients = 0\n",
+            "grpc.max_clients = 0: must be between 1 and 65536",
+        ),
+        (
+            "[grpc]\nclient_buffer_bytes = 100\n",
+            "grpc.client_buffer_bytes = 100: must be between 16384 and 67108864",
+        ),
+        (
+            "[service]\nmax_instruments = 2000\n",
+            "service.max_instruments = 2000: must be between 1 and 1024",
+        ),
+        (
+            "[grpc]\nlisten = \"localhost\"\n",
+            "grpc.listen = \"localhost\": expected an address like 127.0.0.1:9898",
+        ),
+        (
+            "[venues.binance]\nurl = \"http://x\"\n",
+            "venues.binance.url = \"http://x\": expected a ws:// or wss:// URL with a host",
+        ),
+        (
+            "[venues.binance]\nurl = \"ws://\"\n",
+            "venues.binance.url = \"ws://\": expected a ws:// or wss:// URL with a host",
+        ),
+        (
+            "[venues.binance]\nurl = \"wss://:443/stream\"\n",
+            "venues.binance.url = \"wss://:443/stream\": expected a ws:// or wss:// URL with a host",
+        ),
+        (
+            "[simulator]\n[venues.binance]\nurl = \"wss://stream.binance.com:9443/stream\"\n",
+            "venues.binance.url = \"wss://stream.binance.com:9443/stream\": a [simulator] section replaces the venues' URLs: remove one of the two",
+        ),
+        (
+            "[venues.binance]\nmode = \"delta\"\n",
+            "venues.binance.mode = \"delta\": expected \"snapshot\" or \"diff\"",
+        ),
+        (
+            "[venues.binance]\nmode = \"diff\"\nsnapshot_depth = 6000\n",
+            "venues.binance.snapshot_depth = 6000: must be between 1 and 5000",
+        ),
+        (
+            "[venues.binance]\nmode = \"diff\"\nrest_url = \"ws://x\"\n",
+            "venues.binance.rest_url = \"ws://x\": expected an http:// or https:// URL",
+        ),
+        (
+            "[venues.binance]\nmode = \"diff\"\nsnapshot_weight_per_minute = 10\n",
+            "venues.binance.snapshot_weight_per_minute = 10: below the weight of one \
+             snapshot of 1000 levels (50)",
+        ),
+        (
+            "[venues.binance]\nping_interval_ms = 1000\n",
+            "venues.binance.ping_interval_ms = 1000: the venue takes no application pings",
+        ),
+        (
+            "[venues.binance]\nread_idle_timeout_ms = 50\n",
+            "venues.binance.read_idle_timeout_ms = 50: must be between 100 and 600000",
+        ),
+        (
+            "[simulator]\nrate_per_second = 5\n",
+            "simulator.rate_per_second = 5: must be between 10 and 100000",
+        ),
+        (
+            "[feed]\nbackoff_initial_ms = 500\nbackoff_max_ms = 100\n",
+            "feed.backoff_max_ms = 100: must not be below feed.backoff_initial_ms",
+        ),
+        (
+            "[service]\nshard = \"3/2\"\n",
+            "service.shard = \"3/2\": expected \"K/N\": shard K of N, 1 <= K <= N <= 1024",
+        ),
+        (
+            "[nats]\nurl = \"http://nats\"\n",
+            "nats.url = \"http://nats\": expected a nats:// or tls:// URL with a host \
+             (several: comma-separated)",
+        ),
+        (
+            "[nats]\nurl = \"nats://nats\"\nsubject_prefix = \"books..eu\"\n",
+            "nats.subject_prefix = \"books..eu\": subject tokens of A-Z a-z 0-9 - _, \
+             separated by '.'",
+        ),
+        (
+            "[nats]\nurl = \"nats://nats\"\nformat = \"xml\"\n",
+            "nats.format = \"xml\": expected \"protobuf\" or \"json\"",
+        ),
+        (
+            "[nats]\nurl = \"nats://nats\"\ncredentials_file = \"/no/such.creds\"\n",
+            "nats.credentials_file = \"/no/such.creds\": no such file",
+        ),
+    ];
+    for (extra, message) in cases {
+        let error = validate(&format!("{extra}{MINIMAL}")).unwrap_err();
+        assert_eq!(error.to_string(), *message);
+    }
+    let unknown = validate(&format!("[venues.mtgox]\n{MINIMAL}")).unwrap_err();
+    let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
+    assert_eq!(
+        unknown.to_string(),
+        format!(
+            "venues.mtgox = {{…}}: unknown venue (known: {})",
+            known.join(", ")
+        )
+    );
+    let no_instruments = validate("").unwrap_err().to_string();
+    assert_eq!(
+        no_instruments,
+        "instruments = []: configure at least one [[instruments]]"
+    );
+    let bad_name = validate("[[instruments]]\nname = \"ETH BTC\"\nsymbols = { binance = \"X\" }\n")
+        .unwrap_err();
+    assert!(
+        bad_name
+            .to_string()
+            .starts_with("instruments[0].name = \"ETH BTC\""),
+        "{bad_name}"
+    );
+    let twice = validate(
+        "[[instruments]]\nname = \"A\"\nsymbols = { binance = \"ETHBTC\" }\n\
+         [[instruments]]\nname = \"B\"\nsymbols = { binance = \"ethbtc\" }\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        twice.to_string(),
+        "instruments[1].symbols.binance = \"ethbtc\": already used by instrument \"A\""
+    );
+    let bad_venue =
+        validate("[[instruments]]\nname = \"A\"\nsymbols = { ftx = \"X\" }\n").unwrap_err();
+    assert!(
+        bad_venue
+            .to_string()
+            .starts_with("instruments[0].symbols.ftx = \"X\": unknown venue"),
+        "{bad_venue}"
+    );
+}
+
+/// A symbol sized in contracts needs its contract size, and only such a symbol takes
+/// one: an exact positive decimal.
+#[test]
+fn contracts_need_their_size_and_only_they_take_one() {
+    let instrument = |symbols: &str, sizes: &str| {
+        validate(&format!(
+            "[[instruments]]\nname = \"BTC\"\nsymbols = {{ {symbols} }}\n{sizes}"
+        ))
+    };
+    let config = instrument(
+        "okx = \"BTC-USDT-SWAP\", binance = \"BTCUSDT\"",
+        "contract_sizes = { okx = \"0.01\" }\n",
+    )
+    .unwrap();
+    let btc = &config.instruments[0];
+    assert_eq!(
+        btc.contract_size(VenueId::Okx),
+        Some("0.01".parse().unwrap())
+    );
+    assert_eq!(btc.contract_size(VenueId::Binance), None);
+    let errors = [
+        (
+            instrument("okx = \"BTC-USDT-SWAP\"", ""),
+            "instruments[0].symbols.okx = \"BTC-USDT-SWAP\": sized in contracts: set \
+             instruments[0].contract_sizes.okx to the base currency one contract is (\"0.01\")",
+        ),
+        (
+            instrument(
+                "okx = \"BTC-USDT\"",
+                "contract_sizes = { okx = \"0.01\" }\n",
+            ),
+            "instruments[0].contract_sizes.okx = \"0.01\": \"BTC-USDT\" is sized in the \
+             base currency, not in contracts",
+        ),
+        (
+            instrument(
+                "okx = \"BTC-USDT-SWAP\"",
+                "contract_sizes = { okx = \"0\" }\n",
+            ),
+            "instruments[0].contract_sizes.okx = \"0\": a positive decimal of at most 8 \
+             fractional digits",
+        ),
+        (
+            instrument(
+                "okx = \"BTC-USDT-SWAP\"",
+                "contract_sizes = { okx = \"0.000000001\" }\n",
+            ),
+            "instruments[0].contract_sizes.okx = \"0.000000001\": a positive decimal of at \
+             most 8 fractional digits",
+        ),
+        (
+            instrument(
+                "okx = \"BTC-USDT-SWAP\"",
+                "contract_sizes = { okx = \"0.01\", bybit = \"1\" }\n",
+            ),
+            "instruments[0].contract_sizes.bybit = \"1\": no symbol of this venue",
+        ),
+    ];
+    for (result, expected) in errors {
+        assert_eq!(result.unwrap_err().to_string(), expected);
+    }
+}
+
+/// A venue that needs an API key is refused without one, its key is read from the
+/// file or variable named, and never shown; a venue that takes none refuses one.
+#[test]
+fn api_keys_are_read_where_a_venue_needs_one_and_never_shown() {
+    let config = |venue_keys: &str| {
+        validate(&format!(
+            "[venues.binance_sbe]\n{venue_keys}\n[[instruments]]\nname = \"BTC/USDT\"\n\
+             symbols = {{ binance_sbe = \"BTCUSDT\", binance = \"BTCUSDT\" }}\n\
+             [venues.binance]\n"
+        ))
+    };
+    let error = |venue_keys: &str| config(venue_keys).unwrap_err().to_string();
+    assert!(
+        error("").starts_with("venues.binance_sbe.api_key_env = (unset): ")
+            && error("").contains("X-MBX-APIKEY"),
+        "{}",
+        error("")
+    );
+    assert!(
+        error("api_key_env = \"MERGEBOOK_TEST_NO_SUCH_VARIABLE\"")
+            .contains("no such environment variable")
+    );
+    let dir = std::env::temp_dir().join(format!("mergebook-api-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        format!("api_key_file = {:?}", path.display().to_string())
+    };
+    let secret = "a-test-value-in-place-of-an-api-key";
+    let config = config(&file("key", &format!("{secret}\n"))).unwrap();
+    let key = config.venues[1]
+        .api_key
+        .as_ref()
+        .expect("binance_sbe's key");
+    assert_eq!(key.expose(), secret);
+    assert!(!format!("{config:?}").contains(secret));
+    assert_eq!(config.venues[0].api_key, None);
+    assert!(error(&file("empty", " \n")).contains("holds no API key"));
+    assert!(error(&file("spaced", "a b")).contains("visible ASCII"));
+    let missing = format!(
+        "api_key_file = {:?}",
+        dir.join("missing").display().to_string()
+    );
+    assert!(error(&missing).contains("cannot read it"));
+    let both = format!("{}\napi_key_env = \"HOME\"", file("key", secret));
+    assert!(error(&both).contains("name one source of the key"));
+    let refused = validate(
+        "[venues.binance]\napi_key_env = \"HOME\"\n[[instruments]]\nname = \"ETH/BTC\"\n\
+         symbols = { binance = \"ETHBTC\" }\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(refused.contains("the venue takes no API key"), "{refused}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    // The simulator takes any key: none is needed with one (it is sent a stand-in).
+    let simulated = validate(
+        "[simulator]\n[[instruments]]\nname = \"BTC/USDT\"\n\
+         symbols = { binance_sbe = \"BTCUSDT\" }\n",
+    )
+    .unwrap();
+    assert_eq!(simulated.venues[0].api_key, None);
+}
+
+#[test]
+fn unknown_keys_are_refused_by_name() {
+    let error = validate(&format!("[service]\ndepht = 10\n{MINIMAL}"))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("unknown field `depht`"), "{error}");
+}
+
+/// Every file shipped in config/ is valid.
+/// A value of a TOML file by its dotted path.
+fn at<'a>(file: &'a toml::Table, path: &str) -> Option<&'a toml::Value> {
+    let (tables, leaf) = path.rsplit_once('.').unwrap_or(("", path));
+    let mut table = file;
+    for name in tables.split('.').filter(|name| !name.is_empty()) {
+        table = table.get(name)?.as_table()?;
+    }
+    table.get(leaf)
+}
+
+/// The sharded compose stack runs `config/sim-nats.toml` as shard 1/2 and 2/2: each
+/// gets instruments, together all of them, published on NATS.
+#[test]
+fn the_sharded_stack_s_shards_each_serve_instruments() {
+    let (text, _) = shipped("sim-nats.toml");
+    let mut served = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let mut raw = RawConfig::parse(&text, "sim-nats.toml").unwrap();
+        let listed = raw.instruments.len();
+        raw.service.shard = Some(shard.to_owned());
+        let config = raw.validate().unwrap();
+        assert!(config.nats.is_some());
+        assert!(!config.instruments.is_empty() && config.instruments.len() < listed);
+        served.extend(config.instruments.into_iter().map(|i| i.name));
+    }
+    assert_eq!(served.len(), 4);
+}
+
+fn shipped(name: &str) -> (String, toml::Table) {
+    let path = format!("{}/config/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).unwrap();
+    let table = text.parse().unwrap();
+    (text, table)
+}
+
+/// Whether `text` has the commented-out line `# {key} = {value}` (keys that apply only
+/// in another mode are shown so).
+fn states_in_comment(text: &str, key: &str, value: &str) -> bool {
+    let line = format!("# {key} = {value}");
+    text.lines().any(|l| {
+        l.trim_start()
+            .strip_prefix(&line)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+    })
+}
+
+/// Every default is written once (`defaults`, the venues' URLs) and the files a user
+/// copies state each: `config/default.toml` the service's and the venues', and
+/// `config/sim.toml` the simulator's.
+#[test]
+fn the_shipped_files_state_every_default() {
+    let (text, file) = shipped("default.toml");
+    for setting in defaults::SERVICE_INTS {
+        let value = at(&file, setting.key).and_then(toml::Value::as_integer);
+        assert_eq!(value, Some(setting.default), "{}", setting.key);
+    }
+    for setting in defaults::SERVICE_TEXTS {
+        let value = at(&file, setting.key).and_then(toml::Value::as_str);
+        assert_eq!(value, Some(setting.default), "{}", setting.key);
+    }
+    for &venue in VenueId::ALL {
+        let key = |name: &str| format!("venues.{venue}.{name}");
+        let text_at = |name: &str| at(&file, &key(name)).and_then(toml::Value::as_str);
+        assert_eq!(text_at("url"), Some(venue.facts().default_url), "{venue}");
+        let mode = text_at(defaults::MODE.key);
+        assert_eq!(mode, Some(defaults::default_mode(venue)), "{venue}");
+        let allow = at(&file, &key(defaults::ALLOW_ONE_SIDED.key));
+        let allow = allow.and_then(toml::Value::as_bool);
+        assert_eq!(allow, Some(defaults::ALLOW_ONE_SIDED.default), "{venue}");
+        let rest_url = format!("{:?}", venue.facts().default_rest_url);
+        assert!(states_in_comment(&text, "rest_url", &rest_url), "{venue}");
+    }
+    for setting in defaults::VENUE_INTS {
+        let default = setting.default.to_string();
+        assert!(
+            states_in_comment(&text, setting.key, &default),
+            "{}",
+            setting.key
+        );
+    }
+
+    let nats_texts = [&defaults::NATS_SUBJECT_PREFIX, &defaults::NATS_FORMAT];
+    for setting in nats_texts {
+        let (_, key) = setting.key.split_once('.').unwrap();
+        let value = format!("{:?}", setting.default);
+        assert!(states_in_comment(&text, key, &value), "{}", setting.key);
+    }
+    for setting in defaults::RECORD_INTS {
+        let (_, key) = setting.key.split_once('.').unwrap();
+        let value = setting.default.to_string();
+        assert!(states_in_comment(&text, key, &value), "{}", setting.key);
+    }
+    let health_every = defaults::NATS_HEALTH_EVERY_MS.default.to_string();
+    assert!(states_in_comment(&text, "health_every_ms", &health_every));
+    let tls_required = defaults::NATS_TLS_REQUIRED.default.to_string();
+    assert!(states_in_comment(&text, "tls_required", &tls_required));
+
+    let (_, simulator) = shipped("sim.toml");
+    for setting in [&defaults::SIMULATOR_RATE, &defaults::SIMULATOR_SEED] {
+        let value = at(&simulator, setting.key).and_then(toml::Value::as_integer);
+        assert_eq!(value, Some(setting.default), "{}", setting.key);
+    }
+    let listen = at(&simulator, defaults::SIMULATOR_LISTEN.key).and_then(toml::Value::as_str);
+    assert_eq!(listen, Some(defaults::SIMULATOR_LISTEN.default));
+}
+
+#[test]
+fn every_shipped_config_file_is_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "toml") {
+            RawConfig::load(&path)
+                .and_then(|raw| raw.validate())
+                .unwrap_or_else(|e| panic!("{e}"));
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 2,
+        "config/default.toml and config/sim.toml at least"
+    );
+}

@@ -1,0 +1,291 @@
+use super::*;
+use crate::book::Level;
+use crate::fixed::FixedPoint;
+
+/// What the core handed out: each publish's stream and state, and the events.
+#[derive(Default)]
+struct Recorder {
+    published: Vec<(usize, VenueState)>,
+    /// The last book handed on.
+    book: TopBook,
+    events: Vec<FeedEvent>,
+}
+
+impl FeedOutput for Recorder {
+    fn publish(&mut self, stream: usize, write: impl FnOnce(&mut VenueFeed)) {
+        let mut feed = VenueFeed::default();
+        write(&mut feed);
+        self.published.push((stream, feed.state));
+        self.book = feed.book;
+    }
+
+    fn note(&mut self, _stream: Option<usize>, event: FeedEvent) {
+        self.events.push(event);
+    }
+}
+
+/// A snapshot-mode core of `venue` on the streams of `symbols`, connected at 0.
+fn connected(venue: VenueId, symbols: &[&str]) -> (FeedCore, Vec<String>, Recorder) {
+    let streams = symbols
+        .iter()
+        .map(|symbol| CoreStream {
+            name: venue.streams().stream_name(symbol, 10),
+            symbol: (*symbol).to_owned(),
+            contract_size: None,
+        })
+        .collect();
+    let mut core = FeedCore::new(venue, 10, streams, None, 0);
+    let mut out = Recorder::default();
+    let frames = core.connected(0, &mut out);
+    (core, frames, out)
+}
+
+/// A book frame of `symbol`'s stream, with sequence `sequence`.
+fn book_frame(venue: VenueId, symbol: &str, sequence: u64) -> Vec<u8> {
+    let level = |price| Level {
+        price: FixedPoint::from_raw(price),
+        amount: FixedPoint::from_raw(100_000_000),
+    };
+    let mut book = TopBook {
+        venue_sequence: sequence,
+        ..TopBook::default()
+    };
+    book.bids.push(level(6_800_000));
+    book.asks.push(level(6_900_000));
+    let mut frame = Vec::new();
+    venue.simulated().encode_book(
+        &venue.streams().stream_name(symbol, 10),
+        &book,
+        8,
+        &mut frame,
+    );
+    frame
+}
+
+fn synced_publishes(out: &Recorder) -> usize {
+    let synced = |&&(_, state): &&(usize, VenueState)| state == VenueState::Synced;
+    out.published.iter().filter(synced).count()
+}
+
+/// Books are used only once their subscription is acknowledged, by the id of the
+/// request that asked for them: an answer to another request acknowledges nothing.
+#[test]
+fn books_wait_for_the_acknowledgement_of_their_own_request() {
+    let venue = VenueId::Binance;
+    let (mut core, frames, mut out) = connected(venue, &["ETHBTC", "BTCUSDT"]);
+    assert_eq!(frames.len(), 1);
+    assert!(frames[0].contains(r#""id":1"#), "{}", frames[0]);
+    assert_eq!(core.acks_pending(), 2);
+    core.on_frame(&book_frame(venue, "ETHBTC", 1), 1, &mut out);
+    assert_eq!(synced_publishes(&out), 0);
+    assert!(out.events.contains(&FeedEvent::BookBeforeAck));
+    core.on_frame(br#"{"result":null,"id":99}"#, 2, &mut out);
+    assert_eq!(core.acks_pending(), 2, "not an answer to our request");
+    core.on_frame(br#"{"result":null,"id":1}"#, 3, &mut out);
+    assert_eq!(core.acks_pending(), 0);
+    core.on_frame(&book_frame(venue, "ETHBTC", 2), 4, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+    // Unanswered for the timeout: overdue; answered: never.
+    let (core, _, _) = connected(venue, &["ETHBTC"]);
+    let timeout = std::time::Duration::from_nanos(100);
+    assert!(!core.ack_overdue(99, timeout));
+    assert!(core.ack_overdue(100, timeout));
+}
+
+/// A venue that acknowledges each stream by name: one stream's acknowledgement lets
+/// its books through, not the others'.
+#[test]
+fn an_acknowledgement_naming_a_stream_is_that_stream_s_alone() {
+    let venue = VenueId::Bitstamp;
+    let (mut core, frames, mut out) = connected(venue, &["ethbtc", "btcusd"]);
+    assert_eq!(frames.len(), 2);
+    let ack = |channel: &str| {
+        format!(r#"{{"event":"bts:subscription_succeeded","channel":"{channel}","data":{{}}}}"#)
+    };
+    core.on_frame(ack("order_book_ethbtc").as_bytes(), 1, &mut out);
+    core.on_frame(ack("order_book_ltcusd").as_bytes(), 2, &mut out);
+    assert_eq!(core.acks_pending(), 1);
+    core.on_frame(&book_frame(venue, "btcusd", 1), 3, &mut out);
+    core.on_frame(&book_frame(venue, "ethbtc", 1), 4, &mut out);
+    assert_eq!(out.published, [(0, VenueState::Synced)]);
+}
+
+/// The watchdog looks at each stream: a silent one is subscribed again (alone, with
+/// an acknowledgement awaited) while the others deliver; silent again after that, it
+/// recycles the connection; data in between starts its count over.
+#[test]
+fn a_silent_stream_is_subscribed_again_then_its_connection_recycled() {
+    let venue = VenueId::Binance;
+    let (mut core, _, mut out) = connected(venue, &["ETHBTC", "BTCUSDT"]);
+    core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
+    let allowance = 100;
+    assert_eq!(core.next_silence_check(allowance), 100);
+    assert_eq!(core.check_silence(99, allowance), Silence::None);
+    core.on_frame(&book_frame(venue, "BTCUSDT", 1), 50, &mut out);
+    let Silence::Resubscribe { streams, frames } = core.check_silence(100, allowance) else {
+        panic!("the silent stream is subscribed again");
+    };
+    assert_eq!(streams, 1);
+    assert_eq!(
+        frames,
+        [
+            r#"{"id":0,"method":"UNSUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#,
+            r#"{"id":2,"method":"SUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#,
+        ]
+    );
+    assert_eq!(core.acks_pending(), 1);
+    // The unsubscription's answer acknowledges nothing; the subscription's does.
+    core.on_frame(br#"{"result":null,"id":0}"#, 101, &mut out);
+    assert_eq!(core.acks_pending(), 1);
+    core.on_frame(br#"{"result":null,"id":2}"#, 102, &mut out);
+    assert_eq!(core.acks_pending(), 0);
+    // BTCUSDT, silent since 50, is due first.
+    assert_eq!(core.next_silence_check(allowance), 150);
+    core.on_frame(&book_frame(venue, "BTCUSDT", 2), 140, &mut out);
+    assert_eq!(core.next_silence_check(allowance), 200);
+    // ETHBTC's data starts its count over: silent for another allowance, it is
+    // subscribed again rather than recycled.
+    core.on_frame(&book_frame(venue, "ETHBTC", 1), 150, &mut out);
+    core.on_frame(&book_frame(venue, "BTCUSDT", 3), 240, &mut out);
+    assert!(matches!(
+        core.check_silence(250, allowance),
+        Silence::Resubscribe { streams: 1, .. }
+    ));
+    core.on_frame(&book_frame(venue, "BTCUSDT", 4), 340, &mut out);
+    assert_eq!(core.check_silence(349, allowance), Silence::None);
+    assert_eq!(core.check_silence(350, allowance), Silence::Recycle);
+    // A new connection starts every count over.
+    core.connected(400, &mut out);
+    assert_eq!(core.check_silence(499, allowance), Silence::None);
+}
+
+/// A stream sized in contracts is handed on in the base currency, each size times the
+/// contract size; a product past 8 decimals is never merged: the book goes out of sync,
+/// counted as a bad frame.
+#[test]
+fn contracts_are_handed_on_in_the_base_currency_exactly_or_not_at_all() {
+    let venue = VenueId::Okx;
+    let streams = vec![CoreStream {
+        name: venue.streams().stream_name("BTC-USDT-SWAP", 10),
+        symbol: "BTC-USDT-SWAP".to_owned(),
+        contract_size: Some("0.01".parse().unwrap()),
+    }];
+    let mut core = FeedCore::new(venue, 10, streams, None, 0);
+    let mut out = Recorder::default();
+    core.connected(0, &mut out);
+    core.on_frame(
+        br#"{"event":"subscribe","arg":{"channel":"books5","instId":"BTC-USDT-SWAP"}}"#,
+        1,
+        &mut out,
+    );
+    let frame = |seq: u64, size: &str| {
+        format!(
+            r#"{{"arg":{{"channel":"books5","instId":"BTC-USDT-SWAP"}},"data":[{{"asks":[["63921.5","{size}","0","42"]],"bids":[["63921.4","421.93","0","28"]],"instId":"BTC-USDT-SWAP","ts":"1786541241006","seqId":{seq}}}]}}"#
+        )
+    };
+    core.on_frame(frame(1, "790.41").as_bytes(), 2, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+    let amount = |levels: &crate::book::Levels| levels.as_slice()[0].amount;
+    assert_eq!(amount(&out.book.asks), "7.9041".parse().unwrap());
+    assert_eq!(amount(&out.book.bids), "4.2193".parse().unwrap());
+    core.on_frame(frame(2, "0.0000001").as_bytes(), 3, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::OutOfSync)));
+    assert!(matches!(out.events.last(), Some(FeedEvent::BadFrame(_))));
+    core.on_frame(frame(3, "1").as_bytes(), 4, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+}
+
+/// An in-band venue's subscription, acknowledged, sends its snapshot first: an update
+/// before it is a gap, counted once however many come, and the book is subscribed
+/// again; the snapshot, when it comes, is the book.
+#[test]
+fn an_update_before_the_in_band_snapshot_is_a_gap_counted_once() {
+    use crate::venue::SnapshotSource;
+    let venue = VenueId::Coinbase;
+    let settings = crate::replay::replay_settings(crate::replay::DiffDepths {
+        depth: 10,
+        max_levels: 100,
+        snapshot_depth: 100,
+    });
+    let streams = vec![CoreStream {
+        name: "BTC-USD".to_owned(),
+        symbol: "BTC-USD".to_owned(),
+        contract_size: None,
+    }];
+    let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
+    let mut out = Recorder::default();
+    core.connected(0, &mut out);
+    let ack = r#"{"channel":"subscriptions","sequence_num":0,"events":[]}"#;
+    core.on_frame(ack.as_bytes(), 1, &mut out);
+    assert_eq!(core.acks_pending(), 0);
+    let level = |price: u64| crate::book::Level {
+        price: FixedPoint::from_raw(price),
+        amount: FixedPoint::from_raw(100_000_000),
+    };
+    let book = crate::book::BookUpdate {
+        bids: vec![level(6_800_000)],
+        asks: vec![level(6_900_000)],
+        ..crate::book::BookUpdate::default()
+    };
+    let frame = |number: u64, snapshot: bool| {
+        let mut frame = Vec::new();
+        match snapshot {
+            true => venue.simulated().encode_snapshot(
+                "BTC-USD",
+                &book,
+                SnapshotSource::InBand,
+                None,
+                8,
+                &mut frame,
+            ),
+            false => venue
+                .simulated()
+                .encode_diff("BTC-USD", &book, None, 8, 0, &mut frame),
+        }
+        let frame = String::from_utf8(frame).unwrap();
+        venue.simulated().number_message(&frame, number).unwrap()
+    };
+    let gaps = |out: &Recorder| {
+        let gap = FeedEvent::Resync(ResyncReason::Gap);
+        out.events.iter().filter(|&&event| event == gap).count()
+    };
+    core.on_frame(frame(1, false).as_bytes(), 2, &mut out);
+    core.on_frame(frame(2, false).as_bytes(), 3, &mut out);
+    assert_eq!(gaps(&out), 1);
+    assert_eq!(synced_publishes(&out), 0);
+    assert!(matches!(
+        core.start_snapshot(4),
+        Some(SnapshotRequest::Resubscribe { .. })
+    ));
+    let ack = r#"{"channel":"subscriptions","sequence_num":3,"events":[]}"#;
+    core.on_frame(ack.as_bytes(), 5, &mut out);
+    core.on_frame(frame(4, true).as_bytes(), 6, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+    assert_eq!(
+        (out.book.bids.as_slice()[0], out.book.asks.as_slice()[0]),
+        (level(6_800_000), level(6_900_000))
+    );
+}
+
+/// A REST venue's new connection awaits no snapshot on its stream: nothing is overdue
+/// at the snapshot timeout, and its only request is the one its first event asks for.
+#[test]
+fn a_rest_venue_s_connection_awaits_no_in_band_snapshot() {
+    let venue = VenueId::Binance;
+    let settings = crate::replay::replay_settings(crate::replay::DiffDepths {
+        depth: 10,
+        max_levels: 100,
+        snapshot_depth: 100,
+    });
+    let streams = vec![CoreStream {
+        name: venue.streams().diff_stream_name("ETHBTC"),
+        symbol: "ETHBTC".to_owned(),
+        contract_size: None,
+    }];
+    let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
+    let mut out = Recorder::default();
+    core.connected(0, &mut out);
+    core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
+    assert_eq!(core.next_snapshot_at(1), None);
+    assert!(core.start_snapshot(10_000_000_000).is_none());
+}
