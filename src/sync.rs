@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 
 /// How a venue's diff stream is sequenced: when an event is already in the book, when one
 /// is missing, and whether a snapshot joins the buffered events. Each venue implements it
-/// in its own module (`Venue::SEQUENCE`); [`BookSync`] keeps the buffering and joining
+/// in its own module (`VenueFacts::sequencing`); [`BookSync`] keeps the buffering and joining
 /// they all share. Ids are the venue's: an event covers `first_id..=last_id`, a snapshot
 /// is at its `last_id`.
 pub trait Sequencing: Sync {

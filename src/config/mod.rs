@@ -152,7 +152,7 @@ pub struct RawVenue {
     pub allow_one_sided: Option<bool>,
     pub ping_interval_ms: Option<i64>,
     pub read_idle_timeout_ms: Option<i64>,
-    /// The environment variable holding the venue's API key (`Venue::API_KEY_HEADER`).
+    /// The environment variable holding the venue's API key (`VenueFacts::api_key_header`).
     pub api_key_env: Option<String>,
     /// A file holding the venue's API key (a relative path starts at the config file's
     /// directory).
@@ -379,7 +379,7 @@ pub struct VenueConfig {
     /// Merge its books even when they lack a side (they are shown `one-sided` either way).
     pub allow_one_sided: bool,
     /// The application-level ping the reader sends, and how often, where the venue wants
-    /// one (`Venue::client_ping`; `ping_interval_ms` overrides its interval).
+    /// one (`Streams::client_ping`; `ping_interval_ms` overrides its interval).
     pub client_ping: Option<(Duration, &'static str)>,
     /// How long one of its subscriptions may deliver no book data (its quiet-market
     /// allowance): then it is subscribed again, and still silent after another, its
@@ -390,7 +390,7 @@ pub struct VenueConfig {
 }
 
 /// A venue's API key, read at start-up: sent in the venue's upgrade header
-/// (`Venue::API_KEY_HEADER`), never written anywhere else. Its `Debug` hides it, so no log
+/// (`VenueFacts::api_key_header`), never written anywhere else. Its `Debug` hides it, so no log
 /// line or error shows it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ApiKey(String);

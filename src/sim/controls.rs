@@ -51,7 +51,7 @@ impl Simulator {
 
     /// On each diff stream of `venue`, the next `events` events change the book but are
     /// not sent: gaps. (Fault switches of diff streams act on the exchange's streams,
-    /// which every feed of it shares: `Venue::EXCHANGE`.)
+    /// which every feed of it shares: `VenueFacts::exchange`.)
     pub fn skip_events(&self, venue: VenueId, events: u64) {
         for stream in self.diff_streams(venue) {
             stream.faults.skip.store(events, Ordering::Relaxed);

@@ -149,7 +149,7 @@ struct Subscriber {
 const DIFF_QUEUE_FRAMES: usize = 16_384;
 
 /// One diff stream: its book, who receives its events, saved states. Feeds of one
-/// exchange (`Venue::EXCHANGE`: Binance's JSON and SBE streams) share the exchange's
+/// exchange (`VenueFacts::exchange`: Binance's JSON and SBE streams) share the exchange's
 /// stream, each event encoded once for each feed subscribed to it.
 struct DiffStream {
     faults: EventFaults,
@@ -685,7 +685,7 @@ impl MessageNumbers {
     }
 
     /// A book frame as the venue sends it: binary where its books are
-    /// (`Venue::BINARY_BOOKS`), else text, numbered where the venue numbers its messages.
+    /// (`VenueFacts::binary_books`), else text, numbered where the venue numbers its messages.
     fn book_message(&mut self, frame: Bytes) -> Message {
         if self.venue.facts().binary_books {
             return Message::Binary(frame);
@@ -855,7 +855,7 @@ fn stream_key(venue: VenueId, stream: &str) -> (VenueId, String) {
 
 /// The diff stream `stream` of `venue`, created (with its event generator) on first use.
 ///
-/// A venue that keeps its book at the subscribed depth (`Venue::kept_depth`) is served a
+/// A venue that keeps its book at the subscribed depth (`Snapshots::kept_depth`) is served a
 /// book of that depth, `subscribed_depth` as the first subscription asked (the venue's
 /// most where none did): events change it as the venue's top N changes, and what leaves
 /// the top N is cut, as the client cuts it.

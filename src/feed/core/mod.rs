@@ -218,7 +218,7 @@ enum AwaitedAck {
 struct DiffBooks {
     settings: DiffSettings,
     source: SnapshotSource,
-    /// The depth the venue keeps its book at, where it cuts it (`Venue::kept_depth`).
+    /// The depth the venue keeps its book at, where it cuts it (`Snapshots::kept_depth`).
     kept_depth: Option<usize>,
     scheduler: SnapshotScheduler,
     /// Per stream.
@@ -503,7 +503,7 @@ impl FeedCore {
     }
 
     /// Handles one binary frame received at `received_ns`: a book of a venue that sends
-    /// its books in binary (`Venue::BINARY_BOOKS`), a bad frame from any other.
+    /// its books in binary (`VenueFacts::binary_books`), a bad frame from any other.
     #[inline]
     pub fn on_binary_frame(
         &mut self,

@@ -295,7 +295,7 @@ impl<'a> Group<'a> {
 
 /// The symbol that ends a book message, which must end the frame. Its bytes are not
 /// checked: a symbol names a book only where it is the symbol of a subscribed stream
-/// (`Venue::names_stream`), and the book of any other is dropped as not asked for.
+/// (`Decode::names_stream`), and the book of any other is dropped as not asked for.
 pub(super) fn read_symbol(frame: &[u8], at: usize) -> Result<&[u8], DecodeError> {
     let len = usize::from(*frame.get(at).ok_or(DecodeError::Truncated)?);
     let symbol = frame
