@@ -8,7 +8,6 @@ mod binary;
 mod chaos;
 mod deploy;
 mod diff_service;
-mod grpc_send_buffer;
 mod hostile_clients;
 mod nats;
 mod recording;

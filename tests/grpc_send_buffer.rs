@@ -5,7 +5,7 @@
 //! send queue and the service's memory stay within it; the large one shows the setting is
 //! what bounds them.
 
-use crate::common;
+mod common;
 
 use bytes::Bytes;
 use common::{KillOnDrop, free_port, rss_bytes};
