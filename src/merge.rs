@@ -210,10 +210,7 @@ fn sift_down<const BIDS: bool>(heads: &mut [Head<'_>], mut at: usize) {
 }
 
 /// Many inputs: a binary heap of the non-empty heads, the best on top; each level taken
-/// costs a sift of O(log K) compares instead of a scan of K. Out of line: inlined, it made
-/// `merge` too large to inline into its callers, and `merge_2x10` went from 372 to 405
-/// instructions.
-#[inline(never)]
+/// costs a sift of O(log K) compares instead of a scan of K.
 fn merge_heap<const BIDS: bool>(
     side: Side,
     inputs: &[VenueBook<'_>],
