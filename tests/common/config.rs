@@ -14,11 +14,10 @@ pub struct TestConfig {
 impl TestConfig {
     /// No consumers on stdout (`service.output = "none"`), no instruments yet.
     pub fn new() -> Self {
-        let mut config = TestConfig {
+        TestConfig {
             table: Table::new(),
-        };
-        config = config.set("service.output", "none");
-        config
+        }
+        .set("service.output", "none")
     }
 
     /// `key` (dotted: `feed.read_idle_timeout_ms`, `venues.binance.mode`) set to `value`.
@@ -71,19 +70,11 @@ impl TestConfig {
         self
     }
 
-    /// The configuration as a file would hold it.
-    pub fn toml(&self) -> String {
-        toml::to_string(&self.table).expect("a table serialises")
-    }
-
     /// Parsed and validated, as the service reads a file.
-    pub fn raw(&self) -> RawConfig {
-        RawConfig::parse(&self.toml(), "test").unwrap_or_else(|error| panic!("{error}"))
-    }
-
     pub fn build(&self) -> Config {
-        self.raw()
-            .validate()
+        let text = toml::to_string(&self.table).expect("a table serialises");
+        RawConfig::parse(&text, "test")
+            .and_then(|raw| raw.validate())
             .unwrap_or_else(|error| panic!("{error}"))
     }
 }
