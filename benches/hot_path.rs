@@ -5,11 +5,11 @@ mod workloads;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use mergebook::book::TopBook;
+use mergebook::feed::handoff::VenueFeed;
 use mergebook::fixed::FixedPoint;
-use mergebook::handoff::VenueFeed;
 use mergebook::mailbox::mailbox;
-use mergebook::merge::MergedBook;
-use mergebook::summary::VenueState;
+use mergebook::merger::kway::MergedBook;
+use mergebook::merger::summary::VenueState;
 use mergebook::venue::VenueId;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -363,7 +363,7 @@ fn mailboxes(c: &mut Criterion) {
 }
 
 /// The merger's take of a book published on another core, and its copy (what
-/// `InstrumentMerger::apply` does), with and without the prefetch of the book's lines
+/// `Consolidation::apply` does), with and without the prefetch of the book's lines
 /// before the take's swap (`mailbox::Receiver::take_prefetching`). 20 levels a side, the
 /// loadtest's depth. A producer thread publishes the recorded Binance book each time an
 /// iteration asks for one, then takes back its next slot as the readers do; the iteration

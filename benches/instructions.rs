@@ -10,7 +10,7 @@ mod workloads;
 
 use mergebook::book::TopBook;
 use mergebook::fixed::FixedPoint;
-use mergebook::merge::MergedBook;
+use mergebook::merger::kway::MergedBook;
 use mergebook::venue::VenueId;
 use std::hint::black_box;
 use workloads::*;

@@ -24,31 +24,31 @@
 //! [`venue::Walker`]. ARCHITECTURE.md has the map and the invariants.
 #![deny(unsafe_code)]
 
-pub mod book;
-pub mod clock;
-pub mod config;
-pub mod cpu;
-mod feed;
-pub use feed::websocket_config;
+// The wire and decimals.
 pub mod fixed;
-pub mod handoff;
-mod http;
-mod listen;
-mod log_limit;
-mod reconnect;
+mod json;
+// The books.
+pub mod book;
+// The feeds: the venues' decoders and the readers.
+pub mod feed;
+pub mod venue;
 pub use mergebook_mailbox as mailbox;
-pub mod merge;
+// The merger.
 pub mod merger;
+// Serving.
 pub mod metrics;
 pub mod publish;
+// Recording, replay and the simulator.
 pub mod record;
 pub mod replay;
-pub mod rng;
-pub mod service;
 pub mod sim;
-mod snapshot;
-pub mod summary;
-pub mod sync;
-pub mod venue;
-mod walker;
-pub mod watch;
+// Configuration and running.
+pub mod config;
+pub mod cpu;
+pub mod service;
+// The command line's viewer.
+pub mod viewer;
+// Shared by every layer.
+pub mod clock;
+mod log_limit;
+pub mod rng;

@@ -5,7 +5,8 @@ use clap::{Parser, Subcommand};
 use mergebook::book::MAX_DEPTH;
 use mergebook::config::{Config, ConfigError, LogFormat, RawConfig};
 use mergebook::publish::jsonl;
-use mergebook::replay::{self, RecordedFrame};
+use mergebook::record::timeline::{self, RecordedFrame};
+use mergebook::replay;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::{Recording, Simulator};
 use mergebook::venue::VenueId;
@@ -213,7 +214,7 @@ impl Recordings {
         self.venues
             .iter()
             .map(|(venue, path)| {
-                let frames = replay::load_frames(path).map_err(|error| error.to_string())?;
+                let frames = timeline::load_frames(path).map_err(|error| error.to_string())?;
                 replay::check_mode(*venue, &frames, mode)
                     .map_err(|mismatch| format!("{}: {mismatch}", path.display()))?;
                 Ok((*venue, frames))
@@ -223,7 +224,7 @@ impl Recordings {
 }
 
 fn parse_time(text: &str) -> Result<u64, String> {
-    replay::parse_time(text).ok_or_else(|| {
+    timeline::parse_time(text).ok_or_else(|| {
         format!("{text:?}: expected Unix seconds or a UTC time like 2026-11-27T14:03:00Z")
     })
 }
@@ -301,16 +302,16 @@ fn main() -> ExitCode {
             instrument,
         }) => {
             let source = match nats {
-                Some(url) => mergebook::watch::Source::Nats {
+                Some(url) => mergebook::viewer::Source::Nats {
                     url,
                     prefix: nats_prefix,
                     credentials: nats_credentials,
                 },
-                None => mergebook::watch::Source::Grpc(grpc),
+                None => mergebook::viewer::Source::Grpc(grpc),
             };
             (
                 "mergebook watch",
-                mergebook::watch::run(source, instrument).map_err(|error| error.to_string()),
+                mergebook::viewer::run(source, instrument).map_err(|error| error.to_string()),
             )
         }
         None => ("mergebook", run_service(&cli.run)),
@@ -380,7 +381,7 @@ fn run_recording_replay(
     let config = RawConfig::load(config_path)
         .and_then(|raw| raw.validate())
         .map_err(|error| error.to_string())?;
-    let recordings = replay::load_recording(dir).map_err(|error| error.to_string())?;
+    let recordings = timeline::load_recording(dir).map_err(|error| error.to_string())?;
     for recording in recordings.iter().filter(|r| r.truncated_files > 0) {
         eprintln!(
             "mergebook replay: {}-{}: {} file(s) cut short (being written, or a crash): replayed up to the cut",
@@ -549,11 +550,13 @@ fn simulator_recordings(config: &Config) -> Result<Vec<(VenueId, Recording)>, St
 }
 
 /// The recording `simulator.recording` names, loaded.
-fn simulator_playback(config: &Config) -> Result<Option<Vec<replay::ConnectionRecording>>, String> {
+fn simulator_playback(
+    config: &Config,
+) -> Result<Option<Vec<timeline::ConnectionRecording>>, String> {
     let Some(dir) = config.simulator.as_ref().and_then(|s| s.recording.as_ref()) else {
         return Ok(None);
     };
-    replay::load_recording(dir)
+    timeline::load_recording(dir)
         .map(Some)
         .map_err(|error| format!("simulator.recording = {:?}: {error}", dir.display()))
 }
@@ -605,7 +608,7 @@ struct SummaryPrinter<W: Write> {
 }
 
 impl<W: Write> SummaryPrinter<W> {
-    fn print(&mut self, instrument: &str, summary: &mergebook::summary::Summary) {
+    fn print(&mut self, instrument: &str, summary: &mergebook::merger::summary::Summary) {
         if self.error.is_none() {
             self.error = jsonl::write_summary(&mut self.out, instrument, summary).err();
         }

@@ -3,8 +3,8 @@
 //! `metrics_record` bench) and flush them into the registry every `FLUSH_EVERY`, so a
 //! scrape is at most that much behind.
 
-use crate::snapshot::FetchOutcome;
-use crate::sync::ResyncReason;
+use crate::book::diff_sync::ResyncReason;
+use crate::feed::core::snapshot_schedule::FetchOutcome;
 use crate::venue::VenueId;
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
@@ -71,7 +71,7 @@ pub struct Metrics {
     pub nats_dropped: IntCounterVec,
     pub nats_connected: prometheus::IntGauge,
     pub nats_connects: IntCounter,
-    /// Recording (`record.rs`): events dropped because the writer was behind, bytes of
+    /// Recording (`record/`): events dropped because the writer was behind, bytes of
     /// timeline written (before compression), write errors.
     pub record_dropped: IntCounterVec,
     pub record_written_bytes: IntCounter,

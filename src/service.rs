@@ -3,15 +3,15 @@
 //! again on shutdown. Listeners are passed in, so tests bind port 0.
 
 use crate::config::{Config, FeedMode, FeedSettings, Output};
+use crate::feed::handoff::{FeedSender, ReadySet, VenueFeed};
+use crate::feed::reconnect::ConnectAttempts;
 use crate::feed::{self, ReaderSpec, StreamSpec};
-use crate::handoff::{FeedSender, ReadySet, VenueFeed};
 use crate::mailbox;
-use crate::merger::{self, InstrumentMerger, MergerInstrument, MergerSpec};
+use crate::merger::summary::{Summary, VenueState};
+use crate::merger::{self, Consolidation, MergerSpec, WiredInstrument};
 use crate::metrics::Metrics;
 use crate::publish::{self, grpc, jsonl};
-use crate::reconnect::ConnectAttempts;
 use crate::record::{ConnectionRecorder, RecordMetrics, Recorder};
-use crate::summary::{Summary, VenueState};
 use crate::venue::VenueId;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -229,7 +229,8 @@ impl RecordingReaders {
             (&nobody, &metrics),
             &stop_signal,
         )?;
-        let http = crate::http::serve(metrics_listener, Arc::clone(&config), metrics, Vec::new());
+        let http =
+            crate::publish::http::serve(metrics_listener, Arc::clone(&config), metrics, Vec::new());
         Ok(RecordingReaders {
             stop_readers,
             readers,
@@ -297,7 +298,7 @@ impl Service {
         // One mailbox per (instrument, venue); one summary channel per instrument.
         let mut senders = HashMap::new();
         let ready = ReadySet::new(config.instruments.len());
-        let mut merger_instruments = Vec::new();
+        let mut wired_instruments = Vec::new();
         let mut fanouts = Vec::new();
         for (index, instrument) in config.instruments.iter().enumerate() {
             let venues: Vec<VenueId> = instrument.symbols.iter().map(|(venue, _)| *venue).collect();
@@ -311,12 +312,12 @@ impl Service {
                 );
                 inputs.push((*venue, receiver));
             }
-            let mut merger = InstrumentMerger::new(index, config.depth, &venues);
+            let mut consolidation = Consolidation::new(index, config.depth, &venues);
             for venue_config in config.venues.iter().filter(|v| v.allow_one_sided) {
-                merger.allow_one_sided(venue_config.venue);
+                consolidation.allow_one_sided(venue_config.venue);
             }
-            merger_instruments.push(MergerInstrument {
-                merger,
+            wired_instruments.push(WiredInstrument {
+                consolidation,
                 inputs,
                 output,
             });
@@ -329,7 +330,7 @@ impl Service {
         let merger_heartbeat_ns = Arc::new(AtomicU64::new(crate::clock::monotonic_ns()));
         let merger = merger::spawn(
             MergerSpec {
-                instruments: merger_instruments,
+                instruments: wired_instruments,
                 ready,
                 idle: config.idle,
                 core: config.merger_core,
@@ -366,7 +367,7 @@ impl Service {
                 any_summary.notify_one();
             })));
         }
-        tasks.push(tokio::spawn(crate::http::serve(
+        tasks.push(tokio::spawn(crate::publish::http::serve(
             listeners.metrics,
             Arc::clone(&config),
             Arc::clone(&metrics),

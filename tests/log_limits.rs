@@ -5,9 +5,9 @@
 mod common;
 
 use mergebook::config::RawConfig;
+use mergebook::merger::summary::VenueState;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
-use mergebook::summary::VenueState;
 use mergebook::venue::VenueId;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

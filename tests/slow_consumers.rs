@@ -7,7 +7,7 @@
 mod common;
 
 use common::{KillOnDrop, free_port, rss_bytes};
-use mergebook::publish::grpc::proto::{
+use mergebook::publish::proto::{
     SummaryRequest, orderbook_aggregator_client::OrderbookAggregatorClient,
 };
 use std::time::{Duration, Instant};
@@ -42,7 +42,7 @@ async fn connect(port: u16) -> OrderbookAggregatorClient<Channel> {
 
 async fn subscribe(
     port: u16,
-) -> Result<tonic::Streaming<mergebook::publish::grpc::proto::ExactSummary>, tonic::Status> {
+) -> Result<tonic::Streaming<mergebook::publish::proto::ExactSummary>, tonic::Status> {
     let mut client = connect(port).await;
     let request = SummaryRequest {
         instrument: String::new(),
@@ -55,7 +55,7 @@ async fn subscribe(
 
 /// Receives summaries for `window`; returns how many and the last sequence.
 async fn receive_for(
-    stream: &mut tonic::Streaming<mergebook::publish::grpc::proto::ExactSummary>,
+    stream: &mut tonic::Streaming<mergebook::publish::proto::ExactSummary>,
     window: Duration,
 ) -> (u64, u64) {
     let deadline = tokio::time::Instant::now() + window;

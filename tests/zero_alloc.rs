@@ -6,7 +6,7 @@
 
 use mergebook::book::TopBook;
 use mergebook::mailbox::mailbox;
-use mergebook::merge::{VenueBook, merge};
+use mergebook::merger::kway::{VenueBook, merge};
 use mergebook::publish::summary_channel;
 use mergebook::venue::{Message, VenueId};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -141,7 +141,7 @@ const NKNUSDT_DIFFS: &str =
 #[test]
 fn applying_diff_events_allocates_nothing_in_steady_state() {
     use mergebook::book::BookUpdate;
-    use mergebook::sync::{BookSync, UpdateOutcome};
+    use mergebook::book::diff_sync::{BookSync, UpdateOutcome};
     const MAX_LEVELS: usize = 5000;
     let venue = VenueId::Binance;
     let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
@@ -182,11 +182,11 @@ fn a_diff_path_allocates_nothing<F: AsRef<[u8]>>(
     venue: VenueId,
     snapshot: &[u8],
     frames: &[F],
-    mut then: impl FnMut(&mut mergebook::sync::BookSync, &mergebook::book::BookUpdate),
+    mut then: impl FnMut(&mut mergebook::book::diff_sync::BookSync, &mergebook::book::BookUpdate),
     what: &str,
 ) {
     use mergebook::book::BookUpdate;
-    use mergebook::sync::{BookSync, UpdateOutcome};
+    use mergebook::book::diff_sync::{BookSync, UpdateOutcome};
     const MAX_LEVELS: usize = 1000;
     let mut update = BookUpdate::with_capacity(MAX_LEVELS);
     venue
@@ -259,7 +259,7 @@ fn a_kraken_update_and_its_checksum_allocate_nothing() {
             frame
         })
         .collect();
-    let verify = |sync: &mut mergebook::sync::BookSync, update: &BookUpdate| {
+    let verify = |sync: &mut mergebook::book::diff_sync::BookSync, update: &BookUpdate| {
         sync.book.truncate(10);
         assert_eq!(venue.checksum(&sync.book, update.decimals), update.checksum);
     };
@@ -297,8 +297,9 @@ fn a_bybit_delta_allocates_nothing() {
             frame
         })
         .collect();
-    let cut =
-        |sync: &mut mergebook::sync::BookSync, _: &BookUpdate| sync.book.truncate(TOPIC_DEPTH);
+    let cut = |sync: &mut mergebook::book::diff_sync::BookSync, _: &BookUpdate| {
+        sync.book.truncate(TOPIC_DEPTH)
+    };
     a_diff_path_allocates_nothing(venue, snapshot.as_bytes(), &frames, cut, "Bybit's path");
 }
 
@@ -316,7 +317,7 @@ fn an_okx_update_allocates_nothing() {
     let snapshot = lines.next().unwrap();
     let frames: Vec<&str> = lines.collect();
     assert_eq!(frames.len(), 97);
-    let verify = |sync: &mut mergebook::sync::BookSync, update: &BookUpdate| {
+    let verify = |sync: &mut mergebook::book::diff_sync::BookSync, update: &BookUpdate| {
         let computed = venue.checksum(&sync.book, WireDecimals::default());
         assert_eq!(computed, update.checksum);
     };
@@ -335,7 +336,8 @@ fn a_coinbase_exchange_update_allocates_nothing() {
     let snapshot = lines.next().unwrap();
     let frames: Vec<&str> = lines.collect();
     assert_eq!(frames.len(), 471);
-    let nothing = |_: &mut mergebook::sync::BookSync, _: &mergebook::book::BookUpdate| {};
+    let nothing =
+        |_: &mut mergebook::book::diff_sync::BookSync, _: &mergebook::book::BookUpdate| {};
     let what = "the Coinbase Exchange feed's path";
     a_diff_path_allocates_nothing(venue, snapshot.as_bytes(), &frames, nothing, what);
 }
@@ -351,7 +353,7 @@ const COINBASE_SNAPSHOT: &str = include_str!(
 #[test]
 fn a_coinbase_update_of_two_products_allocates_nothing() {
     use mergebook::book::BookUpdate;
-    use mergebook::sync::{BookSync, UpdateOutcome};
+    use mergebook::book::diff_sync::{BookSync, UpdateOutcome};
     const MAX_LEVELS: usize = 1000;
     let venue = VenueId::Coinbase;
     let products = ["BTC-PERP-INTX", "ETH-PERP-INTX"];
@@ -429,7 +431,7 @@ fn a_coinbase_update_of_two_products_allocates_nothing() {
 #[test]
 fn binance_sbe_frames_allocate_nothing() {
     use mergebook::book::BookUpdate;
-    use mergebook::sync::{BookSync, UpdateOutcome};
+    use mergebook::book::diff_sync::{BookSync, UpdateOutcome};
     const MAX_LEVELS: usize = 5000;
     let venue = VenueId::BinanceSbe;
     let (mut sender, mut receiver) = mailbox(TopBook::default());
@@ -569,7 +571,7 @@ fn a_reader_recording_its_frames_allocates_nothing_once_its_pool_is_warm() {
 }
 
 /// A reader's read path from the socket on: a real loopback WebSocket read by
-/// tokio-tungstenite with the reader's settings (`mergebook::websocket_config`), each
+/// tokio-tungstenite with the reader's settings (`mergebook::feed::websocket_config`), each
 /// message decoded, then dropped. After warm-up (which includes the first time tokio's
 /// cooperative budget runs out: its scheduler keeps a small queue it grows once), no
 /// message allocates: the WebSocket layer's read buffer is reused.
@@ -603,7 +605,7 @@ fn reading_frames_from_the_socket_allocates_nothing_after_warm_up() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let config = mergebook::websocket_config(1 << 20);
+        let config = mergebook::feed::websocket_config(1 << 20);
         let url = format!("ws://{address}");
         let (mut socket, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true)
             .await

@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each bench target uses its own subset
 
 use mergebook::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
-use mergebook::merge::{MergedBook, VenueBook, merge, merge_side};
+use mergebook::merger::kway::{MergedBook, VenueBook, merge, merge_side};
 use mergebook::venue::{LevelTexts, Message, VenueId};
 use std::hint::black_box;
 
@@ -204,7 +204,7 @@ impl ManyVenues {
         let mut inputs = [VenueBook {
             venue: VenueId::ALL[0],
             book: &self.books[0],
-        }; mergebook::merge::MAX_INPUTS];
+        }; mergebook::merger::kway::MAX_INPUTS];
         for (index, book) in self.books.iter().enumerate() {
             inputs[index] = VenueBook {
                 venue: VenueId::ALL[index % VenueId::ALL.len()],

@@ -4,6 +4,7 @@
 //! decoder, copied into a mailbox slot and read by the merger without touching the heap.
 
 pub mod depth;
+pub mod diff_sync;
 
 pub use depth::{BookUpdate, DepthBook, WireDecimals};
 

@@ -269,7 +269,7 @@ pub struct Config {
 }
 
 /// `[record]`: every frame, REST response and connection event of every venue connection,
-/// written as session timelines (`record.rs`).
+/// written as session timelines (`record/`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordConfig {
     /// One directory per connection under it.
@@ -449,7 +449,7 @@ pub enum FeedMode {
     /// Top-N snapshot streams (Binance `depth<N>@100ms`, Bitstamp `order_book_`): each
     /// frame replaces the book. Stateless; at most 20 (Binance) or 100 levels.
     Snapshot,
-    /// Diff streams and REST snapshots: a full-depth book kept in sync (`sync.rs`).
+    /// Diff streams and REST snapshots: a full-depth book kept in sync (`book/diff_sync.rs`).
     Diff(DiffSettings),
 }
 
@@ -463,7 +463,7 @@ pub struct DiffSettings {
     pub max_levels: usize,
     /// Events held per instrument while its snapshot is fetched.
     pub max_buffered: usize,
-    pub policy: crate::snapshot::SnapshotPolicy,
+    pub policy: crate::feed::core::snapshot_schedule::SnapshotPolicy,
     pub snapshot_timeout: Duration,
 }
 
@@ -1351,7 +1351,7 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
         snapshot_depth: snapshot_depth as usize,
         max_levels: max_levels as usize,
         max_buffered: max_buffered as usize,
-        policy: crate::snapshot::SnapshotPolicy {
+        policy: crate::feed::core::snapshot_schedule::SnapshotPolicy {
             weight_per_minute: weight_per_minute as u32,
             spacing: read(&defaults::SNAPSHOT_SPACING_MS, raw.snapshot_spacing_ms)
                 .map(milliseconds)?,

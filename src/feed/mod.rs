@@ -8,28 +8,31 @@
 //! Shared by every venue; what differs per venue lives in `venue/<name>.rs`.
 //!
 //! It survives what exchanges do: a refused or dropped connection, a venue's reconnect
-//! request, each reconnect paced by one policy (`reconnect.rs`: backoff reset only by a
+//! request, each reconnect paced by one policy (`feed/reconnect.rs`: backoff reset only by a
 //! healthy connection, and the venue's budget of connection attempts), a silent
 //! subscription (read-idle watchdog: subscribed again, then the connection recycled), oversized frames (refused by the WebSocket layer: the
 //! connection is reset), and bad frames (counted, logged, dropped; the connection stays
 //! up). While a venue is not delivering books its instruments are marked `Connecting` or
 //! `OutOfSync`, so the merger leaves them out.
 
-pub mod core;
+pub(crate) mod core;
+pub mod handoff;
+pub(crate) mod reconnect;
+pub(crate) mod rest_client;
 
 use self::core::{
     CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict, Silence, SnapshotRequest,
 };
+use crate::book::diff_sync::{ResyncReason, UpdateOutcome};
 use crate::clock;
 use crate::config::{ApiKey, FeedMode, FeedSettings};
-use crate::handoff::{FeedSender, VenueFeed};
+use crate::feed::handoff::{FeedSender, VenueFeed};
+use crate::feed::reconnect::{ConnectionEnd, ReconnectPolicy, SharedConnectAttempts};
+use crate::feed::rest_client::{FetchError, SnapshotClient};
 use crate::log_limit::LogLimiter;
 use crate::metrics::VenueMetrics;
-use crate::reconnect::{ConnectionEnd, ReconnectPolicy, SharedConnectAttempts};
 use crate::record::{ConnectionRecorder, EventKind};
 use crate::rng::Rng;
-use crate::snapshot::{FetchError, SnapshotClient};
-use crate::sync::{ResyncReason, UpdateOutcome};
 use crate::venue::VenueId;
 use futures_util::{SinkExt, StreamExt};
 use std::time::Duration;
@@ -37,7 +40,7 @@ use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
 
 /// What one reader serves.
-pub struct ReaderSpec {
+pub(crate) struct ReaderSpec {
     pub venue: VenueId,
     /// The venue's connections are numbered from 0 (the thread's name, logs).
     pub connection: usize,
@@ -58,7 +61,7 @@ pub struct ReaderSpec {
 }
 
 /// One instrument on a reader's connection.
-pub struct StreamSpec {
+pub(crate) struct StreamSpec {
     /// The stream (channel) subscribed to.
     pub name: String,
     /// The venue's symbol (diff mode asks for its REST snapshot).
@@ -89,7 +92,7 @@ fn api_key_header(
 
 /// Starts the reader's thread. It runs until `shutdown` turns true, then closes the
 /// connection with a close frame and returns.
-pub fn spawn(
+pub(crate) fn spawn(
     spec: ReaderSpec,
     merger: std::thread::Thread,
     metrics: VenueMetrics,
@@ -454,7 +457,14 @@ impl Reader {
                     if let Ok((stream, generation, url, result)) = fetched {
                         let now = clock::monotonic_ns();
                         self.record_snapshot(stream, generation, &url, &result, now);
-                        let result = result.as_deref();
+                        let result = match &result {
+                            Ok(body) => Ok(body.as_slice()),
+                            Err(error) => {
+                                let venue = self.venue;
+                                tracing::warn!(%venue, %error, "snapshot request failed");
+                                Err(error.failure())
+                            }
+                        };
                         self.core.on_snapshot(stream, generation, result, now, &mut self.outlet);
                     }
                     continue;

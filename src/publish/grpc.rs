@@ -7,10 +7,8 @@
 //! At most `grpc.max_clients` streams are served at once; more are refused.
 
 use crate::config::Config;
-use crate::fixed::FixedPoint;
-use crate::merge::MergedLevel;
+use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
-use crate::summary::Summary;
 use futures_util::Stream;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -22,15 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
-/// The generated protobuf types and service stubs.
-pub mod proto {
-    tonic::include_proto!("orderbook");
-
-    /// The encoded descriptors of `proto/orderbook.proto`, served by reflection.
-    pub const FILE_DESCRIPTOR_SET: &[u8] =
-        include_bytes!(concat!(env!("OUT_DIR"), "/orderbook_descriptor.bin"));
-}
-
+use crate::publish::proto;
 use proto::orderbook_aggregator_server::{OrderbookAggregator, OrderbookAggregatorServer};
 
 pub struct Aggregator {
@@ -150,74 +140,6 @@ struct Sent {
     skipped_before: bool,
 }
 
-fn legacy_levels(levels: &[MergedLevel]) -> Vec<proto::Level> {
-    levels
-        .iter()
-        .map(|level| proto::Level {
-            exchange: level.venue.name().to_owned(),
-            price: level.price.to_f64(),
-            amount: level.amount.to_f64(),
-        })
-        .collect()
-}
-
-fn exact_levels(levels: &[MergedLevel]) -> Vec<proto::ExactLevel> {
-    levels
-        .iter()
-        .map(|level| proto::ExactLevel {
-            exchange: level.venue.name().to_owned(),
-            price: level.price.to_string(),
-            amount: level.amount.to_string(),
-        })
-        .collect()
-}
-
-/// The legacy message: doubles. The spread of an empty side is 0.
-pub fn legacy_summary(summary: &Summary) -> proto::Summary {
-    proto::Summary {
-        spread: summary.book.spread.map_or(0.0, |spread| spread.to_f64()),
-        bids: legacy_levels(summary.book.bids.as_slice()),
-        asks: legacy_levels(summary.book.asks.as_slice()),
-    }
-}
-
-pub fn exact_summary(instrument: &str, summary: &Summary) -> proto::ExactSummary {
-    proto::ExactSummary {
-        instrument: instrument.to_owned(),
-        seq: summary.sequence,
-        ts_ns: summary.published_ns,
-        spread: summary
-            .book
-            .spread
-            .map(|spread| spread.to_string())
-            .unwrap_or_default(),
-        bids: exact_levels(summary.book.bids.as_slice()),
-        asks: exact_levels(summary.book.asks.as_slice()),
-        venues: summary
-            .venue_states()
-            .map(|(venue, state)| (venue.name().to_owned(), state.name().to_owned()))
-            .collect(),
-        venue_quotes: summary
-            .venue_states()
-            .map(|(venue, state)| {
-                let best = summary.venue_best[venue.index()];
-                let received = summary.venue_received_ns[venue.index()];
-                let exact = |price: Option<FixedPoint>| price.map(|p| p.to_string());
-                proto::VenueQuote {
-                    exchange: venue.name().to_owned(),
-                    state: state.name().to_owned(),
-                    best_bid: exact(best.bid).unwrap_or_default(),
-                    best_ask: exact(best.ask).unwrap_or_default(),
-                    book_age_ns: match received {
-                        0 => 0,
-                        _ => summary.published_monotonic_ns.saturating_sub(received),
-                    },
-                }
-            })
-            .collect(),
-    }
-}
-
 #[tonic::async_trait]
 impl OrderbookAggregator for Aggregator {
     type BookSummaryStream = SummaryStream<proto::Summary>;
@@ -231,7 +153,7 @@ impl OrderbookAggregator for Aggregator {
         Ok(Response::new(stream_of(
             self.summaries[0].clone(),
             slot,
-            legacy_summary,
+            proto::legacy_summary,
         )))
     }
 
@@ -252,7 +174,7 @@ impl OrderbookAggregator for Aggregator {
         let name = self.config.instruments[index].name.clone();
         let slot = self.clients.admit()?;
         let stream = stream_of(self.summaries[index].clone(), slot, move |summary| {
-            exact_summary(&name, summary)
+            proto::exact_summary(&name, summary)
         });
         Ok(Response::new(stream))
     }
@@ -333,7 +255,7 @@ pub async fn serve(
         .max_send_buf_size(client_buffer / 2);
     let limits = config_limits;
     let refused = metrics.connections_refused.with_label_values(&["grpc"]);
-    crate::listen::accept_bounded(listener, limits, "grpc", refused, |stream| {
+    crate::publish::accept::accept_bounded(listener, limits, "grpc", refused, |stream| {
         let _ = stream.set_nodelay(true);
         if let Err(error) = socket2::SockRef::from(&stream).set_send_buffer_size(client_buffer / 4)
         {

@@ -8,8 +8,8 @@
 //! (one line on the wire). `spread` is `null` while either side is empty, and negative
 //! when the consolidated book is crossed.
 
-use crate::merge::MergedLevel;
-use crate::summary::Summary;
+use crate::merger::kway::MergedLevel;
+use crate::merger::summary::Summary;
 use std::io::{self, Write};
 
 /// Writes `summary` as one JSON line. Instrument names are validated at configuration

@@ -8,13 +8,17 @@
 //! latest value at its own pace: a slow or stuck consumer skips summaries, it never slows
 //! the merger or the other consumers.
 
+pub(crate) mod accept;
 pub mod grpc;
+pub(crate) mod health;
+pub(crate) mod http;
 pub mod jsonl;
 pub mod nats;
+pub mod proto;
 
 use crate::clock;
 use crate::mailbox::{self, Receiver, Sender};
-use crate::summary::Summary;
+use crate::merger::summary::Summary;
 use std::sync::Arc;
 use tokio::sync::{Notify, watch};
 
@@ -155,7 +159,7 @@ impl SummaryFanout {
 mod tests {
     use super::*;
     use crate::fixed::FixedPoint;
-    use crate::merge::MergedLevel;
+    use crate::merger::kway::MergedLevel;
 
     #[test]
     fn taking_back_the_next_slot_leaves_every_summary_whole() {

@@ -12,8 +12,8 @@
 //! behind a slow server, makes the task wait) are counted as skipped.
 
 use crate::config::{Config, NatsConfig, NatsFormat};
+use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
-use crate::summary::Summary;
 use async_nats::connection::State;
 use async_nats::{Client, ConnectOptions, Event};
 use prost::Message;
@@ -161,7 +161,7 @@ impl Publisher {
 pub fn encode(format: NatsFormat, instrument: &str, summary: &Summary, out: &mut Vec<u8>) {
     match format {
         NatsFormat::Protobuf => {
-            let message = super::grpc::exact_summary(instrument, summary);
+            let message = super::proto::exact_summary(instrument, summary);
             message.encode(out).expect("a Vec grows as needed");
         }
         NatsFormat::Json => {
@@ -185,7 +185,7 @@ async fn publish_health(
         if client.connection_state() != State::Connected {
             continue;
         }
-        let (_, report) = crate::http::health_report(&config, &summaries);
+        let (_, report) = crate::publish::health::health_report(&config, &summaries);
         if client
             .publish(subject.clone(), report.to_string().into())
             .await

@@ -211,7 +211,8 @@ mod tests {
             let mut market = DiffMarket::new(9, venue, START_MID_TICKS, 1_000, None);
             let mut event = BookUpdate::default();
             let mut snapshot = BookUpdate::default();
-            let mut copy = crate::sync::BookSync::new(venue.facts().sequencing, 10_000, 10_000);
+            let mut copy =
+                crate::book::diff_sync::BookSync::new(venue.facts().sequencing, 10_000, 10_000);
             for step in 0..2000 {
                 market.next_event(mid.step(), 1_000 + step / 3, &mut event);
                 if step == 0 {
@@ -220,12 +221,18 @@ mod tests {
                     copy.on_update(&event);
                     let synced = copy.on_snapshot(&snapshot);
                     assert!(
-                        matches!(synced, crate::sync::SnapshotOutcome::Synced { .. }),
+                        matches!(
+                            synced,
+                            crate::book::diff_sync::SnapshotOutcome::Synced { .. }
+                        ),
                         "{synced:?}"
                     );
                     continue;
                 }
-                assert_eq!(copy.on_update(&event), crate::sync::UpdateOutcome::Applied);
+                assert_eq!(
+                    copy.on_update(&event),
+                    crate::book::diff_sync::UpdateOutcome::Applied
+                );
                 assert!(!market.book.is_crossed());
             }
             let side = |book: &DepthBook, side| book.levels(side).copied().collect::<Vec<_>>();

@@ -229,7 +229,8 @@ pub struct Recording {
 impl Recording {
     /// Loads a recording (plain frames or a timeline) of `venue`'s book frames.
     pub fn load(venue: VenueId, path: &std::path::Path) -> Result<Recording, String> {
-        let frames = crate::replay::load_frames(path).map_err(|error| error.to_string())?;
+        let frames =
+            crate::record::timeline::load_frames(path).map_err(|error| error.to_string())?;
         let mut books = Vec::new();
         let mut price_decimals = None;
         for frame in &frames {
@@ -441,7 +442,11 @@ impl Simulator {
     /// Makes new connections of the recording's venues serve what the service recorded
     /// (`[record]`), frame for frame, at `speed` times the recorded pace, and the REST
     /// server its snapshot bodies (`playback.rs`).
-    pub fn serve_recording(&self, recordings: &[crate::replay::ConnectionRecording], speed: f64) {
+    pub fn serve_recording(
+        &self,
+        recordings: &[crate::record::timeline::ConnectionRecording],
+        speed: f64,
+    ) {
         let playback = playback::Playback::new(recordings, speed);
         *self.shared.playback.lock().expect("not poisoned") = Some(Arc::new(playback));
     }

@@ -13,7 +13,7 @@
 //! generated market.
 
 use super::Error;
-use crate::replay::{ConnectionRecording, TimelineEvent};
+use crate::record::timeline::{ConnectionRecording, TimelineEvent};
 use crate::venue::{MAX_VENUES, VenueId};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::{HashMap, VecDeque};

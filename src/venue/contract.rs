@@ -11,9 +11,9 @@
 //!
 //! The sync rules of a diff stream are the venue's [`Sequencing`], named by its facts.
 
+use crate::book::diff_sync::Sequencing;
 use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
-use crate::sync::Sequencing;
-use crate::walker::DecodeError;
+use crate::json::DecodeError;
 
 use super::LevelTexts;
 
@@ -48,7 +48,7 @@ pub struct VenueFacts {
     pub api_key_header: Option<&'static str>,
     /// Where diff-mode books start from.
     pub snapshots: SnapshotSource,
-    /// How the diff stream is sequenced: the venue's sync rules (`sync.rs` applies them).
+    /// How the diff stream is sequenced: the venue's sync rules (`book/diff_sync.rs` applies them).
     pub sequencing: &'static dyn Sequencing,
 }
 
@@ -234,7 +234,7 @@ pub trait Streams: Sync {
 }
 
 /// Diff mode's snapshots (`mode = "diff"`): where a full-depth book starts from, what it
-/// costs, and how deep the venue keeps it. The buffering and joining are `sync.rs`'s.
+/// costs, and how deep the venue keeps it. The buffering and joining are `book/diff_sync.rs`'s.
 pub trait Snapshots: Sync {
     /// The levels a side of a diff book the venue maintains when subscribed for
     /// `requested`: `Some` where it sends only its top N and no deletes for levels pushed

@@ -6,8 +6,8 @@
 //! the table). Adding an exchange is a new folder and one line in `venues!`;
 //! ARCHITECTURE.md, "Adding a venue", has the checklist.
 
-pub use crate::sync::Sequencing;
-pub use crate::walker::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker};
+pub use crate::book::diff_sync::Sequencing;
+pub use crate::json::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker};
 pub use contract::{
     Acked, Answer, Checksum, ConnectBudget, Decode, Message, Simulated, SnapshotSource, Snapshots,
     StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts,

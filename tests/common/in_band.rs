@@ -5,11 +5,12 @@
 
 use mergebook::book::Level;
 use mergebook::config::RawConfig;
-use mergebook::merge::MergedLevel;
-use mergebook::replay::{self, DiffDepths, DiffRecording, RecordedFrame};
+use mergebook::merger::kway::MergedLevel;
+use mergebook::merger::summary::{Summary, VenueState};
+use mergebook::record::timeline::RecordedFrame;
+use mergebook::replay::{self, DiffDepths, DiffRecording};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
-use mergebook::summary::{Summary, VenueState};
 use mergebook::venue::VenueId;
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,9 +7,9 @@
 use crate::common;
 use common::config::TestConfig;
 
+use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
-use mergebook::summary::{Summary, VenueState};
 use mergebook::venue::VenueId;
 use mergebook_testkit::invariants::InvariantChecker;
 use std::collections::BTreeSet;

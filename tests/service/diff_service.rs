@@ -11,9 +11,9 @@
 use crate::common;
 use common::config::TestConfig;
 
+use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
-use mergebook::summary::{Summary, VenueState};
 use mergebook::venue::VenueId;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -73,7 +73,7 @@ impl Harness {
     /// Whether `summary` (of `venue`'s own instrument) shows a top the venue really had.
     fn is_true_book(&self, venue: VenueId, summary: &Summary) -> bool {
         let symbol = SYMBOLS[venue.index()].1;
-        let pairs = |levels: &[mergebook::merge::MergedLevel]| -> Vec<_> {
+        let pairs = |levels: &[mergebook::merger::kway::MergedLevel]| -> Vec<_> {
             levels.iter().map(|l| (l.price, l.amount)).collect()
         };
         let (bids, asks) = (
@@ -254,7 +254,7 @@ async fn duplicates_and_reordered_events_never_corrupt_a_published_book() {
         harness.simulator.duplicate_events(venue, 20);
         if venue == VenueId::Binance {
             // Bitstamp events carry no sequence: a swapped pair is seen only when the
-            // late one arrives, after the early one was applied without it (sync.rs), the
+            // late one arrives, after the early one was applied without it (book/diff_sync.rs), the
             // same as a lost event, which Bitstamp cannot show at all. Binance's ids show
             // it at the first of the two.
             harness.simulator.swap_events(venue, 2);

@@ -7,9 +7,7 @@
 use crate::common;
 use common::config::TestConfig;
 
-use mergebook::publish::grpc::proto::{
-    self, orderbook_aggregator_client::OrderbookAggregatorClient,
-};
+use mergebook::publish::proto::{self, orderbook_aggregator_client::OrderbookAggregatorClient};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use std::net::SocketAddr;

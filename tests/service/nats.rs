@@ -6,9 +6,9 @@ use crate::common;
 
 use common::nats::NatsServer;
 use mergebook::config::RawConfig;
-use mergebook::publish::grpc::proto::ExactSummary;
-use mergebook::publish::grpc::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
 use mergebook::publish::nats::book_subject;
+use mergebook::publish::proto::ExactSummary;
+use mergebook::publish::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use prost::Message;
@@ -165,7 +165,7 @@ async fn a_nats_restart_costs_only_what_was_published_while_it_was_down() {
     let mut stream = OrderbookAggregatorClient::connect(format!("http://{grpc}"))
         .await
         .unwrap()
-        .book_summary_exact(mergebook::publish::grpc::proto::SummaryRequest::default())
+        .book_summary_exact(mergebook::publish::proto::SummaryRequest::default())
         .await
         .unwrap()
         .into_inner();

@@ -9,12 +9,13 @@ use common::config::TestConfig;
 use mergebook::book::TopBook;
 use mergebook::clock;
 use mergebook::config::Config;
-use mergebook::handoff::VenueFeed;
-use mergebook::merger::{InstrumentMerger, PublishObserver, PublishRecord};
+use mergebook::feed::handoff::VenueFeed;
+use mergebook::merger::summary::{Summary, VenueState};
+use mergebook::merger::{Consolidation, PublishObserver, PublishRecord};
+use mergebook::record::timeline;
 use mergebook::replay;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
-use mergebook::summary::{Summary, VenueState};
 use mergebook::venue::{MAX_VENUES, VenueId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -125,7 +126,7 @@ async fn record_a_run(dir: &std::path::Path) -> (Config, Vec<Summary>) {
 
 /// What a venue's slot in a summary says: its state, and its latest book's receive time,
 /// sequence and best prices.
-type SlotView = (VenueState, u64, u64, mergebook::summary::BestPrices);
+type SlotView = (VenueState, u64, u64, mergebook::merger::summary::BestPrices);
 
 fn slot_view(summary: &Summary, venue: VenueId) -> SlotView {
     let index = venue.index();
@@ -178,7 +179,7 @@ fn merged(config: &Config, instrument: usize, venues: &[VenueStanding]) -> Summa
         .iter()
         .map(|(venue, _)| *venue)
         .collect();
-    let mut merger = InstrumentMerger::new(instrument, config.depth, &configured);
+    let mut merger = Consolidation::new(instrument, config.depth, &configured);
     for &(venue, state, book) in venues {
         if let Some(book) = book {
             let synced = VenueFeed {
@@ -230,7 +231,7 @@ async fn a_recording_replays_to_the_summaries_the_service_published() {
     let _ = std::fs::remove_dir_all(&dir);
     let (config, live) = record_a_run(&dir).await;
 
-    let recordings = replay::load_recording(&dir).unwrap();
+    let recordings = timeline::load_recording(&dir).unwrap();
     let mut recorded: Vec<String> = recordings
         .iter()
         .map(|r| format!("{}-{}", r.venue, r.connection))
@@ -245,7 +246,7 @@ async fn a_recording_replays_to_the_summaries_the_service_published() {
     let connects = kraken
         .events
         .iter()
-        .filter(|e| e.event == replay::TimelineEvent::Connected)
+        .filter(|e| e.event == timeline::TimelineEvent::Connected)
         .count();
     assert!(
         connects >= 2,
@@ -348,7 +349,7 @@ async fn a_recording_served_by_the_simulator_reproduces_the_run() {
     let base = std::env::temp_dir().join(format!("mergebook-reproduce-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&base);
     let (original, live) = record_a_run(&base.join("first")).await;
-    let recordings = replay::load_recording(&base.join("first")).unwrap();
+    let recordings = timeline::load_recording(&base.join("first")).unwrap();
 
     let simulator =
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 40, 99).unwrap();

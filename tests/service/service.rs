@@ -7,14 +7,12 @@ use crate::common;
 use common::config::TestConfig;
 
 use mergebook::config::RawConfig;
-use mergebook::merge::{MergedBook, VenueBook, merge};
-use mergebook::publish::grpc::proto::{
-    self, orderbook_aggregator_client::OrderbookAggregatorClient,
-};
+use mergebook::merger::kway::{MergedBook, VenueBook, merge};
+use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::publish::jsonl;
+use mergebook::publish::proto::{self, orderbook_aggregator_client::OrderbookAggregatorClient};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::{Recording, Simulator};
-use mergebook::summary::{Summary, VenueState};
 use mergebook::venue::VenueId;
 use serde_json::Value;
 use std::net::SocketAddr;

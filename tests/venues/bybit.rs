@@ -11,7 +11,7 @@ use crate::generated::object;
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, Level, Side};
 use mergebook::fixed::{FixedPoint, FixedPointError};
-use mergebook::summary::VenueState;
+use mergebook::merger::summary::VenueState;
 use mergebook::venue::{DecodeError, Message, VenueId};
 use proptest::prelude::*;
 use std::collections::BTreeMap;

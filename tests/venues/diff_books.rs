@@ -7,9 +7,10 @@ use crate::common;
 
 use mergebook::book::Side;
 use mergebook::fixed::FixedPoint;
-use mergebook::merge::MergedBook;
-use mergebook::replay::{self, DiffBook, DiffRecording, RecordedFrame};
-use mergebook::summary::VenueState;
+use mergebook::merger::kway::MergedBook;
+use mergebook::merger::summary::VenueState;
+use mergebook::record::timeline::{self, RecordedFrame};
+use mergebook::replay::{self, DiffBook, DiffRecording};
 use mergebook::venue::VenueId;
 use std::path::Path;
 
@@ -108,7 +109,7 @@ fn fp(text: &str) -> FixedPoint {
 }
 
 fn per_pair_frames(expected: &Expected) -> Vec<RecordedFrame> {
-    let mut frames = replay::load_frames(&path(expected.diffs)).unwrap();
+    let mut frames = timeline::load_frames(&path(expected.diffs)).unwrap();
     let snapshot = std::fs::read_to_string(path(expected.snapshot)).unwrap();
     replay::insert_snapshot(expected.venue, expected.symbol, &mut frames, snapshot);
     frames
@@ -192,7 +193,7 @@ fn per_pair_recordings_reach_the_listed_final_books() {
 #[test]
 fn session_timelines_reach_the_listed_final_books() {
     for expected in EXPECTED {
-        let frames = replay::load_frames(&path(expected.timeline)).unwrap();
+        let frames = timeline::load_frames(&path(expected.timeline)).unwrap();
         let (outcome, _) = run(expected, frames);
         check_final_book(expected, &outcome, "timeline");
     }
@@ -257,7 +258,7 @@ fn duplicates_are_dropped_and_reordered_events_never_corrupt_the_book() {
 #[test]
 fn a_snapshot_older_than_the_buffer_is_refused() {
     let expected = &EXPECTED[0];
-    let mut frames = replay::load_frames(&path(expected.diffs)).unwrap();
+    let mut frames = timeline::load_frames(&path(expected.diffs)).unwrap();
     // The snapshot arrives only after the first three events are buffered: it is older
     // than the first of them that it would have to join (U = lastUpdateId + 1 is event 2).
     let snapshot = std::fs::read_to_string(path(expected.snapshot)).unwrap();

@@ -11,8 +11,8 @@ use common::in_band::{self, Harness, Sides, WAIT};
 
 use mergebook::book::{BookUpdate, Level, Side};
 use mergebook::fixed::FixedPoint;
+use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::replay;
-use mergebook::summary::{Summary, VenueState};
 use mergebook::venue::{DecodeError, Message, VenueId};
 use proptest::prelude::*;
 use std::collections::BTreeMap;

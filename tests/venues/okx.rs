@@ -12,7 +12,7 @@ use crate::generated::object;
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use mergebook::fixed::{FixedPoint, FixedPointError};
-use mergebook::summary::VenueState;
+use mergebook::merger::summary::VenueState;
 use mergebook::venue::{DecodeError, Message, VenueId};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -507,7 +507,7 @@ async fn a_swap_is_merged_as_contracts_times_the_contract_size() {
     )
     .await;
     let mut summaries = service.summaries(0);
-    let synced = |s: &mergebook::summary::Summary| s.venue_state(OKX) == VenueState::Synced;
+    let synced = |s: &mergebook::merger::summary::Summary| s.venue_state(OKX) == VenueState::Synced;
     tokio::time::timeout(in_band::WAIT, summaries.wait_for(|s| synced(s)))
         .await
         .unwrap()
@@ -520,9 +520,10 @@ async fn a_swap_is_merged_as_contracts_times_the_contract_size() {
         if !synced(&summary) {
             continue;
         }
-        let merged = |levels: &[mergebook::merge::MergedLevel]| -> Vec<(FixedPoint, FixedPoint)> {
-            levels.iter().map(|l| (l.price, l.amount)).collect()
-        };
+        let merged =
+            |levels: &[mergebook::merger::kway::MergedLevel]| -> Vec<(FixedPoint, FixedPoint)> {
+                levels.iter().map(|l| (l.price, l.amount)).collect()
+            };
         let (bids, asks) = (
             merged(summary.book.bids.as_slice()),
             merged(summary.book.asks.as_slice()),
@@ -559,7 +560,7 @@ async fn books5_in_snapshot_mode_syncs_and_follows_the_venue() {
     )
     .await;
     let mut summaries = service.summaries(0);
-    let synced = |s: &mergebook::summary::Summary| s.venue_state(OKX) == VenueState::Synced;
+    let synced = |s: &mergebook::merger::summary::Summary| s.venue_state(OKX) == VenueState::Synced;
     tokio::time::timeout(in_band::WAIT, summaries.wait_for(|s| synced(s)))
         .await
         .unwrap()

@@ -5,9 +5,9 @@
 //! Each function takes the fuzzer's raw bytes and panics (the fuzzer's finding) when a
 //! contract is broken; any input it does not panic on is fine, rejected or accepted.
 
+use mergebook::book::diff_sync::BookSync;
 use mergebook::book::{BookUpdate, Level, Side, TopBook};
 use mergebook::fixed::FixedPoint;
-use mergebook::sync::BookSync;
 use mergebook::venue::{DecodeError, Message, VenueId};
 
 /// A target's check: panics when the input breaks the contract.

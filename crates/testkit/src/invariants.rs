@@ -10,9 +10,9 @@
 
 use mergebook::book::Side;
 use mergebook::fixed::FixedPoint;
-use mergebook::merge::MergedLevel;
 use mergebook::merger::STALE_CHECK_EVERY_NS;
-use mergebook::summary::{Summary, VenueState};
+use mergebook::merger::kway::MergedLevel;
+use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::venue::VenueId;
 use std::time::Duration;
 

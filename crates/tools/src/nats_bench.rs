@@ -7,7 +7,7 @@
 //! NATS takes per 1,000 summaries a second (BENCHMARKS.md).
 
 use futures_util::StreamExt;
-use mergebook::publish::grpc::proto::ExactSummary;
+use mergebook::publish::proto::ExactSummary;
 use mergebook::venue::VenueId;
 use prost::Message;
 use std::path::{Path, PathBuf};

@@ -8,13 +8,13 @@
 
 use crate::loadtest::{memory, runtime};
 use mergebook::config::{Config, RawConfig};
-use mergebook::publish::grpc::proto::{
+use mergebook::merger::summary::VenueState;
+use mergebook::publish::proto::{
     SummaryRequest, orderbook_aggregator_client::OrderbookAggregatorClient,
 };
 use mergebook::rng::Rng;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
-use mergebook::summary::VenueState;
 use mergebook::venue::VenueId;
 use mergebook_testkit::invariants::InvariantChecker;
 use serde::Serialize;
@@ -431,7 +431,7 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
 
     let mut latest = service.summaries(0);
     let recovered = service_runtime.block_on(async {
-        let all_synced = |summary: &Arc<mergebook::summary::Summary>| {
+        let all_synced = |summary: &Arc<mergebook::merger::summary::Summary>| {
             VenueId::ALL
                 .iter()
                 .all(|&venue| summary.venue_state(venue) == VenueState::Synced)

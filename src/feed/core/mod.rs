@@ -11,7 +11,7 @@
 //! [`SEQUENCE_RESET_AFTER`] books in a row.
 //!
 //! Diff mode: each instrument has a full-depth [`BookSync`] under the venue's
-//! [`Sequencing`](crate::sync::Sequencing). Its snapshot comes from where the venue says
+//! [`Sequencing`](crate::book::diff_sync::Sequencing). Its snapshot comes from where the venue says
 //! (`SnapshotSource`): a REST fetch asked of the venue's [`SnapshotScheduler`] once the
 //! first event is buffered, or the stream itself, which sends one when subscribed (and
 //! again when subscribed anew, which the scheduler paces the same). After each message
@@ -22,14 +22,16 @@
 //! requested before a reset is discarded when it arrives (its `generation` is old), so it
 //! can never be joined to events it did not precede.
 
+pub mod snapshot_schedule;
+
+use self::snapshot_schedule::{FetchFailure, FetchOutcome, SnapshotScheduler};
+use crate::book::diff_sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutcome};
 use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::config::DiffSettings;
+use crate::feed::handoff::VenueFeed;
 use crate::fixed::FixedPoint;
-use crate::handoff::VenueFeed;
 use crate::log_limit::LogLimiter;
-use crate::snapshot::{FetchError, FetchOutcome, SnapshotScheduler};
-use crate::summary::VenueState;
-use crate::sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutcome};
+use crate::merger::summary::VenueState;
 use crate::venue::{
     Acked, DecodeError, LevelTexts, Message, SnapshotSource, StreamKind, UNSUBSCRIBE_REQUEST_ID,
     VenueId,
@@ -970,7 +972,7 @@ impl FeedCore {
         &mut self,
         stream: usize,
         generation: u64,
-        result: Result<&[u8], &FetchError>,
+        result: Result<&[u8], FetchFailure>,
         now_ns: u64,
         out: &mut impl FeedOutput,
     ) {
@@ -984,19 +986,10 @@ impl FeedCore {
         }
         let (mut applied, mut dropped) = (0, 0);
         let outcome = match result {
-            Err(FetchError::RateLimited {
-                status,
-                retry_after,
-            }) => {
-                tracing::warn!(%venue, status, ?retry_after, "snapshot rate limited");
-                FetchOutcome::RateLimited {
-                    retry_after: *retry_after,
-                }
+            Err(FetchFailure::RateLimited { retry_after }) => {
+                FetchOutcome::RateLimited { retry_after }
             }
-            Err(error) => {
-                tracing::warn!(%venue, %error, "snapshot request failed");
-                FetchOutcome::Failed
-            }
+            Err(FetchFailure::Failed) => FetchOutcome::Failed,
             Ok(body) => {
                 match venue.decode_snapshot(body, diff.settings.max_levels, &mut diff.snapshot) {
                     Err(error) => {

@@ -202,7 +202,7 @@ fn contracts_are_handed_on_in_the_base_currency_exactly_or_not_at_all() {
 fn an_update_before_the_in_band_snapshot_is_a_gap_counted_once() {
     use crate::venue::SnapshotSource;
     let venue = VenueId::Coinbase;
-    let settings = crate::replay::replay_settings(crate::replay::DiffDepths {
+    let settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
         depth: 10,
         max_levels: 100,
         snapshot_depth: 100,
@@ -272,7 +272,7 @@ fn an_update_before_the_in_band_snapshot_is_a_gap_counted_once() {
 #[test]
 fn a_rest_venue_s_connection_awaits_no_in_band_snapshot() {
     let venue = VenueId::Binance;
-    let settings = crate::replay::replay_settings(crate::replay::DiffDepths {
+    let settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
         depth: 10,
         max_levels: 100,
         snapshot_depth: 100,

@@ -29,8 +29,8 @@
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::Seen;
 use crate::book::{BookUpdate, Side, TopBook};
-use crate::sync::Sequencing;
-use crate::walker::Walker;
+use crate::book::diff_sync::Sequencing;
+use crate::json::Walker;
 
 mod decode;
 mod subscribe;

@@ -2,8 +2,8 @@ use super::*;
 use super::decode::{DiffEvent, PartialDepth, decode_frame, decode_usual_layout, read_usual_diff_event, read_usual_partial_depth};
 use super::sequence::UpdateIdRanges;
 use crate::fixed::FixedPoint;
-use crate::sync::test_events::{event, snapshot};
-use crate::sync::{BookSync, SnapshotOutcome, UpdateOutcome};
+use crate::book::diff_sync::test_events::{event, snapshot};
+use crate::book::diff_sync::{BookSync, SnapshotOutcome, UpdateOutcome};
 
 fn fp(text: &str) -> FixedPoint {
     text.parse().unwrap()

@@ -28,7 +28,7 @@ use super::binance::{Binance, UpdateIdRanges};
 use super::{Answer, Checksum, Decode, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
 use crate::book::{BookUpdate, Level, Levels, Side, TopBook};
 use crate::fixed::{DECIMALS, FixedPoint, FixedPointError};
-use crate::walker::DecodeError;
+use crate::json::DecodeError;
 
 mod decode;
 mod subscribe;

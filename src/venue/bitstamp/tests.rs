@@ -2,8 +2,8 @@ use super::*;
 use super::decode::{AllLevels, TopN, decode_any_layout, decode_usual_layout};
 use super::sequence::Microtimestamps;
 use crate::fixed::FixedPoint;
-use crate::sync::test_events::{event, snapshot};
-use crate::sync::{BookSync, SnapshotOutcome, UpdateOutcome};
+use crate::book::diff_sync::test_events::{event, snapshot};
+use crate::book::diff_sync::{BookSync, SnapshotOutcome, UpdateOutcome};
 
 const SAMPLES: &str =
     include_str!("../../../tests/fixtures/bitstamp/order_book_btcusd_top100_samples_2020.jsonl");

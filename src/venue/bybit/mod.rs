@@ -38,7 +38,7 @@
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};
 use crate::book::{BookUpdate, Side, TopBook};
-use crate::walker::Walker;
+use crate::json::Walker;
 
 mod decode;
 mod subscribe;

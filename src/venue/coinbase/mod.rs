@@ -24,7 +24,7 @@
 //! Sequencing: `sequence_num` numbers every message on the connection, of every channel
 //! (acks and heartbeats included); a number skipped is data lost for every product on it,
 //! which the feed core sees (`BookUpdate::message_number`) and answers by opening the
-//! connection anew. Within a product nothing is numbered ([`crate::sync::Unsequenced`]);
+//! connection anew. Within a product nothing is numbered ([`crate::book::diff_sync::Unsequenced`]);
 //! an event's id is its message's number. An update before its product's snapshot breaks
 //! the protocol, as on every venue whose snapshots come on the stream: the feed core
 //! counts a gap and subscribes to the product again.
@@ -38,7 +38,7 @@ use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message
 use super::wire::Seen;
 use super::timestamps::write_timestamp;
 use crate::book::{BookUpdate, Level, Side, TopBook};
-use crate::walker::Walker;
+use crate::json::Walker;
 
 mod decode;
 mod subscribe;
@@ -72,6 +72,6 @@ impl Venue for Coinbase {
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::InBand,
-        sequencing: &crate::sync::Unsequenced,
+        sequencing: &crate::book::diff_sync::Unsequenced,
     };
 }

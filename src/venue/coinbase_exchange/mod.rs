@@ -34,7 +34,7 @@ use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message
 use super::wire::{Seen, check_sorted};
 use super::timestamps::{unix_micros, write_timestamp};
 use crate::book::{BookUpdate, Level, Side, TopBook};
-use crate::walker::Walker;
+use crate::json::Walker;
 
 mod decode;
 mod subscribe;
@@ -67,6 +67,6 @@ impl Venue for CoinbaseExchange {
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::InBand,
-        sequencing: &crate::sync::Unsequenced,
+        sequencing: &crate::book::diff_sync::Unsequenced,
     };
 }

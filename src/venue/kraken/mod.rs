@@ -34,7 +34,7 @@ use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelSh
 use super::wire::{Seen, check_sorted};
 use super::timestamps::{unix_micros, write_timestamp};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
-use crate::walker::Walker;
+use crate::json::Walker;
 
 mod decode;
 mod subscribe;
@@ -77,6 +77,6 @@ impl Venue for Kraken {
         api_key_header: None,
         snapshots: SnapshotSource::InBand,
         // No sequence numbers: the checksum after each message is Kraken's check.
-        sequencing: &crate::sync::Unsequenced,
+        sequencing: &crate::book::diff_sync::Unsequenced,
     };
 }

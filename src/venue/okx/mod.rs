@@ -52,8 +52,8 @@ use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelSh
 use super::wire::{Seen, check_sorted};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use crate::fixed::{DECIMALS, FixedPoint};
-use crate::sync::Sequencing;
-use crate::walker::Walker;
+use crate::book::diff_sync::Sequencing;
+use crate::json::Walker;
 
 mod decode;
 mod subscribe;

@@ -683,7 +683,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
             summary.venue_states().count() == spec.venues.len()
                 && summary
                     .venue_states()
-                    .all(|(_, state)| state == mergebook::summary::VenueState::Synced)
+                    .all(|(_, state)| state == mergebook::merger::summary::VenueState::Synced)
         })
     };
     let mut synced_after = None;

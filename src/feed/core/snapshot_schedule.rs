@@ -1,5 +1,5 @@
-//! REST snapshots for diff-mode books: when to ask ([`SnapshotScheduler`], pure: times are
-//! passed in) and how ([`SnapshotClient`]: reqwest over rustls, with timeouts).
+//! When a diff-mode book asks for its REST snapshot ([`SnapshotScheduler`]). Pure: times are
+//! passed in, the fetch is the reader's (`feed/rest_client.rs`).
 //!
 //! One scheduler per venue reader serves all its instruments, because the venue's budget
 //! is per client IP, not per instrument. It keeps the venue's rules:
@@ -29,6 +29,16 @@ pub struct SnapshotPolicy {
     pub retry_max: Duration,
     /// The pause after a 429/418 without a usable `Retry-After`.
     pub rate_limited_pause: Duration,
+}
+
+/// Why a snapshot request brought no body, as far as the book and the schedule need to
+/// know (the reader logs the HTTP client's own error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchFailure {
+    /// HTTP 429 or 418, with the venue's `Retry-After` if it sent one.
+    RateLimited { retry_after: Option<Duration> },
+    /// Network error, timeout, another HTTP status.
+    Failed,
 }
 
 /// How a snapshot request ended, as far as scheduling is concerned.
@@ -188,61 +198,6 @@ impl SnapshotScheduler {
             }
         }
         self.request(stream);
-    }
-}
-
-/// Why a snapshot could not be had.
-#[derive(Debug, thiserror::Error)]
-pub enum FetchError {
-    #[error("HTTP {status}; retry after {retry_after:?}")]
-    RateLimited {
-        status: u16,
-        retry_after: Option<Duration>,
-    },
-    #[error("HTTP {0}")]
-    Status(u16),
-    #[error(transparent)]
-    Http(#[from] reqwest::Error),
-}
-
-/// The REST client of one reader: one connection pool, rustls with the webpki roots
-/// (certificates verified; there is no switch to turn that off), a connect timeout and a
-/// timeout on the whole request.
-#[derive(Clone)]
-pub struct SnapshotClient {
-    http: reqwest::Client,
-}
-
-impl SnapshotClient {
-    pub fn new(timeout: Duration) -> Result<SnapshotClient, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .timeout(timeout)
-            .user_agent(concat!("mergebook/", env!("CARGO_PKG_VERSION")))
-            .build()?;
-        Ok(SnapshotClient { http })
-    }
-
-    /// GETs `url`; the body of a 200, or why not. `Retry-After` is read in its
-    /// delta-seconds form (what Binance sends).
-    pub async fn fetch(&self, url: &str) -> Result<Vec<u8>, FetchError> {
-        let response = self.http.get(url).send().await?;
-        let status = response.status().as_u16();
-        match status {
-            200 => Ok(response.bytes().await?.to_vec()),
-            429 | 418 => {
-                let retry_after = response
-                    .headers()
-                    .get(reqwest::header::RETRY_AFTER)
-                    .and_then(|value| value.to_str().ok()?.trim().parse::<u64>().ok())
-                    .map(Duration::from_secs);
-                Err(FetchError::RateLimited {
-                    status,
-                    retry_after,
-                })
-            }
-            _ => Err(FetchError::Status(status)),
-        }
     }
 }
 

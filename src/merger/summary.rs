@@ -3,7 +3,7 @@
 //! so it can sit in a mailbox slot.
 
 use crate::fixed::FixedPoint;
-use crate::merge::MergedBook;
+use crate::merger::kway::MergedBook;
 use crate::venue::{MAX_VENUES, VenueId};
 
 /// Where a venue stands for one instrument. Only `Synced` venues are in the merged book.
@@ -122,7 +122,7 @@ impl Summary {
 mod tests {
     use super::*;
     use crate::fixed::{FixedPoint, SignedFixed};
-    use crate::merge::{CrossState, MergedLevel};
+    use crate::merger::kway::{CrossState, MergedLevel};
 
     #[test]
     fn clear_writing_empties_every_field_it_writes() {

@@ -10,8 +10,8 @@ pub mod state;
 
 use self::render::Context;
 use self::state::{Action, WatchState};
-use crate::publish::grpc::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
-use crate::publish::grpc::proto::{Empty, ExactSummary, SummaryRequest};
+use crate::publish::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
+use crate::publish::proto::{Empty, ExactSummary, SummaryRequest};
 use prost::Message;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use std::collections::BTreeSet;

@@ -16,6 +16,8 @@
 //! (up to `KEPT_CAPACITY`), so once the pool has held frames of each size, recording
 //! allocates nothing on the reader.
 
+pub mod timeline;
+
 use crate::clock;
 use crate::config::RecordConfig;
 use crate::log_limit::LogLimiter;
@@ -479,7 +481,7 @@ impl Storage for Files {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::{TimelineEvent, load_timeline};
+    use crate::record::timeline::{TimelineEvent, load_timeline};
     use std::sync::mpsc::Sender;
 
     fn counters(connections: usize) -> RecordMetrics {

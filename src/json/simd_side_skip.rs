@@ -265,7 +265,7 @@ mod tests {
             let text = " ".repeat(shift) + &pieces.concat() + side_end + &after.concat();
             prop_assert_eq!(
                 rest_of_side_len(text.as_bytes()),
-                crate::walker::portable_rest_of_side_len(text.as_bytes()),
+                crate::json::portable_rest_of_side_len(text.as_bytes()),
                 "{}", text
             );
         }

@@ -4,7 +4,7 @@
 
 use crate::book::{TopBook, field_bytes};
 use crate::mailbox::Sender;
-use crate::summary::VenueState;
+use crate::merger::summary::VenueState;
 use std::mem::offset_of;
 use std::ops::Range;
 use std::sync::Arc;

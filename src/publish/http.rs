@@ -1,18 +1,13 @@
 //! The metrics port: `/metrics` (Prometheus text format) and `/health`.
 //!
-//! `/health` answers from the latest summaries: `OK` when every configured venue is in
-//! every instrument's merged book, `DEGRADED` when some venue is out but every instrument
-//! still has one, `DOWN` (HTTP 503) when an instrument has no venue at all. The body names
-//! each venue's state:
-//!
-//! ```json
-//! {"status":"DEGRADED","instruments":{"ETH/BTC":{"binance":"synced","bitstamp":"stale"}}}
-//! ```
+//! `/health` serves the service's health (`publish/health.rs`): HTTP 503 when it is
+//! `DOWN`, with the JSON report as the body.
 
 use crate::clock;
 use crate::config::Config;
+use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
-use crate::summary::{Summary, VenueState};
+use crate::publish::health::{Health, health_report};
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -56,7 +51,7 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(limits.request_timeout)
         .max_buf_size(MAX_REQUEST_HEAD_BYTES);
-    crate::listen::accept_bounded(listener, limits, "metrics", refused, |stream| {
+    crate::publish::accept::accept_bounded(listener, limits, "metrics", refused, |stream| {
         let connection =
             http1.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
         async move {
@@ -103,27 +98,6 @@ fn update_book_ages(
     }
 }
 
-/// Overall health from each instrument's venue states.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Health {
-    Ok,
-    Degraded,
-    Down,
-}
-
-pub fn health_of<'a>(instruments: impl Iterator<Item = &'a [VenueState]>) -> Health {
-    let mut health = Health::Ok;
-    for states in instruments {
-        if !states.contains(&VenueState::Synced) {
-            return Health::Down;
-        }
-        if states.iter().any(|state| *state != VenueState::Synced) {
-            health = Health::Degraded;
-        }
-    }
-    health
-}
-
 async fn health(State(shared): State<Shared>) -> impl IntoResponse {
     let (health, body) = health_report(&shared.config, &shared.summaries);
     let status = match health {
@@ -135,68 +109,4 @@ async fn health(State(shared): State<Shared>) -> impl IntoResponse {
         [(header::CONTENT_TYPE, "application/json")],
         body.to_string(),
     )
-}
-
-impl Health {
-    pub fn word(self) -> &'static str {
-        match self {
-            Health::Ok => "OK",
-            Health::Degraded => "DEGRADED",
-            Health::Down => "DOWN",
-        }
-    }
-}
-
-/// The service's health and its JSON report (what `/health` serves, and NATS publishes):
-/// `{"status": "OK", "instruments": {"ETH/BTC": {"binance": "synced", …}}}`.
-pub fn health_report(
-    config: &Config,
-    summaries: &[watch::Receiver<Arc<Summary>>],
-) -> (Health, serde_json::Value) {
-    let mut states = Vec::new();
-    let mut body = serde_json::Map::new();
-    for (instrument, latest) in config.instruments.iter().zip(summaries) {
-        let summary = latest.borrow();
-        let venues: Vec<VenueState> = instrument
-            .symbols
-            .iter()
-            .map(|(venue, _)| summary.venue_state(*venue))
-            .collect();
-        let detail = instrument
-            .symbols
-            .iter()
-            .zip(&venues)
-            .map(|((venue, _), state)| {
-                (
-                    venue.name().to_owned(),
-                    serde_json::Value::from(state.name()),
-                )
-            });
-        body.insert(
-            instrument.name.clone(),
-            serde_json::Value::Object(detail.collect()),
-        );
-        states.push(venues);
-    }
-    let health = health_of(states.iter().map(Vec::as_slice));
-    let body = serde_json::json!({"status": health.word(), "instruments": body});
-    (health, body)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use VenueState::*;
-
-    #[test]
-    fn health_follows_the_venue_states() {
-        let check = |instruments: &[&[VenueState]]| health_of(instruments.iter().copied());
-        assert_eq!(check(&[&[Synced, Synced]]), Health::Ok);
-        assert_eq!(check(&[&[Synced, Stale]]), Health::Degraded);
-        assert_eq!(
-            check(&[&[Synced, Synced], &[OutOfSync, Connecting]]),
-            Health::Down
-        );
-        assert_eq!(check(&[&[Crossed]]), Health::Down);
-    }
 }

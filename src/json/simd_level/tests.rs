@@ -1,5 +1,5 @@
 use super::*;
-use crate::walker::Walker;
+use crate::json::Walker;
 use proptest::prelude::*;
 
 /// The level and its length as the exact (general) path reads it.

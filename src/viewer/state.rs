@@ -3,7 +3,7 @@
 //! sequence numbers), and what the keys changed (instrument, depth, pause). Pure: the
 //! event loop (`mod.rs`) feeds it, the renderer (`render.rs`) reads it.
 
-use crate::publish::grpc::proto::ExactSummary;
+use crate::publish::proto::ExactSummary;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 
 use super::state::{Link, WatchState};
 use crate::fixed::FixedPoint;
-use crate::publish::grpc::proto::{ExactLevel, ExactSummary, VenueQuote};
+use crate::publish::proto::{ExactLevel, ExactSummary, VenueQuote};
 use crate::venue::VenueId;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -373,7 +373,7 @@ fn age(nanos: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::publish::grpc::proto::VenueQuote;
+    use crate::publish::proto::VenueQuote;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 

@@ -1,0 +1,277 @@
+//! The merger: the thread that owns the consolidation of every instrument. It takes the
+//! mailboxes of the instruments whose readers published ([`ReadySet`]), applies each new
+//! book to its instrument's [`Consolidation`], k-way merges the synced venues' books
+//! ([`kway`]) and publishes the [`Summary`](summary::Summary).
+
+pub mod consolidation;
+pub mod kway;
+pub mod summary;
+
+pub use consolidation::Consolidation;
+
+use crate::clock;
+use crate::config::IdleStrategy;
+use crate::feed::handoff::{ReadySet, VenueFeed};
+use crate::mailbox::Receiver;
+use crate::merger::summary::Summary;
+use crate::metrics::Metrics;
+use crate::publish::SummaryPublisher;
+use crate::venue::{MAX_VENUES, VenueId};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// One instrument as the merger thread sees it.
+pub struct WiredInstrument {
+    pub consolidation: Consolidation,
+    /// Each venue's mailbox from its reader.
+    pub inputs: Vec<(VenueId, Receiver<VenueFeed>)>,
+    pub output: SummaryPublisher,
+}
+
+pub struct MergerSpec<O: PublishObserver = ()> {
+    pub instruments: Vec<WiredInstrument>,
+    /// The instruments whose readers published since the merger last looked (indexes
+    /// into `instruments`).
+    pub ready: Arc<ReadySet>,
+    pub idle: IdleStrategy,
+    /// Pin the thread to this CPU (validated against the process's affinity beforehand).
+    pub core: Option<usize>,
+    pub stale_after: Duration,
+    /// The merger stores the monotonic time here every `STALE_CHECK_EVERY_NS` while it runs:
+    /// the systemd watchdog is fed only while this moves (a stuck merger is a dead service).
+    pub heartbeat_ns: Arc<AtomicU64>,
+    /// Told of every publish: the load harness's accounting; the service's is `()`.
+    pub observer: O,
+}
+
+/// What hears of each publish, with the frames in it and its times: the load harness
+/// (`mergebook-tools loadtest`). The service's observer is `()`, for which the merger
+/// reads no extra clock and makes no call: the code compiles away.
+pub trait PublishObserver: Send + 'static {
+    /// Whether `published` wants records (`false`: none is made).
+    const OBSERVES: bool;
+
+    /// Called on the merger thread after each publish: must not wait.
+    fn published(&mut self, record: &PublishRecord);
+
+    /// Called on the merger thread with each summary as it is written, before it is
+    /// published: must not wait. For the tests that check every summary.
+    fn written(&mut self, summary: &Summary) {
+        let _ = summary;
+    }
+}
+
+impl PublishObserver for () {
+    const OBSERVES: bool = false;
+
+    fn published(&mut self, _: &PublishRecord) {}
+}
+
+/// Which frames one publish contained, and when it happened. Monotonic ns
+/// (`clock::monotonic_ns`), so that the harness can split the in-process time.
+#[derive(Clone, Copy, Debug)]
+pub struct PublishRecord {
+    /// Index of the instrument in the configuration.
+    pub instrument: usize,
+    /// The start of the poll that took the new books (its clock read, before the take).
+    pub polled_ns: u64,
+    /// Read when the summary is written, before the publish slot's store and the wake.
+    pub written_ns: u64,
+    /// Read once the summary is in the publish slot and the fan-out has been woken.
+    pub published_ns: u64,
+    pub venue_sequence: [u64; MAX_VENUES],
+    pub venue_received_ns: [u64; MAX_VENUES],
+}
+
+/// How often stale venues are looked for. Staleness is measured in seconds; checking
+/// every millisecond keeps the scan of the venues' ages (and the metrics' flush) off most
+/// polls. A merged book is at most this much older than the stale age when it is published.
+pub const STALE_CHECK_EVERY_NS: u64 = 1_000_000;
+
+/// Starts the merger thread; it takes the mailboxes of the instruments marked ready until
+/// `stop` is set, and once more in the round that sees it. Readers unpark it after every
+/// publish (the `park` strategy sleeps between them).
+pub fn spawn<O: PublishObserver>(
+    spec: MergerSpec<O>,
+    metrics: Arc<Metrics>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("merger".into())
+        .spawn(move || run(spec, &metrics, &stop))
+}
+
+fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &AtomicBool) {
+    if let Some(core) = spec.core {
+        if core_affinity::set_for_current(core_affinity::CoreId { id: core }) {
+            tracing::info!(core, "merger pinned");
+        } else {
+            tracing::error!(core, "could not pin the merger thread; running unpinned");
+        }
+    }
+    let stale_after_ns = spec.stale_after.as_nanos() as u64;
+    let evictions: Vec<_> = VenueId::ALL
+        .iter()
+        .map(|venue| metrics.stale_evictions.with_label_values(&[venue.name()]))
+        .collect();
+    // What each instrument's merge reads of a feed, fetched while the feed is taken.
+    let bytes_read: Vec<_> = spec
+        .instruments
+        .iter()
+        .map(|instrument| VenueFeed::bytes_read(instrument.consolidation.depth()))
+        .collect();
+    let mut idler = Idler::new(spec.idle);
+    let ready = Arc::clone(&spec.ready);
+    let mut next_stale_check = 0;
+    // Thread-local recording, flushed with the stale check's clock (see metrics.rs).
+    let e2e_seconds = metrics.e2e_seconds.local();
+    let merges = metrics.merges.local();
+    let mut next_flush = 0;
+    loop {
+        // The service stops the readers before the merger: the round that sees the stop
+        // still takes what they handed over after the last one, so that the last
+        // summaries hold every book the readers received (what a recording of the run
+        // replays to).
+        let stopping = stop.load(Ordering::Relaxed);
+        let mut worked = false;
+        let now = clock::monotonic_ns();
+        let check_stale = now >= next_stale_check;
+        if check_stale {
+            next_stale_check = now + STALE_CHECK_EVERY_NS;
+            spec.heartbeat_ns.store(now, Ordering::Relaxed);
+            if now >= next_flush {
+                next_flush = now + crate::metrics::FLUSH_EVERY.as_nanos() as u64;
+                e2e_seconds.flush();
+                merges.flush();
+            }
+        }
+        let observer = &mut spec.observer;
+        let oldest_ns = now.saturating_sub(stale_after_ns);
+        // One instrument: its new books taken, and in the ages pass its stale venues
+        // evicted; a summary published if that changed it. The ages pass takes only the
+        // mailboxes of an instrument with a venue to evict, first: a newer book waiting
+        // there spares its venue.
+        let mut serve = |instrument: &mut WiredInstrument, bytes_read: &[_], pass: Pass| {
+            let (mut new_book, mut evicted) = (false, false);
+            if pass == Pass::Ages && !instrument.consolidation.any_stale(oldest_ns) {
+                return false;
+            }
+            for (venue, input) in &mut instrument.inputs {
+                if input.take_prefetching(bytes_read) {
+                    instrument.consolidation.apply(*venue, input.latest());
+                    new_book = true;
+                }
+            }
+            if pass == Pass::Ages {
+                for venue in instrument.consolidation.evict_stale(oldest_ns) {
+                    tracing::warn!(%venue, "book older than the stale age: evicted");
+                    evictions[venue.index()].inc();
+                    evicted = true;
+                }
+            }
+            if !(new_book || evicted) {
+                return false;
+            }
+            let consolidation = &mut instrument.consolidation;
+            let mut received_ns = 0;
+            let mut record = None;
+            instrument.output.publish_with(|summary| {
+                consolidation.summarize(clock::unix_ns(), summary);
+                summary.published_monotonic_ns = now;
+                received_ns = summary.received_ns;
+                if O::OBSERVES {
+                    observer.written(summary);
+                    record = Some(PublishRecord {
+                        instrument: summary.instrument,
+                        polled_ns: now,
+                        written_ns: clock::monotonic_ns(),
+                        published_ns: 0,
+                        venue_sequence: summary.venue_sequence,
+                        venue_received_ns: summary.venue_received_ns,
+                    });
+                }
+            });
+            let published_ns = clock::monotonic_ns();
+            merges.inc();
+            if new_book {
+                e2e_seconds.observe(published_ns.saturating_sub(received_ns) as f64 * 1e-9);
+            }
+            if let Some(mut record) = record {
+                record.published_ns = published_ns;
+                observer.published(&record);
+            }
+            instrument
+                .output
+                .take_back_next_slot(instrument.consolidation.depth());
+            true
+        };
+        let instruments = &mut spec.instruments;
+        // Every instrument's ages, every `STALE_CHECK_EVERY_NS`: the one pass over them all,
+        // on the merger's own copies, before the ready pass, so that nothing it publishes
+        // holds a book past the stale age by more than that period.
+        if check_stale {
+            for (instrument, bytes_read) in instruments.iter_mut().zip(&bytes_read) {
+                worked |= serve(instrument, bytes_read, Pass::Ages);
+            }
+        }
+        // The instruments the readers marked, and no other.
+        ready.take_each(|index| {
+            worked |= serve(&mut instruments[index], &bytes_read[index], Pass::Ready);
+        });
+        if stopping {
+            break;
+        }
+        idler.idle(worked);
+    }
+    e2e_seconds.flush();
+    merges.flush();
+}
+
+/// The merger's two passes over its instruments.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// The instruments marked ready: their mailboxes taken.
+    Ready,
+    /// Every instrument, every `STALE_CHECK_EVERY_NS`: the ages of the books it holds.
+    Ages,
+}
+
+/// Polls with nothing new before spinning turns to yielding, and yielding to parking.
+const SPIN_POLLS: u32 = 1_000;
+const YIELD_POLLS: u32 = 100;
+/// Longest park: bounds how late a stale venue is noticed when nothing wakes the merger.
+const PARK_TIMEOUT: Duration = Duration::from_millis(1);
+
+/// The merger's idle strategy (see `IdleStrategy`).
+struct Idler {
+    strategy: IdleStrategy,
+    idle_polls: u32,
+}
+
+impl Idler {
+    fn new(strategy: IdleStrategy) -> Idler {
+        Idler {
+            strategy,
+            idle_polls: 0,
+        }
+    }
+
+    #[inline]
+    fn idle(&mut self, worked: bool) {
+        if worked {
+            self.idle_polls = 0;
+            return;
+        }
+        self.idle_polls = self.idle_polls.saturating_add(1);
+        match self.strategy {
+            IdleStrategy::Spin => std::hint::spin_loop(),
+            _ if self.idle_polls < SPIN_POLLS => std::hint::spin_loop(),
+            IdleStrategy::SpinThenYield => std::thread::yield_now(),
+            IdleStrategy::Park if self.idle_polls < SPIN_POLLS + YIELD_POLLS => {
+                std::thread::yield_now()
+            }
+            IdleStrategy::Park => std::thread::park_timeout(PARK_TIMEOUT),
+        }
+    }
+}

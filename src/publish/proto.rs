@@ -1,0 +1,81 @@
+//! The generated protobuf types and gRPC stubs of `proto/orderbook.proto`: the wire
+//! contract between the gRPC server (`publish/grpc.rs`), the NATS publisher and the
+//! `watch` viewer, which is the server's client; and a [`summary::Summary`]'s messages.
+
+use crate::fixed::FixedPoint;
+use crate::merger::kway::MergedLevel;
+use crate::merger::summary;
+
+tonic::include_proto!("orderbook");
+
+/// The encoded descriptors of `proto/orderbook.proto`, served by reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/orderbook_descriptor.bin"));
+
+fn legacy_levels(levels: &[MergedLevel]) -> Vec<Level> {
+    levels
+        .iter()
+        .map(|level| Level {
+            exchange: level.venue.name().to_owned(),
+            price: level.price.to_f64(),
+            amount: level.amount.to_f64(),
+        })
+        .collect()
+}
+
+fn exact_levels(levels: &[MergedLevel]) -> Vec<ExactLevel> {
+    levels
+        .iter()
+        .map(|level| ExactLevel {
+            exchange: level.venue.name().to_owned(),
+            price: level.price.to_string(),
+            amount: level.amount.to_string(),
+        })
+        .collect()
+}
+
+/// The legacy message: doubles. The spread of an empty side is 0.
+pub fn legacy_summary(summary: &summary::Summary) -> Summary {
+    Summary {
+        spread: summary.book.spread.map_or(0.0, |spread| spread.to_f64()),
+        bids: legacy_levels(summary.book.bids.as_slice()),
+        asks: legacy_levels(summary.book.asks.as_slice()),
+    }
+}
+
+pub fn exact_summary(instrument: &str, summary: &summary::Summary) -> ExactSummary {
+    ExactSummary {
+        instrument: instrument.to_owned(),
+        seq: summary.sequence,
+        ts_ns: summary.published_ns,
+        spread: summary
+            .book
+            .spread
+            .map(|spread| spread.to_string())
+            .unwrap_or_default(),
+        bids: exact_levels(summary.book.bids.as_slice()),
+        asks: exact_levels(summary.book.asks.as_slice()),
+        venues: summary
+            .venue_states()
+            .map(|(venue, state)| (venue.name().to_owned(), state.name().to_owned()))
+            .collect(),
+        venue_quotes: summary
+            .venue_states()
+            .map(|(venue, state)| {
+                let best = summary.venue_best[venue.index()];
+                let received = summary.venue_received_ns[venue.index()];
+                let exact = |price: Option<FixedPoint>| price.map(|p| p.to_string());
+                VenueQuote {
+                    exchange: venue.name().to_owned(),
+                    state: state.name().to_owned(),
+                    best_bid: exact(best.bid).unwrap_or_default(),
+                    best_ask: exact(best.ask).unwrap_or_default(),
+                    book_age_ns: match received {
+                        0 => 0,
+                        _ => summary.published_monotonic_ns.saturating_sub(received),
+                    },
+                }
+            })
+            .collect(),
+    }
+}

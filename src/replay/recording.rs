@@ -1,0 +1,183 @@
+//! The service's own recordings replayed: its twin, connection by connection.
+
+use super::{ReplayOutlet, Tally, time_order};
+pub use crate::feed::core::BadFrame;
+use crate::feed::core::{CoreStream, FeedCore};
+use crate::feed::handoff::VenueFeed;
+use crate::merger::Consolidation;
+use crate::merger::summary::Summary;
+use crate::record::timeline::{ConnectionRecording, TimelineEvent};
+use crate::venue::VenueId;
+
+/// Why a recording cannot be replayed with a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordingMismatch {
+    #[error(
+        "it holds connection {connection} of {venue}, which this configuration does not open: replay it with the configuration it was recorded with"
+    )]
+    UnknownConnection { venue: VenueId, connection: usize },
+}
+
+/// What a replay of the service's recording saw.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RecordingStats {
+    /// Events replayed (connections opened, frames, REST snapshots).
+    pub events: u64,
+    pub books: u64,
+    pub decode_errors: u64,
+    pub summaries: u64,
+}
+
+/// The live service's twin: replays a recording made with `config` through a `FeedCore`
+/// per connection, built as the service builds its readers' (`service::plan_connections`,
+/// each venue's mode and settings), and a `Consolidation` per instrument. Events of
+/// all connections in time order; a connection opened starts its core over, as the reader
+/// does; a REST snapshot goes to the stream whose symbol it names. After every feed a
+/// core publishes, `on_feed(instrument, venue, feed)`, then the instrument's summary,
+/// `emit` (stamped with the event's receive time; no venue is evicted as stale: the
+/// clock of a replay is the recording's). `before(received_ns)` comes before each event:
+/// it paces the replay, and `false` stops it.
+pub fn replay_recording(
+    config: &crate::config::Config,
+    recordings: &[ConnectionRecording],
+    mut before: impl FnMut(u64) -> bool,
+    mut emit: impl FnMut(&Summary),
+    mut on_feed: impl FnMut(usize, VenueId, &VenueFeed),
+    mut on_error: impl FnMut(VenueId, &BadFrame),
+) -> Result<RecordingStats, RecordingMismatch> {
+    let plan = crate::service::plan_connections(config);
+    let mut consolidations: Vec<Consolidation> = config
+        .instruments
+        .iter()
+        .enumerate()
+        .map(|(index, instrument)| {
+            let venues: Vec<VenueId> = instrument.symbols.iter().map(|(v, _)| *v).collect();
+            let mut merger = Consolidation::new(index, config.depth, &venues);
+            for venue in config.venues.iter().filter(|v| v.allow_one_sided) {
+                merger.allow_one_sided(venue.venue);
+            }
+            merger
+        })
+        .collect();
+    let mut cores = Vec::new();
+    for recording in recordings {
+        let (venue, connection) = (recording.venue, recording.connection);
+        let planned = plan
+            .iter()
+            .find(|planned| planned.venue == venue && planned.index == connection)
+            .ok_or(RecordingMismatch::UnknownConnection { venue, connection })?;
+        let streams = planned
+            .streams
+            .iter()
+            .map(|stream| CoreStream {
+                name: stream.name.clone(),
+                symbol: stream.symbol.clone(),
+                contract_size: stream.contract_size,
+            })
+            .collect();
+        let diff = match &config.venues[planned.venue_config].mode {
+            crate::config::FeedMode::Snapshot => None,
+            crate::config::FeedMode::Diff(settings) => Some(settings),
+        };
+        let first_ns = recording
+            .events
+            .first()
+            .map_or(0, |event| event.received_ns);
+        let core = FeedCore::new(venue, config.depth, streams, diff, first_ns);
+        let instruments: Vec<usize> = planned.streams.iter().map(|s| s.instrument).collect();
+        let symbols: Vec<&str> = planned.streams.iter().map(|s| s.symbol.as_str()).collect();
+        cores.push((core, instruments, symbols));
+    }
+    let mut tally = Tally::default();
+    let mut events = 0;
+    let order = time_order(recordings.iter().map(|r| &r.events[..]), |e| e.received_ns);
+    for (received_ns, recording, index) in order {
+        if !before(received_ns) {
+            break;
+        }
+        events += 1;
+        let venue = recordings[recording].venue;
+        let (core, instruments, symbols) = &mut cores[recording];
+        let mut outlet = ReplayOutlet {
+            venue,
+            instruments,
+            consolidations: &mut consolidations,
+            received_ns,
+            emit: &mut |_, summary: &Summary| emit(summary),
+            on_error: &mut |error: &BadFrame| on_error(venue, error),
+            tally: &mut tally,
+            diff_stats: &mut [],
+            on_feed: &mut on_feed,
+        };
+        match &recordings[recording].events[index].event {
+            TimelineEvent::Connected => {
+                core.connecting(&mut outlet);
+                core.connected(received_ns, &mut outlet);
+            }
+            TimelineEvent::Sent(_) => {}
+            // The connection's own events say when it reconnected: a frame's verdict is
+            // not followed here.
+            TimelineEvent::Text(raw) => {
+                core.on_frame(raw.as_bytes(), received_ns, &mut outlet);
+            }
+            TimelineEvent::Binary(raw) => {
+                core.on_binary_frame(raw, received_ns, &mut outlet);
+            }
+            TimelineEvent::Rest { url, body } => {
+                let asked = venue.snapshots().snapshot_symbol(url);
+                let stream = symbols.iter().position(|symbol| {
+                    asked
+                        .as_ref()
+                        .is_some_and(|asked| symbol.eq_ignore_ascii_case(asked))
+                });
+                if let Some(stream) = stream {
+                    core.on_recorded_snapshot(stream, body.as_bytes(), received_ns, &mut outlet);
+                }
+            }
+        }
+    }
+    Ok(RecordingStats {
+        events,
+        books: tally.books,
+        decode_errors: tally.decode_errors,
+        summaries: tally.summaries,
+    })
+}
+
+/// Paces a replay (`replay_recording`'s `before`): stops after `until_ns`, and at `speed`
+/// times the recorded pace sleeps until each event's time has come.
+pub struct Pace {
+    until_ns: Option<u64>,
+    speed: Option<f64>,
+    /// The first event's time, and when it was replayed.
+    start: Option<(u64, std::time::Instant)>,
+}
+
+impl Pace {
+    pub fn new(until_ns: Option<u64>, speed: Option<f64>) -> Pace {
+        Pace {
+            until_ns,
+            speed,
+            start: None,
+        }
+    }
+
+    /// Whether the event received at `received_ns` is replayed; first waits for its time.
+    pub fn wait_for(&mut self, received_ns: u64) -> bool {
+        if self.until_ns.is_some_and(|until| received_ns > until) {
+            return false;
+        }
+        let Some(speed) = self.speed else {
+            return true;
+        };
+        let (first_ns, started) = *self
+            .start
+            .get_or_insert_with(|| (received_ns, std::time::Instant::now()));
+        let due = started
+            + std::time::Duration::from_secs_f64(
+                received_ns.saturating_sub(first_ns) as f64 * 1e-9 / speed,
+            );
+        std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
+        true
+    }
+}
