@@ -519,7 +519,7 @@ fn the_shipped_files_state_every_default() {
 
 #[test]
 fn every_shipped_config_file_is_valid() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
     let mut checked = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

@@ -1,4 +1,5 @@
 use super::*;
+use crate::book::{Level, Levels, WireDecimals};
 
 /// A snapshot side deeper than the limit keeps its best levels and skips the rest,
 /// which must still be well formed.
@@ -366,7 +367,7 @@ fn a_read_keeps_the_shape_of_every_level_it_meets() {
         .collect();
     for (pair, level) in starts.windows(2).zip(&levels) {
         let window = side.as_bytes()[pair[0]..].first_chunk().unwrap();
-        let read = simd_level::KeptPatterns::with(|kept| kept.read(window, pair[1] - pair[0]));
+        let read = simd::KeptPatterns::with(|kept| kept.read(window, pair[1] - pair[0]));
         assert_eq!(read, Some(*level), "{}", pair[0]);
     }
 }
@@ -481,13 +482,13 @@ fn fast_side_skip_agrees_with_exact_skip() {
     });
     let plain = level.repeat(200) + "]";
     assert_eq!(
-        rest_of_side_len(plain.as_bytes()),
+        simd::rest_of_side_len(plain.as_bytes()),
         Some(plain.len()),
         "fast path taken"
     );
     let quoted_end = level.repeat(150) + r#",["1","]]"]"# + &level.repeat(49) + "]";
     assert_eq!(
-        rest_of_side_len(quoted_end.as_bytes()),
+        simd::rest_of_side_len(quoted_end.as_bytes()),
         None,
         "a ]] inside a string"
     );

@@ -1,6 +1,6 @@
 //! The fast side skip with AVX2 (see `Walker::skip_rest_of_array` for what it checks and
 //! why): one pass that finds the first `]]` and checks the bytes before it, where the
-//! portable path ([`super::portable_rest_of_side_len`]) makes two, memmem's search and
+//! portable path ([`crate::json::side_skip::portable_rest_of_side_len`]) makes two, memmem's search and
 //! then the check.
 //!
 //! Why by hand: the skip is the widest loop of the hot path (a Bitstamp frame skips about
@@ -16,9 +16,9 @@
 //! into a padded step: a Bitstamp frame's asks end about 50 bytes before the frame's end,
 //! often in the tail, and the copy's narrow stores cannot be forwarded to the step's
 //! 32-byte loads, which then wait for them to reach the cache. The intrinsics come from
-//! `safe_arch`, as in `simd_level`: no `unsafe` here.
+//! `safe_arch`, as in `avx2_level`: no `unsafe` here.
 
-use super::simd_level::{byte_equal, splat};
+use super::avx2_level::{byte_equal, splat};
 use safe_arch::{
     add_saturating_u8_m256i, cmp_eq_mask_i8_m256i, cmp_gt_mask_i8_m256i, m256i, move_mask_i8_m256i,
     shuffle_av_i8z_half_m256i, sum_of_u8_abs_diff_m256i,
@@ -191,7 +191,7 @@ fn classify(bytes: m256i) -> (m256i, m256i) {
 
 /// The length of `rest` up to and including its first `]]`, if the bytes before it can
 /// only be the rest of a side (the same answer as the portable path's).
-pub(super) fn rest_of_side_len(rest: &[u8]) -> Option<usize> {
+pub(in crate::json) fn rest_of_side_len(rest: &[u8]) -> Option<usize> {
     let mut counts = Counts {
         lane_opens: m256i::default(),
         opens: 0,
@@ -265,7 +265,7 @@ mod tests {
             let text = " ".repeat(shift) + &pieces.concat() + side_end + &after.concat();
             prop_assert_eq!(
                 rest_of_side_len(text.as_bytes()),
-                crate::json::portable_rest_of_side_len(text.as_bytes()),
+                crate::json::side_skip::portable_rest_of_side_len(text.as_bytes()),
                 "{}", text
             );
         }

@@ -55,12 +55,12 @@ const PRICE: usize = 2;
 /// Bytes read from the level's `[`: `["`, 32 bytes of structure from the price on (the
 /// rest of the level must lie within them), and 16 from the amount's first digit, which
 /// is inside the 32.
-pub(super) const READ_AHEAD: usize = PRICE + 32 + 16;
+pub(in crate::json) const READ_AHEAD: usize = PRICE + 32 + 16;
 
 /// A level read: its price and amount, its length (through `]`), and, when `,` follows it
 /// within the structure register, its pattern.
 #[inline(always)]
-pub(super) fn compact_level(
+pub(in crate::json) fn compact_level(
     window: &[u8; READ_AHEAD],
 ) -> Option<(Level, usize, Option<LevelPattern>)> {
     if window[..PRICE] != *b"[\"" {
@@ -214,7 +214,7 @@ fn numbers(
 /// shuffles, amount position and length are this one's, it converts exactly as
 /// [`compact_level`] would read it, and another level follows it.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct LevelPattern {
+pub(in crate::json) struct LevelPattern {
     lowest: m256i,
     highest: m256i,
     controls: m256i,
@@ -222,12 +222,12 @@ pub(super) struct LevelPattern {
     /// Where [`KeptPatterns`] keeps it.
     kept_at: usize,
     /// The level's length from its `[`, through the separator after its `]`.
-    pub(super) len: usize,
+    pub(in crate::json) len: usize,
 }
 
 impl LevelPattern {
     /// The pattern no bytes match (every lowest above every highest): before any level.
-    pub(super) fn none() -> LevelPattern {
+    pub(in crate::json) fn none() -> LevelPattern {
         LevelPattern {
             lowest: splat(u8::MAX),
             highest: splat(0),
@@ -272,7 +272,7 @@ impl LevelPattern {
 
     /// The level at the start of `window`, read by this pattern as far as it has its shape.
     #[inline(always)]
-    pub(super) fn read(&self, window: &[u8; READ_AHEAD]) -> PatternRead {
+    pub(in crate::json) fn read(&self, window: &[u8; READ_AHEAD]) -> PatternRead {
         if window[..PRICE] != *b"[\"" {
             return PatternRead::Other;
         }
@@ -319,7 +319,7 @@ const KEPT_PATTERNS: usize = 32;
 /// decoder would carry it in its signature, for a cache whose content never changes a
 /// result (each check is exact: a pattern found at a level's index that is not its shape
 /// only misses).
-pub(super) struct KeptPatterns {
+pub(in crate::json) struct KeptPatterns {
     patterns: [LevelPattern; KEPT_PATTERNS],
 }
 
@@ -332,13 +332,13 @@ thread_local! {
 impl KeptPatterns {
     /// Runs `read` with this thread's kept patterns.
     #[inline(always)]
-    pub(super) fn with<R>(read: impl FnOnce(&KeptPatterns) -> R) -> R {
+    pub(in crate::json) fn with<R>(read: impl FnOnce(&KeptPatterns) -> R) -> R {
         KEPT.with_borrow(read)
     }
 
     /// Keeps the pattern of a level read in full, in this thread's patterns.
     #[inline(always)]
-    pub(super) fn remember(pattern: &LevelPattern) {
+    pub(in crate::json) fn remember(pattern: &LevelPattern) {
         KEPT.with_borrow_mut(|kept| kept.patterns[pattern.kept_at] = *pattern);
     }
 
@@ -360,7 +360,7 @@ impl KeptPatterns {
     /// The level at the start of `window`, if the pattern kept at its index has
     /// its shape and its length, separator included, is `len`: so another level follows.
     #[inline(always)]
-    pub(super) fn read(&self, window: &[u8; READ_AHEAD], len: usize) -> Option<Level> {
+    pub(in crate::json) fn read(&self, window: &[u8; READ_AHEAD], len: usize) -> Option<Level> {
         let bytes = m256i::from(*head(window));
         let index = KeptPatterns::index(
             mask_of(byte_equal(bytes, b'"')),
@@ -382,7 +382,7 @@ impl KeptPatterns {
 const STARTS_A_STEP: usize = 3;
 
 /// Room [`level_starts`] needs in `starts` past the number it is asked for.
-pub(super) const STARTS_SLACK: usize = STARTS_A_STEP;
+pub(in crate::json) const STARTS_SLACK: usize = STARTS_A_STEP;
 
 /// The positions of the `[` bytes from `from` on (`from` first, if it is one), 64 bytes at a
 /// time, until `wanted` are found, fewer than 64 bytes are left, or a step holds more than
@@ -391,7 +391,12 @@ pub(super) const STARTS_SLACK: usize = STARTS_A_STEP;
 /// Why 64 bytes at a time: the positions come from bit masks, the next from the last by
 /// clearing its bit, so that no level's position waits on the bytes of the level before.
 #[inline(always)]
-pub(super) fn level_starts(bytes: &[u8], from: usize, wanted: usize, starts: &mut [u32]) -> usize {
+pub(in crate::json) fn level_starts(
+    bytes: &[u8],
+    from: usize,
+    wanted: usize,
+    starts: &mut [u32],
+) -> usize {
     let mut found = 0;
     let mut step = from;
     while found < wanted && found + STARTS_A_STEP <= starts.len() {
@@ -418,7 +423,7 @@ pub(super) fn level_starts(bytes: &[u8], from: usize, wanted: usize, starts: &mu
 }
 
 /// What a [`LevelPattern`] makes of the next level.
-pub(super) enum PatternRead {
+pub(in crate::json) enum PatternRead {
     /// The pattern's shape, so its length (`LevelPattern::len`, the separator included)
     /// and another level after it.
     Same(Level),
@@ -503,12 +508,12 @@ const fn digit_shuffles() -> [[[i8; 16]; 16]; 16] {
 }
 
 #[inline(always)]
-pub(super) fn splat(byte: u8) -> m256i {
+pub(in crate::json) fn splat(byte: u8) -> m256i {
     set_splat_i8_m256i(byte as i8)
 }
 
 #[inline(always)]
-pub(super) fn byte_equal(bytes: m256i, byte: u8) -> m256i {
+pub(in crate::json) fn byte_equal(bytes: m256i, byte: u8) -> m256i {
     cmp_eq_mask_i8_m256i(bytes, splat(byte))
 }
 

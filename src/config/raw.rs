@@ -1,0 +1,146 @@
+//! Stage one: the file as written. Every table is `deny_unknown_fields`, so a misspelt key
+//! is an error, not a default.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub service: RawService,
+    #[serde(default)]
+    pub merger: RawMerger,
+    #[serde(default)]
+    pub feed: RawFeed,
+    #[serde(default)]
+    pub grpc: RawGrpc,
+    #[serde(default)]
+    pub metrics: RawMetrics,
+    #[serde(default)]
+    pub venues: BTreeMap<String, RawVenue>,
+    #[serde(default)]
+    pub instruments: Vec<RawInstrument>,
+    pub simulator: Option<RawSimulator>,
+    pub nats: Option<RawNats>,
+    pub record: Option<RawRecord>,
+    /// The directory of the file it was read from: where relative paths in it start
+    /// (`api_key_file`).
+    #[serde(skip)]
+    pub dir: std::path::PathBuf,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawService {
+    pub depth: Option<i64>,
+    pub stale_after_ms: Option<i64>,
+    pub max_instruments: Option<i64>,
+    pub output: Option<String>,
+    pub log_format: Option<String>,
+    pub shard: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawNats {
+    pub url: Option<String>,
+    pub subject_prefix: Option<String>,
+    pub format: Option<String>,
+    pub credentials_file: Option<std::path::PathBuf>,
+    pub tls_ca_file: Option<std::path::PathBuf>,
+    pub tls_required: Option<bool>,
+    pub health_every_ms: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRecord {
+    pub dir: Option<std::path::PathBuf>,
+    pub max_file_mb: Option<i64>,
+    pub max_file_age_s: Option<i64>,
+    pub max_total_mb: Option<i64>,
+    pub queue_per_connection: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMerger {
+    pub core: Option<i64>,
+    pub idle: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFeed {
+    pub max_frame_bytes: Option<i64>,
+    pub read_idle_timeout_ms: Option<i64>,
+    pub connect_timeout_ms: Option<i64>,
+    pub backoff_initial_ms: Option<i64>,
+    pub backoff_max_ms: Option<i64>,
+    pub backoff_reset_after_ms: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMetrics {
+    pub listen: Option<String>,
+    pub max_connections: Option<i64>,
+    pub request_timeout_ms: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGrpc {
+    pub listen: Option<String>,
+    pub max_clients: Option<i64>,
+    pub client_buffer_bytes: Option<i64>,
+    pub max_connections: Option<i64>,
+    pub handshake_timeout_ms: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVenue {
+    pub url: Option<String>,
+    pub mode: Option<String>,
+    pub rest_url: Option<String>,
+    pub snapshot_depth: Option<i64>,
+    pub max_book_levels: Option<i64>,
+    pub max_buffered_events: Option<i64>,
+    pub snapshot_weight_per_minute: Option<i64>,
+    pub snapshot_spacing_ms: Option<i64>,
+    pub snapshot_timeout_ms: Option<i64>,
+    pub allow_one_sided: Option<bool>,
+    pub ping_interval_ms: Option<i64>,
+    pub read_idle_timeout_ms: Option<i64>,
+    /// The environment variable holding the venue's API key (`VenueFacts::api_key_header`).
+    pub api_key_env: Option<String>,
+    /// A file holding the venue's API key (a relative path starts at the config file's
+    /// directory).
+    pub api_key_file: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawInstrument {
+    pub name: String,
+    /// Venue name → that venue's symbol for the instrument.
+    pub symbols: BTreeMap<String, String>,
+    /// Venue name → the base currency one contract is, where that venue's symbol is a
+    /// derivative sized in contracts (`"0.01"`).
+    #[serde(default)]
+    pub contract_sizes: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSimulator {
+    pub listen: Option<String>,
+    pub rate_per_second: Option<i64>,
+    pub seed: Option<i64>,
+    /// Venue name → a recording to serve instead of the generated market.
+    pub replay: Option<BTreeMap<String, String>>,
+    /// A recording directory (`[record]`) to serve, frame for frame.
+    pub recording: Option<std::path::PathBuf>,
+}

@@ -1,0 +1,686 @@
+//! Stage two: the raw file validated into [`Config`], every error naming the key and the
+//! value.
+
+use super::defaults::{IntKey, in_range, milliseconds};
+use super::raw::*;
+use super::*;
+use crate::fixed::FixedPoint;
+use crate::venue::{MAX_VENUES, SnapshotSource};
+use std::path::Path;
+
+impl RawConfig {
+    pub fn parse(text: &str, path: &str) -> Result<RawConfig, ConfigError> {
+        let mut raw: RawConfig = toml::from_str(text).map_err(|error| ConfigError::Syntax {
+            path: path.to_owned(),
+            message: error.to_string(),
+        })?;
+        raw.dir = Path::new(path).parent().unwrap_or(Path::new("")).to_owned();
+        Ok(raw)
+    }
+
+    pub fn load(path: &Path) -> Result<RawConfig, ConfigError> {
+        let display = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: display.clone(),
+            source,
+        })?;
+        RawConfig::parse(&text, &display)
+    }
+
+    /// Checks every value and fills in the defaults.
+    pub fn validate(&self) -> Result<Config, ConfigError> {
+        let service = &self.service;
+        let depth = defaults::DEPTH.get(service.depth)? as usize;
+        let stale_after = defaults::STALE_AFTER_MS.get_millis(service.stale_after_ms)?;
+        let output = match defaults::OUTPUT.get(service.output.as_deref()) {
+            "jsonl" => Output::JsonLines,
+            "none" => Output::None,
+            other => {
+                return Err(invalid(
+                    "service.output",
+                    format!("{other:?}"),
+                    "expected \"jsonl\" or \"none\"",
+                ));
+            }
+        };
+        let log_format = match defaults::LOG_FORMAT.get(service.log_format.as_deref()) {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            other => {
+                return Err(invalid(
+                    "service.log_format",
+                    format!("{other:?}"),
+                    "expected \"text\" or \"json\"",
+                ));
+            }
+        };
+        let merger_core = match self.merger.core {
+            None => None,
+            Some(core) => Some(in_range("merger.core", Some(core), 0, 0..=4095)? as usize),
+        };
+        let idle_name = defaults::IDLE.get(self.merger.idle.as_deref());
+        let idle = IdleStrategy::parse(idle_name).ok_or_else(|| {
+            invalid(
+                defaults::IDLE.key,
+                format!("{idle_name:?}"),
+                "expected \"spin\", \"spin-then-yield\" or \"park\"",
+            )
+        })?;
+        let feed = self.feed_settings()?;
+        let shard = self.shard()?;
+        let (instruments, used) = self.instruments(shard)?;
+        let venues = self.venue_configs(&used, depth, feed.read_idle_timeout)?;
+        let simulator = self.simulator_config()?;
+        let nats = self.nats_config(&instruments)?;
+        let record = self.record_config()?;
+
+        Ok(Config {
+            depth,
+            stale_after,
+            output,
+            log_format,
+            merger_core,
+            idle,
+            feed,
+            grpc_listen: defaults::GRPC_LISTEN.socket_address(self.grpc.listen.as_deref())?,
+            grpc_max_clients: defaults::GRPC_MAX_CLIENTS.get(self.grpc.max_clients)? as usize,
+            grpc_client_buffer_bytes: defaults::GRPC_CLIENT_BUFFER_BYTES
+                .get(self.grpc.client_buffer_bytes)? as usize,
+            grpc_connections: ConnectionLimits {
+                max: defaults::GRPC_MAX_CONNECTIONS.get(self.grpc.max_connections)? as usize,
+                request_timeout: defaults::GRPC_HANDSHAKE_TIMEOUT_MS
+                    .get_millis(self.grpc.handshake_timeout_ms)?,
+            },
+            metrics_listen: defaults::METRICS_LISTEN
+                .socket_address(self.metrics.listen.as_deref())?,
+            metrics_connections: ConnectionLimits {
+                max: defaults::METRICS_MAX_CONNECTIONS.get(self.metrics.max_connections)? as usize,
+                request_timeout: defaults::METRICS_REQUEST_TIMEOUT_MS
+                    .get_millis(self.metrics.request_timeout_ms)?,
+            },
+            venues,
+            instruments,
+            simulator,
+            shard,
+            nats,
+            record,
+        })
+    }
+
+    /// `[record]`: off unless it names a directory (relative: to the config file's).
+    fn record_config(&self) -> Result<Option<RecordConfig>, ConfigError> {
+        let Some(raw) = &self.record else {
+            return Ok(None);
+        };
+        let Some(dir) = &raw.dir else {
+            return Ok(None);
+        };
+        let megabytes = |key: &IntKey, value| Ok::<_, ConfigError>(key.get(value)? as u64 * MB);
+        const MB: u64 = 1 << 20;
+        Ok(Some(RecordConfig {
+            dir: self.dir.join(dir),
+            max_file_bytes: megabytes(&defaults::RECORD_MAX_FILE_MB, raw.max_file_mb)?,
+            max_file_age: Duration::from_secs(
+                defaults::RECORD_MAX_FILE_AGE_S.get(raw.max_file_age_s)? as u64,
+            ),
+            max_total_bytes: megabytes(&defaults::RECORD_MAX_TOTAL_MB, raw.max_total_mb)?,
+            queue_per_connection: defaults::RECORD_QUEUE_PER_CONNECTION
+                .get(raw.queue_per_connection)? as usize,
+        }))
+    }
+
+    /// `service.shard`.
+    fn shard(&self) -> Result<Option<Shard>, ConfigError> {
+        let Some(text) = &self.service.shard else {
+            return Ok(None);
+        };
+        Shard::parse(text).map(Some).ok_or_else(|| {
+            invalid(
+                "service.shard",
+                format!("{text:?}"),
+                "expected \"K/N\": shard K of N, 1 <= K <= N <= 1024",
+            )
+        })
+    }
+
+    /// `[nats]`: off unless it names a server.
+    fn nats_config(&self, instruments: &[Instrument]) -> Result<Option<NatsConfig>, ConfigError> {
+        let Some(raw) = &self.nats else {
+            return Ok(None);
+        };
+        let Some(url) = &raw.url else {
+            return Ok(None);
+        };
+        let host = ["nats://", "tls://"]
+            .iter()
+            .find_map(|scheme| url.strip_prefix(scheme));
+        if !host.is_some_and(|host| !host.is_empty() && !host.starts_with(['/', ':'])) {
+            return Err(invalid(
+                "nats.url",
+                format!("{url:?}"),
+                "expected a nats:// or tls:// URL with a host (several: comma-separated)",
+            ));
+        }
+        let prefix = defaults::NATS_SUBJECT_PREFIX.get(raw.subject_prefix.as_deref());
+        let token = |token: &str| {
+            !token.is_empty()
+                && token
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
+        };
+        if !prefix.split('.').all(token) {
+            return Err(invalid(
+                defaults::NATS_SUBJECT_PREFIX.key,
+                format!("{prefix:?}"),
+                "subject tokens of A-Z a-z 0-9 - _, separated by '.'",
+            ));
+        }
+        if let Some(dotted) = instruments.iter().find(|i| i.name.contains('.')) {
+            return Err(invalid(
+                "instruments.name",
+                format!("{:?}", dotted.name),
+                "'.' separates NATS subject tokens: an instrument published on NATS has none",
+            ));
+        }
+        let format = match defaults::NATS_FORMAT.get(raw.format.as_deref()) {
+            "protobuf" => NatsFormat::Protobuf,
+            "json" => NatsFormat::Json,
+            other => {
+                return Err(invalid(
+                    defaults::NATS_FORMAT.key,
+                    format!("{other:?}"),
+                    "expected \"protobuf\" or \"json\"",
+                ));
+            }
+        };
+        for (key, file) in [
+            ("nats.credentials_file", &raw.credentials_file),
+            ("nats.tls_ca_file", &raw.tls_ca_file),
+        ] {
+            if let Some(file) = file
+                && !file.is_file()
+            {
+                return Err(invalid(key, format!("{file:?}"), "no such file"));
+            }
+        }
+        Ok(Some(NatsConfig {
+            url: url.clone(),
+            subject_prefix: prefix.to_owned(),
+            format,
+            credentials_file: raw.credentials_file.clone(),
+            tls_ca_file: raw.tls_ca_file.clone(),
+            tls_required: raw
+                .tls_required
+                .unwrap_or(defaults::NATS_TLS_REQUIRED.default),
+            health_every: defaults::NATS_HEALTH_EVERY_MS.get_millis(raw.health_every_ms)?,
+        }))
+    }
+
+    /// `[feed]`.
+    fn feed_settings(&self) -> Result<FeedSettings, ConfigError> {
+        let feed = FeedSettings {
+            max_frame_bytes: defaults::MAX_FRAME_BYTES.get(self.feed.max_frame_bytes)? as usize,
+            read_idle_timeout: defaults::READ_IDLE_TIMEOUT_MS
+                .get_millis(self.feed.read_idle_timeout_ms)?,
+            connect_timeout: defaults::CONNECT_TIMEOUT_MS
+                .get_millis(self.feed.connect_timeout_ms)?,
+            backoff_initial: defaults::BACKOFF_INITIAL_MS
+                .get_millis(self.feed.backoff_initial_ms)?,
+            backoff_max: defaults::BACKOFF_MAX_MS.get_millis(self.feed.backoff_max_ms)?,
+            backoff_reset_after: defaults::BACKOFF_RESET_AFTER_MS
+                .get_millis(self.feed.backoff_reset_after_ms)?,
+        };
+        if feed.backoff_max < feed.backoff_initial {
+            return Err(invalid(
+                "feed.backoff_max_ms",
+                feed.backoff_max.as_millis(),
+                "must not be below feed.backoff_initial_ms",
+            ));
+        }
+        Ok(feed)
+    }
+
+    /// `[[instruments]]` (and `[venues.*]` names), with how many use each venue.
+    /// The instruments, every one checked; with a `shard`, those it serves.
+    fn instruments(
+        &self,
+        shard: Option<Shard>,
+    ) -> Result<(Vec<Instrument>, [usize; MAX_VENUES]), ConfigError> {
+        for name in self.venues.keys() {
+            if VenueId::from_name(name).is_none() {
+                return Err(invalid(
+                    format!("venues.{name}"),
+                    "{…}",
+                    unknown_venue_reason(),
+                ));
+            }
+        }
+        if self.instruments.is_empty() {
+            return Err(invalid(
+                "instruments",
+                "[]",
+                "configure at least one [[instruments]]",
+            ));
+        }
+        let max_instruments =
+            defaults::MAX_INSTRUMENTS_KEY.get(self.service.max_instruments)? as usize;
+        if self.instruments.len() > max_instruments {
+            return Err(invalid(
+                "instruments",
+                format!("{} instruments", self.instruments.len()),
+                format!("at most service.max_instruments = {max_instruments}"),
+            ));
+        }
+        let mut instruments = Vec::new();
+        // Per venue, how many instruments use it.
+        let mut used = [0usize; MAX_VENUES];
+        for (index, raw) in self.instruments.iter().enumerate() {
+            let key = format!("instruments[{index}]");
+            if !valid_instrument_name(&raw.name) {
+                return Err(invalid(
+                    format!("{key}.name"),
+                    format!("{:?}", raw.name),
+                    "1 to 32 characters of A-Z a-z 0-9 / - _ .",
+                ));
+            }
+            if instruments.iter().any(|i: &Instrument| i.name == raw.name) {
+                return Err(invalid(
+                    format!("{key}.name"),
+                    format!("{:?}", raw.name),
+                    "configured twice",
+                ));
+            }
+            if raw.symbols.is_empty() {
+                return Err(invalid(
+                    format!("{key}.symbols"),
+                    "{}",
+                    "map at least one venue to its symbol",
+                ));
+            }
+            let mut symbols = Vec::new();
+            for (venue_name, symbol) in &raw.symbols {
+                let venue = VenueId::from_name(venue_name).ok_or_else(|| {
+                    invalid(
+                        format!("{key}.symbols.{venue_name}"),
+                        format!("{symbol:?}"),
+                        unknown_venue_reason(),
+                    )
+                })?;
+                if symbol.is_empty()
+                    || !symbol
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_/:".contains(&b))
+                {
+                    return Err(invalid(
+                        format!("{key}.symbols.{venue_name}"),
+                        format!("{symbol:?}"),
+                        "a symbol is letters, digits, '-', '_', '/' or ':'",
+                    ));
+                }
+                if let Err(reason) = venue.streams().check_symbol(symbol) {
+                    return Err(invalid(
+                        format!("{key}.symbols.{venue_name}"),
+                        format!("{symbol:?}"),
+                        reason,
+                    ));
+                }
+                let taken = instruments.iter().find(|other: &&Instrument| {
+                    other
+                        .symbols
+                        .iter()
+                        .any(|(v, s)| *v == venue && s.eq_ignore_ascii_case(symbol))
+                });
+                if let Some(other) = taken {
+                    // One reader subscribes once per symbol and routes its books to one
+                    // instrument.
+                    return Err(invalid(
+                        format!("{key}.symbols.{venue_name}"),
+                        format!("{symbol:?}"),
+                        format!("already used by instrument {:?}", other.name),
+                    ));
+                }
+                used[venue.index()] += 1;
+                symbols.push((venue, symbol.clone()));
+            }
+            let contract_sizes = contract_sizes(&key, raw, &symbols)?;
+            instruments.push(Instrument {
+                name: raw.name.clone(),
+                symbols,
+                contract_sizes,
+            });
+        }
+        if let Some(shard) = shard {
+            instruments.retain(|instrument| shard.serves(&instrument.name));
+            if instruments.is_empty() {
+                return Err(invalid(
+                    "service.shard",
+                    format!("\"{}/{}\"", shard.index, shard.count),
+                    "no instrument falls to this shard: fewer shards, or more instruments",
+                ));
+            }
+            used = [0; MAX_VENUES];
+            for (venue, _) in instruments.iter().flat_map(|i| &i.symbols) {
+                used[venue.index()] += 1;
+            }
+        }
+        Ok((instruments, used))
+    }
+
+    /// `[venues.<name>]` of each venue an instrument uses.
+    fn venue_configs(
+        &self,
+        used: &[usize; MAX_VENUES],
+        depth: usize,
+        read_idle_timeout: Duration,
+    ) -> Result<Vec<VenueConfig>, ConfigError> {
+        let mut venues = Vec::new();
+        for &venue in VenueId::ALL.iter().filter(|venue| used[venue.index()] > 0) {
+            let configured = self.venues.get(venue.name()).and_then(|v| v.url.clone());
+            if configured.is_some() && self.simulator.is_some() {
+                // The simulator points every venue at itself: a URL beside it would be
+                // silently ignored, and a live config with a [simulator] left in it would
+                // serve simulated books as live ones.
+                return Err(invalid(
+                    format!("venues.{venue}.url"),
+                    format!("{:?}", configured.unwrap_or_default()),
+                    "a [simulator] section replaces the venues' URLs: remove one of the two",
+                ));
+            }
+            let url = configured.unwrap_or_else(|| venue.facts().default_url.to_owned());
+            if !is_websocket_url(&url) {
+                return Err(invalid(
+                    format!("venues.{venue}.url"),
+                    format!("{url:?}"),
+                    "expected a ws:// or wss:// URL with a host",
+                ));
+            }
+            let raw = self.venues.get(venue.name());
+            let mode = venue_mode(venue, raw.unwrap_or(&RawVenue::default()), depth)?;
+            let allow_one_sided = raw
+                .and_then(|raw| raw.allow_one_sided)
+                .unwrap_or(defaults::ALLOW_ONE_SIDED.default);
+            let ping_interval = raw.and_then(|raw| raw.ping_interval_ms);
+            let key = format!("venues.{venue}.ping_interval_ms");
+            let client_ping = match (venue.streams().client_ping(), ping_interval) {
+                (None, Some(ms)) => {
+                    return Err(invalid(key, ms, "the venue takes no application pings"));
+                }
+                (Some((_, ping)), Some(ms)) => {
+                    // Its default is the venue's own interval.
+                    let every = in_range(&key, Some(ms), 0, 100..=3_600_000)?;
+                    Some((milliseconds(every), ping))
+                }
+                (venue_ping, None) => venue_ping,
+            };
+            let read_idle_timeout = match raw.and_then(|raw| raw.read_idle_timeout_ms) {
+                None => read_idle_timeout,
+                Some(ms) => {
+                    let key = format!("venues.{venue}.read_idle_timeout_ms");
+                    milliseconds(defaults::READ_IDLE_TIMEOUT_MS.read(&key, Some(ms))?)
+                }
+            };
+            venues.push(VenueConfig {
+                venue,
+                url,
+                mode,
+                allow_one_sided,
+                client_ping,
+                read_idle_timeout,
+                api_key: api_key(venue, raw, &self.dir, self.simulator.is_some())?,
+            });
+        }
+        Ok(venues)
+    }
+
+    /// `[simulator]`.
+    fn simulator_config(&self) -> Result<Option<SimulatorConfig>, ConfigError> {
+        Ok(match &self.simulator {
+            None => None,
+            Some(raw) => Some(SimulatorConfig {
+                listen: defaults::SIMULATOR_LISTEN.socket_address(raw.listen.as_deref())?,
+                rate_per_second: defaults::SIMULATOR_RATE.get(raw.rate_per_second)? as u32,
+                seed: defaults::SIMULATOR_SEED.get(raw.seed)? as u64,
+                replay: raw
+                    .replay
+                    .iter()
+                    .flatten()
+                    .map(|(name, path)| {
+                        let venue = VenueId::from_name(name).ok_or_else(|| {
+                            invalid(
+                                format!("simulator.replay.{name}"),
+                                format!("{path:?}"),
+                                unknown_venue_reason(),
+                            )
+                        })?;
+                        Ok((venue, std::path::PathBuf::from(path)))
+                    })
+                    .collect::<Result<_, ConfigError>>()?,
+                recording: raw.recording.clone(),
+            }),
+        })
+    }
+}
+
+/// An instrument's `contract_sizes`: one for each symbol sized in contracts, and none for
+/// another, each an exact positive decimal.
+fn contract_sizes(
+    key: &str,
+    raw: &RawInstrument,
+    symbols: &[(VenueId, String)],
+) -> Result<Vec<(VenueId, FixedPoint)>, ConfigError> {
+    for (venue, symbol) in symbols {
+        if venue.streams().sized_in_contracts(symbol)
+            && !raw.contract_sizes.contains_key(venue.name())
+        {
+            return Err(invalid(
+                format!("{key}.symbols.{venue}"),
+                format!("{symbol:?}"),
+                format!(
+                    "sized in contracts: set {key}.contract_sizes.{venue} to the base \
+                     currency one contract is (\"0.01\")"
+                ),
+            ));
+        }
+    }
+    let mut sizes = Vec::new();
+    for (venue_name, text) in &raw.contract_sizes {
+        let name = format!("{key}.contract_sizes.{venue_name}");
+        let symbol = VenueId::from_name(venue_name)
+            .and_then(|venue| symbols.iter().find(|(v, _)| *v == venue));
+        let Some((venue, symbol)) = symbol else {
+            return Err(invalid(
+                name,
+                format!("{text:?}"),
+                "no symbol of this venue",
+            ));
+        };
+        if !venue.streams().sized_in_contracts(symbol) {
+            return Err(invalid(
+                name,
+                format!("{text:?}"),
+                format!("{symbol:?} is sized in the base currency, not in contracts"),
+            ));
+        }
+        match text.parse::<FixedPoint>() {
+            Ok(size) if !size.is_zero() => sizes.push((*venue, size)),
+            _ => {
+                return Err(invalid(
+                    name,
+                    format!("{text:?}"),
+                    "a positive decimal of at most 8 fractional digits",
+                ));
+            }
+        }
+    }
+    Ok(sizes)
+}
+
+/// `venues.<name>.api_key_env` or `api_key_file`: the key read, where the venue needs one.
+/// With a `[simulator]`, a key is optional: the simulator takes any, and is sent a stand-in
+/// (`Simulator::point`) rather than a real key.
+fn api_key(
+    venue: VenueId,
+    raw: Option<&RawVenue>,
+    config_dir: &Path,
+    simulated: bool,
+) -> Result<Option<ApiKey>, ConfigError> {
+    let key = |name: &str| format!("venues.{venue}.{name}");
+    let env = raw.and_then(|raw| raw.api_key_env.as_deref());
+    let file = raw.and_then(|raw| raw.api_key_file.as_deref());
+    let Some(header) = venue.facts().api_key_header else {
+        return match (env, file) {
+            (Some(name), _) => Err(invalid(key("api_key_env"), format!("{name:?}"), NO_KEY)),
+            (_, Some(path)) => Err(invalid(key("api_key_file"), format!("{path:?}"), NO_KEY)),
+            (None, None) => Ok(None),
+        };
+    };
+    match (env, file) {
+        (None, None) if simulated => Ok(None),
+        (None, None) => Err(invalid(
+            key("api_key_env"),
+            "(unset)",
+            format!(
+                "the venue's market data needs an API key (sent as {header}): name an \
+                 environment variable (api_key_env) or a file (api_key_file) holding it"
+            ),
+        )),
+        (Some(_), Some(path)) => Err(invalid(
+            key("api_key_file"),
+            format!("{path:?}"),
+            "api_key_env is set too: name one source of the key",
+        )),
+        (Some(name), None) => match std::env::var(name) {
+            Ok(text) => ApiKey::parse(&text, key("api_key_env"), &format!("{name:?}")).map(Some),
+            Err(_) => Err(invalid(
+                key("api_key_env"),
+                format!("{name:?}"),
+                "no such environment variable (or not UTF-8)",
+            )),
+        },
+        (None, Some(path)) => match std::fs::read_to_string(config_dir.join(path)) {
+            Ok(text) => ApiKey::parse(&text, key("api_key_file"), &format!("{path:?}")).map(Some),
+            Err(error) => Err(invalid(
+                key("api_key_file"),
+                format!("{path:?}"),
+                format!("cannot read it: {error}"),
+            )),
+        },
+    }
+}
+
+/// Why a venue without API keys refuses one.
+const NO_KEY: &str = "the venue takes no API key";
+
+/// `venues.<name>.mode` and the diff-mode settings.
+fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, ConfigError> {
+    let key = |name: &str| format!("venues.{venue}.{name}");
+    let mode = raw
+        .mode
+        .as_deref()
+        .unwrap_or_else(|| defaults::default_mode(venue));
+    match mode {
+        "snapshot" if !venue.facts().snapshot_streams => {
+            return Err(invalid(
+                key("mode"),
+                "\"snapshot\"",
+                "this venue has no snapshot streams: \"diff\" is its only mode",
+            ));
+        }
+        "snapshot" => return Ok(FeedMode::Snapshot),
+        "diff" => {}
+        other => {
+            return Err(invalid(
+                key("mode"),
+                format!("{other:?}"),
+                "expected \"snapshot\" or \"diff\"",
+            ));
+        }
+    }
+    let rest_url = raw
+        .rest_url
+        .clone()
+        .unwrap_or_else(|| venue.facts().default_rest_url.to_owned());
+    if !(rest_url.starts_with("http://") || rest_url.starts_with("https://")) {
+        return Err(invalid(
+            key("rest_url"),
+            format!("{rest_url:?}"),
+            "expected an http:// or https:// URL",
+        ));
+    }
+    let rest_url = rest_url.trim_end_matches('/').to_owned();
+    let read = |setting: &IntKey, value| setting.read(&key(setting.key), value);
+    // An in-band venue's snapshot depth is the depth it is subscribed at: by default the
+    // least that covers the service's book (a deeper book costs the venue's bandwidth
+    // and the reader's time, and is never shown).
+    let snapshot_depth = match (venue.facts().snapshots, raw.snapshot_depth) {
+        (SnapshotSource::InBand, None) => depth as i64,
+        (_, configured) => read(&defaults::SNAPSHOT_DEPTH, configured)?,
+    };
+    let max_levels = read(&defaults::MAX_BOOK_LEVELS, raw.max_book_levels)?;
+    if max_levels < depth as i64 {
+        return Err(invalid(
+            key(defaults::MAX_BOOK_LEVELS.key),
+            max_levels,
+            format!("must be at least service.depth ({depth})"),
+        ));
+    }
+    let max_buffered = read(&defaults::MAX_BUFFERED_EVENTS, raw.max_buffered_events)?;
+    let weight_per_minute = read(
+        &defaults::SNAPSHOT_WEIGHT_PER_MINUTE,
+        raw.snapshot_weight_per_minute,
+    )?;
+    let weight = i64::from(venue.snapshots().snapshot_weight(snapshot_depth as usize));
+    if weight > weight_per_minute {
+        return Err(invalid(
+            key("snapshot_weight_per_minute"),
+            weight_per_minute,
+            format!("below the weight of one snapshot of {snapshot_depth} levels ({weight})"),
+        ));
+    }
+    Ok(FeedMode::Diff(DiffSettings {
+        rest_url,
+        snapshot_depth: snapshot_depth as usize,
+        max_levels: max_levels as usize,
+        max_buffered: max_buffered as usize,
+        policy: crate::feed::core::snapshot_schedule::SnapshotPolicy {
+            weight_per_minute: weight_per_minute as u32,
+            spacing: read(&defaults::SNAPSHOT_SPACING_MS, raw.snapshot_spacing_ms)
+                .map(milliseconds)?,
+            retry_initial: Duration::from_millis(500),
+            retry_max: Duration::from_secs(30),
+            rate_limited_pause: Duration::from_secs(60),
+        },
+        snapshot_timeout: read(&defaults::SNAPSHOT_TIMEOUT_MS, raw.snapshot_timeout_ms)
+            .map(milliseconds)?,
+    }))
+}
+
+/// `ws://` or `wss://`, then a host (`ws://` alone passes a prefix check, and fails only
+/// when the reader connects).
+fn is_websocket_url(url: &str) -> bool {
+    let Some(rest) = url
+        .strip_prefix("ws://")
+        .or_else(|| url.strip_prefix("wss://"))
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, _)| host);
+    !host.is_empty() && !host.contains(char::is_whitespace)
+}
+
+fn unknown_venue_reason() -> String {
+    let known: Vec<_> = VenueId::ALL.iter().map(|venue| venue.name()).collect();
+    format!("unknown venue (known: {})", known.join(", "))
+}
+
+/// An instrument name is printed unescaped in JSON and used as a metric label.
+fn valid_instrument_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 32
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/-_.".contains(&b))
+}
