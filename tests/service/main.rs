@@ -10,6 +10,7 @@ mod deploy;
 mod diff_service;
 mod hostile_clients;
 mod nats;
+mod outputs;
 mod recording;
 mod replay;
 mod replay_twin;

@@ -9,8 +9,6 @@ use common::config::TestConfig;
 use mergebook::config::RawConfig;
 use mergebook::merger::kway::{MergedBook, VenueBook, merge};
 use mergebook::merger::summary::{Summary, VenueState};
-use mergebook::publish::jsonl;
-use mergebook::publish::proto::{self, orderbook_aggregator_client::OrderbookAggregatorClient};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::{Recording, Simulator};
 use mergebook::venue::VenueId;
@@ -22,17 +20,17 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-const DEPTH: usize = 10;
+pub(crate) const DEPTH: usize = 10;
 const WAIT: Duration = Duration::from_secs(20);
 
-struct Harness {
-    simulator: Simulator,
-    service: Service,
-    grpc: SocketAddr,
-    metrics: SocketAddr,
+pub(crate) struct Harness {
+    pub(crate) simulator: Simulator,
+    pub(crate) service: Service,
+    pub(crate) grpc: SocketAddr,
+    pub(crate) metrics: SocketAddr,
 }
 
-async fn start(stale_after_ms: u64) -> Harness {
+pub(crate) async fn start(stale_after_ms: u64) -> Harness {
     start_with(stale_after_ms, |_| {}).await
 }
 
@@ -75,7 +73,7 @@ async fn serve(simulator: Simulator, stale_after_ms: u64, binance_url: &str) -> 
 }
 
 /// Waits for a summary satisfying `accept`, failing the test after `WAIT`.
-async fn wait_for(
+pub(crate) async fn wait_for(
     summaries: &mut watch::Receiver<Arc<Summary>>,
     accept: impl Fn(&Summary) -> bool,
 ) -> Arc<Summary> {
@@ -92,13 +90,13 @@ async fn wait_for(
     })
 }
 
-fn both_synced(summary: &Summary) -> bool {
+pub(crate) fn both_synced(summary: &Summary) -> bool {
     summary.venue_state(VenueId::Binance) == VenueState::Synced
         && summary.venue_state(VenueId::Bitstamp) == VenueState::Synced
 }
 
 /// Polls `condition` every 20 ms until it holds, failing the test after `WAIT`.
-async fn eventually<F: std::future::Future<Output = bool>>(
+pub(crate) async fn eventually<F: std::future::Future<Output = bool>>(
     what: &str,
     mut condition: impl FnMut() -> F,
 ) {
@@ -112,7 +110,7 @@ async fn eventually<F: std::future::Future<Output = bool>>(
     }
 }
 
-async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+pub(crate) async fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream
         .write_all(format!("GET {path} HTTP/1.0\r\nHost: test\r\n\r\n").as_bytes())
@@ -136,242 +134,6 @@ fn metric(text: &str, series: &str) -> f64 {
                 .and_then(|rest| rest.trim().parse().ok())
         })
         .unwrap_or_else(|| panic!("{series} not in /metrics"))
-}
-
-/// (exchange, price, amount) — the independent merge of the simulator's last frames:
-/// serde_json, concatenate, sort by price, larger amount, venue; take DEPTH.
-fn independent_merge(simulator: &Simulator, side: &str) -> Vec<(String, String, String)> {
-    let mut levels = Vec::new();
-    for (venue, stream) in [
-        (VenueId::Binance, "ethbtc@depth10@100ms"),
-        (VenueId::Bitstamp, "order_book_ethbtc"),
-    ] {
-        let frame: Value = serde_json::from_str(
-            &simulator
-                .last_sent(venue, stream)
-                .expect("a frame was sent"),
-        )
-        .unwrap();
-        for level in frame["data"][side].as_array().unwrap().iter().take(DEPTH) {
-            let text = |index: usize| level[index].as_str().unwrap().to_owned();
-            levels.push((venue.name().to_owned(), text(0), text(1)));
-        }
-    }
-    let number = |text: &String| text.parse::<f64>().unwrap();
-    levels.sort_by(|a, b| {
-        let price = number(&a.1).partial_cmp(&number(&b.1)).unwrap();
-        let price = if side == "bids" {
-            price.reverse()
-        } else {
-            price
-        };
-        price
-            .then(number(&b.2).partial_cmp(&number(&a.2)).unwrap())
-            .then(a.0.cmp(&b.0))
-    });
-    levels.truncate(DEPTH);
-    levels
-}
-
-/// One side (`bids`, `asks`) of `summary` as its JSON line writes it: (exchange, price,
-/// amount).
-fn line_levels(summary: &Summary, side: &str) -> Vec<(String, String, String)> {
-    let mut line = Vec::new();
-    jsonl::write_summary(&mut line, "ETH/BTC", summary).unwrap();
-    let line: Value = serde_json::from_slice(&line).unwrap();
-    line[side]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|level| {
-            let field = |key: &str| level[key].as_str().unwrap().to_owned();
-            (field("exchange"), field("price"), field("amount"))
-        })
-        .collect()
-}
-
-fn exact_levels(levels: &[proto::ExactLevel]) -> Vec<(String, String, String)> {
-    levels
-        .iter()
-        .map(|l| (l.exchange.clone(), l.price.clone(), l.amount.clone()))
-        .collect()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
-    let harness = start(60_000).await;
-    let mut summaries = harness.service.summaries(0);
-    wait_for(&mut summaries, both_synced).await;
-
-    // Freeze the market; compare the summary that holds the frames each venue sent last.
-    // (Waited for as a condition, not a time: a loaded machine delivers them late.)
-    harness.simulator.pause(VenueId::Binance, true);
-    harness.simulator.pause(VenueId::Bitstamp, true);
-    let holds_the_last_frames = |summary: &Summary| {
-        ["bids", "asks"]
-            .iter()
-            .all(|side| line_levels(summary, side) == independent_merge(&harness.simulator, side))
-    };
-    let last_sequence = wait_for(&mut summaries, holds_the_last_frames)
-        .await
-        .sequence;
-    let expected_bids = independent_merge(&harness.simulator, "bids");
-    let expected_asks = independent_merge(&harness.simulator, "asks");
-
-    let mut client = OrderbookAggregatorClient::connect(format!("http://{}", harness.grpc))
-        .await
-        .unwrap();
-    let request = proto::SummaryRequest {
-        instrument: "ETH/BTC".into(),
-    };
-    let mut exact = client
-        .book_summary_exact(request)
-        .await
-        .unwrap()
-        .into_inner();
-    let summary = exact
-        .message()
-        .await
-        .unwrap()
-        .expect("the current summary is sent at once");
-    assert_eq!(exact_levels(&summary.bids), expected_bids);
-    assert_eq!(exact_levels(&summary.asks), expected_asks);
-    assert_eq!(summary.seq, last_sequence);
-    assert_eq!(summary.venues["binance"], "synced");
-    let instruments = client.instruments(proto::Empty {}).await.unwrap();
-    assert_eq!(instruments.into_inner().names, ["ETH/BTC"]);
-    // Each venue's own best prices: its first level on each side of the merged book.
-    let quotes: Vec<_> = summary
-        .venue_quotes
-        .iter()
-        .map(|q| (q.exchange.as_str(), q.state.as_str(), q.book_age_ns > 0))
-        .collect();
-    assert_eq!(
-        quotes,
-        [("binance", "synced", true), ("bitstamp", "synced", true)]
-    );
-    for quote in &summary.venue_quotes {
-        let best = |levels: &[(String, String, String)]| {
-            levels
-                .iter()
-                .find(|level| level.0 == quote.exchange)
-                .map(|level| level.1.clone())
-                .unwrap()
-        };
-        assert_eq!(quote.best_bid, best(&expected_bids), "{}", quote.exchange);
-        assert_eq!(quote.best_ask, best(&expected_asks), "{}", quote.exchange);
-    }
-    let spread =
-        expected_asks[0].1.parse::<f64>().unwrap() - expected_bids[0].1.parse::<f64>().unwrap();
-    assert!((summary.spread.parse::<f64>().unwrap() - spread).abs() < 1e-9);
-
-    // The legacy contract: same book, as doubles.
-    let mut legacy = client
-        .book_summary(proto::Empty {})
-        .await
-        .unwrap()
-        .into_inner();
-    let summary = legacy.message().await.unwrap().unwrap();
-    let legacy_bids: Vec<(String, f64)> = summary
-        .bids
-        .iter()
-        .map(|l| (l.exchange.clone(), l.price))
-        .collect();
-    let expected: Vec<(String, f64)> = expected_bids
-        .iter()
-        .map(|l| (l.0.clone(), l.1.parse().unwrap()))
-        .collect();
-    assert_eq!(legacy_bids, expected);
-
-    // The JSON line for the same summary carries the same exact decimals.
-    let current = summaries.borrow().clone();
-    assert_eq!(line_levels(&current, "bids"), expected_bids);
-    let mut line = Vec::new();
-    jsonl::write_summary(&mut line, "ETH/BTC", &current).unwrap();
-    let line: Value = serde_json::from_slice(&line).unwrap();
-    assert_eq!(line["seq"], last_sequence);
-
-    // An unknown instrument is refused by name.
-    let missing = client
-        .book_summary_exact(proto::SummaryRequest {
-            instrument: "XRP/EUR".into(),
-        })
-        .await;
-    assert_eq!(missing.unwrap_err().code(), tonic::Code::NotFound);
-    // Shutdown closes each venue's WebSocket with a close frame.
-    harness.service.stop().await;
-    for venue in [VenueId::Binance, VenueId::Bitstamp] {
-        eventually("a close frame from each reader", || async {
-            harness.simulator.closes(venue) == 1
-        })
-        .await;
-    }
-}
-
-/// grpcurl, grpcui and Postman find the services and their messages by server
-/// reflection, without the proto file (`grpcurl -plaintext ADDR list`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn grpc_reflection_lists_the_services_and_describes_them() {
-    use prost::Message;
-    use tonic_reflection::pb::v1::{
-        ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
-        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
-    };
-    let harness = start(60_000).await;
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", harness.grpc))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut client = ServerReflectionClient::new(channel);
-    // A request stream of one message, which the service answers once.
-    let ask = |request: MessageRequest| {
-        futures_util::stream::iter([ServerReflectionRequest {
-            host: String::new(),
-            message_request: Some(request),
-        }])
-    };
-    let mut answers = client
-        .server_reflection_info(ask(MessageRequest::ListServices(String::new())))
-        .await
-        .unwrap()
-        .into_inner();
-    let Some(MessageResponse::ListServicesResponse(list)) =
-        answers.message().await.unwrap().unwrap().message_response
-    else {
-        panic!("not a service list");
-    };
-    let mut names: Vec<_> = list.service.into_iter().map(|s| s.name).collect();
-    names.sort();
-    assert_eq!(
-        names,
-        [
-            "grpc.reflection.v1.ServerReflection",
-            "orderbook.OrderbookAggregator"
-        ]
-    );
-
-    let mut answers = client
-        .server_reflection_info(ask(MessageRequest::FileContainingSymbol(
-            "orderbook.OrderbookAggregator".into(),
-        )))
-        .await
-        .unwrap()
-        .into_inner();
-    let Some(MessageResponse::FileDescriptorResponse(files)) =
-        answers.message().await.unwrap().unwrap().message_response
-    else {
-        panic!("not a file descriptor");
-    };
-    let file =
-        prost_types::FileDescriptorProto::decode(&files.file_descriptor_proto[0][..]).unwrap();
-    let methods: Vec<_> = file.service[0]
-        .method
-        .iter()
-        .map(|method| method.name().to_owned())
-        .collect();
-    assert_eq!(methods, ["BookSummary", "BookSummaryExact", "Instruments"]);
-    harness.service.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -733,46 +495,6 @@ async fn the_simulator_replays_recorded_frames_into_the_merged_book() {
         sent.contains(r#"[["9328.28", "0.05925332"]"#)
             || sent.contains(r#"[["19133.97", "0.01000000"]"#),
         "{sent}"
-    );
-    harness.service.stop().await;
-}
-
-/// /metrics is valid Prometheus text, as Prometheus's own checker reads it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_pass_promtool_check() {
-    let Some(promtool) = common::tool("promtool", "prometheus") else {
-        return;
-    };
-    let harness = start(60_000).await;
-    let mut summaries = harness.service.summaries(0);
-    wait_for(&mut summaries, both_synced).await;
-    let (status, text) = http_get(harness.metrics, "/metrics").await;
-    assert_eq!(status, 200);
-    for name in [
-        "orderbook_decode_duration_seconds_bucket",
-        "orderbook_e2e_duration_seconds_bucket",
-        "orderbook_messages_total",
-        "orderbook_merges_total",
-        "orderbook_book_age_seconds",
-    ] {
-        assert!(text.contains(name), "{name} missing");
-    }
-    let mut check = std::process::Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut check.stdin.take().unwrap(), text.as_bytes()).unwrap();
-    let output = check.wait_with_output().unwrap();
-    let report = String::from_utf8_lossy(&output.stdout).into_owned()
-        + &String::from_utf8_lossy(&output.stderr);
-    // promtool exits non-zero on errors; lint notes (e.g. counters' naming) are printed
-    // but are not format errors.
-    assert!(
-        output.status.success(),
-        "promtool check metrics failed:\n{report}"
     );
     harness.service.stop().await;
 }

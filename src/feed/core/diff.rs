@@ -1,0 +1,393 @@
+//! The core in diff mode: a full-depth book per stream kept in sync with the venue's
+//! events and its snapshots (REST or in-band), reset whenever it cannot be trusted.
+
+use super::*;
+
+pub(super) struct DiffBooks {
+    pub(super) settings: DiffSettings,
+    pub(super) source: SnapshotSource,
+    /// The depth the venue keeps its book at, where it cuts it (`Snapshots::kept_depth`).
+    pub(super) kept_depth: Option<usize>,
+    pub(super) scheduler: SnapshotScheduler,
+    /// Per stream.
+    pub(super) books: Vec<DiffBook>,
+    /// The decode target of every diff frame, and of every snapshot (sized once).
+    pub(super) update: BookUpdate,
+    pub(super) snapshot: BookUpdate,
+}
+
+pub(super) struct DiffBook {
+    pub(super) sync: BookSync,
+    /// Bumped at every reset: a snapshot asked for before it is discarded.
+    pub(super) generation: u64,
+    /// When the book left sync: the start of the resync duration.
+    pub(super) out_of_sync_since_ns: u64,
+    /// In-band venues: since when a snapshot is expected (subscribed, not yet come).
+    pub(super) awaiting_since_ns: Option<u64>,
+    /// How the venue writes this book's numbers: what its checksum is computed over.
+    /// The most digits seen since the last snapshot, as a venue that checksums its text
+    /// prints every number of an instrument with the same precision, and a message may
+    /// hold none of a kind (an update of one side).
+    pub(super) decimals: WireDecimals,
+    /// The texts of the levels its last checksum covered, where the venue checksums text.
+    pub(super) checksum_texts: LevelTexts,
+}
+
+impl FeedCore {
+    /// Throws every diff book away (they rebuild from their next events and a snapshot)
+    /// and forgets the snapshot requests. An in-band venue's books are subscribed again,
+    /// except on a new connection, whose subscriptions bring their snapshots: nothing else
+    /// would send one.
+    pub(super) fn reset_diff_books(
+        &mut self,
+        reason: ResyncReason,
+        now_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let Some(diff) = &mut self.diff else { return };
+        diff.scheduler.cancel_all();
+        out.note(None, FeedEvent::SnapshotsCancelled);
+        let resubscribe = reason != ResyncReason::Connect && diff.source == SnapshotSource::InBand;
+        for (slot, book) in diff.books.iter_mut().enumerate() {
+            if resubscribe {
+                diff.scheduler.lost(slot, now_ns, true);
+            }
+            if book.sync.is_synced() || reason == ResyncReason::Connect {
+                book.out_of_sync_since_ns = now_ns;
+                out.note(Some(slot), FeedEvent::Resync(reason));
+            }
+            book.sync.reset();
+            book.generation += 1;
+            // A new connection's subscriptions bring their snapshots on an in-band venue;
+            // a REST venue's are asked for once an event is buffered, and none is awaited
+            // before that (a snapshot its stream may send unasked is taken all the same).
+            let awaited = reason == ResyncReason::Connect && diff.source == SnapshotSource::InBand;
+            book.awaiting_since_ns = awaited.then_some(now_ns);
+        }
+    }
+
+    pub(super) fn on_diff_event(
+        &mut self,
+        slot: usize,
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let venue = self.venue;
+        let Some(diff) = &mut self.diff else { return };
+        let book = &mut diff.books[slot];
+        let in_band = diff.source == SnapshotSource::InBand;
+        let seen = diff.update.decimals;
+        let lost = if diff.update.is_snapshot {
+            // A snapshot on the stream replaces the book, whatever its state. One that
+            // replaces a synced book (a venue resending its book, or a stream of snapshots
+            // only) is no resync: nothing was asked for, nothing is counted.
+            let was_synced = book.sync.is_synced();
+            book.sync.reset();
+            book.awaiting_since_ns = None;
+            book.decimals = seen;
+            let outcome = book.sync.on_snapshot(&diff.update);
+            if was_synced && matches!(outcome, SnapshotOutcome::Synced { .. }) {
+                None
+            } else {
+                let (fetched, applied, dropped) = match outcome {
+                    SnapshotOutcome::Synced { applied, dropped } => {
+                        let took_ns = received_ns.saturating_sub(book.out_of_sync_since_ns);
+                        out.note(Some(slot), FeedEvent::Synced { took_ns });
+                        (FetchOutcome::Used, applied, dropped)
+                    }
+                    _ => (FetchOutcome::Failed, 0, 0),
+                };
+                out.note(
+                    Some(slot),
+                    FeedEvent::Snapshot {
+                        outcome: fetched,
+                        applied,
+                        dropped,
+                    },
+                );
+                diff.scheduler.finished(slot, fetched, received_ns);
+                match outcome {
+                    SnapshotOutcome::Synced { .. } => None,
+                    _ => Some(ResyncReason::Crossed),
+                }
+            }
+        } else if in_band && book.awaiting_since_ns.is_some() {
+            // Its subscription is acknowledged (books before that are dropped), and an
+            // in-band venue sends a subscription's snapshot before its updates: one came
+            // first. The snapshot is asked for again, once: later updates wait for it.
+            book.awaiting_since_ns = None;
+            tracing::warn!(%venue, stream = %self.streams[slot].name, "an update before its book's snapshot; subscribing again");
+            Some(ResyncReason::Gap)
+        } else {
+            book.decimals = WireDecimals {
+                price: book.decimals.price.max(seen.price),
+                amount: book.decimals.amount.max(seen.amount),
+            };
+            let outcome = book.sync.on_update(&diff.update);
+            out.note(Some(slot), FeedEvent::DiffEvent(outcome));
+            match outcome {
+                UpdateOutcome::Applied => None,
+                UpdateOutcome::Buffered { first } => {
+                    // A REST snapshot is asked for once the first event is in hand; an
+                    // in-band venue's comes with the subscription.
+                    if first && !in_band {
+                        diff.scheduler.request(slot);
+                    }
+                    if book.sync.overflowed_events > 0 {
+                        let overflowed = std::mem::take(&mut book.sync.overflowed_events);
+                        out.note(Some(slot), FeedEvent::EventsOverflowed(overflowed));
+                    }
+                    return;
+                }
+                UpdateOutcome::Stale => return,
+                UpdateOutcome::Gap => {
+                    tracing::warn!(%venue, stream = %self.streams[slot].name, "gap in the diff stream; resyncing");
+                    Some(ResyncReason::Gap)
+                }
+                UpdateOutcome::Crossed => {
+                    tracing::warn!(%venue, stream = %self.streams[slot].name, "book crossed; resyncing");
+                    Some(ResyncReason::Crossed)
+                }
+            }
+        };
+        let lost = lost.or_else(|| {
+            if let Some(kept) = diff.kept_depth {
+                book.sync.book.truncate(kept);
+            }
+            let claimed = diff.update.checksum?;
+            let computed =
+                venue.checksum_after_change(&book.sync.book, book.decimals, &mut book.checksum_texts);
+            (computed != Some(claimed)).then(|| {
+                out.note(Some(slot), FeedEvent::ChecksumMismatch);
+                tracing::warn!(%venue, stream = %self.streams[slot].name, claimed, ?computed, "checksum mismatch; resyncing");
+                ResyncReason::Checksum
+            })
+        });
+        match lost {
+            None => self.publish_diff_book(slot, received_ns, out),
+            Some(reason) => self.lose_sync(slot, reason, received_ns, out),
+        }
+    }
+
+    /// `slot`'s book is no longer the venue's: out of sync until a snapshot rebuilds it,
+    /// which is asked for now where the next one will not come by itself (a gap, or any
+    /// loss on an in-band venue).
+    pub(super) fn lose_sync(
+        &mut self,
+        slot: usize,
+        reason: ResyncReason,
+        now_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let Some(diff) = &mut self.diff else { return };
+        let book = &mut diff.books[slot];
+        out.note(Some(slot), FeedEvent::Resync(reason));
+        if reason != ResyncReason::Gap {
+            // A gap's event starts the new buffer; nothing else of the book is kept.
+            book.sync.reset();
+        }
+        book.generation += 1;
+        book.out_of_sync_since_ns = now_ns;
+        let request_now = reason == ResyncReason::Gap || diff.source == SnapshotSource::InBand;
+        diff.scheduler.lost(slot, now_ns, request_now);
+        out.publish(slot, |feed| feed.state = VenueState::OutOfSync);
+    }
+
+    /// Publishes the top of a synced diff book.
+    pub(super) fn publish_diff_book(
+        &mut self,
+        slot: usize,
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let Some(diff) = &self.diff else { return };
+        let sync = &diff.books[slot].sync;
+        let depth = self.depth;
+        let contract_size = self.streams[slot].contract_size;
+        let mut exact = true;
+        out.publish(slot, |feed| {
+            sync.write_top(depth, received_ns, &mut feed.book);
+            exact = in_base_currency(&mut feed.book, contract_size);
+            feed.state = publishable_state(exact);
+        });
+        self.after_publish(slot, exact, received_ns, out);
+    }
+
+    /// When the next snapshot request is due, or an in-band snapshot overdue (ns), if
+    /// either: the time to call [`FeedCore::start_snapshot`].
+    pub fn next_snapshot_at(&mut self, now_ns: u64) -> Option<u64> {
+        let diff = self.diff.as_mut()?;
+        let weight = self
+            .venue
+            .snapshots()
+            .snapshot_weight(diff.settings.snapshot_depth);
+        let due = diff.scheduler.next(now_ns, weight).map(|(_, at)| at);
+        let timeout = diff.settings.snapshot_timeout.as_nanos() as u64;
+        let overdue = diff
+            .books
+            .iter()
+            .filter_map(|book| Some(book.awaiting_since_ns? + timeout))
+            .min();
+        due.into_iter().chain(overdue).min()
+    }
+
+    /// The snapshot request to make now, if one is due: recorded as made. An in-band
+    /// snapshot that has not come within the snapshot timeout is a failed request first
+    /// (asked again after the retry backoff).
+    pub fn start_snapshot(&mut self, now_ns: u64) -> Option<SnapshotRequest> {
+        let diff = self.diff.as_mut()?;
+        let timeout = diff.settings.snapshot_timeout.as_nanos() as u64;
+        for (slot, book) in diff.books.iter_mut().enumerate() {
+            if book
+                .awaiting_since_ns
+                .is_some_and(|since| since + timeout <= now_ns)
+            {
+                book.awaiting_since_ns = None;
+                tracing::warn!(venue = %self.venue, stream = %self.streams[slot].name, "no snapshot after subscribing; subscribing again");
+                diff.scheduler.finished(slot, FetchOutcome::Failed, now_ns);
+            }
+        }
+        let weight = self
+            .venue
+            .snapshots()
+            .snapshot_weight(diff.settings.snapshot_depth);
+        let (slot, at) = diff.scheduler.next(now_ns, weight)?;
+        if at > now_ns {
+            return None;
+        }
+        diff.scheduler.started(slot, now_ns, weight);
+        let stream = &self.streams[slot];
+        let book = &mut diff.books[slot];
+        Some(match diff.source {
+            SnapshotSource::Rest => {
+                let url = self.venue.snapshots().snapshot_url(
+                    &diff.settings.rest_url,
+                    &stream.symbol,
+                    diff.settings.snapshot_depth,
+                );
+                tracing::debug!(venue = %self.venue, %url, "requesting snapshot");
+                SnapshotRequest::Fetch {
+                    stream: slot,
+                    generation: book.generation,
+                    url,
+                }
+            }
+            SnapshotSource::InBand => {
+                tracing::debug!(venue = %self.venue, stream = %stream.name, "subscribing again for a snapshot");
+                book.awaiting_since_ns = Some(now_ns);
+                let names = [stream.name.clone()];
+                let depth = diff.settings.snapshot_depth;
+                let mut frames =
+                    self.venue
+                        .streams()
+                        .unsubscribe_frames(&names, self.stream_kind(), depth);
+                frames.extend(self.subscribe(&[slot], depth, now_ns));
+                SnapshotRequest::Resubscribe { frames }
+            }
+        })
+    }
+
+    /// The answer to `stream`'s snapshot request of `generation`, at `now_ns`.
+    pub fn on_snapshot(
+        &mut self,
+        stream: usize,
+        generation: u64,
+        result: Result<&[u8], FetchFailure>,
+        now_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let venue = self.venue;
+        let Some(diff) = &mut self.diff else { return };
+        let book = &mut diff.books[stream];
+        if generation != book.generation {
+            // Asked for before a reset, which cancelled it in the scheduler (and the stream
+            // asks again with its next buffered event): drop it, touching nothing.
+            return;
+        }
+        let (mut applied, mut dropped) = (0, 0);
+        let outcome = match result {
+            Err(FetchFailure::RateLimited { retry_after }) => {
+                FetchOutcome::RateLimited { retry_after }
+            }
+            Err(FetchFailure::Failed) => FetchOutcome::Failed,
+            Ok(body) => {
+                match venue.decode_snapshot(body, diff.settings.max_levels, &mut diff.snapshot) {
+                    Err(error) => {
+                        tracing::warn!(%venue, %error, "snapshot refused");
+                        FetchOutcome::Failed
+                    }
+                    Ok(()) => match book.sync.on_snapshot(&diff.snapshot) {
+                        SnapshotOutcome::Synced {
+                            applied: took,
+                            dropped: contained,
+                        } => {
+                            (applied, dropped) = (took, contained);
+                            book.decimals = diff.snapshot.decimals;
+                            let took_ns = now_ns.saturating_sub(book.out_of_sync_since_ns);
+                            out.note(Some(stream), FeedEvent::Synced { took_ns });
+                            tracing::info!(%venue, stream = %self.streams[stream].name, applied, dropped, took_ms = took_ns / 1_000_000, "book synced");
+                            FetchOutcome::Used
+                        }
+                        SnapshotOutcome::TooOld => {
+                            tracing::info!(%venue, stream = %self.streams[stream].name, "snapshot older than the buffered events; asking again");
+                            FetchOutcome::TooOld
+                        }
+                        SnapshotOutcome::Crossed => {
+                            // Unusable: asked for again after the retry backoff.
+                            out.note(Some(stream), FeedEvent::Resync(ResyncReason::Crossed));
+                            FetchOutcome::Failed
+                        }
+                        SnapshotOutcome::Unexpected => FetchOutcome::Used,
+                    },
+                }
+            }
+        };
+        out.note(
+            Some(stream),
+            FeedEvent::Snapshot {
+                outcome,
+                applied,
+                dropped,
+            },
+        );
+        diff.scheduler.finished(stream, outcome, now_ns);
+        if outcome == FetchOutcome::Used && diff.books[stream].sync.is_synced() {
+            self.publish_diff_book(stream, now_ns, out);
+        }
+    }
+
+    /// Whether an answer to `stream`'s snapshot request of `generation` would be taken
+    /// (`on_snapshot` drops the answers to requests a reset cancelled).
+    pub fn is_current_snapshot_request(&self, stream: usize, generation: u64) -> bool {
+        self.diff
+            .as_ref()
+            .and_then(|diff| diff.books.get(stream))
+            .is_some_and(|book| book.generation == generation)
+    }
+
+    /// A snapshot body that arrived for `stream` without a request of this core's (a
+    /// recording's REST response): taken as the answer to the stream's current request.
+    pub fn on_recorded_snapshot(
+        &mut self,
+        stream: usize,
+        body: &[u8],
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let Some(generation) = self
+            .diff
+            .as_ref()
+            .and_then(|diff| Some(diff.books.get(stream)?.generation))
+        else {
+            return;
+        };
+        self.on_snapshot(stream, generation, Ok(body), received_ns, out);
+    }
+
+    /// The diff books as they are now, one per stream (none in snapshot mode).
+    pub fn into_diff_books(self) -> Vec<BookSync> {
+        self.diff
+            .map(|diff| diff.books.into_iter().map(|book| book.sync).collect())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,268 @@
+//! One client's WebSocket connection to a simulated venue: the handshake, its
+//! subscriptions and acks, the book frames it is sent, the faults tests inject.
+
+use super::*;
+
+/// What a simulated venue's connection asks the socket for per read (`serve`).
+pub(super) const SERVER_READ_BUFFER_BYTES: usize = 4 * 1024;
+
+// The handshake callback's error type is tungstenite's (an HTTP response), not ours.
+#[allow(clippy::result_large_err)]
+pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
+    stream.set_nodelay(true)?;
+    let mut path = String::new();
+    // Frames are written when flushed, never earlier (`BookFrames::send` stamps each
+    // tick's frames just before their one write): no tick's frames come near 1 GiB.
+    // tungstenite zeroes its read buffer's spare room before every read attempt, and a
+    // connection attempts one each time its loop turns (every tick): clients send only
+    // small requests, and the default 128 KiB showed in profiles of the simulator serving
+    // thousands of books. A larger request grows the buffer to fit.
+    let config = WebSocketConfig::default()
+        .write_buffer_size(1 << 30)
+        .read_buffer_size(SERVER_READ_BUFFER_BYTES);
+    let mut socket = tokio_tungstenite::accept_hdr_async_with_config(
+        stream,
+        |request: &Request, response: Response| {
+            path = request.uri().path().to_owned();
+            check_api_key(request, &shared)?;
+            Ok(response)
+        },
+        Some(config),
+    )
+    .await?;
+    let Some(venue) = venue_of_path(&path) else {
+        return Err(format!("no venue at {path:?}").into());
+    };
+    let control = &shared.venues[venue.index()];
+    control.connections.fetch_add(1, Ordering::Relaxed);
+    let playback = shared.playback.lock().expect("not poisoned").clone();
+    if let Some(playback) = playback.filter(|playback| playback.serves(venue)) {
+        return playback.serve(socket, venue).await;
+    }
+    if control.closing.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut commands = control.commands.subscribe();
+    let mut paused = control.paused.subscribe();
+
+    // The timer cannot usefully tick faster than 1 kHz: above that, send several frames
+    // per tick.
+    let ticks_per_second = shared.rate_per_second.min(1000);
+    let frames_per_tick = shared.rate_per_second.div_ceil(ticks_per_second);
+    let mut ticker = tokio::time::interval(Duration::from_secs(1) / ticks_per_second);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+
+    let ping_every = match control.ping_every_ms.load(Ordering::Relaxed) {
+        0 => venue.simulated().server_ping_interval(),
+        ms => Some(Duration::from_millis(ms)),
+    };
+    // Without pings, a timer that never fires.
+    let mut pinger =
+        tokio::time::interval(ping_every.unwrap_or(Duration::from_secs(u64::from(u32::MAX))));
+    pinger.reset();
+
+    let mut books = BookFrames {
+        venue,
+        recording: shared.recordings.lock().expect("not poisoned")[venue.index()].clone(),
+        send_log: shared.send_log.lock().expect("not poisoned").clone(),
+        unstamped: Vec::new(),
+        replayed: 0,
+        streams: Vec::new(),
+        book: TopBook::default(),
+    };
+    let (diff_sender, mut diff_frames) = mpsc::channel::<(u64, Bytes)>(DIFF_QUEUE_FRAMES);
+    // The connection's live diff subscriptions (stream, id), and the next id.
+    let (mut live, mut next_subscription): (Vec<(String, u64)>, u64) = (Vec::new(), 0);
+    let mut numbers = MessageNumbers { venue, next: 0 };
+    // The venue's heartbeats, once a second from the connection's first subscription on,
+    // where it sends them.
+    let mut heartbeats = tokio::time::interval(Duration::from_secs(1));
+    let (mut subscribed, mut heartbeats_sent) = (false, 0);
+    loop {
+        tokio::select! {
+            incoming = socket.next() => match incoming {
+                Some(Ok(Message::Text(text))) => {
+                    if let Some(answer) = venue.simulated().answer_request(&text) {
+                        if answer.ping {
+                            control.client_pings.fetch_add(1, Ordering::Relaxed);
+                        }
+                        for reply in answer.replies {
+                            socket.send(Message::text(numbers.stamp(reply))).await?;
+                        }
+                        for stream in answer.unsubscribe {
+                            if venue.streams().is_diff_stream(&stream) {
+                                let diff = diff_stream(&shared, venue, &stream, answer.depth);
+                                diff.subscribers.lock().expect("not poisoned").retain(|s| !s.frames.same_channel(&diff_sender));
+                                live.retain(|(name, _)| *name != stream);
+                            }
+                            books.streams.retain(|books| *books.name != *stream);
+                        }
+                        subscribed |= !answer.subscribe.is_empty();
+                        for stream in answer.subscribe {
+                            if venue.streams().is_diff_stream(&stream) {
+                                let diff = diff_stream(&shared, venue, &stream, answer.depth);
+                                next_subscription += 1;
+                                live.retain(|(name, _)| *name != stream);
+                                live.push((stream.clone(), next_subscription));
+                                let subscriber = Subscriber { frames: diff_sender.clone(), subscription: next_subscription, feed: 0 };
+                                diff.subscribe(venue, &stream, control.in_band(venue), subscriber);
+                                continue;
+                            }
+                            let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.exchange().index() as u64) << 32;
+                            let levels = venue.simulated().levels_on_stream(&stream);
+                            let every = shared.stream_every(&stream);
+                            // Streams that skip ticks spread over them, not all on one.
+                            let ticks = books.streams.len() as u32;
+                            books.streams.push(StreamBooks { name: stream.into(), levels, market: SimulatedBook::new(seed), every, ticks });
+                        }
+                    }
+                }
+                Some(Ok(Message::Pong(_))) => {
+                    control.pongs.fetch_add(1, Ordering::Relaxed);
+                }
+                Some(Ok(Message::Close(_))) => {
+                    control.closes.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                None => return Ok(()),
+                Some(Ok(_)) => {}
+                Some(Err(error)) => return Err(error.into()),
+            },
+            _ = ticker.tick(), if !books.streams.is_empty() && !*paused.borrow() => {
+                books.send(&mut socket, &shared, frames_per_tick).await?;
+            }
+            // Paused, a subscription's in-band snapshot waits too: a paused venue sends no
+            // book data at all.
+            // What the stream has queued, up to a batch, in one write (as `BookFrames::send`
+            // writes a tick's frames): a write a frame costs the simulator, which shares
+            // the cores with the service, a system call and a loopback delivery each.
+            Some(first) = diff_frames.recv(), if !*paused.borrow() => {
+                let (mut next, mut taken) = (Some(first), 1);
+                while let Some((subscription, frame)) = next {
+                    let is_live = live.iter().any(|&(_, id)| id == subscription);
+                    match (is_live, frame.is_empty()) {
+                        (false, _) => {}
+                        (true, true) => numbers.lose(),
+                        (true, false) => socket.feed(numbers.book_message(frame)).await?,
+                    }
+                    next = (taken < DIFF_FRAMES_PER_WRITE).then(|| diff_frames.try_recv().ok()).flatten();
+                    taken += 1;
+                }
+                socket.flush().await?;
+            }
+            _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
+            _ = heartbeats.tick(), if subscribed && !*paused.borrow() => {
+                if let Some(heartbeat) = venue.simulated().heartbeat(heartbeats_sent) {
+                    heartbeats_sent += 1;
+                    socket.send(Message::text(numbers.stamp(heartbeat))).await?;
+                }
+            }
+            command = commands.recv() => match command {
+                Ok(Command::Disconnect) | Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                // Numbered where it has the venue's place for a number.
+                Ok(Command::Send(text)) => socket.send(Message::text(numbers.stamp(text))).await?,
+                Ok(Command::SendBinary(bytes)) => socket.send(Message::binary(bytes)).await?,
+                Ok(Command::Raw { bytes, then }) => {
+                    use tokio::io::AsyncWriteExt;
+                    socket.flush().await?;
+                    socket.get_mut().write_all(&bytes).await?;
+                    match then {
+                        AfterRaw::Continue => {}
+                        AfterRaw::Close => return Ok(()),
+                        AfterRaw::Stall => {
+                            let mut sink = tokio::io::sink();
+                            tokio::io::copy(socket.get_mut(), &mut sink).await?;
+                            return Ok(());
+                        }
+                    }
+                }
+                Ok(Command::Pings(count)) => {
+                    for _ in 0..count {
+                        socket.feed(Message::Ping(b"flood".to_vec().into())).await?;
+                    }
+                    socket.flush().await?;
+                }
+                Ok(Command::Burst(frames)) => books.send(&mut socket, &shared, frames).await?,
+                Ok(Command::DropSubscriptions) => {
+                    books.streams.clear();
+                    for diff in shared.diff_streams.lock().expect("not poisoned").values() {
+                        diff.subscribers.lock().expect("not poisoned").retain(|s| !s.frames.same_channel(&diff_sender));
+                    }
+                    live.clear();
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+            },
+            _ = paused.changed() => {}
+        }
+    }
+}
+
+/// The most book frames' bytes a connection holds before it writes them.
+pub(super) const WRITE_CHUNK_BYTES: usize = 1 << 20;
+
+/// The most queued diff frames a connection writes at once.
+pub(super) const DIFF_FRAMES_PER_WRITE: usize = 256;
+
+/// What a diff stream sends for an event it applied but lost (`Simulator::skip_events`):
+/// nothing, though a venue that numbers its messages numbered it.
+pub(super) const LOST_EVENT: Bytes = Bytes::new();
+
+/// The numbers of a connection's messages, where its venue numbers them
+/// (`Simulated::number_message`).
+pub(super) struct MessageNumbers {
+    venue: VenueId,
+    next: u64,
+}
+
+impl MessageNumbers {
+    /// `frame` as the connection's next message.
+    fn stamp(&mut self, frame: String) -> String {
+        match self.venue.simulated().number_message(&frame, self.next) {
+            Some(numbered) => {
+                self.next += 1;
+                numbered
+            }
+            None => frame,
+        }
+    }
+
+    /// A message numbered and never sent.
+    fn lose(&mut self) {
+        self.next += 1;
+    }
+
+    /// A book frame as the venue sends it: binary where its books are
+    /// (`VenueFacts::binary_books`), else text, numbered where the venue numbers its messages.
+    fn book_message(&mut self, frame: Bytes) -> Message {
+        if self.venue.facts().binary_books {
+            return Message::Binary(frame);
+        }
+        let text = String::from_utf8(frame.into()).expect("text encoders write UTF-8");
+        Message::text(self.stamp(text))
+    }
+}
+
+/// Logs the frames encoded since the last write (stream, sequence), stamped now, just
+/// before they are written: a frame is logged before its reader can have it.
+pub(super) fn log_sends(
+    unstamped: &mut Vec<(Arc<str>, u64)>,
+    log: Option<&std::sync::mpsc::SyncSender<SentFrame>>,
+    venue: VenueId,
+    shared: &Shared,
+) {
+    let Some(log) = log else {
+        return;
+    };
+    let sent_ns = crate::clock::monotonic_ns();
+    for (stream, sequence) in unstamped.drain(..) {
+        let sent = SentFrame {
+            venue,
+            stream,
+            sequence,
+            sent_ns,
+        };
+        if log.try_send(sent).is_err() {
+            shared.unlogged_sends.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

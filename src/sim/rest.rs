@@ -1,0 +1,133 @@
+//! The simulator's REST port: the venues' snapshot requests answered from the diff
+//! streams' books.
+
+use super::*;
+
+/// The venue a connection's path names (`/binance`, `/binance_sbe/…`).
+pub(super) fn venue_of_path(path: &str) -> Option<VenueId> {
+    let name = path.trim_start_matches('/').split('/').next()?;
+    VenueId::from_name(name)
+}
+
+/// A venue whose market data needs an API key refuses an upgrade without one (any
+/// non-empty key: the simulator cannot check a key against an account), with HTTP 401.
+/// What the exchange answers exactly is not recorded (docs/protocols.md): the reader counts any
+/// refused upgrade alike. Counted by `Simulator::refused_for_api_key`.
+#[allow(clippy::result_large_err)]
+pub(super) fn check_api_key(
+    request: &Request,
+    shared: &Shared,
+) -> Result<(), tokio_tungstenite::tungstenite::handshake::server::ErrorResponse> {
+    let Some(venue) = venue_of_path(request.uri().path()) else {
+        return Ok(());
+    };
+    let Some(header) = venue.facts().api_key_header else {
+        return Ok(());
+    };
+    if request
+        .headers()
+        .get(header)
+        .is_some_and(|key| !key.as_bytes().is_empty())
+    {
+        return Ok(());
+    }
+    shared.venues[venue.index()]
+        .refused_for_api_key
+        .fetch_add(1, Ordering::Relaxed);
+    let body = format!("simulator: no API key in {header}");
+    let mut response =
+        tokio_tungstenite::tungstenite::handshake::server::ErrorResponse::new(Some(body));
+    *response.status_mut() = tokio_tungstenite::tungstenite::http::StatusCode::UNAUTHORIZED;
+    Err(response)
+}
+
+/// The simulator's REST server: `/<venue>/<the venue's snapshot path>`, answered from the
+/// stream's book (or a fault).
+pub(super) async fn serve_snapshot(
+    axum::extract::State(shared): axum::extract::State<std::sync::Weak<Shared>>,
+    uri: axum::http::Uri,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let Some(shared) = shared.upgrade() else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let path_and_query = uri.path_and_query().map_or("", |p| p.as_str());
+    let mut parts = path_and_query.trim_start_matches('/').splitn(2, '/');
+    let venue = parts.next().and_then(VenueId::from_name);
+    let rest = format!("/{}", parts.next().unwrap_or_default());
+    let Some((venue, symbol)) =
+        venue.and_then(|venue| Some((venue, venue.snapshots().snapshot_symbol(&rest)?)))
+    else {
+        return (StatusCode::NOT_FOUND, "no such snapshot").into_response();
+    };
+    let playback = shared.playback.lock().expect("not poisoned").clone();
+    if let Some(body) = playback.and_then(|playback| playback.snapshot(venue, &symbol)) {
+        return (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response();
+    }
+    let faults = &shared.venues[venue.index()].faults;
+    faults
+        .snapshot_requests
+        .lock()
+        .expect("not poisoned")
+        .push(std::time::Instant::now());
+    if take_one(&faults.rate_limited_requests) {
+        let retry_after = faults.retry_after_s.load(Ordering::Relaxed).to_string();
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(axum::http::header::RETRY_AFTER, retry_after)],
+            "{\"code\":-1003,\"msg\":\"Too many requests\"}",
+        )
+            .into_response();
+    }
+    let delay = faults.snapshot_delay_ms.load(Ordering::Relaxed);
+    let diff = diff_stream(
+        &shared,
+        venue,
+        &venue.streams().diff_stream_name(&symbol),
+        None,
+    );
+    drop(shared);
+    let limit = uri
+        .query()
+        .and_then(|query| {
+            query
+                .split('&')
+                .find_map(|pair| pair.strip_prefix("limit="))
+        })
+        .and_then(|limit| limit.parse().ok())
+        .unwrap_or(usize::MAX);
+    let mut snapshot = BookUpdate::default();
+    let stale = diff.stale_snapshot.lock().expect("not poisoned").take();
+    match stale {
+        Some(stale) => snapshot = stale,
+        None => diff
+            .market
+            .lock()
+            .expect("not poisoned")
+            .snapshot(limit, &mut snapshot),
+    }
+    if delay > 0 {
+        // The snapshot was taken on arrival; it is delivered late (and so is old).
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    let mut body = Vec::new();
+    let stream = venue.streams().diff_stream_name(&symbol);
+    venue.simulated().encode_snapshot(
+        &stream,
+        &snapshot,
+        SnapshotSource::Rest,
+        None,
+        PRICE_DECIMALS,
+        &mut body,
+    );
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
