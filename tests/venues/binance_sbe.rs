@@ -736,8 +736,6 @@ async fn diff_books_on_sbe_stay_true_through_faults() {
     harness.synced().await;
     assert!(harness.simulator.connections(SBE) > connections);
     books_stay_true(&harness, 300).await;
-
-    harness.silence_recycles_the_connection().await;
 }
 
 /// Without its API key the service does not start, and says which keys to set; with it

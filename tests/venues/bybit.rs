@@ -359,34 +359,6 @@ async fn gaps_resubscribe_duplicates_are_dropped_and_no_wrong_book_is_published(
     harness.service.stop().await;
 }
 
-/// A subscription the venue refuses is an error the operator sees, counted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_subscription_is_counted_and_the_venue_left_out() {
-    let harness = start().await;
-    harness.synced().await;
-    harness.simulator.send_raw(
-        BYBIT,
-        r#"{"success":false,"ret_msg":"error:handler not found,topic:orderbook.50.BTCUSDT","conn_id":"x","req_id":"1","op":"subscribe"}"#,
-    );
-    harness
-        .counted(
-            r#"orderbook_connection_errors_total{exchange="bybit",reason="subscription_refused"}"#,
-            1.0,
-        )
-        .await;
-    harness.synced().await;
-    harness.service.stop().await;
-}
-
-/// Silence is a dead connection: reconnected, resubscribed, synced again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_silent_connection_is_recycled_and_the_book_synced_again() {
-    let harness = start().await;
-    harness.synced().await;
-    harness.silence_recycles_the_connection().await;
-    harness.service.stop().await;
-}
-
 /// A frame that does not decode may have been any symbol's: every book of the connection
 /// is out of sync, and (Bybit sending no snapshot by itself) subscribed again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

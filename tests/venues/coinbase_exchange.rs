@@ -347,14 +347,3 @@ async fn a_crossing_or_a_bad_frame_resubscribes_and_the_book_syncs_again() {
         .await;
     harness.service.stop().await;
 }
-
-/// A refused subscription is an error the operator sees, counted; silence recycles the
-/// connection.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refusal_and_silence_end_in_a_new_sync() {
-    let harness = start().await;
-    harness.synced().await;
-    harness.a_refusal_is_counted(r#"{"type":"error","message":"Failed to subscribe","reason":"BTC-XYZ is not a valid product"}"#).await;
-    harness.silence_recycles_the_connection().await;
-    harness.service.stop().await;
-}

@@ -2,8 +2,8 @@
 //! frame of the row is refused (the frames are recorded ones, or frames the venue's
 //! simulator writes where a kind was never recorded), and every malformed frame of the row
 //! gets its typed error. Each venue's module gives its row; a venue without one fails
-//! `every_venue_has_a_row`. What a venue's feed does with such frames end to end (counted,
-//! out of sync, resynchronised) is in the service tests.
+//! `every_venue_has_a_row`. What every venue's feed does end to end with a bad frame, its
+//! refusal of a subscription and silence is `live_conformance.rs`'s table.
 
 use mergebook::book::{BookUpdate, TopBook};
 use mergebook::venue::{DecodeError, VenueId};

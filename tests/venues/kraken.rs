@@ -373,15 +373,6 @@ async fn lost_updates_are_found_by_the_checksum_and_duplicates_are_harmless() {
     harness.service.stop().await;
 }
 
-/// Silence (no heartbeats, no updates) is a dead connection: reconnected, resubscribed.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_silent_connection_is_recycled_and_the_book_synced_again() {
-    let harness = start().await;
-    harness.synced().await;
-    harness.silence_recycles_the_connection().await;
-    harness.service.stop().await;
-}
-
 /// A venue that keeps sending bad checksums cannot cause a storm of resubscriptions: each
 /// loss soon after a sync waits longer. The other symbol on the connection is untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

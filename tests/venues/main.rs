@@ -14,5 +14,6 @@ mod diff_books;
 mod fuzz_corpus;
 mod generated;
 mod kraken;
+mod live_conformance;
 mod okx;
 mod venue_layer;

@@ -445,10 +445,9 @@ async fn okx_syncs_from_snapshots_on_the_stream_and_checks_every_checksum() {
     harness.service.stop().await;
 }
 
-/// The 64008 notice is a reconnect; a refused subscription is an error the operator
-/// sees, counted; silence recycles the connection.
+/// The 64008 notice is a reconnect: connected anew.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upgrade_notices_refusals_and_silence_end_in_a_new_sync() {
+async fn an_upgrade_notice_ends_in_a_new_connection() {
     let harness = start().await;
     harness.synced().await;
     let connections = harness.simulator.connections(OKX);
@@ -459,17 +458,6 @@ async fn upgrade_notices_refusals_and_silence_end_in_a_new_sync() {
         harness.simulator.connections(OKX) > connections
     })
     .await;
-    harness.simulator.send_raw(
-        OKX,
-        r#"{"id":"1","event":"error","code":"60012","msg":"Invalid request","connId":"a4d3ae55"}"#,
-    );
-    harness
-        .counted(
-            r#"orderbook_connection_errors_total{exchange="okx",reason="subscription_refused"}"#,
-            1.0,
-        )
-        .await;
-    harness.silence_recycles_the_connection().await;
     harness.service.stop().await;
 }
 
