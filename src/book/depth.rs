@@ -42,6 +42,13 @@ pub struct WireDecimals {
 }
 
 impl BookUpdate {
+    /// Numbers the update by one id, its first and its last: a venue that numbers each
+    /// message by a single number, or by its time.
+    pub fn set_id(&mut self, id: u64) {
+        self.first_id = id;
+        self.last_id = id;
+    }
+
     /// Room for `levels` per side, so decoding into it never allocates.
     pub fn with_capacity(levels: usize) -> BookUpdate {
         BookUpdate {

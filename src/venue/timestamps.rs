@@ -1,6 +1,14 @@
 //! RFC 3339 times, as venues stamp their messages (Kraken, Coinbase), read exactly into
 //! unix microseconds, and written for the simulator.
 
+use super::DecodeError;
+
+/// [`unix_micros`], or the error saying what was `expected` (`"a time like
+/// 2021-04-17T16:43:37.083117Z"`).
+pub(crate) fn unix_micros_or(text: &[u8], expected: &'static str) -> Result<u64, DecodeError> {
+    unix_micros(text).ok_or(DecodeError::Invalid(expected))
+}
+
 /// `2026-08-12T19:28:08.631028Z` as unix microseconds (UTC, up to 6 fractional digits).
 pub(crate) fn unix_micros(text: &[u8]) -> Option<u64> {
     let number = |range: std::ops::Range<usize>| -> Option<u64> {

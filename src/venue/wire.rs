@@ -2,7 +2,7 @@
 //! written as `[["price","amount"],…]`, the bookkeeping of a message's required keys, the
 //! check that a snapshot's side is sorted. A venue uses these rather than its own copy.
 
-use super::{DecodeError, SubscribeRequest};
+use super::{DecodeError, SubscribeRequest, Walker};
 use crate::book::{Level, Side};
 use crate::fixed::DECIMALS;
 
@@ -90,6 +90,54 @@ impl Seen {
         }
         self.0 |= 1 << bit;
         Ok(())
+    }
+
+    /// The value of the string member `key` (bit `bit`), which must be its first.
+    #[inline(always)]
+    pub(crate) fn string<'a>(
+        &mut self,
+        walker: &mut Walker<'a>,
+        bit: u32,
+        key: &'static str,
+    ) -> Result<&'a [u8], DecodeError> {
+        self.mark(bit, key)?;
+        walker.string()
+    }
+
+    /// The value of the unsigned member `key` (bit `bit`), which must be its first.
+    #[inline(always)]
+    pub(crate) fn unsigned(
+        &mut self,
+        walker: &mut Walker<'_>,
+        bit: u32,
+        key: &'static str,
+    ) -> Result<u64, DecodeError> {
+        self.mark(bit, key)?;
+        walker.unsigned()
+    }
+
+    /// The value of the signed member `key` (bit `bit`), which must be its first.
+    #[inline(always)]
+    pub(crate) fn signed(
+        &mut self,
+        walker: &mut Walker<'_>,
+        bit: u32,
+        key: &'static str,
+    ) -> Result<i64, DecodeError> {
+        self.mark(bit, key)?;
+        walker.signed()
+    }
+
+    /// The value of the boolean member `key` (bit `bit`), which must be its first.
+    #[inline(always)]
+    pub(crate) fn boolean(
+        &mut self,
+        walker: &mut Walker<'_>,
+        bit: u32,
+        key: &'static str,
+    ) -> Result<bool, DecodeError> {
+        self.mark(bit, key)?;
+        walker.boolean()
     }
 
     pub(crate) fn has(&self, bit: u32) -> bool {

@@ -62,10 +62,7 @@ impl<'a> Payload<'a> for PartialDepth<'_> {
         seen: &mut Seen,
     ) -> Result<bool, DecodeError> {
         match key {
-            b"lastUpdateId" => {
-                seen.mark(LAST_UPDATE_ID, "lastUpdateId")?;
-                self.out.venue_sequence = walker.unsigned()?;
-            }
+            b"lastUpdateId" => self.out.venue_sequence = seen.unsigned(walker, LAST_UPDATE_ID, "lastUpdateId")?,
             b"bids" => {
                 seen.mark(BIDS, "bids")?;
                 walker.levels(Side::Bid, self.depth, &mut self.out.bids)?;
@@ -110,14 +107,8 @@ impl<'a> Payload<'a> for DiffEvent<'_> {
         seen: &mut Seen,
     ) -> Result<bool, DecodeError> {
         match key {
-            b"U" => {
-                seen.mark(FIRST_ID, "U")?;
-                self.out.first_id = walker.unsigned()?;
-            }
-            b"u" => {
-                seen.mark(LAST_ID, "u")?;
-                self.out.last_id = walker.unsigned()?;
-            }
+            b"U" => self.out.first_id = seen.unsigned(walker, FIRST_ID, "U")?,
+            b"u" => self.out.last_id = seen.unsigned(walker, LAST_ID, "u")?,
             b"b" | b"a" if walker.peek()? != b'[' => walker.skip_value()?,
             b"b" => {
                 seen.mark(BIDS, "b")?;
@@ -255,10 +246,7 @@ pub(super) fn decode_frame<'a, P: Payload<'a>>(
     let mut inner = Members::default();
     walker.object(|walker, key| {
         match key {
-            b"stream" => {
-                top.seen.mark(STREAM, "stream")?;
-                top.stream = walker.string()?;
-            }
+            b"stream" => top.stream = top.seen.string(walker, STREAM, "stream")?,
             b"data" => {
                 top.seen.mark(DATA, "data")?;
                 walker
@@ -277,10 +265,7 @@ pub(super) fn decode_frame<'a, P: Payload<'a>>(
                 walker.skip_value()?;
             }
             // An answer's; a payload has no `id`.
-            b"id" => {
-                top.seen.mark(REQUEST_ID, "id")?;
-                top.request_id = walker.unsigned()?;
-            }
+            b"id" => top.request_id = top.seen.unsigned(walker, REQUEST_ID, "id")?,
             _ => payload_member(walker, key, &mut payload, &mut top)?,
         }
         Ok(())

@@ -191,14 +191,8 @@ pub(super) fn decode_any_layout<'a>(
     // always read as a book payload; `event` decides afterwards what it was.
     walker.object(|walker, key| {
         match key {
-            b"event" => {
-                seen.mark(EVENT, "event")?;
-                event = walker.string()?;
-            }
-            b"channel" => {
-                seen.mark(CHANNEL, "channel")?;
-                channel = walker.string()?;
-            }
+            b"event" => event = seen.string(walker, EVENT, "event")?,
+            b"channel" => channel = seen.string(walker, CHANNEL, "channel")?,
             b"data" => {
                 seen.mark(DATA, "data")?;
                 if walker.peek()? != b'{' {

@@ -37,22 +37,10 @@ pub(super) fn decode_message<'a>(
     out.clear();
     walker.object(|walker, key| {
         match key {
-            b"topic" => {
-                seen.mark(TOPIC, "topic")?;
-                topic = walker.string()?;
-            }
-            b"type" => {
-                seen.mark(TYPE, "type")?;
-                kind = walker.string()?;
-            }
-            b"op" => {
-                seen.mark(OP, "op")?;
-                op = walker.string()?;
-            }
-            b"success" => {
-                seen.mark(SUCCESS, "success")?;
-                success = walker.boolean()?;
-            }
+            b"topic" => topic = seen.string(walker, TOPIC, "topic")?,
+            b"type" => kind = seen.string(walker, TYPE, "type")?,
+            b"op" => op = seen.string(walker, OP, "op")?,
+            b"success" => success = seen.boolean(walker, SUCCESS, "success")?,
             b"req_id" => request_id = walker.string()?,
             // A book's payload; another topic's (`publicTrade`) is skipped below, by the
             // topic, which may come after it.
@@ -124,10 +112,7 @@ pub(super) fn data_member<'a>(
     out: &mut BookUpdate,
 ) -> Result<(), DecodeError> {
     match key {
-        b"s" => {
-            seen.mark(SYMBOL, "s")?;
-            *symbol = walker.string()?;
-        }
+        b"s" => *symbol = seen.string(walker, SYMBOL, "s")?,
         b"b" => {
             seen.mark(BIDS, "b")?;
             walker.all_levels(None, max_levels, &mut out.bids)?;
@@ -136,12 +121,7 @@ pub(super) fn data_member<'a>(
             seen.mark(ASKS, "a")?;
             walker.all_levels(None, max_levels, &mut out.asks)?;
         }
-        b"u" => {
-            seen.mark(UPDATE_ID, "u")?;
-            let id = walker.unsigned()?;
-            out.first_id = id;
-            out.last_id = id;
-        }
+        b"u" => out.set_id(seen.unsigned(walker, UPDATE_ID, "u")?),
         _ => walker.skip_value()?,
     }
     Ok(())

@@ -32,7 +32,7 @@
 
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};
-use super::timestamps::{unix_micros, write_timestamp};
+use super::timestamps::{unix_micros_or, write_timestamp};
 use crate::book::{BookUpdate, Level, Side, TopBook};
 use crate::json::Walker;
 

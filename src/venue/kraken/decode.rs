@@ -40,22 +40,10 @@ pub(super) fn decode_message<'a>(
     out.clear();
     walker.object(|walker, key| {
         match key {
-            b"channel" => {
-                seen.mark(CHANNEL, "channel")?;
-                channel = walker.string()?;
-            }
-            b"type" => {
-                seen.mark(TYPE, "type")?;
-                kind = walker.string()?;
-            }
-            b"method" => {
-                seen.mark(METHOD, "method")?;
-                method = walker.string()?;
-            }
-            b"success" => {
-                seen.mark(SUCCESS, "success")?;
-                success = walker.boolean()?;
-            }
+            b"channel" => channel = seen.string(walker, CHANNEL, "channel")?,
+            b"type" => kind = seen.string(walker, TYPE, "type")?,
+            b"method" => method = seen.string(walker, METHOD, "method")?,
+            b"success" => success = seen.boolean(walker, SUCCESS, "success")?,
             b"symbol" => acked = walker.string()?,
             b"result" if walker.peek()? == b'{' => walker.object(|walker, key| {
                 match key {
@@ -132,10 +120,7 @@ pub(super) fn payload_member<'a>(
     out: &mut BookUpdate,
 ) -> Result<(), DecodeError> {
     match key {
-        b"symbol" => {
-            seen.mark(SYMBOL, "symbol")?;
-            *symbol = walker.string()?;
-        }
+        b"symbol" => *symbol = seen.string(walker, SYMBOL, "symbol")?,
         b"bids" => {
             seen.mark(BIDS, "bids")?;
             walker.all_shaped_levels(
@@ -165,12 +150,8 @@ pub(super) fn payload_member<'a>(
             );
         }
         b"timestamp" => {
-            seen.mark(TIMESTAMP, "timestamp")?;
-            let micros = unix_micros(walker.string()?).ok_or(DecodeError::Invalid(
-                "a timestamp like 2026-08-12T19:28:08.631028Z",
-            ))?;
-            out.first_id = micros;
-            out.last_id = micros;
+            let text = seen.string(walker, TIMESTAMP, "timestamp")?;
+            out.set_id(unix_micros_or(text, "a timestamp like 2026-08-12T19:28:08.631028Z")?);
         }
         _ => walker.skip_value()?,
     }

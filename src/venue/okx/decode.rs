@@ -68,35 +68,17 @@ pub(super) fn walk<'a>(
                 seen.mark(ARG, "arg")?;
                 walker.object(|walker, key| {
                     match key {
-                        b"channel" => {
-                            members.seen.mark(CHANNEL, "channel")?;
-                            members.channel = walker.string()?;
-                        }
-                        b"instId" => {
-                            members.seen.mark(ARG_INST_ID, "instId")?;
-                            members.inst_id = walker.string()?;
-                        }
+                        b"channel" => members.channel = members.seen.string(walker, CHANNEL, "channel")?,
+                        b"instId" => members.inst_id = members.seen.string(walker, ARG_INST_ID, "instId")?,
                         _ => walker.skip_value()?,
                     }
                     Ok(())
                 })?;
             }
-            b"action" => {
-                seen.mark(ACTION, "action")?;
-                members.action = walker.string()?;
-            }
-            b"event" => {
-                seen.mark(EVENT, "event")?;
-                members.event = walker.string()?;
-            }
-            b"code" => {
-                seen.mark(CODE, "code")?;
-                members.code = walker.string()?;
-            }
-            b"id" => {
-                seen.mark(ID, "id")?;
-                members.id = walker.string()?;
-            }
+            b"action" => members.action = seen.string(walker, ACTION, "action")?,
+            b"event" => members.event = seen.string(walker, EVENT, "event")?,
+            b"code" => members.code = seen.string(walker, CODE, "code")?,
+            b"id" => members.id = seen.string(walker, ID, "id")?,
             b"data" => {
                 seen.mark(DATA, "data")?;
                 walker.elements(|walker| {
@@ -132,26 +114,11 @@ pub(super) fn data_member<'a>(
             seen.mark(BIDS, "bids")?;
             side(walker, Side::Bid)?;
         }
-        b"seqId" => {
-            seen.mark(SEQ_ID, "seqId")?;
-            members.seq_id = walker.unsigned()?;
-        }
-        b"prevSeqId" => {
-            seen.mark(PREV_SEQ_ID, "prevSeqId")?;
-            members.prev_seq_id = walker.signed()?;
-        }
-        b"checksum" => {
-            seen.mark(CHECKSUM, "checksum")?;
-            members.checksum = walker.signed()?;
-        }
-        b"ts" => {
-            seen.mark(TS, "ts")?;
-            members.ts = walker.unsigned()?;
-        }
-        b"instId" => {
-            seen.mark(INST_ID, "instId")?;
-            members.data_inst_id = walker.string()?;
-        }
+        b"seqId" => members.seq_id = seen.unsigned(walker, SEQ_ID, "seqId")?,
+        b"prevSeqId" => members.prev_seq_id = seen.signed(walker, PREV_SEQ_ID, "prevSeqId")?,
+        b"checksum" => members.checksum = seen.signed(walker, CHECKSUM, "checksum")?,
+        b"ts" => members.ts = seen.unsigned(walker, TS, "ts")?,
+        b"instId" => members.data_inst_id = seen.string(walker, INST_ID, "instId")?,
         _ => walker.skip_value()?,
     }
     Ok(())
