@@ -4,7 +4,7 @@
 
 mod common;
 
-use mergebook::config::RawConfig;
+use common::config::TestConfig;
 use mergebook::merger::summary::VenueState;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
@@ -53,24 +53,12 @@ fn suppressed(line: &str) -> u64 {
 }
 
 async fn service_on(url: String) -> Service {
-    let config = format!(
-        r#"
-        [service]
-        output = "none"
-        [feed]
-        backoff_initial_ms = 20
-        backoff_max_ms = 200
-        [venues.binance]
-        url = "{url}"
-        [[instruments]]
-        name = "ETH/BTC"
-        symbols = {{ binance = "ETHBTC" }}
-        "#
-    );
-    let config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
+    let config = TestConfig::new()
+        .set("feed.backoff_initial_ms", 20)
+        .set("feed.backoff_max_ms", 200)
+        .venue_url(BINANCE, url)
+        .instrument("ETH/BTC", &[(BINANCE, "ETHBTC")])
+        .build();
     Service::start(config, Listeners::loopback().await.unwrap()).unwrap()
 }
 

@@ -70,6 +70,25 @@ impl TestConfig {
         self
     }
 
+    /// The last instrument's `venue` symbol sized in contracts of `size`.
+    pub fn contract_size(mut self, venue: VenueId, size: &str) -> Self {
+        let last = self
+            .table
+            .get_mut("instruments")
+            .and_then(Value::as_array_mut)
+            .and_then(|instruments| instruments.last_mut())
+            .and_then(Value::as_table_mut)
+            .expect("an instrument to size");
+        let sizes = last
+            .entry("contract_sizes")
+            .or_insert_with(|| Value::Table(Table::new()));
+        sizes
+            .as_table_mut()
+            .expect("contract_sizes is a table")
+            .insert(venue.name().to_owned(), size.into());
+        self
+    }
+
     /// Parsed and validated, as the service reads a file.
     pub fn build(&self) -> Config {
         let text = toml::to_string(&self.table).expect("a table serialises");

@@ -3,8 +3,8 @@
 //! the service on the simulator in diff mode with two of the venue's symbols, whose every
 //! synced book is checked against the simulator's true book.
 
+use super::config::TestConfig;
 use mergebook::book::Level;
-use mergebook::config::RawConfig;
 use mergebook::merger::kway::MergedLevel;
 use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::record::timeline::RecordedFrame;
@@ -109,45 +109,28 @@ impl Harness {
             Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 5).unwrap();
         // An instrument is named by its symbol, less a market's prefix's ':'.
         let (name, other_name) = (symbol.replace(':', "-"), other.replace(':', "-"));
+        let mut config = TestConfig::new()
+            .set("service.depth", DEPTH as i64)
+            .set("feed.read_idle_timeout_ms", 800)
+            .set("feed.connect_timeout_ms", 1000)
+            .set("feed.backoff_initial_ms", 20)
+            .set("feed.backoff_max_ms", 200)
+            .set(&format!("venues.{venue}.mode"), "diff")
+            .set(&format!("venues.{venue}.snapshot_spacing_ms"), 20)
+            .set(&format!("venues.{venue}.snapshot_timeout_ms"), 1000)
+            .instrument(&name, &[(venue, symbol)])
+            .instrument(&other_name, &[(venue, other)]);
         // Pings every 100 ms, where the venue takes them.
-        let pings = match venue.streams().client_ping() {
-            Some(_) => "ping_interval_ms = 100",
-            None => "",
-        };
+        if venue.streams().client_ping().is_some() {
+            config = config.set(&format!("venues.{venue}.ping_interval_ms"), 100);
+        }
         // A key file, where the venue's market data needs one (the simulator checks it is
         // sent).
-        let api_key = match venue.facts().api_key_header {
-            Some(_) => format!("api_key_file = {:?}", super::api_key_file(venue).display()),
-            None => String::new(),
-        };
-        let config = format!(
-            r#"
-            [service]
-            depth = {DEPTH}
-            output = "none"
-            [feed]
-            read_idle_timeout_ms = 800
-            connect_timeout_ms = 1000
-            backoff_initial_ms = 20
-            backoff_max_ms = 200
-            [venues.{venue}]
-            mode = "diff"
-            {pings}
-            {api_key}
-            snapshot_spacing_ms = 20
-            snapshot_timeout_ms = 1000
-            [[instruments]]
-            name = "{name}"
-            symbols = {{ {venue} = "{symbol}" }}
-            [[instruments]]
-            name = "{other_name}"
-            symbols = {{ {venue} = "{other}" }}
-            "#
-        );
-        let mut config = RawConfig::parse(&config, "test")
-            .unwrap()
-            .validate()
-            .unwrap();
+        if venue.facts().api_key_header.is_some() {
+            let key_file = super::api_key_file(venue).display().to_string();
+            config = config.set(&format!("venues.{venue}.api_key_file"), key_file);
+        }
+        let mut config = config.build();
         simulator.point(&mut config);
         let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
         Harness {

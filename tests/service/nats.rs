@@ -4,13 +4,14 @@
 
 use crate::common;
 
+use common::config::TestConfig;
 use common::nats::NatsServer;
-use mergebook::config::RawConfig;
 use mergebook::publish::nats::book_subject;
 use mergebook::publish::proto::ExactSummary;
 use mergebook::publish::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
+use mergebook::venue::VenueId;
 use prost::Message;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -33,22 +34,20 @@ async fn service(
     nats_url: &str,
     shard: Option<&str>,
 ) -> (Service, std::net::SocketAddr) {
-    let mut config = format!(
-        "[service]\noutput = \"none\"\n{}\n[nats]\nurl = \"{nats_url}\"\nhealth_every_ms = 200\n\
-         [venues.binance]\nurl = \"{}\"\n[venues.bitstamp]\nurl = \"{}\"\n",
-        shard.map_or(String::new(), |shard| format!("shard = \"{shard}\"")),
-        simulator.url(mergebook::venue::VenueId::Binance),
-        simulator.url(mergebook::venue::VenueId::Bitstamp),
-    );
+    let mut config = TestConfig::new()
+        .set("nats.url", nats_url)
+        .set("nats.health_every_ms", 200)
+        .on(simulator, &[VenueId::Binance, VenueId::Bitstamp]);
+    if let Some(shard) = shard {
+        config = config.set("service.shard", shard);
+    }
     for (name, binance, bitstamp) in INSTRUMENTS {
-        config += &format!(
-            "[[instruments]]\nname = \"{name}\"\nsymbols = {{ binance = \"{binance}\", bitstamp = \"{bitstamp}\" }}\n"
+        config = config.instrument(
+            name,
+            &[(VenueId::Binance, binance), (VenueId::Bitstamp, bitstamp)],
         );
     }
-    let config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
+    let config = config.build();
     let listeners = Listeners::loopback().await.unwrap();
     let grpc = listeners.grpc.local_addr().unwrap();
     (Service::start(config, listeners).unwrap(), grpc)

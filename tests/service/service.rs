@@ -6,7 +6,6 @@
 use crate::common;
 use common::config::TestConfig;
 
-use mergebook::config::RawConfig;
 use mergebook::merger::kway::{MergedBook, VenueBook, merge};
 use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::service::{Listeners, Service};
@@ -508,19 +507,14 @@ async fn symbols_beyond_one_connection_s_limit_open_another() {
     let venue = VenueId::Bitstamp;
     let per_connection = venue.facts().max_streams_per_connection;
     let count = per_connection + 1;
-    let instruments: String = (0..count)
-        .map(|n| {
-            format!("[[instruments]]\nname = \"I{n}\"\nsymbols = {{ bitstamp = \"p{n}usd\" }}\n")
-        })
-        .collect();
-    let config = format!(
-        "[service]\ndepth = 5\noutput = \"none\"\n[venues.bitstamp]\nurl = \"{}\"\n{instruments}",
-        simulator.url(venue)
-    );
-    let config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
+    let config = (0..count)
+        .fold(
+            TestConfig::new()
+                .set("service.depth", 5)
+                .on(&simulator, &[venue]),
+            |config, n| config.instrument(&format!("I{n}"), &[(venue, &format!("p{n}usd"))]),
+        )
+        .build();
     let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
     for index in 0..count {
         let mut summaries = service.summaries(index);

@@ -10,10 +10,10 @@
 use crate::common;
 use crate::conformance::{self, Malformed, Row};
 
+use crate::common::config::TestConfig;
 use common::in_band::Harness;
 use futures_util::{SinkExt, StreamExt};
 use mergebook::book::{BookUpdate, Level, TopBook};
-use mergebook::config::RawConfig;
 use mergebook::fixed::FixedPoint;
 use mergebook::merger::summary::VenueState;
 use mergebook::service::{Listeners, Service};
@@ -595,23 +595,19 @@ async fn the_simulator_refuses_a_connection_without_the_key() {
 async fn the_service_merges_binance_on_sbe_with_venues_on_json() {
     let simulator =
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 5).unwrap();
-    let config = format!(
-        r#"
-        [service]
-        depth = 10
-        output = "none"
-        [venues.binance_sbe]
-        api_key_file = {:?}
-        [[instruments]]
-        name = "BTC/USDT"
-        symbols = {{ binance_sbe = "BTCUSDT", bitstamp = "btcusdt", okx = "BTC-USDT" }}
-        "#,
-        common::api_key_file(SBE).display()
-    );
-    let mut config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
+    let key_file = common::api_key_file(SBE).display().to_string();
+    let mut config = TestConfig::new()
+        .set("service.depth", 10)
+        .set("venues.binance_sbe.api_key_file", key_file)
+        .instrument(
+            "BTC/USDT",
+            &[
+                (SBE, "BTCUSDT"),
+                (VenueId::Bitstamp, "btcusdt"),
+                (VenueId::Okx, "BTC-USDT"),
+            ],
+        )
+        .build();
     simulator.point(&mut config);
     let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
     let mut summaries = service.summaries(0);

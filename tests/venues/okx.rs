@@ -6,6 +6,7 @@
 //! verified) and each injected fault ends in a clean resync.
 
 use crate::common;
+use crate::common::config::TestConfig;
 use crate::conformance::{self, Row};
 use crate::generated::object;
 
@@ -463,17 +464,12 @@ async fn an_upgrade_notice_ends_in_a_new_connection() {
 
 /// The service, depth 10, with `config`'s venues and instruments, on a new simulator.
 async fn on_the_simulator(
-    config: &str,
+    config: TestConfig,
 ) -> (mergebook::sim::Simulator, mergebook::service::Service) {
-    use mergebook::config::RawConfig;
     use mergebook::service::{Listeners, Service};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let simulator = mergebook::sim::Simulator::start(listener, 50, 5).unwrap();
-    let config = format!("[service]\ndepth = 10\noutput = \"none\"\n{config}");
-    let mut config = RawConfig::parse(&config, "test")
-        .unwrap()
-        .validate()
-        .unwrap();
+    let mut config = config.set("service.depth", 10).build();
     simulator.point(&mut config);
     let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
     (simulator, service)
@@ -484,14 +480,10 @@ async fn on_the_simulator(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swap_is_merged_as_contracts_times_the_contract_size() {
     let (simulator, service) = on_the_simulator(
-        r#"
-        [venues.okx]
-        mode = "diff"
-        [[instruments]]
-        name = "BTC-PERP"
-        symbols = { okx = "BTC-USDT-SWAP" }
-        contract_sizes = { okx = "10" }
-        "#,
+        TestConfig::new()
+            .set("venues.okx.mode", "diff")
+            .instrument("BTC-PERP", &[(OKX, "BTC-USDT-SWAP")])
+            .contract_size(OKX, "10"),
     )
     .await;
     let mut summaries = service.summaries(0);
@@ -539,14 +531,8 @@ async fn a_swap_is_merged_as_contracts_times_the_contract_size() {
 /// levels a side as the simulator generated them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn books5_in_snapshot_mode_syncs_and_follows_the_venue() {
-    let (simulator, service) = on_the_simulator(
-        r#"
-        [[instruments]]
-        name = "ETH-BTC"
-        symbols = { okx = "ETH-BTC" }
-        "#,
-    )
-    .await;
+    let (simulator, service) =
+        on_the_simulator(TestConfig::new().instrument("ETH-BTC", &[(OKX, "ETH-BTC")])).await;
     let mut summaries = service.summaries(0);
     let synced = |s: &mergebook::merger::summary::Summary| s.venue_state(OKX) == VenueState::Synced;
     tokio::time::timeout(in_band::WAIT, summaries.wait_for(|s| synced(s)))
