@@ -92,52 +92,18 @@ impl Seen {
         Ok(())
     }
 
-    /// The value of the string member `key` (bit `bit`), which must be its first.
+    /// The value of the member `key` (bit `bit`), which must be its first, as `read`
+    /// reads it (`Walker::string`, `Walker::unsigned`, …).
     #[inline(always)]
-    pub(crate) fn string<'a>(
+    pub(crate) fn once<'a, T>(
         &mut self,
         walker: &mut Walker<'a>,
         bit: u32,
         key: &'static str,
-    ) -> Result<&'a [u8], DecodeError> {
+        read: impl FnOnce(&mut Walker<'a>) -> Result<T, DecodeError>,
+    ) -> Result<T, DecodeError> {
         self.mark(bit, key)?;
-        walker.string()
-    }
-
-    /// The value of the unsigned member `key` (bit `bit`), which must be its first.
-    #[inline(always)]
-    pub(crate) fn unsigned(
-        &mut self,
-        walker: &mut Walker<'_>,
-        bit: u32,
-        key: &'static str,
-    ) -> Result<u64, DecodeError> {
-        self.mark(bit, key)?;
-        walker.unsigned()
-    }
-
-    /// The value of the signed member `key` (bit `bit`), which must be its first.
-    #[inline(always)]
-    pub(crate) fn signed(
-        &mut self,
-        walker: &mut Walker<'_>,
-        bit: u32,
-        key: &'static str,
-    ) -> Result<i64, DecodeError> {
-        self.mark(bit, key)?;
-        walker.signed()
-    }
-
-    /// The value of the boolean member `key` (bit `bit`), which must be its first.
-    #[inline(always)]
-    pub(crate) fn boolean(
-        &mut self,
-        walker: &mut Walker<'_>,
-        bit: u32,
-        key: &'static str,
-    ) -> Result<bool, DecodeError> {
-        self.mark(bit, key)?;
-        walker.boolean()
+        read(walker)
     }
 
     pub(crate) fn has(&self, bit: u32) -> bool {
