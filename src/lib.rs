@@ -1,27 +1,27 @@
 //! mergebook: a low-latency multi-exchange order book aggregator.
 //!
-//! The public API, by what it is for. The path of one frame:
+//! The public API, by layer, in the order one frame travels:
 //!
-//! - [`venue`]: one module per exchange decodes its frames (pure: bytes in, book out, or a
-//!   typed [`venue::DecodeError`]), in exact decimals ([`fixed`]);
-//! - [`book`]: the fixed-capacity top-N book a decoder fills, and diff mode's full-depth
-//!   book; [`sync`]: diff mode's rules for joining events to snapshots;
-//! - [`mailbox`]: the single-slot latest-value hand-off from a reader to the merger (the
-//!   project's only `unsafe`, in its own crate, `crates/mailbox`);
-//! - [`merger`]: per-instrument venue states and the rule for who is merged, and the
-//!   merger thread; [`merge`]: the k-way merge itself;
-//! - [`summary`]: the published consolidated book; [`publish`]: its output formats.
+//! - the wire and decimals: [`fixed`], the exact decimal every price and amount is; the JSON
+//!   byte walker the decoders drive is [`venue::Walker`];
+//! - the books: [`book`], the fixed-capacity top-N book a decoder fills, diff mode's
+//!   full-depth book, and [`book::diff_sync`], diff mode's rules for joining events to
+//!   snapshots;
+//! - the feeds: [`venue`], one folder per exchange, whose decoders are pure (bytes in, book
+//!   out, or a typed [`venue::DecodeError`]); [`feed`], the readers, of which the hand-off to
+//!   the merger ([`feed::handoff`]) is public; [`mailbox`], the single-slot latest-value
+//!   slot it goes through (the project's only `unsafe`, in its own crate);
+//! - the merger: [`merger`], the thread, each instrument's [`merger::Consolidation`] (who is
+//!   merged), the k-way merge ([`merger::kway`]) and the published [`merger::summary`];
+//! - serving: [`publish`] (the fan-out, gRPC, JSON lines, NATS) and [`metrics`];
+//! - recording and replay: [`record`] (what the venues sent, as timelines, and the formats
+//!   read back), [`replay`] (recordings through the same path), [`sim`] (the embedded
+//!   exchange simulator);
+//! - configuration and running: [`config`], [`service`] (the whole pipeline started and
+//!   stopped on a tokio runtime), [`cpu`] (the start-up CPU check); the command line's
+//!   terminal view is [`viewer`]; [`clock`] and [`rng`] serve every layer.
 //!
-//! Running it: [`config`] (the file, validated), [`service`] (start and stop the whole
-//! pipeline on a tokio runtime), [`metrics`], [`cpu`] (the start-up CPU check). Around
-//! it: [`record`] (what the venues sent, as timelines), [`replay`] (recorded frames
-//! through the same path), [`sim`] (the embedded exchange
-//! simulator), [`clock`] and [`rng`].
-//!
-//! The readers (`feed`: the I/O, and the sans-I/O core replay shares), the REST snapshot
-//! client (`snapshot`) and the HTTP endpoints (`http`) are private: they are reached through
-//! the service and [`replay`]. The JSON byte walker the decoders are written with is
-//! [`venue::Walker`]. ARCHITECTURE.md has the map and the invariants.
+//! ARCHITECTURE.md has the map and the invariants.
 #![deny(unsafe_code)]
 
 // The wire and decimals.
