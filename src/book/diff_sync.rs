@@ -6,7 +6,7 @@
 //! fetched; the snapshot replaces the book; buffered events it already contains are
 //! dropped and the rest applied; live events follow. How a stream is sequenced — what is
 //! contained, what is a gap, what joins — is the venue's ([`Sequencing`], in
-//! `venue/<name>.rs`, with what its ids cannot show). What may go wrong, and what happens:
+//! `venue/<name>/sequence.rs`, with what its ids cannot show). What may go wrong, and what happens:
 //!
 //! | what | seen as | then |
 //! |---|---|---|

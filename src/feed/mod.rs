@@ -5,7 +5,7 @@
 //! each frame to the connection's [`FeedCore`] (`feed/core/`), which decodes it and
 //! publishes each instrument's book into its mailbox for the merger. The reader does the
 //! I/O: the socket, the timers, the REST snapshot fetches the core asks for, the metrics.
-//! Shared by every venue; what differs per venue lives in `venue/<name>.rs`.
+//! Shared by every venue; what differs per venue lives in `venue/<name>/`.
 //!
 //! It survives what exchanges do: a refused or dropped connection, a venue's reconnect
 //! request, each reconnect paced by one policy (`feed/reconnect.rs`: backoff reset only by a
