@@ -92,18 +92,56 @@ impl Seen {
         Ok(())
     }
 
-    /// The value of the member `key` (bit `bit`), which must be its first, as `read`
-    /// reads it (`Walker::string`, `Walker::unsigned`, …).
+    // One method a kind of value rather than one generic over the reader: passed as a
+    // closure, the reader inlined worse into the decoders (`kraken_update` +3.4 %,
+    // `bybit_delta` +2.1 % instructions).
+
+    /// The value of the string member `key` (bit `bit`), which must be its first.
     #[inline(always)]
-    pub(crate) fn once<'a, T>(
+    pub(crate) fn string<'a>(
         &mut self,
         walker: &mut Walker<'a>,
         bit: u32,
         key: &'static str,
-        read: impl FnOnce(&mut Walker<'a>) -> Result<T, DecodeError>,
-    ) -> Result<T, DecodeError> {
+    ) -> Result<&'a [u8], DecodeError> {
         self.mark(bit, key)?;
-        read(walker)
+        walker.string()
+    }
+
+    /// The value of the unsigned member `key` (bit `bit`), which must be its first.
+    #[inline(always)]
+    pub(crate) fn unsigned(
+        &mut self,
+        walker: &mut Walker<'_>,
+        bit: u32,
+        key: &'static str,
+    ) -> Result<u64, DecodeError> {
+        self.mark(bit, key)?;
+        walker.unsigned()
+    }
+
+    /// The value of the signed member `key` (bit `bit`), which must be its first.
+    #[inline(always)]
+    pub(crate) fn signed(
+        &mut self,
+        walker: &mut Walker<'_>,
+        bit: u32,
+        key: &'static str,
+    ) -> Result<i64, DecodeError> {
+        self.mark(bit, key)?;
+        walker.signed()
+    }
+
+    /// The value of the boolean member `key` (bit `bit`), which must be its first.
+    #[inline(always)]
+    pub(crate) fn boolean(
+        &mut self,
+        walker: &mut Walker<'_>,
+        bit: u32,
+        key: &'static str,
+    ) -> Result<bool, DecodeError> {
+        self.mark(bit, key)?;
+        walker.boolean()
     }
 
     pub(crate) fn has(&self, bit: u32) -> bool {

@@ -63,8 +63,7 @@ impl<'a> Payload<'a> for PartialDepth<'_> {
     ) -> Result<bool, DecodeError> {
         match key {
             b"lastUpdateId" => {
-                self.out.venue_sequence =
-                    seen.once(walker, LAST_UPDATE_ID, "lastUpdateId", Walker::unsigned)?;
+                self.out.venue_sequence = seen.unsigned(walker, LAST_UPDATE_ID, "lastUpdateId")?;
             }
             b"bids" => {
                 seen.mark(BIDS, "bids")?;
@@ -110,8 +109,8 @@ impl<'a> Payload<'a> for DiffEvent<'_> {
         seen: &mut Seen,
     ) -> Result<bool, DecodeError> {
         match key {
-            b"U" => self.out.first_id = seen.once(walker, FIRST_ID, "U", Walker::unsigned)?,
-            b"u" => self.out.last_id = seen.once(walker, LAST_ID, "u", Walker::unsigned)?,
+            b"U" => self.out.first_id = seen.unsigned(walker, FIRST_ID, "U")?,
+            b"u" => self.out.last_id = seen.unsigned(walker, LAST_ID, "u")?,
             b"b" | b"a" if walker.peek()? != b'[' => walker.skip_value()?,
             b"b" => {
                 seen.mark(BIDS, "b")?;
@@ -249,7 +248,7 @@ pub(super) fn decode_frame<'a, P: Payload<'a>>(
     let mut inner = Members::default();
     walker.object(|walker, key| {
         match key {
-            b"stream" => top.stream = top.seen.once(walker, STREAM, "stream", Walker::string)?,
+            b"stream" => top.stream = top.seen.string(walker, STREAM, "stream")?,
             b"data" => {
                 top.seen.mark(DATA, "data")?;
                 walker
@@ -268,7 +267,7 @@ pub(super) fn decode_frame<'a, P: Payload<'a>>(
                 walker.skip_value()?;
             }
             // An answer's; a payload has no `id`.
-            b"id" => top.request_id = top.seen.once(walker, REQUEST_ID, "id", Walker::unsigned)?,
+            b"id" => top.request_id = top.seen.unsigned(walker, REQUEST_ID, "id")?,
             _ => payload_member(walker, key, &mut payload, &mut top)?,
         }
         Ok(())

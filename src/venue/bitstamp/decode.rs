@@ -191,8 +191,8 @@ pub(super) fn decode_any_layout<'a>(
     // always read as a book payload; `event` decides afterwards what it was.
     walker.object(|walker, key| {
         match key {
-            b"event" => event = seen.once(walker, EVENT, "event", Walker::string)?,
-            b"channel" => channel = seen.once(walker, CHANNEL, "channel", Walker::string)?,
+            b"event" => event = seen.string(walker, EVENT, "event")?,
+            b"channel" => channel = seen.string(walker, CHANNEL, "channel")?,
             b"data" => {
                 seen.mark(DATA, "data")?;
                 if walker.peek()? != b'{' {

@@ -37,10 +37,10 @@ pub(super) fn decode_message<'a>(
     out.clear();
     walker.object(|walker, key| {
         match key {
-            b"topic" => topic = seen.once(walker, TOPIC, "topic", Walker::string)?,
-            b"type" => kind = seen.once(walker, TYPE, "type", Walker::string)?,
-            b"op" => op = seen.once(walker, OP, "op", Walker::string)?,
-            b"success" => success = seen.once(walker, SUCCESS, "success", Walker::boolean)?,
+            b"topic" => topic = seen.string(walker, TOPIC, "topic")?,
+            b"type" => kind = seen.string(walker, TYPE, "type")?,
+            b"op" => op = seen.string(walker, OP, "op")?,
+            b"success" => success = seen.boolean(walker, SUCCESS, "success")?,
             b"req_id" => request_id = walker.string()?,
             // A book's payload; another topic's (`publicTrade`) is skipped below, by the
             // topic, which may come after it.
@@ -112,7 +112,7 @@ pub(super) fn data_member<'a>(
     out: &mut BookUpdate,
 ) -> Result<(), DecodeError> {
     match key {
-        b"s" => *symbol = seen.once(walker, SYMBOL, "s", Walker::string)?,
+        b"s" => *symbol = seen.string(walker, SYMBOL, "s")?,
         b"b" => {
             seen.mark(BIDS, "b")?;
             walker.all_levels(None, max_levels, &mut out.bids)?;
@@ -121,7 +121,7 @@ pub(super) fn data_member<'a>(
             seen.mark(ASKS, "a")?;
             walker.all_levels(None, max_levels, &mut out.asks)?;
         }
-        b"u" => out.set_id(seen.once(walker, UPDATE_ID, "u", Walker::unsigned)?),
+        b"u" => out.set_id(seen.unsigned(walker, UPDATE_ID, "u")?),
         _ => walker.skip_value()?,
     }
     Ok(())

@@ -90,7 +90,7 @@ pub(super) fn decode_message<'a>(
     out.clear();
     walker.object(|walker, key| {
         match key {
-            b"channel" => channel = seen.once(walker, CHANNEL, "channel", Walker::string)?,
+            b"channel" => channel = seen.string(walker, CHANNEL, "channel")?,
             b"sequence_num" => {
                 seen.mark(SEQUENCE_NUM, "sequence_num")?;
                 out.message_number = Some(walker.unsigned()?);
@@ -103,7 +103,7 @@ pub(super) fn decode_message<'a>(
                     _ => walker.skip_value()?,
                 }
             }
-            b"type" => kind = seen.once(walker, TYPE, "type", Walker::string)?,
+            b"type" => kind = seen.string(walker, TYPE, "type")?,
             _ => walker.skip_value()?,
         }
         Ok(())
@@ -185,9 +185,7 @@ pub(super) fn read_event<'a>(
                 seen.mark(TYPE, "type")?;
                 kind = Some(is_snapshot(walker.string()?)?);
             }
-            b"product_id" => {
-                product_id = seen.once(walker, PRODUCT_ID, "product_id", Walker::string)?;
-            }
+            b"product_id" => product_id = seen.string(walker, PRODUCT_ID, "product_id")?,
             b"updates" => {
                 seen.mark(UPDATES, "updates")?;
                 match kind {

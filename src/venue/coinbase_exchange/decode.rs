@@ -27,10 +27,8 @@ pub(super) fn decode_message<'a>(
     out.clear();
     walker.object(|walker, key| {
         match key {
-            b"type" => kind = seen.once(walker, TYPE, "type", Walker::string)?,
-            b"product_id" => {
-                product_id = seen.once(walker, PRODUCT_ID, "product_id", Walker::string)?;
-            }
+            b"type" => kind = seen.string(walker, TYPE, "type")?,
+            b"product_id" => product_id = seen.string(walker, PRODUCT_ID, "product_id")?,
             // The sides and changes are read as levels whatever the type, which may come
             // after them; another message's members of these names are no book's.
             b"asks" if walker.peek()? == b'[' => {
@@ -47,7 +45,7 @@ pub(super) fn decode_message<'a>(
                 walker.tagged_levels(TaggedShape::Array, max_levels, bids, asks, None)?;
             }
             b"time" => {
-                let text = seen.once(walker, TIME, "time", Walker::string)?;
+                let text = seen.string(walker, TIME, "time")?;
                 out.set_id(unix_micros_or(text, "a time like 2021-04-17T16:43:37.083117Z")?);
             }
             _ => walker.skip_value()?,

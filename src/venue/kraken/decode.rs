@@ -40,10 +40,10 @@ pub(super) fn decode_message<'a>(
     out.clear();
     walker.object(|walker, key| {
         match key {
-            b"channel" => channel = seen.once(walker, CHANNEL, "channel", Walker::string)?,
-            b"type" => kind = seen.once(walker, TYPE, "type", Walker::string)?,
-            b"method" => method = seen.once(walker, METHOD, "method", Walker::string)?,
-            b"success" => success = seen.once(walker, SUCCESS, "success", Walker::boolean)?,
+            b"channel" => channel = seen.string(walker, CHANNEL, "channel")?,
+            b"type" => kind = seen.string(walker, TYPE, "type")?,
+            b"method" => method = seen.string(walker, METHOD, "method")?,
+            b"success" => success = seen.boolean(walker, SUCCESS, "success")?,
             b"symbol" => acked = walker.string()?,
             b"result" if walker.peek()? == b'{' => walker.object(|walker, key| {
                 match key {
@@ -120,7 +120,7 @@ pub(super) fn payload_member<'a>(
     out: &mut BookUpdate,
 ) -> Result<(), DecodeError> {
     match key {
-        b"symbol" => *symbol = seen.once(walker, SYMBOL, "symbol", Walker::string)?,
+        b"symbol" => *symbol = seen.string(walker, SYMBOL, "symbol")?,
         b"bids" => {
             seen.mark(BIDS, "bids")?;
             walker.all_shaped_levels(
@@ -150,7 +150,7 @@ pub(super) fn payload_member<'a>(
             );
         }
         b"timestamp" => {
-            let text = seen.once(walker, TIMESTAMP, "timestamp", Walker::string)?;
+            let text = seen.string(walker, TIMESTAMP, "timestamp")?;
             out.set_id(unix_micros_or(text, "a timestamp like 2026-08-12T19:28:08.631028Z")?);
         }
         _ => walker.skip_value()?,

@@ -69,22 +69,20 @@ pub(super) fn walk<'a>(
                 walker.object(|walker, key| {
                     match key {
                         b"channel" => {
-                            members.channel =
-                                members.seen.once(walker, CHANNEL, "channel", Walker::string)?;
+                            members.channel = members.seen.string(walker, CHANNEL, "channel")?;
                         }
                         b"instId" => {
-                            members.inst_id =
-                                members.seen.once(walker, ARG_INST_ID, "instId", Walker::string)?;
+                            members.inst_id = members.seen.string(walker, ARG_INST_ID, "instId")?;
                         }
                         _ => walker.skip_value()?,
                     }
                     Ok(())
                 })?;
             }
-            b"action" => members.action = seen.once(walker, ACTION, "action", Walker::string)?,
-            b"event" => members.event = seen.once(walker, EVENT, "event", Walker::string)?,
-            b"code" => members.code = seen.once(walker, CODE, "code", Walker::string)?,
-            b"id" => members.id = seen.once(walker, ID, "id", Walker::string)?,
+            b"action" => members.action = seen.string(walker, ACTION, "action")?,
+            b"event" => members.event = seen.string(walker, EVENT, "event")?,
+            b"code" => members.code = seen.string(walker, CODE, "code")?,
+            b"id" => members.id = seen.string(walker, ID, "id")?,
             b"data" => {
                 seen.mark(DATA, "data")?;
                 walker.elements(|walker| {
@@ -120,13 +118,11 @@ pub(super) fn data_member<'a>(
             seen.mark(BIDS, "bids")?;
             side(walker, Side::Bid)?;
         }
-        b"seqId" => members.seq_id = seen.once(walker, SEQ_ID, "seqId", Walker::unsigned)?,
-        b"prevSeqId" => {
-            members.prev_seq_id = seen.once(walker, PREV_SEQ_ID, "prevSeqId", Walker::signed)?;
-        }
-        b"checksum" => members.checksum = seen.once(walker, CHECKSUM, "checksum", Walker::signed)?,
-        b"ts" => members.ts = seen.once(walker, TS, "ts", Walker::unsigned)?,
-        b"instId" => members.data_inst_id = seen.once(walker, INST_ID, "instId", Walker::string)?,
+        b"seqId" => members.seq_id = seen.unsigned(walker, SEQ_ID, "seqId")?,
+        b"prevSeqId" => members.prev_seq_id = seen.signed(walker, PREV_SEQ_ID, "prevSeqId")?,
+        b"checksum" => members.checksum = seen.signed(walker, CHECKSUM, "checksum")?,
+        b"ts" => members.ts = seen.unsigned(walker, TS, "ts")?,
+        b"instId" => members.data_inst_id = seen.string(walker, INST_ID, "instId")?,
         _ => walker.skip_value()?,
     }
     Ok(())
