@@ -462,7 +462,7 @@ impl Reader {
                             Err(error) => {
                                 let venue = self.venue;
                                 tracing::warn!(%venue, %error, "snapshot request failed");
-                                Err(error.failure())
+                                Err(error.outcome())
                             }
                         };
                         self.core.on_snapshot(stream, generation, result, now, &mut self.outlet);

@@ -1,7 +1,7 @@
 //! The REST client of the diff-mode books' snapshots: reqwest over rustls, with timeouts.
 //! When to ask is the core's (`feed/core/snapshot_schedule.rs`).
 
-use crate::feed::core::snapshot_schedule::FetchFailure;
+use crate::feed::core::snapshot_schedule::FetchOutcome;
 use std::time::Duration;
 
 /// Why a snapshot could not be had.
@@ -19,13 +19,13 @@ pub enum FetchError {
 }
 
 impl FetchError {
-    /// What the book's core needs of this error.
-    pub fn failure(&self) -> FetchFailure {
+    /// How this error ends the request, as far as the schedule is concerned.
+    pub fn outcome(&self) -> FetchOutcome {
         match self {
-            FetchError::RateLimited { retry_after, .. } => FetchFailure::RateLimited {
+            FetchError::RateLimited { retry_after, .. } => FetchOutcome::RateLimited {
                 retry_after: *retry_after,
             },
-            FetchError::Status(_) | FetchError::Http(_) => FetchFailure::Failed,
+            FetchError::Status(_) | FetchError::Http(_) => FetchOutcome::Failed,
         }
     }
 }

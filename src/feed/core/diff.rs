@@ -287,12 +287,13 @@ impl FeedCore {
         })
     }
 
-    /// The answer to `stream`'s snapshot request of `generation`, at `now_ns`.
+    /// The answer to `stream`'s snapshot request of `generation`, at `now_ns`: its body, or
+    /// how the request failed (`RateLimited` or `Failed`).
     pub fn on_snapshot(
         &mut self,
         stream: usize,
         generation: u64,
-        result: Result<&[u8], FetchFailure>,
+        result: Result<&[u8], FetchOutcome>,
         now_ns: u64,
         out: &mut impl FeedOutput,
     ) {
@@ -306,10 +307,7 @@ impl FeedCore {
         }
         let (mut applied, mut dropped) = (0, 0);
         let outcome = match result {
-            Err(FetchFailure::RateLimited { retry_after }) => {
-                FetchOutcome::RateLimited { retry_after }
-            }
-            Err(FetchFailure::Failed) => FetchOutcome::Failed,
+            Err(failed) => failed,
             Ok(body) => {
                 match venue.decode_snapshot(body, diff.settings.max_levels, &mut diff.snapshot) {
                     Err(error) => {

@@ -27,7 +27,7 @@ pub mod snapshot_schedule;
 
 use self::diff::{DiffBook, DiffBooks};
 
-use self::snapshot_schedule::{FetchFailure, FetchOutcome, SnapshotScheduler};
+use self::snapshot_schedule::{FetchOutcome, SnapshotScheduler};
 use crate::book::diff_sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutcome};
 use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::config::DiffSettings;

@@ -31,16 +31,6 @@ pub struct SnapshotPolicy {
     pub rate_limited_pause: Duration,
 }
 
-/// Why a snapshot request brought no body, as far as the book and the schedule need to
-/// know (the reader logs the HTTP client's own error).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FetchFailure {
-    /// HTTP 429 or 418, with the venue's `Retry-After` if it sent one.
-    RateLimited { retry_after: Option<Duration> },
-    /// Network error, timeout, another HTTP status.
-    Failed,
-}
-
 /// How a snapshot request ended, as far as scheduling is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FetchOutcome {
