@@ -102,6 +102,7 @@ async fn every_venue_resyncs_after_a_bad_frame_a_refusal_and_silence() {
             checker
         });
         harness.synced().await;
+        let mut checked_books = 0;
 
         let out_of_sync =
             format!(r#"orderbook_resyncs_total{{exchange="{venue}",reason="decode_error"}}"#);
@@ -109,7 +110,7 @@ async fn every_venue_resyncs_after_a_bad_frame_a_refusal_and_silence() {
         harness.simulator.send_raw(venue, "\u{1}garbage");
         harness.counted(&out_of_sync, before + 1.0).await;
         harness.synced().await;
-        harness.books_stay_true_for(WATCHED).await;
+        checked_books += harness.books_stay_true_for(WATCHED).await;
 
         let connections = harness.simulator.connections(venue);
         harness.a_refusal_is_counted(row.refusal).await;
@@ -118,12 +119,16 @@ async fn every_venue_resyncs_after_a_bad_frame_a_refusal_and_silence() {
         })
         .await;
         harness.synced().await;
-        harness.books_stay_true_for(WATCHED).await;
+        checked_books += harness.books_stay_true_for(WATCHED).await;
 
         harness.silence_recycles_the_connection().await;
-        harness.books_stay_true_for(WATCHED).await;
+        checked_books += harness.books_stay_true_for(WATCHED).await;
 
         harness.service.stop().await;
+        assert!(
+            checked_books > 0,
+            "{venue}: no synced book was compared with the simulator's"
+        );
         let checker = checker.await.unwrap();
         assert!(checker.checked > 0, "{venue}: no summary was published");
         assert!(
