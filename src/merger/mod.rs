@@ -178,14 +178,18 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
             let mut record = None;
             instrument.output.publish_with(|summary| {
                 consolidation.summarize(clock::unix_ns(), summary);
-                summary.published_monotonic_ns = now;
+                // Read after the take: a book handed over since `now` is younger than
+                // `now`, and its age is reported as of this write.
+                let written_ns = clock::monotonic_ns();
+                summary.polled_monotonic_ns = now;
+                summary.published_monotonic_ns = written_ns;
                 received_ns = summary.received_ns;
                 if O::OBSERVES {
                     observer.written(summary);
                     record = Some(PublishRecord {
                         instrument: summary.instrument,
                         polled_ns: now,
-                        written_ns: clock::monotonic_ns(),
+                        written_ns,
                         published_ns: 0,
                         venue_sequence: summary.venue_sequence,
                         venue_received_ns: summary.venue_received_ns,

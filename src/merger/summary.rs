@@ -53,6 +53,11 @@ pub struct Summary {
     pub published_ns: u64,
     /// The monotonic time (`clock::monotonic_ns`) of the merger poll that published it,
     /// the time its stale check measured book ages against (0 from `mergebook replay`).
+    /// A book taken in that poll may have been received after it.
+    pub polled_monotonic_ns: u64,
+    /// The monotonic time read when it was written, after its books were taken: later than
+    /// every book's receipt, the time consumers are told the books' ages at (0 from
+    /// `mergebook replay`).
     pub published_monotonic_ns: u64,
     /// When the newest book in it was received (ns on the process's monotonic clock,
     /// `clock::monotonic_ns`): the start of the frame-to-publish latency.
@@ -85,6 +90,7 @@ impl Summary {
             instrument,
             sequence,
             published_ns,
+            polled_monotonic_ns,
             published_monotonic_ns,
             received_ns,
             book,
@@ -96,6 +102,7 @@ impl Summary {
         *instrument = 0;
         *sequence = 0;
         *published_ns = 0;
+        *polled_monotonic_ns = 0;
         *published_monotonic_ns = 0;
         *received_ns = 0;
         book.clear_writing(depth);
@@ -135,6 +142,7 @@ mod tests {
             instrument: 1,
             sequence: 2,
             published_ns: 3,
+            polled_monotonic_ns: 4,
             published_monotonic_ns: 4,
             received_ns: 5,
             venues: [VenueState::Synced; MAX_VENUES],

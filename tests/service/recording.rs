@@ -204,6 +204,7 @@ fn comparable(summary: &Summary) -> Summary {
     Summary {
         sequence: 0,
         published_ns: 0,
+        polled_monotonic_ns: 0,
         published_monotonic_ns: 0,
         received_ns: 0,
         ..*summary

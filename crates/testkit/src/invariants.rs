@@ -6,7 +6,9 @@
 //! - each side is sorted best first;
 //! - only `Synced` venues have levels in it (nothing of an excluded venue, partial or not);
 //! - no venue's own levels in it are crossed;
-//! - no venue in it is older than the stale age, give or take the merger's check period.
+//! - no venue in it is older than the stale age, give or take the merger's check period;
+//! - no venue's book in it was received after the summary was published (a reported age
+//!   is never below zero).
 
 use mergebook::book::Side;
 use mergebook::fixed::FixedPoint;
@@ -24,6 +26,7 @@ pub enum Violation {
     ExcludedVenueMerged { venue: VenueId, state: VenueState },
     VenueCrossed { venue: VenueId },
     StaleVenueMerged { venue: VenueId, age_ms: u64 },
+    ReceivedAfterPublished { venue: VenueId },
 }
 
 impl std::fmt::Display for Violation {
@@ -43,6 +46,12 @@ impl std::fmt::Display for Violation {
             Violation::VenueCrossed { venue } => write!(f, "{venue}'s own levels are crossed"),
             Violation::StaleVenueMerged { venue, age_ms } => {
                 write!(f, "{venue}'s book was {age_ms} ms old when merged")
+            }
+            Violation::ReceivedAfterPublished { venue } => {
+                write!(
+                    f,
+                    "{venue}'s book was received after the summary holding it"
+                )
             }
         }
     }
@@ -108,14 +117,21 @@ impl InvariantChecker {
             {
                 self.violations.push(Violation::VenueCrossed { venue });
             }
-            let age = summary
-                .published_monotonic_ns
-                .saturating_sub(summary.venue_received_ns[venue.index()]);
-            if summary.published_monotonic_ns > 0 && age > self.max_age_ns {
+            let received = summary.venue_received_ns[venue.index()];
+            let age = summary.polled_monotonic_ns.saturating_sub(received);
+            if summary.polled_monotonic_ns > 0 && age > self.max_age_ns {
                 self.violations.push(Violation::StaleVenueMerged {
                     venue,
                     age_ms: age / 1_000_000,
                 });
+            }
+        }
+        for &venue in VenueId::ALL {
+            if summary.published_monotonic_ns > 0
+                && summary.venue_received_ns[venue.index()] > summary.published_monotonic_ns
+            {
+                self.violations
+                    .push(Violation::ReceivedAfterPublished { venue });
             }
         }
     }
@@ -145,6 +161,7 @@ mod tests {
     fn with_levels(sequence: u64, bids: &[(VenueId, u64)], asks: &[(VenueId, u64)]) -> Summary {
         let mut summary = Summary {
             sequence,
+            polled_monotonic_ns: 10_000_000_000,
             published_monotonic_ns: 10_000_000_000,
             ..Summary::default()
         };
@@ -234,6 +251,20 @@ mod tests {
                 age_ms: 6_000
             })
         );
+
+        // Received after the poll is sound; after the write, not.
+        let mut ahead = summary(7);
+        ahead.venue_received_ns[VenueId::Bitstamp.index()] = 10_000_000_001;
+        checker.check(&ahead);
+        assert_eq!(
+            checker.violations.pop(),
+            Some(Violation::ReceivedAfterPublished {
+                venue: VenueId::Bitstamp
+            })
+        );
+        ahead.sequence = 8;
+        ahead.published_monotonic_ns = 10_000_000_002;
+        checker.check(&ahead);
         assert!(checker.violations.is_empty(), "{:?}", checker.violations);
     }
 }
