@@ -8,7 +8,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{KillOnDrop, free_port, rss_bytes};
+use common::{KillOnDrop, anonymous_rss_bytes, free_port, settled_anonymous_rss_bytes};
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -142,12 +142,13 @@ async fn cost_with(client_buffer: u64) -> (u64, u64) {
     assert_ne!(text, sim, "config/sim.toml has a [grpc] table");
     std::fs::write(&config, text).unwrap();
     let grpc_port = free_port();
+    let metrics: std::net::SocketAddr = ([127, 0, 0, 1], free_port()).into();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_mergebook"))
         .arg("--config")
         .arg(&config)
         .args(["--simulator-rate", SIMULATOR_RATE, "--output", "none"])
         .args(["--grpc-listen", &format!("127.0.0.1:{grpc_port}")])
-        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--metrics-listen", &metrics.to_string()])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -158,16 +159,25 @@ async fn cost_with(client_buffer: u64) -> (u64, u64) {
         assert!(Instant::now() < deadline, "gRPC never listened");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Past start-up: one client served, then the baseline.
+    // Past start-up (every venue synced, one client stuck with summaries queued for it),
+    // then the baseline.
+    common::wait_until("every venue synced", Duration::from_secs(30), || {
+        let (_, health) = common::http_get(metrics, "/health")?;
+        health.contains(r#""status":"OK""#).then_some(())
+    });
     let warm_up = stalled_client(grpc_port).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let before = rss_bytes(pid);
+    common::wait_until(
+        "the first stuck client's queue",
+        Duration::from_secs(30),
+        || (send_queues(pid, grpc_port).iter().any(|&queued| queued > 0)).then_some(()),
+    );
+    let before = settled_anonymous_rss_bytes(pid);
     let mut clients = Vec::new();
     for _ in 0..CLIENTS {
         clients.push(stalled_client(grpc_port).await);
     }
     tokio::time::sleep(FILL_TIME).await;
-    let grown = rss_bytes(pid).saturating_sub(before);
+    let grown = anonymous_rss_bytes(pid).saturating_sub(before);
     let queues = send_queues(pid, grpc_port);
     assert_eq!(queues.len() as u64, CLIENTS + 1, "the stuck connections");
     drop((clients, warm_up));

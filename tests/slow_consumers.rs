@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{KillOnDrop, free_port, rss_bytes};
+use common::{KillOnDrop, anonymous_rss_bytes, free_port, settled_anonymous_rss_bytes};
 use mergebook::publish::proto::{
     SummaryRequest, orderbook_aggregator_client::OrderbookAggregatorClient,
 };
@@ -87,7 +87,7 @@ async fn idle_and_slow_grpc_clients_hold_up_nothing_and_the_limit_refuses_the_ex
     let mut fast = subscribe(grpc_port).await.unwrap();
     let (before, _) = receive_for(&mut fast, Duration::from_secs(3)).await;
     assert!(before > 0, "the normal client receives summaries");
-    let rss_before = rss_bytes(pid);
+    let rss_before = settled_anonymous_rss_bytes(pid);
 
     let mut idle = Vec::new();
     for _ in 0..IDLE_CLIENTS {
@@ -119,7 +119,7 @@ async fn idle_and_slow_grpc_clients_hold_up_nothing_and_the_limit_refuses_the_ex
     );
     // The slow and idle clients skipped to the latest summary, counted.
     assert!(metric(metrics_port, "orderbook_grpc_summaries_skipped_total") > 0.0);
-    let rss_during = rss_bytes(pid);
+    let rss_during = anonymous_rss_bytes(pid);
     let grown = rss_during.saturating_sub(rss_before);
     assert!(
         grown < IDLE_CLIENTS as u64 * MAX_BYTES_PER_IDLE_CLIENT,

@@ -60,11 +60,36 @@ pub fn run_failing(args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// A process's resident memory (the loadtest's reader of `/proc/<pid>/status`).
-pub fn rss_bytes(pid: u32) -> u64 {
-    let (rss, _) = mergebook_testkit::process::memory(&pid.to_string());
-    assert!(rss > 0, "no VmRSS for process {pid}");
-    rss
+/// A process's resident anonymous memory (`RssAnon`: its heap and stacks). Not `VmRSS`:
+/// that also counts the executable's pages, which code running for the first time faults
+/// in (tens of MB of a debug build), whenever that happens.
+pub fn anonymous_rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("RssAnon:")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no RssAnon for process {pid}"));
+    kib * 1024
+}
+
+/// `anonymous_rss_bytes` once it holds still (within 256 KiB over half a second): a
+/// serving process's heap grows by tens of MB in its first seconds (30 MB measured), later
+/// on a loaded machine, then stays. A baseline for measuring what clients cost.
+pub fn settled_anonymous_rss_bytes(pid: u32) -> u64 {
+    let mut last = anonymous_rss_bytes(pid);
+    wait_until("the memory settled", Duration::from_secs(60), || {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = anonymous_rss_bytes(pid);
+        let settled = now.abs_diff(last) < 256 << 10;
+        last = now;
+        settled.then_some(now)
+    })
 }
 
 /// Sends SIGTERM, as systemd and Docker stop a service.

@@ -118,7 +118,12 @@ async fn record_a_run(dir: &std::path::Path) -> (Config, Vec<Summary>) {
     })
     .await;
     common::eventually("every venue synced again", WAIT, || synced(&summaries)).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Some summaries past the faults, so the recording goes on after its last one.
+    let written = summaries.0.lock().unwrap().len();
+    common::eventually("20 summaries more", WAIT, || {
+        summaries.0.lock().unwrap().len() >= written + 20
+    })
+    .await;
     service.stop().await;
     let written = std::mem::take(&mut *summaries.0.lock().unwrap());
     (config, written)
@@ -397,9 +402,10 @@ fn timeline_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 fn the_record_command_records_what_replay_recording_and_replay_snapshot_read() {
     let dir = std::env::temp_dir().join(format!("mergebook-record-cli-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    let metrics: std::net::SocketAddr = ([127, 0, 0, 1], common::free_port()).into();
     let recorder = std::process::Command::new(env!("CARGO_BIN_EXE_mergebook"))
         .args(["record", "--config", "config/sim.toml"])
-        .args(["--metrics-listen", "127.0.0.1:0", "--dir"])
+        .args(["--metrics-listen", &metrics.to_string(), "--dir"])
         .arg(&dir)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(std::process::Stdio::null())
@@ -410,7 +416,22 @@ fn the_record_command_records_what_replay_recording_and_replay_snapshot_read() {
     common::wait_until("a file of every venue", WAIT, || {
         (timeline_files(&dir).len() == VenueId::ALL.len()).then_some(())
     });
-    std::thread::sleep(Duration::from_secs(2));
+    // Stopped once every venue has handed over 20 synced books (the recorder runs no
+    // merger, so each one after the first is superseded): what the replay below must
+    // find, however slowly a loaded machine got there.
+    common::wait_until("20 books of every venue", WAIT, || {
+        let (_, exposition) = common::http_get(metrics, "/metrics")?;
+        VenueId::ALL
+            .iter()
+            .all(|venue| {
+                let series = format!("orderbook_books_superseded_total{{exchange=\"{venue}\"}} ");
+                exposition
+                    .lines()
+                    .find_map(|line| line.strip_prefix(&series)?.parse::<f64>().ok())
+                    .is_some_and(|books| books >= 20.0)
+            })
+            .then_some(())
+    });
     common::terminate(&recorder.0);
     let mut recorder = recorder;
     assert!(recorder.0.wait().unwrap().success());

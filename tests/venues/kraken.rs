@@ -423,12 +423,13 @@ async fn heartbeats_keep_a_quiet_book_connected() {
     harness.simulator.pause(KRAKEN, true);
     let idle_timeouts =
         r#"orderbook_connection_errors_total{exchange="kraken",reason="idle_timeout"}"#;
-    for _ in 0..12 {
-        // 2.4 s of heartbeats, three times the read-idle timeout.
+    for _ in 0..24 {
+        // 2.4 s of heartbeats, three times the read-idle timeout; one every 100 ms, so a
+        // stall of the test's own thread up to 700 ms still keeps them within it.
         harness
             .simulator
             .send_raw(KRAKEN, r#"{"channel":"heartbeat"}"#);
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(harness.metric(idle_timeouts), 0.0, "heartbeats kept it");
     assert_eq!(harness.simulator.connections(KRAKEN), 1);
