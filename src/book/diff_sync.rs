@@ -84,15 +84,19 @@ pub enum ResyncReason {
     DecodeError,
     /// The book disagreed with the venue's checksum.
     Checksum,
+    /// Its stream was silent for the read-idle allowance and subscribed again: events may
+    /// have been lost that nothing on some venues' streams would show.
+    Silence,
 }
 
 impl ResyncReason {
-    pub const ALL: [ResyncReason; 5] = [
+    pub const ALL: [ResyncReason; 6] = [
         ResyncReason::Connect,
         ResyncReason::Gap,
         ResyncReason::Crossed,
         ResyncReason::DecodeError,
         ResyncReason::Checksum,
+        ResyncReason::Silence,
     ];
 
     pub fn name(self) -> &'static str {
@@ -102,6 +106,7 @@ impl ResyncReason {
             ResyncReason::Crossed => "crossed",
             ResyncReason::DecodeError => "decode_error",
             ResyncReason::Checksum => "checksum",
+            ResyncReason::Silence => "silence",
         }
     }
 }

@@ -422,7 +422,7 @@ impl Reader {
                 next = socket.next() => next,
                 _ = &mut idle_timer => {
                     let now = clock::monotonic_ns();
-                    match self.core.check_silence(now, allowance_ns) {
+                    match self.core.check_silence(now, allowance_ns, &mut self.outlet) {
                         Silence::None => {}
                         Silence::Resubscribe { streams, frames } => {
                             self.outlet.metrics.silent_resubscriptions.inc_by(streams as u64);

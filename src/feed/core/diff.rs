@@ -193,6 +193,29 @@ impl FeedCore {
         out.publish(slot, |feed| feed.state = VenueState::OutOfSync);
     }
 
+    /// `slot` is subscribed again after a silence in which events may have been lost, which
+    /// Bitstamp's and Coinbase Exchange's streams could not show (their events carry no id
+    /// to chain): out of sync until a snapshot rebuilds it, the one its new subscription
+    /// brings (in-band) or the one its first buffered event asks for (REST).
+    pub(super) fn resubscribed_after_silence(
+        &mut self,
+        slot: usize,
+        now_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let Some(diff) = &mut self.diff else { return };
+        let book = &mut diff.books[slot];
+        if book.sync.is_synced() {
+            book.out_of_sync_since_ns = now_ns;
+            out.note(Some(slot), FeedEvent::Resync(ResyncReason::Silence));
+        }
+        book.sync.reset();
+        book.generation += 1;
+        book.awaiting_since_ns = (diff.source == SnapshotSource::InBand).then_some(now_ns);
+        diff.scheduler.lost(slot, now_ns, false);
+        out.publish(slot, |feed| feed.state = VenueState::OutOfSync);
+    }
+
     /// Publishes the top of a synced diff book.
     pub(super) fn publish_diff_book(
         &mut self,

@@ -287,11 +287,16 @@ impl FeedCore {
     }
 
     /// The read-idle watchdog at `now_ns`: each stream silent for `allowance_ns` is
-    /// subscribed again (its clock restarts); one already subscribed again for silence,
-    /// silent for another allowance, gives the connection up. A quiet market longer than
-    /// the allowance costs a resubscription; the allowance is the venue's
-    /// `read_idle_timeout_ms`.
-    pub fn check_silence(&mut self, now_ns: u64, allowance_ns: u64) -> Silence {
+    /// subscribed again (its clock restarts; a diff book is out of sync until a snapshot
+    /// rebuilds it); one already subscribed again for silence, silent for another
+    /// allowance, gives the connection up. A quiet market longer than the allowance costs
+    /// a resubscription; the allowance is the venue's `read_idle_timeout_ms`.
+    pub fn check_silence(
+        &mut self,
+        now_ns: u64,
+        allowance_ns: u64,
+        out: &mut impl FeedOutput,
+    ) -> Silence {
         let silent: Vec<usize> = (0..self.streams.len())
             .filter(|&slot| now_ns.saturating_sub(self.last_data_ns[slot]) >= allowance_ns)
             .collect();
@@ -313,6 +318,7 @@ impl FeedCore {
             tracing::debug!(venue = %self.venue, stream = %self.streams[slot].name, "no book data for the read-idle allowance; subscribing again");
             self.resubscribed_for_silence[slot] = true;
             self.last_data_ns[slot] = now_ns;
+            self.resubscribed_after_silence(slot, now_ns, out);
         }
         let mut frames = self
             .venue

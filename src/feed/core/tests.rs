@@ -120,9 +120,10 @@ fn a_silent_stream_is_subscribed_again_then_its_connection_recycled() {
     core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
     let allowance = 100;
     assert_eq!(core.next_silence_check(allowance), 100);
-    assert_eq!(core.check_silence(99, allowance), Silence::None);
+    assert_eq!(core.check_silence(99, allowance, &mut out), Silence::None);
     core.on_frame(&book_frame(venue, "BTCUSDT", 1), 50, &mut out);
-    let Silence::Resubscribe { streams, frames } = core.check_silence(100, allowance) else {
+    let Silence::Resubscribe { streams, frames } = core.check_silence(100, allowance, &mut out)
+    else {
         panic!("the silent stream is subscribed again");
     };
     assert_eq!(streams, 1);
@@ -148,15 +149,18 @@ fn a_silent_stream_is_subscribed_again_then_its_connection_recycled() {
     core.on_frame(&book_frame(venue, "ETHBTC", 1), 150, &mut out);
     core.on_frame(&book_frame(venue, "BTCUSDT", 3), 240, &mut out);
     assert!(matches!(
-        core.check_silence(250, allowance),
+        core.check_silence(250, allowance, &mut out),
         Silence::Resubscribe { streams: 1, .. }
     ));
     core.on_frame(&book_frame(venue, "BTCUSDT", 4), 340, &mut out);
-    assert_eq!(core.check_silence(349, allowance), Silence::None);
-    assert_eq!(core.check_silence(350, allowance), Silence::Recycle);
+    assert_eq!(core.check_silence(349, allowance, &mut out), Silence::None);
+    assert_eq!(
+        core.check_silence(350, allowance, &mut out),
+        Silence::Recycle
+    );
     // A new connection starts every count over.
     core.connected(400, &mut out);
-    assert_eq!(core.check_silence(499, allowance), Silence::None);
+    assert_eq!(core.check_silence(499, allowance, &mut out), Silence::None);
 }
 
 /// A stream sized in contracts is handed on in the base currency, each size times the
@@ -288,4 +292,101 @@ fn a_rest_venue_s_connection_awaits_no_in_band_snapshot() {
     core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
     assert_eq!(core.next_snapshot_at(1), None);
     assert!(core.start_snapshot(10_000_000_000).is_none());
+}
+
+/// A diff stream subscribed again for silence may have lost events that nothing on
+/// Bitstamp's stream would show (its events carry no id to chain): its book is out of
+/// sync from the resubscription, the events after it are buffered rather than applied to
+/// the old book, and a new snapshot rebuilds it.
+#[test]
+fn a_diff_book_subscribed_again_for_silence_waits_for_a_new_snapshot() {
+    let venue = VenueId::Bitstamp;
+    let settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
+        depth: 10,
+        max_levels: 100,
+        snapshot_depth: 100,
+    });
+    let name = venue.streams().diff_stream_name("btcusd");
+    let streams = vec![CoreStream {
+        name: name.clone(),
+        symbol: "btcusd".to_owned(),
+        contract_size: None,
+    }];
+    let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
+    let mut out = Recorder::default();
+    core.connected(0, &mut out);
+    let ack = format!(r#"{{"event":"bts:subscription_succeeded","channel":"{name}","data":{{}}}}"#);
+    core.on_frame(ack.as_bytes(), 1, &mut out);
+    let level = |price: u64| Level {
+        price: FixedPoint::from_raw(price),
+        amount: FixedPoint::from_raw(100_000_000),
+    };
+    let update = |micros: u64, bid: u64| crate::book::BookUpdate {
+        first_id: micros,
+        last_id: micros,
+        bids: vec![level(bid)],
+        asks: vec![level(6_900_000)],
+        ..crate::book::BookUpdate::default()
+    };
+    let event = |micros: u64, bid: u64| {
+        let mut frame = Vec::new();
+        venue
+            .simulated()
+            .encode_diff(&name, &update(micros, bid), None, 8, 0, &mut frame);
+        frame
+    };
+    let snapshot = |micros: u64, bid: u64| {
+        let mut body = Vec::new();
+        venue.simulated().encode_snapshot(
+            &name,
+            &update(micros, bid),
+            crate::venue::SnapshotSource::Rest,
+            None,
+            8,
+            &mut body,
+        );
+        body
+    };
+    // Synced: an event, the snapshot it asks for, an event applied.
+    core.on_frame(&event(1_000, 6_800_000), 2, &mut out);
+    let Some(SnapshotRequest::Fetch { generation, .. }) = core.start_snapshot(3) else {
+        panic!("the first event asks for a snapshot");
+    };
+    core.on_snapshot(0, generation, Ok(&snapshot(1_500, 6_800_000)), 4, &mut out);
+    core.on_frame(&event(2_000, 6_810_000), 5, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+
+    // Silent for the allowance (its lost events unseen), then subscribed again.
+    let allowance = 100;
+    assert!(matches!(
+        core.check_silence(105, allowance, &mut out),
+        Silence::Resubscribe { streams: 1, .. }
+    ));
+    assert_eq!(out.published.last(), Some(&(0, VenueState::OutOfSync)));
+    assert!(
+        out.events
+            .contains(&FeedEvent::Resync(ResyncReason::Silence))
+    );
+    let synced = synced_publishes(&out);
+    core.on_frame(ack.as_bytes(), 106, &mut out);
+    core.on_frame(&event(9_000, 6_820_000), 107, &mut out);
+    assert_eq!(
+        synced_publishes(&out),
+        synced,
+        "not applied to the old book"
+    );
+    let Some(SnapshotRequest::Fetch { generation, .. }) = core.start_snapshot(10_000_000_000)
+    else {
+        panic!("the first event after the resubscription asks for a snapshot");
+    };
+    core.on_snapshot(
+        0,
+        generation,
+        Ok(&snapshot(9_500, 6_830_000)),
+        10_000_000_001,
+        &mut out,
+    );
+    core.on_frame(&event(10_000, 6_840_000), 10_000_000_002, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+    assert_eq!(out.book.bids.as_slice()[0], level(6_840_000));
 }
