@@ -388,12 +388,11 @@ pub enum Message<'a> {
     /// The venue asks the client to reconnect (Binance `serverShutdown`, Bitstamp
     /// `bts:request_reconnect`).
     Reconnect,
-    /// An application-level heartbeat.
+    /// An application-level heartbeat (Kraken's, both Coinbase feeds' heartbeat
+    /// channels). Not book data: a heartbeat naming one product, or the connection, says
+    /// nothing of another subscription, and the read-idle watchdog must still find a dead
+    /// one.
     Heartbeat,
-    /// The venue's heartbeat for the connection's subscriptions: they are live, with
-    /// nothing to send (the read-idle watchdog counts it as book data, so a quiet book is
-    /// not taken for a dead subscription).
-    SubscriptionsAlive,
     /// A well-formed message this decoder has no use for (other event types).
     Ignored,
 }

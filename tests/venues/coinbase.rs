@@ -163,14 +163,14 @@ fn the_recorded_control_frames_decode() {
             acked: Acked::Oldest
         }
     );
-    let alive = format!("{:?}", Message::SubscriptionsAlive);
+    let heartbeat = format!("{:?}", Message::Heartbeat);
     let decoded: Vec<_> = control[2..].iter().map(|frame| decode(frame)).collect();
     assert_eq!(
         decoded,
         [
             (acked.clone(), Some(1)),
             (acked.clone(), Some(2)),
-            (alive, Some(3)),
+            (heartbeat, Some(3)),
             (refused, None),
             (acked, Some(1)),
         ]

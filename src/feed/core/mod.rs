@@ -196,10 +196,9 @@ pub struct FeedCore {
     first_book_ns: Option<u64>,
     /// The number of the connection's last message, where the venue numbers them.
     last_message_number: Option<u64>,
-    /// Per stream, when its last book data arrived (or the venue's heartbeat for its
-    /// subscriptions), or it was last subscribed: the read-idle watchdog's clock. Pings,
-    /// acks and connection heartbeats do not move it, so a dead subscription on a live
-    /// socket is found.
+    /// Per stream, when its last book data arrived, or it was last subscribed: the read-idle
+    /// watchdog's clock. Pings, acks and heartbeats do not move it, so a dead subscription
+    /// on a live socket is found.
     last_data_ns: Vec<u64>,
     /// Per stream, whether it was subscribed again for silence and has delivered nothing
     /// since: silent once more, it recycles the connection.
@@ -536,10 +535,6 @@ impl FeedCore {
                 accepted: false, ..
             }) => return FrameVerdict::Refused,
             Ok(Message::Reconnect) => return FrameVerdict::Reconnect,
-            Ok(Message::SubscriptionsAlive) => {
-                self.last_data_ns.fill(received_ns);
-                self.resubscribed_for_silence.fill(false);
-            }
             Ok(Message::Heartbeat) => {}
             Ok(Message::Ignored) => out.note(None, FeedEvent::Ignored),
             Err(error) => self.on_bad_frame(BadFrame::Decode(error), received_ns, out),

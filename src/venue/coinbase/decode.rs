@@ -128,7 +128,7 @@ pub(super) fn decode_message<'a>(
             accepted: true,
             acked: Acked::Oldest,
         }),
-        b"heartbeats" => Ok(Message::SubscriptionsAlive),
+        b"heartbeats" => Ok(Message::Heartbeat),
         // Only subscriptions are asked for: an error refuses one.
         b"" if kind == b"error" => Ok(Message::SubscribeResult {
             accepted: false,

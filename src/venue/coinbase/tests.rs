@@ -137,10 +137,10 @@ fn the_simulator_numbers_the_messages_it_encodes() {
     assert_eq!(out.message_number, Some(7));
     let heartbeat = Coinbase.number_message(&Coinbase.heartbeat(3).unwrap(), 8).unwrap();
     let message = Coinbase::decode_diff(heartbeat.as_bytes(), 10, &mut out);
-    assert_eq!((message, out.message_number), (Ok(Message::SubscriptionsAlive), Some(8)));
+    assert_eq!((message, out.message_number), (Ok(Message::Heartbeat), Some(8)));
             let heartbeat = Coinbase.number_message(&Coinbase.heartbeat(3).unwrap(), 8).unwrap();
     let message = Coinbase::decode_diff(heartbeat.as_bytes(), 10, &mut out);
-    assert_eq!((message, out.message_number), (Ok(Message::SubscriptionsAlive), Some(8)));
+    assert_eq!((message, out.message_number), (Ok(Message::Heartbeat), Some(8)));
     let error = r#"{"type":"error","message":"authentication failure"}"#;
     assert_eq!(Coinbase.number_message(error, 8), None);
     let answer = Coinbase.answer_request(r#"{"type":"subscribe","channel":"heartbeats"}"#);

@@ -77,7 +77,7 @@ pub(super) fn decode_message<'a>(
             accepted: false,
             acked: Acked::Oldest,
         }),
-        b"heartbeat" => Ok(Message::SubscriptionsAlive),
+        b"heartbeat" => Ok(Message::Heartbeat),
         b"" => Err(DecodeError::MissingKey("type")),
         _ => Ok(Message::Ignored),
     }

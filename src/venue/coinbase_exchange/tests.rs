@@ -25,7 +25,7 @@ fn control_frames_are_classified() {
         ),
         (
             r#"{"type":"heartbeat","last_trade_id":17393422,"product_id":"ETH-USD","sequence":3461,"time":"2021-04-17T16:43:37.083117Z"}"#,
-            Ok(Message::SubscriptionsAlive),
+            Ok(Message::Heartbeat),
         ),
         (
             r#"{"type":"ticker","product_id":"ETH-USD","price":"1"}"#,

@@ -93,8 +93,9 @@ pub(super) fn decode_message<'a>(
                 }
                 Ok(Message::Book { stream: symbol })
             }
-            // Sent while subscribed and nothing changes: the subscriptions are live.
-            b"heartbeat" => Ok(Message::SubscriptionsAlive),
+            // The connection's, about once a second: no book's data (the read-idle
+            // watchdog would take a dead subscription for a quiet one).
+            b"heartbeat" => Ok(Message::Heartbeat),
             _ => Ok(Message::Ignored),
         };
     }

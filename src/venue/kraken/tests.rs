@@ -55,7 +55,7 @@ fn control_frames_are_classified() {
         ),
         (
             r#"{"channel":"heartbeat"}"#,
-            Ok(Message::SubscriptionsAlive),
+            Ok(Message::Heartbeat),
         ),
         (
             r#"{"method":"subscribe","result":{"channel":"book","depth":10,"snapshot":true,"symbol":"ETH/BTC"},"success":true,"time_in":"2026-08-26T15:16:16.576099Z","time_out":"2026-08-26T15:16:16.576140Z"}"#,
