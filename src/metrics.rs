@@ -39,6 +39,7 @@ pub struct Metrics {
     pub book_age_seconds: prometheus::GaugeVec,
     // Diff mode.
     pub gaps: IntCounterVec,
+    pub unverified_snapshots: IntCounterVec,
     pub resyncs: IntCounterVec,
     pub checksum_mismatches: IntCounterVec,
     pub resync_seconds: HistogramVec,
@@ -159,9 +160,15 @@ impl Metrics {
             "orderbook_gaps_total",
             "Diff mode: events found missing (the instrument's book is rebuilt).",
         );
+        let unverified_snapshots = counter(
+            "orderbook_unverified_snapshots_total",
+            "Diff mode: snapshots taken without the checksum the venue's books carry (a thin \
+             book's may lack it); its next update's checksum verifies the book.",
+        );
         let resyncs = labelled(
             "orderbook_resyncs_total",
-            "Diff mode: book rebuilds, by reason (connect, gap, crossed, decode_error, checksum).",
+            "Diff mode: book rebuilds, by reason (connect, gap, crossed, decode_error, checksum, \
+             silence).",
             &["exchange", "reason"],
         );
         let checksum_mismatches = labelled(
@@ -331,6 +338,7 @@ impl Metrics {
             Box::new(venue_state.clone()),
             Box::new(book_age_seconds.clone()),
             Box::new(gaps.clone()),
+            Box::new(unverified_snapshots.clone()),
             Box::new(resyncs.clone()),
             Box::new(checksum_mismatches.clone()),
             Box::new(resync_seconds.clone()),
@@ -357,6 +365,7 @@ impl Metrics {
             venue_state,
             book_age_seconds,
             gaps,
+            unverified_snapshots,
             resyncs,
             checksum_mismatches,
             resync_seconds,
@@ -396,6 +405,7 @@ impl Metrics {
             connect_attempts: self.connect_attempts.with_label_values(&labels),
             connect_budget_waits: self.connect_budget_waits.with_label_values(&labels),
             gaps: self.gaps.with_label_values(&labels),
+            unverified_snapshots: self.unverified_snapshots.with_label_values(&labels),
             resyncs: ResyncReason::ALL.map(|reason| {
                 self.resyncs
                     .with_label_values(&[venue.name(), reason.name()])
@@ -456,6 +466,7 @@ pub struct VenueMetrics {
     pub connect_attempts: IntCounter,
     pub connect_budget_waits: IntCounter,
     pub gaps: IntCounter,
+    pub unverified_snapshots: IntCounter,
     resyncs: [IntCounter; ResyncReason::ALL.len()],
     pub resync_seconds: Histogram,
     snapshot_requests: [IntCounter; SNAPSHOT_OUTCOMES.len()],

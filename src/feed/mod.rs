@@ -213,6 +213,7 @@ impl FeedOutput for Outlet {
             }
             FeedEvent::Synced { took_ns } => metrics.resync_seconds.observe(took_ns as f64 * 1e-9),
             FeedEvent::SnapshotsCancelled => self.fetches.abort_all(),
+            FeedEvent::UnverifiedSnapshot => metrics.unverified_snapshots.inc(),
             FeedEvent::ChecksumMismatch => {
                 if let Some(counter) =
                     stream.and_then(|stream| self.checksum_mismatches.get(stream))

@@ -145,6 +145,11 @@ pub trait Decode {
 /// The venue's checksum of a diff book, where it has one; computed after every message,
 /// so enum-dispatched like [`Decode`]. A venue without one implements it empty.
 pub trait Checksum {
+    /// Whether the venue's book messages carry its checksum (Kraken's: an update without
+    /// one is a decode error, and a snapshot without one, as Kraken sends a thin book's,
+    /// is counted); false where the checksum is optional or absent.
+    const ON_EVERY_BOOK: bool = false;
+
     /// The venue's checksum of `book` with its numbers written with `decimals`, to compare
     /// with the one a message carries (`BookUpdate::checksum`); `None` where the venue has
     /// none.

@@ -185,6 +185,11 @@ impl VenueId {
         dispatch!(self, V => V::checksum(book, decimals))
     }
 
+    /// See [`Checksum::ON_EVERY_BOOK`].
+    pub fn checksums_every_book(self) -> bool {
+        dispatch!(self, V => V::ON_EVERY_BOOK)
+    }
+
     /// See [`Checksum::checksum_after_change`].
     pub fn checksum_after_change(
         self,

@@ -168,21 +168,33 @@ fn a_wrong_checksum_in_a_recording_takes_the_book_out_of_sync() {
 #[test]
 fn the_book_is_cut_to_the_depth_subscribed() {
     let mut frames = frames(RECORDINGS[0]);
-    frames.push(
-        r#"{"channel":"book","type":"update","data":[{"symbol":"BTC/USD","bids":[{"price":63299.0,"qty":1.00000000}],"asks":[],"timestamp":"2026-08-12T19:28:10.000000Z"}]}"#
-            .to_owned(),
-    );
     let (published, _) = replay(&frames, 20);
-    let (before, _) = published[published.len() - 2].clone().unwrap();
+    let (before, asks_before) = published.last().unwrap().clone().unwrap();
+    // A new second-best bid, with the checksum of the book cut to the depth after it.
+    let new_bid = Level {
+        price: "63299.0".parse().unwrap(),
+        amount: "1".parse().unwrap(),
+    };
+    let mut expected = vec![before[0], new_bid];
+    expected.extend_from_slice(&before[1..RECORDED_DEPTH - 1]);
+    let mut book = mergebook::book::DepthBook::new(1000);
+    book.replace(&BookUpdate {
+        bids: expected.clone(),
+        asks: asks_before.clone(),
+        ..BookUpdate::default()
+    });
+    let decimals = mergebook::book::WireDecimals {
+        price: 1,
+        amount: 8,
+    };
+    let checksum = KRAKEN.checksum(&book, decimals).unwrap();
+    frames.push(format!(
+        r#"{{"channel":"book","type":"update","data":[{{"symbol":"BTC/USD","bids":[{{"price":63299.0,"qty":1.00000000}}],"asks":[],"checksum":{checksum},"timestamp":"2026-08-12T19:28:10.000000Z"}}]}}"#
+    ));
+    let (published, _) = replay(&frames, 20);
     let (bids, asks) = published.last().unwrap().clone().unwrap();
     assert_eq!((bids.len(), asks.len()), (RECORDED_DEPTH, RECORDED_DEPTH));
-    assert_eq!(bids[0], before[0]);
-    assert_eq!(bids[1].price, "63299.0".parse().unwrap());
-    assert_eq!(
-        bids[2..],
-        before[1..RECORDED_DEPTH - 1],
-        "the worst bid was cut"
-    );
+    assert_eq!(bids, expected, "the worst bid was cut");
 }
 
 // ---- the decoder on bad input ----
@@ -281,6 +293,11 @@ proptest! {
         ];
         let frame = object(&mut members, seed.rotate_left(7), spaced);
         let (message, update) = decode(frame.as_bytes());
+        if !snapshot && checksum.is_none() {
+            // An update must carry its checksum (a thin book's snapshot may not).
+            prop_assert_eq!(message, Err(DecodeError::MissingKey("checksum")), "{}", frame);
+            return Ok(());
+        }
         prop_assert_eq!(message, Ok(Message::Book { stream: b"ETH/BTC" }), "{}", frame);
         let levels = |side: &[(u64, u64)]| -> Vec<Level> {
             side.iter().map(|&(p, q)| Level { price: FixedPoint::from_raw(p), amount: FixedPoint::from_raw(q) }).collect()

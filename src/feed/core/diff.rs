@@ -154,7 +154,12 @@ impl FeedCore {
             if let Some(kept) = diff.kept_depth {
                 book.sync.book.truncate(kept);
             }
-            let claimed = diff.update.checksum?;
+            let Some(claimed) = diff.update.checksum else {
+                if diff.update.is_snapshot && venue.checksums_every_book() {
+                    out.note(Some(slot), FeedEvent::UnverifiedSnapshot);
+                }
+                return None;
+            };
             let computed =
                 venue.checksum_after_change(&book.sync.book, book.decimals, &mut book.checksum_texts);
             (computed != Some(claimed)).then(|| {

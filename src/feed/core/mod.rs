@@ -105,6 +105,8 @@ pub enum FeedEvent {
     SnapshotsCancelled,
     /// A diff book disagreed with the venue's checksum (and is resynchronised).
     ChecksumMismatch,
+    /// A snapshot came without the checksum the venue's books carry: taken unverified.
+    UnverifiedSnapshot,
     /// A book of a stream whose subscription was not acknowledged yet: dropped.
     BookBeforeAck,
     /// A well-formed message of no use to the books (another message type or template).

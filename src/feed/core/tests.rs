@@ -390,3 +390,53 @@ fn a_diff_book_subscribed_again_for_silence_waits_for_a_new_snapshot() {
     assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
     assert_eq!(out.book.bids.as_slice()[0], level(6_840_000));
 }
+
+/// Kraken's books carry its checksum: a snapshot without one (as Kraken sends a thin
+/// book's) is taken, counted as unverified; an update without one is a bad frame, and the
+/// book leaves the merge until it is rebuilt.
+#[test]
+fn a_kraken_book_without_its_checksum_is_counted_or_refused() {
+    let venue = VenueId::Kraken;
+    let settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
+        depth: 10,
+        max_levels: 100,
+        snapshot_depth: 10,
+    });
+    let streams = vec![CoreStream {
+        name: "BTC/USD".to_owned(),
+        symbol: "BTC/USD".to_owned(),
+        contract_size: None,
+    }];
+    let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
+    let mut out = Recorder::default();
+    core.connected(0, &mut out);
+    let ack = r#"{"method":"subscribe","result":{"channel":"book","depth":10,"snapshot":true,"symbol":"BTC/USD"},"success":true}"#;
+    core.on_frame(ack.as_bytes(), 1, &mut out);
+    let level = |price: u64| Level {
+        price: FixedPoint::from_raw(price),
+        amount: FixedPoint::from_raw(100_000_000),
+    };
+    let book = crate::book::BookUpdate {
+        bids: vec![level(6_800_000)],
+        asks: vec![level(6_900_000)],
+        ..crate::book::BookUpdate::default()
+    };
+    let mut frame = Vec::new();
+    let source = crate::venue::SnapshotSource::InBand;
+    venue
+        .simulated()
+        .encode_snapshot("BTC/USD", &book, source, None, 8, &mut frame);
+    core.on_frame(&frame, 2, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+    assert!(out.events.contains(&FeedEvent::UnverifiedSnapshot));
+    frame.clear();
+    venue
+        .simulated()
+        .encode_diff("BTC/USD", &book, None, 8, 0, &mut frame);
+    core.on_frame(&frame, 3, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::OutOfSync)));
+    assert!(matches!(
+        out.events.last(),
+        Some(FeedEvent::BadFrame(_)) | Some(FeedEvent::Resync(_))
+    ));
+}

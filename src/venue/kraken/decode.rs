@@ -18,7 +18,9 @@ pub(super) const ASKS: u32 = 7;
 pub(super) const CHECKSUM: u32 = 8;
 pub(super) const TIMESTAMP: u32 = 9;
 
-/// What a book message must hold.
+/// What a book message must hold. An update, its checksum too
+/// ([`Checksum::ON_EVERY_BOOK`]): one without it could not be verified, and is a decode
+/// error (counted, the book rebuilt). A thin book's snapshot may come without one.
 pub(super) const BOOK_KEYS: [(u32, &str); 3] = [(SYMBOL, "symbol"), (BIDS, "bids"), (ASKS, "asks")];
 
 /// One frame, by the general object walk: the members in any order, unknown ones skipped.
@@ -90,6 +92,8 @@ pub(super) fn decode_message<'a>(
                 if out.is_snapshot {
                     check_sorted(Side::Bid, &out.bids)?;
                     check_sorted(Side::Ask, &out.asks)?;
+                } else if !seen.has(CHECKSUM) {
+                    return Err(DecodeError::MissingKey("checksum"));
                 }
                 Ok(Message::Book { stream: symbol })
             }

@@ -51,6 +51,8 @@ pub(super) fn write_level_digits(level: &Level, decimals: WireDecimals, out: &mu
 }
 
 impl Checksum for Kraken {
+    const ON_EVERY_BOOK: bool = true;
+
     fn checksum(book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
         Some(book_checksum(book, decimals))
     }

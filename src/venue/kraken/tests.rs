@@ -151,12 +151,22 @@ fn encoded_messages_decode_to_the_same_levels() {
     update.asks.clear();
     update.last_id = 1_786_540_345_149_000;
     frame.clear();
-    Kraken.encode_diff("BTC/USD", &update, None, 8, 0, &mut frame);
+    Kraken.encode_diff("BTC/USD", &update, Some(7), 8, 0, &mut frame);
     let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
     assert_eq!(message, Ok(Message::Book { stream: b"BTC/USD" }));
     assert!(!decoded.is_snapshot);
     assert_eq!(
         (decoded.bids, decoded.last_id, decoded.checksum),
-        (update.bids, update.last_id, None)
+        (update.bids.clone(), update.last_id, Some(7))
     );
+    // An update must carry its checksum; a snapshot may come without one (a thin book's).
+    frame.clear();
+    Kraken.encode_diff("BTC/USD", &update, None, 8, 0, &mut frame);
+    let (message, _) = decode(std::str::from_utf8(&frame).unwrap());
+    assert_eq!(message, Err(DecodeError::MissingKey("checksum")));
+    frame.clear();
+    Kraken.encode_snapshot("BTC/USD", &update, SnapshotSource::InBand, None, 8, &mut frame);
+    let (message, decoded) = decode(std::str::from_utf8(&frame).unwrap());
+    assert_eq!(message, Ok(Message::Book { stream: b"BTC/USD" }));
+    assert!(decoded.is_snapshot && decoded.checksum.is_none());
 }
