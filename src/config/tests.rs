@@ -204,6 +204,10 @@ fn errors_name_the_key_and_the_value() {
             "simulator.rate_per_second = 5: must be between 10 and 100000",
         ),
         (
+            "[feed]\nbackoff_reset_after_ms = 0\n",
+            "feed.backoff_reset_after_ms = 0: must be between 1000 and 3600000",
+        ),
+        (
             "[feed]\nbackoff_initial_ms = 500\nbackoff_max_ms = 100\n",
             "feed.backoff_max_ms = 100: must not be below feed.backoff_initial_ms",
         ),

@@ -54,6 +54,44 @@ fn update_id_ranges_follow_the_official_algorithm() {
     assert_eq!(sync.on_snapshot(&snapshot(16)), SnapshotOutcome::Unexpected);
 }
 
+/// A snapshot at `lastUpdateId = U - 1` of the first buffered event is joined, though
+/// Binance's correction of 2025-11-12 words "below `U`" as too old: it holds every update
+/// up to `U - 1`, and the event holds `U` onwards, so nothing lies between them. The book
+/// is the one a later snapshot would give; `U - 2` is refused (update `U - 1` is in
+/// neither).
+#[test]
+fn a_snapshot_just_below_the_first_event_is_joined_and_loses_nothing() {
+    let mut joined = BookSync::new(&UpdateIdRanges, 100, 100);
+    joined.on_update(&event(100, 105, 7, 1));
+    assert_eq!(
+        joined.on_snapshot(&snapshot(99)),
+        SnapshotOutcome::Synced {
+            applied: 1,
+            dropped: 0
+        }
+    );
+    let mut later = BookSync::new(&UpdateIdRanges, 100, 100);
+    later.on_update(&event(100, 105, 7, 1));
+    later.on_update(&event(106, 106, 8, 1));
+    joined.on_update(&event(106, 106, 8, 1));
+    let mut after_both = snapshot(106);
+    after_both.bids = [event(100, 105, 7, 1), event(106, 106, 8, 1)]
+        .iter()
+        .flat_map(|event| event.bids.clone())
+        .collect();
+    after_both.bids.extend(snapshot(99).bids);
+    after_both.bids.sort_by(|a, b| b.price.cmp(&a.price));
+    later.on_snapshot(&after_both);
+    let levels = |sync: &BookSync, side| sync.book.levels(side).copied().collect::<Vec<_>>();
+    for side in [crate::book::Side::Bid, crate::book::Side::Ask] {
+        assert_eq!(levels(&joined, side), levels(&later, side));
+    }
+    assert_eq!(levels(&joined, crate::book::Side::Bid).len(), 2);
+    let mut refused = BookSync::new(&UpdateIdRanges, 100, 100);
+    refused.on_update(&event(100, 105, 7, 1));
+    assert_eq!(refused.on_snapshot(&snapshot(98)), SnapshotOutcome::TooOld);
+}
+
 #[test]
 fn a_broken_buffer_restarts_at_the_event_after_the_hole() {
     let mut sync = BookSync::new(&UpdateIdRanges, 100, 100);
