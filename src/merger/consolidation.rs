@@ -20,10 +20,14 @@ struct VenueSlot {
 }
 
 impl VenueSlot {
-    /// Whether this venue is in the merge with a book received before `oldest_ns`: what
-    /// the stale age evicts.
-    fn is_stale(&self, one_sided_allowed: bool, oldest_ns: u64) -> bool {
-        is_merged(self.state, one_sided_allowed) && self.book.received_ns < oldest_ns
+    /// Whether this venue's state comes from a book received before `oldest_ns`: what the
+    /// stale age evicts. Merged or not: a one-sided or crossed book left out of the merge
+    /// ages too, so its state never shows an old book as the venue's current one.
+    fn is_stale(&self, oldest_ns: u64) -> bool {
+        matches!(
+            self.state,
+            VenueState::Synced | VenueState::OneSided | VenueState::Crossed
+        ) && self.book.received_ns < oldest_ns
     }
 }
 
@@ -82,22 +86,18 @@ impl Consolidation {
         }
     }
 
-    /// Whether a merged venue's book was received before `oldest_ns` (`evict_stale` would
-    /// evict it).
+    /// Whether a venue's book was received before `oldest_ns` (`evict_stale` would evict
+    /// it).
     pub fn any_stale(&self, oldest_ns: u64) -> bool {
-        self.venues
-            .iter()
-            .zip(self.one_sided_allowed)
-            .any(|(slot, allowed)| slot.is_stale(allowed, oldest_ns))
+        self.venues.iter().any(|slot| slot.is_stale(oldest_ns))
     }
 
-    /// Marks `Stale` every merged venue whose book was received before `oldest_ns`, and
-    /// returns them (none: the merged book did not change).
+    /// Marks `Stale` every venue whose book was received before `oldest_ns`, and returns
+    /// them (none: the summary did not change).
     pub fn evict_stale(&mut self, oldest_ns: u64) -> impl Iterator<Item = VenueId> + use<> {
         let mut evicted = [false; MAX_VENUES];
-        let slots = self.venues.iter_mut().zip(self.one_sided_allowed);
-        for ((slot, allowed), evicted) in slots.zip(&mut evicted) {
-            if slot.is_stale(allowed, oldest_ns) {
+        for (slot, evicted) in self.venues.iter_mut().zip(&mut evicted) {
+            if slot.is_stale(oldest_ns) {
                 slot.state = VenueState::Stale;
                 *evicted = true;
             }
@@ -268,6 +268,13 @@ mod tests {
         let venues = |levels: &[MergedLevel]| levels.iter().map(|l| l.venue).collect::<Vec<_>>();
         assert_eq!(venues(summary.book.bids.as_slice()), [VenueId::Bitstamp]);
         assert!(summary.book.spread.is_some_and(|spread| !spread.negative));
+
+        // Left out of the merge, it still ages: an old one-sided book is shown stale.
+        assert_eq!(merger.evict_stale(25).collect::<Vec<_>>(), [VenueId::Bitstamp]);
+        assert_eq!(merger.evict_stale(31).collect::<Vec<_>>(), [VenueId::Binance]);
+        merger.summarize(2, &mut summary);
+        assert_eq!(summary.venue_state(VenueId::Binance), VenueState::Stale);
+        merger.apply(VenueId::Bitstamp, &feed(99, 102, 20));
 
         merger.allow_one_sided(VenueId::Binance);
         merger.apply(VenueId::Binance, &bids_only);
