@@ -270,8 +270,14 @@ mod tests {
         assert!(summary.book.spread.is_some_and(|spread| !spread.negative));
 
         // Left out of the merge, it still ages: an old one-sided book is shown stale.
-        assert_eq!(merger.evict_stale(25).collect::<Vec<_>>(), [VenueId::Bitstamp]);
-        assert_eq!(merger.evict_stale(31).collect::<Vec<_>>(), [VenueId::Binance]);
+        assert_eq!(
+            merger.evict_stale(25).collect::<Vec<_>>(),
+            [VenueId::Bitstamp]
+        );
+        assert_eq!(
+            merger.evict_stale(31).collect::<Vec<_>>(),
+            [VenueId::Binance]
+        );
         merger.summarize(2, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Binance), VenueState::Stale);
         merger.apply(VenueId::Bitstamp, &feed(99, 102, 20));

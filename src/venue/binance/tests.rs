@@ -80,7 +80,7 @@ fn a_snapshot_just_below_the_first_event_is_joined_and_loses_nothing() {
         .flat_map(|event| event.bids.clone())
         .collect();
     after_both.bids.extend(snapshot(99).bids);
-    after_both.bids.sort_by(|a, b| b.price.cmp(&a.price));
+    after_both.bids.sort_by_key(|level| std::cmp::Reverse(level.price));
     later.on_snapshot(&after_both);
     let levels = |sync: &BookSync, side| sync.book.levels(side).copied().collect::<Vec<_>>();
     for side in [crate::book::Side::Bid, crate::book::Side::Ask] {
