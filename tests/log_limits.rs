@@ -6,6 +6,7 @@ mod common;
 
 use common::config::TestConfig;
 use mergebook::merger::summary::VenueState;
+use mergebook::publish::proto::{self, orderbook_aggregator_client::OrderbookAggregatorClient};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use mergebook::venue::VenueId;
@@ -124,5 +125,37 @@ async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
         lines.iter().map(|line| suppressed(line)).sum::<u64>() >= 5,
         "{lines:#?}"
     );
+    service.stop().await;
+
+    // A gRPC client asking for stream after stream past grpc.max_clients.
+    let config = TestConfig::new()
+        .set("grpc.max_clients", 1)
+        .venue_url(BINANCE, simulator.url(BINANCE))
+        .instrument("ETH/BTC", &[(BINANCE, "ETHBTC")])
+        .build();
+    let listeners = Listeners::loopback().await.unwrap();
+    let grpc = listeners.grpc.local_addr().unwrap();
+    let service = Service::start(config, listeners).unwrap();
+    let mut client = OrderbookAggregatorClient::connect(format!("http://{grpc}"))
+        .await
+        .unwrap();
+    let request = || proto::SummaryRequest {
+        instrument: "ETH/BTC".into(),
+    };
+    let _held = client.book_summary_exact(request()).await.unwrap();
+    let started = std::time::Instant::now();
+    for _ in 0..200 {
+        let refused = client.book_summary_exact(request()).await.unwrap_err();
+        assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+    }
+    let seconds = started.elapsed().as_secs() as usize;
+    let lines = logs.lines_with("gRPC stream refused");
+    assert!(
+        !lines.is_empty() && lines.len() <= seconds + 1,
+        "{} lines in {seconds} s: {lines:#?}",
+        lines.len()
+    );
+    let rejected = common::service_metric(&service, "orderbook_grpc_clients_rejected_total");
+    assert_eq!(rejected, 200.0, "every refusal counted");
     service.stop().await;
 }

@@ -29,11 +29,14 @@ pub async fn accept_bounded<Serve, Served>(
 {
     let places = Arc::new(Semaphore::new(limits.max));
     let mut refusal_log = crate::log_limit::LogLimiter::per_second();
+    let mut accept_failure_log = crate::log_limit::LogLimiter::per_second();
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             Err(error) => {
-                tracing::warn!(port, %error, "accept failed");
+                if let Some(suppressed) = accept_failure_log.allow(crate::clock::monotonic_ns()) {
+                    tracing::warn!(port, %error, suppressed, "accept failed");
+                }
                 tokio::time::sleep(ACCEPT_RETRY).await;
                 continue;
             }

@@ -36,6 +36,8 @@ struct ClientLimit {
     gauge: prometheus::IntGauge,
     rejected: prometheus::IntCounter,
     skipped: prometheus::IntCounter,
+    /// A client retrying at once must not flood the log (the counter counts them all).
+    refusal_log: std::sync::Mutex<crate::log_limit::LogLimiter>,
 }
 
 /// One open stream's place under the limit, given back when the stream is dropped.
@@ -49,6 +51,7 @@ impl ClientLimit {
             gauge: metrics.grpc_clients.clone(),
             rejected: metrics.grpc_clients_rejected.clone(),
             skipped: metrics.grpc_summaries_skipped.clone(),
+            refusal_log: std::sync::Mutex::new(crate::log_limit::LogLimiter::per_second()),
         })
     }
 
@@ -66,10 +69,15 @@ impl ClientLimit {
             }
             Err(_) => {
                 self.rejected.inc();
-                tracing::warn!(
-                    max_clients = self.max,
-                    "gRPC stream refused: grpc.max_clients reached"
-                );
+                let now = crate::clock::monotonic_ns();
+                let allowed = self.refusal_log.lock().map(|mut log| log.allow(now));
+                if let Ok(Some(suppressed)) = allowed {
+                    tracing::warn!(
+                        max_clients = self.max,
+                        suppressed,
+                        "gRPC stream refused: grpc.max_clients reached"
+                    );
+                }
                 Err(Status::resource_exhausted(format!(
                     "at most {} streams at once (grpc.max_clients)",
                     self.max
@@ -207,20 +215,26 @@ const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest request a client may send: a `SummaryRequest` is an instrument's name (at
 /// most 32 characters), so 1 KiB is ample, and nothing larger is read into memory.
 const MAX_REQUEST_BYTES: usize = 1024;
+/// The largest message of a reflection stream: a host and a file or symbol name.
+const MAX_REFLECTION_REQUEST_BYTES: usize = 4096;
 /// The most header bytes of one request (HTTP/2's header list).
 const MAX_HEADER_BYTES: u32 = 16 * 1024;
 
 /// Adds gRPC server reflection (v1, and v1alpha for older clients), so grpcurl, grpcui
 /// and Postman list and call the services without the proto file.
+/// A reflection request names a file or a symbol: each message of its stream is held to
+/// `MAX_REFLECTION_REQUEST_BYTES`, not tonic's 4 MiB.
 fn with_reflection(routes: tonic::service::Routes) -> tonic::service::Routes {
     let reflection = || {
         tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(proto::FILE_DESCRIPTOR_SET)
     };
     // The descriptors are compiled in and checked by the build: building cannot fail.
+    let v1 = reflection().build_v1().expect("valid descriptors");
+    let v1alpha = reflection().build_v1alpha().expect("valid descriptors");
     routes
-        .add_service(reflection().build_v1().expect("valid descriptors"))
-        .add_service(reflection().build_v1alpha().expect("valid descriptors"))
+        .add_service(v1.max_decoding_message_size(MAX_REFLECTION_REQUEST_BYTES))
+        .add_service(v1alpha.max_decoding_message_size(MAX_REFLECTION_REQUEST_BYTES))
 }
 
 /// Serves until the task is aborted.

@@ -130,6 +130,36 @@ async fn a_huge_request_is_refused_unread_and_a_long_name_not_echoed() {
         status.message(),
         format!("no instrument {:?}…", "y".repeat(40))
     );
+    // The reflection services hold their messages to a few KiB too, not tonic's 4 MiB: a
+    // request for the proto file is answered, the same with 64 KiB of host is not read.
+    {
+        use tonic_reflection::pb::v1::{
+            ServerReflectionRequest, server_reflection_client::ServerReflectionClient,
+            server_reflection_request::MessageRequest,
+        };
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", ports.grpc))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut reflection = ServerReflectionClient::new(channel);
+        let mut answered = async |host: String| {
+            let file = MessageRequest::FileByFilename("orderbook.proto".into());
+            let request = ServerReflectionRequest {
+                host,
+                message_request: Some(file),
+            };
+            match reflection
+                .server_reflection_info(futures_util::stream::iter([request]))
+                .await
+            {
+                Ok(answers) => matches!(answers.into_inner().message().await, Ok(Some(_))),
+                Err(_) => false,
+            }
+        };
+        assert!(answered(String::new()).await);
+        assert!(!answered("z".repeat(64 << 10)).await);
+    }
     // The connection, and the service, are fine.
     let known = proto::SummaryRequest {
         instrument: "ETH/BTC".into(),
