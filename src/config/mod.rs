@@ -298,8 +298,9 @@ impl std::fmt::Debug for ApiKey {
 }
 
 /// How many connections a port keeps open at once (one more is closed as it is accepted),
-/// and how long a connection may take to send a request (gRPC: HTTP/2's preface; the
-/// metrics port: a request's headers, also between requests on a kept-alive connection).
+/// and how long a connection may take to send a request (gRPC: HTTP/2's preface, and then
+/// a stream whenever it has none open; the metrics port: a request's headers, also between
+/// requests on a kept-alive connection).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
     pub max: usize,

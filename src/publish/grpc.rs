@@ -4,7 +4,9 @@
 //! reads slowly skips summaries and one that stops reading holds only its own buffer (the
 //! summary it was sent, in HTTP/2's send buffer, bounded by the client's flow-control
 //! window and hyper's per-stream cap); the merger and other clients never wait for it.
-//! At most `grpc.max_clients` streams are served at once; more are refused.
+//! At most `grpc.max_clients` streams are served at once; more are refused. A connection
+//! gives its place back when it has held no stream open for `grpc.handshake_timeout_ms`
+//! (`OpenStreams`): a client cannot keep places by connecting and asking for nothing.
 
 use crate::config::Config;
 use crate::merger::summary::Summary;
@@ -282,14 +284,109 @@ pub async fn serve(
             if !preface_arrives(&stream, limits.request_timeout).await {
                 return;
             }
+            // So does one that speaks it and holds no stream open.
+            let streams = OpenStreams::default();
+            let service = counting_streams(routes, streams.clone());
             let connection =
-                http2.serve_connection(TokioIo::new(stream), TowerToHyperService::new(routes));
-            if let Err(error) = connection.await {
+                http2.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = &mut connection => ended,
+                () = streams.none_for(limits.request_timeout) => {
+                    connection.as_mut().graceful_shutdown();
+                    tokio::time::timeout(limits.request_timeout, connection)
+                        .await
+                        .unwrap_or(Ok(()))
+                }
+            };
+            if let Err(error) = ended {
                 tracing::debug!(%error, "gRPC connection ended");
             }
         }
     })
     .await;
+}
+
+/// The streams open on one connection (requests whose response body is still alive).
+#[derive(Clone, Default)]
+struct OpenStreams(Arc<watch::Sender<usize>>);
+
+/// One open stream, counted until its response body is dropped (sent or reset).
+struct OpenStream(Arc<watch::Sender<usize>>);
+
+impl OpenStreams {
+    fn open(&self) -> OpenStream {
+        self.0.send_modify(|open| *open += 1);
+        OpenStream(Arc::clone(&self.0))
+    }
+
+    /// Returns once the connection has had no stream open for `timeout`: before its first
+    /// one, or between two.
+    async fn none_for(&self, timeout: Duration) {
+        let mut open = self.0.subscribe();
+        loop {
+            if *open.borrow_and_update() > 0 {
+                let _ = open.changed().await;
+            } else if tokio::time::timeout(timeout, open.changed()).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.send_modify(|open| *open -= 1);
+    }
+}
+
+/// A response body that counts as an open stream while it lives.
+struct CountedBody {
+    body: tonic::body::Body,
+    _stream: OpenStream,
+}
+
+impl hyper::body::Body for CountedBody {
+    type Data = hyper::body::Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// `routes`, each request counted in `streams` until its response body is dropped.
+fn counting_streams(
+    routes: tonic::service::Routes,
+    streams: OpenStreams,
+) -> impl tonic::codegen::Service<
+    tonic::codegen::http::Request<hyper::body::Incoming>,
+    Response = tonic::codegen::http::Response<CountedBody>,
+    Error = std::convert::Infallible,
+    Future = impl Send,
+> + Clone {
+    tower::service_fn(move |request| {
+        let stream = streams.open();
+        let mut routes = routes.clone();
+        async move {
+            let response = tonic::codegen::Service::call(&mut routes, request).await?;
+            Ok(response.map(|body| CountedBody {
+                body,
+                _stream: stream,
+            }))
+        }
+    })
 }
 
 /// Waits until the client's HTTP/2 connection preface is in the socket (hyper reads it

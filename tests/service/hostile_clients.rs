@@ -1,8 +1,9 @@
 //! What a client of the service's ports controls is bounded: the size of a gRPC request
 //! (read no further than the limit, and not echoed back), the connections open at once on
 //! each port (one more is closed as it is accepted, and counted), and how long a
-//! connection may hold its place without a request (gRPC: HTTP/2's preface; the metrics
-//! port: request headers, also between requests). The service keeps serving throughout.
+//! connection may hold its place without a request (gRPC: HTTP/2's preface, then an open
+//! stream; the metrics port: request headers, also between requests). The service keeps
+//! serving throughout.
 
 use crate::common;
 use common::config::TestConfig;
@@ -214,10 +215,26 @@ async fn the_grpc_port_bounds_its_connections_and_their_handshake_time() {
     for stream in &mut silent {
         assert!(closed_within(stream, WAIT).await);
     }
+    // HTTP/2 spoken, and no stream ever opened: closed after the timeout too (a GOAWAY),
+    // while a connection streaming summaries stays as long as its stream.
     let mut client = ports.grpc_client().await;
     let request = proto::SummaryRequest {
         instrument: "ETH/BTC".into(),
     };
-    assert!(client.book_summary_exact(request).await.is_ok());
+    let mut summaries = client
+        .book_summary_exact(request)
+        .await
+        .unwrap()
+        .into_inner();
+    let idle = TcpStream::connect(ports.grpc).await.unwrap();
+    let (_requests, connection) = h2::client::handshake(idle).await.unwrap();
+    let closed = tokio::time::timeout(WAIT, connection).await;
+    assert!(
+        closed.is_ok(),
+        "an HTTP/2 connection without a stream stayed open"
+    );
+    for _ in 0..3 {
+        assert!(summaries.message().await.unwrap().is_some());
+    }
     ports.service.stop().await;
 }
