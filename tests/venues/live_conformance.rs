@@ -1,15 +1,19 @@
 //! What every venue's feed does end to end, run over one row a venue: the service reads two
 //! of the venue's symbols from the simulator in diff mode (`in_band::Harness`), and each
-//! row goes through the same three faults, every summary meanwhile checked against the
+//! row goes through the same four faults, every summary meanwhile checked against the
 //! merged book's invariants (nothing of a venue that is not synced, nothing crossed or
 //! stale):
 //! - a frame that does not decode takes every book of the connection out of sync (it may
 //!   have been any of them), and they sync again;
 //! - the venue's own refusal of a subscription ends the connection, counted, and a new
 //!   one syncs;
+//! - a subscription silenced while the venue's book keeps changing (its events lost,
+//!   heartbeats going on) is subscribed again at the read-idle timeout and rebuilt from a
+//!   new snapshot, never continued from the book with the gap;
 //! - silence (no data, no heartbeat) is a dead connection: subscribed again at the
 //!   read-idle timeout, recycled at the next, synced again once the venue speaks.
 //!
+//! After each, the venue's books are compared with the simulator's true ones.
 //! A venue without a row fails `every_venue_has_a_live_row`.
 
 use crate::common::in_band::Harness;
@@ -85,7 +89,7 @@ fn every_venue_has_a_live_row() {
 const WATCHED: Duration = Duration::from_millis(200);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_venue_resyncs_after_a_bad_frame_a_refusal_and_silence() {
+async fn every_venue_recovers_true_from_each_fault() {
     let stale_after = Duration::from_millis(defaults::STALE_AFTER_MS.default as u64);
     for row in rows() {
         let venue = row.venue;
@@ -119,6 +123,11 @@ async fn every_venue_resyncs_after_a_bad_frame_a_refusal_and_silence() {
         })
         .await;
         harness.synced().await;
+        checked_books += harness.books_stay_true_for(WATCHED).await;
+
+        harness
+            .a_silenced_subscription_is_revived_without_its_gap()
+            .await;
         checked_books += harness.books_stay_true_for(WATCHED).await;
 
         harness.silence_recycles_the_connection().await;
