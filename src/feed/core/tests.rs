@@ -40,6 +40,25 @@ fn connected(venue: VenueId, symbols: &[&str]) -> (FeedCore, Vec<String>, Record
     (core, frames, out)
 }
 
+/// A diff-mode core of `venue` on `symbol`'s diff stream, its snapshots `snapshot_depth`
+/// deep, connected at 0.
+fn connected_diff(venue: VenueId, symbol: &str, snapshot_depth: usize) -> (FeedCore, Recorder) {
+    let settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
+        depth: 10,
+        max_levels: 100,
+        snapshot_depth,
+    });
+    let streams = vec![CoreStream {
+        name: venue.streams().diff_stream_name(symbol),
+        symbol: symbol.to_owned(),
+        contract_size: None,
+    }];
+    let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
+    let mut out = Recorder::default();
+    core.connected(0, &mut out);
+    (core, out)
+}
+
 /// A book frame of `symbol`'s stream, with sequence `sequence`.
 fn book_frame(venue: VenueId, symbol: &str, sequence: u64) -> Vec<u8> {
     let level = |price| Level {
@@ -206,19 +225,7 @@ fn contracts_are_handed_on_in_the_base_currency_exactly_or_not_at_all() {
 fn an_update_before_the_in_band_snapshot_is_a_gap_counted_once() {
     use crate::venue::SnapshotSource;
     let venue = VenueId::Coinbase;
-    let settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
-        depth: 10,
-        max_levels: 100,
-        snapshot_depth: 100,
-    });
-    let streams = vec![CoreStream {
-        name: "BTC-USD".to_owned(),
-        symbol: "BTC-USD".to_owned(),
-        contract_size: None,
-    }];
-    let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
-    let mut out = Recorder::default();
-    core.connected(0, &mut out);
+    let (mut core, mut out) = connected_diff(venue, "BTC-USD", 100);
     let ack = r#"{"channel":"subscriptions","sequence_num":0,"events":[]}"#;
     core.on_frame(ack.as_bytes(), 1, &mut out);
     assert_eq!(core.acks_pending(), 0);
@@ -276,19 +283,7 @@ fn an_update_before_the_in_band_snapshot_is_a_gap_counted_once() {
 #[test]
 fn a_rest_venue_s_connection_awaits_no_in_band_snapshot() {
     let venue = VenueId::Binance;
-    let settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
-        depth: 10,
-        max_levels: 100,
-        snapshot_depth: 100,
-    });
-    let streams = vec![CoreStream {
-        name: venue.streams().diff_stream_name("ETHBTC"),
-        symbol: "ETHBTC".to_owned(),
-        contract_size: None,
-    }];
-    let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
-    let mut out = Recorder::default();
-    core.connected(0, &mut out);
+    let (mut core, mut out) = connected_diff(venue, "ETHBTC", 100);
     core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
     assert_eq!(core.next_snapshot_at(1), None);
     assert!(core.start_snapshot(10_000_000_000).is_none());
@@ -301,20 +296,8 @@ fn a_rest_venue_s_connection_awaits_no_in_band_snapshot() {
 #[test]
 fn a_diff_book_subscribed_again_for_silence_waits_for_a_new_snapshot() {
     let venue = VenueId::Bitstamp;
-    let settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
-        depth: 10,
-        max_levels: 100,
-        snapshot_depth: 100,
-    });
+    let (mut core, mut out) = connected_diff(venue, "btcusd", 100);
     let name = venue.streams().diff_stream_name("btcusd");
-    let streams = vec![CoreStream {
-        name: name.clone(),
-        symbol: "btcusd".to_owned(),
-        contract_size: None,
-    }];
-    let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
-    let mut out = Recorder::default();
-    core.connected(0, &mut out);
     let ack = format!(r#"{{"event":"bts:subscription_succeeded","channel":"{name}","data":{{}}}}"#);
     core.on_frame(ack.as_bytes(), 1, &mut out);
     let level = |price: u64| Level {
@@ -397,19 +380,7 @@ fn a_diff_book_subscribed_again_for_silence_waits_for_a_new_snapshot() {
 #[test]
 fn a_kraken_book_without_its_checksum_is_counted_or_refused() {
     let venue = VenueId::Kraken;
-    let settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
-        depth: 10,
-        max_levels: 100,
-        snapshot_depth: 10,
-    });
-    let streams = vec![CoreStream {
-        name: "BTC/USD".to_owned(),
-        symbol: "BTC/USD".to_owned(),
-        contract_size: None,
-    }];
-    let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
-    let mut out = Recorder::default();
-    core.connected(0, &mut out);
+    let (mut core, mut out) = connected_diff(venue, "BTC/USD", 10);
     let ack = r#"{"method":"subscribe","result":{"channel":"book","depth":10,"snapshot":true,"symbol":"BTC/USD"},"success":true}"#;
     core.on_frame(ack.as_bytes(), 1, &mut out);
     let level = |price: u64| Level {
