@@ -59,12 +59,25 @@ fn connected_diff(venue: VenueId, symbol: &str, snapshot_depth: usize) -> (FeedC
     (core, out)
 }
 
-/// A book frame of `symbol`'s stream, with sequence `sequence`.
-fn book_frame(venue: VenueId, symbol: &str, sequence: u64) -> Vec<u8> {
-    let level = |price| Level {
+/// A level of one unit at `price` (raw).
+fn level(price: u64) -> Level {
+    Level {
         price: FixedPoint::from_raw(price),
         amount: FixedPoint::from_raw(100_000_000),
-    };
+    }
+}
+
+/// A book of one level a side: bid 0.068, ask 0.069.
+fn one_level_book() -> crate::book::BookUpdate {
+    crate::book::BookUpdate {
+        bids: vec![level(6_800_000)],
+        asks: vec![level(6_900_000)],
+        ..crate::book::BookUpdate::default()
+    }
+}
+
+/// A book frame of `symbol`'s stream, with sequence `sequence`.
+fn book_frame(venue: VenueId, symbol: &str, sequence: u64) -> Vec<u8> {
     let mut book = TopBook {
         venue_sequence: sequence,
         ..TopBook::default()
@@ -229,15 +242,7 @@ fn an_update_before_the_in_band_snapshot_is_a_gap_counted_once() {
     let ack = r#"{"channel":"subscriptions","sequence_num":0,"events":[]}"#;
     core.on_frame(ack.as_bytes(), 1, &mut out);
     assert_eq!(core.acks_pending(), 0);
-    let level = |price: u64| crate::book::Level {
-        price: FixedPoint::from_raw(price),
-        amount: FixedPoint::from_raw(100_000_000),
-    };
-    let book = crate::book::BookUpdate {
-        bids: vec![level(6_800_000)],
-        asks: vec![level(6_900_000)],
-        ..crate::book::BookUpdate::default()
-    };
+    let book = one_level_book();
     let frame = |number: u64, snapshot: bool| {
         let mut frame = Vec::new();
         match snapshot {
@@ -300,10 +305,6 @@ fn a_diff_book_subscribed_again_for_silence_waits_for_a_new_snapshot() {
     let name = venue.streams().diff_stream_name("btcusd");
     let ack = format!(r#"{{"event":"bts:subscription_succeeded","channel":"{name}","data":{{}}}}"#);
     core.on_frame(ack.as_bytes(), 1, &mut out);
-    let level = |price: u64| Level {
-        price: FixedPoint::from_raw(price),
-        amount: FixedPoint::from_raw(100_000_000),
-    };
     let update = |micros: u64, bid: u64| crate::book::BookUpdate {
         first_id: micros,
         last_id: micros,
@@ -383,15 +384,7 @@ fn a_kraken_book_without_its_checksum_is_counted_or_refused() {
     let (mut core, mut out) = connected_diff(venue, "BTC/USD", 10);
     let ack = r#"{"method":"subscribe","result":{"channel":"book","depth":10,"snapshot":true,"symbol":"BTC/USD"},"success":true}"#;
     core.on_frame(ack.as_bytes(), 1, &mut out);
-    let level = |price: u64| Level {
-        price: FixedPoint::from_raw(price),
-        amount: FixedPoint::from_raw(100_000_000),
-    };
-    let book = crate::book::BookUpdate {
-        bids: vec![level(6_800_000)],
-        asks: vec![level(6_900_000)],
-        ..crate::book::BookUpdate::default()
-    };
+    let book = one_level_book();
     let mut frame = Vec::new();
     let source = crate::venue::SnapshotSource::InBand;
     venue
