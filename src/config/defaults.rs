@@ -29,7 +29,7 @@ pub const READ_IDLE_TIMEOUT_MS: IntKey = int("feed.read_idle_timeout_ms", 30_000
 pub const CONNECT_TIMEOUT_MS: IntKey = int("feed.connect_timeout_ms", 10_000, 100, 120_000);
 pub const BACKOFF_INITIAL_MS: IntKey = int("feed.backoff_initial_ms", 100, 1, 60_000);
 pub const BACKOFF_MAX_MS: IntKey = int("feed.backoff_max_ms", 30_000, 1, 600_000);
-/// At least a second: a reset after any session at all brings back the reconnect storm
+/// At least a second: a reset after any connection at all brings back the reconnect storm
 /// the backoff is there to stop (a venue that accepts and drops at once).
 pub const BACKOFF_RESET_AFTER_MS: IntKey =
     int("feed.backoff_reset_after_ms", 30_000, 1_000, 3_600_000);
