@@ -90,6 +90,10 @@ pub const SNAPSHOT_WEIGHT_PER_MINUTE: IntKey =
     int("snapshot_weight_per_minute", 1200, 1, 1_000_000);
 pub const SNAPSHOT_SPACING_MS: IntKey = int("snapshot_spacing_ms", 250, 0, 60_000);
 pub const SNAPSHOT_TIMEOUT_MS: IntKey = int("snapshot_timeout_ms", 10_000, 100, 120_000);
+/// The first wait of a book whose snapshot failed, came too old, or broke soon after its
+/// sync; it doubles with each in a row, up to the maximum (at least the first).
+pub const SNAPSHOT_RETRY_INITIAL_MS: IntKey = int("snapshot_retry_initial_ms", 500, 10, 60_000);
+pub const SNAPSHOT_RETRY_MAX_MS: IntKey = int("snapshot_retry_max_ms", 30_000, 10, 600_000);
 pub const VENUE_INTS: &[&IntKey] = &[
     &SNAPSHOT_DEPTH,
     &MAX_BOOK_LEVELS,
@@ -97,6 +101,8 @@ pub const VENUE_INTS: &[&IntKey] = &[
     &SNAPSHOT_WEIGHT_PER_MINUTE,
     &SNAPSHOT_SPACING_MS,
     &SNAPSHOT_TIMEOUT_MS,
+    &SNAPSHOT_RETRY_INITIAL_MS,
+    &SNAPSHOT_RETRY_MAX_MS,
 ];
 
 pub const SIMULATOR_LISTEN: TextKey = text("simulator.listen", "127.0.0.1:0");

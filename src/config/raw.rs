@@ -111,6 +111,8 @@ pub struct RawVenue {
     pub snapshot_weight_per_minute: Option<i64>,
     pub snapshot_spacing_ms: Option<i64>,
     pub snapshot_timeout_ms: Option<i64>,
+    pub snapshot_retry_initial_ms: Option<i64>,
+    pub snapshot_retry_max_ms: Option<i64>,
     pub allow_one_sided: Option<bool>,
     pub ping_interval_ms: Option<i64>,
     pub read_idle_timeout_ms: Option<i64>,

@@ -192,6 +192,11 @@ fn errors_name_the_key_and_the_value() {
              snapshot of 1000 levels (50)",
         ),
         (
+            "[venues.binance]\nmode = \"diff\"\nsnapshot_retry_max_ms = 100\n",
+            "venues.binance.snapshot_retry_max_ms = 100: must be at least \
+             snapshot_retry_initial_ms (500)",
+        ),
+        (
             "[venues.binance]\nping_interval_ms = 1000\n",
             "venues.binance.ping_interval_ms = 1000: the venue takes no application pings",
         ),

@@ -637,6 +637,19 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
             format!("below the weight of one snapshot of {snapshot_depth} levels ({weight})"),
         ));
     }
+    let retry_initial = read(
+        &defaults::SNAPSHOT_RETRY_INITIAL_MS,
+        raw.snapshot_retry_initial_ms,
+    )?;
+    let retry_max = read(&defaults::SNAPSHOT_RETRY_MAX_MS, raw.snapshot_retry_max_ms)?;
+    if retry_max < retry_initial {
+        return Err(invalid(
+            key(defaults::SNAPSHOT_RETRY_MAX_MS.key),
+            retry_max,
+            format!("must be at least snapshot_retry_initial_ms ({retry_initial})"),
+        ));
+    }
+    let (retry_initial, retry_max) = (milliseconds(retry_initial), milliseconds(retry_max));
     Ok(FeedMode::Diff(DiffSettings {
         rest_url,
         snapshot_depth: snapshot_depth as usize,
@@ -646,8 +659,8 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
             weight_per_minute: weight_per_minute as u32,
             spacing: read(&defaults::SNAPSHOT_SPACING_MS, raw.snapshot_spacing_ms)
                 .map(milliseconds)?,
-            retry_initial: Duration::from_millis(500),
-            retry_max: Duration::from_secs(30),
+            retry_initial,
+            retry_max,
             rate_limited_pause: Duration::from_secs(60),
         },
         snapshot_timeout: read(&defaults::SNAPSHOT_TIMEOUT_MS, raw.snapshot_timeout_ms)

@@ -88,11 +88,9 @@ impl BookFrames {
                         .unstamped
                         .push((Arc::clone(stream), book.venue_sequence)),
                     None => {
-                        shared
-                            .last_sent
-                            .lock()
-                            .expect("not poisoned")
-                            .insert((venue, stream.to_string()), frame.clone());
+                        let mut sent = shared.sent.lock().expect("not poisoned");
+                        let key = (venue, stream.to_string());
+                        sent.entry(key).or_default().push(frame.clone(), book);
                     }
                 }
                 unflushed += frame.len();

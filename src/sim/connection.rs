@@ -35,6 +35,7 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     };
     let control = &shared.venues[venue.index()];
     control.connections.fetch_add(1, Ordering::Relaxed);
+    (control.connected_at.lock().expect("not poisoned")).push(std::time::Instant::now());
     let playback = shared.playback.lock().expect("not poisoned").clone();
     if let Some(playback) = playback.filter(|playback| playback.serves(venue)) {
         return playback.serve(socket, venue).await;
@@ -78,6 +79,8 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     // where it sends them.
     let mut heartbeats = tokio::time::interval(Duration::from_secs(1));
     let (mut subscribed, mut heartbeats_sent) = (false, 0);
+    // Serves no subscription any more (`Command::HeartbeatsOnly`).
+    let mut data_dead = false;
     loop {
         tokio::select! {
             incoming = socket.next() => match incoming {
@@ -99,6 +102,9 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                         }
                         subscribed |= !answer.subscribe.is_empty();
                         for stream in answer.subscribe {
+                            if data_dead {
+                                continue;
+                            }
                             if venue.streams().is_diff_stream(&stream) {
                                 let diff = diff_stream(&shared, venue, &stream, answer.depth);
                                 next_subscription += 1;
@@ -183,7 +189,8 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                     socket.flush().await?;
                 }
                 Ok(Command::Burst(frames)) => books.send(&mut socket, &shared, frames).await?,
-                Ok(Command::DropSubscriptions) => {
+                Ok(command @ (Command::DropSubscriptions | Command::HeartbeatsOnly)) => {
+                    data_dead |= matches!(command, Command::HeartbeatsOnly);
                     books.streams.clear();
                     for diff in shared.diff_streams.lock().expect("not poisoned").values() {
                         diff.subscribers.lock().expect("not poisoned").retain(|s| !s.frames.same_channel(&diff_sender));

@@ -96,6 +96,13 @@ impl Simulator {
             .store(requests, Ordering::Relaxed);
     }
 
+    /// The next `requests` snapshot requests to `venue` fail as `failure` says.
+    pub fn fail_snapshots(&self, venue: VenueId, requests: u64, failure: SnapshotFailure) {
+        let faults = self.faults(venue);
+        *faults.snapshot_failure.lock().expect("not poisoned") = failure;
+        faults.failed_requests.store(requests, Ordering::Relaxed);
+    }
+
     /// Every snapshot response of `venue` waits `delay` first.
     pub fn delay_snapshots(&self, venue: VenueId, delay: Duration) {
         self.faults(venue)
@@ -215,6 +222,13 @@ impl Simulator {
     /// and the connection go on); a new subscription is served again.
     pub fn drop_subscriptions(&self, venue: VenueId) {
         self.command(venue, Command::DropSubscriptions);
+    }
+
+    /// Every open connection of `venue` stops serving its subscriptions and serves none
+    /// made on it from now on (answered as usual), while its pings and the venue's
+    /// heartbeats go on: only a new connection brings data again.
+    pub fn heartbeats_only(&self, venue: VenueId) {
+        self.command(venue, Command::HeartbeatsOnly);
     }
 
     /// Sends `count` pings at once on every open connection of `venue`.
@@ -348,9 +362,26 @@ impl Simulator {
 
     /// The last book frame sent to any client on `stream`, as sent (binary or text).
     pub fn last_sent_bytes(&self, venue: VenueId, stream: &str) -> Option<Vec<u8>> {
-        let sent = self.shared.last_sent.lock().expect("not poisoned");
+        let sent = self.shared.sent.lock().expect("not poisoned");
         sent.get(&(venue, stream.to_owned()))
-            .map(|frame| frame.to_vec())
+            .map(|sent| sent.last_frame.to_vec())
+    }
+
+    /// The books `stream` of `venue` (a snapshot stream) sent recently, on any
+    /// connection, oldest first.
+    pub fn sent_books(&self, venue: VenueId, stream: &str) -> Vec<TopBook> {
+        let sent = self.shared.sent.lock().expect("not poisoned");
+        sent.get(&(venue, stream.to_owned()))
+            .map_or_else(Vec::new, |sent| sent.books.iter().copied().collect())
+    }
+
+    /// When each connection of `venue` was accepted, oldest first.
+    pub fn connection_times(&self, venue: VenueId) -> Vec<std::time::Instant> {
+        self.control(venue)
+            .connected_at
+            .lock()
+            .expect("not poisoned")
+            .clone()
     }
 
     /// Connections of `venue` refused at the upgrade for want of its API key.

@@ -69,6 +69,9 @@ enum Command {
     /// Stop serving every subscription of the connection without a word: a dead
     /// subscription on a live socket, which a subscription again revives.
     DropSubscriptions,
+    /// Stop serving every subscription and serve none made from now on, its pings and
+    /// heartbeats going on: a connection alive in every way but its data.
+    HeartbeatsOnly,
 }
 
 /// What a connection does after writing raw bytes.
@@ -86,6 +89,8 @@ struct VenueControl {
     paused: watch::Sender<bool>,
     commands: broadcast::Sender<Command>,
     connections: AtomicU64,
+    /// When each connection was accepted.
+    connected_at: Mutex<Vec<std::time::Instant>>,
     pongs: AtomicU64,
     /// Application-level pings the venue's clients sent (`Answer::ping`).
     client_pings: AtomicU64,
@@ -126,6 +131,19 @@ struct DiffFaults {
     snapshot_delay_ms: AtomicU64,
     /// When each snapshot request arrived.
     snapshot_requests: Mutex<Vec<std::time::Instant>>,
+    /// Snapshot requests answered with `snapshot_failure` instead of a snapshot.
+    failed_requests: AtomicU64,
+    snapshot_failure: Mutex<SnapshotFailure>,
+}
+
+/// How a snapshot request fails (`Simulator::fail_snapshots`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SnapshotFailure {
+    /// HTTP 503, as a venue's front answers while its back end is down.
+    #[default]
+    ServerError,
+    /// HTTP 200 with a body that is not the venue's snapshot.
+    Garbage,
 }
 
 /// Fault switches of one diff stream's events; counters count down as they are used.
@@ -227,6 +245,27 @@ const HISTORY: usize = 2048;
 /// Levels a side of each remembered top.
 const HISTORY_DEPTH: usize = 20;
 
+/// How many past books a snapshot stream remembers: its books of the last seconds at the
+/// tests' rates (tens a second), a fraction of a second at the soak's.
+const SENT_HISTORY: usize = 256;
+
+/// What a snapshot stream sent: its last frame, and its recent books, oldest first.
+#[derive(Default)]
+struct SentBooks {
+    last_frame: Bytes,
+    books: std::collections::VecDeque<TopBook>,
+}
+
+impl SentBooks {
+    fn push(&mut self, frame: Bytes, book: &TopBook) {
+        self.last_frame = frame;
+        if self.books.len() == SENT_HISTORY {
+            self.books.pop_front();
+        }
+        self.books.push_back(*book);
+    }
+}
+
 /// Recorded books a venue serves instead of the generated market.
 #[derive(Debug, Clone)]
 pub struct Recording {
@@ -291,7 +330,8 @@ struct Shared {
     mid_ticks: AtomicU64,
     venues: [VenueControl; MAX_VENUES],
     recordings: Mutex<[Option<Arc<Recording>>; MAX_VENUES]>,
-    last_sent: Mutex<HashMap<(VenueId, String), Bytes>>,
+    /// Each snapshot stream's books as sent (not under load: `Simulator::record_sends`).
+    sent: Mutex<HashMap<(VenueId, String), SentBooks>>,
     diff_streams: Mutex<HashMap<(VenueId, String), Arc<DiffStream>>>,
     rest_addr: SocketAddr,
     /// Where connections opened from now on report each book frame they send.
@@ -364,6 +404,7 @@ impl Simulator {
                 paused: watch::channel(false).0,
                 commands: broadcast::channel(64).0,
                 connections: AtomicU64::new(0),
+                connected_at: Mutex::new(Vec::new()),
                 pongs: AtomicU64::new(0),
                 client_pings: AtomicU64::new(0),
                 closes: AtomicU64::new(0),
@@ -376,7 +417,7 @@ impl Simulator {
                 faults: DiffFaults::default(),
             }),
             recordings: Mutex::new(Default::default()),
-            last_sent: Mutex::new(HashMap::new()),
+            sent: Mutex::new(HashMap::new()),
             diff_streams: Mutex::new(HashMap::new()),
             rest_addr: rest_listener.local_addr()?,
             send_log: Mutex::new(None),

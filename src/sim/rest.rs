@@ -84,6 +84,18 @@ pub(super) async fn serve_snapshot(
         )
             .into_response();
     }
+    if take_one(&faults.failed_requests) {
+        return match *faults.snapshot_failure.lock().expect("not poisoned") {
+            SnapshotFailure::ServerError => {
+                (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable").into_response()
+            }
+            SnapshotFailure::Garbage => (
+                [(axum::http::header::CONTENT_TYPE, "application/json")],
+                "<html>\u{1}not a book",
+            )
+                .into_response(),
+        };
+    }
     let delay = faults.snapshot_delay_ms.load(Ordering::Relaxed);
     let diff = diff_stream(
         &shared,

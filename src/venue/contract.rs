@@ -48,6 +48,11 @@ pub struct VenueFacts {
     pub api_key_header: Option<&'static str>,
     /// Where diff-mode books start from.
     pub snapshots: SnapshotSource,
+    /// The venue's published limit on the REST requests a snapshot takes, where its
+    /// snapshots come from REST. The snapshot scheduler keeps the configured budget
+    /// (`snapshot_weight_per_minute`, `snapshot_spacing_ms`), whose defaults stay well
+    /// inside it; the conformance table checks the requests against it.
+    pub rest_budget: Option<RestBudget>,
     /// How the diff stream is sequenced: the venue's sync rules (`book/diff_sync.rs` applies them).
     pub sequencing: &'static dyn Sequencing,
 }
@@ -349,6 +354,14 @@ pub trait Simulated: Sync {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectBudget {
     pub attempts: u32,
+    pub per: std::time::Duration,
+}
+
+/// A venue's limit on REST requests: at most `weight` (`Snapshots::snapshot_weight` a
+/// request) per `per`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestBudget {
+    pub weight: u32,
     pub per: std::time::Duration,
 }
 

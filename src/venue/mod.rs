@@ -9,8 +9,8 @@
 pub use crate::book::diff_sync::Sequencing;
 pub use crate::json::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker};
 pub use contract::{
-    Acked, Answer, Checksum, ConnectBudget, Decode, Message, Simulated, SnapshotSource, Snapshots,
-    StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts,
+    Acked, Answer, Checksum, ConnectBudget, Decode, Message, RestBudget, Simulated, SnapshotSource,
+    Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts,
 };
 pub use level_texts::LevelTexts;
 

@@ -11,7 +11,7 @@ use mergebook::record::timeline::RecordedFrame;
 use mergebook::replay::{self, DiffDepths, DiffRecording};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
-use mergebook::venue::VenueId;
+use mergebook::venue::{StreamKind, VenueId};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -98,13 +98,27 @@ pub const DEPTH: usize = 10;
 /// 0, whose books are checked) and `other` (instrument 1), on one connection.
 pub struct Harness {
     pub venue: VenueId,
+    /// Diff mode, or snapshot mode (top-N books a frame).
+    pub mode: StreamKind,
     pub symbol: &'static str,
     pub simulator: Simulator,
     pub service: Service,
 }
 
 impl Harness {
+    /// In diff mode.
     pub async fn start(venue: VenueId, symbol: &'static str, other: &'static str) -> Harness {
+        Harness::start_in(StreamKind::Diff, venue, symbol, other, |config| config).await
+    }
+
+    /// In `mode`, `configure` adding to the configuration.
+    pub async fn start_in(
+        mode: StreamKind,
+        venue: VenueId,
+        symbol: &'static str,
+        other: &'static str,
+        configure: impl FnOnce(TestConfig) -> TestConfig,
+    ) -> Harness {
         let simulator =
             Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 5).unwrap();
         // An instrument is named by its symbol, less a market's prefix's ':'.
@@ -115,11 +129,14 @@ impl Harness {
             .set("feed.connect_timeout_ms", 1000)
             .set("feed.backoff_initial_ms", 20)
             .set("feed.backoff_max_ms", 200)
-            .set(&format!("venues.{venue}.mode"), "diff")
-            .set(&format!("venues.{venue}.snapshot_spacing_ms"), 20)
-            .set(&format!("venues.{venue}.snapshot_timeout_ms"), 1000)
             .instrument(&name, &[(venue, symbol)])
             .instrument(&other_name, &[(venue, other)]);
+        if mode == StreamKind::Diff {
+            config = config
+                .set(&format!("venues.{venue}.mode"), "diff")
+                .set(&format!("venues.{venue}.snapshot_spacing_ms"), 20)
+                .set(&format!("venues.{venue}.snapshot_timeout_ms"), 1000);
+        }
         // Pings every 100 ms, where the venue takes them.
         if venue.streams().client_ping().is_some() {
             config = config.set(&format!("venues.{venue}.ping_interval_ms"), 100);
@@ -130,11 +147,12 @@ impl Harness {
             let key_file = super::api_key_file(venue).display().to_string();
             config = config.set(&format!("venues.{venue}.api_key_file"), key_file);
         }
-        let mut config = config.build();
+        let mut config = configure(config).build();
         simulator.point(&mut config);
         let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
         Harness {
             venue,
+            mode,
             symbol,
             simulator,
             service,
@@ -230,9 +248,9 @@ impl Harness {
 
     /// A subscription that goes silent while the venue's book keeps changing (its events
     /// lost; the connection, its pings and the venue's heartbeats go on) is subscribed
-    /// again at the read-idle allowance, on the same connection, and rebuilt from a new
-    /// snapshot: the events lost need not show on its stream (Bitstamp's and Coinbase
-    /// Exchange's carry no id), and a heartbeat is no book's data.
+    /// again at the read-idle allowance, on the same connection. A diff book is rebuilt
+    /// from a new snapshot: the events lost need not show on its stream (Bitstamp's and
+    /// Coinbase Exchange's carry no id), and a heartbeat is no book's data.
     pub async fn a_silenced_subscription_is_revived_without_its_gap(&self) {
         let venue = self.venue;
         let resubscriptions =
@@ -244,13 +262,59 @@ impl Harness {
         let connections = self.simulator.connections(venue);
         self.simulator.drop_subscriptions(venue);
         self.counted(&resubscriptions, resubscribed + 1.0).await;
-        self.counted(&silence_resyncs, resynced + 1.0).await;
+        if self.mode == StreamKind::Diff {
+            self.counted(&silence_resyncs, resynced + 1.0).await;
+        }
         self.synced().await;
         assert_eq!(
             self.simulator.connections(venue),
             connections,
             "revived on its connection"
         );
+    }
+
+    /// A connection whose subscriptions all go dead, and stay dead when made again, while
+    /// its pings and the venue's heartbeats go on: subscribed again at the read-idle
+    /// allowance, recycled at the next (counted as an idle timeout), and synced on a new
+    /// connection. Heartbeats keep no book alive.
+    pub async fn a_connection_of_heartbeats_only_is_recycled(&self) {
+        let venue = self.venue;
+        let resubscriptions =
+            format!(r#"orderbook_silent_resubscriptions_total{{exchange="{venue}"}}"#);
+        let idle_timeouts = format!(
+            r#"orderbook_connection_errors_total{{exchange="{venue}",reason="idle_timeout"}}"#
+        );
+        let (resubscribed, timed_out) =
+            (self.metric(&resubscriptions), self.metric(&idle_timeouts));
+        let connections = self.simulator.connections(venue);
+        self.simulator.heartbeats_only(venue);
+        self.counted(&resubscriptions, resubscribed + 1.0).await;
+        self.counted(&idle_timeouts, timed_out + 1.0).await;
+        super::eventually("connected again", WAIT, || {
+            self.simulator.connections(venue) > connections
+        })
+        .await;
+        self.synced().await;
+    }
+
+    /// The simulator's recent books of `symbol`: its diff book after each event, or the
+    /// books its snapshot stream sent.
+    fn true_books(&self) -> Vec<TopBook> {
+        let venue = self.venue;
+        match self.mode {
+            StreamKind::Diff => self.simulator.diff_history(venue, self.symbol),
+            StreamKind::Snapshots => {
+                // The stream as the simulator names it: what it reads from the reader's
+                // subscription.
+                let streams = venue.streams();
+                let stream = streams.stream_name(self.symbol, DEPTH);
+                let request = &streams.subscribe_frames(&[stream], self.mode, DEPTH, 1)[0];
+                let answer = venue.simulated().answer_request(&request.frame);
+                let sent = answer.map(|answer| answer.subscribe).unwrap_or_default();
+                assert_eq!(sent.len(), 1, "{venue}: one stream for {}", self.symbol);
+                self.simulator.sent_books(venue, &sent[0])
+            }
+        }
     }
 
     /// Every synced book seen for `period` is one the simulator's venue really had.
@@ -270,7 +334,7 @@ impl Harness {
                 pairs(summary.book.bids.as_slice()),
                 pairs(summary.book.asks.as_slice()),
             );
-            let truths = self.simulator.diff_history(self.venue, self.symbol);
+            let truths = self.true_books();
             assert!(!truths.is_empty(), "no history of {}", self.symbol);
             let side = |levels: &mergebook::book::Levels| -> Vec<_> {
                 levels
@@ -284,13 +348,15 @@ impl Harness {
             // books as the feed does; else any book the venue had.
             let sequence = summary.venue_sequence[self.venue.index()];
             let is = |truth: &TopBook| side(&truth.bids) == bids && side(&truth.asks) == asks;
-            match truths
+            // (A snapshot stream numbers its books per connection: each connection's book
+            // at that sequence is one the venue had.)
+            let mut at_sequence = truths
                 .iter()
-                .rev()
-                .find(|truth| truth.venue_sequence == sequence)
-            {
-                Some(truth) => assert!(
-                    is(truth),
+                .filter(|truth| truth.venue_sequence == sequence)
+                .peekable();
+            match at_sequence.peek() {
+                Some(_) => assert!(
+                    at_sequence.any(is),
                     "not the venue's book at sequence {sequence}: {bids:?} {asks:?}"
                 ),
                 None => assert!(

@@ -26,7 +26,7 @@
 //! Prices and amounts are strings with 8 decimals. `lastUpdateId` becomes the book's
 //! `venue_sequence`, so a reader can drop an out-of-order push.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::Seen;
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::book::diff_sync::Sequencing;
@@ -61,6 +61,11 @@ impl Venue for Binance {
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::Rest,
+        // "IP budget `REQUEST_WEIGHT` 6000/min" (docs/protocols.md, Binance, REST weights).
+        rest_budget: Some(RestBudget {
+            weight: 6000,
+            per: std::time::Duration::from_secs(60),
+        }),
         sequencing: &UpdateIdRanges,
     };
 }

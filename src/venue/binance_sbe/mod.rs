@@ -58,6 +58,8 @@ impl Venue for BinanceSbe {
         binary_books: true,
         api_key_header: Some("X-MBX-APIKEY"),
         snapshots: SnapshotSource::Rest,
+        // Binance's REST API and its IP budget.
+        rest_budget: Binance::FACTS.rest_budget,
         sequencing: &UpdateIdRanges,
     };
 }

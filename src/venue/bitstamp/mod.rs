@@ -23,7 +23,7 @@
 //! `bts:error` for a refused request. `microtimestamp` becomes the book's
 //! `venue_sequence`.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
 use super::wire::Seen;
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::book::diff_sync::Sequencing;
@@ -65,6 +65,12 @@ impl Venue for Bitstamp {
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::Rest,
+        // "10 000 per 10 minutes per IP by default" (docs/protocols.md, Bitstamp, Limits;
+        // uncertain).
+        rest_budget: Some(RestBudget {
+            weight: 10_000,
+            per: std::time::Duration::from_secs(600),
+        }),
         sequencing: &Microtimestamps,
     };
 }

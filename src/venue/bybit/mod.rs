@@ -93,6 +93,7 @@ impl Venue for Bybit {
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::InBand,
+        rest_budget: None,
         sequencing: &ConsecutiveUpdateIds,
     };
 }

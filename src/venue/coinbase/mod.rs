@@ -72,6 +72,7 @@ impl Venue for Coinbase {
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::InBand,
+        rest_budget: None,
         sequencing: &crate::book::diff_sync::Unsequenced,
     };
 }

@@ -67,6 +67,7 @@ impl Venue for CoinbaseExchange {
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::InBand,
+        rest_budget: None,
         sequencing: &crate::book::diff_sync::Unsequenced,
     };
 }

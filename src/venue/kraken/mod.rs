@@ -76,6 +76,7 @@ impl Venue for Kraken {
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::InBand,
+        rest_budget: None,
         // No sequence numbers: the checksum after each message is Kraken's check.
         sequencing: &crate::book::diff_sync::Unsequenced,
     };

@@ -48,7 +48,7 @@
 //! (`BTC-USD-SWAP`) are a number of USD, whose amount in the base currency is a division
 //! by the price, not exact; they are refused, as are options.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use crate::fixed::{DECIMALS, FixedPoint};
@@ -122,6 +122,11 @@ impl Venue for Okx {
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::Rest,
+        // "REST books 40 req/2 s per IP" (docs/protocols.md, OKX, Limits).
+        rest_budget: Some(RestBudget {
+            weight: 40,
+            per: std::time::Duration::from_secs(2),
+        }),
         sequencing: &SeqIdChain,
     };
 }
