@@ -35,7 +35,7 @@ pub struct SoakSpec {
 type Inject = fn(&Simulator, VenueId, u32) -> Option<Undo>;
 
 /// The faults the soak picks from: each name (in the report) with its injection.
-const FAULTS: [(&str, Inject); 16] = [
+const FAULTS: [(&str, Inject); 17] = [
     ("disconnect", |simulator, venue, _| {
         simulator.disconnect(venue);
         None
@@ -89,9 +89,16 @@ const FAULTS: [(&str, Inject); 16] = [
         Some(Undo::Resume(venue))
     }),
     // The connection stops serving its subscriptions, pinging on: the read-idle watchdog
-    // subscribes them again.
+    // subscribes them again. A diff book's events meanwhile are lost (silence with loss):
+    // it is rebuilt from a new snapshot.
     ("drop_subscriptions", |simulator, venue, _| {
         simulator.drop_subscriptions(venue);
+        None
+    }),
+    // The connection serves no subscription any more, old or new, its pings and
+    // heartbeats going on: subscribed again, then recycled a read-idle allowance later.
+    ("heartbeats_only", |simulator, venue, _| {
+        simulator.heartbeats_only(venue);
         None
     }),
     // The same book, same sequence, at the usual rate: repeats, not staleness.
