@@ -34,7 +34,6 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
         return Err(format!("no venue at {path:?}").into());
     };
     let control = &shared.venues[venue.index()];
-    control.connections.fetch_add(1, Ordering::Relaxed);
     (control.connected_at.lock().expect("not poisoned")).push(std::time::Instant::now());
     let playback = shared.playback.lock().expect("not poisoned").clone();
     if let Some(playback) = playback.filter(|playback| playback.serves(venue)) {

@@ -351,7 +351,11 @@ impl Simulator {
 
     /// Connections accepted for `venue` so far.
     pub fn connections(&self, venue: VenueId) -> u64 {
-        self.control(venue).connections.load(Ordering::Relaxed)
+        self.control(venue)
+            .connected_at
+            .lock()
+            .expect("not poisoned")
+            .len() as u64
     }
 
     /// The last book frame sent to any client on `stream` of a venue that sends text.

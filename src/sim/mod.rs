@@ -88,7 +88,6 @@ enum AfterRaw {
 struct VenueControl {
     paused: watch::Sender<bool>,
     commands: broadcast::Sender<Command>,
-    connections: AtomicU64,
     /// When each connection was accepted.
     connected_at: Mutex<Vec<std::time::Instant>>,
     pongs: AtomicU64,
@@ -403,7 +402,6 @@ impl Simulator {
             venues: std::array::from_fn(|_| VenueControl {
                 paused: watch::channel(false).0,
                 commands: broadcast::channel(64).0,
-                connections: AtomicU64::new(0),
                 connected_at: Mutex::new(Vec::new()),
                 pongs: AtomicU64::new(0),
                 client_pings: AtomicU64::new(0),

@@ -212,11 +212,12 @@ impl Harness {
     /// `error` refuses a subscription: an error the operator sees, counted.
     pub async fn a_refusal_is_counted(&self, error: &str) {
         let venue = self.venue;
-        self.simulator.send_raw(venue, error);
         let refused = format!(
             r#"orderbook_connection_errors_total{{exchange="{venue}",reason="subscription_refused"}}"#
         );
-        self.counted(&refused, 1.0).await;
+        let before = self.metric(&refused);
+        self.simulator.send_raw(venue, error);
+        self.counted(&refused, before + 1.0).await;
     }
 
     /// Silence (no data, no heartbeats) is a dead connection: at the read-idle timeout
