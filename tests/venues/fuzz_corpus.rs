@@ -12,8 +12,8 @@ use std::path::Path;
 /// Each venue's target: its name, the venue, the contract it checks.
 type VenueContract = fn(VenueId, &[u8]);
 const VENUE_TARGETS: [(&str, VenueId, VenueContract); 8] = [
-    ("binance_depth", VenueId::Binance, snapshot_decoder),
-    ("bitstamp_order_book", VenueId::Bitstamp, snapshot_decoder),
+    ("binance_depth", VenueId::Binance, every_decoder),
+    ("bitstamp_order_book", VenueId::Bitstamp, every_decoder),
     ("kraken_book", VenueId::Kraken, diff_decoder),
     ("bybit_book", VenueId::Bybit, diff_decoder),
     ("okx_books", VenueId::Okx, every_decoder),

@@ -128,16 +128,14 @@ const FAULTS: [(&str, Inject); 17] = [
             amount: mergebook::fixed::FixedPoint::from_raw(100_000_000),
         });
         let mut frame = Vec::new();
-        venue.simulated().encode_book(
-            &venue.streams().stream_name("ETHBTC", DEPTH),
-            &book,
-            8,
-            &mut frame,
-        );
-        simulator.send_raw(
-            venue,
-            String::from_utf8(frame).expect("encoders write UTF-8"),
-        );
+        let streams = venue.streams();
+        let stream = streams.stream_name(&streams.spot_symbol("ETH", "BTC"), DEPTH);
+        venue.simulated().encode_book(&stream, &book, 8, &mut frame);
+        match String::from_utf8(frame) {
+            Ok(text) => simulator.send_raw(venue, text),
+            // A venue whose books are binary (Binance SBE).
+            Err(binary) => simulator.send_binary(venue, binary.into_bytes()),
+        }
         None
     }),
 ];
