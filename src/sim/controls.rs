@@ -133,15 +133,33 @@ impl Simulator {
             .clone()
     }
 
-    /// The top of `venue`'s diff book for `symbol` after each of its recent events
-    /// (at most 20 levels a side), oldest first.
-    pub fn diff_history(&self, venue: VenueId, symbol: &str) -> Vec<TopBook> {
+    /// `look` at the top of `venue`'s diff book for `symbol` after each of its recent
+    /// events (at most 20 levels a side), oldest first; read in place, under the
+    /// stream's lock, which holds its next event back meanwhile.
+    pub fn with_diff_history<R>(
+        &self,
+        venue: VenueId,
+        symbol: &str,
+        look: impl FnOnce(&[TopBook]) -> R,
+    ) -> R {
         let key = stream_key(venue, &venue.streams().diff_stream_name(symbol));
-        let streams = self.shared.diff_streams.lock().expect("not poisoned");
-        streams.get(&key).map_or_else(Vec::new, |stream| {
-            let history = stream.history.lock().expect("not poisoned");
-            history.iter().copied().collect()
-        })
+        let stream = self
+            .shared
+            .diff_streams
+            .lock()
+            .expect("not poisoned")
+            .get(&key)
+            .cloned();
+        match stream {
+            Some(stream) => look(
+                stream
+                    .history
+                    .lock()
+                    .expect("not poisoned")
+                    .make_contiguous(),
+            ),
+            None => look(&[]),
+        }
     }
 
     fn diff_streams(&self, venue: VenueId) -> Vec<Arc<DiffStream>> {
@@ -371,12 +389,20 @@ impl Simulator {
             .map(|sent| sent.last_frame.to_vec())
     }
 
-    /// The books `stream` of `venue` (a snapshot stream) sent recently, on any
-    /// connection, oldest first.
-    pub fn sent_books(&self, venue: VenueId, stream: &str) -> Vec<TopBook> {
-        let sent = self.shared.sent.lock().expect("not poisoned");
-        sent.get(&(venue, stream.to_owned()))
-            .map_or_else(Vec::new, |sent| sent.books.iter().copied().collect())
+    /// `look` at the books `stream` of `venue` (a snapshot stream) sent recently, on any
+    /// connection, oldest first; read in place, under the lock every snapshot stream's
+    /// send takes.
+    pub fn with_sent_books<R>(
+        &self,
+        venue: VenueId,
+        stream: &str,
+        look: impl FnOnce(&[TopBook]) -> R,
+    ) -> R {
+        let mut sent = self.shared.sent.lock().expect("not poisoned");
+        match sent.get_mut(&(venue, stream.to_owned())) {
+            Some(sent) => look(sent.books.make_contiguous()),
+            None => look(&[]),
+        }
     }
 
     /// When each connection of `venue` was accepted, oldest first.

@@ -298,12 +298,12 @@ impl Harness {
         self.synced().await;
     }
 
-    /// The simulator's recent books of `symbol`: its diff book after each event, or the
-    /// books its snapshot stream sent.
-    fn true_books(&self) -> Vec<TopBook> {
+    /// `look` at the simulator's recent books of `symbol`, in place: its diff book after
+    /// each event, or the books its snapshot stream sent.
+    fn with_true_books<R>(&self, look: impl FnOnce(&[TopBook]) -> R) -> R {
         let venue = self.venue;
         match self.mode {
-            StreamKind::Diff => self.simulator.diff_history(venue, self.symbol),
+            StreamKind::Diff => self.simulator.with_diff_history(venue, self.symbol, look),
             StreamKind::Snapshots => {
                 // The stream as the simulator names it: what it reads from the reader's
                 // subscription.
@@ -313,17 +313,29 @@ impl Harness {
                 let answer = venue.simulated().answer_request(&request.frame);
                 let sent = answer.map(|answer| answer.subscribe).unwrap_or_default();
                 assert_eq!(sent.len(), 1, "{venue}: one stream for {}", self.symbol);
-                self.simulator.sent_books(venue, &sent[0])
+                self.simulator.with_sent_books(venue, &sent[0], look)
             }
         }
     }
 
     /// Every synced book seen for `period` is one the simulator's venue really had.
     pub async fn books_stay_true_for(&self, period: Duration) -> usize {
+        self.books_stay_true_until(tokio::time::sleep(period)).await
+    }
+
+    /// Every synced book seen until `stop` is one the simulator's venue really had.
+    pub async fn books_stay_true_until(
+        &self,
+        stop: impl std::future::Future<Output = ()>,
+    ) -> usize {
         let mut summaries = self.summaries();
-        let deadline = tokio::time::Instant::now() + period;
         let mut checked = 0;
-        while let Ok(Ok(())) = tokio::time::timeout_at(deadline, summaries.changed()).await {
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                changed = summaries.changed() => if changed.is_err() { break },
+            }
             let summary = summaries.borrow_and_update().clone();
             if summary.venue_state(self.venue) != VenueState::Synced {
                 continue;
@@ -335,8 +347,6 @@ impl Harness {
                 pairs(summary.book.bids.as_slice()),
                 pairs(summary.book.asks.as_slice()),
             );
-            let truths = self.true_books();
-            assert!(!truths.is_empty(), "no history of {}", self.symbol);
             let side = |levels: &mergebook::book::Levels| -> Vec<_> {
                 levels
                     .as_slice()
@@ -349,21 +359,29 @@ impl Harness {
             // books as the feed does; else any book the venue had.
             let sequence = summary.venue_sequence[self.venue.index()];
             let is = |truth: &TopBook| side(&truth.bids) == bids && side(&truth.asks) == asks;
-            // (A snapshot stream numbers its books per connection: each connection's book
-            // at that sequence is one the venue had.)
-            let mut at_sequence = truths
-                .iter()
-                .filter(|truth| truth.venue_sequence == sequence)
-                .peekable();
-            match at_sequence.peek() {
-                Some(_) => assert!(
-                    at_sequence.any(is),
-                    "not the venue's book at sequence {sequence}: {bids:?} {asks:?}"
-                ),
-                None => assert!(
-                    truths.iter().any(is),
-                    "a book the venue never had: {bids:?} {asks:?}"
-                ),
+            let verdict = self.with_true_books(|truths| {
+                if truths.is_empty() {
+                    return Err(format!("no history of {}", self.symbol));
+                }
+                // (A snapshot stream numbers its books per connection: each connection's
+                // book at that sequence is one the venue had.)
+                let mut at_sequence = truths
+                    .iter()
+                    .filter(|truth| truth.venue_sequence == sequence)
+                    .peekable();
+                let numbered = at_sequence.peek().is_some();
+                if numbered && !at_sequence.any(is) {
+                    return Err(format!(
+                        "not the venue's book at sequence {sequence}: {bids:?} {asks:?}"
+                    ));
+                }
+                if !numbered && !truths.iter().any(is) {
+                    return Err(format!("a book the venue never had: {bids:?} {asks:?}"));
+                }
+                Ok(())
+            });
+            if let Err(wrong) = verdict {
+                panic!("{}: {wrong}", self.venue);
             }
             checked += 1;
         }

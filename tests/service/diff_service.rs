@@ -80,10 +80,8 @@ impl Harness {
             pairs(summary.book.bids.as_slice()),
             pairs(summary.book.asks.as_slice()),
         );
-        self.simulator
-            .diff_history(venue, symbol)
-            .iter()
-            .any(|truth| {
+        self.simulator.with_diff_history(venue, symbol, |truths| {
+            truths.iter().any(|truth| {
                 let side = |levels: &mergebook::book::Levels| -> Vec<_> {
                     levels
                         .as_slice()
@@ -94,6 +92,7 @@ impl Harness {
                 };
                 side(&truth.bids) == bids && side(&truth.asks) == asks
             })
+        })
     }
 
     /// Watches `venue`'s instrument for `period`, checking every synced book against the

@@ -4,9 +4,7 @@
 //! of the fuzz campaign stays a regression test.
 
 use mergebook::venue::VenueId;
-use mergebook_testkit::fuzz_contracts::{
-    TARGETS, binary_decoder, diff_decoder, every_decoder, snapshot_decoder,
-};
+use mergebook_testkit::fuzz_contracts::{TARGETS, binary_decoder, diff_decoder, every_decoder};
 use std::path::Path;
 
 /// Each venue's target: its name, the venue, the contract it checks.

@@ -250,132 +250,144 @@ async fn recovers_true_from_each_fault(venue: VenueId, mode: StreamKind) {
         .await;
     };
 
-    // Counted; in diff mode every book of the connection rebuilt (the frame may have
-    // been any of theirs).
-    let decode_errors = format!(r#"orderbook_decode_errors_total{{exchange="{venue}"}}"#);
-    let rebuilt = counter("orderbook_resyncs_total", r#"reason="decode_error""#);
-    ready("a bad frame").await;
-    let before = (harness.metric(&decode_errors), harness.metric(&rebuilt));
-    harness.simulator.send_raw(venue, "\u{1}garbage");
-    harness.counted(&decode_errors, before.0 + 1.0).await;
-    if mode == StreamKind::Diff {
-        harness.counted(&rebuilt, before.1 + 2.0).await;
-    }
-    recovered("bad frame").await;
-
-    let connections = harness.simulator.connections(venue);
-    harness.a_refusal_is_counted(row.refusal).await;
-    reconnected(connections).await;
-    recovered("subscription refused").await;
-
-    let connections = harness.simulator.connections(venue);
-    match row.over_rate {
-        Some(OverRate::Answers(error)) => harness.a_refusal_is_counted(error).await,
-        Some(OverRate::Disconnects) => harness.simulator.disconnect(venue),
-        None => {}
-    }
-    if row.over_rate.is_some() {
-        reconnected(connections).await;
-        recovered("subscriptions over the venue's rate").await;
-    }
-
-    harness
-        .a_silenced_subscription_is_revived_without_its_gap()
-        .await;
-    recovered("subscription silenced, market moving").await;
-
-    harness.a_connection_of_heartbeats_only_is_recycled().await;
-    recovered("a connection of heartbeats only").await;
-
-    if mode == StreamKind::Diff && NUMBERED.contains(&venue) {
-        // Three lost events in a row, each found, and every book it broke rebuilt (each
-        // rebuild is one resync duration observed) before the next is lost: one lost
-        // while a book is rebuilt would be covered by its snapshot, and never seen.
-        let gaps = counter("orderbook_resyncs_total", r#"reason="gap""#);
-        let rebuilt = format!(r#"orderbook_resync_duration_seconds_count{{exchange="{venue}"}}"#);
-        for _ in 0..3 {
-            ready("a lost event").await;
-            let (gaps_before, rebuilt_before) = (harness.metric(&gaps), harness.metric(&rebuilt));
-            harness.simulator.skip_events(venue, 1);
-            harness.counted(&gaps, gaps_before + 1.0).await;
-            let what = "every book the gap broke rebuilt";
-            crate::common::eventually(what, WAIT, || {
-                let gapped = harness.metric(&gaps) - gaps_before;
-                harness.metric(&rebuilt) - rebuilt_before >= gapped
-            })
-            .await;
+    // Every synced book the row publishes, whatever the fault, against the simulator's.
+    let (row_done, done) = tokio::sync::oneshot::channel::<()>();
+    let every_book = harness.books_stay_true_until(async {
+        let _ = done.await;
+    });
+    let faults = async {
+        // Counted; in diff mode every book of the connection rebuilt (the frame may have
+        // been any of theirs).
+        let decode_errors = format!(r#"orderbook_decode_errors_total{{exchange="{venue}"}}"#);
+        let rebuilt = counter("orderbook_resyncs_total", r#"reason="decode_error""#);
+        ready("a bad frame").await;
+        let before = (harness.metric(&decode_errors), harness.metric(&rebuilt));
+        harness.simulator.send_raw(venue, "\u{1}garbage");
+        harness.counted(&decode_errors, before.0 + 1.0).await;
+        if mode == StreamKind::Diff {
+            harness.counted(&rebuilt, before.1 + 2.0).await;
         }
-        recovered("gap storm").await;
-    }
+        recovered("bad frame").await;
 
-    if mode == StreamKind::Diff && CHECKSUMMED.contains(&venue) {
-        // A REST venue's stream carries checksums in its in-band form: served on a new
-        // connection, then left on (its checksums verify as well as the REST form's
-        // ids).
-        if venue.facts().snapshots == SnapshotSource::Rest {
-            let connections = harness.simulator.connections(venue);
-            harness.simulator.serve_in_band_snapshots(venue, true);
-            harness.simulator.disconnect(venue);
-            reconnected(connections).await;
-        }
-        // Three wrong checksums in a row: the first is found, the book rebuilt.
-        ready("wrong checksums").await;
-        let mismatches = counter("orderbook_resyncs_total", r#"reason="checksum""#);
-        let before = harness.metric(&mismatches);
-        harness
-            .simulator
-            .corrupt_checksums(venue, harness.symbol, 3);
-        harness.counted(&mismatches, before + 1.0).await;
-        recovered("checksum storm").await;
-        harness.simulator.serve_in_band_snapshots(venue, false);
-    }
-
-    if venue.simulated().reconnect_request().is_some() {
         let connections = harness.simulator.connections(venue);
-        harness.simulator.request_reconnect(venue);
+        harness.a_refusal_is_counted(row.refusal).await;
         reconnected(connections).await;
-        recovered("reconnect notice").await;
-    }
+        recovered("subscription refused").await;
 
-    if mode == StreamKind::Diff && venue.facts().snapshots == SnapshotSource::Rest {
-        // The next snapshot request fails: counted, asked again (after the retry
-        // backoff, or the venue's `Retry-After`), then the book syncs. A bad frame
-        // makes the reader ask.
-        let snapshots = |outcome: &str| {
-            counter(
-                "orderbook_snapshot_requests_total",
-                &format!(r#"outcome="{outcome}""#),
-            )
-        };
-        // (fault, the outcome counted, the next request's failure: none for a 429)
-        let faults = [
-            ("snapshot rate-limited (429)", "rate_limited", None),
-            (
-                "snapshot answered 503",
-                "failed",
-                Some(SnapshotFailure::ServerError),
-            ),
-            (
-                "snapshot answered garbage",
-                "failed",
-                Some(SnapshotFailure::Garbage),
-            ),
-        ];
-        for (fault, outcome, failure) in faults {
-            ready(fault).await;
-            let before = harness.metric(&snapshots(outcome));
-            match failure {
-                Some(failure) => harness.simulator.fail_snapshots(venue, 1, failure),
-                None => harness.simulator.rate_limit_snapshots(venue, 1, 1),
-            }
-            harness.simulator.send_raw(venue, "\u{1}garbage");
-            harness.counted(&snapshots(outcome), before + 1.0).await;
-            recovered(fault).await;
+        let connections = harness.simulator.connections(venue);
+        match row.over_rate {
+            Some(OverRate::Answers(error)) => harness.a_refusal_is_counted(error).await,
+            Some(OverRate::Disconnects) => harness.simulator.disconnect(venue),
+            None => {}
         }
-    }
+        if row.over_rate.is_some() {
+            reconnected(connections).await;
+            recovered("subscriptions over the venue's rate").await;
+        }
 
-    harness.silence_recycles_the_connection().await;
-    recovered("silence").await;
+        harness
+            .a_silenced_subscription_is_revived_without_its_gap()
+            .await;
+        recovered("subscription silenced, market moving").await;
+
+        harness.a_connection_of_heartbeats_only_is_recycled().await;
+        recovered("a connection of heartbeats only").await;
+
+        if mode == StreamKind::Diff && NUMBERED.contains(&venue) {
+            // Three lost events in a row, each found, and every book it broke rebuilt (each
+            // rebuild is one resync duration observed) before the next is lost: one lost
+            // while a book is rebuilt would be covered by its snapshot, and never seen.
+            let gaps = counter("orderbook_resyncs_total", r#"reason="gap""#);
+            let rebuilt =
+                format!(r#"orderbook_resync_duration_seconds_count{{exchange="{venue}"}}"#);
+            for _ in 0..3 {
+                ready("a lost event").await;
+                let (gaps_before, rebuilt_before) =
+                    (harness.metric(&gaps), harness.metric(&rebuilt));
+                harness.simulator.skip_events(venue, 1);
+                harness.counted(&gaps, gaps_before + 1.0).await;
+                let what = "every book the gap broke rebuilt";
+                crate::common::eventually(what, WAIT, || {
+                    let gapped = harness.metric(&gaps) - gaps_before;
+                    harness.metric(&rebuilt) - rebuilt_before >= gapped
+                })
+                .await;
+            }
+            recovered("gap storm").await;
+        }
+
+        if mode == StreamKind::Diff && CHECKSUMMED.contains(&venue) {
+            // A REST venue's stream carries checksums in its in-band form: served on a new
+            // connection, then left on (its checksums verify as well as the REST form's
+            // ids).
+            if venue.facts().snapshots == SnapshotSource::Rest {
+                let connections = harness.simulator.connections(venue);
+                harness.simulator.serve_in_band_snapshots(venue, true);
+                harness.simulator.disconnect(venue);
+                reconnected(connections).await;
+            }
+            // Three wrong checksums in a row: the first is found, the book rebuilt.
+            ready("wrong checksums").await;
+            let mismatches = counter("orderbook_resyncs_total", r#"reason="checksum""#);
+            let before = harness.metric(&mismatches);
+            harness
+                .simulator
+                .corrupt_checksums(venue, harness.symbol, 3);
+            harness.counted(&mismatches, before + 1.0).await;
+            recovered("checksum storm").await;
+            harness.simulator.serve_in_band_snapshots(venue, false);
+        }
+
+        if venue.simulated().reconnect_request().is_some() {
+            let connections = harness.simulator.connections(venue);
+            harness.simulator.request_reconnect(venue);
+            reconnected(connections).await;
+            recovered("reconnect notice").await;
+        }
+
+        if mode == StreamKind::Diff && venue.facts().snapshots == SnapshotSource::Rest {
+            // The next snapshot request fails: counted, asked again (after the retry
+            // backoff, or the venue's `Retry-After`), then the book syncs. A bad frame
+            // makes the reader ask.
+            let snapshots = |outcome: &str| {
+                counter(
+                    "orderbook_snapshot_requests_total",
+                    &format!(r#"outcome="{outcome}""#),
+                )
+            };
+            // (fault, the outcome counted, the next request's failure: none for a 429)
+            let faults = [
+                ("snapshot rate-limited (429)", "rate_limited", None),
+                (
+                    "snapshot answered 503",
+                    "failed",
+                    Some(SnapshotFailure::ServerError),
+                ),
+                (
+                    "snapshot answered garbage",
+                    "failed",
+                    Some(SnapshotFailure::Garbage),
+                ),
+            ];
+            for (fault, outcome, failure) in faults {
+                ready(fault).await;
+                let before = harness.metric(&snapshots(outcome));
+                match failure {
+                    Some(failure) => harness.simulator.fail_snapshots(venue, 1, failure),
+                    None => harness.simulator.rate_limit_snapshots(venue, 1, 1),
+                }
+                harness.simulator.send_raw(venue, "\u{1}garbage");
+                harness.counted(&snapshots(outcome), before + 1.0).await;
+                recovered(fault).await;
+            }
+        }
+
+        harness.silence_recycles_the_connection().await;
+        recovered("silence").await;
+        let _ = row_done.send(());
+    };
+    let (compared, ()) = tokio::join!(every_book, faults);
+    println!("{venue} {mode_name}: {compared} books compared over the row");
 
     harness.service.stop().await;
     let budget = venue.facts().connect_budget;
