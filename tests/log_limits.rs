@@ -72,7 +72,7 @@ async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
         .with_writer(move || writer.clone())
         .init();
 
-    // 600 bad frames over 1.8 s.
+    // 600 bad frames, 3 ms apart (1.8 s, or longer on a loaded machine).
     let simulator =
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 2).unwrap();
     let service = service_on(simulator.url(BINANCE)).await;
@@ -84,6 +84,9 @@ async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
     .await
     .unwrap()
     .unwrap();
+    // A line a second: at most one more than the whole seconds from the first bad frame
+    // to the reading of the log (however long a loaded machine takes to send them).
+    let started = std::time::Instant::now();
     for _ in 0..600 {
         simulator.send_raw(BINANCE, "\u{1}garbage");
         tokio::time::sleep(Duration::from_millis(3)).await;
@@ -94,9 +97,10 @@ async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
     })
     .await;
     let lines = logs.lines_with("bad frame dropped");
+    let seconds = started.elapsed().as_secs() as usize;
     assert!(
-        (1..=3).contains(&lines.len()),
-        "{} lines: {lines:#?}",
+        !lines.is_empty() && lines.len() <= seconds + 1,
+        "{} lines in {seconds} s: {lines:#?}",
         lines.len()
     );
     let left_out: u64 = lines.iter().map(|line| suppressed(line)).sum();
@@ -107,6 +111,7 @@ async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
     let closed = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("ws://{}/binance", closed.local_addr().unwrap());
     drop(closed);
+    let started = std::time::Instant::now();
     let service = service_on(url).await;
     let attempts = r#"orderbook_connect_attempts_total{exchange="binance"}"#;
     common::eventually("15 connection attempts", WAIT, || {
@@ -114,7 +119,7 @@ async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
     })
     .await;
     let lines = logs.lines_with("connection lost");
-    let seconds = 2 + 15 * 200 / 1000; // at most this long for 15 attempts
+    let seconds = started.elapsed().as_secs() as usize;
     assert!(
         !lines.is_empty() && lines.len() <= seconds + 1,
         "{} lines for {} attempts: {lines:#?}",
