@@ -178,6 +178,22 @@ impl Harness {
             .await;
     }
 
+    /// Both of the venue's books synced in the reader (its state gauges: a summary may
+    /// still show a state the reader has left); `when` names the moment in a failure.
+    pub async fn both_books_synced(&self, when: &str) {
+        let venue = self.venue;
+        let state_gauge = format!(r#"orderbook_venue_state{{exchange="{venue}","#);
+        let what = format!("{when}: both books synced");
+        super::eventually(&what, WAIT, || {
+            let exposition = self.service.metrics().render();
+            let synced = exposition.lines().filter(|line| {
+                line.starts_with(&state_gauge) && line.ends_with(r#"state="synced"} 1"#)
+            });
+            synced.count() == 2
+        })
+        .await;
+    }
+
     pub fn metric(&self, series: &str) -> f64 {
         super::service_metric(&self.service, series)
     }

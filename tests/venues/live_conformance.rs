@@ -210,19 +210,9 @@ async fn recovers_true_from_each_fault(venue: VenueId, mode: StreamKind) {
     });
     harness.synced().await;
     let counter = |name: &str, reason: &str| format!(r#"{name}{{exchange="{venue}",{reason}}}"#);
-    // Both of the venue's books synced in the reader (its state gauges): a summary
-    // may still show a state the reader has left.
-    let state_gauge = format!(r#"orderbook_venue_state{{exchange="{venue}","#);
-    let both_synced = || {
-        let exposition = harness.service.metrics().render();
-        let synced = exposition.lines().filter(|line| {
-            line.starts_with(&state_gauge) && line.ends_with(r#"state="synced"} 1"#)
-        });
-        synced.count() == 2
-    };
     let mut recovered = async |fault: &'static str| {
-        let what = format!("{venue} {mode_name}, after {fault}: both books synced");
-        crate::common::eventually(&what, WAIT, both_synced).await;
+        let what = format!("{venue} {mode_name}, after {fault}");
+        harness.both_books_synced(&what).await;
         harness.synced().await;
         // At least `COMPARED` books, however slowly they come under load.
         let deadline = Instant::now() + WAIT;
@@ -240,8 +230,8 @@ async fn recovers_true_from_each_fault(venue: VenueId, mode: StreamKind) {
     };
     // Before a fault is injected: both books synced.
     let ready = async |fault: &str| {
-        let what = format!("{venue} {mode_name}, before {fault}: both books synced");
-        crate::common::eventually(&what, WAIT, both_synced).await;
+        let what = format!("{venue} {mode_name}, before {fault}");
+        harness.both_books_synced(&what).await;
     };
     let reconnected = async |connections: u64| {
         crate::common::eventually("connected again", WAIT, || {
