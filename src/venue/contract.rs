@@ -50,8 +50,8 @@ pub struct VenueFacts {
     pub snapshots: SnapshotSource,
     /// The venue's published limit on the REST requests a snapshot takes, where its
     /// snapshots come from REST. The snapshot scheduler keeps the configured budget
-    /// (`snapshot_weight_per_minute`, `snapshot_spacing_ms`), whose defaults stay well
-    /// inside it; the conformance table checks the requests against it.
+    /// (`snapshot_weight_per_minute`, `snapshot_spacing_ms`), which the configuration does
+    /// not check against this; the conformance table checks the requests against it.
     pub rest_budget: Option<RestBudget>,
     /// How the diff stream is sequenced: the venue's sync rules (`book/diff_sync.rs` applies them).
     pub sequencing: &'static dyn Sequencing,
