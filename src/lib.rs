@@ -13,6 +13,7 @@
 //!   slot it goes through (the project's only `unsafe`, in its own crate);
 //! - the merger: [`merger`], the thread, each instrument's [`merger::Consolidation`] (who is
 //!   merged), the k-way merge ([`merger::kway`]) and the published [`merger::summary`];
+//!   [`units`], currencies and the conversion of a venue's prices into an instrument's;
 //! - serving: [`publish`] (the fan-out, gRPC, JSON lines, NATS) and [`metrics`];
 //! - recording and replay: [`record`] (what the venues sent, as timelines, and the formats
 //!   read back), [`replay`] (recordings through the same path), [`sim`] (the embedded
@@ -35,6 +36,7 @@ pub mod venue;
 pub use mergebook_mailbox as mailbox;
 // The merger.
 pub mod merger;
+pub mod units;
 // Serving.
 pub mod metrics;
 pub mod publish;

@@ -1,0 +1,277 @@
+//! Currencies and the conversion of a venue's book into an instrument's currency: which
+//! price of a rate converts which side, and how the result is rounded, so that a converted
+//! level is never better for the trader than what the venue and the rate really offer.
+//!
+//! A venue quoting BTC in USDT joins a BTC/USD book through a USDT/USD rate: its bids
+//! times the rate's bid (selling BTC for USDT, then the USDT for USD), its asks times the
+//! rate's ask (buying the USDT with USD first), each rounded to the instrument's price
+//! step against the trader: bids down, asks up. A venue quoted in the rate's other
+//! currency divides instead (bids by the rate's ask, asks by its bid). Pure, and
+//! allocation-free: the merger converts books on its hot path.
+
+#[cfg(test)]
+mod tests;
+
+use crate::book::{Level, Levels, MAX_DEPTH, Side, TopBook};
+use crate::fixed::{FixedPoint, SCALE};
+use std::fmt;
+
+/// The longest currency code: `FDUSD` and the like fit, with room.
+const MAX_CODE: usize = 10;
+
+/// A currency or coin by its code (`USD`, `USDT`, `BTC`): upper-case ASCII letters and
+/// digits. Inline and `Copy`, so a summary can carry it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Currency {
+    len: u8,
+    code: [u8; MAX_CODE],
+}
+
+impl Currency {
+    /// `text` as a code: 1 to 10 letters and digits, upper-cased (`usdt` is `USDT`).
+    pub fn parse(text: &str) -> Option<Currency> {
+        let valid = (1..=MAX_CODE).contains(&text.len())
+            && text.bytes().all(|byte| byte.is_ascii_alphanumeric());
+        if !valid {
+            return None;
+        }
+        let mut code = [0; MAX_CODE];
+        code[..text.len()].copy_from_slice(text.as_bytes());
+        code.make_ascii_uppercase();
+        Some(Currency {
+            len: text.len() as u8,
+            code,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.code[..usize::from(self.len)]).expect("ASCII by construction")
+    }
+}
+
+impl fmt::Display for Currency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for Currency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What one unit of a pair's base currency sells for (`bid`) and costs (`ask`) in its
+/// quote currency, and when the book it was read from was received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rate {
+    pub bid: FixedPoint,
+    pub ask: FixedPoint,
+    /// Monotonic ns (`clock::monotonic_ns`) of the older of the two books its prices come
+    /// from; 0 for a fixed rate, which has no age.
+    pub received_ns: u64,
+}
+
+impl Rate {
+    /// A rate an operator sets: the same price both ways, no age.
+    pub fn fixed(price: FixedPoint) -> Rate {
+        Rate {
+            bid: price,
+            ask: price,
+            received_ns: 0,
+        }
+    }
+
+    /// Whether it can convert: both prices above zero. (A rate read across venues may be
+    /// locked or crossed: each of its prices is still one a trader can deal at.)
+    pub fn is_usable(&self) -> bool {
+        !self.bid.is_zero() && !self.ask.is_zero()
+    }
+}
+
+/// Which way a venue's prices go through its rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// The venue quotes in the pair's base (USDT of USDT/USD, for a USD instrument):
+    /// its prices times the rate.
+    Multiply,
+    /// The venue quotes in the pair's quote (USD of USDT/USD, for a USDT instrument):
+    /// its prices divided by the rate.
+    Divide,
+}
+
+/// How one venue's prices become the instrument's: the direction through the rate, and
+/// the instrument's price step that converted prices are rounded to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conversion {
+    pub direction: Direction,
+    /// Raw `FixedPoint` units (1 = 0.00000001), at least 1.
+    pub price_step: u64,
+}
+
+/// Why a book could not be converted: a converted price beyond what a `FixedPoint` holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a converted price does not fit a FixedPoint")]
+pub struct OutOfRange;
+
+impl Conversion {
+    /// `price` on `side` through `rate`, rounded against the trader: a bid is the
+    /// greatest multiple of the price step at or below the exact value, an ask the least
+    /// at or above it.
+    #[inline]
+    pub fn price(&self, side: Side, price: FixedPoint, rate: &Rate) -> Result<u64, OutOfRange> {
+        let (value, inexact) = match (self.direction, side) {
+            (Direction::Multiply, Side::Bid) => multiply(price.raw(), rate.bid.raw()),
+            (Direction::Multiply, Side::Ask) => multiply(price.raw(), rate.ask.raw()),
+            (Direction::Divide, Side::Bid) => divide(price.raw(), rate.ask.raw()),
+            (Direction::Divide, Side::Ask) => divide(price.raw(), rate.bid.raw()),
+        }
+        .ok_or(OutOfRange)?;
+        Ok(match side {
+            Side::Bid => round_down(value, self.price_step),
+            Side::Ask => round_up(value, inexact, self.price_step).ok_or(OutOfRange)?,
+        })
+    }
+
+    /// Writes `native`'s `side` converted into `out`, and each converted level's native
+    /// price into `natives`. Levels that round to one price are one level: their
+    /// amounts summed, its native price the worse of theirs (what an order for the whole
+    /// amount must be priced at). A bid that rounds to zero is worth nothing and is left
+    /// out, with what is below it.
+    pub fn side(
+        &self,
+        side: Side,
+        native: &Levels,
+        rate: &Rate,
+        out: &mut Levels,
+        natives: &mut [FixedPoint; MAX_DEPTH],
+    ) -> Result<(), OutOfRange> {
+        out.clear();
+        let mut count = 0;
+        for level in native.as_slice() {
+            let price = FixedPoint::from_raw(self.price(side, level.price, rate)?);
+            if price.is_zero() {
+                break;
+            }
+            let merged = count > 0 && out.as_slice()[count - 1].price == price;
+            if merged {
+                let last = &mut out.as_mut_slice()[count - 1];
+                let amount = last.amount.raw().checked_add(level.amount.raw());
+                last.amount = FixedPoint::from_raw(amount.ok_or(OutOfRange)?);
+                natives[count - 1] = level.price;
+            } else {
+                out.push(Level {
+                    price,
+                    amount: level.amount,
+                });
+                natives[count] = level.price;
+                count += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Both sides of `native` converted into `out` (its stamps copied), the native prices
+    /// into `natives`.
+    pub fn book(
+        &self,
+        native: &TopBook,
+        rate: &Rate,
+        out: &mut TopBook,
+        natives: &mut NativePrices,
+    ) -> Result<(), OutOfRange> {
+        self.side(
+            Side::Bid,
+            &native.bids,
+            rate,
+            &mut out.bids,
+            &mut natives.bids,
+        )?;
+        self.side(
+            Side::Ask,
+            &native.asks,
+            rate,
+            &mut out.asks,
+            &mut natives.asks,
+        )?;
+        out.venue_sequence = native.venue_sequence;
+        out.received_ns = native.received_ns;
+        Ok(())
+    }
+}
+
+/// The native price of each level of a converted book, by side and position.
+#[derive(Clone, Copy, Debug)]
+pub struct NativePrices {
+    pub bids: [FixedPoint; MAX_DEPTH],
+    pub asks: [FixedPoint; MAX_DEPTH],
+}
+
+impl Default for NativePrices {
+    fn default() -> Self {
+        NativePrices {
+            bids: [FixedPoint::ZERO; MAX_DEPTH],
+            asks: [FixedPoint::ZERO; MAX_DEPTH],
+        }
+    }
+}
+
+impl NativePrices {
+    pub fn side(&self, side: Side) -> &[FixedPoint; MAX_DEPTH] {
+        match side {
+            Side::Bid => &self.bids,
+            Side::Ask => &self.asks,
+        }
+    }
+}
+
+/// `price × rate` in raw units (both scaled by 10^8), truncated, and whether anything was
+/// truncated. The common case stays in 64 bits: the price's integer part times the rate,
+/// plus its fraction times the rate over 10^8 (a division by a constant, which compiles
+/// to a multiplication); 128 bits only where a part overflows.
+#[inline]
+fn multiply(price: u64, rate: u64) -> Option<(u64, bool)> {
+    let (whole, fraction) = (price / SCALE, price % SCALE);
+    if let (Some(whole), Some(fraction)) = (whole.checked_mul(rate), fraction.checked_mul(rate)) {
+        let value = whole.checked_add(fraction / SCALE)?;
+        return Some((value, fraction % SCALE != 0));
+    }
+    let product = u128::from(price) * u128::from(rate);
+    let scale = u128::from(SCALE);
+    let value = u64::try_from(product / scale).ok()?;
+    Some((value, product % scale != 0))
+}
+
+/// `price / rate` in raw units, truncated, and whether anything was truncated.
+#[inline]
+fn divide(price: u64, rate: u64) -> Option<(u64, bool)> {
+    if rate == 0 {
+        return None;
+    }
+    let numerator = u128::from(price) * u128::from(SCALE);
+    let rate = u128::from(rate);
+    let value = u64::try_from(numerator / rate).ok()?;
+    Some((value, numerator % rate != 0))
+}
+
+#[inline]
+fn round_down(value: u64, step: u64) -> u64 {
+    match step {
+        1 => value,
+        _ => value - value % step,
+    }
+}
+
+/// The least multiple of `step` at or above the exact value `value` (+ a fraction of a
+/// raw unit where `inexact`).
+#[inline]
+fn round_up(value: u64, inexact: bool, step: u64) -> Option<u64> {
+    let remainder = match step {
+        1 => 0,
+        _ => value % step,
+    };
+    match (remainder, inexact) {
+        (0, false) => Some(value),
+        _ => (value - remainder).checked_add(step),
+    }
+}
