@@ -8,11 +8,13 @@
 
 pub mod defaults;
 mod raw;
+mod units;
 mod validate;
 
 pub use raw::RawConfig;
 
 use crate::fixed::FixedPoint;
+use crate::units::{Conversion, Currency};
 use crate::venue::VenueId;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -122,6 +124,8 @@ pub struct Config {
     /// The venues used by at least one instrument, with their URLs.
     pub venues: Vec<VenueConfig>,
     pub instruments: Vec<Instrument>,
+    /// `[[rates]]`: the currency pairs venues' prices are converted through.
+    pub rates: Vec<RateSource>,
     pub simulator: Option<SimulatorConfig>,
     /// This process's share of the instruments, when several share the list.
     pub shard: Option<Shard>,
@@ -339,6 +343,50 @@ pub struct Instrument {
     pub symbols: Vec<(VenueId, String)>,
     /// (venue, the base currency per contract) for each symbol sized in contracts.
     pub contract_sizes: Vec<(VenueId, FixedPoint)>,
+    /// The currency its prices are shown in; `None` where neither its name (`BASE/QUOTE`)
+    /// nor `currency` says, and its venues' books are merged as they are quoted.
+    pub currency: Option<Currency>,
+    /// What converted prices are rounded to, in raw `FixedPoint` units (1: 10^-8).
+    pub price_step: u64,
+    /// (venue, the currency its symbol is quoted in), every venue, where `currency` is
+    /// known.
+    pub quotes: Vec<(VenueId, Currency)>,
+    /// How each venue quoted in another currency is converted into `currency`.
+    pub conversions: Vec<VenueConversion>,
+}
+
+/// One venue of an instrument quoted in another currency than the instrument's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VenueConversion {
+    pub venue: VenueId,
+    /// Index into `Config::rates`.
+    pub rate: usize,
+    pub conversion: Conversion,
+}
+
+/// A currency pair's rate and where it comes from (`[[rates]]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateSource {
+    /// One `base` sells for the rate's bid and costs its ask in `quote`.
+    pub base: Currency,
+    pub quote: Currency,
+    pub from: RateFrom,
+}
+
+impl RateSource {
+    /// `BASE/QUOTE`.
+    pub fn pair(&self) -> String {
+        format!("{}/{}", self.base, self.quote)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RateFrom {
+    /// The merged best bid and ask of this instrument (an index into
+    /// `Config::instruments`), while it has both.
+    Instrument(usize),
+    /// A rate an operator set, the same both ways.
+    Fixed(FixedPoint),
 }
 
 impl Instrument {

@@ -21,6 +21,8 @@ pub struct RawConfig {
     pub venues: BTreeMap<String, RawVenue>,
     #[serde(default)]
     pub instruments: Vec<RawInstrument>,
+    #[serde(default)]
+    pub rates: Vec<RawRate>,
     pub simulator: Option<RawSimulator>,
     pub nats: Option<RawNats>,
     pub record: Option<RawRecord>,
@@ -133,6 +135,27 @@ pub struct RawInstrument {
     /// derivative sized in contracts (`"0.01"`).
     #[serde(default)]
     pub contract_sizes: BTreeMap<String, String>,
+    /// The currency its prices are shown in (`"USD"`); unset: the part of its name after
+    /// the `/`.
+    pub currency: Option<String>,
+    /// What converted prices are rounded to (`"0.01"`).
+    pub price_step: Option<String>,
+    /// Venue name → the currency that venue's symbol is quoted in, where the symbol does
+    /// not say (`"USDC"`).
+    #[serde(default)]
+    pub quotes: BTreeMap<String, String>,
+}
+
+/// `[[rates]]`: where the rate of one currency pair comes from.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRate {
+    /// `"USDT/USD"`: what one USDT sells for and costs in USD.
+    pub pair: String,
+    /// A configured instrument whose merged best bid and ask are the rate.
+    pub instrument: Option<String>,
+    /// A rate an operator sets, both ways (`"1.0001"`).
+    pub fixed: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

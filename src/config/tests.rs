@@ -114,7 +114,7 @@ fn shards_split_the_instruments_between_them() {
 #[test]
 fn more_instruments_than_max_instruments_are_refused() {
     let two = format!(
-        "[service]\nmax_instruments = 1\n{MINIMAL}[[instruments]]\nname = \"BTC/USD\"\nsymbols = {{ binance = \"BTCUSDT\" }}\n"
+        "[service]\nmax_instruments = 1\n{MINIMAL}[[instruments]]\nname = \"BTC/USDT\"\nsymbols = {{ binance = \"BTCUSDT\" }}\n"
     );
     assert_eq!(
         validate(&two).unwrap_err().to_string(),
@@ -543,4 +543,139 @@ fn every_shipped_config_file_is_valid() {
         checked >= 2,
         "config/default.toml and config/sim.toml at least"
     );
+}
+
+/// `BTC/USD` across venues quoted in USD, USDT and USDC: the currencies read from each
+/// symbol or stated, and each other currency converted through its pair's rate.
+const BTC_USD: &str = "[[instruments]]\nname = \"USDT/USD\"\n\
+    symbols = { kraken = \"USDT/USD\", bitstamp = \"usdtusd\" }\n\
+    [[instruments]]\nname = \"BTC/USD\"\nprice_step = \"0.01\"\n\
+    symbols = { kraken = \"BTC/USD\", binance = \"BTCUSDT\", okx = \"BTC-USDC-SWAP\", coinbase = \"BTC-PERP-INTX\" }\n\
+    contract_sizes = { okx = \"0.01\" }\nquotes = { coinbase = \"USDC\" }\n";
+
+const BTC_USD_RATES: &str = "[[rates]]\npair = \"USDT/USD\"\ninstrument = \"USDT/USD\"\n\
+    [[rates]]\npair = \"USD/USDC\"\nfixed = \"1.0001\"\n";
+
+#[test]
+fn venues_quoted_in_other_currencies_go_through_a_configured_rate() {
+    let config = validate(&format!("{BTC_USD}{BTC_USD_RATES}")).unwrap();
+    let usd = crate::units::Currency::parse("USD");
+    let btc_usd = &config.instruments[1];
+    assert_eq!(btc_usd.currency, usd);
+    assert_eq!(btc_usd.price_step, 1_000_000);
+    let quotes: Vec<_> = btc_usd
+        .quotes
+        .iter()
+        .map(|(venue, quote)| format!("{venue}:{quote}"))
+        .collect();
+    assert_eq!(
+        quotes,
+        ["binance:USDT", "coinbase:USDC", "kraken:USD", "okx:USDC"]
+    );
+    use crate::units::{Conversion, Direction};
+    let conversion = |direction| Conversion {
+        direction,
+        price_step: 1_000_000,
+    };
+    assert_eq!(
+        btc_usd.conversions,
+        [
+            VenueConversion {
+                venue: VenueId::Binance,
+                rate: 0,
+                conversion: conversion(Direction::Multiply)
+            },
+            VenueConversion {
+                venue: VenueId::Coinbase,
+                rate: 1,
+                conversion: conversion(Direction::Divide)
+            },
+            VenueConversion {
+                venue: VenueId::Okx,
+                rate: 1,
+                conversion: conversion(Direction::Divide)
+            },
+        ]
+    );
+    assert_eq!(config.rates[0].from, RateFrom::Instrument(0));
+    assert_eq!(config.rates[1].pair(), "USD/USDC");
+    assert!(config.instruments[0].conversions.is_empty());
+}
+
+#[test]
+fn a_currency_without_a_rate_or_a_quote_that_cannot_be_read_is_refused() {
+    let error = |text: &str| validate(text).unwrap_err().to_string();
+    let only_usdt = "[[rates]]\npair = \"USDT/USD\"\ninstrument = \"USDT/USD\"\n";
+    assert_eq!(
+        error(&format!("{BTC_USD}{only_usdt}")),
+        "instruments[1].symbols.coinbase = \"BTC-PERP-INTX\": quoted in USDC, the instrument \
+         in USD: configure a [[rates]] pair = \"USDC/USD\""
+    );
+    let unstated = BTC_USD.replace("quotes = { coinbase = \"USDC\" }\n", "");
+    assert_eq!(
+        error(&format!("{unstated}{BTC_USD_RATES}")),
+        "instruments[1].symbols.coinbase = \"BTC-PERP-INTX\": the currency it is quoted in \
+         cannot be read from it: set instruments[1].quotes.coinbase (\"USDC\")"
+    );
+    let cases = [
+        (
+            "[[rates]]\npair = \"USDT\"\nfixed = \"1\"\n",
+            "rates[0].pair = \"USDT\": a currency pair BASE/QUOTE of two different codes \
+             (\"USDT/USD\")",
+        ),
+        (
+            "[[rates]]\npair = \"USDT/USD\"\nfixed = \"0\"\n",
+            "rates[0].fixed = \"0\": a positive decimal of at most 8 fractional digits",
+        ),
+        (
+            "[[rates]]\npair = \"USDT/USD\"\n",
+            "rates[0] = \"USDT/USD\": set one of `instrument` (its merged book is the rate) \
+             and `fixed`",
+        ),
+        (
+            "[[rates]]\npair = \"USDT/USD\"\nfixed = \"1\"\n[[rates]]\npair = \"USD/USDT\"\nfixed = \"1\"\n",
+            "rates[1].pair = \"USD/USDT\": the pair (either way round) has a rate already",
+        ),
+        (
+            "[[rates]]\npair = \"USDT/USD\"\ninstrument = \"ETH/BTC\"\n",
+            "rates[0].instrument = \"ETH/BTC\": the rate of USDT/USD is read from an \
+             instrument named USDT/USD",
+        ),
+        (
+            "[[rates]]\npair = \"USDT/USD\"\ninstrument = \"NONE\"\n",
+            "rates[0].instrument = \"NONE\": no such instrument",
+        ),
+    ];
+    for (rates, expected) in cases {
+        assert_eq!(error(&format!("{MINIMAL}{rates}")), expected);
+    }
+}
+
+#[test]
+fn a_shard_keeps_only_instruments_whose_rate_it_merges() {
+    let text = format!("{BTC_USD}{BTC_USD_RATES}");
+    let shard_of = |name: &str| (1..=2).find(|&k| Shard { index: k, count: 2 }.serves(name));
+    let (rate_shard, btc_shard) = (shard_of("USDT/USD"), shard_of("BTC/USD"));
+    assert_ne!(rate_shard, btc_shard, "the names fall to different shards");
+    for index in 1..=2 {
+        let sharded = validate(&format!("[service]\nshard = \"{index}/2\"\n{text}"));
+        match Some(index) {
+            shard if shard == btc_shard && shard != rate_shard => {
+                let error = sharded.unwrap_err().to_string();
+                assert!(
+                    error.contains("whose instrument \"USDT/USD\" falls to another shard"),
+                    "{error}"
+                );
+            }
+            shard => {
+                let config = sharded.unwrap();
+                let rate_instrument = config.rates.iter().find_map(|rate| match rate.from {
+                    RateFrom::Instrument(at) => Some(config.instruments[at].name.as_str()),
+                    RateFrom::Fixed(_) => None,
+                });
+                let keeps_rate = shard == rate_shard;
+                assert_eq!(rate_instrument, keeps_rate.then_some("USDT/USD"));
+            }
+        }
+    }
 }

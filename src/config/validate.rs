@@ -68,7 +68,7 @@ impl RawConfig {
         })?;
         let feed = self.feed_settings()?;
         let shard = self.shard()?;
-        let (instruments, used) = self.instruments(shard)?;
+        let (instruments, rates, used) = self.instruments(shard)?;
         let venues = self.venue_configs(&used, depth, feed.read_idle_timeout)?;
         let simulator = self.simulator_config()?;
         let nats = self.nats_config(&instruments)?;
@@ -100,6 +100,7 @@ impl RawConfig {
             },
             venues,
             instruments,
+            rates,
             simulator,
             shard,
             nats,
@@ -245,7 +246,7 @@ impl RawConfig {
     fn instruments(
         &self,
         shard: Option<Shard>,
-    ) -> Result<(Vec<Instrument>, [usize; MAX_VENUES]), ConfigError> {
+    ) -> Result<(Vec<Instrument>, Vec<RateSource>, [usize; MAX_VENUES]), ConfigError> {
         for name in self.venues.keys() {
             if VenueId::from_name(name).is_none() {
                 return Err(invalid(
@@ -271,6 +272,7 @@ impl RawConfig {
                 format!("at most service.max_instruments = {max_instruments}"),
             ));
         }
+        let rate_plans = super::units::rate_plans(&self.rates)?;
         let mut instruments = Vec::new();
         // Per venue, how many instruments use it.
         let mut used = [0usize; MAX_VENUES];
@@ -343,14 +345,20 @@ impl RawConfig {
                 symbols.push((venue, symbol.clone()));
             }
             let contract_sizes = contract_sizes(&key, raw, &symbols)?;
+            let units = super::units::instrument_units(&key, raw, &symbols, &rate_plans)?;
             instruments.push(Instrument {
                 name: raw.name.clone(),
                 symbols,
                 contract_sizes,
+                currency: units.currency,
+                price_step: units.price_step,
+                quotes: units.quotes,
+                conversions: units.conversions,
             });
         }
+        let mut rates = super::units::resolve_rates(rate_plans, &instruments)?;
         if let Some(shard) = shard {
-            instruments.retain(|instrument| shard.serves(&instrument.name));
+            super::units::keep_shard(shard, &mut instruments, &mut rates)?;
             if instruments.is_empty() {
                 return Err(invalid(
                     "service.shard",
@@ -363,7 +371,7 @@ impl RawConfig {
                 used[venue.index()] += 1;
             }
         }
-        Ok((instruments, used))
+        Ok((instruments, rates, used))
     }
 
     /// `[venues.<name>]` of each venue an instrument uses.

@@ -14,6 +14,7 @@
 use crate::book::diff_sync::Sequencing;
 use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
 use crate::json::DecodeError;
+use crate::units::Currency;
 
 use super::LevelTexts;
 
@@ -233,6 +234,11 @@ pub trait Streams: Sync {
         let _ = symbol;
         Ok(())
     }
+
+    /// The currency `symbol`'s prices are in, where the symbol says, for an instrument
+    /// whose base currency is `base` (upper-case): `None` where it cannot be read from
+    /// the symbol (an instrument then names it in `quotes`).
+    fn quote_currency(&self, symbol: &str, base: &str) -> Option<Currency>;
 
     /// Whether `symbol`'s sizes are contracts (a derivative's): its books are merged as
     /// an amount of the base currency, each size times the instrument's configured

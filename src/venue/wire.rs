@@ -5,6 +5,7 @@
 use super::{DecodeError, SubscribeRequest, Walker};
 use crate::book::{Level, Side};
 use crate::fixed::DECIMALS;
+use crate::units::Currency;
 
 /// The requests for `streams`, at most `per_request` a request, in order, each frame
 /// written by `frame` from its streams. `first_id`: the first request's id where the venue
@@ -41,6 +42,26 @@ pub(crate) fn dashed_codes(symbol: &str, max_len: usize) -> Option<Vec<&str>> {
     };
     let parts: Vec<&str> = symbol.split('-').collect();
     (symbol.len() <= max_len && parts.iter().all(code)).then_some(parts)
+}
+
+/// The quote currency of a symbol that is the base's code and the quote's run together
+/// (`BTCUSDT`, `btcusd`), given the base.
+pub(crate) fn concatenated_quote(symbol: &str, base: &str) -> Option<Currency> {
+    let prefix = symbol.get(..base.len())?;
+    match prefix.eq_ignore_ascii_case(base) {
+        true => Currency::parse(&symbol[base.len()..]),
+        false => None,
+    }
+}
+
+/// The quote currency of a symbol whose second `separator`-separated part it is
+/// (`BTC/USD`, `BTC-USDT-SWAP`), given the base, which must be its first.
+pub(crate) fn separated_quote(symbol: &str, separator: char, base: &str) -> Option<Currency> {
+    let mut parts = symbol.split(separator);
+    match parts.next()?.eq_ignore_ascii_case(base) {
+        true => Currency::parse(parts.next()?),
+        false => None,
+    }
 }
 
 /// Writes a side as `[["price","amount"],…]` with `separator` after each `,`.

@@ -71,21 +71,48 @@ impl TestConfig {
     }
 
     /// The last instrument's `venue` symbol sized in contracts of `size`.
-    pub fn contract_size(mut self, venue: VenueId, size: &str) -> Self {
-        let last = self
+    pub fn contract_size(self, venue: VenueId, size: &str) -> Self {
+        self.last_instrument(&format!("contract_sizes.{venue}"), size)
+    }
+
+    /// The last instrument's `key` (dotted inside it: `quotes.coinbase`) set to `value`.
+    pub fn last_instrument(mut self, key: &str, value: impl Into<Value>) -> Self {
+        let mut table = self
             .table
             .get_mut("instruments")
             .and_then(Value::as_array_mut)
             .and_then(|instruments| instruments.last_mut())
             .and_then(Value::as_table_mut)
-            .expect("an instrument to size");
-        let sizes = last
-            .entry("contract_sizes")
-            .or_insert_with(|| Value::Table(Table::new()));
-        sizes
-            .as_table_mut()
-            .expect("contract_sizes is a table")
-            .insert(venue.name().to_owned(), size.into());
+            .expect("an instrument to set a key of");
+        let mut parts = key.split('.').peekable();
+        while let Some(part) = parts.next() {
+            if parts.peek().is_none() {
+                table.insert(part.to_owned(), value.into());
+                break;
+            }
+            table = table
+                .entry(part)
+                .or_insert_with(|| Value::Table(Table::new()))
+                .as_table_mut()
+                .unwrap_or_else(|| panic!("{key}: {part} is not a table"));
+        }
+        self
+    }
+
+    /// One more `[[rates]]` entry: `pair`'s rate from `source` (`"instrument"` or
+    /// `"fixed"`) `value`.
+    pub fn rate(mut self, pair: &str, source: &str, value: &str) -> Self {
+        let mut rate = Table::new();
+        rate.insert("pair".into(), pair.into());
+        rate.insert(source.into(), value.into());
+        let rates = self
+            .table
+            .entry("rates")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        rates
+            .as_array_mut()
+            .expect("rates is an array")
+            .push(Value::Table(rate));
         self
     }
 

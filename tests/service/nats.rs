@@ -47,6 +47,8 @@ async fn service(
             &[(VenueId::Binance, binance), (VenueId::Bitstamp, bitstamp)],
         );
     }
+    // BTC/USD's Binance book is in USDT: taken as dollars, as the simulator quotes it.
+    config = config.rate("USDT/USD", "fixed", "1");
     let config = config.build();
     let listeners = Listeners::loopback().await.unwrap();
     let grpc = listeners.grpc.local_addr().unwrap();

@@ -103,7 +103,7 @@ async fn through_the_service(frames: &[(VenueId, String)]) -> Vec<serde_json::Va
         .set("service.stale_after_ms", 600_000)
         .set("feed.read_idle_timeout_ms", 600_000)
         .on(&simulator, &[BINANCE, BITSTAMP])
-        .instrument("BTC/USD", &[(BINANCE, "BTCUSDT"), (BITSTAMP, "btcusd")])
+        .instrument("BTC", &[(BINANCE, "BTCUSDT"), (BITSTAMP, "btcusd")])
         .build();
     let listeners = Listeners::loopback().await.unwrap();
     let service = Service::start(config, listeners).unwrap();
@@ -113,7 +113,7 @@ async fn through_the_service(frames: &[(VenueId, String)]) -> Vec<serde_json::Va
         while summaries.changed().await.is_ok() {
             let summary = summaries.borrow_and_update().clone();
             let mut line = Vec::new();
-            mergebook::publish::jsonl::write_summary(&mut line, "BTC/USD", &summary).unwrap();
+            mergebook::publish::jsonl::write_summary(&mut line, "BTC", &summary).unwrap();
             lines.push(comparable(std::str::from_utf8(&line).unwrap()));
         }
         lines
@@ -163,7 +163,7 @@ fn through_replay(frames: &[(VenueId, String)]) -> Vec<serde_json::Value> {
         arguments.extend(["--venue".to_owned(), format!("{venue}={}", path.display())]);
     }
     arguments.extend(["--depth".to_owned(), DEPTH.to_string()]);
-    arguments.extend(["--instrument".to_owned(), "BTC/USD".to_owned()]);
+    arguments.extend(["--instrument".to_owned(), "BTC".to_owned()]);
     let arguments: Vec<&str> = arguments.iter().map(String::as_str).collect();
     let (stdout, _) = common::run_ok(&arguments);
     std::fs::remove_dir_all(&directory).unwrap();

@@ -210,7 +210,7 @@ fn watch_reads_every_shard_s_instruments_from_nats() {
         "[grpc]",
         &format!("[nats]\nurl = \"{}\"\n\n[grpc]", nats.url()),
     );
-    let second = "[[instruments]]\nname = \"BTC/USD\"\nsymbols = { binance = \"BTCUSDT\", bitstamp = \"btcusd\" }\n";
+    let second = "[[instruments]]\nname = \"BTC/USD\"\nsymbols = { binance = \"BTCUSDT\", bitstamp = \"btcusd\" }\n[[rates]]\npair = \"USDT/USD\"\nfixed = \"1\"\n";
     std::fs::write(&config, format!("{sim}\n{second}")).unwrap();
     let config = config.to_str().unwrap();
     let _shards = [

@@ -7,6 +7,11 @@ impl Streams for Binance {
         format!("{base}{quote}")
     }
 
+    /// `BTCUSDT`: the base's code, then the quote's.
+    fn quote_currency(&self, symbol: &str, base: &str) -> Option<crate::units::Currency> {
+        crate::venue::wire::concatenated_quote(symbol, base)
+    }
+
     /// Partial depth comes in 5, 10 or 20 levels: the smallest that covers `depth`.
     fn stream_name(&self, symbol: &str, depth: usize) -> String {
         let levels = [5, 10, 20]

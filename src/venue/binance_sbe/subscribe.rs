@@ -7,6 +7,10 @@ impl Streams for BinanceSbe {
         Binance.spot_symbol(base, quote)
     }
 
+    fn quote_currency(&self, symbol: &str, base: &str) -> Option<crate::units::Currency> {
+        Binance.quote_currency(symbol, base)
+    }
+
     /// `depth20` is the one top-of-book stream: the service keeps its best `depth` levels.
     fn stream_name(&self, symbol: &str, _depth: usize) -> String {
         format!("{}@depth20", symbol.to_ascii_lowercase())

@@ -7,6 +7,11 @@ impl Streams for Bitstamp {
         format!("{base}{quote}").to_ascii_lowercase()
     }
 
+    /// `btcusd`: the base's code, then the quote's.
+    fn quote_currency(&self, symbol: &str, base: &str) -> Option<crate::units::Currency> {
+        crate::venue::wire::concatenated_quote(symbol, base)
+    }
+
     /// `order_book_<pair>` always carries 100 levels; `depth` only limits what is kept.
     fn stream_name(&self, symbol: &str, _depth: usize) -> String {
         format!("{ORDER_BOOK_PREFIX}{}", symbol.to_ascii_lowercase())

@@ -19,6 +19,11 @@ impl Streams for Coinbase {
         format!("{base}-{quote}")
     }
 
+    /// `BTC-USD`; an INTX perpetual (`BTC-PERP-INTX`) does not say.
+    fn quote_currency(&self, symbol: &str, base: &str) -> Option<crate::units::Currency> {
+        crate::venue::wire::separated_quote(symbol, '-', base).filter(|quote| quote.as_str() != "PERP")
+    }
+
     fn stream_name(&self, symbol: &str, _depth: usize) -> String {
         symbol.to_owned()
     }

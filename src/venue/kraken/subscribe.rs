@@ -7,6 +7,11 @@ impl Streams for Kraken {
         format!("{base}/{quote}")
     }
 
+    /// `BTC/USD`.
+    fn quote_currency(&self, symbol: &str, base: &str) -> Option<crate::units::Currency> {
+        crate::venue::wire::separated_quote(symbol, '/', base)
+    }
+
     fn stream_name(&self, symbol: &str, _depth: usize) -> String {
         symbol.to_owned()
     }

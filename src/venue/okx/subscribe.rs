@@ -17,6 +17,11 @@ impl Streams for Okx {
         format!("{base}-{quote}")
     }
 
+    /// `BTC-USDT`, `BTC-USDT-SWAP`: the second part.
+    fn quote_currency(&self, symbol: &str, base: &str) -> Option<crate::units::Currency> {
+        crate::venue::wire::separated_quote(symbol, '-', base)
+    }
+
     /// A book is known by its instrument id, on either channel.
     fn stream_name(&self, symbol: &str, _depth: usize) -> String {
         symbol.to_owned()
