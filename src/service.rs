@@ -312,12 +312,8 @@ impl Service {
                 );
                 inputs.push((*venue, receiver));
             }
-            let mut consolidation = Consolidation::new(index, config.depth, &venues);
-            for venue_config in config.venues.iter().filter(|v| v.allow_one_sided) {
-                consolidation.allow_one_sided(venue_config.venue);
-            }
             wired_instruments.push(WiredInstrument {
-                consolidation,
+                consolidation: Consolidation::configured(&config, index),
                 inputs,
                 output,
             });
@@ -337,6 +333,7 @@ impl Service {
                 stale_after: config.stale_after,
                 heartbeat_ns: Arc::clone(&merger_heartbeat_ns),
                 observer,
+                rate_links: merger::RateLinks::new(&config),
             },
             Arc::clone(&metrics),
             Arc::clone(&stop_merger),

@@ -7,10 +7,12 @@
 //! book is older than the stale age is shown with that state and left out, so a partial
 //! or stale book is never presented as live.
 
-use crate::book::TopBook;
+use crate::book::{Side, TopBook};
+use crate::config::{Config, RateFrom};
 use crate::feed::handoff::VenueFeed;
-use crate::merger::kway::{VenueBook, merge};
-use crate::merger::summary::{BestPrices, Summary, VenueState};
+use crate::merger::kway::{MergedLevels, VenueBook, merge};
+use crate::merger::summary::{AppliedRate, BestPrices, Summary, VenueState};
+use crate::units::{Conversion, Currency, NativePrices, Rate};
 use crate::venue::{MAX_VENUES, VenueId};
 
 #[derive(Clone, Copy, Default)]
@@ -31,6 +33,39 @@ impl VenueSlot {
     }
 }
 
+/// A venue quoted in another currency: its book converted into the instrument's, again
+/// only when the book or the rate has changed since.
+struct Converted {
+    conversion: Conversion,
+    /// Index into `Config::rates`.
+    rate_index: usize,
+    /// Its currency, the rate's pair and the rate last set (`None`: not there).
+    applied: AppliedRate,
+    book: TopBook,
+    natives: NativePrices,
+    /// Whether `book` was converted from the current native book at the current rate.
+    current: bool,
+    /// Whether that conversion gave a book (a rate, and prices in range).
+    converted: bool,
+}
+
+impl Converted {
+    /// The converted book, converting it first where the native book or the rate
+    /// changed; `None` without a rate or where a price goes out of range.
+    fn book(&mut self, native: &TopBook) -> Option<&TopBook> {
+        if !self.current {
+            self.current = true;
+            self.converted = self.applied.rate.is_some_and(|rate| {
+                let conversion = self.conversion;
+                conversion
+                    .book(native, &rate, &mut self.book, &mut self.natives)
+                    .is_ok()
+            });
+        }
+        self.converted.then_some(&self.book)
+    }
+}
+
 /// One instrument's venues and its next summary number.
 pub struct Consolidation {
     instrument: usize,
@@ -42,6 +77,14 @@ pub struct Consolidation {
     /// Receive time of the newest book applied since the last summary: the start of the
     /// latency the next summary reports.
     latest_received_ns: u64,
+    /// The currency its prices are shown in, where stated.
+    currency: Option<Currency>,
+    /// The venues quoted in another currency (boxed: most venues of most instruments are
+    /// not, and a slot is a whole book).
+    converted: [Option<Box<Converted>>; MAX_VENUES],
+    /// The rate its last summary's best bid and ask make, for the instruments whose
+    /// venues convert through it.
+    rate: Option<Rate>,
 }
 
 impl Consolidation {
@@ -58,7 +101,70 @@ impl Consolidation {
             sequence: 0,
             one_sided_allowed: [false; MAX_VENUES],
             latest_received_ns: 0,
+            currency: None,
+            converted: Default::default(),
+            rate: None,
         }
+    }
+
+    /// Instrument `index` of `config`: its venues, those that may be one-sided, its
+    /// currency, and the conversion of each venue quoted in another (fixed rates set;
+    /// an instrument's rate waits for its summaries, `set_rate`).
+    pub fn configured(config: &Config, index: usize) -> Consolidation {
+        let instrument = &config.instruments[index];
+        let venues: Vec<VenueId> = instrument.symbols.iter().map(|(v, _)| *v).collect();
+        let mut consolidation = Consolidation::new(index, config.depth, &venues);
+        for venue in config.venues.iter().filter(|v| v.allow_one_sided) {
+            consolidation.allow_one_sided(venue.venue);
+        }
+        consolidation.currency = instrument.currency;
+        for planned in &instrument.conversions {
+            let source = &config.rates[planned.rate];
+            let native = instrument
+                .quotes
+                .iter()
+                .find_map(|&(venue, quote)| (venue == planned.venue).then_some(quote))
+                .expect("a converted venue's quote is known");
+            let rate = match source.from {
+                RateFrom::Fixed(price) => Some(Rate::fixed(price)),
+                RateFrom::Instrument(_) => None,
+            };
+            consolidation.converted[planned.venue.index()] = Some(Box::new(Converted {
+                conversion: planned.conversion,
+                rate_index: planned.rate,
+                applied: AppliedRate {
+                    native,
+                    base: source.base,
+                    quote: source.quote,
+                    rate,
+                },
+                book: TopBook::default(),
+                natives: NativePrices::default(),
+                current: false,
+                converted: false,
+            }));
+        }
+        consolidation
+    }
+
+    /// Sets rate `rate_index` (of `Config::rates`) for the venues converted through it;
+    /// whether that changed anything (the next summary then differs).
+    pub fn set_rate(&mut self, rate_index: usize, rate: Option<Rate>) -> bool {
+        let mut changed = false;
+        for converted in self.converted.iter_mut().flatten() {
+            if converted.rate_index == rate_index && converted.applied.rate != rate {
+                converted.applied.rate = rate;
+                converted.current = false;
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// The rate its latest summary makes, as a source of `[[rates]]`: its best bid and
+    /// ask, while it has both, as old as the older of the two books they come from.
+    pub fn rate(&self) -> Option<Rate> {
+        self.rate
     }
 
     /// How many levels a side its summaries carry.
@@ -83,6 +189,9 @@ impl Consolidation {
         if feed.state == VenueState::Synced {
             slot.book.copy_from(&feed.book);
             self.latest_received_ns = self.latest_received_ns.max(feed.book.received_ns);
+            if let Some(converted) = &mut self.converted[venue.index()] {
+                converted.current = false;
+            }
         }
     }
 
@@ -109,30 +218,49 @@ impl Consolidation {
     }
 
     /// Merges the synced venues into `out` and stamps it with the next sequence number.
+    /// A venue quoted in another currency is merged converted, and is `NoRate` while its
+    /// rate is not there.
     pub fn summarize(&mut self, published_ns: u64, out: &mut Summary) {
+        let mut states = [VenueState::Absent; MAX_VENUES];
         let mut inputs = [VenueBook {
             venue: VenueId::ALL[0],
             book: &self.venues[0].book,
         }; MAX_VENUES];
         let mut count = 0;
-        for &venue in VenueId::ALL {
-            let slot = &self.venues[venue.index()];
-            if is_merged(slot.state, self.one_sided_allowed[venue.index()]) {
-                inputs[count] = VenueBook {
-                    venue,
-                    book: &slot.book,
-                };
-                count += 1;
+        for ((&venue, slot), converted) in VenueId::ALL
+            .iter()
+            .zip(&self.venues)
+            .zip(&mut self.converted)
+        {
+            states[venue.index()] = slot.state;
+            if !is_merged(slot.state, self.one_sided_allowed[venue.index()]) {
+                continue;
             }
+            let book = match converted {
+                None => &slot.book,
+                Some(converted) => match converted.book(&slot.book) {
+                    Some(book) => book,
+                    None => {
+                        states[venue.index()] = VenueState::NoRate;
+                        continue;
+                    }
+                },
+            };
+            inputs[count] = VenueBook { venue, book };
+            count += 1;
         }
         merge(&inputs[..count], self.depth, &mut out.book);
+        if self.converted.iter().any(Option::is_some) {
+            self.write_native_prices(Side::Bid, &mut out.book.bids);
+            self.write_native_prices(Side::Ask, &mut out.book.asks);
+        }
         self.sequence += 1;
         out.instrument = self.instrument;
         out.sequence = self.sequence;
         out.published_ns = published_ns;
         out.received_ns = self.latest_received_ns;
+        out.venues = states;
         for (venue, slot) in self.venues.iter().enumerate() {
-            out.venues[venue] = slot.state;
             out.venue_received_ns[venue] = slot.book.received_ns;
             out.venue_sequence[venue] = slot.book.venue_sequence;
             out.venue_best[venue] = BestPrices {
@@ -140,7 +268,69 @@ impl Consolidation {
                 ask: slot.book.asks.best().map(|level| level.price),
             };
         }
+        out.currency = self.currency;
+        for (rate, converted) in out.venue_rate.iter_mut().zip(&self.converted) {
+            *rate = converted.as_ref().map(|converted| converted.applied);
+        }
+        self.rate = rate_of(out);
     }
+
+    /// The native price of each merged level of a converted venue: a venue's levels come
+    /// into the merge in its own order, so its n-th level there is its converted book's
+    /// n-th.
+    fn write_native_prices(&self, side: Side, levels: &mut MergedLevels) {
+        let mut taken = [0usize; MAX_VENUES];
+        for level in levels.as_mut_slice() {
+            let venue = level.venue.index();
+            if let Some(converted) = &self.converted[venue] {
+                level.native_price = converted.natives.side(side)[taken[venue]];
+                taken[venue] += 1;
+            }
+        }
+    }
+}
+
+/// Which instruments convert through which instrument's book.
+#[derive(Clone, Debug, Default)]
+pub struct RateLinks {
+    /// For each instrument: the (instrument, index into `Config::rates`) of the rates its
+    /// summaries make.
+    dependents: Vec<Vec<(usize, usize)>>,
+}
+
+impl RateLinks {
+    pub fn new(config: &Config) -> RateLinks {
+        let mut dependents = vec![Vec::new(); config.instruments.len()];
+        for (index, instrument) in config.instruments.iter().enumerate() {
+            for conversion in &instrument.conversions {
+                if let RateFrom::Instrument(source) = config.rates[conversion.rate].from {
+                    let link = (index, conversion.rate);
+                    if !dependents[source].contains(&link) {
+                        dependents[source].push(link);
+                    }
+                }
+            }
+        }
+        RateLinks { dependents }
+    }
+
+    /// The (instrument, rate index) pairs that `source`'s summaries are the rate of.
+    pub fn of(&self, source: usize) -> &[(usize, usize)] {
+        self.dependents.get(source).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The rate a summary makes as a `[[rates]]` source: its best bid and ask, while it has
+/// both, as old as the older of the books they come from.
+fn rate_of(summary: &Summary) -> Option<Rate> {
+    let (bid, ask) = (summary.book.bids.best()?, summary.book.asks.best()?);
+    let received = |venue: VenueId| summary.venue_received_ns[venue.index()];
+    let rate = Rate {
+        bid: bid.price,
+        ask: ask.price,
+        received_ns: received(bid.venue).min(received(ask.venue)),
+    };
+    rate.is_usable().then_some(rate)
 }
 
 /// Whether a venue in `state` is in the merge: synced, or one-sided where allowed.
@@ -323,5 +513,137 @@ mod tests {
         assert_eq!(summary.venue_state(VenueId::Binance), VenueState::Stale);
         assert_eq!(summary.book.bids.as_slice()[0].venue, VenueId::Bitstamp);
         assert_eq!(summary.book.bids.as_slice().len(), 1);
+    }
+
+    /// BTC/USD from Kraken (USD) and Binance (USDT), and USDT/USD from Kraken and Bitstamp.
+    fn btc_usd_config() -> Config {
+        let text = "[[instruments]]\nname = \"USDT/USD\"\n\
+            symbols = { kraken = \"USDT/USD\", bitstamp = \"usdtusd\" }\n\
+            [[instruments]]\nname = \"BTC/USD\"\nprice_step = \"0.01\"\n\
+            symbols = { kraken = \"BTC/USD\", binance = \"BTCUSDT\" }\n\
+            [[rates]]\npair = \"USDT/USD\"\ninstrument = \"USDT/USD\"\n";
+        crate::config::RawConfig::parse(text, "test.toml")
+            .and_then(|raw| raw.validate())
+            .expect("valid")
+    }
+
+    fn decimal_feed(bids: &[&str], asks: &[&str], received_ns: u64) -> VenueFeed {
+        let mut book = TopBook {
+            received_ns,
+            ..TopBook::default()
+        };
+        let level = |price: &&str| Level {
+            price: price.parse().expect("a decimal"),
+            amount: FixedPoint::from_raw(100_000_000),
+        };
+        bids.iter()
+            .for_each(|price| drop(book.bids.push(level(price))));
+        asks.iter()
+            .for_each(|price| drop(book.asks.push(level(price))));
+        VenueFeed {
+            state: VenueState::Synced,
+            book,
+        }
+    }
+
+    fn decimal(text: &str) -> FixedPoint {
+        text.parse().expect("a decimal")
+    }
+
+    fn prices(levels: &[MergedLevel]) -> Vec<(String, String, VenueId)> {
+        levels
+            .iter()
+            .map(|l| (l.price.to_string(), l.native_price.to_string(), l.venue))
+            .collect()
+    }
+
+    #[test]
+    fn a_venue_in_another_currency_is_merged_converted_while_its_rate_is_there() {
+        let config = btc_usd_config();
+        let links = RateLinks::new(&config);
+        assert_eq!(links.of(0), [(1, 0)]);
+        assert_eq!(links.of(1), []);
+        let mut rates = Consolidation::configured(&config, 0);
+        let mut btc = Consolidation::configured(&config, 1);
+        let mut summary = Summary::default();
+        btc.apply(VenueId::Kraken, &decimal_feed(&["90000"], &["90001"], 10));
+        btc.apply(
+            VenueId::Binance,
+            &decimal_feed(&["89990.5", "89990.4"], &["90010"], 20),
+        );
+        btc.summarize(1, &mut summary);
+        assert_eq!(summary.venue_state(VenueId::Binance), VenueState::NoRate);
+        assert_eq!(summary.venue_state(VenueId::Kraken), VenueState::Synced);
+        assert_eq!(
+            summary.book.bids.len(),
+            1,
+            "no rate: Binance's levels are left out"
+        );
+
+        // USDT/USD bid 1.0001 (Kraken, received at 5), ask 1.0003 (Bitstamp, at 7).
+        rates.apply(VenueId::Kraken, &decimal_feed(&["1.0001"], &["1.0004"], 5));
+        rates.apply(VenueId::Bitstamp, &decimal_feed(&["1"], &["1.0003"], 7));
+        rates.summarize(2, &mut Summary::default());
+        let rate = rates.rate().expect("both sides");
+        assert_eq!((rate.bid, rate.ask), (decimal("1.0001"), decimal("1.0003")));
+        assert_eq!(rate.received_ns, 5, "the older of the two books");
+        assert!(btc.set_rate(0, Some(rate)));
+        assert!(
+            !btc.set_rate(0, Some(rate)),
+            "the same rate changes nothing"
+        );
+        btc.summarize(3, &mut summary);
+        assert_eq!(summary.venue_state(VenueId::Binance), VenueState::Synced);
+        // 89990.5 × 1.0001 = 89999.49905 → 89999.49; 89990.4 × 1.0001 = 89999.39904 → 89999.39;
+        // 90010 × 1.0003 = 90037.003 → 90037.01.
+        let usdt = |text: &str| decimal(text).to_string();
+        assert_eq!(
+            prices(summary.book.bids.as_slice()),
+            [
+                (usdt("90000"), usdt("90000"), VenueId::Kraken),
+                (usdt("89999.49"), usdt("89990.5"), VenueId::Binance),
+                (usdt("89999.39"), usdt("89990.4"), VenueId::Binance),
+            ]
+        );
+        assert_eq!(
+            prices(summary.book.asks.as_slice()),
+            [
+                (usdt("90001"), usdt("90001"), VenueId::Kraken),
+                (usdt("90037.01"), usdt("90010"), VenueId::Binance),
+            ]
+        );
+        let applied = summary.venue_rate[VenueId::Binance.index()].expect("converted");
+        assert_eq!(applied.rate, Some(rate));
+        assert_eq!(
+            (
+                applied.native.as_str(),
+                applied.base.as_str(),
+                applied.quote.as_str()
+            ),
+            ("USDT", "USDT", "USD")
+        );
+        assert_eq!(summary.venue_rate[VenueId::Kraken.index()], None);
+        assert_eq!(summary.currency.map(|c| c.to_string()), Some("USD".into()));
+        // Binance's own best stays as it quotes it.
+        assert_eq!(
+            summary.venue_best[VenueId::Binance.index()].bid,
+            Some(decimal("89990.5"))
+        );
+
+        // The rate's books go stale: no rate, Binance out again.
+        assert_eq!(rates.evict_stale(100).count(), 2);
+        rates.summarize(4, &mut Summary::default());
+        assert_eq!(rates.rate(), None);
+        assert!(btc.set_rate(0, rates.rate()));
+        btc.summarize(5, &mut summary);
+        assert_eq!(summary.venue_state(VenueId::Binance), VenueState::NoRate);
+        assert!(
+            summary
+                .book
+                .bids
+                .as_slice()
+                .iter()
+                .all(|l| l.venue == VenueId::Kraken)
+        );
     }
 }

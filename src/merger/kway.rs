@@ -31,6 +31,21 @@ pub struct MergedLevel {
     pub price: FixedPoint,
     pub amount: FixedPoint,
     pub venue: VenueId,
+    /// The price as the venue quotes it: `price` itself, unless the venue's book was
+    /// converted into the instrument's currency (`Consolidation` writes it then).
+    pub native_price: FixedPoint,
+}
+
+impl MergedLevel {
+    #[inline(always)]
+    fn of(level: &Level, venue: VenueId) -> MergedLevel {
+        MergedLevel {
+            price: level.price,
+            amount: level.amount,
+            venue,
+            native_price: level.price,
+        }
+    }
 }
 
 impl Default for MergedLevel {
@@ -39,6 +54,7 @@ impl Default for MergedLevel {
             price: FixedPoint::ZERO,
             amount: FixedPoint::ZERO,
             venue: VenueId::ALL[0],
+            native_price: FixedPoint::ZERO,
         }
     }
 }
@@ -166,11 +182,7 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
             heads.copy_within(best + 1..live, best);
             live -= 1;
         }
-        Some(MergedLevel {
-            price: levels[0].price,
-            amount: levels[0].amount,
-            venue,
-        })
+        Some(MergedLevel::of(&levels[0], venue))
     });
 }
 
@@ -248,11 +260,7 @@ fn merge_heap<const BIDS: bool>(
             heads[0] = heads[live];
         }
         sift_down::<BIDS>(&mut heads[..live], 0);
-        Some(MergedLevel {
-            price: top.levels[0].price,
-            amount: top.levels[0].amount,
-            venue: top.venue,
-        })
+        Some(MergedLevel::of(&top.levels[0], top.venue))
     });
 }
 
@@ -287,11 +295,7 @@ fn merge_two<const BIDS: bool>(
             }
             (None, None) => return None,
         };
-        Some(MergedLevel {
-            price: level.price,
-            amount: level.amount,
-            venue,
-        })
+        Some(MergedLevel::of(level, venue))
     });
 }
 
@@ -453,6 +457,7 @@ mod tests {
                     price: l.price,
                     amount: l.amount,
                     venue: *venue,
+                    native_price: l.price,
                 })
             })
             .collect();

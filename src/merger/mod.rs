@@ -7,7 +7,7 @@ pub mod consolidation;
 pub mod kway;
 pub mod summary;
 
-pub use consolidation::Consolidation;
+pub use consolidation::{Consolidation, RateLinks};
 
 use crate::clock;
 use crate::config::IdleStrategy;
@@ -43,6 +43,9 @@ pub struct MergerSpec<O: PublishObserver = ()> {
     pub heartbeat_ns: Arc<AtomicU64>,
     /// Told of every publish: the load harness's accounting; the service's is `()`.
     pub observer: O,
+    /// The instruments whose venues convert through another's book: each summary of a
+    /// rate's instrument is handed on to them, and they publish when it changed theirs.
+    pub rate_links: RateLinks,
 }
 
 /// What hears of each publish, with the frames in it and its times: the load harness
@@ -170,7 +173,7 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                     evicted = true;
                 }
             }
-            if !(new_book || evicted) {
+            if !(new_book || evicted || pass == Pass::Rate) {
                 return false;
             }
             let consolidation = &mut instrument.consolidation;
@@ -211,17 +214,40 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
             true
         };
         let instruments = &mut spec.instruments;
+        let rate_links = &spec.rate_links;
+        // An instrument served, and where it published, its rate handed on to the
+        // instruments converting through it: those whose summary that changes publish in
+        // the same round.
+        let mut serve_and_hand_on = |instruments: &mut [WiredInstrument], index: usize, pass| {
+            let published = serve(&mut instruments[index], &bytes_read[index], pass);
+            if published && !rate_links.of(index).is_empty() {
+                let rate = instruments[index].consolidation.rate();
+                for &(dependent, rate_index) in rate_links.of(index) {
+                    if instruments[dependent]
+                        .consolidation
+                        .set_rate(rate_index, rate)
+                    {
+                        serve(
+                            &mut instruments[dependent],
+                            &bytes_read[dependent],
+                            Pass::Rate,
+                        );
+                    }
+                }
+            }
+            published
+        };
         // Every instrument's ages, every `STALE_CHECK_EVERY_NS`: the one pass over them all,
         // on the merger's own copies, before the ready pass, so that nothing it publishes
         // holds a book past the stale age by more than that period.
         if check_stale {
-            for (instrument, bytes_read) in instruments.iter_mut().zip(&bytes_read) {
-                worked |= serve(instrument, bytes_read, Pass::Ages);
+            for index in 0..instruments.len() {
+                worked |= serve_and_hand_on(instruments, index, Pass::Ages);
             }
         }
         // The instruments the readers marked, and no other.
         ready.take_each(|index| {
-            worked |= serve(&mut instruments[index], &bytes_read[index], Pass::Ready);
+            worked |= serve_and_hand_on(instruments, index, Pass::Ready);
         });
         if stopping {
             break;
@@ -239,6 +265,8 @@ enum Pass {
     Ready,
     /// Every instrument, every `STALE_CHECK_EVERY_NS`: the ages of the books it holds.
     Ages,
+    /// An instrument whose rate changed: published whatever its mailboxes hold.
+    Rate,
 }
 
 /// Polls with nothing new before spinning turns to yielding, and yielding to parking.

@@ -4,6 +4,7 @@
 
 use crate::fixed::FixedPoint;
 use crate::merger::kway::MergedBook;
+use crate::units::{Currency, Rate};
 use crate::venue::{MAX_VENUES, VenueId};
 
 /// Where a venue stands for one instrument. Only `Synced` venues are in the merged book.
@@ -26,6 +27,10 @@ pub enum VenueState {
     /// configured to allow it (`venues.<name>.allow_one_sided`, for thin markets). A side
     /// alone cannot be checked for crossing, and may cross the other venues' books.
     OneSided,
+    /// Quoted in another currency than the instrument's, and its rate is not there: the
+    /// rate's book is not synced, stale, or lacks a side, or converts this book beyond the
+    /// range of a price. Excluded while that lasts.
+    NoRate,
 }
 
 impl VenueState {
@@ -38,6 +43,7 @@ impl VenueState {
             VenueState::OutOfSync => "out-of-sync",
             VenueState::Crossed => "crossed",
             VenueState::OneSided => "one-sided",
+            VenueState::NoRate => "no-rate",
         }
     }
 }
@@ -71,8 +77,26 @@ pub struct Summary {
     /// its latest book: which frame of each venue this summary contains.
     pub venue_sequence: [u64; MAX_VENUES],
     /// Each venue's own best prices in its latest book, merged or not (a venue left out
-    /// shows where it stands).
+    /// shows where it stands), as the venue quotes them.
     pub venue_best: [BestPrices; MAX_VENUES],
+    /// The currency the book's prices are in, where the instrument states one.
+    pub currency: Option<Currency>,
+    /// For each venue quoted in another currency: that currency and the rate its book
+    /// was converted at (`None`: not converted).
+    pub venue_rate: [Option<AppliedRate>; MAX_VENUES],
+}
+
+/// The rate a venue's book was converted at: what its levels' native prices are in, and
+/// the pair's rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AppliedRate {
+    /// The venue's own currency.
+    pub native: Currency,
+    /// The pair the rate is of: one `base` is worth the rate in `quote`.
+    pub base: Currency,
+    pub quote: Currency,
+    /// `None`: the rate is not there (the venue is `NoRate`).
+    pub rate: Option<Rate>,
 }
 
 /// A venue's best bid and ask (`None`: that side is empty).
@@ -98,6 +122,8 @@ impl Summary {
             venue_received_ns,
             venue_sequence,
             venue_best,
+            currency,
+            venue_rate,
         } = self;
         *instrument = 0;
         *sequence = 0;
@@ -110,6 +136,8 @@ impl Summary {
         *venue_received_ns = [0; MAX_VENUES];
         *venue_sequence = [0; MAX_VENUES];
         *venue_best = [BestPrices::default(); MAX_VENUES];
+        *currency = None;
+        *venue_rate = [None; MAX_VENUES];
     }
 
     pub fn venue_state(&self, venue: VenueId) -> VenueState {
@@ -137,6 +165,7 @@ mod tests {
             price: FixedPoint::from_raw(raw),
             amount: FixedPoint::from_raw(raw),
             venue: VenueId::Bitstamp,
+            native_price: FixedPoint::from_raw(raw + 1),
         };
         let mut summary = Summary {
             instrument: 1,
@@ -152,6 +181,8 @@ mod tests {
                 bid: Some(FixedPoint::from_raw(8)),
                 ask: None,
             }; MAX_VENUES],
+            currency: crate::units::Currency::parse("USD"),
+            venue_rate: [Some(AppliedRate::default()); MAX_VENUES],
             ..Summary::default()
         };
         for raw in 1..=3 {

@@ -267,6 +267,7 @@ pub fn replay_diff(
             tally: &mut tally,
             diff_stats: stats,
             on_feed: &mut |_, _, _| {},
+            rate_links: &crate::merger::RateLinks::default(),
         };
         match &frame.rest_url {
             None => replay_frame(core, frame, received_ns, &mut outlet),

@@ -32,8 +32,8 @@ pub use crate::feed::core::BadFrame;
 use crate::feed::core::snapshot_schedule::FetchOutcome;
 use crate::feed::core::{CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict};
 use crate::feed::handoff::VenueFeed;
-use crate::merger::Consolidation;
 use crate::merger::summary::{Summary, VenueState};
+use crate::merger::{Consolidation, RateLinks};
 use crate::record::timeline::RecordedFrame;
 use crate::venue::{DecodeError, Message, VenueId};
 
@@ -218,6 +218,7 @@ pub fn replay(
             tally: &mut tally,
             diff_stats: &mut [],
             on_feed: &mut |_, _, _| {},
+            rate_links: &RateLinks::default(),
         };
         replay_frame(&mut cores[input], frame, received_ns, &mut outlet);
     }
@@ -258,6 +259,8 @@ struct ReplayOutlet<'a> {
     /// Per stream of the core, its instrument.
     instruments: &'a [usize],
     consolidations: &'a mut [Consolidation],
+    /// The instruments whose venues convert through another's book.
+    rate_links: &'a RateLinks,
     received_ns: u64,
     emit: &'a mut dyn FnMut(usize, &Summary),
     on_error: &'a mut dyn FnMut(&BadFrame),
@@ -283,6 +286,15 @@ impl FeedOutput for ReplayOutlet<'_> {
         merger.summarize(self.received_ns, &mut summary);
         self.tally.summaries += 1;
         (self.emit)(instrument, &summary);
+        let rate = self.consolidations[instrument].rate();
+        for &(dependent, rate_index) in self.rate_links.of(instrument) {
+            let merger = &mut self.consolidations[dependent];
+            if merger.set_rate(rate_index, rate) {
+                merger.summarize(self.received_ns, &mut summary);
+                self.tally.summaries += 1;
+                (self.emit)(dependent, &summary);
+            }
+        }
     }
 
     fn note(&mut self, stream: Option<usize>, event: FeedEvent) {

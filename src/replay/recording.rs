@@ -4,8 +4,8 @@ use super::{ReplayOutlet, Tally, time_order};
 pub use crate::feed::core::BadFrame;
 use crate::feed::core::{CoreStream, FeedCore};
 use crate::feed::handoff::VenueFeed;
-use crate::merger::Consolidation;
 use crate::merger::summary::Summary;
+use crate::merger::{Consolidation, RateLinks};
 use crate::record::timeline::{ConnectionRecording, TimelineEvent};
 use crate::venue::VenueId;
 
@@ -46,19 +46,10 @@ pub fn replay_recording(
     mut on_error: impl FnMut(VenueId, &BadFrame),
 ) -> Result<RecordingStats, RecordingMismatch> {
     let plan = crate::service::plan_connections(config);
-    let mut consolidations: Vec<Consolidation> = config
-        .instruments
-        .iter()
-        .enumerate()
-        .map(|(index, instrument)| {
-            let venues: Vec<VenueId> = instrument.symbols.iter().map(|(v, _)| *v).collect();
-            let mut merger = Consolidation::new(index, config.depth, &venues);
-            for venue in config.venues.iter().filter(|v| v.allow_one_sided) {
-                merger.allow_one_sided(venue.venue);
-            }
-            merger
-        })
+    let mut consolidations: Vec<Consolidation> = (0..config.instruments.len())
+        .map(|index| Consolidation::configured(config, index))
         .collect();
+    let rate_links = RateLinks::new(config);
     let mut cores = Vec::new();
     for recording in recordings {
         let (venue, connection) = (recording.venue, recording.connection);
@@ -108,6 +99,7 @@ pub fn replay_recording(
             tally: &mut tally,
             diff_stats: &mut [],
             on_feed: &mut on_feed,
+            rate_links: &rate_links,
         };
         match &recordings[recording].events[index].event {
             TimelineEvent::Connected => {

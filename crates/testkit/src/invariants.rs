@@ -154,6 +154,7 @@ mod tests {
             price: FixedPoint::from_raw(price),
             amount: FixedPoint::from_raw(1),
             venue,
+            native_price: FixedPoint::from_raw(price),
         }
     }
 
