@@ -536,10 +536,12 @@ mod tests {
             price: price.parse().expect("a decimal"),
             amount: FixedPoint::from_raw(100_000_000),
         };
-        bids.iter()
-            .for_each(|price| drop(book.bids.push(level(price))));
-        asks.iter()
-            .for_each(|price| drop(book.asks.push(level(price))));
+        for price in bids {
+            book.bids.push(level(price));
+        }
+        for price in asks {
+            book.asks.push(level(price));
+        }
         VenueFeed {
             state: VenueState::Synced,
             book,

@@ -140,6 +140,15 @@ impl Summary {
         *venue_rate = [None; MAX_VENUES];
     }
 
+    /// How old, when this summary was written, is what was received at `received_ns`
+    /// (0 for 0: nothing received, or a fixed rate).
+    pub fn age_ns(&self, received_ns: u64) -> u64 {
+        match received_ns {
+            0 => 0,
+            _ => self.published_monotonic_ns.saturating_sub(received_ns),
+        }
+    }
+
     pub fn venue_state(&self, venue: VenueId) -> VenueState {
         self.venues[venue.index()]
     }

@@ -7,9 +7,21 @@
 //! ```
 //! (one line on the wire). `spread` is `null` while either side is empty, and negative
 //! when the consolidated book is crossed.
+//!
+//! An instrument that states its currency adds `"currency":"USD"`; where venues quoted in
+//! another currency are converted into it, each of their levels adds its
+//! `"native_price"`, and `"rates"` says each such venue's currency and rate (the fields of
+//! `VenueQuote` in proto/orderbook.proto; `null` prices while there is no rate):
+//!
+//! ```text
+//! …"bids":[{"exchange":"binance","price":"89999.49000000","amount":"1.00000000",
+//!  "native_price":"89990.50000000"},…],…,"currency":"USD","rates":{"binance":
+//!  {"currency":"USDT","pair":"USDT/USD","bid":"1.00010000","ask":"1.00030000","age_ns":1200}}}
+//! ```
 
 use crate::merger::kway::MergedLevel;
 use crate::merger::summary::Summary;
+use crate::venue::VenueId;
 use std::io::{self, Write};
 
 /// Writes `summary` as one JSON line. Instrument names are validated at configuration
@@ -25,26 +37,58 @@ pub fn write_summary(out: &mut impl Write, instrument: &str, summary: &Summary) 
         None => out.write_all(b"null")?,
     }
     out.write_all(br#","bids":"#)?;
-    write_levels(out, summary.book.bids.as_slice())?;
+    write_levels(out, summary, summary.book.bids.as_slice())?;
     out.write_all(br#","asks":"#)?;
-    write_levels(out, summary.book.asks.as_slice())?;
+    write_levels(out, summary, summary.book.asks.as_slice())?;
     out.write_all(br#","venues":{"#)?;
     for (index, (venue, state)) in summary.venue_states().enumerate() {
         let separator = if index == 0 { "" } else { "," };
         write!(out, r#"{separator}"{venue}":"{}""#, state.name())?;
     }
-    out.write_all(b"}}\n")
+    out.write_all(b"}")?;
+    if let Some(currency) = summary.currency {
+        write!(out, r#","currency":"{currency}""#)?;
+    }
+    let converted = VenueId::ALL
+        .iter()
+        .filter_map(|&venue| Some((venue, summary.venue_rate[venue.index()]?)));
+    for (index, (venue, applied)) in converted.enumerate() {
+        let opening = if index == 0 { r#","rates":{"# } else { "," };
+        write!(
+            out,
+            r#"{opening}"{venue}":{{"currency":"{}","pair":"{}/{}","#,
+            applied.native, applied.base, applied.quote
+        )?;
+        match applied.rate {
+            Some(rate) => write!(
+                out,
+                r#""bid":"{}","ask":"{}","age_ns":{}}}"#,
+                rate.bid,
+                rate.ask,
+                summary.age_ns(rate.received_ns)
+            )?,
+            None => out.write_all(br#""bid":null,"ask":null,"age_ns":null}"#)?,
+        }
+    }
+    if summary.venue_rate.iter().any(Option::is_some) {
+        out.write_all(b"}")?;
+    }
+    out.write_all(b"}\n")
 }
 
-fn write_levels(out: &mut impl Write, levels: &[MergedLevel]) -> io::Result<()> {
+fn write_levels(out: &mut impl Write, summary: &Summary, levels: &[MergedLevel]) -> io::Result<()> {
     out.write_all(b"[")?;
     for (index, level) in levels.iter().enumerate() {
         let separator = if index == 0 { "" } else { "," };
         write!(
             out,
-            r#"{separator}{{"exchange":"{}","price":"{}","amount":"{}"}}"#,
+            r#"{separator}{{"exchange":"{}","price":"{}","amount":"{}""#,
             level.venue, level.price, level.amount
         )?;
+        if summary.venue_rate[level.venue.index()].is_some() {
+            write!(out, r#","native_price":"{}""#, level.native_price)?;
+        }
+        out.write_all(b"}")?;
     }
     out.write_all(b"]")
 }
@@ -74,5 +118,79 @@ pub async fn write_to_stdout(
             tracing::warn!(%error, "stdout closed: JSON-lines output stops");
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixed::FixedPoint;
+    use crate::merger::summary::{AppliedRate, VenueState};
+    use crate::units::{Currency, Rate};
+
+    fn decimal(text: &str) -> FixedPoint {
+        text.parse().expect("a decimal")
+    }
+
+    /// A converted venue's levels carry their native prices, and the line its rate.
+    #[test]
+    fn a_converted_venue_s_levels_and_rate_are_written() {
+        let currency = |code| Currency::parse(code).expect("a code");
+        let mut summary = Summary {
+            sequence: 3,
+            published_monotonic_ns: 5_000,
+            currency: Some(currency("USD")),
+            ..Summary::default()
+        };
+        summary.venues[VenueId::Binance.index()] = VenueState::Synced;
+        summary.venues[VenueId::Kraken.index()] = VenueState::Synced;
+        summary.venues[VenueId::Okx.index()] = VenueState::NoRate;
+        let applied = |native, rate| AppliedRate {
+            native: currency(native),
+            base: currency(native),
+            quote: currency("USD"),
+            rate,
+        };
+        let rate = Rate {
+            bid: decimal("1.0001"),
+            ask: decimal("1.0003"),
+            received_ns: 1_000,
+        };
+        summary.venue_rate[VenueId::Binance.index()] = Some(applied("USDT", Some(rate)));
+        summary.venue_rate[VenueId::Okx.index()] = Some(applied("USDC", None));
+        summary.book.bids.push(MergedLevel {
+            price: decimal("90000"),
+            amount: decimal("1"),
+            venue: VenueId::Kraken,
+            native_price: decimal("90000"),
+        });
+        summary.book.bids.push(MergedLevel {
+            price: decimal("89999.49"),
+            amount: decimal("2"),
+            venue: VenueId::Binance,
+            native_price: decimal("89990.5"),
+        });
+        let mut line = Vec::new();
+        write_summary(&mut line, "BTC/USD", &summary).expect("a Vec");
+        let value: serde_json::Value = serde_json::from_slice(&line).expect("JSON");
+        assert_eq!(value["currency"], "USD");
+        assert_eq!(
+            value["bids"][0].get("native_price"),
+            None,
+            "Kraken's is not converted"
+        );
+        assert_eq!(value["bids"][1]["native_price"], "89990.50000000");
+        assert_eq!(value["bids"][1]["price"], "89999.49000000");
+        assert_eq!(
+            value["rates"],
+            serde_json::json!({
+                "binance": {"currency": "USDT", "pair": "USDT/USD", "bid": "1.00010000",
+                            "ask": "1.00030000", "age_ns": 4000},
+                "okx": {"currency": "USDC", "pair": "USDC/USD", "bid": null, "ask": null,
+                        "age_ns": null},
+            })
+        );
+        assert_eq!(value["venues"]["okx"], "no-rate");
+        assert!(line.ends_with(b"}\n"));
     }
 }

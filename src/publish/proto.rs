@@ -23,13 +23,17 @@ fn legacy_levels(levels: &[MergedLevel]) -> Vec<Level> {
         .collect()
 }
 
-fn exact_levels(levels: &[MergedLevel]) -> Vec<ExactLevel> {
+fn exact_levels(summary: &summary::Summary, levels: &[MergedLevel]) -> Vec<ExactLevel> {
     levels
         .iter()
         .map(|level| ExactLevel {
             exchange: level.venue.name().to_owned(),
             price: level.price.to_string(),
             amount: level.amount.to_string(),
+            native_price: match summary.venue_rate[level.venue.index()] {
+                Some(_) => level.native_price.to_string(),
+                None => String::new(),
+            },
         })
         .collect()
 }
@@ -53,8 +57,12 @@ pub fn exact_summary(instrument: &str, summary: &summary::Summary) -> ExactSumma
             .spread
             .map(|spread| spread.to_string())
             .unwrap_or_default(),
-        bids: exact_levels(summary.book.bids.as_slice()),
-        asks: exact_levels(summary.book.asks.as_slice()),
+        bids: exact_levels(summary, summary.book.bids.as_slice()),
+        asks: exact_levels(summary, summary.book.asks.as_slice()),
+        currency: summary
+            .currency
+            .map(|currency| currency.to_string())
+            .unwrap_or_default(),
         venues: summary
             .venue_states()
             .map(|(venue, state)| (venue.name().to_owned(), state.name().to_owned()))
@@ -65,15 +73,22 @@ pub fn exact_summary(instrument: &str, summary: &summary::Summary) -> ExactSumma
                 let best = summary.venue_best[venue.index()];
                 let received = summary.venue_received_ns[venue.index()];
                 let exact = |price: Option<FixedPoint>| price.map(|p| p.to_string());
+                let applied = summary.venue_rate[venue.index()];
+                let rate = applied.and_then(|applied| applied.rate);
+                let currency = applied.map(|applied| applied.native).or(summary.currency);
                 VenueQuote {
                     exchange: venue.name().to_owned(),
                     state: state.name().to_owned(),
                     best_bid: exact(best.bid).unwrap_or_default(),
                     best_ask: exact(best.ask).unwrap_or_default(),
-                    book_age_ns: match received {
-                        0 => 0,
-                        _ => summary.published_monotonic_ns.saturating_sub(received),
-                    },
+                    book_age_ns: summary.age_ns(received),
+                    currency: currency.map(|c| c.to_string()).unwrap_or_default(),
+                    rate_pair: applied
+                        .map(|applied| format!("{}/{}", applied.base, applied.quote))
+                        .unwrap_or_default(),
+                    rate_bid: exact(rate.map(|rate| rate.bid)).unwrap_or_default(),
+                    rate_ask: exact(rate.map(|rate| rate.ask)).unwrap_or_default(),
+                    rate_age_ns: rate.map_or(0, |rate| summary.age_ns(rate.received_ns)),
                 }
             })
             .collect(),

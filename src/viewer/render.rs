@@ -54,7 +54,7 @@ fn venue_colour(name: &str) -> Color {
 fn state_style(state: &str) -> Style {
     match state {
         "synced" => Style::new().fg(Color::Green),
-        "stale" | "one-sided" => Style::new().fg(Color::Yellow),
+        "stale" | "one-sided" | "no-rate" => Style::new().fg(Color::Yellow),
         "out-of-sync" | "crossed" => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
         _ => Style::new().fg(Color::Gray),
     }
@@ -153,10 +153,15 @@ fn header_lines(state: &WatchState, context: &Context) -> Vec<Line<'static>> {
 /// One row of the ladder, its columns measured.
 struct Row<'a> {
     level: &'a ExactLevel,
+    /// The venue's name, marked `~` where its level was converted from another currency.
+    venue: String,
     cumulative: String,
     /// The level's size, for the bar (a proportion).
     size: f64,
 }
+
+/// What follows the venue of a level converted from another currency.
+const CONVERTED_MARK: char = '~';
 
 /// The rows of one side from the best outwards, with their cumulative sizes (exact).
 fn rows(levels: &[ExactLevel], depth: usize) -> Vec<Row<'_>> {
@@ -172,6 +177,10 @@ fn rows(levels: &[ExactLevel], depth: usize) -> Vec<Row<'_>> {
                 .map(FixedPoint::from_raw);
             Row {
                 level,
+                venue: match level.native_price.is_empty() {
+                    true => level.exchange.clone(),
+                    false => format!("{}{CONVERTED_MARK}", level.exchange),
+                },
                 cumulative: total
                     .map_or_else(|| "?".to_owned(), |sum| trim(&sum.to_string()).to_owned()),
                 size: amount.map_or(0.0, FixedPoint::to_f64),
@@ -182,9 +191,20 @@ fn rows(levels: &[ExactLevel], depth: usize) -> Vec<Row<'_>> {
 
 fn draw_ladder(frame: &mut Frame, state: &WatchState, area: Rect) {
     let live = state.link == Link::Live;
+    let currency = match &state.summary {
+        Some(summary) if !summary.currency.is_empty() => {
+            let converted = summary.venue_quotes.iter().any(|q| !q.rate_pair.is_empty());
+            let mark = match converted {
+                true => format!(", {CONVERTED_MARK} converted"),
+                false => String::new(),
+            };
+            format!(" in {}{mark}", summary.currency)
+        }
+        _ => String::new(),
+    };
     let title = match &state.summary {
         Some(_) if !live => format!(" {}: last book received, not live ", state.instrument),
-        _ => format!(" {}: top {} ", state.instrument, state.depth),
+        _ => format!(" {}: top {}{currency} ", state.instrument, state.depth),
     };
     let block = Block::bordered().title(title);
     let inner = block.inner(area);
@@ -200,7 +220,7 @@ fn draw_ladder(frame: &mut Frame, state: &WatchState, area: Rect) {
     let asks = rows(&summary.asks, depth);
     let bids = rows(&summary.bids, depth);
     let all = || asks.iter().chain(&bids);
-    let venue_width = column_width(all().map(|row| row.level.exchange.as_str()), "venue");
+    let venue_width = column_width(all().map(|row| row.venue.as_str()), "venue");
     let price_width = column_width(all().map(|row| row.level.price.as_str()), "price");
     let size_width = column_width(all().map(|row| trim(&row.level.amount)), "size");
     let cumulative_width = column_width(all().map(|row| row.cumulative.as_str()), "total");
@@ -215,7 +235,7 @@ fn draw_ladder(frame: &mut Frame, state: &WatchState, area: Rect) {
         let colour = venue_colour(&row.level.exchange);
         let mut spans = vec![
             Span::styled(
-                format!("{:<venue_width$} ", row.level.exchange),
+                format!("{:<venue_width$} ", row.venue),
                 Style::new().fg(colour),
             ),
             Span::styled(
@@ -329,7 +349,15 @@ fn draw_venues(frame: &mut Frame, state: &WatchState, area: Rect) {
         return;
     };
     let quotes = &summary.venue_quotes;
-    let name_width = column_width(quotes.iter().map(|q| q.exchange.as_str()), "venue");
+    // A venue converted from another currency is named with it: its best prices are in it.
+    let names: Vec<String> = quotes
+        .iter()
+        .map(|quote| match quote.rate_pair.is_empty() {
+            true => quote.exchange.clone(),
+            false => format!("{} {}", quote.exchange, quote.currency),
+        })
+        .collect();
+    let name_width = column_width(names.iter().map(String::as_str), "venue");
     let bid_width = column_width(quotes.iter().map(|q| trim(&q.best_bid)), "bid");
     let ask_width = column_width(quotes.iter().map(|q| trim(&q.best_ask)), "ask");
     let mut lines = vec![
@@ -339,25 +367,30 @@ fn draw_venues(frame: &mut Frame, state: &WatchState, area: Rect) {
         ))
         .add_modifier(Modifier::UNDERLINED),
     ];
-    lines.extend(quotes.iter().map(|quote: &VenueQuote| {
-        let side = |price: &str| match price.is_empty() {
-            true => "-".to_owned(),
-            false => trim(price).to_owned(),
-        };
-        Line::from(vec![
-            Span::styled(
-                format!("{:<name_width$} ", quote.exchange),
-                Style::new().fg(venue_colour(&quote.exchange)),
-            ),
-            Span::styled(format!("{:<11} ", quote.state), state_style(&quote.state)),
-            Span::raw(format!(
-                "{:>bid_width$} {:>ask_width$} {:>8}",
-                side(&quote.best_bid),
-                side(&quote.best_ask),
-                age(quote.book_age_ns)
-            )),
-        ])
-    }));
+    lines.extend(
+        quotes
+            .iter()
+            .zip(&names)
+            .map(|(quote, name): (&VenueQuote, _)| {
+                let side = |price: &str| match price.is_empty() {
+                    true => "-".to_owned(),
+                    false => trim(price).to_owned(),
+                };
+                Line::from(vec![
+                    Span::styled(
+                        format!("{name:<name_width$} "),
+                        Style::new().fg(venue_colour(&quote.exchange)),
+                    ),
+                    Span::styled(format!("{:<11} ", quote.state), state_style(&quote.state)),
+                    Span::raw(format!(
+                        "{:>bid_width$} {:>ask_width$} {:>8}",
+                        side(&quote.best_bid),
+                        side(&quote.best_ask),
+                        age(quote.book_age_ns)
+                    )),
+                ])
+            }),
+    );
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
@@ -382,6 +415,7 @@ mod tests {
             exchange: exchange.into(),
             price: price.into(),
             amount: amount.into(),
+            native_price: String::new(),
         }
     }
 
@@ -392,6 +426,7 @@ mod tests {
             best_bid: bid.into(),
             best_ask: ask.into(),
             book_age_ns: age_ms * 1_000_000,
+            ..VenueQuote::default()
         }
     }
 
@@ -417,6 +452,7 @@ mod tests {
                 quote("bitstamp", "synced", "0.06819000", "0.06821000", 40),
                 quote("kraken", "stale", "0.06700000", "0.06900000", 12_500),
             ],
+            currency: String::new(),
         }
     }
 
@@ -571,5 +607,25 @@ mod tests {
         );
         find(&lines, "ETH/BTC: last book received, not live");
         find(&lines, "0.06821000");
+    }
+
+    #[test]
+    fn converted_levels_are_marked_and_their_venues_named_with_their_currency() {
+        let mut converted = summary();
+        converted.currency = "BTC".into();
+        converted.bids[0].native_price = "0.06821000".into();
+        converted.venue_quotes[0].currency = "ETH".into();
+        converted.venue_quotes[0].rate_pair = "BTC/ETH".into();
+        converted.venue_quotes[2].state = "no-rate".into();
+        let (lines, buffer) = render(&state(converted), 120, 20);
+        let screen = lines.join("\n");
+        find(&lines, "ETH/BTC: top 10 in BTC, ~ converted");
+        assert!(
+            lines[find(&lines, "0.06820000")].contains("binance~"),
+            "{screen}"
+        );
+        assert!(!lines[find(&lines, "0.06818000")].contains('~'), "{screen}");
+        find(&lines, "binance ETH synced");
+        assert_eq!(colour_of(&lines, &buffer, "no-rate"), Color::Yellow);
     }
 }
