@@ -484,6 +484,7 @@ async fn start_simulator(config: &mut Config) -> Result<(), String> {
         for (venue, recording) in simulator_recordings(config)? {
             simulator.replay(venue, recording);
         }
+        simulator.set_prices(config, &settings.prices);
         tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
         simulator.point(config);
     }

@@ -408,6 +408,9 @@ pub struct SimulatorConfig {
     /// A recording of the service's (`record.dir`) whose venues are served what they
     /// sent then, frame for frame, at the recorded pace.
     pub recording: Option<std::path::PathBuf>,
+    /// (instrument, the price its venues' markets start around); the others start around
+    /// 0.06824.
+    pub prices: Vec<(String, FixedPoint)>,
 }
 
 /// The most instruments `service.max_instruments` allows (each costs a mailbox per venue,

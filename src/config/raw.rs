@@ -168,4 +168,6 @@ pub struct RawSimulator {
     pub replay: Option<BTreeMap<String, String>>,
     /// A recording directory (`[record]`) to serve, frame for frame.
     pub recording: Option<std::path::PathBuf>,
+    /// Instrument name → the price its venues' markets start around (`"90000"`).
+    pub prices: Option<BTreeMap<String, String>>,
 }

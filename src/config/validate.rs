@@ -464,6 +464,27 @@ impl RawConfig {
                     })
                     .collect::<Result<_, ConfigError>>()?,
                 recording: raw.recording.clone(),
+                prices: raw
+                    .prices
+                    .iter()
+                    .flatten()
+                    .map(|(name, text)| {
+                        let key = format!("simulator.prices.{name:?}");
+                        if !self.instruments.iter().any(|i| i.name == *name) {
+                            return Err(invalid(key, format!("{text:?}"), "no such instrument"));
+                        }
+                        match text.parse::<FixedPoint>() {
+                            Ok(price) if price >= crate::sim::MIN_START_PRICE => {
+                                Ok((name.clone(), price))
+                            }
+                            _ => Err(invalid(
+                                key,
+                                format!("{text:?}"),
+                                format!("a decimal of at least {}", crate::sim::MIN_START_PRICE),
+                            )),
+                        }
+                    })
+                    .collect::<Result<_, ConfigError>>()?,
             }),
         })
     }

@@ -118,7 +118,8 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                             let every = shared.stream_every(&stream);
                             // Streams that skip ticks spread over them, not all on one.
                             let ticks = books.streams.len() as u32;
-                            books.streams.push(StreamBooks { name: stream.into(), levels, market: SimulatedBook::new(seed), every, ticks });
+                            let market = SimulatedBook::new(seed, shared.price_grid(venue, &stream));
+                            books.streams.push(StreamBooks { name: stream.into(), levels, market, every, ticks });
                         }
                     }
                 }

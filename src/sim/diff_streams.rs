@@ -41,6 +41,7 @@ pub(super) fn diff_stream(
         venue
             .snapshots()
             .kept_depth(subscribed_depth.unwrap_or(usize::MAX)),
+        shared.price_grid(venue, stream),
     );
     // The book before any event is one the venue had too (an in-band snapshot sends it).
     let mut first = TopBook::default();

@@ -10,6 +10,50 @@ use crate::venue::VenueId;
 pub const START_MID_TICKS: u64 = 6_824_000 / TICK_RAW;
 const TICK_RAW: u64 = 100;
 
+/// The least price a market can start around: the shared walk's start, in ticks of the
+/// smallest size.
+pub const MIN_START_PRICE: FixedPoint = FixedPoint::from_raw(START_MID_TICKS);
+
+/// Where a market's ticks are in price: every market walks with the one mid (in ticks),
+/// each around its own start price with a tick of its own size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PriceGrid {
+    /// Raw `FixedPoint` units a tick.
+    tick_raw: u64,
+    /// Ticks added to the shared mid's: `START_MID_TICKS` is the market's start price.
+    offset: u64,
+}
+
+impl Default for PriceGrid {
+    /// ETH/BTC-like: mid 0.06824, tick 0.000001.
+    fn default() -> Self {
+        PriceGrid {
+            tick_raw: TICK_RAW,
+            offset: 0,
+        }
+    }
+}
+
+impl PriceGrid {
+    /// A market that starts at `mid` (rounded to its tick; at least `MIN_START_PRICE`): the
+    /// largest power-of-ten tick that leaves the shared walk at least `START_MID_TICKS`
+    /// ticks below it, so that no price the walk reaches is zero.
+    pub fn around(mid: FixedPoint) -> PriceGrid {
+        let mut tick_raw = 1;
+        while mid.raw() / (tick_raw * 10) >= START_MID_TICKS {
+            tick_raw *= 10;
+        }
+        PriceGrid {
+            tick_raw,
+            offset: (mid.raw() / tick_raw).saturating_sub(START_MID_TICKS),
+        }
+    }
+
+    pub fn price(&self, ticks: u64) -> FixedPoint {
+        FixedPoint::from_raw((ticks + self.offset) * self.tick_raw)
+    }
+}
+
 /// The mid price all venues quote around: a random walk in ticks, one step per call.
 pub struct MidPrice {
     rng: Rng,
@@ -37,15 +81,17 @@ impl MidPrice {
 /// One venue's quotes for one stream around the shared mid.
 pub struct SimulatedBook {
     rng: Rng,
+    grid: PriceGrid,
     sequence: u64,
     /// The last book written, for a quiet market to repeat.
     last: Option<Box<TopBook>>,
 }
 
 impl SimulatedBook {
-    pub fn new(seed: u64) -> SimulatedBook {
+    pub fn new(seed: u64, grid: PriceGrid) -> SimulatedBook {
         SimulatedBook {
             rng: Rng::new(seed),
+            grid,
             sequence: 1_000,
             last: None,
         }
@@ -88,7 +134,7 @@ impl SimulatedBook {
         // Amounts from 0.001 to ~20, with all 8 decimals in use.
         let amount = 100_000 + self.rng.below(2_000_000_000);
         Level {
-            price: FixedPoint::from_raw(ticks * TICK_RAW),
+            price: self.grid.price(ticks),
             amount: FixedPoint::from_raw(amount),
         }
     }
@@ -104,6 +150,7 @@ pub struct DiffMarket {
     venue: VenueId,
     /// Where the venue cuts its book: after each event, as its clients do.
     kept_depth: Option<usize>,
+    grid: PriceGrid,
 }
 
 /// Levels a side the simulated full-depth book starts with.
@@ -118,6 +165,7 @@ impl DiffMarket {
         mid_ticks: u64,
         now_us: u64,
         kept_depth: Option<usize>,
+        grid: PriceGrid,
     ) -> DiffMarket {
         let mut market = DiffMarket {
             rng: Rng::new(seed),
@@ -125,6 +173,7 @@ impl DiffMarket {
             last_id: venue.simulated().initial_event_id(now_us),
             venue,
             kept_depth,
+            grid,
         };
         let mut initial = BookUpdate::default();
         for offset in 1..=DIFF_BOOK_LEVELS {
@@ -140,7 +189,7 @@ impl DiffMarket {
 
     fn level(&mut self, ticks: u64) -> Level {
         Level {
-            price: FixedPoint::from_raw(ticks * TICK_RAW),
+            price: self.grid.price(ticks),
             amount: FixedPoint::from_raw(100_000 + self.rng.below(2_000_000_000)),
         }
     }
@@ -150,7 +199,7 @@ impl DiffMarket {
     /// (so the book never crosses).
     pub fn next_event(&mut self, mid_ticks: u64, now_us: u64, out: &mut BookUpdate) {
         out.clear();
-        let mid = FixedPoint::from_raw(mid_ticks * TICK_RAW);
+        let mid = self.grid.price(mid_ticks);
         let crossed = |levels: &mut dyn Iterator<Item = &Level>, side: Side| -> Vec<Level> {
             levels
                 .take_while(|level| !side.is_better(mid, level.price))
@@ -208,7 +257,8 @@ mod tests {
     fn diff_events_rebuild_the_book_from_any_snapshot() {
         for &venue in VenueId::ALL {
             let mut mid = MidPrice::new(5);
-            let mut market = DiffMarket::new(9, venue, START_MID_TICKS, 1_000, None);
+            let mut market =
+                DiffMarket::new(9, venue, START_MID_TICKS, 1_000, None, PriceGrid::default());
             let mut event = BookUpdate::default();
             let mut snapshot = BookUpdate::default();
             let mut copy =
@@ -243,7 +293,8 @@ mod tests {
 
     #[test]
     fn books_are_sorted_uncrossed_and_deterministic() {
-        let (mut a, mut b) = (SimulatedBook::new(7), SimulatedBook::new(7));
+        let grid = PriceGrid::default();
+        let (mut a, mut b) = (SimulatedBook::new(7, grid), SimulatedBook::new(7, grid));
         let (mut book_a, mut book_b) = (TopBook::default(), TopBook::default());
         let mut mid = MidPrice::new(3);
         for _ in 0..1000 {
@@ -256,6 +307,31 @@ mod tests {
             assert!(bids.windows(2).all(|w| w[0].price > w[1].price));
             let asks = book_a.asks.as_slice();
             assert!(asks.windows(2).all(|w| w[0].price < w[1].price));
+        }
+    }
+
+    #[test]
+    fn a_price_grid_starts_at_its_mid_and_stays_above_zero() {
+        let price = |text: &str| text.parse::<FixedPoint>().expect("a decimal");
+        assert_eq!(PriceGrid::around(price("0.06824")), PriceGrid::default());
+        for (mid, tick) in [
+            ("90000", "1"),
+            ("1.0002", "0.00001"),
+            ("0.0007", "0.00000001"),
+        ] {
+            let grid = PriceGrid::around(price(mid));
+            assert_eq!(
+                grid.price(START_MID_TICKS + 1).raw() - grid.price(START_MID_TICKS).raw(),
+                price(tick).raw(),
+                "{mid}"
+            );
+            assert!(grid.price(START_MID_TICKS) <= price(mid), "{mid}");
+            assert!(
+                price(mid).raw() - grid.price(START_MID_TICKS).raw() < price(tick).raw(),
+                "{mid}"
+            );
+            // The walk's floor, less the deepest level below it, is still a price.
+            assert!(grid.price(START_MID_TICKS / 2 - 400).raw() > 0, "{mid}");
         }
     }
 }

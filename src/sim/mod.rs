@@ -37,7 +37,8 @@ use rest::*;
 use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::venue::{MAX_VENUES, SnapshotSource, VenueId};
 use futures_util::{SinkExt, StreamExt};
-use market::{DiffMarket, MidPrice, SimulatedBook};
+pub use market::MIN_START_PRICE;
+use market::{DiffMarket, MidPrice, PriceGrid, SimulatedBook};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -341,6 +342,9 @@ struct Shared {
     playback: Mutex<Option<Arc<playback::Playback>>>,
     /// How often new snapshot streams send (`Simulator::set_stream_pacing`).
     stream_pacing: Mutex<StreamPacing>,
+    /// The symbols quoted around a start price of their own (`Simulator::set_prices`):
+    /// (venue, symbol, its grid).
+    price_grids: Mutex<Vec<(VenueId, String, PriceGrid)>>,
 }
 
 /// Snapshot streams named in `hot` send a frame one tick in `hot_every`, the others one
@@ -353,6 +357,18 @@ struct StreamPacing {
 }
 
 impl Shared {
+    /// The prices of a new market on `venue`'s `stream`: those of the longest configured
+    /// symbol of the venue that the stream's name holds (letter case aside), if any.
+    fn price_grid(&self, venue: VenueId, stream: &str) -> PriceGrid {
+        let stream = stream.to_ascii_lowercase();
+        let grids = self.price_grids.lock().expect("not poisoned");
+        grids
+            .iter()
+            .filter(|(v, symbol, _)| *v == venue && stream.contains(symbol.as_str()))
+            .max_by_key(|(_, symbol, _)| symbol.len())
+            .map_or_else(PriceGrid::default, |&(_, _, grid)| grid)
+    }
+
     /// One tick in how many a new subscription to `stream` sends a frame on.
     fn stream_every(&self, stream: &str) -> u32 {
         let pacing = self.stream_pacing.lock().expect("not poisoned");
@@ -426,6 +442,7 @@ impl Simulator {
                 hot_every: 1,
                 cold_every: 1,
             }),
+            price_grids: Mutex::new(Vec::new()),
         });
         let rest = axum::Router::new()
             .fallback(serve_snapshot)
@@ -471,6 +488,49 @@ impl Simulator {
     /// The REST base URL of `venue` (diff mode's snapshots).
     pub fn rest_url(&self, venue: VenueId) -> String {
         format!("http://{}/{}", self.shared.rest_addr, venue.name())
+    }
+
+    /// Quotes each venue's symbol of each instrument `prices` names around that price,
+    /// in the venue's own currency: a venue converted through a rate whose instrument (or
+    /// fixed rate) has a price too starts at the price the rate makes the same (new markets
+    /// only; the others start around 0.06824). Every market walks with the one mid, each
+    /// with a tick of its own size (`PriceGrid`). What `simulator.prices` sets.
+    pub fn set_prices(
+        &self,
+        config: &crate::config::Config,
+        prices: &[(String, crate::fixed::FixedPoint)],
+    ) {
+        use crate::config::RateFrom;
+        use crate::units::Direction;
+        let price_of = |name: &str| prices.iter().find_map(|(n, p)| (n == name).then_some(*p));
+        let mut grids = self.shared.price_grids.lock().expect("not poisoned");
+        for instrument in &config.instruments {
+            let Some(price) = price_of(&instrument.name) else {
+                continue;
+            };
+            for (venue, symbol) in &instrument.symbols {
+                let conversion = instrument.conversions.iter().find(|c| c.venue == *venue);
+                let native = conversion.and_then(|conversion| {
+                    let rate = match config.rates[conversion.rate].from {
+                        RateFrom::Fixed(rate) => rate,
+                        RateFrom::Instrument(at) => price_of(&config.instruments[at].name)?,
+                    };
+                    let (price, rate) = (u128::from(price.raw()), u128::from(rate.raw()));
+                    let scale = u128::from(crate::fixed::SCALE);
+                    let native = match conversion.conversion.direction {
+                        Direction::Multiply => price * scale / rate,
+                        Direction::Divide => price * rate / scale,
+                    };
+                    u64::try_from(native)
+                        .ok()
+                        .map(crate::fixed::FixedPoint::from_raw)
+                });
+                // A market before a `:` (Bybit's `linear:BTCUSDT`) is not in stream names.
+                let symbol = symbol.rsplit(':').next().unwrap_or(symbol);
+                let grid = PriceGrid::around(native.unwrap_or(price));
+                grids.push((*venue, symbol.to_ascii_lowercase(), grid));
+            }
+        }
     }
 
     /// Points every venue of `config` (WebSocket and REST) at this simulator, with a
