@@ -6,6 +6,7 @@ mod common;
 
 mod binary;
 mod chaos;
+mod conversion;
 mod deploy;
 mod diff_service;
 mod hostile_clients;

@@ -1,0 +1,382 @@
+//! Venues quoted in other currencies, converted: the service against the simulator, its
+//! markets quoted in their own currencies, and every summary it writes checked against an
+//! independent reference built from the simulator's true books, in exact integer
+//! arithmetic, while the USDT/USD rate moves, goes stale and comes back.
+
+use crate::common;
+use common::config::TestConfig;
+
+use mergebook::book::{Side, TopBook};
+use mergebook::fixed::FixedPoint;
+use mergebook::merger::summary::{Summary, VenueState};
+use mergebook::merger::{PublishObserver, PublishRecord};
+use mergebook::service::{Listeners, Service};
+use mergebook::sim::Simulator;
+use mergebook::units::Rate;
+use mergebook::venue::{StreamKind, VenueId};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+const DEPTH: usize = 10;
+const WAIT: Duration = Duration::from_secs(30);
+const SCALE: u128 = 100_000_000;
+/// BTC/USD's price step: cents.
+const CENT: u128 = 1_000_000;
+
+/// The instruments, in configuration order.
+const USDT_USD: usize = 0;
+const BTC_USD: usize = 1;
+const ETH_USDT: usize = 2;
+
+/// Keeps every summary the merger writes, in the order it writes them.
+#[derive(Clone, Default)]
+struct Written(Arc<Mutex<Vec<Summary>>>);
+
+impl PublishObserver for Written {
+    const OBSERVES: bool = true;
+
+    fn published(&mut self, _: &PublishRecord) {}
+
+    fn written(&mut self, summary: &Summary) {
+        self.0.lock().unwrap().push(*summary);
+    }
+}
+
+/// USDT/USD from Coinbase Exchange and Kraken; BTC/USD in cents from Bitstamp (USD),
+/// Binance (USDT, through USDT/USD) and OKX (USDC, at a fixed rate); ETH/USDT from
+/// Binance and Bitstamp (USD, divided by USDT/USD).
+fn config() -> mergebook::config::Config {
+    TestConfig::new()
+        .set("service.depth", DEPTH as i64)
+        .set("service.stale_after_ms", 1_000)
+        .set("feed.read_idle_timeout_ms", 600_000)
+        .instrument(
+            "USDT/USD",
+            &[
+                (VenueId::CoinbaseExchange, "USDT-USD"),
+                (VenueId::Kraken, "USDT/USD"),
+            ],
+        )
+        .instrument(
+            "BTC/USD",
+            &[
+                (VenueId::Bitstamp, "btcusd"),
+                (VenueId::Binance, "BTCUSDT"),
+                (VenueId::Okx, "BTC-USDC"),
+            ],
+        )
+        .last_instrument("price_step", "0.01")
+        .instrument(
+            "ETH/USDT",
+            &[(VenueId::Binance, "ETHUSDT"), (VenueId::Bitstamp, "ethusd")],
+        )
+        .rate("USDT/USD", "instrument", "USDT/USD")
+        .rate("USDC/USD", "fixed", "0.9999")
+        .build()
+}
+
+/// One level as published: (price, amount, venue, native price), raw.
+type Level = (u64, u64, VenueId, u64);
+
+/// `price` through `rate` on `side`, rounded to `step` against the trader: a bid down, an
+/// ask up; `multiply`: the venue quotes in the pair's base. Exact, by 128-bit integers.
+fn reference_price(side: Side, price: u64, rate: &Rate, multiply: bool, step: u128) -> u64 {
+    let price = u128::from(price);
+    let (numerator, denominator) = match (multiply, side) {
+        (true, Side::Bid) => (price * u128::from(rate.bid.raw()), SCALE),
+        (true, Side::Ask) => (price * u128::from(rate.ask.raw()), SCALE),
+        (false, Side::Bid) => (price * SCALE, u128::from(rate.ask.raw())),
+        (false, Side::Ask) => (price * SCALE, u128::from(rate.bid.raw())),
+    };
+    let steps = match side {
+        Side::Bid => numerator / (denominator * step),
+        Side::Ask => numerator.div_ceil(denominator * step),
+    };
+    u64::try_from(steps * step).unwrap()
+}
+
+/// A venue's best `DEPTH` levels of `side` as merged: converted where it has a rate
+/// (levels at one converted price summed, at the worse native price; bids at zero left
+/// out).
+fn reference_side(
+    venue: VenueId,
+    book: &TopBook,
+    side: Side,
+    conversion: Option<(&Rate, bool, u128)>,
+) -> Vec<Level> {
+    let mut levels: Vec<Level> = Vec::new();
+    for level in book.side(side).as_slice().iter().take(DEPTH) {
+        let (native, amount) = (level.price.raw(), level.amount.raw());
+        let price = match conversion {
+            None => native,
+            Some((rate, multiply, step)) => reference_price(side, native, rate, multiply, step),
+        };
+        if price == 0 {
+            break;
+        }
+        match levels.last_mut() {
+            Some(last) if last.0 == price => {
+                last.1 += amount;
+                last.3 = native;
+            }
+            _ => levels.push((price, amount, venue, native)),
+        }
+    }
+    levels
+}
+
+/// The merged side: every venue's levels, the better price first, then the larger
+/// amount, then registry order; the best `DEPTH`.
+fn merged(side: Side, mut levels: Vec<Level>) -> Vec<Level> {
+    levels.sort_by(|a, b| {
+        let price = match side {
+            Side::Bid => b.0.cmp(&a.0),
+            Side::Ask => a.0.cmp(&b.0),
+        };
+        price.then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2))
+    });
+    levels.truncate(DEPTH);
+    levels
+}
+
+/// What `venue` quotes `symbol` in, and the stream it sends it on.
+struct Listing {
+    venue: VenueId,
+    symbol: &'static str,
+    /// Through the rate as its base (`true`) or its quote; `None`: not converted.
+    multiply: Option<bool>,
+}
+
+/// The simulator's books of `listing` recently, at `sequence`.
+fn true_books(simulator: &Simulator, listing: &Listing, sequence: u64) -> Vec<TopBook> {
+    let (venue, symbol) = (listing.venue, listing.symbol);
+    let at = |books: &[TopBook]| -> Vec<TopBook> {
+        books
+            .iter()
+            .filter(|book| book.venue_sequence == sequence)
+            .copied()
+            .collect()
+    };
+    if venue == VenueId::Kraken || venue == VenueId::CoinbaseExchange {
+        return simulator.with_diff_history(venue, symbol, at);
+    }
+    // The stream as the simulator names it: what it reads from the reader's subscription.
+    let streams = venue.streams();
+    let stream = streams.stream_name(symbol, DEPTH);
+    let request = &streams.subscribe_frames(&[stream], StreamKind::Snapshots, DEPTH, 1)[0];
+    let answer = venue.simulated().answer_request(&request.frame).unwrap();
+    simulator.with_sent_books(venue, &answer.subscribe[0], at)
+}
+
+/// The checks of every summary, in the order written.
+struct Reference {
+    /// The rate USDT/USD's latest summary made.
+    usdt_usd: Option<Rate>,
+    fixed_usdc: Rate,
+    checked: usize,
+    /// Summaries of a converted venue synced, and the rates they used.
+    converted: usize,
+    rates_used: BTreeSet<(u64, u64)>,
+    /// Summaries with a venue out for want of its rate.
+    without_rate: usize,
+}
+
+impl Reference {
+    fn check(&mut self, simulator: &Simulator, summary: &Summary) {
+        let listings: &[Listing] = match summary.instrument {
+            USDT_USD => {
+                let (bid, ask) = (summary.book.bids.best(), summary.book.asks.best());
+                self.usdt_usd = bid.zip(ask).map(|(bid, ask)| Rate {
+                    bid: bid.price,
+                    ask: ask.price,
+                    received_ns: 0,
+                });
+                return;
+            }
+            BTC_USD => &[
+                Listing {
+                    venue: VenueId::Bitstamp,
+                    symbol: "btcusd",
+                    multiply: None,
+                },
+                Listing {
+                    venue: VenueId::Binance,
+                    symbol: "BTCUSDT",
+                    multiply: Some(true),
+                },
+                Listing {
+                    venue: VenueId::Okx,
+                    symbol: "BTC-USDC",
+                    multiply: Some(true),
+                },
+            ],
+            _ => &[
+                Listing {
+                    venue: VenueId::Binance,
+                    symbol: "ETHUSDT",
+                    multiply: None,
+                },
+                Listing {
+                    venue: VenueId::Bitstamp,
+                    symbol: "ethusd",
+                    multiply: Some(false),
+                },
+            ],
+        };
+        let step = if summary.instrument == BTC_USD {
+            CENT
+        } else {
+            1
+        };
+        // Each merged venue's candidate books (its books at the summary's sequence), and
+        // the rate each converted venue must have used.
+        let mut candidates: Vec<(&Listing, Option<Rate>, Vec<TopBook>)> = Vec::new();
+        for listing in listings {
+            let venue = listing.venue;
+            let applied = summary.venue_rate[venue.index()];
+            assert_eq!(applied.is_some(), listing.multiply.is_some(), "{venue}");
+            let expected_rate = match listing.venue {
+                VenueId::Okx => Some(self.fixed_usdc),
+                _ => self.usdt_usd,
+            };
+            let used = applied.and_then(|applied| applied.rate);
+            if listing.multiply.is_some() {
+                let strip = |rate: Option<Rate>| rate.map(|r| (r.bid, r.ask));
+                assert_eq!(
+                    strip(used),
+                    strip(expected_rate),
+                    "{venue}: not the rate its source last made"
+                );
+            }
+            match summary.venue_state(venue) {
+                VenueState::Synced => {}
+                VenueState::NoRate => {
+                    assert!(listing.multiply.is_some() && used.is_none(), "{venue}");
+                    self.without_rate += 1;
+                    continue;
+                }
+                _ => continue,
+            }
+            if let Some(rate) = used.filter(|_| venue != VenueId::Okx) {
+                self.converted += 1;
+                self.rates_used.insert((rate.bid.raw(), rate.ask.raw()));
+            }
+            let books = true_books(simulator, listing, summary.venue_sequence[venue.index()]);
+            assert!(!books.is_empty(), "{venue}: no true book at its sequence");
+            candidates.push((listing, used, books));
+        }
+        // One book of each merged venue makes the published book (a venue's sequence
+        // names one book but for a reconnect's repeat).
+        let mut choice = vec![0; candidates.len()];
+        let published = |levels: &[mergebook::merger::kway::MergedLevel]| {
+            levels
+                .iter()
+                .map(|l| (l.price.raw(), l.amount.raw(), l.venue, l.native_price.raw()))
+                .collect::<Vec<_>>()
+        };
+        let bids = published(summary.book.bids.as_slice());
+        let asks = published(summary.book.asks.as_slice());
+        loop {
+            let expected = |side: Side| {
+                let levels =
+                    candidates
+                        .iter()
+                        .zip(&choice)
+                        .flat_map(|((listing, rate, books), &at)| {
+                            let conversion = listing
+                                .multiply
+                                .map(|multiply| (rate.as_ref().unwrap(), multiply, step));
+                            reference_side(listing.venue, &books[at], side, conversion)
+                        });
+                merged(side, levels.collect())
+            };
+            if expected(Side::Bid) == bids && expected(Side::Ask) == asks {
+                break;
+            }
+            // The next combination, or the verdict.
+            let next = (0..choice.len()).find(|&i| choice[i] + 1 < candidates[i].2.len());
+            let Some(at) = next else {
+                panic!(
+                    "summary {} of instrument {}: published {bids:?} {asks:?}, the reference \
+                     {:?} {:?}",
+                    summary.sequence,
+                    summary.instrument,
+                    expected(Side::Bid),
+                    expected(Side::Ask)
+                );
+            };
+            choice[at] += 1;
+            choice[..at].fill(0);
+        }
+        self.checked += 1;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn converted_books_match_a_reference_of_the_true_books_as_rates_move_and_go_stale() {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 40, 17).unwrap();
+    let mut config = config();
+    let price = |text: &str| text.parse::<FixedPoint>().unwrap();
+    let prices = [
+        ("USDT/USD".to_owned(), price("1.0002")),
+        ("BTC/USD".to_owned(), price("90000")),
+        ("ETH/USDT".to_owned(), price("3000")),
+    ];
+    simulator.set_prices(&config, &prices);
+    simulator.point(&mut config);
+    let written = Written::default();
+    let listeners = Listeners::loopback().await.unwrap();
+    let service = Service::start_observed(config, listeners, written.clone()).unwrap();
+    let reference = Mutex::new(Reference {
+        usdt_usd: None,
+        fixed_usdc: Rate::fixed(price("0.9999")),
+        checked: 0,
+        converted: 0,
+        rates_used: BTreeSet::new(),
+        without_rate: 0,
+    });
+    // Every summary written so far, checked (soon after it is written: the simulator
+    // remembers its books of the last seconds).
+    let check_written = || {
+        let summaries = std::mem::take(&mut *written.0.lock().unwrap());
+        let mut reference = reference.lock().unwrap();
+        for summary in &summaries {
+            reference.check(&simulator, summary);
+        }
+        reference.converted
+    };
+    let converted_at_two_rates = || {
+        check_written();
+        let reference = reference.lock().unwrap();
+        reference.converted >= 40 && reference.rates_used.len() >= 2
+    };
+    common::eventually("converted books at two rates", WAIT, converted_at_two_rates).await;
+
+    // The rate's venues fall silent: past the stale age, the venues converted through it
+    // are out of the merge, `no-rate`, while OKX's fixed rate goes on.
+    simulator.pause(VenueId::CoinbaseExchange, true);
+    simulator.pause(VenueId::Kraken, true);
+    common::eventually("the venues without their rate out", WAIT, || {
+        check_written();
+        reference.lock().unwrap().without_rate >= 10
+    })
+    .await;
+    simulator.pause(VenueId::CoinbaseExchange, false);
+    simulator.pause(VenueId::Kraken, false);
+    let before = reference.lock().unwrap().converted;
+    common::eventually("converted again once the rate is back", WAIT, || {
+        check_written() >= before + 20
+    })
+    .await;
+    service.stop().await;
+    check_written();
+    let reference = reference.lock().unwrap();
+    assert!(
+        reference.checked > 100,
+        "{} summaries checked",
+        reference.checked
+    );
+}
