@@ -336,6 +336,24 @@ fn merging(c: &mut Criterion) {
         });
     }
 
+    let mut plain = EightVenueSummaries::new(false);
+    c.bench_function("summarize_8x10", |b| {
+        b.iter(|| {
+            black_box(plain.after_a_book());
+        })
+    });
+    let mut converted = EightVenueSummaries::new(true);
+    c.bench_function("summarize_8x10_converted", |b| {
+        b.iter(|| {
+            black_box(converted.after_a_book());
+        })
+    });
+    c.bench_function("summarize_8x10_rate_moved", |b| {
+        b.iter(|| {
+            black_box(converted.after_a_rate());
+        })
+    });
+
     let bitstamp_frame = bitstamp_100();
     let mut parse_merge = ParseMerge::new();
     c.bench_function("e2e_parse_merge", |b| {

@@ -125,6 +125,24 @@ fn main() {
                 black_box(many.merge());
             })
         }
+        "summarize_8x10" => {
+            let mut summaries = EightVenueSummaries::new(false);
+            Box::new(move || {
+                black_box(summaries.after_a_book());
+            })
+        }
+        "summarize_8x10_converted" => {
+            let mut summaries = EightVenueSummaries::new(true);
+            Box::new(move || {
+                black_box(summaries.after_a_book());
+            })
+        }
+        "summarize_8x10_rate_moved" => {
+            let mut summaries = EightVenueSummaries::new(true);
+            Box::new(move || {
+                black_box(summaries.after_a_rate());
+            })
+        }
         "e2e_parse_merge" => Box::new(|| {
             black_box(parse_merge.run(black_box(BINANCE_20), black_box(bitstamp_100)));
         }),
@@ -212,7 +230,8 @@ fn main() {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
                  bitstamp_decode_100 | binance_decode_20_varied | bitstamp_decode_100_varied | \
-                 fixed_point_parse | merge_2x10 | merge_8x10 | merge_16x10 | e2e_parse_merge | binance_diff_decode | \
+                 fixed_point_parse | merge_2x10 | merge_8x10 | merge_16x10 | summarize_8x10 | \
+                 summarize_8x10_converted | summarize_8x10_rate_moved | e2e_parse_merge | binance_diff_decode | \
                  book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum | \
                  kraken_checksum_after_update | \
                  bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \

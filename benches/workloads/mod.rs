@@ -161,8 +161,8 @@ pub const VARIED_FRAMES: usize = 1024;
 /// the branch predictor learns its order.
 pub fn simulated_pairs() -> Vec<(TopBook, TopBook)> {
     let mut mid = mergebook::sim::market::MidPrice::new(1);
-    let mut binance = mergebook::sim::market::SimulatedBook::new(2);
-    let mut bitstamp = mergebook::sim::market::SimulatedBook::new(3);
+    let mut binance = mergebook::sim::market::SimulatedBook::new(2, Default::default());
+    let mut bitstamp = mergebook::sim::market::SimulatedBook::new(3, Default::default());
     (0..VARIED_FRAMES)
         .map(|_| {
             let mid_ticks = mid.step();
@@ -189,7 +189,8 @@ impl ManyVenues {
         let books = (0..venues)
             .map(|venue| {
                 let mut book = TopBook::default();
-                mergebook::sim::market::SimulatedBook::new(2 + venue as u64)
+                let grid = mergebook::sim::market::PriceGrid::default();
+                mergebook::sim::market::SimulatedBook::new(2 + venue as u64, grid)
                     .next_book(mid_ticks, KEEP, 0, &mut book);
                 book
             })
@@ -218,6 +219,114 @@ impl ManyVenues {
         merge_side(Side::Bid, inputs, KEEP, &mut self.merged.bids);
         merge_side(Side::Ask, inputs, KEEP, &mut self.merged.asks);
         &self.merged
+    }
+}
+
+/// `summarize_8x10`, `summarize_8x10_converted`, `summarize_8x10_rate_moved`: what the
+/// merger does for one instrument of 8 venues each time one of them sends a book: the
+/// book applied, the venues merged and the summary written (`Consolidation`). The books
+/// are the simulator's around 90,000, each venue's own; converted, 4 of the 8 venues
+/// quote in USDT and go through a USDT/USD rate into cents. `rate_moved`: each summary
+/// follows a new rate instead of a new book, so every converted venue is converted again.
+pub struct EightVenueSummaries {
+    consolidation: mergebook::merger::Consolidation,
+    feeds: Vec<(VenueId, mergebook::feed::handoff::VenueFeed)>,
+    rates: [mergebook::units::Rate; 2],
+    next: usize,
+    summary: mergebook::merger::summary::Summary,
+}
+
+impl EightVenueSummaries {
+    /// `converted`: half the venues quote in USDT.
+    pub fn new(converted: bool) -> EightVenueSummaries {
+        let (name, usdt) = match converted {
+            true => ("BTC/USD", "USDT"),
+            false => ("BTC/USD", "USD"),
+        };
+        let symbols: Vec<String> = VenueId::ALL
+            .iter()
+            .enumerate()
+            .map(|(index, venue)| {
+                let quote = if index % 2 == 0 { usdt } else { "USD" };
+                format!(
+                    "{venue} = \"{}\"",
+                    venue.streams().spot_symbol("BTC", quote)
+                )
+            })
+            .collect();
+        // A [simulator] section: Binance SBE's API key is then not asked for.
+        let text = format!(
+            "[simulator]\n[[instruments]]\nname = \"USDT/USD\"\nsymbols = {{ kraken = \"USDT/USD\" }}\n\
+             [[instruments]]\nname = \"{name}\"\nprice_step = \"0.01\"\n\
+             symbols = {{ {} }}\n\
+             [[rates]]\npair = \"USDT/USD\"\ninstrument = \"USDT/USD\"\n",
+            symbols.join(", ")
+        );
+        let config = mergebook::config::RawConfig::parse(&text, "bench")
+            .and_then(|raw| raw.validate())
+            .expect("a valid configuration");
+        assert_eq!(
+            config.instruments[1].conversions.len(),
+            4 * usize::from(converted)
+        );
+        let mut consolidation = mergebook::merger::Consolidation::configured(&config, 1);
+        let rate = |bid, ask| mergebook::units::Rate {
+            bid: mergebook::fixed::FixedPoint::from_raw(bid),
+            ask: mergebook::fixed::FixedPoint::from_raw(ask),
+            received_ns: 1,
+        };
+        let rates = [
+            rate(100_019_000, 100_023_000),
+            rate(100_021_000, 100_024_000),
+        ];
+        consolidation.set_rate(0, Some(rates[0]));
+        let grid = mergebook::sim::market::PriceGrid::around(
+            mergebook::fixed::FixedPoint::from_raw(9_000_000_000_000),
+        );
+        let mut mid = mergebook::sim::market::MidPrice::new(1);
+        let feeds = VenueId::ALL
+            .iter()
+            .enumerate()
+            .map(|(index, &venue)| {
+                let mut feed = mergebook::feed::handoff::VenueFeed {
+                    state: mergebook::merger::summary::VenueState::Synced,
+                    ..Default::default()
+                };
+                mergebook::sim::market::SimulatedBook::new(2 + index as u64, grid).next_book(
+                    mid.step(),
+                    KEEP,
+                    1,
+                    &mut feed.book,
+                );
+                consolidation.apply(venue, &feed);
+                (venue, feed)
+            })
+            .collect();
+        EightVenueSummaries {
+            consolidation,
+            feeds,
+            rates,
+            next: 0,
+            summary: Default::default(),
+        }
+    }
+
+    /// The next venue's book applied, and a summary written.
+    pub fn after_a_book(&mut self) -> &mergebook::merger::summary::Summary {
+        self.next = (self.next + 1) % self.feeds.len();
+        let (venue, feed) = &self.feeds[self.next];
+        self.consolidation.apply(*venue, std::hint::black_box(feed));
+        self.consolidation.summarize(1, &mut self.summary);
+        &self.summary
+    }
+
+    /// The other rate set, and a summary written.
+    pub fn after_a_rate(&mut self) -> &mergebook::merger::summary::Summary {
+        self.next ^= 1;
+        let rate = std::hint::black_box(self.rates[self.next & 1]);
+        self.consolidation.set_rate(0, Some(rate));
+        self.consolidation.summarize(1, &mut self.summary);
+        &self.summary
     }
 }
 

@@ -573,10 +573,7 @@ fn venues_quoted_in_other_currencies_go_through_a_configured_rate() {
         ["binance:USDT", "coinbase:USDC", "kraken:USD", "okx:USDC"]
     );
     use crate::units::{Conversion, Direction};
-    let conversion = |direction| Conversion {
-        direction,
-        price_step: 1_000_000,
-    };
+    let conversion = |direction| Conversion::new(direction, 1_000_000);
     assert_eq!(
         btc_usd.conversions,
         [

@@ -183,10 +183,7 @@ pub(super) fn instrument_units(
         conversions.push(VenueConversion {
             venue: *venue,
             rate,
-            conversion: Conversion {
-                direction,
-                price_step,
-            },
+            conversion: Conversion::new(direction, price_step),
         });
     }
     Ok(InstrumentUnits {
@@ -268,22 +265,22 @@ pub(super) fn keep_shard(
     for (instrument, _) in instruments.iter().zip(&served).filter(|(_, s)| **s) {
         for conversion in &instrument.conversions {
             let rate = &rates[conversion.rate];
-            if let RateFrom::Instrument(source) = rate.from {
-                if !served[source] {
-                    return Err(invalid(
-                        "service.shard",
-                        format!("\"{}/{}\"", shard.index, shard.count),
-                        format!(
-                            "{} converts {} through {}, whose instrument {:?} falls to \
-                             another shard: a rate is merged in the process that uses it \
-                             (run fewer shards, or give the pair a fixed rate)",
-                            instrument.name,
-                            conversion.venue,
-                            rate.pair(),
-                            instruments[source].name
-                        ),
-                    ));
-                }
+            if let RateFrom::Instrument(source) = rate.from
+                && !served[source]
+            {
+                return Err(invalid(
+                    "service.shard",
+                    format!("\"{}/{}\"", shard.index, shard.count),
+                    format!(
+                        "{} converts {} through {}, whose instrument {:?} falls to \
+                         another shard: a rate is merged in the process that uses it \
+                         (run fewer shards, or give the pair a fixed rate)",
+                        instrument.name,
+                        conversion.venue,
+                        rate.pair(),
+                        instruments[source].name
+                    ),
+                ));
             }
         }
     }

@@ -241,12 +241,10 @@ impl RawConfig {
         Ok(feed)
     }
 
-    /// `[[instruments]]` (and `[venues.*]` names), with how many use each venue.
+    /// `[[instruments]]` and `[[rates]]` (and `[venues.*]` names), with how many
+    /// instruments use each venue.
     /// The instruments, every one checked; with a `shard`, those it serves.
-    fn instruments(
-        &self,
-        shard: Option<Shard>,
-    ) -> Result<(Vec<Instrument>, Vec<RateSource>, [usize; MAX_VENUES]), ConfigError> {
+    fn instruments(&self, shard: Option<Shard>) -> Result<ConfiguredInstruments, ConfigError> {
         for name in self.venues.keys() {
             if VenueId::from_name(name).is_none() {
                 return Err(invalid(
@@ -489,6 +487,9 @@ impl RawConfig {
         })
     }
 }
+
+/// The instruments a process serves, the rates they read, and how many use each venue.
+type ConfiguredInstruments = (Vec<Instrument>, Vec<RateSource>, [usize; MAX_VENUES]);
 
 /// An instrument's `contract_sizes`: one for each symbol sized in contracts, and none for
 /// another, each an exact positive decimal.

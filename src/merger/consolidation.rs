@@ -50,15 +50,16 @@ struct Converted {
 }
 
 impl Converted {
-    /// The converted book, converting it first where the native book or the rate
-    /// changed; `None` without a rate or where a price goes out of range.
-    fn book(&mut self, native: &TopBook) -> Option<&TopBook> {
+    /// The converted book of `native`'s best `depth` levels, converting it first where
+    /// the native book or the rate changed; `None` without a rate or where a price goes
+    /// out of range.
+    fn book(&mut self, native: &TopBook, depth: usize) -> Option<&TopBook> {
         if !self.current {
             self.current = true;
             self.converted = self.applied.rate.is_some_and(|rate| {
                 let conversion = self.conversion;
                 conversion
-                    .book(native, &rate, &mut self.book, &mut self.natives)
+                    .book(native, depth, &rate, &mut self.book, &mut self.natives)
                     .is_ok()
             });
         }
@@ -238,7 +239,7 @@ impl Consolidation {
             }
             let book = match converted {
                 None => &slot.book,
-                Some(converted) => match converted.book(&slot.book) {
+                Some(converted) => match converted.book(&slot.book, self.depth) {
                     Some(book) => book,
                     None => {
                         states[venue.index()] = VenueState::NoRate;

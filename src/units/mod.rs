@@ -106,7 +106,9 @@ pub enum Direction {
 pub struct Conversion {
     pub direction: Direction,
     /// Raw `FixedPoint` units (1 = 0.00000001), at least 1.
-    pub price_step: u64,
+    price_step: u64,
+    /// ⌈2^128 / price_step⌉, for remainders by it without a division (0 for a step of 1).
+    step_magic: u128,
 }
 
 /// Why a book could not be converted: a converted price beyond what a `FixedPoint` holds.
@@ -115,6 +117,39 @@ pub struct Conversion {
 pub struct OutOfRange;
 
 impl Conversion {
+    /// `price_step`: raw units, at least 1.
+    pub fn new(direction: Direction, price_step: u64) -> Conversion {
+        let price_step = price_step.max(1);
+        Conversion {
+            direction,
+            price_step,
+            step_magic: match price_step {
+                1 => 0,
+                step => u128::MAX / u128::from(step) + 1,
+            },
+        }
+    }
+
+    pub fn price_step(&self) -> u64 {
+        self.price_step
+    }
+
+    /// `value % price_step`, by Lemire, Kaser and Kurz's direct computation ("Faster
+    /// Remainder by Direct Computation", 2019: exact for every 64-bit value and divisor
+    /// with a 128-bit magic): three multiplications. A remainder by a variable is a
+    /// hardware division, tens of cycles, twice a level (`summarize_8x10_converted` in
+    /// BENCHMARKS.md); the step is only known at run time.
+    #[inline]
+    fn remainder(&self, value: u64) -> u64 {
+        if self.price_step == 1 {
+            return 0;
+        }
+        let fraction = self.step_magic.wrapping_mul(u128::from(value));
+        let step = u128::from(self.price_step);
+        let low = (u128::from(fraction as u64) * step) >> 64;
+        (((fraction >> 64) * step + low) >> 64) as u64
+    }
+
     /// `price` on `side` through `rate`, rounded against the trader: a bid is the
     /// greatest multiple of the price step at or below the exact value, an ask the least
     /// at or above it.
@@ -127,14 +162,18 @@ impl Conversion {
             (Direction::Divide, Side::Ask) => divide(price.raw(), rate.bid.raw()),
         }
         .ok_or(OutOfRange)?;
-        Ok(match side {
-            Side::Bid => round_down(value, self.price_step),
-            Side::Ask => round_up(value, inexact, self.price_step).ok_or(OutOfRange)?,
+        let remainder = self.remainder(value);
+        Ok(match (side, remainder, inexact) {
+            (Side::Bid, _, _) => value - remainder,
+            (Side::Ask, 0, false) => value,
+            (Side::Ask, _, _) => (value - remainder)
+                .checked_add(self.price_step)
+                .ok_or(OutOfRange)?,
         })
     }
 
-    /// Writes `native`'s `side` converted into `out`, and each converted level's native
-    /// price into `natives`. Levels that round to one price are one level: their
+    /// Writes the best `depth` levels of `native`'s `side` converted into `out`, and each
+    /// converted level's native price into `natives`. Levels that round to one price are one level: their
     /// amounts summed, its native price the worse of theirs (what an order for the whole
     /// amount must be priced at). A bid that rounds to zero is worth nothing and is left
     /// out, with what is below it.
@@ -142,13 +181,14 @@ impl Conversion {
         &self,
         side: Side,
         native: &Levels,
+        depth: usize,
         rate: &Rate,
         out: &mut Levels,
         natives: &mut [FixedPoint; MAX_DEPTH],
     ) -> Result<(), OutOfRange> {
         out.clear();
         let mut count = 0;
-        for level in native.as_slice() {
+        for level in native.as_slice().iter().take(depth) {
             let price = FixedPoint::from_raw(self.price(side, level.price, rate)?);
             if price.is_zero() {
                 break;
@@ -171,27 +211,31 @@ impl Conversion {
         Ok(())
     }
 
-    /// Both sides of `native` converted into `out` (its stamps copied), the native prices
-    /// into `natives`.
+    /// The best `depth` levels of both sides of `native` converted into `out` (its stamps
+    /// copied), the native prices into `natives`.
     pub fn book(
         &self,
         native: &TopBook,
+        depth: usize,
         rate: &Rate,
         out: &mut TopBook,
         natives: &mut NativePrices,
     ) -> Result<(), OutOfRange> {
+        let (bids, asks) = (&mut out.bids, &mut out.asks);
         self.side(
             Side::Bid,
             &native.bids,
+            depth,
             rate,
-            &mut out.bids,
+            bids,
             &mut natives.bids,
         )?;
         self.side(
             Side::Ask,
             &native.asks,
+            depth,
             rate,
-            &mut out.asks,
+            asks,
             &mut natives.asks,
         )?;
         out.venue_sequence = native.venue_sequence;
@@ -252,26 +296,4 @@ fn divide(price: u64, rate: u64) -> Option<(u64, bool)> {
     let rate = u128::from(rate);
     let value = u64::try_from(numerator / rate).ok()?;
     Some((value, numerator % rate != 0))
-}
-
-#[inline]
-fn round_down(value: u64, step: u64) -> u64 {
-    match step {
-        1 => value,
-        _ => value - value % step,
-    }
-}
-
-/// The least multiple of `step` at or above the exact value `value` (+ a fraction of a
-/// raw unit where `inexact`).
-#[inline]
-fn round_up(value: u64, inexact: bool, step: u64) -> Option<u64> {
-    let remainder = match step {
-        1 => 0,
-        _ => value % step,
-    };
-    match (remainder, inexact) {
-        (0, false) => Some(value),
-        _ => (value - remainder).checked_add(step),
-    }
 }

@@ -39,10 +39,7 @@ fn currencies_are_upper_case_codes() {
 #[test]
 fn bids_round_down_and_asks_up_to_the_step() {
     let usdt_usd = rate("0.9998", "1.0003");
-    let cents = Conversion {
-        direction: Direction::Multiply,
-        price_step: 1_000_000,
-    };
+    let cents = Conversion::new(Direction::Multiply, 1_000_000);
     // 90000.5 × 0.9998 = 89982.4999 → 89982.49; × 1.0003 = 90027.50015 → 90027.51.
     let bid = cents.price(Side::Bid, fixed("90000.5"), &usdt_usd);
     assert_eq!(bid, Ok(fixed("89982.49").raw()));
@@ -52,10 +49,7 @@ fn bids_round_down_and_asks_up_to_the_step() {
     let exact = cents.price(Side::Ask, fixed("100"), &rate("1", "1.25"));
     assert_eq!(exact, Ok(fixed("125").raw()));
     // A USD venue in a USDT instrument: bids over the rate's ask, asks over its bid.
-    let divide = Conversion {
-        direction: Direction::Divide,
-        price_step: 1,
-    };
+    let divide = Conversion::new(Direction::Divide, 1);
     let bid = divide.price(Side::Bid, fixed("100"), &rate("0.8", "1.6"));
     assert_eq!(bid, Ok(fixed("62.5").raw()));
     // 100 / 0.3 = 333.333…: up to the next 10^-8.
@@ -65,19 +59,13 @@ fn bids_round_down_and_asks_up_to_the_step() {
 
 #[test]
 fn prices_beyond_a_fixed_point_are_refused() {
-    let huge = Conversion {
-        direction: Direction::Multiply,
-        price_step: 1,
-    };
+    let huge = Conversion::new(Direction::Multiply, 1);
     let price = fixed("100000000000");
     assert_eq!(
         huge.price(Side::Bid, price, &rate("1000", "1000")),
         Err(OutOfRange)
     );
-    let divide = Conversion {
-        direction: Direction::Divide,
-        price_step: 1,
-    };
+    let divide = Conversion::new(Direction::Divide, 1);
     assert_eq!(
         divide.price(Side::Ask, price, &rate("0.00000001", "1")),
         Err(OutOfRange)
@@ -86,13 +74,18 @@ fn prices_beyond_a_fixed_point_are_refused() {
 
 #[test]
 fn levels_that_round_together_are_one_level_at_the_worse_native_price() {
-    let conversion = Conversion {
-        direction: Direction::Multiply,
-        price_step: 100_000_000, // whole dollars
-    };
+    let whole_dollars = 100_000_000;
+    let conversion = Conversion::new(Direction::Multiply, whole_dollars);
     let bids = levels(&[("100.9", "1"), ("100.2", "2"), ("99.5", "4"), ("0.4", "8")]);
     let (mut out, mut natives) = (Levels::default(), [FixedPoint::ZERO; MAX_DEPTH]);
-    let result = conversion.side(Side::Bid, &bids, &rate("1", "1"), &mut out, &mut natives);
+    let result = conversion.side(
+        Side::Bid,
+        &bids,
+        MAX_DEPTH,
+        &rate("1", "1"),
+        &mut out,
+        &mut natives,
+    );
     assert_eq!(result, Ok(()));
     assert_eq!(
         out.as_slice(),
@@ -115,6 +108,16 @@ fn exact(direction: Direction, side: Side, price: u64, rate: &Rate) -> (u128, u1
 }
 
 proptest! {
+    /// The remainder by a price step, without a division, is the remainder.
+    #[test]
+    fn remainders_by_the_step_are_exact(
+        value: u64,
+        step in prop_oneof![1u64..1_000, Just(1_000_000), Just(100_000_000), 1u64..=u64::MAX],
+    ) {
+        let conversion = Conversion::new(Direction::Multiply, step);
+        prop_assert_eq!(conversion.remainder(value), value % step);
+    }
+
     /// A converted bid is never above, a converted ask never below, the native price at
     /// the rate used, exactly; and each is the nearest multiple of the step that is so.
     #[test]
@@ -122,12 +125,12 @@ proptest! {
         price in 1u64..10_000_000_000_000,
         bid in 1u64..1_000_000_000_000,
         spread in 0u64..100_000_000,
-        step in prop_oneof![Just(1u64), Just(100), Just(1_000_000), Just(50_000_000), 1u64..1_000_000_000],
+        step in prop_oneof![Just(1u64), Just(100), Just(1_000_000), Just(100_000_000), Just(50_000_000), 1u64..1_000_000_000],
         divide: bool,
     ) {
         let rate = Rate { bid: FixedPoint::from_raw(bid), ask: FixedPoint::from_raw(bid + spread), received_ns: 0 };
         let direction = if divide { Direction::Divide } else { Direction::Multiply };
-        let conversion = Conversion { direction, price_step: step };
+        let conversion = Conversion::new(direction, step);
         for side in [Side::Bid, Side::Ask] {
             let (numerator, denominator) = exact(direction, side, price, &rate);
             let Ok(converted) = conversion.price(side, FixedPoint::from_raw(price), &rate) else {
@@ -171,9 +174,9 @@ proptest! {
             if bids && price == 1 { break; }
         }
         let rate = Rate { bid: FixedPoint::from_raw(rate_raw), ask: FixedPoint::from_raw(rate_raw + 1), received_ns: 0 };
-        let conversion = Conversion { direction: Direction::Multiply, price_step: step };
+        let conversion = Conversion::new(Direction::Multiply, step);
         let (mut out, mut natives) = (Levels::default(), [FixedPoint::ZERO; MAX_DEPTH]);
-        prop_assert_eq!(conversion.side(side, &native, &rate, &mut out, &mut natives), Ok(()));
+        prop_assert_eq!(conversion.side(side, &native, MAX_DEPTH, &rate, &mut out, &mut natives), Ok(()));
         let converted = out.as_slice();
         prop_assert!(converted.windows(2).all(|pair| side.is_better(pair[0].price, pair[1].price)));
         let kept: u64 = native.as_slice().iter()

@@ -25,10 +25,9 @@ const SCALE: u128 = 100_000_000;
 /// BTC/USD's price step: cents.
 const CENT: u128 = 1_000_000;
 
-/// The instruments, in configuration order.
+/// The instruments, in configuration order (ETH/USDT is the third).
 const USDT_USD: usize = 0;
 const BTC_USD: usize = 1;
-const ETH_USDT: usize = 2;
 
 /// Keeps every summary the merger writes, in the order it writes them.
 #[derive(Clone, Default)]
