@@ -461,13 +461,14 @@ struct VenueGauge {
     states: Vec<(VenueState, prometheus::IntGauge)>,
 }
 
-const REPORTED_STATES: [VenueState; 6] = [
+const REPORTED_STATES: [VenueState; 7] = [
     VenueState::Connecting,
     VenueState::Synced,
     VenueState::Stale,
     VenueState::OutOfSync,
     VenueState::Crossed,
     VenueState::OneSided,
+    VenueState::NoRate,
 ];
 
 impl VenueGauges {
