@@ -180,12 +180,7 @@ impl ReplayedSlots {
 /// The summary of `instrument` whose venues stand as `venues` say: (venue, state
 /// published, latest book).
 fn merged(config: &Config, instrument: usize, venues: &[VenueStanding]) -> Summary {
-    let configured: Vec<VenueId> = config.instruments[instrument]
-        .symbols
-        .iter()
-        .map(|(venue, _)| *venue)
-        .collect();
-    let mut merger = Consolidation::new(instrument, config.depth, &configured);
+    let mut merger = Consolidation::configured(config, instrument);
     for &(venue, state, book) in venues {
         if let Some(book) = book {
             let synced = VenueFeed {

@@ -137,8 +137,10 @@ fn live_ladder(text: &str, instrument: &str, position: &str, venues: &[&str]) ->
         && text.contains("── spread ")
         && venues.iter().all(|venue| {
             text.lines().any(|line| {
+                // "venue synced", or "venue USDT synced" where its book is converted.
                 let panel = line.rsplit('│').nth(1).unwrap_or_default();
-                panel.split_whitespace().take(2).eq([*venue, "synced"])
+                let mut words = panel.split_whitespace();
+                words.next() == Some(*venue) && words.take(2).any(|word| word == "synced")
             })
         })
 }
