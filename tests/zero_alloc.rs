@@ -5,6 +5,7 @@
 //! measured section runs; it must count zero.
 
 use mergebook::book::TopBook;
+use mergebook::feed::handoff::VenueFeed;
 use mergebook::mailbox::mailbox;
 use mergebook::merger::kway::{VenueBook, merge};
 use mergebook::publish::summary_channel;
@@ -120,6 +121,70 @@ fn decode_mailbox_merge_fan_out_allocates_nothing_after_warm_up() {
         step(round);
     }
     assert_eq!(allocations() - before, 0, "the hot path allocated");
+}
+
+/// A venue quoted in USDT merged into a BTC/USD book: its recorded book applied, converted
+/// through a moving USDT/USD rate, merged with a USD venue's, and the rate handed on from
+/// the rate's own consolidation, round after round.
+#[test]
+fn converting_a_venue_through_a_moving_rate_allocates_nothing() {
+    use mergebook::merger::Consolidation;
+    use mergebook::merger::summary::{Summary, VenueState};
+    let text = "[simulator]\n[[instruments]]\nname = \"USDT/USD\"\n\
+        symbols = { kraken = \"USDT/USD\" }\n\
+        [[instruments]]\nname = \"BTC/USD\"\nprice_step = \"0.01\"\n\
+        symbols = { binance = \"BTCUSDT\", bitstamp = \"btcusd\" }\n\
+        [[rates]]\npair = \"USDT/USD\"\ninstrument = \"USDT/USD\"\n";
+    let config = mergebook::config::RawConfig::parse(text, "test")
+        .and_then(|raw| raw.validate())
+        .unwrap();
+    let (mut rates, mut btc) = (
+        Consolidation::configured(&config, 0),
+        Consolidation::configured(&config, 1),
+    );
+    let feed = |venue: VenueId, frame: &[u8]| {
+        let mut feed = VenueFeed {
+            state: VenueState::Synced,
+            ..VenueFeed::default()
+        };
+        venue.decode(frame, 20, &mut feed.book).unwrap();
+        feed
+    };
+    let binance = feed(VenueId::Binance, BINANCE);
+    let bitstamp = feed(
+        VenueId::Bitstamp,
+        BITSTAMP.lines().next().unwrap().as_bytes(),
+    );
+    let mut rate_book = VenueFeed {
+        state: VenueState::Synced,
+        ..VenueFeed::default()
+    };
+    let mut summary = Summary::default();
+    let mut round = |round: u64| {
+        rate_book.book.clear();
+        let level = |price| mergebook::book::Level {
+            price: mergebook::fixed::FixedPoint::from_raw(price),
+            amount: mergebook::fixed::FixedPoint::from_raw(100_000_000),
+        };
+        rate_book.book.bids.push(level(100_010_000 + round % 7));
+        rate_book.book.asks.push(level(100_030_000 + round % 5));
+        rates.apply(VenueId::Kraken, &rate_book);
+        rates.summarize(round, &mut summary);
+        btc.set_rate(0, rates.rate());
+        btc.apply(VenueId::Binance, &binance);
+        btc.apply(VenueId::Bitstamp, &bitstamp);
+        btc.summarize(round, &mut summary);
+        assert_eq!(summary.venue_state(VenueId::Binance), VenueState::Synced);
+        assert!(summary.venue_rate[VenueId::Binance.index()].is_some());
+    };
+    for warm_up in 0..9 {
+        round(warm_up);
+    }
+    let before = allocations();
+    for measured in 9..200 {
+        round(measured);
+    }
+    assert_eq!(allocations() - before, 0, "conversion allocated");
 }
 
 /// The counter works: the same harness sees an allocation when there is one.

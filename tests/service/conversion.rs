@@ -14,6 +14,7 @@ use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use mergebook::units::Rate;
 use mergebook::venue::{StreamKind, VenueId};
+use mergebook_testkit::invariants::InvariantChecker;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,6 +22,8 @@ use tokio::net::TcpListener;
 
 const DEPTH: usize = 10;
 const WAIT: Duration = Duration::from_secs(30);
+/// Short, for the rate to go stale soon after its venues fall silent.
+const STALE_AFTER: Duration = Duration::from_secs(1);
 const SCALE: u128 = 100_000_000;
 /// BTC/USD's price step: cents.
 const CENT: u128 = 1_000_000;
@@ -49,7 +52,7 @@ impl PublishObserver for Written {
 fn config() -> mergebook::config::Config {
     TestConfig::new()
         .set("service.depth", DEPTH as i64)
-        .set("service.stale_after_ms", 1_000)
+        .set("service.stale_after_ms", STALE_AFTER.as_millis() as i64)
         .set("feed.read_idle_timeout_ms", 600_000)
         .instrument(
             "USDT/USD",
@@ -180,10 +183,13 @@ struct Reference {
     rates_used: BTreeSet<(u64, u64)>,
     /// Summaries with a venue out for want of its rate.
     without_rate: usize,
+    /// What every published book satisfies, an instrument's summaries in order.
+    invariants: [InvariantChecker; 3],
 }
 
 impl Reference {
     fn check(&mut self, simulator: &Simulator, summary: &Summary) {
+        self.invariants[summary.instrument].check(summary);
         let listings: &[Listing] = match summary.instrument {
             USDT_USD => {
                 let (bid, ask) = (summary.book.bids.best(), summary.book.asks.best());
@@ -336,6 +342,7 @@ async fn converted_books_match_a_reference_of_the_true_books_as_rates_move_and_g
         converted: 0,
         rates_used: BTreeSet::new(),
         without_rate: 0,
+        invariants: std::array::from_fn(|_| InvariantChecker::new(STALE_AFTER)),
     });
     // Every summary written so far, checked (soon after it is written: the simulator
     // remembers its books of the last seconds).

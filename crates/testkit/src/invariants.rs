@@ -8,7 +8,9 @@
 //! - no venue's own levels in it are crossed;
 //! - no venue in it is older than the stale age, give or take the merger's check period;
 //! - no venue's book in it was received after the summary was published (a reported age
-//!   is never below zero).
+//!   is never below zero);
+//! - a venue quoted in another currency is in it only with its rate, and a level of a venue
+//!   that is not converted is at its native price.
 
 use mergebook::book::Side;
 use mergebook::fixed::FixedPoint;
@@ -27,6 +29,8 @@ pub enum Violation {
     VenueCrossed { venue: VenueId },
     StaleVenueMerged { venue: VenueId, age_ms: u64 },
     ReceivedAfterPublished { venue: VenueId },
+    ConvertedWithoutRate { venue: VenueId },
+    NativePriceChanged { venue: VenueId },
 }
 
 impl std::fmt::Display for Violation {
@@ -51,6 +55,18 @@ impl std::fmt::Display for Violation {
                 write!(
                     f,
                     "{venue}'s book was received after the summary holding it"
+                )
+            }
+            Violation::ConvertedWithoutRate { venue } => {
+                write!(
+                    f,
+                    "{venue} is in another currency and merged without a rate"
+                )
+            }
+            Violation::NativePriceChanged { venue } => {
+                write!(
+                    f,
+                    "{venue} is not converted, yet a level's price is not its own"
                 )
             }
         }
@@ -116,6 +132,18 @@ impl InvariantChecker {
                 && bid >= ask
             {
                 self.violations.push(Violation::VenueCrossed { venue });
+            }
+            let converted = summary.venue_rate[venue.index()];
+            if converted.is_some_and(|applied| applied.rate.is_none()) {
+                self.violations
+                    .push(Violation::ConvertedWithoutRate { venue });
+            }
+            let levels = || book.bids.as_slice().iter().chain(book.asks.as_slice());
+            if converted.is_none()
+                && levels().any(|level| level.venue == venue && level.native_price != level.price)
+            {
+                self.violations
+                    .push(Violation::NativePriceChanged { venue });
             }
             let received = summary.venue_received_ns[venue.index()];
             let age = summary.polled_monotonic_ns.saturating_sub(received);
@@ -266,6 +294,27 @@ mod tests {
         ahead.sequence = 8;
         ahead.published_monotonic_ns = 10_000_000_002;
         checker.check(&ahead);
+        assert!(checker.violations.is_empty(), "{:?}", checker.violations);
+
+        // A converted venue's levels need its rate; another's are at their own prices.
+        let mut converted = summary(9);
+        converted.venue_rate[VenueId::Binance.index()] = Some(Default::default());
+        checker.check(&converted);
+        assert_eq!(
+            checker.violations.pop(),
+            Some(Violation::ConvertedWithoutRate {
+                venue: VenueId::Binance
+            })
+        );
+        let mut moved = summary(10);
+        moved.book.asks.as_mut_slice()[0].native_price = FixedPoint::from_raw(1);
+        checker.check(&moved);
+        assert_eq!(
+            checker.violations.pop(),
+            Some(Violation::NativePriceChanged {
+                venue: VenueId::Bitstamp
+            })
+        );
         assert!(checker.violations.is_empty(), "{:?}", checker.violations);
     }
 }
