@@ -10,7 +10,7 @@
 use crate::book::{Side, TopBook};
 use crate::config::{Config, RateFrom};
 use crate::feed::handoff::VenueFeed;
-use crate::merger::kway::{MergedLevels, VenueBook, merge};
+use crate::merger::kway::{VenueBook, merge};
 use crate::merger::summary::{AppliedRate, BestPrices, Summary, VenueState};
 use crate::units::{Conversion, Currency, NativePrices, Rate};
 use crate::venue::{MAX_VENUES, VenueId};
@@ -252,8 +252,8 @@ impl Consolidation {
         }
         merge(&inputs[..count], self.depth, &mut out.book);
         if self.converted.iter().any(Option::is_some) {
-            self.write_native_prices(Side::Bid, &mut out.book.bids);
-            self.write_native_prices(Side::Ask, &mut out.book.asks);
+            self.write_native_prices(Side::Bid, out);
+            self.write_native_prices(Side::Ask, out);
         }
         self.sequence += 1;
         out.instrument = self.instrument;
@@ -279,14 +279,19 @@ impl Consolidation {
     /// The native price of each merged level of a converted venue: a venue's levels come
     /// into the merge in its own order, so its n-th level there is its converted book's
     /// n-th.
-    fn write_native_prices(&self, side: Side, levels: &mut MergedLevels) {
+    fn write_native_prices(&self, side: Side, out: &mut Summary) {
         let mut taken = [0usize; MAX_VENUES];
-        for level in levels.as_mut_slice() {
+        let natives = match side {
+            Side::Bid => &mut out.native_prices.bids,
+            Side::Ask => &mut out.native_prices.asks,
+        };
+        for (level, native) in out.book.side(side).as_slice().iter().zip(natives) {
             let venue = level.venue.index();
-            if let Some(converted) = &self.converted[venue] {
-                level.native_price = converted.natives.side(side)[taken[venue]];
-                taken[venue] += 1;
-            }
+            *native = match &self.converted[venue] {
+                Some(converted) => converted.natives.side(side)[taken[venue]],
+                None => level.price,
+            };
+            taken[venue] += 1;
         }
     }
 }
@@ -553,10 +558,15 @@ mod tests {
         text.parse().expect("a decimal")
     }
 
-    fn prices(levels: &[MergedLevel]) -> Vec<(String, String, VenueId)> {
+    /// Each level of `side`: its price, its native price (its price where not
+    /// converted) and its venue.
+    fn prices(summary: &Summary, side: Side) -> Vec<(String, String, VenueId)> {
+        let levels = summary.book.side(side).as_slice().iter().enumerate();
         levels
-            .iter()
-            .map(|l| (l.price.to_string(), l.native_price.to_string(), l.venue))
+            .map(|(at, l)| {
+                let native = summary.native_price(side, at).unwrap_or(l.price);
+                (l.price.to_string(), native.to_string(), l.venue)
+            })
             .collect()
     }
 
@@ -601,7 +611,7 @@ mod tests {
         // 90010 × 1.0003 = 90037.003 → 90037.01.
         let usdt = |text: &str| decimal(text).to_string();
         assert_eq!(
-            prices(summary.book.bids.as_slice()),
+            prices(&summary, Side::Bid),
             [
                 (usdt("90000"), usdt("90000"), VenueId::Kraken),
                 (usdt("89999.49"), usdt("89990.5"), VenueId::Binance),
@@ -609,7 +619,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            prices(summary.book.asks.as_slice()),
+            prices(&summary, Side::Ask),
             [
                 (usdt("90001"), usdt("90001"), VenueId::Kraken),
                 (usdt("90037.01"), usdt("90010"), VenueId::Binance),

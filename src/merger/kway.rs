@@ -31,21 +31,6 @@ pub struct MergedLevel {
     pub price: FixedPoint,
     pub amount: FixedPoint,
     pub venue: VenueId,
-    /// The price as the venue quotes it: `price` itself, unless the venue's book was
-    /// converted into the instrument's currency (`Consolidation` writes it then).
-    pub native_price: FixedPoint,
-}
-
-impl MergedLevel {
-    #[inline(always)]
-    fn of(level: &Level, venue: VenueId) -> MergedLevel {
-        MergedLevel {
-            price: level.price,
-            amount: level.amount,
-            venue,
-            native_price: level.price,
-        }
-    }
 }
 
 impl Default for MergedLevel {
@@ -54,7 +39,6 @@ impl Default for MergedLevel {
             price: FixedPoint::ZERO,
             amount: FixedPoint::ZERO,
             venue: VenueId::ALL[0],
-            native_price: FixedPoint::ZERO,
         }
     }
 }
@@ -85,6 +69,13 @@ pub struct MergedBook {
 }
 
 impl MergedBook {
+    pub fn side(&self, side: Side) -> &MergedLevels {
+        match side {
+            Side::Bid => &self.bids,
+            Side::Ask => &self.asks,
+        }
+    }
+
     /// Empties the book by writing what the next merge of up to `depth` levels a side
     /// writes (see `mailbox::Sender::prepare`).
     pub fn clear_writing(&mut self, depth: usize) {
@@ -182,7 +173,11 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
             heads.copy_within(best + 1..live, best);
             live -= 1;
         }
-        Some(MergedLevel::of(&levels[0], venue))
+        Some(MergedLevel {
+            price: levels[0].price,
+            amount: levels[0].amount,
+            venue,
+        })
     });
 }
 
@@ -260,7 +255,11 @@ fn merge_heap<const BIDS: bool>(
             heads[0] = heads[live];
         }
         sift_down::<BIDS>(&mut heads[..live], 0);
-        Some(MergedLevel::of(&top.levels[0], top.venue))
+        Some(MergedLevel {
+            price: top.levels[0].price,
+            amount: top.levels[0].amount,
+            venue: top.venue,
+        })
     });
 }
 
@@ -295,7 +294,11 @@ fn merge_two<const BIDS: bool>(
             }
             (None, None) => return None,
         };
-        Some(MergedLevel::of(level, venue))
+        Some(MergedLevel {
+            price: level.price,
+            amount: level.amount,
+            venue,
+        })
     });
 }
 
@@ -457,7 +460,6 @@ mod tests {
                     price: l.price,
                     amount: l.amount,
                     venue: *venue,
-                    native_price: l.price,
                 })
             })
             .collect();

@@ -2,9 +2,10 @@
 //! with a sequence number, the publish time, and every venue's state. Plain inline data,
 //! so it can sit in a mailbox slot.
 
+use crate::book::Side;
 use crate::fixed::FixedPoint;
 use crate::merger::kway::MergedBook;
-use crate::units::{Currency, Rate};
+use crate::units::{Currency, NativePrices, Rate};
 use crate::venue::{MAX_VENUES, VenueId};
 
 /// Where a venue stands for one instrument. Only `Synced` venues are in the merged book.
@@ -84,6 +85,10 @@ pub struct Summary {
     /// For each venue quoted in another currency: that currency and the rate its book
     /// was converted at (`None`: not converted).
     pub venue_rate: [Option<AppliedRate>; MAX_VENUES],
+    /// Each merged level's price as its venue quotes it, by side and position: written
+    /// only by an instrument that converts a venue, read through `native_price` (the merge
+    /// itself, and an instrument that converts nothing, never touch it).
+    pub native_prices: NativePrices,
 }
 
 /// The rate a venue's book was converted at: what its levels' native prices are in, and
@@ -124,6 +129,7 @@ impl Summary {
             venue_best,
             currency,
             venue_rate,
+            native_prices: _, // what `native_price` reads of it is always written first
         } = self;
         *instrument = 0;
         *sequence = 0;
@@ -138,6 +144,14 @@ impl Summary {
         *venue_best = [BestPrices::default(); MAX_VENUES];
         *currency = None;
         *venue_rate = [None; MAX_VENUES];
+    }
+
+    /// The native price of the `index`-th level of `side`, where its venue's book was
+    /// converted from another currency.
+    pub fn native_price(&self, side: Side, index: usize) -> Option<FixedPoint> {
+        let level = self.book.side(side).as_slice().get(index)?;
+        self.venue_rate[level.venue.index()]?;
+        Some(self.native_prices.side(side)[index])
     }
 
     /// How old, when this summary was written, is what was received at `received_ns`
@@ -174,7 +188,6 @@ mod tests {
             price: FixedPoint::from_raw(raw),
             amount: FixedPoint::from_raw(raw),
             venue: VenueId::Bitstamp,
-            native_price: FixedPoint::from_raw(raw + 1),
         };
         let mut summary = Summary {
             instrument: 1,

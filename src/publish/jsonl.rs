@@ -19,7 +19,7 @@
 //!  {"currency":"USDT","pair":"USDT/USD","bid":"1.00010000","ask":"1.00030000","age_ns":1200}}}
 //! ```
 
-use crate::merger::kway::MergedLevel;
+use crate::book::Side;
 use crate::merger::summary::Summary;
 use crate::venue::VenueId;
 use std::io::{self, Write};
@@ -37,9 +37,9 @@ pub fn write_summary(out: &mut impl Write, instrument: &str, summary: &Summary) 
         None => out.write_all(b"null")?,
     }
     out.write_all(br#","bids":"#)?;
-    write_levels(out, summary, summary.book.bids.as_slice())?;
+    write_levels(out, summary, Side::Bid)?;
     out.write_all(br#","asks":"#)?;
-    write_levels(out, summary, summary.book.asks.as_slice())?;
+    write_levels(out, summary, Side::Ask)?;
     out.write_all(br#","venues":{"#)?;
     for (index, (venue, state)) in summary.venue_states().enumerate() {
         let separator = if index == 0 { "" } else { "," };
@@ -76,17 +76,17 @@ pub fn write_summary(out: &mut impl Write, instrument: &str, summary: &Summary) 
     out.write_all(b"}\n")
 }
 
-fn write_levels(out: &mut impl Write, summary: &Summary, levels: &[MergedLevel]) -> io::Result<()> {
+fn write_levels(out: &mut impl Write, summary: &Summary, side: Side) -> io::Result<()> {
     out.write_all(b"[")?;
-    for (index, level) in levels.iter().enumerate() {
+    for (index, level) in summary.book.side(side).as_slice().iter().enumerate() {
         let separator = if index == 0 { "" } else { "," };
         write!(
             out,
             r#"{separator}{{"exchange":"{}","price":"{}","amount":"{}""#,
             level.venue, level.price, level.amount
         )?;
-        if summary.venue_rate[level.venue.index()].is_some() {
-            write!(out, r#","native_price":"{}""#, level.native_price)?;
+        if let Some(native) = summary.native_price(side, index) {
+            write!(out, r#","native_price":"{native}""#)?;
         }
         out.write_all(b"}")?;
     }
@@ -125,6 +125,7 @@ pub async fn write_to_stdout(
 mod tests {
     use super::*;
     use crate::fixed::FixedPoint;
+    use crate::merger::kway::MergedLevel;
     use crate::merger::summary::{AppliedRate, VenueState};
     use crate::units::{Currency, Rate};
 
@@ -162,14 +163,13 @@ mod tests {
             price: decimal("90000"),
             amount: decimal("1"),
             venue: VenueId::Kraken,
-            native_price: decimal("90000"),
         });
         summary.book.bids.push(MergedLevel {
             price: decimal("89999.49"),
             amount: decimal("2"),
             venue: VenueId::Binance,
-            native_price: decimal("89990.5"),
         });
+        summary.native_prices.bids[..2].copy_from_slice(&[decimal("90000"), decimal("89990.5")]);
         let mut line = Vec::new();
         write_summary(&mut line, "BTC/USD", &summary).expect("a Vec");
         let value: serde_json::Value = serde_json::from_slice(&line).expect("JSON");

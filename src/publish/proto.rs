@@ -2,6 +2,7 @@
 //! contract between the gRPC server (`publish/grpc.rs`), the NATS publisher and the
 //! `watch` viewer, which is the server's client; and a [`summary::Summary`]'s messages.
 
+use crate::book::Side;
 use crate::fixed::FixedPoint;
 use crate::merger::kway::MergedLevel;
 use crate::merger::summary;
@@ -23,17 +24,17 @@ fn legacy_levels(levels: &[MergedLevel]) -> Vec<Level> {
         .collect()
 }
 
-fn exact_levels(summary: &summary::Summary, levels: &[MergedLevel]) -> Vec<ExactLevel> {
+fn exact_levels(summary: &summary::Summary, side: Side) -> Vec<ExactLevel> {
+    let levels = summary.book.side(side).as_slice().iter().enumerate();
     levels
-        .iter()
-        .map(|level| ExactLevel {
+        .map(|(at, level)| ExactLevel {
             exchange: level.venue.name().to_owned(),
             price: level.price.to_string(),
             amount: level.amount.to_string(),
-            native_price: match summary.venue_rate[level.venue.index()] {
-                Some(_) => level.native_price.to_string(),
-                None => String::new(),
-            },
+            native_price: summary
+                .native_price(side, at)
+                .map(|price| price.to_string())
+                .unwrap_or_default(),
         })
         .collect()
 }
@@ -57,8 +58,8 @@ pub fn exact_summary(instrument: &str, summary: &summary::Summary) -> ExactSumma
             .spread
             .map(|spread| spread.to_string())
             .unwrap_or_default(),
-        bids: exact_levels(summary, summary.book.bids.as_slice()),
-        asks: exact_levels(summary, summary.book.asks.as_slice()),
+        bids: exact_levels(summary, Side::Bid),
+        asks: exact_levels(summary, Side::Ask),
         currency: summary
             .currency
             .map(|currency| currency.to_string())

@@ -245,7 +245,7 @@ impl Conversion {
 }
 
 /// The native price of each level of a converted book, by side and position.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NativePrices {
     pub bids: [FixedPoint; MAX_DEPTH],
     pub asks: [FixedPoint; MAX_DEPTH],

@@ -275,14 +275,16 @@ impl Reference {
         // One book of each merged venue makes the published book (a venue's sequence
         // names one book but for a reconnect's repeat).
         let mut choice = vec![0; candidates.len()];
-        let published = |levels: &[mergebook::merger::kway::MergedLevel]| {
+        let published = |side: Side| {
+            let levels = summary.book.side(side).as_slice().iter().enumerate();
             levels
-                .iter()
-                .map(|l| (l.price.raw(), l.amount.raw(), l.venue, l.native_price.raw()))
+                .map(|(at, l)| {
+                    let native = summary.native_price(side, at).unwrap_or(l.price);
+                    (l.price.raw(), l.amount.raw(), l.venue, native.raw())
+                })
                 .collect::<Vec<_>>()
         };
-        let bids = published(summary.book.bids.as_slice());
-        let asks = published(summary.book.asks.as_slice());
+        let (bids, asks) = (published(Side::Bid), published(Side::Ask));
         loop {
             let expected = |side: Side| {
                 let levels =

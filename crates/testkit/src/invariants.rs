@@ -9,8 +9,7 @@
 //! - no venue in it is older than the stale age, give or take the merger's check period;
 //! - no venue's book in it was received after the summary was published (a reported age
 //!   is never below zero);
-//! - a venue quoted in another currency is in it only with its rate, and a level of a venue
-//!   that is not converted is at its native price.
+//! - a venue quoted in another currency is in it only with its rate.
 
 use mergebook::book::Side;
 use mergebook::fixed::FixedPoint;
@@ -30,7 +29,6 @@ pub enum Violation {
     StaleVenueMerged { venue: VenueId, age_ms: u64 },
     ReceivedAfterPublished { venue: VenueId },
     ConvertedWithoutRate { venue: VenueId },
-    NativePriceChanged { venue: VenueId },
 }
 
 impl std::fmt::Display for Violation {
@@ -61,12 +59,6 @@ impl std::fmt::Display for Violation {
                 write!(
                     f,
                     "{venue} is in another currency and merged without a rate"
-                )
-            }
-            Violation::NativePriceChanged { venue } => {
-                write!(
-                    f,
-                    "{venue} is not converted, yet a level's price is not its own"
                 )
             }
         }
@@ -138,13 +130,6 @@ impl InvariantChecker {
                 self.violations
                     .push(Violation::ConvertedWithoutRate { venue });
             }
-            let levels = || book.bids.as_slice().iter().chain(book.asks.as_slice());
-            if converted.is_none()
-                && levels().any(|level| level.venue == venue && level.native_price != level.price)
-            {
-                self.violations
-                    .push(Violation::NativePriceChanged { venue });
-            }
             let received = summary.venue_received_ns[venue.index()];
             let age = summary.polled_monotonic_ns.saturating_sub(received);
             if summary.polled_monotonic_ns > 0 && age > self.max_age_ns {
@@ -182,7 +167,6 @@ mod tests {
             price: FixedPoint::from_raw(price),
             amount: FixedPoint::from_raw(1),
             venue,
-            native_price: FixedPoint::from_raw(price),
         }
     }
 
@@ -296,7 +280,7 @@ mod tests {
         checker.check(&ahead);
         assert!(checker.violations.is_empty(), "{:?}", checker.violations);
 
-        // A converted venue's levels need its rate; another's are at their own prices.
+        // A converted venue's levels need its rate.
         let mut converted = summary(9);
         converted.venue_rate[VenueId::Binance.index()] = Some(Default::default());
         checker.check(&converted);
@@ -304,15 +288,6 @@ mod tests {
             checker.violations.pop(),
             Some(Violation::ConvertedWithoutRate {
                 venue: VenueId::Binance
-            })
-        );
-        let mut moved = summary(10);
-        moved.book.asks.as_mut_slice()[0].native_price = FixedPoint::from_raw(1);
-        checker.check(&moved);
-        assert_eq!(
-            checker.violations.pop(),
-            Some(Violation::NativePriceChanged {
-                venue: VenueId::Bitstamp
             })
         );
         assert!(checker.violations.is_empty(), "{:?}", checker.violations);
