@@ -368,6 +368,11 @@ mod tests {
         }
     }
 
+    fn bids_only_from(summary: &Summary, venue: VenueId) -> bool {
+        let bids = summary.book.bids.as_slice();
+        bids.iter().all(|level| level.venue == venue)
+    }
+
     /// The merger's prefetch of a taken feed covers what `apply` reads of it: the state,
     /// the stamps and the levels of a book as deep as the merger keeps (the lengths are
     /// private to `book`, whose test covers them).
@@ -428,14 +433,7 @@ mod tests {
         merger.apply(VenueId::Bitstamp, &feed(105, 104, 30));
         merger.summarize(3, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Bitstamp), VenueState::Crossed);
-        assert!(
-            summary
-                .book
-                .bids
-                .as_slice()
-                .iter()
-                .all(|l| l.venue == VenueId::Binance)
-        );
+        assert!(bids_only_from(&summary, VenueId::Binance));
 
         // A decode failure excludes the venue, keeping nothing of its old book.
         merger.apply(
@@ -650,13 +648,6 @@ mod tests {
         assert!(btc.set_rate(0, rates.rate()));
         btc.summarize(5, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Binance), VenueState::NoRate);
-        assert!(
-            summary
-                .book
-                .bids
-                .as_slice()
-                .iter()
-                .all(|l| l.venue == VenueId::Kraken)
-        );
+        assert!(bids_only_from(&summary, VenueId::Kraken));
     }
 }

@@ -22,19 +22,7 @@ impl TestConfig {
 
     /// `key` (dotted: `feed.read_idle_timeout_ms`, `venues.binance.mode`) set to `value`.
     pub fn set(mut self, key: &str, value: impl Into<Value>) -> Self {
-        let mut table = &mut self.table;
-        let mut parts = key.split('.').peekable();
-        while let Some(part) = parts.next() {
-            if parts.peek().is_none() {
-                table.insert(part.to_owned(), value.into());
-                break;
-            }
-            table = table
-                .entry(part)
-                .or_insert_with(|| Value::Table(Table::new()))
-                .as_table_mut()
-                .unwrap_or_else(|| panic!("{key}: {part} is not a table"));
-        }
+        set_dotted(&mut self.table, key, value.into());
         self
     }
 
@@ -77,25 +65,14 @@ impl TestConfig {
 
     /// The last instrument's `key` (dotted inside it: `quotes.coinbase`) set to `value`.
     pub fn last_instrument(mut self, key: &str, value: impl Into<Value>) -> Self {
-        let mut table = self
+        let instrument = self
             .table
             .get_mut("instruments")
             .and_then(Value::as_array_mut)
             .and_then(|instruments| instruments.last_mut())
             .and_then(Value::as_table_mut)
             .expect("an instrument to set a key of");
-        let mut parts = key.split('.').peekable();
-        while let Some(part) = parts.next() {
-            if parts.peek().is_none() {
-                table.insert(part.to_owned(), value.into());
-                break;
-            }
-            table = table
-                .entry(part)
-                .or_insert_with(|| Value::Table(Table::new()))
-                .as_table_mut()
-                .unwrap_or_else(|| panic!("{key}: {part} is not a table"));
-        }
+        set_dotted(instrument, key, value.into());
         self
     }
 
@@ -122,5 +99,22 @@ impl TestConfig {
         RawConfig::parse(&text, "test")
             .and_then(|raw| raw.validate())
             .unwrap_or_else(|error| panic!("{error}"))
+    }
+}
+
+/// `key` (dotted: `venues.binance.mode`) of `table` set to `value`, its tables made as
+/// needed.
+fn set_dotted(mut table: &mut Table, key: &str, value: Value) {
+    let mut parts = key.split('.').peekable();
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            table.insert(part.to_owned(), value);
+            return;
+        }
+        table = table
+            .entry(part)
+            .or_insert_with(|| Value::Table(Table::new()))
+            .as_table_mut()
+            .unwrap_or_else(|| panic!("{key}: {part} is not a table"));
     }
 }

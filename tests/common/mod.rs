@@ -190,3 +190,20 @@ pub fn api_key_file(venue: mergebook::venue::VenueId) -> std::path::PathBuf {
     std::fs::write(&path, "simulator-key\n").unwrap();
     path
 }
+
+/// Keeps every summary the merger writes, in the order it writes them
+/// (`Service::start_observed`).
+#[derive(Clone, Default)]
+pub struct EverySummary(
+    pub std::sync::Arc<std::sync::Mutex<Vec<mergebook::merger::summary::Summary>>>,
+);
+
+impl mergebook::merger::PublishObserver for EverySummary {
+    const OBSERVES: bool = true;
+
+    fn published(&mut self, _: &mergebook::merger::PublishRecord) {}
+
+    fn written(&mut self, summary: &mergebook::merger::summary::Summary) {
+        self.0.lock().unwrap().push(*summary);
+    }
+}

@@ -9,14 +9,13 @@ use common::config::TestConfig;
 use mergebook::book::{Side, TopBook};
 use mergebook::fixed::FixedPoint;
 use mergebook::merger::summary::{Summary, VenueState};
-use mergebook::merger::{PublishObserver, PublishRecord};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use mergebook::units::Rate;
 use mergebook::venue::{StreamKind, VenueId};
 use mergebook_testkit::invariants::InvariantChecker;
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
@@ -31,20 +30,6 @@ const CENT: u128 = 1_000_000;
 /// The instruments, in configuration order (ETH/USDT is the third).
 const USDT_USD: usize = 0;
 const BTC_USD: usize = 1;
-
-/// Keeps every summary the merger writes, in the order it writes them.
-#[derive(Clone, Default)]
-struct Written(Arc<Mutex<Vec<Summary>>>);
-
-impl PublishObserver for Written {
-    const OBSERVES: bool = true;
-
-    fn published(&mut self, _: &PublishRecord) {}
-
-    fn written(&mut self, summary: &Summary) {
-        self.0.lock().unwrap().push(*summary);
-    }
-}
 
 /// USDT/USD from Coinbase Exchange and Kraken; BTC/USD in cents from Bitstamp (USD),
 /// Binance (USDT, through USDT/USD) and OKX (USDC, at a fixed rate); ETH/USDT from
@@ -334,7 +319,7 @@ async fn converted_books_match_a_reference_of_the_true_books_as_rates_move_and_g
     ];
     simulator.set_prices(&config, &prices);
     simulator.point(&mut config);
-    let written = Written::default();
+    let written = common::EverySummary::default();
     let listeners = Listeners::loopback().await.unwrap();
     let service = Service::start_observed(config, listeners, written.clone()).unwrap();
     let reference = Mutex::new(Reference {

@@ -10,15 +10,14 @@ use mergebook::book::TopBook;
 use mergebook::clock;
 use mergebook::config::Config;
 use mergebook::feed::handoff::VenueFeed;
+use mergebook::merger::Consolidation;
 use mergebook::merger::summary::{Summary, VenueState};
-use mergebook::merger::{Consolidation, PublishObserver, PublishRecord};
 use mergebook::record::timeline;
 use mergebook::replay;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
 use mergebook::venue::{MAX_VENUES, VenueId};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 
@@ -28,20 +27,6 @@ const BITSTAMP: VenueId = VenueId::Bitstamp;
 const KRAKEN: VenueId = VenueId::Kraken;
 const DEPTH: usize = 10;
 const WAIT: Duration = Duration::from_secs(20);
-
-/// Keeps every summary the merger writes, as it writes it.
-#[derive(Clone, Default)]
-struct EverySummary(Arc<Mutex<Vec<Summary>>>);
-
-impl PublishObserver for EverySummary {
-    const OBSERVES: bool = true;
-
-    fn published(&mut self, _: &PublishRecord) {}
-
-    fn written(&mut self, summary: &Summary) {
-        self.0.lock().unwrap().push(*summary);
-    }
-}
 
 /// Two instruments on four venues, Binance in diff mode (REST snapshots), Binance's
 /// binary feed, Bitstamp on both; recording into `dir`.
@@ -80,10 +65,10 @@ async fn record_a_run(dir: &std::path::Path) -> (Config, Vec<Summary>) {
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 40, 7).unwrap();
     let mut config = config(dir);
     simulator.point(&mut config);
-    let summaries = EverySummary::default();
+    let summaries = common::EverySummary::default();
     let listeners = Listeners::loopback().await.unwrap();
     let service = Service::start_observed(config.clone(), listeners, summaries.clone()).unwrap();
-    let synced = |summaries: &EverySummary| {
+    let synced = |summaries: &common::EverySummary| {
         let written = summaries.0.lock().unwrap();
         (0..2).all(|instrument| {
             written
@@ -358,7 +343,7 @@ async fn a_recording_served_by_the_simulator_reproduces_the_run() {
     simulator.serve_recording(&recordings, 1.0);
     let mut config = config(&base.join("again"));
     simulator.point(&mut config);
-    let summaries = EverySummary::default();
+    let summaries = common::EverySummary::default();
     let listeners = Listeners::loopback().await.unwrap();
     let service = Service::start_observed(config.clone(), listeners, summaries.clone()).unwrap();
     let expected = last_of_each(&original, &live);
