@@ -83,8 +83,7 @@ pub struct Consolidation {
     /// The venues quoted in another currency (boxed: most venues of most instruments are
     /// not, and a slot is a whole book).
     converted: [Option<Box<Converted>>; MAX_VENUES],
-    /// The rate its last summary's best bid and ask make, for the instruments whose
-    /// venues convert through it.
+    /// What `rate` returns.
     rate: Option<Rate>,
 }
 
@@ -162,8 +161,8 @@ impl Consolidation {
         changed
     }
 
-    /// The rate its latest summary makes, as a source of `[[rates]]`: its best bid and
-    /// ask, while it has both, as old as the older of the two books they come from.
+    /// The rate its latest summary makes (`rate_of`), for the instruments converting
+    /// through it.
     pub fn rate(&self) -> Option<Rate> {
         self.rate
     }
