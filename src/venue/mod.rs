@@ -212,6 +212,41 @@ mod tests {
     use super::*;
     use crate::book::Level;
 
+    /// Each venue reads the currency of its symbols for an instrument of base BTC, where
+    /// the symbol says.
+    #[test]
+    fn every_venue_reads_the_quote_currency_its_symbols_name() {
+        let quote = |venue: VenueId, symbol: &str| {
+            let quote = venue.streams().quote_currency(symbol, "BTC");
+            quote.map(|quote| quote.to_string())
+        };
+        let cases: &[(VenueId, &str, Option<&str>)] = &[
+            (VenueId::Binance, "BTCUSDT", Some("USDT")),
+            (VenueId::Binance, "ETHBTC", None),
+            (VenueId::BinanceSbe, "BTCFDUSD", Some("FDUSD")),
+            (VenueId::Bitstamp, "btcusd", Some("USD")),
+            (VenueId::Kraken, "BTC/EUR", Some("EUR")),
+            (VenueId::Bybit, "BTCUSDT", Some("USDT")),
+            (VenueId::Bybit, "linear:BTCUSDC", Some("USDC")),
+            (VenueId::Bybit, "linear:BTCPERP", None),
+            (VenueId::Okx, "BTC-USDT-SWAP", Some("USDT")),
+            (VenueId::Okx, "BTC-USDC", Some("USDC")),
+            (VenueId::Coinbase, "BTC-USD", Some("USD")),
+            (VenueId::Coinbase, "BTC-USDC", Some("USD")),
+            (VenueId::Coinbase, "BTC-PERP-INTX", None),
+            (VenueId::CoinbaseExchange, "BTC-EUR", Some("EUR")),
+        ];
+        for &(venue, symbol, expected) in cases {
+            assert_eq!(
+                quote(venue, symbol).as_deref(),
+                expected,
+                "{venue} {symbol}"
+            );
+        }
+        let covered: Vec<VenueId> = cases.iter().map(|case| case.0).collect();
+        assert!(VenueId::ALL.iter().all(|venue| covered.contains(venue)));
+    }
+
     /// What tools configure a pair by is a valid spot symbol of each venue.
     #[test]
     fn every_venue_names_a_spot_pair_by_a_valid_symbol() {

@@ -42,8 +42,8 @@ impl Streams for Bybit {
         format!("{base}{quote}")
     }
 
-    /// `BTCUSDT`, `linear:BTCUSDC`: the base's code, then the quote's. USDC perpetuals
-    /// named `BTCPERP` do not say (they are quoted in USDC).
+    /// `BTCUSDT`, `linear:BTCUSDC`: the base's code, then the quote's. A symbol whose rest
+    /// is no currency (`BTCPERP`) does not say.
     fn quote_currency(&self, configured: &str, base: &str) -> Option<crate::units::Currency> {
         let (_, symbol) = market_and_symbol(configured);
         crate::venue::wire::concatenated_quote(symbol, base).filter(|quote| quote.as_str() != "PERP")

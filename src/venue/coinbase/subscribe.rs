@@ -19,9 +19,16 @@ impl Streams for Coinbase {
         format!("{base}-{quote}")
     }
 
-    /// `BTC-USD`; an INTX perpetual (`BTC-PERP-INTX`) does not say.
+    /// `BTC-USD`; a `-USDC` product's public book is its `-USD` product's (docs/protocols.md,
+    /// Coinbase Advanced Trade), so it is in USD; an INTX perpetual (`BTC-PERP-INTX`) does
+    /// not say.
     fn quote_currency(&self, symbol: &str, base: &str) -> Option<crate::units::Currency> {
-        crate::venue::wire::separated_quote(symbol, '-', base).filter(|quote| quote.as_str() != "PERP")
+        let quote = crate::venue::wire::separated_quote(symbol, '-', base)?;
+        match quote.as_str() {
+            "PERP" => None,
+            "USDC" => crate::units::Currency::parse("USD"),
+            _ => Some(quote),
+        }
     }
 
     fn stream_name(&self, symbol: &str, _depth: usize) -> String {
