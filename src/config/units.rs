@@ -212,9 +212,7 @@ pub(super) fn resolve_rates(
                     return Err(invalid(key, format!("{name:?}"), "no such instrument"));
                 };
                 let source = &instruments[at];
-                let base = name
-                    .split_once('/')
-                    .and_then(|(base, _)| Currency::parse(base));
+                let base = pair(&name).map(|(base, _)| base);
                 if source.currency != Some(plan.quote) || base != Some(plan.base) {
                     return Err(invalid(
                         key,

@@ -130,10 +130,6 @@ impl Conversion {
         }
     }
 
-    pub fn price_step(&self) -> u64 {
-        self.price_step
-    }
-
     /// `value % price_step`, by Lemire, Kaser and Kurz's direct computation ("Faster
     /// Remainder by Direct Computation", 2019: exact for every 64-bit value and divisor
     /// with a 128-bit magic): three multiplications. A remainder by a variable is a
