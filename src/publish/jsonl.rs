@@ -52,8 +52,10 @@ pub fn write_summary(out: &mut impl Write, instrument: &str, summary: &Summary) 
     let converted = VenueId::ALL
         .iter()
         .filter_map(|&venue| Some((venue, summary.venue_rate[venue.index()]?)));
-    for (index, (venue, applied)) in converted.enumerate() {
-        let opening = if index == 0 { r#","rates":{"# } else { "," };
+    let mut written = 0;
+    for (venue, applied) in converted {
+        let opening = if written == 0 { r#","rates":{"# } else { "," };
+        written += 1;
         write!(
             out,
             r#"{opening}"{venue}":{{"currency":"{}","pair":"{}/{}","#,
@@ -70,7 +72,7 @@ pub fn write_summary(out: &mut impl Write, instrument: &str, summary: &Summary) 
             None => out.write_all(br#""bid":null,"ask":null,"age_ns":null}"#)?,
         }
     }
-    if summary.venue_rate.iter().any(Option::is_some) {
+    if written > 0 {
         out.write_all(b"}")?;
     }
     out.write_all(b"}\n")
