@@ -9,14 +9,24 @@ use common::nats::NatsServer;
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// The service with `config`, serving gRPC on `grpc_port`, with `extra` flags.
-fn service(config: &str, grpc_port: u16, extra: &[&str]) -> KillOnDrop {
+/// The service with `config`, serving gRPC on `grpc_port` (0: any free port), with `extra`
+/// flags. Its log goes to a file, printed if the test fails: a viewer that never sees a
+/// shard's book is explained by that shard's log.
+fn service(config: &str, grpc_port: u16, extra: &[&str]) -> Service {
+    static STARTED: AtomicUsize = AtomicUsize::new(0);
+    let log = std::env::temp_dir().join(format!(
+        "mergebook-watch-{}-{}.log",
+        std::process::id(),
+        STARTED.fetch_add(1, Ordering::Relaxed)
+    ));
     let child = Command::new(env!("CARGO_BIN_EXE_mergebook"))
         .args(["--config", config, "--grpc-listen"])
         .arg(format!("127.0.0.1:{grpc_port}"))
@@ -24,10 +34,32 @@ fn service(config: &str, grpc_port: u16, extra: &[&str]) -> KillOnDrop {
         .args(extra)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    KillOnDrop(child)
+    Service {
+        process: KillOnDrop(child),
+        log,
+    }
+}
+
+struct Service {
+    process: KillOnDrop,
+    log: PathBuf,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let exited = self.process.0.try_wait().ok().flatten();
+            eprintln!(
+                "service {} (exited: {exited:?}) logged:\n{log}",
+                self.process.0.id()
+            );
+        }
+        let _ = std::fs::remove_file(&self.log);
+    }
 }
 
 /// `mergebook watch ARGS` in a pseudo-terminal, and the screen it draws.
@@ -180,8 +212,8 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     });
 
     // The service goes away: the loss is shown, the last book kept, not live.
-    drop(first.0.kill());
-    let _ = first.0.wait();
+    drop(first.process.0.kill());
+    let _ = first.process.0.wait();
     terminal.wait_for("the lost connection", |text| {
         text.contains("connection lost") && text.contains("last book received, not live")
     });
@@ -216,8 +248,8 @@ fn watch_reads_every_shard_s_instruments_from_nats() {
     std::fs::write(&config, format!("{sim}\n{second}")).unwrap();
     let config = config.to_str().unwrap();
     let _shards = [
-        service(config, common::free_port(), &["--shard", "1/2"]),
-        service(config, common::free_port(), &["--shard", "2/2"]),
+        service(config, 0, &["--shard", "1/2"]),
+        service(config, 0, &["--shard", "2/2"]),
     ];
 
     let mut terminal =
