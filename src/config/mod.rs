@@ -341,7 +341,8 @@ pub struct Instrument {
     pub name: String,
     /// (venue, that venue's symbol).
     pub symbols: Vec<(VenueId, String)>,
-    /// (venue, the base currency per contract) for each symbol sized in contracts.
+    /// (venue, what one contract is) for each symbol sized in contracts: an amount of the
+    /// base currency, or an inverse contract's value in its quote currency.
     pub contract_sizes: Vec<(VenueId, FixedPoint)>,
     /// The currency its prices are shown in; `None` where neither its name (`BASE/QUOTE`)
     /// nor `currency` says, and its venues' books are merged as they are quoted.
@@ -351,16 +352,31 @@ pub struct Instrument {
     /// (venue, the currency its symbol is quoted in), every venue, where `currency` is
     /// known.
     pub quotes: Vec<(VenueId, Currency)>,
-    /// How each venue quoted in another currency is converted into `currency`.
+    /// What its amounts count.
+    pub unit: AmountUnit,
+    /// How each venue whose book is not merged as it comes is converted: one quoted in
+    /// another currency, and in a quote-notional instrument one sized in the base coin.
     pub conversions: Vec<VenueConversion>,
 }
 
-/// One venue of an instrument quoted in another currency than the instrument's.
+/// What an instrument's amounts count (`unit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AmountUnit {
+    /// The base coin (BTC of BTC/USD).
+    #[default]
+    Base,
+    /// Their notional in the instrument's currency (USD of BTC/USD): what inverse
+    /// contracts are sized in.
+    Quote,
+}
+
+/// One venue of an instrument whose book is converted before it is merged.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VenueConversion {
     pub venue: VenueId,
-    /// Index into `Config::rates`.
-    pub rate: usize,
+    /// Index into `Config::rates`, for a venue quoted in another currency; `None` for one
+    /// quoted in the instrument's, whose amounts alone change.
+    pub rate: Option<usize>,
     pub conversion: Conversion,
 }
 
@@ -390,6 +406,15 @@ pub enum RateFrom {
 }
 
 impl Instrument {
+    /// What its amounts are counted in: its currency where `unit = "quote"`, else the
+    /// base of its name (`BTC` of `BTC/USD`), where its name has one.
+    pub fn amount_unit(&self) -> Option<Currency> {
+        match self.unit {
+            AmountUnit::Quote => self.currency,
+            AmountUnit::Base => Currency::parse(self.name.split_once('/')?.0),
+        }
+    }
+
     /// What `venue`'s sizes are multiplied by to be an amount of the base currency.
     pub fn contract_size(&self, venue: VenueId) -> Option<FixedPoint> {
         self.contract_sizes

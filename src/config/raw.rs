@@ -131,8 +131,9 @@ pub struct RawInstrument {
     pub name: String,
     /// Venue name → that venue's symbol for the instrument.
     pub symbols: BTreeMap<String, String>,
-    /// Venue name → the base currency one contract is, where that venue's symbol is a
-    /// derivative sized in contracts (`"0.01"`).
+    /// Venue name → what one contract is, where that venue's symbol is a derivative sized
+    /// in contracts: an amount of the base currency (`"0.01"`), or for an inverse
+    /// contract its value in its quote currency (`"100"`).
     #[serde(default)]
     pub contract_sizes: BTreeMap<String, String>,
     /// The currency its prices are shown in (`"USD"`); unset: the part of its name after
@@ -140,6 +141,9 @@ pub struct RawInstrument {
     pub currency: Option<String>,
     /// What converted prices are rounded to (`"0.01"`).
     pub price_step: Option<String>,
+    /// What its amounts count: `"base"` (the base coin; the default) or `"quote"` (their
+    /// notional in its currency, where inverse contracts merge).
+    pub unit: Option<String>,
     /// Venue name → the currency that venue's symbol is quoted in, where the symbol does
     /// not say (`"USDC"`).
     #[serde(default)]

@@ -579,17 +579,17 @@ fn venues_quoted_in_other_currencies_go_through_a_configured_rate() {
         [
             VenueConversion {
                 venue: VenueId::Binance,
-                rate: 0,
+                rate: Some(0),
                 conversion: conversion(Direction::Multiply)
             },
             VenueConversion {
                 venue: VenueId::Coinbase,
-                rate: 1,
+                rate: Some(1),
                 conversion: conversion(Direction::Divide)
             },
             VenueConversion {
                 venue: VenueId::Okx,
-                rate: 1,
+                rate: Some(1),
                 conversion: conversion(Direction::Divide)
             },
         ]
@@ -597,6 +597,97 @@ fn venues_quoted_in_other_currencies_go_through_a_configured_rate() {
     assert_eq!(config.rates[0].from, RateFrom::Instrument(0));
     assert_eq!(config.rates[1].pair(), "USD/USDC");
     assert!(config.instruments[0].conversions.is_empty());
+}
+
+/// BTC counted in USD (`unit = "quote"`), where inverse contracts merge as their value:
+/// OKX's and Bybit's inverse perpetuals beside Kraken (USD) and Binance (USDT) spot.
+const BTC_NOTIONAL: &str = "[[instruments]]\nname = \"BTC/USD-notional\"\ncurrency = \"USD\"\n\
+    unit = \"quote\"\nprice_step = \"0.01\"\n\
+    symbols = { okx = \"BTC-USD-SWAP\", bybit = \"inverse:BTCUSD\", kraken = \"BTC/USD\", binance = \"BTCUSDT\" }\n\
+    contract_sizes = { okx = \"100\", bybit = \"1\" }\n\
+    [[rates]]\npair = \"USDT/USD\"\nfixed = \"1.0002\"\n";
+
+#[test]
+fn inverse_contracts_merge_where_amounts_are_counted_in_the_currency() {
+    use crate::units::{Amounts, Conversion, Currency, Direction};
+    let config = validate(BTC_NOTIONAL).unwrap();
+    let notional = &config.instruments[0];
+    assert_eq!(notional.unit, AmountUnit::Quote);
+    assert_eq!(notional.amount_unit(), Currency::parse("USD"));
+    assert_eq!(
+        notional.contract_size(VenueId::Okx),
+        Some("100".parse().unwrap())
+    );
+    // The inverse contracts, in USD, merge as they come (contracts times their value);
+    // Kraken's BTC amounts become their value at its prices, Binance's through the rate.
+    let through_rate = Conversion::new(Direction::Multiply, 1_000_000);
+    assert_eq!(
+        notional.conversions,
+        [
+            VenueConversion {
+                venue: VenueId::Binance,
+                rate: Some(0),
+                conversion: through_rate.with_amounts(Amounts::Notional)
+            },
+            VenueConversion {
+                venue: VenueId::Kraken,
+                rate: None,
+                conversion: Conversion::prices_kept(Amounts::Notional)
+            },
+        ]
+    );
+    // An inverse contract in a USDT book: its USD value through the rate.
+    let in_usdt = BTC_NOTIONAL
+        .replace("BTC/USD-notional", "BTC/USDT-notional")
+        .replace("currency = \"USD\"", "currency = \"USDT\"");
+    let config = validate(&in_usdt).unwrap();
+    let bybit = config.instruments[0]
+        .conversions
+        .iter()
+        .find(|c| c.venue == VenueId::Bybit);
+    assert_eq!(
+        bybit.map(|c| c.conversion.amounts),
+        Some(Amounts::NotionalConverted)
+    );
+    // Base-coin books keep their amounts.
+    let config = validate(&format!("{BTC_USD}{BTC_USD_RATES}")).unwrap();
+    assert_eq!(config.instruments[1].amount_unit(), Currency::parse("BTC"));
+    let amounts = config.instruments[1]
+        .conversions
+        .iter()
+        .map(|c| c.conversion.amounts);
+    assert!(
+        amounts
+            .into_iter()
+            .all(|amounts| amounts == Amounts::AsGiven)
+    );
+}
+
+#[test]
+fn an_inverse_contract_where_amounts_are_of_the_coin_is_refused() {
+    let error = |text: &str| validate(text).unwrap_err().to_string();
+    assert_eq!(
+        error(&BTC_NOTIONAL.replace("unit = \"quote\"", "unit = \"base\"")),
+        "instruments[0].symbols.bybit = \"inverse:BTCUSD\": an inverse contract, sized in its \
+         quote currency: it merges where amounts are counted in the instrument's currency \
+         (set instruments[0].unit = \"quote\")"
+    );
+    assert_eq!(
+        error(&BTC_NOTIONAL.replace("unit = \"quote\"", "unit = \"coins\"")),
+        "instruments[0].unit = \"coins\": \"base\" (amounts of the base coin) or \"quote\" \
+         (their notional in the instrument's currency)"
+    );
+    assert_eq!(
+        error(&BTC_NOTIONAL.replace(", bybit = \"1\"", "")),
+        "instruments[0].symbols.bybit = \"inverse:BTCUSD\": an inverse contract: set \
+         instruments[0].contract_sizes.bybit to the value of one contract in its quote \
+         currency (\"100\")"
+    );
+    assert_eq!(
+        error(&BTC_NOTIONAL.replace("currency = \"USD\"\n", "")),
+        "instruments[0].unit = \"BTC/USD-notional\": the instrument's currency is not known: \
+         set instruments[0].currency"
+    );
 }
 
 #[test]

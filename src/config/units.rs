@@ -3,7 +3,7 @@
 
 use super::raw::{RawInstrument, RawRate};
 use super::*;
-use crate::units::Direction;
+use crate::units::{Amounts, Direction};
 
 /// A `[[rates]]` entry with its source still named.
 pub(super) struct RatePlan {
@@ -70,11 +70,12 @@ pub(super) fn rate_plans(raw: &[RawRate]) -> Result<Vec<RatePlan>, ConfigError> 
     Ok(plans)
 }
 
-/// An instrument's currency, price step, its venues' quote currencies and the
-/// conversions of those quoted in another currency.
+/// An instrument's currency, price step, amount unit, its venues' quote currencies and
+/// the conversions of those not merged as they come.
 pub(super) struct InstrumentUnits {
     pub currency: Option<Currency>,
     pub price_step: u64,
+    pub unit: AmountUnit,
     pub quotes: Vec<(VenueId, Currency)>,
     pub conversions: Vec<VenueConversion>,
 }
@@ -112,6 +113,18 @@ pub(super) fn instrument_units(
             }
         },
     };
+    let unit = match raw.unit.as_deref() {
+        None | Some("base") => AmountUnit::Base,
+        Some("quote") => AmountUnit::Quote,
+        Some(other) => {
+            return Err(invalid(
+                format!("{key}.unit"),
+                format!("{other:?}"),
+                "\"base\" (amounts of the base coin) or \"quote\" (their notional in the \
+                 instrument's currency)",
+            ));
+        }
+    };
     let mut configured = Vec::new();
     for (venue_name, text) in &raw.quotes {
         let name = format!("{key}.quotes.{venue_name}");
@@ -128,16 +141,24 @@ pub(super) fn instrument_units(
         configured.push((venue, quote));
     }
     let Some(currency) = currency else {
-        if let Some((venue, _)) = configured.first() {
+        let needs_currency = match configured.first() {
+            Some((venue, _)) => Some(format!("{key}.quotes.{venue}")),
+            None => (unit == AmountUnit::Quote).then(|| format!("{key}.unit")),
+        };
+        if let Some(name) = needs_currency {
             return Err(invalid(
-                format!("{key}.quotes.{venue}"),
+                name,
                 format!("{:?}", raw.name),
                 format!("the instrument's currency is not known: set {key}.currency"),
             ));
         }
+        if let Some((venue, symbol)) = symbols.iter().find(|(v, s)| v.streams().inverse(s)) {
+            return Err(inverse_in_base_coin(key, *venue, symbol));
+        }
         return Ok(InstrumentUnits {
             currency: None,
             price_step,
+            unit,
             quotes: Vec::new(),
             conversions: Vec::new(),
         });
@@ -158,7 +179,23 @@ pub(super) fn instrument_units(
             )
         })?;
         quotes.push((*venue, quote));
+        let inverse = venue.streams().inverse(symbol);
+        let amounts = match (unit, inverse) {
+            (AmountUnit::Base, true) => return Err(inverse_in_base_coin(key, *venue, symbol)),
+            (AmountUnit::Base, false) => Amounts::AsGiven,
+            (AmountUnit::Quote, false) => Amounts::Notional,
+            (AmountUnit::Quote, true) => Amounts::NotionalConverted,
+        };
         if quote == currency {
+            // Prices as they are; a base amount becomes its notional, an inverse
+            // contract's notional is already in the instrument's currency.
+            if amounts == Amounts::Notional {
+                conversions.push(VenueConversion {
+                    venue: *venue,
+                    rate: None,
+                    conversion: Conversion::prices_kept(amounts),
+                });
+            }
             continue;
         }
         let rate =
@@ -182,16 +219,30 @@ pub(super) fn instrument_units(
         };
         conversions.push(VenueConversion {
             venue: *venue,
-            rate,
-            conversion: Conversion::new(direction, price_step),
+            rate: Some(rate),
+            conversion: Conversion::new(direction, price_step).with_amounts(amounts),
         });
     }
     Ok(InstrumentUnits {
         currency: Some(currency),
         price_step,
+        unit,
         quotes,
         conversions,
     })
+}
+
+/// An inverse contract in an instrument counting the base coin: its amount in the coin
+/// would be a division by the price, not exact.
+fn inverse_in_base_coin(key: &str, venue: VenueId, symbol: &str) -> ConfigError {
+    invalid(
+        format!("{key}.symbols.{venue}"),
+        format!("{symbol:?}"),
+        format!(
+            "an inverse contract, sized in its quote currency: it merges where amounts \
+             are counted in the instrument's currency (set {key}.unit = \"quote\")"
+        ),
+    )
 }
 
 /// The rates with their instruments found among `instruments` (indexes into it), each
@@ -223,7 +274,7 @@ pub(super) fn resolve_rates(
                         ),
                     ));
                 }
-                if !source.conversions.is_empty() {
+                if source.conversions.iter().any(|c| c.rate.is_some()) {
                     return Err(invalid(
                         key,
                         format!("{name:?}"),
@@ -262,7 +313,9 @@ pub(super) fn keep_shard(
     }
     for (instrument, _) in instruments.iter().zip(&served).filter(|(_, s)| **s) {
         for conversion in &instrument.conversions {
-            let rate = &rates[conversion.rate];
+            let Some(rate) = conversion.rate.map(|rate| &rates[rate]) else {
+                continue;
+            };
             if let RateFrom::Instrument(source) = rate.from
                 && !served[source]
             {
@@ -307,7 +360,9 @@ pub(super) fn keep_shard(
         served[index - 1]
     });
     for conversion in instruments.iter_mut().flat_map(|i| &mut i.conversions) {
-        conversion.rate = rate_renumbered[conversion.rate].expect("checked above");
+        conversion.rate = conversion
+            .rate
+            .map(|rate| rate_renumbered[rate].expect("checked above"));
     }
     Ok(())
 }

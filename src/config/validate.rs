@@ -351,6 +351,7 @@ impl RawConfig {
                 currency: units.currency,
                 price_step: units.price_step,
                 quotes: units.quotes,
+                unit: units.unit,
                 conversions: units.conversions,
             });
         }
@@ -505,10 +506,17 @@ fn contract_sizes(
             return Err(invalid(
                 format!("{key}.symbols.{venue}"),
                 format!("{symbol:?}"),
-                format!(
-                    "sized in contracts: set {key}.contract_sizes.{venue} to the base \
-                     currency one contract is (\"0.01\")"
-                ),
+                if venue.streams().inverse(symbol) {
+                    format!(
+                        "an inverse contract: set {key}.contract_sizes.{venue} to the \
+                         value of one contract in its quote currency (\"100\")"
+                    )
+                } else {
+                    format!(
+                        "sized in contracts: set {key}.contract_sizes.{venue} to the base \
+                         currency one contract is (\"0.01\")"
+                    )
+                },
             ));
         }
     }

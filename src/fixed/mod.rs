@@ -302,6 +302,7 @@ pub const FAST_PARSE_LOOKAHEAD: usize = 18;
 
 impl FixedPoint {
     pub const ZERO: FixedPoint = FixedPoint(0);
+    pub const ONE: FixedPoint = FixedPoint(SCALE);
     pub const MAX: FixedPoint = FixedPoint(u64::MAX);
 
     /// The value `raw / 10^8`.

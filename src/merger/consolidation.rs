@@ -10,6 +10,7 @@
 use crate::book::{Side, TopBook};
 use crate::config::{Config, RateFrom};
 use crate::feed::handoff::VenueFeed;
+use crate::fixed::FixedPoint;
 use crate::merger::kway::{VenueBook, merge};
 use crate::merger::summary::{AppliedRate, BestPrices, Summary, VenueState};
 use crate::units::{Conversion, Currency, NativePrices, Rate};
@@ -33,14 +34,15 @@ impl VenueSlot {
     }
 }
 
-/// A venue quoted in another currency: its book converted into the instrument's, again
-/// only when the book or the rate has changed since.
+/// A venue quoted in another currency, or sized in the base coin in an instrument that
+/// counts notionals: its book converted into the instrument's, again only when the book
+/// or the rate has changed since.
 struct Converted {
     conversion: Conversion,
-    /// Index into `Config::rates`.
-    rate_index: usize,
-    /// Its currency, the rate's pair and the rate last set (`None`: not there).
-    applied: AppliedRate,
+    /// Where its rate comes from (an index into `Config::rates`), and its currency, the
+    /// rate's pair and the rate last set (`None`: not there); `None` for a venue quoted
+    /// in the instrument's currency, whose prices are kept.
+    rate: Option<(usize, AppliedRate)>,
     book: TopBook,
     natives: NativePrices,
     /// Whether `book` was converted from the current native book at the current rate.
@@ -56,7 +58,11 @@ impl Converted {
     fn book(&mut self, native: &TopBook, depth: usize) -> Option<&TopBook> {
         if !self.current {
             self.current = true;
-            self.converted = self.applied.rate.is_some_and(|rate| {
+            let rate = match &self.rate {
+                Some((_, applied)) => applied.rate,
+                None => Some(Rate::fixed(FixedPoint::ONE)),
+            };
+            self.converted = rate.is_some_and(|rate| {
                 let conversion = self.conversion;
                 conversion
                     .book(native, depth, &rate, &mut self.book, &mut self.natives)
@@ -80,6 +86,8 @@ pub struct Consolidation {
     latest_received_ns: u64,
     /// The currency its prices are shown in, where stated.
     currency: Option<Currency>,
+    /// What its amounts are counted in, where known.
+    amount_unit: Option<Currency>,
     /// The venues quoted in another currency (boxed: most venues of most instruments are
     /// not, and a slot is a whole book).
     converted: [Option<Box<Converted>>; MAX_VENUES],
@@ -102,14 +110,15 @@ impl Consolidation {
             one_sided_allowed: [false; MAX_VENUES],
             latest_received_ns: 0,
             currency: None,
+            amount_unit: None,
             converted: Default::default(),
             rate: None,
         }
     }
 
     /// Instrument `index` of `config`: its venues, those that may be one-sided, its
-    /// currency, and the conversion of each venue quoted in another (fixed rates set;
-    /// an instrument's rate waits for its summaries, `set_rate`).
+    /// currency and amount unit, and the conversion of each venue not merged as it comes
+    /// (fixed rates set; an instrument's rate waits for its summaries, `set_rate`).
     pub fn configured(config: &Config, index: usize) -> Consolidation {
         let instrument = &config.instruments[index];
         let venues: Vec<VenueId> = instrument.symbols.iter().map(|(v, _)| *v).collect();
@@ -118,26 +127,30 @@ impl Consolidation {
             consolidation.allow_one_sided(venue.venue);
         }
         consolidation.currency = instrument.currency;
+        consolidation.amount_unit = instrument.amount_unit();
         for planned in &instrument.conversions {
-            let source = &config.rates[planned.rate];
-            let native = instrument
-                .quotes
-                .iter()
-                .find_map(|&(venue, quote)| (venue == planned.venue).then_some(quote))
-                .expect("a converted venue's quote is known");
-            let rate = match source.from {
-                RateFrom::Fixed(price) => Some(Rate::fixed(price)),
-                RateFrom::Instrument(_) => None,
-            };
-            consolidation.converted[planned.venue.index()] = Some(Box::new(Converted {
-                conversion: planned.conversion,
-                rate_index: planned.rate,
-                applied: AppliedRate {
+            let rate = planned.rate.map(|rate_index| {
+                let source = &config.rates[rate_index];
+                let native = instrument
+                    .quotes
+                    .iter()
+                    .find_map(|&(venue, quote)| (venue == planned.venue).then_some(quote))
+                    .expect("a converted venue's quote is known");
+                let rate = match source.from {
+                    RateFrom::Fixed(price) => Some(Rate::fixed(price)),
+                    RateFrom::Instrument(_) => None,
+                };
+                let applied = AppliedRate {
                     native,
                     base: source.base,
                     quote: source.quote,
                     rate,
-                },
+                };
+                (rate_index, applied)
+            });
+            consolidation.converted[planned.venue.index()] = Some(Box::new(Converted {
+                conversion: planned.conversion,
+                rate,
                 book: TopBook::default(),
                 natives: NativePrices::default(),
                 current: false,
@@ -152,8 +165,11 @@ impl Consolidation {
     pub fn set_rate(&mut self, rate_index: usize, rate: Option<Rate>) -> bool {
         let mut changed = false;
         for converted in self.converted.iter_mut().flatten() {
-            if converted.rate_index == rate_index && converted.applied.rate != rate {
-                converted.applied.rate = rate;
+            if let Some((index, applied)) = &mut converted.rate
+                && *index == rate_index
+                && applied.rate != rate
+            {
+                applied.rate = rate;
                 converted.current = false;
                 changed = true;
             }
@@ -269,8 +285,11 @@ impl Consolidation {
             };
         }
         out.currency = self.currency;
+        out.amount_unit = self.amount_unit;
         for (rate, converted) in out.venue_rate.iter_mut().zip(&self.converted) {
-            *rate = converted.as_ref().map(|converted| converted.applied);
+            *rate = converted
+                .as_ref()
+                .and_then(|converted| converted.rate.map(|(_, applied)| applied));
         }
         self.rate = rate_of(out);
     }
@@ -308,8 +327,11 @@ impl RateLinks {
         let mut dependents = vec![Vec::new(); config.instruments.len()];
         for (index, instrument) in config.instruments.iter().enumerate() {
             for conversion in &instrument.conversions {
-                if let RateFrom::Instrument(source) = config.rates[conversion.rate].from {
-                    let link = (index, conversion.rate);
+                let Some(rate) = conversion.rate else {
+                    continue;
+                };
+                if let RateFrom::Instrument(source) = config.rates[rate].from {
+                    let link = (index, rate);
                     if !dependents[source].contains(&link) {
                         dependents[source].push(link);
                     }

@@ -82,6 +82,9 @@ pub struct Summary {
     pub venue_best: [BestPrices; MAX_VENUES],
     /// The currency the book's prices are in, where the instrument states one.
     pub currency: Option<Currency>,
+    /// What the book's amounts are counted in: the base coin, or the currency where the
+    /// instrument counts notionals (`unit = "quote"`); `None` where its name does not say.
+    pub amount_unit: Option<Currency>,
     /// For each venue quoted in another currency: that currency and the rate its book
     /// was converted at (`None`: not converted).
     pub venue_rate: [Option<AppliedRate>; MAX_VENUES],
@@ -128,6 +131,7 @@ impl Summary {
             venue_sequence,
             venue_best,
             currency,
+            amount_unit,
             venue_rate,
             native_prices: _, // what `native_price` reads of it is always written first
         } = self;
@@ -143,6 +147,7 @@ impl Summary {
         *venue_sequence = [0; MAX_VENUES];
         *venue_best = [BestPrices::default(); MAX_VENUES];
         *currency = None;
+        *amount_unit = None;
         *venue_rate = [None; MAX_VENUES];
     }
 
@@ -204,6 +209,7 @@ mod tests {
                 ask: None,
             }; MAX_VENUES],
             currency: crate::units::Currency::parse("USD"),
+            amount_unit: crate::units::Currency::parse("BTC"),
             venue_rate: [Some(AppliedRate::default()); MAX_VENUES],
             ..Summary::default()
         };

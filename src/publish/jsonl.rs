@@ -3,11 +3,14 @@
 //! ```text
 //! {"instrument":"ETH/BTC","seq":7,"ts_ns":1700000000000000000,"spread":"0.00000100",
 //!  "bids":[{"exchange":"binance","price":"0.06824000","amount":"12.00000000"},…],
-//!  "asks":[…],"venues":{"binance":"synced","bitstamp":"stale"}}
+//!  "asks":[…],"venues":{"binance":"synced","bitstamp":"stale"},"currency":"BTC",
+//!  "amount_unit":"ETH"}
 //! ```
 //! (one line on the wire). `spread` is `null` while either side is empty, and negative
 //! when the consolidated book is crossed.
 //!
+//! `"amount_unit"` says what the amounts count, where the instrument's name or unit says:
+//! its base coin (`"ETH"`), or its currency where it counts notionals (`unit = "quote"`).
 //! An instrument that states its currency adds `"currency":"USD"`; where venues quoted in
 //! another currency are converted into it, each of their levels adds its
 //! `"native_price"`, and `"rates"` says each such venue's currency and rate (the fields of
@@ -48,6 +51,9 @@ pub fn write_summary(out: &mut impl Write, instrument: &str, summary: &Summary) 
     out.write_all(b"}")?;
     if let Some(currency) = summary.currency {
         write!(out, r#","currency":"{currency}""#)?;
+    }
+    if let Some(unit) = summary.amount_unit {
+        write!(out, r#","amount_unit":"{unit}""#)?;
     }
     let converted = VenueId::ALL
         .iter()

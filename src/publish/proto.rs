@@ -64,6 +64,10 @@ pub fn exact_summary(instrument: &str, summary: &summary::Summary) -> ExactSumma
             .currency
             .map(|currency| currency.to_string())
             .unwrap_or_default(),
+        amount_unit: summary
+            .amount_unit
+            .map(|unit| unit.to_string())
+            .unwrap_or_default(),
         venues: summary
             .venue_states()
             .map(|(venue, state)| (venue.name().to_owned(), state.name().to_owned()))

@@ -511,7 +511,7 @@ impl Simulator {
             for (venue, symbol) in &instrument.symbols {
                 let conversion = instrument.conversions.iter().find(|c| c.venue == *venue);
                 let native = conversion.and_then(|conversion| {
-                    let rate = match config.rates[conversion.rate].from {
+                    let rate = match config.rates[conversion.rate?].from {
                         RateFrom::Fixed(rate) => rate,
                         RateFrom::Instrument(at) => price_of(&config.instruments[at].name)?,
                     };

@@ -100,11 +100,28 @@ pub enum Direction {
     Divide,
 }
 
-/// How one venue's prices become the instrument's: the direction through the rate, and
-/// the instrument's price step that converted prices are rounded to.
+/// What a converted venue's amounts become.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Amounts {
+    /// As the venue gives them: an amount of the base coin, in an instrument that counts
+    /// its amounts so.
+    AsGiven,
+    /// An amount of the base coin, as its notional in the instrument's currency: times the
+    /// converted price, rounded down.
+    Notional,
+    /// An inverse venue's notional in its own currency (contracts times their value), in
+    /// the instrument's: times the converted price over the native one, rounded down (the
+    /// same base amount, valued at the converted price).
+    NotionalConverted,
+}
+
+/// How one venue's book becomes the instrument's: the direction through the rate, the
+/// instrument's price step that converted prices are rounded to, and what its amounts
+/// become.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Conversion {
     pub direction: Direction,
+    pub amounts: Amounts,
     /// Raw `FixedPoint` units (1 = 0.00000001), at least 1.
     price_step: u64,
     /// ⌈2^128 / price_step⌉, for remainders by it without a division (0 for a step of 1).
@@ -117,16 +134,41 @@ pub struct Conversion {
 pub struct OutOfRange;
 
 impl Conversion {
-    /// `price_step`: raw units, at least 1.
+    /// `price_step`: raw units, at least 1. Amounts as given.
     pub fn new(direction: Direction, price_step: u64) -> Conversion {
         let price_step = price_step.max(1);
         Conversion {
             direction,
+            amounts: Amounts::AsGiven,
             price_step,
             step_magic: match price_step {
                 1 => 0,
                 step => u128::MAX / u128::from(step) + 1,
             },
+        }
+    }
+
+    /// Prices as they are (the venue quotes in the instrument's currency: converted at
+    /// `Rate::fixed(ONE)`, to no step), amounts as `amounts`.
+    pub fn prices_kept(amounts: Amounts) -> Conversion {
+        Conversion::new(Direction::Multiply, 1).with_amounts(amounts)
+    }
+
+    pub fn with_amounts(self, amounts: Amounts) -> Conversion {
+        Conversion { amounts, ..self }
+    }
+
+    /// `amount` of a level at `native` price, converted to `price`, as `self.amounts`
+    /// says; `None` past a `FixedPoint`.
+    #[inline]
+    fn amount(&self, amount: FixedPoint, native: FixedPoint, price: FixedPoint) -> Option<u64> {
+        match self.amounts {
+            Amounts::AsGiven => Some(amount.raw()),
+            Amounts::Notional => multiply(amount.raw(), price.raw()).map(|(value, _)| value),
+            Amounts::NotionalConverted => {
+                let value = u128::from(amount.raw()) * u128::from(price.raw());
+                u64::try_from(value / u128::from(native.raw().max(1))).ok()
+            }
         }
     }
 
@@ -169,10 +211,11 @@ impl Conversion {
     }
 
     /// Writes the best `depth` levels of `native`'s `side` converted into `out`, and each
-    /// converted level's native price into `natives`. Levels that round to one price are one level: their
-    /// amounts summed, its native price the worse of theirs (what an order for the whole
-    /// amount must be priced at). A bid that rounds to zero is worth nothing and is left
-    /// out, with what is below it.
+    /// converted level's native price into `natives`. Levels that round to one price are
+    /// one level: their amounts summed, its native price the worse of theirs (what an
+    /// order for the whole amount must be priced at). A bid that rounds to zero is worth
+    /// nothing and is left out, with what is below it; so is a level whose notional
+    /// rounds down to nothing.
     pub fn side(
         &self,
         side: Side,
@@ -189,16 +232,22 @@ impl Conversion {
             if price.is_zero() {
                 break;
             }
+            let amount = self
+                .amount(level.amount, level.price, price)
+                .ok_or(OutOfRange)?;
+            if amount == 0 {
+                continue;
+            }
             let merged = count > 0 && out.as_slice()[count - 1].price == price;
             if merged {
                 let last = &mut out.as_mut_slice()[count - 1];
-                let amount = last.amount.raw().checked_add(level.amount.raw());
+                let amount = last.amount.raw().checked_add(amount);
                 last.amount = FixedPoint::from_raw(amount.ok_or(OutOfRange)?);
                 natives[count - 1] = level.price;
             } else {
                 out.push(Level {
                     price,
-                    amount: level.amount,
+                    amount: FixedPoint::from_raw(amount),
                 });
                 natives[count] = level.price;
                 count += 1;

@@ -187,4 +187,55 @@ proptest! {
             prop_assert_eq!(conversion.price(side, *native_price, &rate), Ok(level.price.raw()));
         }
     }
+
+    /// A notional is never more than the venue showed: a base amount's is the amount
+    /// times the converted price, an inverse contract's the native notional times the
+    /// converted price over the native price, each rounded down by less than 10^-8; a
+    /// level whose notional rounds to nothing is left out.
+    #[test]
+    fn a_notional_is_never_more_than_was_shown(
+        prices in proptest::collection::vec(1u64..10_000_000_000_000, 1..20),
+        amounts in proptest::collection::vec(1u64..100_000_000_000, 20),
+        // At least 1: distinct native prices stay distinct at a step of 10^-8.
+        rate_raw in 100_000_000u64..200_000_000,
+        inverse: bool,
+        bids: bool,
+    ) {
+        let side = if bids { Side::Bid } else { Side::Ask };
+        let mut sorted = prices.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if bids { sorted.reverse(); }
+        let mut native = Levels::default();
+        for (price, amount) in sorted.iter().zip(&amounts) {
+            native.push(Level { price: FixedPoint::from_raw(*price), amount: FixedPoint::from_raw(*amount) });
+        }
+        let rate = Rate { bid: FixedPoint::from_raw(rate_raw), ask: FixedPoint::from_raw(rate_raw + 1), received_ns: 0 };
+        let amounts_rule = if inverse { Amounts::NotionalConverted } else { Amounts::Notional };
+        // Step 1: each native level is its own converted level (prices are distinct).
+        let conversion = Conversion::new(Direction::Multiply, 1).with_amounts(amounts_rule);
+        let (mut out, mut natives) = (Levels::default(), [FixedPoint::ZERO; MAX_DEPTH]);
+        if conversion.side(side, &native, MAX_DEPTH, &rate, &mut out, &mut natives).is_err() {
+            // Refused only where a notional or a price is beyond a FixedPoint.
+            return Ok(());
+        }
+        let mut converted = out.as_slice().iter().zip(&natives);
+        for level in native.as_slice() {
+            let price = u128::from(conversion.price(side, level.price, &rate).unwrap());
+            let amount = u128::from(level.amount.raw());
+            let (numerator, denominator) = match inverse {
+                false => (amount * price, u128::from(SCALE)),
+                true => (amount * price, u128::from(level.price.raw())),
+            };
+            if numerator < denominator {
+                continue; // rounds to nothing: left out
+            }
+            let (out_level, native_price) = converted.next().expect("a level for each");
+            prop_assert_eq!(*native_price, level.price);
+            let notional = u128::from(out_level.amount.raw());
+            prop_assert!(notional * denominator <= numerator, "more than was shown");
+            prop_assert!((notional + 1) * denominator > numerator, "not rounded down by less than 10^-8");
+        }
+        prop_assert!(converted.next().is_none());
+    }
 }

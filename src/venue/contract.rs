@@ -247,6 +247,16 @@ pub trait Streams: Sync {
         let _ = symbol;
         false
     }
+
+    /// Whether `symbol` is an inverse (coin-margined) contract: sized in contracts of a
+    /// value in its quote currency (USD), not of the base coin. Its configured contract
+    /// size is that value, and it merges only into instruments that count amounts in
+    /// their currency (`unit = "quote"`): its amount in the base coin would be a division
+    /// by the price, not exact.
+    fn inverse(&self, symbol: &str) -> bool {
+        let _ = symbol;
+        false
+    }
 }
 
 /// Diff mode's snapshots (`mode = "diff"`): where a full-depth book starts from, what it

@@ -198,7 +198,12 @@ fn draw_ladder(frame: &mut Frame, state: &WatchState, area: Rect) {
                 true => format!(", {CONVERTED_MARK} converted"),
                 false => String::new(),
             };
-            format!(" in {}{mark}", summary.currency)
+            // Sizes are said where they are not of the base coin: notionals.
+            let sizes = match summary.amount_unit == summary.currency {
+                true => format!(", sizes in {}", summary.amount_unit),
+                false => String::new(),
+            };
+            format!(" in {}{sizes}{mark}", summary.currency)
         }
         _ => String::new(),
     };
@@ -453,6 +458,7 @@ mod tests {
                 quote("kraken", "stale", "0.06700000", "0.06900000", 12_500),
             ],
             currency: String::new(),
+            amount_unit: "ETH".into(),
         }
     }
 

@@ -1,10 +1,11 @@
-//! Bybit, API v5, public `orderbook.{depth}.{symbol}` topics on the spot and linear
-//! (USDT/USDC perpetual and futures) markets.
+//! Bybit, API v5, public `orderbook.{depth}.{symbol}` topics on the spot, linear
+//! (USDT/USDC perpetual and futures) and inverse (coin-margined) markets.
 //!
 //! Docs: <https://bybit-exchange.github.io/docs/v5/websocket/public/orderbook> (and `docs/protocols.md`, Bybit).
 //!
-//! Each market has its own endpoint (`wss://stream.bybit.com/v5/public/spot`, `…/linear`):
-//! an instrument names its market before its symbol (`linear:BTCUSDT`; a bare symbol is
+//! Each market has its own endpoint (`wss://stream.bybit.com/v5/public/spot`, `…/linear`,
+//! `…/inverse`): an instrument names its market before its symbol (`linear:BTCUSDT`,
+//! `inverse:BTCUSD`; a bare symbol is
 //! spot), and each market's symbols get connections of their own. A subscription
 //! (`{"req_id":"1","op":"subscribe","args":["orderbook.50.BTCUSDT"]}`, at most 10 topics a
 //! request) is acknowledged once per request and starts with a snapshot on the topic;
@@ -31,9 +32,10 @@
 //! `{"args":["…"],"op":"pong"}`), which Bybit wants every 20 s. Bybit sends no request to
 //! reconnect.
 //!
-//! Amounts are in the base coin on both markets. The inverse market's are contracts of one
-//! USD, whose amount in the base coin is a division by the price, not exact: its symbols
-//! are refused.
+//! Amounts are in the base coin on the spot and linear markets. The inverse market's are
+//! contracts of a USD value (`contract_sizes`: the value of one, from the instrument's
+//! contract size in Bybit's instrument list): its symbols merge only into instruments
+//! that count amounts in USD (`unit = "quote"`).
 
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};

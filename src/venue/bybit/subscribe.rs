@@ -5,7 +5,7 @@ use super::sequence::subscribed_depth;
 use super::sim::TOPICS_PER_REQUEST;
 
 /// The markets served, each at `<url>/<market>`; a bare symbol is on the first.
-pub(super) const MARKETS: [&str; 2] = ["spot", "linear"];
+pub(super) const MARKETS: [&str; 3] = ["spot", "linear", "inverse"];
 
 /// Bybit's symbols are short upper-case names (`BTCUSDT`, `1000PEPEUSDT`).
 pub(super) const MAX_SYMBOL_LEN: usize = 24;
@@ -74,19 +74,23 @@ impl Streams for Bybit {
         Some((std::time::Duration::from_secs(20), r#"{"op":"ping"}"#))
     }
 
-    /// `<url>/spot` or `<url>/linear`, by the symbol's market.
+    /// `<url>/spot`, `<url>/linear` or `<url>/inverse`, by the symbol's market.
     fn endpoint(&self, url: &str, symbol: &str) -> String {
         let (market, _) = market_and_symbol(symbol);
         format!("{}/{market}", url.trim_end_matches('/'))
     }
 
+    /// The inverse market's sizes are contracts of a USD value.
+    fn sized_in_contracts(&self, symbol: &str) -> bool {
+        self.inverse(symbol)
+    }
+
+    fn inverse(&self, symbol: &str) -> bool {
+        market_and_symbol(symbol).0 == "inverse"
+    }
+
     fn check_symbol(&self, configured: &str) -> Result<(), String> {
         let (market, symbol) = market_and_symbol(configured);
-        if market == "inverse" {
-            return Err("inverse contracts are sized in USD, which is no exact amount of \
-                        the base coin to merge: use the spot or linear market"
-                .into());
-        }
         if !MARKETS.contains(&market) {
             return Err(format!(
                 "a Bybit market is {} (before ':'; spot without one)",

@@ -98,14 +98,14 @@ fn symbols_name_their_market_and_connection() {
         Some("BTCUSDT")
     );
     assert_eq!(Bybit.check_symbol("linear:1000PEPEUSDT"), Ok(()));
-    for bad in ["inverse:BTCUSD", "option:BTC", "btcusdt", "spot:", "BTC/USDT"] {
+    for bad in ["option:BTC", "btcusdt", "spot:", "BTC/USDT"] {
         assert!(Bybit.check_symbol(bad).is_err(), "{bad}");
     }
-    assert!(
-        Bybit.check_symbol("inverse:BTCUSD")
-            .unwrap_err()
-            .contains("inverse contracts")
-    );
+    // The inverse market: its own endpoint, contracts of a USD value.
+    assert_eq!(Bybit.check_symbol("inverse:BTCUSD"), Ok(()));
+    assert_eq!(Bybit.endpoint(url, "inverse:BTCUSD"), format!("{url}/inverse"));
+    assert!(Bybit.inverse("inverse:BTCUSD") && Bybit.sized_in_contracts("inverse:BTCUSD"));
+    assert!(!Bybit.inverse("linear:BTCUSDT") && !Bybit.sized_in_contracts("linear:BTCUSDT"));
 }
 
 #[test]

@@ -45,8 +45,9 @@
 //! FUTURES sizes are contracts of a fixed amount of the base currency (`ctVal`: 0.01 BTC
 //! for `BTC-USDT-SWAP`): such an instrument needs its contract size configured
 //! (`contract_sizes`), and its books are merged as contracts times it. Inverse contracts
-//! (`BTC-USD-SWAP`) are a number of USD, whose amount in the base currency is a division
-//! by the price, not exact; they are refused, as are options.
+//! (`BTC-USD-SWAP`) are contracts of a USD value (`ctVal`: 100 USD for `BTC-USD-SWAP`,
+//! configured as its contract size): they merge only into instruments that count
+//! amounts in USD (`unit = "quote"`). Options are refused.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};

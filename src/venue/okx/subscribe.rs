@@ -58,15 +58,10 @@ impl Streams for Okx {
                  options are not merged"
             ));
         }
-        if let [_, quote, expiry] = parts[..] {
+        if let [_, _, expiry] = parts[..] {
             let futures = expiry.len() == 6 && expiry.bytes().all(|b| b.is_ascii_digit());
             if expiry != "SWAP" && !futures {
                 return Err("an OKX derivative is BASE-QUOTE-SWAP or BASE-QUOTE-YYMMDD".into());
-            }
-            if quote == "USD" {
-                return Err("inverse contracts are sized in USD, which is no exact amount of \
-                            the base currency to merge: use the USDT or USDC contract"
-                    .into());
             }
         }
         Ok(())
@@ -75,6 +70,11 @@ impl Streams for Okx {
     /// SWAP and FUTURES (a third part in the id) are sized in contracts.
     fn sized_in_contracts(&self, symbol: &str) -> bool {
         symbol.split('-').count() == 3
+    }
+
+    /// A contract margined in the coin is quoted in USD (`BTC-USD-SWAP`).
+    fn inverse(&self, symbol: &str) -> bool {
+        self.sized_in_contracts(symbol) && symbol.split('-').nth(1) == Some("USD")
     }
 
     fn diff_stream_name(&self, symbol: &str) -> String {

@@ -186,15 +186,18 @@ fn subscriptions_round_trip_through_the_simulator() {
     let path = url.strip_prefix("https://www.okx.com").unwrap();
     assert_eq!(Okx.snapshot_symbol(path).as_deref(), Some("BTC-USDT"));
     assert_eq!(Okx.snapshot_symbol(&url).as_deref(), Some("BTC-USDT"), "a whole URL");
-    for accepted in ["BTC-USDT", "BTC-USDT-SWAP", "ETH-USDC-261225"] {
+    let accepted = ["BTC-USDT", "BTC-USDT-SWAP", "ETH-USDC-261225", "BTC-USD-SWAP", "BTC-USD-261225"];
+    for accepted in accepted {
         assert!(Okx.check_symbol(accepted).is_ok(), "{accepted}");
     }
     assert!(!Okx.sized_in_contracts("BTC-USDT"));
     assert!(Okx.sized_in_contracts("BTC-USDT-SWAP"));
     assert!(Okx.sized_in_contracts("ETH-USDC-261225"));
+    // Inverse: margined in the coin, in contracts of a USD value.
+    assert!(Okx.inverse("BTC-USD-SWAP") && Okx.sized_in_contracts("BTC-USD-SWAP"));
+    assert!(Okx.inverse("BTC-USD-261225"));
+    assert!(!Okx.inverse("BTC-USDT-SWAP") && !Okx.inverse("BTC-USD"));
     let refused = [
-        "BTC-USD-SWAP",
-        "BTC-USD-261225",
         "BTC-USD-261225-100000-C",
         "BTC-USDT-PERP",
         "btc-usdt",
