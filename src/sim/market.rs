@@ -2,7 +2,7 @@
 //! around it (realistic spacing, 8-decimal amounts). Deterministic for a seed.
 
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook};
-use crate::fixed::FixedPoint;
+use crate::fixed::{FixedPoint, SCALE};
 use crate::rng::Rng;
 use crate::venue::VenueId;
 
@@ -15,13 +15,16 @@ const TICK_RAW: u64 = 100;
 pub const MIN_START_PRICE: FixedPoint = FixedPoint::from_raw(START_MID_TICKS);
 
 /// Where a market's ticks are in price: every market walks with the one mid (in ticks),
-/// each around its own start price with a tick of its own size.
+/// each around its own start price with a tick of its own size; and what its sizes count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PriceGrid {
     /// Raw `FixedPoint` units a tick.
     tick_raw: u64,
     /// Ticks added to the shared mid's: `START_MID_TICKS` is the market's start price.
     offset: u64,
+    /// For an inverse contract's market: how many contracts one coin is worth at its start
+    /// price, its sizes whole contracts; `None`: sizes of the coin.
+    contracts_per_coin: Option<u64>,
 }
 
 impl Default for PriceGrid {
@@ -30,6 +33,7 @@ impl Default for PriceGrid {
         PriceGrid {
             tick_raw: TICK_RAW,
             offset: 0,
+            contracts_per_coin: None,
         }
     }
 }
@@ -46,6 +50,30 @@ impl PriceGrid {
         PriceGrid {
             tick_raw,
             offset: (mid.raw() / tick_raw).saturating_sub(START_MID_TICKS),
+            contracts_per_coin: None,
+        }
+    }
+
+    /// Sizes in whole inverse contracts of `value` each (in the price's currency): as many
+    /// as the coin amounts the other markets hold are worth at the start price, so the
+    /// books compare.
+    pub fn in_contracts_of(self, value: FixedPoint) -> PriceGrid {
+        let start = self.price(START_MID_TICKS).raw();
+        PriceGrid {
+            contracts_per_coin: Some((start / value.raw().max(1)).max(1)),
+            ..self
+        }
+    }
+
+    /// A size of `coin_raw` (raw units of the coin) as this market counts it.
+    fn size(&self, coin_raw: u64) -> FixedPoint {
+        match self.contracts_per_coin {
+            None => FixedPoint::from_raw(coin_raw),
+            Some(per_coin) => {
+                let contracts =
+                    (u128::from(coin_raw) * u128::from(per_coin) / u128::from(SCALE)).max(1);
+                FixedPoint::from_raw(u64::try_from(contracts).unwrap_or(u64::MAX / SCALE) * SCALE)
+            }
         }
     }
 
@@ -131,11 +159,11 @@ impl SimulatedBook {
     }
 
     fn level(&mut self, ticks: u64) -> Level {
-        // Amounts from 0.001 to ~20, with all 8 decimals in use.
+        // Amounts from 0.001 to ~20 coins, with all 8 decimals in use.
         let amount = 100_000 + self.rng.below(2_000_000_000);
         Level {
             price: self.grid.price(ticks),
-            amount: FixedPoint::from_raw(amount),
+            amount: self.grid.size(amount),
         }
     }
 }
@@ -190,7 +218,7 @@ impl DiffMarket {
     fn level(&mut self, ticks: u64) -> Level {
         Level {
             price: self.grid.price(ticks),
-            amount: FixedPoint::from_raw(100_000 + self.rng.below(2_000_000_000)),
+            amount: self.grid.size(100_000 + self.rng.below(2_000_000_000)),
         }
     }
 

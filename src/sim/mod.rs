@@ -494,7 +494,8 @@ impl Simulator {
     /// in the venue's own currency: a venue converted through a rate whose instrument (or
     /// fixed rate) has a price too starts at the price the rate makes the same (new markets
     /// only; the others start around 0.06824). Every market walks with the one mid, each
-    /// with a tick of its own size (`PriceGrid`). What `simulator.prices` sets.
+    /// with a tick of its own size (`PriceGrid`); an inverse contract's market is sized in
+    /// whole contracts of its configured value. What `simulator.prices` sets.
     pub fn set_prices(
         &self,
         config: &crate::config::Config,
@@ -525,9 +526,14 @@ impl Simulator {
                         .ok()
                         .map(crate::fixed::FixedPoint::from_raw)
                 });
+                let mut grid = PriceGrid::around(native.unwrap_or(price));
+                if venue.streams().inverse(symbol)
+                    && let Some(value) = instrument.contract_size(*venue)
+                {
+                    grid = grid.in_contracts_of(value);
+                }
                 // A market before a `:` (Bybit's `linear:BTCUSDT`) is not in stream names.
                 let symbol = symbol.rsplit(':').next().unwrap_or(symbol);
-                let grid = PriceGrid::around(native.unwrap_or(price));
                 grids.push((*venue, symbol.to_ascii_lowercase(), grid));
             }
         }

@@ -1,7 +1,8 @@
-//! Venues quoted in other currencies, converted: the service against the simulator, its
-//! markets quoted in their own currencies, and every summary it writes checked against an
-//! independent reference built from the simulator's true books, in exact integer
-//! arithmetic, while the USDT/USD rate moves, goes stale and comes back.
+//! Venues quoted in other currencies, and instruments counting notionals, converted: the
+//! service against the simulator, its markets quoted in their own currencies, and every
+//! summary it writes checked against an independent reference built from the simulator's
+//! true books, in exact integer arithmetic, while the USDT/USD rate moves, goes stale and
+//! comes back, with OKX's and Bybit's inverse contracts merged as their USD value.
 
 use crate::common;
 use common::config::TestConfig;
@@ -24,41 +25,164 @@ const WAIT: Duration = Duration::from_secs(30);
 /// Short, for the rate to go stale soon after its venues fall silent.
 const STALE_AFTER: Duration = Duration::from_secs(1);
 const SCALE: u128 = 100_000_000;
-/// BTC/USD's price step: cents.
+/// The BTC books' price step: cents.
 const CENT: u128 = 1_000_000;
 
-/// The instruments, in configuration order (ETH/USDT is the third).
+/// Where a venue's rate comes from.
+#[derive(Clone, Copy, PartialEq)]
+enum RateFrom {
+    /// The USDT/USD instrument's merged book.
+    UsdtUsd,
+    /// USDC/USD, fixed at 0.9999.
+    FixedUsdc,
+}
+
+/// One venue's listing of an instrument, as the reference reads it.
+struct Listing {
+    venue: VenueId,
+    symbol: &'static str,
+    /// The rate it is converted through, as the pair's base (`true`: multiplied) or its
+    /// quote; `None`: quoted in the instrument's currency.
+    rate: Option<(RateFrom, bool)>,
+    /// What one of its sizes is, raw: a contract's size, or an inverse contract's value
+    /// in USD; `None`: sized in the base coin.
+    contract: Option<u128>,
+    inverse: bool,
+}
+
+const fn listing(venue: VenueId, symbol: &'static str) -> Listing {
+    Listing {
+        venue,
+        symbol,
+        rate: None,
+        contract: None,
+        inverse: false,
+    }
+}
+
+const fn through(venue: VenueId, symbol: &'static str, rate: RateFrom, multiply: bool) -> Listing {
+    Listing {
+        rate: Some((rate, multiply)),
+        ..listing(venue, symbol)
+    }
+}
+
+/// An instrument of the run, in configuration order.
+struct Plan {
+    name: &'static str,
+    /// Its currency where its name does not say it.
+    currency: Option<&'static str>,
+    /// Counts its amounts as notionals in its currency (`unit = "quote"`).
+    notional: bool,
+    /// Its price step, raw.
+    step: u128,
+    /// The price its simulated markets start around.
+    start: &'static str,
+    listings: &'static [Listing],
+}
+
 const USDT_USD: usize = 0;
-const BTC_USD: usize = 1;
 
 /// USDT/USD from Coinbase Exchange and Kraken; BTC/USD in cents from Bitstamp (USD),
 /// Binance (USDT, through USDT/USD) and OKX (USDC, at a fixed rate); ETH/USDT from
-/// Binance and Bitstamp (USD, divided by USDT/USD).
+/// Binance and Bitstamp (USD, divided by USDT/USD); BTC counted in USD from Kraken (USD),
+/// OKX's inverse perpetual (100 USD a contract) and Bybit's linear one (USDT); BTC
+/// counted in USDT from Kraken (USDT) and Bybit's inverse perpetual (1 USD a contract,
+/// divided by USDT/USD).
+const PLANS: [Plan; 5] = [
+    Plan {
+        name: "USDT/USD",
+        currency: None,
+        notional: false,
+        step: 1,
+        start: "1.0002",
+        listings: &[
+            listing(VenueId::CoinbaseExchange, "USDT-USD"),
+            listing(VenueId::Kraken, "USDT/USD"),
+        ],
+    },
+    Plan {
+        name: "BTC/USD",
+        currency: None,
+        notional: false,
+        step: CENT,
+        start: "90000",
+        listings: &[
+            listing(VenueId::Bitstamp, "btcusd"),
+            through(VenueId::Binance, "BTCUSDT", RateFrom::UsdtUsd, true),
+            through(VenueId::Okx, "BTC-USDC", RateFrom::FixedUsdc, true),
+        ],
+    },
+    Plan {
+        name: "ETH/USDT",
+        currency: None,
+        notional: false,
+        step: 1,
+        start: "3000",
+        listings: &[
+            listing(VenueId::Binance, "ETHUSDT"),
+            through(VenueId::Bitstamp, "ethusd", RateFrom::UsdtUsd, false),
+        ],
+    },
+    Plan {
+        name: "BTC/USD-notional",
+        currency: Some("USD"),
+        notional: true,
+        step: CENT,
+        start: "90000",
+        listings: &[
+            listing(VenueId::Kraken, "BTC/USD"),
+            Listing {
+                contract: Some(100 * SCALE),
+                inverse: true,
+                ..listing(VenueId::Okx, "BTC-USD-SWAP")
+            },
+            through(VenueId::Bybit, "linear:BTCUSDT", RateFrom::UsdtUsd, true),
+        ],
+    },
+    Plan {
+        name: "BTC/USDT-notional",
+        currency: Some("USDT"),
+        notional: true,
+        step: CENT,
+        start: "90000",
+        listings: &[
+            listing(VenueId::Kraken, "BTC/USDT"),
+            Listing {
+                contract: Some(SCALE),
+                inverse: true,
+                ..through(VenueId::Bybit, "inverse:BTCUSD", RateFrom::UsdtUsd, false)
+            },
+        ],
+    },
+];
+
 fn config() -> mergebook::config::Config {
-    TestConfig::new()
+    let mut config = TestConfig::new()
         .set("service.depth", DEPTH as i64)
         .set("service.stale_after_ms", STALE_AFTER.as_millis() as i64)
-        .set("feed.read_idle_timeout_ms", 600_000)
-        .instrument(
-            "USDT/USD",
-            &[
-                (VenueId::CoinbaseExchange, "USDT-USD"),
-                (VenueId::Kraken, "USDT/USD"),
-            ],
-        )
-        .instrument(
-            "BTC/USD",
-            &[
-                (VenueId::Bitstamp, "btcusd"),
-                (VenueId::Binance, "BTCUSDT"),
-                (VenueId::Okx, "BTC-USDC"),
-            ],
-        )
-        .last_instrument("price_step", "0.01")
-        .instrument(
-            "ETH/USDT",
-            &[(VenueId::Binance, "ETHUSDT"), (VenueId::Bitstamp, "ethusd")],
-        )
+        .set("feed.read_idle_timeout_ms", 600_000);
+    for plan in &PLANS {
+        let symbols: Vec<_> = plan.listings.iter().map(|l| (l.venue, l.symbol)).collect();
+        config = config.instrument(plan.name, &symbols);
+        if plan.step != 1 {
+            let step = FixedPoint::from_raw(plan.step as u64).to_string();
+            config = config.last_instrument("price_step", step);
+        }
+        if let Some(currency) = plan.currency {
+            config = config.last_instrument("currency", currency);
+        }
+        if plan.notional {
+            config = config.last_instrument("unit", "quote");
+        }
+        for listing in plan.listings {
+            if let Some(contract) = listing.contract {
+                let contract = FixedPoint::from_raw(contract as u64).to_string();
+                config = config.contract_size(listing.venue, &contract);
+            }
+        }
+    }
+    config
         .rate("USDT/USD", "instrument", "USDT/USD")
         .rate("USDC/USD", "fixed", "0.9999")
         .build()
@@ -84,31 +208,49 @@ fn reference_price(side: Side, price: u64, rate: &Rate, multiply: bool, step: u1
     u64::try_from(steps * step).unwrap()
 }
 
-/// A venue's best `DEPTH` levels of `side` as merged: converted where it has a rate
-/// (levels at one converted price summed, at the worse native price; bids at zero left
-/// out).
+/// A venue's best `DEPTH` levels of `side` as merged: converted where it has a rate, its
+/// sizes times its contract's, as notionals where the instrument counts them (a base
+/// amount times the converted price, an inverse contract's value times the converted
+/// price over the native one, rounded down, a level worth nothing left out); levels at
+/// one converted price summed, at the worse native price; bids at zero left out.
 fn reference_side(
-    venue: VenueId,
+    plan: &Plan,
+    listing: &Listing,
     book: &TopBook,
     side: Side,
-    conversion: Option<(&Rate, bool, u128)>,
+    rate: Option<&Rate>,
 ) -> Vec<Level> {
     let mut levels: Vec<Level> = Vec::new();
     for level in book.side(side).as_slice().iter().take(DEPTH) {
-        let (native, amount) = (level.price.raw(), level.amount.raw());
-        let price = match conversion {
-            None => native,
-            Some((rate, multiply, step)) => reference_price(side, native, rate, multiply, step),
+        let native = level.price.raw();
+        let price = match (rate, listing.rate) {
+            (Some(rate), Some((_, multiply))) => {
+                reference_price(side, native, rate, multiply, plan.step)
+            }
+            _ => native,
         };
         if price == 0 {
             break;
+        }
+        let size = u128::from(level.amount.raw());
+        let amount = listing
+            .contract
+            .map_or(size, |contract| size * contract / SCALE);
+        let amount = match (plan.notional, listing.inverse) {
+            (false, _) => amount,
+            (true, false) => amount * u128::from(price) / SCALE,
+            (true, true) => amount * u128::from(price) / u128::from(native),
+        };
+        let amount = u64::try_from(amount).unwrap();
+        if amount == 0 {
+            continue;
         }
         match levels.last_mut() {
             Some(last) if last.0 == price => {
                 last.1 += amount;
                 last.3 = native;
             }
-            _ => levels.push((price, amount, venue, native)),
+            _ => levels.push((price, amount, listing.venue, native)),
         }
     }
     levels
@@ -128,14 +270,6 @@ fn merged(side: Side, mut levels: Vec<Level>) -> Vec<Level> {
     levels
 }
 
-/// What `venue` quotes `symbol` in, and the stream it sends it on.
-struct Listing {
-    venue: VenueId,
-    symbol: &'static str,
-    /// Through the rate as its base (`true`) or its quote; `None`: not converted.
-    multiply: Option<bool>,
-}
-
 /// The simulator's books of `listing` recently, at `sequence`.
 fn true_books(simulator: &Simulator, listing: &Listing, sequence: u64) -> Vec<TopBook> {
     let (venue, symbol) = (listing.venue, listing.symbol);
@@ -146,7 +280,9 @@ fn true_books(simulator: &Simulator, listing: &Listing, sequence: u64) -> Vec<To
             .copied()
             .collect()
     };
-    if venue == VenueId::Kraken || venue == VenueId::CoinbaseExchange {
+    // A venue without snapshot streams runs in diff mode (the default of the others is
+    // snapshot mode).
+    if !venue.facts().snapshot_streams {
         return simulator.with_diff_history(venue, symbol, at);
     }
     // The stream as the simulator names it: what it reads from the reader's subscription.
@@ -163,95 +299,65 @@ struct Reference {
     usdt_usd: Option<Rate>,
     fixed_usdc: Rate,
     checked: usize,
-    /// Summaries of a converted venue synced, and the rates they used.
+    /// Summaries of a venue converted through USDT/USD synced, and the rates they used.
     converted: usize,
     rates_used: BTreeSet<(u64, u64)>,
     /// Summaries with a venue out for want of its rate.
     without_rate: usize,
+    /// Summaries counting notionals with an inverse venue synced.
+    inverse: usize,
     /// What every published book satisfies, an instrument's summaries in order.
-    invariants: [InvariantChecker; 3],
+    invariants: [InvariantChecker; PLANS.len()],
 }
 
 impl Reference {
     fn check(&mut self, simulator: &Simulator, summary: &Summary) {
         self.invariants[summary.instrument].check(summary);
-        let listings: &[Listing] = match summary.instrument {
-            USDT_USD => {
-                let (bid, ask) = (summary.book.bids.best(), summary.book.asks.best());
-                self.usdt_usd = bid.zip(ask).map(|(bid, ask)| Rate {
-                    bid: bid.price,
-                    ask: ask.price,
-                    received_ns: 0,
-                });
-                return;
-            }
-            BTC_USD => &[
-                Listing {
-                    venue: VenueId::Bitstamp,
-                    symbol: "btcusd",
-                    multiply: None,
-                },
-                Listing {
-                    venue: VenueId::Binance,
-                    symbol: "BTCUSDT",
-                    multiply: Some(true),
-                },
-                Listing {
-                    venue: VenueId::Okx,
-                    symbol: "BTC-USDC",
-                    multiply: Some(true),
-                },
-            ],
-            _ => &[
-                Listing {
-                    venue: VenueId::Binance,
-                    symbol: "ETHUSDT",
-                    multiply: None,
-                },
-                Listing {
-                    venue: VenueId::Bitstamp,
-                    symbol: "ethusd",
-                    multiply: Some(false),
-                },
-            ],
-        };
-        let step = if summary.instrument == BTC_USD {
-            CENT
-        } else {
-            1
-        };
+        if summary.instrument == USDT_USD {
+            let (bid, ask) = (summary.book.bids.best(), summary.book.asks.best());
+            self.usdt_usd = bid.zip(ask).map(|(bid, ask)| Rate {
+                bid: bid.price,
+                ask: ask.price,
+                received_ns: 0,
+            });
+            return;
+        }
+        let plan = &PLANS[summary.instrument];
         // Each merged venue's candidate books (its books at the summary's sequence), and
         // the rate each converted venue must have used.
         let mut candidates: Vec<(&Listing, Option<Rate>, Vec<TopBook>)> = Vec::new();
-        for listing in listings {
+        for listing in plan.listings {
             let venue = listing.venue;
             let applied = summary.venue_rate[venue.index()];
-            assert_eq!(applied.is_some(), listing.multiply.is_some(), "{venue}");
-            let expected_rate = match listing.venue {
-                VenueId::Okx => Some(self.fixed_usdc),
-                _ => self.usdt_usd,
-            };
+            assert_eq!(applied.is_some(), listing.rate.is_some(), "{venue}");
             let used = applied.and_then(|applied| applied.rate);
-            if listing.multiply.is_some() {
+            if let Some((from, _)) = listing.rate {
+                let expected = match from {
+                    RateFrom::UsdtUsd => self.usdt_usd,
+                    RateFrom::FixedUsdc => Some(self.fixed_usdc),
+                };
                 let strip = |rate: Option<Rate>| rate.map(|r| (r.bid, r.ask));
                 assert_eq!(
                     strip(used),
-                    strip(expected_rate),
+                    strip(expected),
                     "{venue}: not the rate its source last made"
                 );
             }
             match summary.venue_state(venue) {
                 VenueState::Synced => {}
                 VenueState::NoRate => {
-                    assert!(listing.multiply.is_some() && used.is_none(), "{venue}");
+                    assert!(listing.rate.is_some() && used.is_none(), "{venue}");
                     self.without_rate += 1;
                     continue;
                 }
                 _ => continue,
             }
-            if let Some(rate) = used.filter(|_| venue != VenueId::Okx) {
+            if let (Some(rate), Some((RateFrom::UsdtUsd, _))) = (used, listing.rate) {
                 self.converted += 1;
                 self.rates_used.insert((rate.bid.raw(), rate.ask.raw()));
+            }
+            if listing.inverse {
+                self.inverse += 1;
             }
             let books = true_books(simulator, listing, summary.venue_sequence[venue.index()]);
             assert!(!books.is_empty(), "{venue}: no true book at its sequence");
@@ -277,10 +383,7 @@ impl Reference {
                         .iter()
                         .zip(&choice)
                         .flat_map(|((listing, rate, books), &at)| {
-                            let conversion = listing
-                                .multiply
-                                .map(|multiply| (rate.as_ref().unwrap(), multiply, step));
-                            reference_side(listing.venue, &books[at], side, conversion)
+                            reference_side(plan, listing, &books[at], side, rate.as_ref())
                         });
                 merged(side, levels.collect())
             };
@@ -291,10 +394,9 @@ impl Reference {
             let next = (0..choice.len()).find(|&i| choice[i] + 1 < candidates[i].2.len());
             let Some(at) = next else {
                 panic!(
-                    "summary {} of instrument {}: published {bids:?} {asks:?}, the reference \
-                     {:?} {:?}",
+                    "summary {} of {}: published {bids:?} {asks:?}, the reference {:?} {:?}",
                     summary.sequence,
-                    summary.instrument,
+                    plan.name,
                     expected(Side::Bid),
                     expected(Side::Ask)
                 );
@@ -312,11 +414,10 @@ async fn converted_books_match_a_reference_of_the_true_books_as_rates_move_and_g
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 40, 17).unwrap();
     let mut config = config();
     let price = |text: &str| text.parse::<FixedPoint>().unwrap();
-    let prices = [
-        ("USDT/USD".to_owned(), price("1.0002")),
-        ("BTC/USD".to_owned(), price("90000")),
-        ("ETH/USDT".to_owned(), price("3000")),
-    ];
+    let prices: Vec<_> = PLANS
+        .iter()
+        .map(|plan| (plan.name.to_owned(), price(plan.start)))
+        .collect();
     simulator.set_prices(&config, &prices);
     simulator.point(&mut config);
     let written = common::EverySummary::default();
@@ -329,6 +430,7 @@ async fn converted_books_match_a_reference_of_the_true_books_as_rates_move_and_g
         converted: 0,
         rates_used: BTreeSet::new(),
         without_rate: 0,
+        inverse: 0,
         invariants: std::array::from_fn(|_| InvariantChecker::new(STALE_AFTER)),
     });
     // Every summary written so far, checked (soon after it is written: the simulator
@@ -344,7 +446,7 @@ async fn converted_books_match_a_reference_of_the_true_books_as_rates_move_and_g
     let converted_at_two_rates = || {
         check_written();
         let reference = reference.lock().unwrap();
-        reference.converted >= 40 && reference.rates_used.len() >= 2
+        reference.converted >= 40 && reference.rates_used.len() >= 2 && reference.inverse >= 20
     };
     common::eventually("converted books at two rates", WAIT, converted_at_two_rates).await;
 
