@@ -123,16 +123,17 @@ fn decode_mailbox_merge_fan_out_allocates_nothing_after_warm_up() {
     assert_eq!(allocations() - before, 0, "the hot path allocated");
 }
 
-/// A venue quoted in USDT merged into a BTC/USD book: its recorded book applied, converted
-/// through a moving USDT/USD rate, merged with a USD venue's, and the rate handed on from
-/// the rate's own consolidation, round after round.
+/// A venue quoted in USDT merged into a BTC/USD book counted in dollars: its recorded book
+/// applied, converted through a moving USDT/USD rate, its amounts (and the USD venue's)
+/// made notionals, merged, and the rate handed on from the rate's own consolidation, round
+/// after round.
 #[test]
 fn converting_a_venue_through_a_moving_rate_allocates_nothing() {
     use mergebook::merger::Consolidation;
     use mergebook::merger::summary::{Summary, VenueState};
     let text = "[simulator]\n[[instruments]]\nname = \"USDT/USD\"\n\
         symbols = { kraken = \"USDT/USD\" }\n\
-        [[instruments]]\nname = \"BTC/USD\"\nprice_step = \"0.01\"\n\
+        [[instruments]]\nname = \"BTC/USD\"\nprice_step = \"0.01\"\nunit = \"quote\"\n\
         symbols = { binance = \"BTCUSDT\", bitstamp = \"btcusd\" }\n\
         [[rates]]\npair = \"USDT/USD\"\ninstrument = \"USDT/USD\"\n";
     let config = mergebook::config::RawConfig::parse(text, "test")

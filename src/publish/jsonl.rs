@@ -149,6 +149,7 @@ mod tests {
             sequence: 3,
             published_monotonic_ns: 5_000,
             currency: Some(currency("USD")),
+            amount_unit: Some(currency("BTC")),
             ..Summary::default()
         };
         summary.venues[VenueId::Binance.index()] = VenueState::Synced;
@@ -182,6 +183,7 @@ mod tests {
         write_summary(&mut line, "BTC/USD", &summary).expect("a Vec");
         let value: serde_json::Value = serde_json::from_slice(&line).expect("JSON");
         assert_eq!(value["currency"], "USD");
+        assert_eq!(value["amount_unit"], "BTC");
         assert_eq!(
             value["bids"][0].get("native_price"),
             None,

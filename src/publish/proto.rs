@@ -99,3 +99,52 @@ pub fn exact_summary(instrument: &str, summary: &summary::Summary) -> ExactSumma
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merger::summary::AppliedRate;
+    use crate::units::{Currency, Rate};
+    use crate::venue::VenueId;
+
+    /// A notional instrument's summary says its currency and amount unit, and a converted
+    /// venue's level its native price, the venue its currency and rate.
+    #[test]
+    fn units_and_rates_reach_the_exact_summary() {
+        let code = |text| Currency::parse(text).expect("a code");
+        let decimal = |text: &str| text.parse::<FixedPoint>().expect("a decimal");
+        let mut summary = summary::Summary {
+            currency: Some(code("USD")),
+            amount_unit: Some(code("USD")),
+            ..summary::Summary::default()
+        };
+        summary.venues[VenueId::Binance.index()] = summary::VenueState::Synced;
+        summary.venue_rate[VenueId::Binance.index()] = Some(AppliedRate {
+            native: code("USDT"),
+            base: code("USDT"),
+            quote: code("USD"),
+            rate: Some(Rate::fixed(decimal("1.0002"))),
+        });
+        summary.book.bids.push(MergedLevel {
+            price: decimal("90018"),
+            amount: decimal("90018"),
+            venue: VenueId::Binance,
+        });
+        summary.native_prices.bids[0] = decimal("90000");
+        let exact = exact_summary("BTC/USD-notional", &summary);
+        assert_eq!(
+            (exact.currency.as_str(), exact.amount_unit.as_str()),
+            ("USD", "USD")
+        );
+        assert_eq!(exact.bids[0].native_price, "90000.00000000");
+        let binance = &exact.venue_quotes[0];
+        assert_eq!(
+            (
+                binance.currency.as_str(),
+                binance.rate_pair.as_str(),
+                binance.rate_bid.as_str()
+            ),
+            ("USDT", "USDT/USD", "1.00020000")
+        );
+    }
+}

@@ -634,4 +634,13 @@ mod tests {
         find(&lines, "binance ETH synced");
         assert_eq!(colour_of(&lines, &buffer, "no-rate"), Color::Yellow);
     }
+
+    #[test]
+    fn notional_sizes_are_named_in_the_title() {
+        let mut notional = summary();
+        notional.currency = "USD".into();
+        notional.amount_unit = "USD".into();
+        let (lines, _) = render(&state(notional), 120, 20);
+        find(&lines, "ETH/BTC: top 10 in USD, sizes in USD ");
+    }
 }

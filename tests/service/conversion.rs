@@ -323,6 +323,11 @@ impl Reference {
             return;
         }
         let plan = &PLANS[summary.instrument];
+        let unit = match plan.notional {
+            true => plan.currency,
+            false => plan.name.split_once('/').map(|(base, _)| base),
+        };
+        assert_eq!(summary.amount_unit.map(|u| u.to_string()).as_deref(), unit);
         // Each merged venue's candidate books (its books at the summary's sequence), and
         // the rate each converted venue must have used.
         let mut candidates: Vec<(&Listing, Option<Rate>, Vec<TopBook>)> = Vec::new();
