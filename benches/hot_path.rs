@@ -336,16 +336,22 @@ fn merging(c: &mut Criterion) {
         });
     }
 
-    let mut plain = EightVenueSummaries::new(false);
+    let mut plain = EightVenueSummaries::new(Units::Plain);
     c.bench_function("summarize_8x10", |b| {
         b.iter(|| {
             black_box(plain.after_a_book());
         })
     });
-    let mut converted = EightVenueSummaries::new(true);
+    let mut converted = EightVenueSummaries::new(Units::Converted);
     c.bench_function("summarize_8x10_converted", |b| {
         b.iter(|| {
             black_box(converted.after_a_book());
+        })
+    });
+    let mut notional = EightVenueSummaries::new(Units::Notional);
+    c.bench_function("summarize_8x10_notional", |b| {
+        b.iter(|| {
+            black_box(notional.after_a_book());
         })
     });
     c.bench_function("summarize_8x10_rate_moved", |b| {

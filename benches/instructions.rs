@@ -126,19 +126,25 @@ fn main() {
             })
         }
         "summarize_8x10" => {
-            let mut summaries = EightVenueSummaries::new(false);
+            let mut summaries = EightVenueSummaries::new(Units::Plain);
             Box::new(move || {
                 black_box(summaries.after_a_book());
             })
         }
         "summarize_8x10_converted" => {
-            let mut summaries = EightVenueSummaries::new(true);
+            let mut summaries = EightVenueSummaries::new(Units::Converted);
+            Box::new(move || {
+                black_box(summaries.after_a_book());
+            })
+        }
+        "summarize_8x10_notional" => {
+            let mut summaries = EightVenueSummaries::new(Units::Notional);
             Box::new(move || {
                 black_box(summaries.after_a_book());
             })
         }
         "summarize_8x10_rate_moved" => {
-            let mut summaries = EightVenueSummaries::new(true);
+            let mut summaries = EightVenueSummaries::new(Units::Converted);
             Box::new(move || {
                 black_box(summaries.after_a_rate());
             })
@@ -231,7 +237,8 @@ fn main() {
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
                  bitstamp_decode_100 | binance_decode_20_varied | bitstamp_decode_100_varied | \
                  fixed_point_parse | merge_2x10 | merge_8x10 | merge_16x10 | summarize_8x10 | \
-                 summarize_8x10_converted | summarize_8x10_rate_moved | e2e_parse_merge | binance_diff_decode | \
+                 summarize_8x10_converted | summarize_8x10_notional | summarize_8x10_rate_moved | \
+                 e2e_parse_merge | binance_diff_decode | \
                  book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum | \
                  kraken_checksum_after_update | \
                  bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \

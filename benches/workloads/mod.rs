@@ -236,12 +236,28 @@ pub struct EightVenueSummaries {
     summary: mergebook::merger::summary::Summary,
 }
 
+/// What an `EightVenueSummaries` instrument converts.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Units {
+    /// Every venue quotes in USD.
+    Plain,
+    /// Half the venues quote in USDT, converted through a USDT/USD rate.
+    Converted,
+    /// As `Converted`, the instrument counting notionals in USD (`unit = "quote"`): every
+    /// venue's amounts times its prices.
+    Notional,
+}
+
 impl EightVenueSummaries {
-    /// `converted`: half the venues quote in USDT.
-    pub fn new(converted: bool) -> EightVenueSummaries {
+    pub fn new(units: Units) -> EightVenueSummaries {
+        let converted = units != Units::Plain;
         let (name, usdt) = match converted {
             true => ("BTC/USD", "USDT"),
             false => ("BTC/USD", "USD"),
+        };
+        let unit = match units {
+            Units::Notional => "unit = \"quote\"\n",
+            _ => "",
         };
         let symbols: Vec<String> = VenueId::ALL
             .iter()
@@ -257,7 +273,7 @@ impl EightVenueSummaries {
         // A [simulator] section: Binance SBE's API key is then not asked for.
         let text = format!(
             "[simulator]\n[[instruments]]\nname = \"USDT/USD\"\nsymbols = {{ kraken = \"USDT/USD\" }}\n\
-             [[instruments]]\nname = \"{name}\"\nprice_step = \"0.01\"\n\
+             [[instruments]]\nname = \"{name}\"\nprice_step = \"0.01\"\n{unit}\
              symbols = {{ {} }}\n\
              [[rates]]\npair = \"USDT/USD\"\ninstrument = \"USDT/USD\"\n",
             symbols.join(", ")
@@ -265,10 +281,12 @@ impl EightVenueSummaries {
         let config = mergebook::config::RawConfig::parse(&text, "bench")
             .and_then(|raw| raw.validate())
             .expect("a valid configuration");
-        assert_eq!(
-            config.instruments[1].conversions.len(),
-            4 * usize::from(converted)
-        );
+        let expected = match units {
+            Units::Plain => 0,
+            Units::Converted => 4,
+            Units::Notional => 8,
+        };
+        assert_eq!(config.instruments[1].conversions.len(), expected);
         let mut consolidation = mergebook::merger::Consolidation::configured(&config, 1);
         let rate = |bid, ask| mergebook::units::Rate {
             bid: mergebook::fixed::FixedPoint::from_raw(bid),

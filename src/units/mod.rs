@@ -160,7 +160,7 @@ impl Conversion {
 
     /// `amount` of a level at `native` price, converted to `price`, as `self.amounts`
     /// says; `None` past a `FixedPoint`.
-    #[inline]
+    #[inline(always)]
     fn amount(&self, amount: FixedPoint, native: FixedPoint, price: FixedPoint) -> Option<u64> {
         match self.amounts {
             Amounts::AsGiven => Some(amount.raw()),
@@ -235,16 +235,17 @@ impl Conversion {
             let amount = self
                 .amount(level.amount, level.price, price)
                 .ok_or(OutOfRange)?;
-            if amount == 0 {
-                continue;
-            }
+            // A notional can round down to nothing: such a level adds nothing to the one
+            // it rounds to, and is not one of its own (a book holds no empty level).
             let merged = count > 0 && out.as_slice()[count - 1].price == price;
             if merged {
                 let last = &mut out.as_mut_slice()[count - 1];
-                let amount = last.amount.raw().checked_add(amount);
-                last.amount = FixedPoint::from_raw(amount.ok_or(OutOfRange)?);
-                natives[count - 1] = level.price;
-            } else {
+                let total = last.amount.raw().checked_add(amount);
+                last.amount = FixedPoint::from_raw(total.ok_or(OutOfRange)?);
+                if amount != 0 {
+                    natives[count - 1] = level.price;
+                }
+            } else if amount != 0 {
                 out.push(Level {
                     price,
                     amount: FixedPoint::from_raw(amount),
