@@ -663,6 +663,32 @@ fn inverse_contracts_merge_where_amounts_are_counted_in_the_currency() {
     );
 }
 
+/// Euro books join a dollar book as the stablecoins' do: through a EUR/USD rate read from
+/// the venues that list the pair.
+#[test]
+fn a_venue_quoted_in_euros_goes_through_a_euro_rate() {
+    use crate::units::{Conversion, Direction};
+    let config = validate(
+        "[[instruments]]\nname = \"EUR/USD\"\nsymbols = { kraken = \"EUR/USD\", bitstamp = \"eurusd\" }\n\
+         [[instruments]]\nname = \"BTC/USD\"\nprice_step = \"0.01\"\n\
+         symbols = { kraken = \"BTC/EUR\", bitstamp = \"btcusd\", coinbase_exchange = \"BTC-EUR\" }\n\
+         [[rates]]\npair = \"EUR/USD\"\ninstrument = \"EUR/USD\"\n",
+    )
+    .unwrap();
+    let through_euros = |venue| VenueConversion {
+        venue,
+        rate: Some(0),
+        conversion: Conversion::new(Direction::Multiply, 1_000_000),
+    };
+    assert_eq!(
+        config.instruments[1].conversions,
+        [
+            through_euros(VenueId::CoinbaseExchange),
+            through_euros(VenueId::Kraken)
+        ]
+    );
+}
+
 #[test]
 fn an_inverse_contract_where_amounts_are_of_the_coin_is_refused() {
     let error = |text: &str| validate(text).unwrap_err().to_string();
