@@ -10,13 +10,30 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A port that was free a moment ago (for programs that take an address, not a socket).
+/// A port that was free a moment ago (for programs that take an address, not a socket),
+/// below the kernel's ephemeral range. A port the kernel hands out for `bind(0)` comes from
+/// that range, as does the local port of every outgoing connection: a test beside this one
+/// connecting to anything could take it before the program it is meant for binds it. Below
+/// the range only another caller of this function could, and each process walks its own
+/// sequence of ports (from its id), never returning one twice.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static TAKEN: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    const LOWEST: u32 = 10_000;
+    let span = ephemeral_start.saturating_sub(LOWEST).max(1_000);
+    loop {
+        let taken = TAKEN.fetch_add(1, Ordering::Relaxed);
+        // Consecutive ports from a start that differs between processes.
+        let port = LOWEST + (std::process::id().wrapping_mul(7_919) + taken) % span;
+        if TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+        assert!(taken < span, "no free port below {ephemeral_start}");
+    }
 }
 
 /// `mergebook` on the simulator config, with its metrics on `metrics_port`.
