@@ -45,6 +45,14 @@ pub const METRICS_LISTEN: TextKey = text("metrics.listen", "127.0.0.1:9898");
 pub const METRICS_MAX_CONNECTIONS: IntKey = int("metrics.max_connections", 64, 1, 65_536);
 pub const METRICS_REQUEST_TIMEOUT_MS: IntKey =
     int("metrics.request_timeout_ms", 10_000, 10, 600_000);
+/// Off: the page widens what the metrics port shows (the books) and holds a connection
+/// a browser; an operator turns it on where the port's readers may see the books.
+pub const WEB_ENABLED: BoolKey = BoolKey {
+    key: "web.enabled",
+    default: false,
+};
+/// What a screen can follow; each event is a whole book.
+pub const WEB_UPDATES_PER_SECOND: IntKey = int("web.updates_per_second", 10, 1, 60);
 
 /// The service's keys above, for the test that `config/default.toml` states them.
 pub const SERVICE_INTS: &[&IntKey] = &[
@@ -63,6 +71,7 @@ pub const SERVICE_INTS: &[&IntKey] = &[
     &GRPC_HANDSHAKE_TIMEOUT_MS,
     &METRICS_MAX_CONNECTIONS,
     &METRICS_REQUEST_TIMEOUT_MS,
+    &WEB_UPDATES_PER_SECOND,
 ];
 pub const SERVICE_TEXTS: &[&TextKey] =
     &[&OUTPUT, &LOG_FORMAT, &IDLE, &GRPC_LISTEN, &METRICS_LISTEN];

@@ -121,6 +121,8 @@ pub struct Config {
     pub grpc_connections: ConnectionLimits,
     pub metrics_listen: SocketAddr,
     pub metrics_connections: ConnectionLimits,
+    /// The book in a browser on the metrics port (`[web]`), where turned on.
+    pub web: Option<WebView>,
     /// The venues used by at least one instrument, with their URLs.
     pub venues: Vec<VenueConfig>,
     pub instruments: Vec<Instrument>,
@@ -357,6 +359,13 @@ pub struct Instrument {
     /// How each venue whose book is not merged as it comes is converted: one quoted in
     /// another currency, and in a quote-notional instrument one sized in the base coin.
     pub conversions: Vec<VenueConversion>,
+}
+
+/// `[web]`, turned on: the page at `/book` on the metrics port (`publish/web/`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebView {
+    /// The least time between two events of a page's stream.
+    pub interval: Duration,
 }
 
 /// What an instrument's amounts count (`unit`).

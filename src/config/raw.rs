@@ -18,6 +18,8 @@ pub struct RawConfig {
     #[serde(default)]
     pub metrics: RawMetrics,
     #[serde(default)]
+    pub web: RawWeb,
+    #[serde(default)]
     pub venues: BTreeMap<String, RawVenue>,
     #[serde(default)]
     pub instruments: Vec<RawInstrument>,
@@ -89,6 +91,14 @@ pub struct RawMetrics {
     pub listen: Option<String>,
     pub max_connections: Option<i64>,
     pub request_timeout_ms: Option<i64>,
+}
+
+/// `[web]`: the book in a browser, on the metrics port.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWeb {
+    pub enabled: Option<bool>,
+    pub updates_per_second: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -512,6 +512,8 @@ fn the_shipped_files_state_every_default() {
         let value = setting.default.to_string();
         assert!(states_in_comment(&text, key, &value), "{}", setting.key);
     }
+    let web = at(&file, defaults::WEB_ENABLED.key).and_then(toml::Value::as_bool);
+    assert_eq!(web, Some(defaults::WEB_ENABLED.default));
     let health_every = defaults::NATS_HEALTH_EVERY_MS.default.to_string();
     assert!(states_in_comment(&text, "health_every_ms", &health_every));
     let tls_required = defaults::NATS_TLS_REQUIRED.default.to_string();

@@ -98,6 +98,14 @@ impl RawConfig {
                 request_timeout: defaults::METRICS_REQUEST_TIMEOUT_MS
                     .get_millis(self.metrics.request_timeout_ms)?,
             },
+            web: {
+                let per_second =
+                    defaults::WEB_UPDATES_PER_SECOND.get(self.web.updates_per_second)?;
+                let enabled = self.web.enabled.unwrap_or(defaults::WEB_ENABLED.default);
+                enabled.then(|| WebView {
+                    interval: Duration::from_secs(1) / per_second as u32,
+                })
+            },
             venues,
             instruments,
             rates,

@@ -1,4 +1,5 @@
-//! The metrics port: `/metrics` (Prometheus text format) and `/health`.
+//! The metrics port: `/metrics` (Prometheus text format) and `/health`, and where `[web]`
+//! turns it on, the book in a browser under `/book` (`publish/web/`).
 //!
 //! `/health` serves the service's health (`publish/health.rs`): HTTP 503 when it is
 //! `DOWN`, with the JSON report as the body.
@@ -35,14 +36,21 @@ pub async fn serve(
 ) {
     let limits = config.metrics_connections;
     let refused = metrics.connections_refused.with_label_values(&["metrics"]);
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/metrics", get(metrics_text))
-        .route("/health", get(health))
-        .with_state(Shared {
-            config,
-            metrics,
-            summaries,
-        });
+        .route("/health", get(health));
+    if let Some(web) = config.web {
+        app = app.merge(crate::publish::web::routes(crate::publish::web::Books {
+            names: Arc::new(config.instruments.iter().map(|i| i.name.clone()).collect()),
+            summaries: summaries.clone(),
+            interval: web.interval,
+        }));
+    }
+    let app = app.with_state(Shared {
+        config,
+        metrics,
+        summaries,
+    });
     // hyper's HTTP/1 server rather than `axum::serve`, which has no header timeout: a
     // connection that sends no complete request headers (new, or kept alive between
     // requests) within the timeout is closed, and request headers are bounded.

@@ -15,6 +15,7 @@ pub(crate) mod http;
 pub mod jsonl;
 pub mod nats;
 pub mod proto;
+pub(crate) mod web;
 
 use crate::clock;
 use crate::mailbox::{self, Receiver, Sender};

@@ -17,3 +17,4 @@ mod replay;
 mod replay_twin;
 mod service;
 mod watch;
+mod web;

@@ -1,0 +1,149 @@
+//! The book in a browser: a page served on the metrics port (`[web]`, off by default) and
+//! the latest consolidated book of each instrument pushed to it as Server-Sent Events.
+//!
+//! - `/book`: the page (`index.html`, `app.js`, `style.css`, files of this directory
+//!   compiled into the binary: nothing is fetched from elsewhere, and it works offline);
+//! - `/book/instruments`: the instruments' names, a JSON array;
+//! - `/book/stream?instrument=ETH%2FBTC`: an event stream, each event one instrument's
+//!   latest summary as JSON (`summary_json`): the first at once, then at most
+//!   `web.updates_per_second` a second. It reads the instrument's latest-value channel, as
+//!   every other consumer does: a browser that reads slowly or not at all skips summaries
+//!   and holds one event at a time, and the merger never waits for it.
+//!
+//! Read-only; no secret is on the page (the configuration is not).
+
+use crate::merger::summary::Summary;
+use crate::publish::proto::{ExactSummary, exact_summary};
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+const INDEX_HTML: &str = include_str!("index.html");
+const APP_JS: &str = include_str!("app.js");
+const STYLE_CSS: &str = include_str!("style.css");
+
+/// What the page's routes read: each instrument's name and latest summary, and the least
+/// time between two events of a stream.
+#[derive(Clone)]
+pub(crate) struct Books {
+    pub names: Arc<Vec<String>>,
+    pub summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    pub interval: Duration,
+}
+
+/// The page's routes, under `/book`.
+pub(crate) fn routes<S>(books: Books) -> Router<S> {
+    Router::new()
+        .route(
+            "/book",
+            get(|| file("text/html; charset=utf-8", INDEX_HTML)),
+        )
+        .route(
+            "/book/app.js",
+            get(|| file("text/javascript; charset=utf-8", APP_JS)),
+        )
+        .route(
+            "/book/style.css",
+            get(|| file("text/css; charset=utf-8", STYLE_CSS)),
+        )
+        .route("/book/instruments", get(instruments))
+        .route("/book/stream", get(stream))
+        .with_state(books)
+}
+
+async fn file(content_type: &'static str, body: &'static str) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, content_type)], body)
+}
+
+async fn instruments(State(books): State<Books>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::Value::from(books.names.as_slice().to_vec()).to_string(),
+    )
+}
+
+#[derive(serde::Deserialize)]
+struct StreamQuery {
+    /// Its name; absent: the first configured.
+    instrument: Option<String>,
+}
+
+async fn stream(State(books): State<Books>, Query(query): Query<StreamQuery>) -> Response {
+    let index = match &query.instrument {
+        None => Some(0),
+        Some(name) => books.names.iter().position(|n| n == name),
+    };
+    let Some((index, latest)) = index.and_then(|i| Some((i, books.summaries.get(i)?.clone())))
+    else {
+        return (StatusCode::NOT_FOUND, "no such instrument").into_response();
+    };
+    let name = books.names[index].clone();
+    let interval = books.interval;
+    let events = futures_util::stream::unfold((latest, true), move |(mut latest, first)| {
+        let name = name.clone();
+        async move {
+            if !first {
+                // Coalesced: one event an interval at most, the latest summary then.
+                tokio::time::sleep(interval).await;
+                latest.changed().await.ok()?;
+            }
+            let json = summary_json(&exact_summary(&name, &latest.borrow_and_update()));
+            let event = Event::default().data(json.to_string());
+            Some((Ok::<_, Infallible>(event), (latest, false)))
+        }
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// An exact summary as the page reads it: the fields of `BookSummaryExact`
+/// (proto/orderbook.proto), by the same names.
+pub(crate) fn summary_json(summary: &ExactSummary) -> serde_json::Value {
+    let levels = |levels: &[crate::publish::proto::ExactLevel]| {
+        levels
+            .iter()
+            .map(|level| {
+                serde_json::json!({
+                    "exchange": level.exchange,
+                    "price": level.price,
+                    "amount": level.amount,
+                    "native_price": level.native_price,
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let venues = summary
+        .venue_quotes
+        .iter()
+        .map(|quote| {
+            serde_json::json!({
+                "exchange": quote.exchange,
+                "state": quote.state,
+                "best_bid": quote.best_bid,
+                "best_ask": quote.best_ask,
+                "book_age_ns": quote.book_age_ns,
+                "currency": quote.currency,
+                "rate_pair": quote.rate_pair,
+            })
+        })
+        .collect::<Vec<_>>();
+    serde_json::json!({
+        "instrument": summary.instrument,
+        "seq": summary.seq,
+        "ts_ns": summary.ts_ns,
+        "spread": summary.spread,
+        "bids": levels(&summary.bids),
+        "asks": levels(&summary.asks),
+        "venue_quotes": venues,
+        "currency": summary.currency,
+        "amount_unit": summary.amount_unit,
+    })
+}
