@@ -1,6 +1,7 @@
 //! Helpers for the tests that run the `mergebook` binary as users do.
 #![allow(dead_code)] // each test file uses its own subset
 
+pub mod browser;
 pub mod config;
 pub mod in_band;
 pub mod nats;

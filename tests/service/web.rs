@@ -162,3 +162,113 @@ async fn the_page_is_off_by_default() {
     assert_eq!(status, 404);
     service.stop().await;
 }
+
+/// The page in a real browser: the live ladder is a book the merger wrote, the depth chart
+/// has a bar a level, the books follow the merger's, another instrument is picked, and a
+/// lost service is shown (the last book kept) until it is back on its port.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_in_a_browser_follows_the_book_and_the_service_s_restart() {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
+    let config = TestConfig::new()
+        .set("service.depth", 10)
+        .set("web.enabled", true)
+        .on(&simulator, &[VenueId::Binance, VenueId::Bitstamp])
+        .instrument(
+            INSTRUMENTS[0],
+            &[(VenueId::Binance, "ETHBTC"), (VenueId::Bitstamp, "ethbtc")],
+        )
+        .instrument(INSTRUMENTS[1], &[(VenueId::Bitstamp, "btcusd")])
+        .build();
+    let written = common::EverySummary::default();
+    let listeners = Listeners::loopback().await.unwrap();
+    let metrics = listeners.metrics.local_addr().unwrap();
+    let service = Service::start_observed(config.clone(), listeners, written.clone()).unwrap();
+    let Some(mut browser) = common::browser::Browser::open(&format!("http://{metrics}/book")).await
+    else {
+        return;
+    };
+
+    let live_and_synced = |venues: usize| {
+        format!(
+            "document.getElementById('link').textContent === 'live' \
+             && document.querySelectorAll('#venues .state-synced').length === {venues} \
+             && document.querySelectorAll('#ladder tr.bid').length === 10 \
+             && document.querySelectorAll('#ladder tr.ask').length === 10"
+        )
+    };
+    browser
+        .wait_for("the live ladder of both venues", &live_and_synced(2))
+        .await;
+
+    // What the page shows, read at once: a book the merger wrote, level for level (asks
+    // from the worst down, then bids), and a bar of the chart for each level.
+    let shown = browser
+        .eval(
+            "({ seq: Number(document.body.dataset.seq), \
+                rows: [...document.querySelectorAll('#ladder tr.level')] \
+                  .map(r => [...r.cells].slice(0, 3).map(c => c.textContent)), \
+                bars: document.querySelectorAll('#depth rect.depth').length })",
+        )
+        .await;
+    let sequence = shown["seq"].as_u64().unwrap();
+    let expected = {
+        let summaries = written.0.lock().unwrap();
+        let summary = summaries
+            .iter()
+            .find(|s| s.instrument == 0 && s.sequence == sequence)
+            .expect("the page's book was written");
+        let exact = exact_summary(INSTRUMENTS[0], summary);
+        let row = |level: &mergebook::publish::proto::ExactLevel| {
+            vec![
+                level.exchange.clone(),
+                level.price.clone(),
+                level.amount.clone(),
+            ]
+        };
+        let asks = exact.asks.iter().rev().map(row);
+        serde_json::json!(asks.chain(exact.bids.iter().map(row)).collect::<Vec<_>>())
+    };
+    assert_eq!(shown["rows"], expected);
+    assert_eq!(shown["bars"], 20);
+    // The README's picture of it.
+    if let Some(path) = std::env::var_os("MERGEBOOK_WEB_SCREENSHOT") {
+        std::fs::write(path, browser.screenshot().await).unwrap();
+    }
+
+    let newer = format!("Number(document.body.dataset.seq) > {sequence}");
+    browser.wait_for("a newer book", &newer).await;
+
+    // Another instrument, picked as a user picks it.
+    browser
+        .eval(
+            "(() => { const picker = document.getElementById('instrument'); \
+             picker.value = 'BTC/USD'; picker.dispatchEvent(new Event('change')); })()",
+        )
+        .await;
+    let btc_usd = format!(
+        "document.getElementById('ladder-title').textContent.startsWith('BTC/USD') && {}",
+        live_and_synced(1)
+    );
+    browser.wait_for("BTC/USD picked", &btc_usd).await;
+
+    // The service goes away: the page says so and keeps the last book.
+    service.stop().await;
+    browser
+        .wait_for(
+            "the lost connection",
+            "document.getElementById('link').textContent.startsWith('connection lost') \
+             && document.querySelectorAll('#ladder tr.level').length === 20",
+        )
+        .await;
+    // Back on the same port: the page follows it again by itself.
+    let listeners = Listeners {
+        grpc: TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        metrics: TcpListener::bind(metrics).await.unwrap(),
+    };
+    let service = Service::start(config, listeners).unwrap();
+    browser
+        .wait_for("the book after the restart", &btc_usd)
+        .await;
+    service.stop().await;
+}
