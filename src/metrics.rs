@@ -65,6 +65,7 @@ pub struct Metrics {
     /// Connections closed as they were accepted, by port (`grpc`, `metrics`): the port's
     /// `max_connections` were open.
     pub connections_refused: IntCounterVec,
+    pub connections_stalled: IntCounterVec,
     /// NATS (`publish/nats.rs`): summaries published, skipped for newer ones, dropped by
     /// reason, and the connection.
     pub nats_published: IntCounter,
@@ -269,6 +270,16 @@ impl Metrics {
             &["port"],
         )
         .expect("valid");
+        let connections_stalled = IntCounterVec::new(
+            prometheus::Opts::new(
+                "orderbook_connections_stalled_total",
+                "Connections closed because their client read nothing of what it was sent \
+                 for the port's request timeout, by port (metrics: a stalled page of the \
+                 web view).",
+            ),
+            &["port"],
+        )
+        .expect("valid");
         let nats_published = IntCounter::new(
             "orderbook_nats_published_total",
             "Summaries published on NATS (accepted by the client; NATS itself is at most once).",
@@ -312,6 +323,7 @@ impl Metrics {
             Box::new(nats_connected.clone()),
             Box::new(nats_connects.clone()),
             Box::new(connections_refused.clone()),
+            Box::new(connections_stalled.clone()),
             Box::new(grpc_clients.clone()),
             Box::new(grpc_clients_rejected.clone()),
             Box::new(grpc_summaries_skipped.clone()),
@@ -382,6 +394,7 @@ impl Metrics {
             grpc_clients_rejected,
             grpc_summaries_skipped,
             connections_refused,
+            connections_stalled,
             nats_published,
             nats_skipped,
             nats_dropped,

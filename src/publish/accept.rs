@@ -60,3 +60,89 @@ pub async fn accept_bounded<Serve, Served>(
         });
     }
 }
+
+/// A connection whose writes fail (`TimedOut`) once one has waited `limit` for the peer to
+/// read: a client that stops reading a stream (a stalled browser tab) is dropped, instead
+/// of holding its place and the server's buffers for as long as TCP keeps it. Each write
+/// that does not complete at once arms the deadline; one that completes clears it.
+pub(crate) struct WriteDeadline<S> {
+    inner: S,
+    limit: Duration,
+    stalled: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    /// Counted once, when the deadline passes.
+    on_stall: Option<prometheus::IntCounter>,
+}
+
+impl<S> WriteDeadline<S> {
+    pub(crate) fn new(inner: S, limit: Duration, on_stall: prometheus::IntCounter) -> Self {
+        WriteDeadline {
+            inner,
+            limit,
+            stalled: None,
+            on_stall: Some(on_stall),
+        }
+    }
+
+    /// `Ready(Err(TimedOut))` once a pending write has waited `limit`, else `Pending`.
+    fn pending(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Error> {
+        let limit = self.limit;
+        let stalled = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match stalled.as_mut().poll(cx) {
+            std::task::Poll::Ready(()) => {
+                if let Some(counter) = self.on_stall.take() {
+                    counter.inc();
+                }
+                std::task::Poll::Ready(std::io::ErrorKind::TimedOut.into())
+            }
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for WriteDeadline<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteDeadline<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match std::pin::Pin::new(&mut self.inner).poll_write(cx, buf) {
+            std::task::Poll::Pending => self.pending(cx).map(Err),
+            done => {
+                self.stalled = None;
+                done
+            }
+        }
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match std::pin::Pin::new(&mut self.inner).poll_flush(cx) {
+            std::task::Poll::Pending => self.pending(cx).map(Err),
+            done => {
+                self.stalled = None;
+                done
+            }
+        }
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

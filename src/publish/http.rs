@@ -8,6 +8,7 @@ use crate::clock;
 use crate::config::Config;
 use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
+use crate::publish::accept::WriteDeadline;
 use crate::publish::health::{Health, health_report};
 use axum::Router;
 use axum::extract::State;
@@ -36,6 +37,7 @@ pub async fn serve(
 ) {
     let limits = config.metrics_connections;
     let refused = metrics.connections_refused.with_label_values(&["metrics"]);
+    let stalled = metrics.connections_stalled.with_label_values(&["metrics"]);
     let mut app = Router::new()
         .route("/metrics", get(metrics_text))
         .route("/health", get(health));
@@ -60,6 +62,14 @@ pub async fn serve(
         .header_read_timeout(limits.request_timeout)
         .max_buf_size(MAX_REQUEST_HEAD_BYTES);
     crate::publish::accept::accept_bounded(listener, limits, "metrics", refused, |stream| {
+        // A client that reads nothing it is sent for the request timeout (a stalled page
+        // of the web view) is dropped; until then the kernel holds at most
+        // `SEND_BUFFER_BYTES` of what it was sent.
+        if let Err(error) = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER_BYTES)
+        {
+            tracing::warn!(%error, "metrics port: setting the socket's send buffer failed");
+        }
+        let stream = WriteDeadline::new(stream, limits.request_timeout, stalled.clone());
         let connection =
             http1.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
         async move {
@@ -73,6 +83,10 @@ pub async fn serve(
 
 /// The most bytes of a request's head (request line and headers) read.
 const MAX_REQUEST_HEAD_BYTES: usize = 16 * 1024;
+
+/// A connection's kernel send buffer: a scrape's whole text in a few reads, a few dozen
+/// books of the web view (Linux doubles it for its own bookkeeping).
+const SEND_BUFFER_BYTES: usize = 64 * 1024;
 
 async fn metrics_text(State(shared): State<Shared>) -> impl IntoResponse {
     update_book_ages(&shared.metrics, &shared.config, &shared.summaries);

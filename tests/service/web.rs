@@ -146,6 +146,54 @@ async fn the_page_and_each_instrument_s_latest_book_are_served() {
     service.stop().await;
 }
 
+/// A page that stops reading its stream (a stalled tab) is dropped once its writes have
+/// waited the port's request timeout, and counted; the service holds one event for it
+/// meanwhile, never a queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_page_is_dropped() {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
+    let config = TestConfig::new()
+        .set("web.enabled", true)
+        .set("web.updates_per_second", 60)
+        .set("metrics.request_timeout_ms", 200)
+        .on(&simulator, &[VenueId::Binance, VenueId::Bitstamp])
+        .instrument(
+            INSTRUMENTS[0],
+            &[(VenueId::Binance, "ETHBTC"), (VenueId::Bitstamp, "ethbtc")],
+        )
+        .build();
+    let listeners = Listeners::loopback().await.unwrap();
+    let metrics = listeners.metrics.local_addr().unwrap();
+    let service = Service::start(config, listeners).unwrap();
+    // A client with a small receive buffer that asks for the stream and reads nothing.
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket.connect(&metrics.into()).unwrap();
+    let mut stalled: std::net::TcpStream = socket.into();
+    use std::io::{Read, Write};
+    stalled
+        .write_all(b"GET /book/stream HTTP/1.0\r\nHost: test\r\n\r\n")
+        .unwrap();
+    let series = "orderbook_connections_stalled_total{port=\"metrics\"}";
+    common::eventually("the stalled page dropped", WAIT, || {
+        common::service_metric(&service, series) >= 1.0
+    })
+    .await;
+    // What it was sent before, then the end: the service closed it.
+    stalled.set_read_timeout(Some(WAIT)).unwrap();
+    let mut rest = Vec::new();
+    stalled
+        .read_to_end(&mut rest)
+        .expect("closed by the service");
+    assert!(
+        rest.starts_with(b"HTTP/1.0 200"),
+        "{:?}",
+        String::from_utf8_lossy(&rest[..64.min(rest.len())])
+    );
+    service.stop().await;
+}
+
 /// Off unless configured: the metrics port serves no page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_is_off_by_default() {
