@@ -122,6 +122,11 @@ struct LoadtestArgs {
     /// Print the report of one rate as JSON (what each child process of a table prints).
     #[arg(long)]
     json: bool,
+    /// Pages of the web view following the first instrument's book all run long (`[web]`
+    /// on: each an event stream on the metrics port, read and dropped as a browser would
+    /// take it).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1000))]
+    web_clients: u16,
 }
 
 fn parse_venue(name: &str) -> Result<VenueId, String> {
@@ -245,6 +250,7 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
             merger_core: args.merger_core,
             rss_every: args.rss_every,
             cpu_wake_latency_us: args.cpu_wake_latency_us,
+            web_clients: usize::from(args.web_clients),
         };
         return match loadtest::run(&spec) {
             Ok(report) => {
@@ -351,7 +357,8 @@ fn loadtest_child(args: &LoadtestArgs, rate: u32, instruments: u16) -> Option<Lo
         .args(["--warmup", &args.warmup.as_secs_f64().to_string()])
         .args(["--depth", &args.depth.to_string()])
         .args(["--idle", args.idle.name()])
-        .args(["--rss-every", &args.rss_every.as_secs_f64().to_string()]);
+        .args(["--rss-every", &args.rss_every.as_secs_f64().to_string()])
+        .args(["--web-clients", &args.web_clients.to_string()]);
     if let Some(core) = args.merger_core {
         command.args(["--merger-core", &core.to_string()]);
     }

@@ -29,6 +29,8 @@ fn a_short_run_accounts_for_every_frame_sent() {
         // CPUs halt as they did (1 ms; less if a process already holds less), and the
         // report must show it in force.
         cpu_wake_latency_us: limit_before.map(|before| before.clamp(0, 1000) as u32),
+        // Pages of the web view alongside: every frame is still accounted for.
+        web_clients: 2,
     };
     let report = loadtest::run(&spec).unwrap();
     assert_eq!(

@@ -79,6 +79,10 @@ pub struct LoadSpec {
     /// ([`crate::cpu_latency`]: 0 keeps idle CPUs polling instead of halting), as a host
     /// tuned for latency would. A run that cannot take it fails.
     pub cpu_wake_latency_us: Option<u32>,
+    /// Pages of the web view following the first instrument for the whole run (`[web]`
+    /// on when above 0): event streams read on the simulator's runtime, their bytes
+    /// dropped, as browsers elsewhere would take them.
+    pub web_clients: usize,
 }
 
 /// A multi-threaded runtime whose threads are named `name` (the CPU accounting tells
@@ -197,6 +201,9 @@ fn config_for(spec: &LoadSpec) -> Result<mergebook::config::Config, String> {
         listen = "127.0.0.1:0"
         [metrics]
         listen = "127.0.0.1:0"
+        max_connections = {connections}
+        [web]
+        enabled = {web}
         # The venues are this process's simulator's (`Simulator::point`).
         [simulator]
         {instruments}
@@ -204,6 +211,8 @@ fn config_for(spec: &LoadSpec) -> Result<mergebook::config::Config, String> {
         depth = spec.depth,
         count = spec.instruments,
         idle = spec.idle.name(),
+        web = spec.web_clients > 0,
+        connections = spec.web_clients + 64,
     );
     RawConfig::parse(&text, "loadtest")
         .and_then(|raw| raw.validate())
@@ -221,6 +230,21 @@ const CONSUMER_CHANNEL_CAPACITY: usize = 1 << 12;
 const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest wait, after the simulator stops, for the last frames to be published.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A page of the web view, as far as the service can tell: the first instrument's event
+/// stream, read as fast as it comes and dropped, until the service closes it.
+async fn web_page(metrics: std::net::SocketAddr) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(metrics).await else {
+        return;
+    };
+    let request = b"GET /book/stream HTTP/1.0\r\nHost: loadtest\r\n\r\n";
+    if stream.write_all(request).await.is_err() {
+        return;
+    }
+    let mut buffer = vec![0; 64 * 1024];
+    while matches!(stream.read(&mut buffer).await, Ok(1..)) {}
+}
 
 /// Runs one load run in this process.
 pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
@@ -261,12 +285,17 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         overflowed: Arc::clone(&overflowed),
     };
     let started = Instant::now();
-    let service = service_runtime.block_on(async {
+    let (service, metrics_address) = service_runtime.block_on(async {
         let listeners = Listeners::loopback()
             .await
             .map_err(|error| error.to_string())?;
-        Service::start_observed(config, listeners, tap).map_err(|error| error.to_string())
+        let metrics_address = listeners.metrics.local_addr().map_err(|e| e.to_string())?;
+        let service = Service::start_observed(config, listeners, tap).map_err(|e| e.to_string())?;
+        Ok::<_, String>((service, metrics_address))
     })?;
+    for _ in 0..spec.web_clients {
+        simulator_runtime.spawn(web_page(metrics_address));
+    }
     let metrics = service.metrics();
 
     let (consumer, consumed) = sync_channel(CONSUMER_CHANNEL_CAPACITY);
