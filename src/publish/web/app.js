@@ -50,6 +50,10 @@ function drawLadder(book) {
   body.replaceChildren();
   const asks = withTotals(book.asks);
   const bids = withTotals(book.bids);
+  // Where venues are converted from another currency, both prices: the book's and, in a
+  // last column, the venue's own.
+  const converts = book.venue_quotes.some((venue) => venue.rate_pair);
+  document.getElementById("native-head").textContent = converts ? "venue's price" : "";
   const row = (level, side) => {
     const tr = body.insertRow();
     tr.className = `level ${side}`;
@@ -59,12 +63,13 @@ function drawLadder(book) {
     cell(tr, level.price);
     cell(tr, level.amount);
     cell(tr, decimal(level.total));
+    cell(tr, converts ? level.native_price || level.price : "");
   };
   for (const level of asks.slice().reverse()) row(level, "ask");
   const spread = body.insertRow();
   spread.className = "spread";
   const td = spread.insertCell();
-  td.colSpan = 4;
+  td.colSpan = 5;
   td.textContent = `── spread ${book.spread || "–"} ──`;
   for (const level of bids) row(level, "bid");
 }
