@@ -21,6 +21,23 @@ const INTERVAL: Duration = Duration::from_millis(50);
 /// Events read after the first synced one.
 const MORE: usize = 5;
 
+/// The simulator, and a configuration on it with the page on: `INSTRUMENTS`, ETH/BTC
+/// from Binance and Bitstamp, BTC/USD from Bitstamp, 10 levels a side.
+async fn on_the_simulator() -> (Simulator, TestConfig) {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
+    let config = TestConfig::new()
+        .set("service.depth", 10)
+        .set("web.enabled", true)
+        .on(&simulator, &[VenueId::Binance, VenueId::Bitstamp])
+        .instrument(
+            INSTRUMENTS[0],
+            &[(VenueId::Binance, "ETHBTC"), (VenueId::Bitstamp, "ethbtc")],
+        )
+        .instrument(INSTRUMENTS[1], &[(VenueId::Bitstamp, "btcusd")]);
+    (simulator, config)
+}
+
 /// The events of `instrument`'s stream, read until one has every venue synced and both
 /// sides, then `more`: each event's JSON, and when the synced one arrived.
 async fn events_until_synced(
@@ -75,22 +92,12 @@ fn levels(levels: &serde_json::Value) -> Vec<(String, String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_and_each_instrument_s_latest_book_are_served() {
-    let simulator =
-        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
-    let venues = [VenueId::Binance, VenueId::Bitstamp];
-    let config = TestConfig::new()
-        .set("service.depth", 10)
-        .set("web.enabled", true)
+    let (_simulator, config) = on_the_simulator().await;
+    let config = config
         .set(
             "web.updates_per_second",
             1_000 / INTERVAL.as_millis() as i64,
         )
-        .on(&simulator, &venues)
-        .instrument(
-            INSTRUMENTS[0],
-            &[(VenueId::Binance, "ETHBTC"), (VenueId::Bitstamp, "ethbtc")],
-        )
-        .instrument(INSTRUMENTS[1], &[(VenueId::Bitstamp, "btcusd")])
         .build();
     let written = common::EverySummary::default();
     let listeners = Listeners::loopback().await.unwrap();
@@ -151,17 +158,10 @@ async fn the_page_and_each_instrument_s_latest_book_are_served() {
 /// meanwhile, never a queue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_page_is_dropped() {
-    let simulator =
-        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
-    let config = TestConfig::new()
-        .set("web.enabled", true)
+    let (_simulator, config) = on_the_simulator().await;
+    let config = config
         .set("web.updates_per_second", 60)
         .set("metrics.request_timeout_ms", 200)
-        .on(&simulator, &[VenueId::Binance, VenueId::Bitstamp])
-        .instrument(
-            INSTRUMENTS[0],
-            &[(VenueId::Binance, "ETHBTC"), (VenueId::Bitstamp, "ethbtc")],
-        )
         .build();
     let listeners = Listeners::loopback().await.unwrap();
     let metrics = listeners.metrics.local_addr().unwrap();
@@ -216,18 +216,8 @@ async fn the_page_is_off_by_default() {
 /// lost service is shown (the last book kept) until it is back on its port.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_in_a_browser_follows_the_book_and_the_service_s_restart() {
-    let simulator =
-        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
-    let config = TestConfig::new()
-        .set("service.depth", 10)
-        .set("web.enabled", true)
-        .on(&simulator, &[VenueId::Binance, VenueId::Bitstamp])
-        .instrument(
-            INSTRUMENTS[0],
-            &[(VenueId::Binance, "ETHBTC"), (VenueId::Bitstamp, "ethbtc")],
-        )
-        .instrument(INSTRUMENTS[1], &[(VenueId::Bitstamp, "btcusd")])
-        .build();
+    let (_simulator, config) = on_the_simulator().await;
+    let config = config.build();
     let written = common::EverySummary::default();
     let listeners = Listeners::loopback().await.unwrap();
     let metrics = listeners.metrics.local_addr().unwrap();
