@@ -42,11 +42,9 @@ pub async fn serve(
         .route("/metrics", get(metrics_text))
         .route("/health", get(health));
     if let Some(web) = config.web {
-        app = app.merge(crate::publish::web::routes(crate::publish::web::Books {
-            names: Arc::new(config.instruments.iter().map(|i| i.name.clone()).collect()),
-            summaries: summaries.clone(),
-            interval: web.interval,
-        }));
+        let names = config.instruments.iter().map(|i| i.name.clone()).collect();
+        let books = crate::publish::web::Books::new(names, summaries.clone(), web.interval);
+        app = app.merge(crate::publish::web::routes(books));
     }
     let app = app.with_state(Shared {
         config,

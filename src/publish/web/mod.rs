@@ -5,8 +5,8 @@
 //!   compiled into the binary: nothing is fetched from elsewhere, and it works offline);
 //! - `/book/instruments`: the instruments' names, a JSON array;
 //! - `/book/stream?instrument=ETH%2FBTC`: an event stream, each event one instrument's
-//!   latest summary as JSON (`summary_json`): the first at once, then at most
-//!   `web.updates_per_second` a second. It reads the instrument's latest-value channel, as
+//!   latest summary as JSON (`summary_json`, written once a summary for all the pages
+//!   that send it): the first at once, then at most `web.updates_per_second` a second. It reads the instrument's latest-value channel, as
 //!   every other consumer does: a browser that reads slowly or not at all skips summaries
 //!   and holds one event at a time, and the merger never waits for it.
 //!
@@ -33,9 +33,42 @@ const STYLE_CSS: &str = include_str!("style.css");
 /// time between two events of a stream.
 #[derive(Clone)]
 pub(crate) struct Books {
-    pub names: Arc<Vec<String>>,
-    pub summaries: Vec<watch::Receiver<Arc<Summary>>>,
-    pub interval: Duration,
+    names: Arc<Vec<String>>,
+    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    interval: Duration,
+    /// Each instrument's latest summary as an event's text, written once for every page
+    /// that sends it.
+    written: Arc<Vec<std::sync::Mutex<Written>>>,
+}
+
+/// A summary's sequence number, and its JSON.
+type Written = (u64, Arc<str>);
+
+impl Books {
+    pub(crate) fn new(
+        names: Vec<String>,
+        summaries: Vec<watch::Receiver<Arc<Summary>>>,
+        interval: Duration,
+    ) -> Books {
+        let written = names.iter().map(|_| Default::default()).collect();
+        Books {
+            names: Arc::new(names),
+            summaries,
+            interval,
+            written: Arc::new(written),
+        }
+    }
+
+    /// Instrument `index`'s `summary` as an event's text: written by the first page to
+    /// send it, shared by the others.
+    fn event_text(&self, index: usize, summary: &Summary) -> Arc<str> {
+        let mut written = self.written[index].lock().expect("not poisoned");
+        if written.1.is_empty() || written.0 != summary.sequence {
+            let json = summary_json(&exact_summary(&self.names[index], summary));
+            *written = (summary.sequence, json.to_string().into());
+        }
+        Arc::clone(&written.1)
+    }
 }
 
 /// The page's routes, under `/book`.
@@ -84,18 +117,16 @@ async fn stream(State(books): State<Books>, Query(query): Query<StreamQuery>) ->
     else {
         return (StatusCode::NOT_FOUND, "no such instrument").into_response();
     };
-    let name = books.names[index].clone();
-    let interval = books.interval;
     let events = futures_util::stream::unfold((latest, true), move |(mut latest, first)| {
-        let name = name.clone();
+        let books = books.clone();
         async move {
             if !first {
                 // Coalesced: one event an interval at most, the latest summary then.
-                tokio::time::sleep(interval).await;
+                tokio::time::sleep(books.interval).await;
                 latest.changed().await.ok()?;
             }
-            let json = summary_json(&exact_summary(&name, &latest.borrow_and_update()));
-            let event = Event::default().data(json.to_string());
+            let summary = Arc::clone(&latest.borrow_and_update());
+            let event = Event::default().data(&*books.event_text(index, &summary));
             Some((Ok::<_, Infallible>(event), (latest, false)))
         }
     });
