@@ -6,9 +6,10 @@
 //! - `/book/instruments`: the instruments' names, a JSON array;
 //! - `/book/stream?instrument=ETH%2FBTC`: an event stream, each event one instrument's
 //!   latest summary as JSON (`summary_json`, written once a summary for all the pages
-//!   that send it): the first at once, then at most `web.updates_per_second` a second. It reads the instrument's latest-value channel, as
-//!   every other consumer does: a browser that reads slowly or not at all skips summaries
-//!   and holds one event at a time, and the merger never waits for it.
+//!   that send it): the first at once, then at most `web.updates_per_second` a second.
+//!   It reads the instrument's latest-value channel, as every other consumer does: a
+//!   browser that reads slowly or not at all skips summaries and holds one event at a
+//!   time, and the merger never waits for it.
 //!
 //! Read-only; no secret is on the page (the configuration is not).
 
@@ -117,8 +118,10 @@ async fn stream(State(books): State<Books>, Query(query): Query<StreamQuery>) ->
     else {
         return (StatusCode::NOT_FOUND, "no such instrument").into_response();
     };
+    // Shared by the stream's events (`Books` holds every instrument's channel).
+    let books = Arc::new(books);
     let events = futures_util::stream::unfold((latest, true), move |(mut latest, first)| {
-        let books = books.clone();
+        let books = Arc::clone(&books);
         async move {
             if !first {
                 // Coalesced: one event an interval at most, the latest summary then.
