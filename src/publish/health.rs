@@ -94,5 +94,8 @@ mod tests {
             Health::Down
         );
         assert_eq!(check(&[&[Crossed]]), Health::Down);
+        // A venue out for want of its rate is out like any other.
+        assert_eq!(check(&[&[Synced, NoRate]]), Health::Degraded);
+        assert_eq!(check(&[&[NoRate, NoRate]]), Health::Down);
     }
 }
