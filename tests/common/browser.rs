@@ -15,8 +15,9 @@ const WAIT: Duration = Duration::from_secs(30);
 
 pub struct Browser {
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
-    /// The page's session on the browser's connection.
-    session: String,
+    /// The id the browser gave the page's attachment to this connection (the protocol's
+    /// `sessionId`), which each command to the page names.
+    page: String,
     next_id: u64,
     profile: std::path::PathBuf,
     _process: KillOnDrop,
@@ -72,7 +73,7 @@ impl Browser {
             .unwrap();
         let mut browser = Browser {
             socket,
-            session: String::new(),
+            page: String::new(),
             next_id: 0,
             profile,
             _process: process,
@@ -86,18 +87,18 @@ impl Browser {
                 serde_json::json!({ "targetId": target["targetId"], "flatten": true }),
             )
             .await;
-        browser.session = attached["sessionId"].as_str().unwrap().to_owned();
+        browser.page = attached["sessionId"].as_str().unwrap().to_owned();
         Some(browser)
     }
 
-    /// One command (on the page's session once attached), and its result; the events
+    /// One command (to the page once attached), and its result; the events
     /// that arrive meanwhile are dropped.
     async fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
         self.next_id += 1;
         let id = self.next_id;
         let mut command = serde_json::json!({ "id": id, "method": method, "params": params });
-        if !self.session.is_empty() {
-            command["sessionId"] = self.session.clone().into();
+        if !self.page.is_empty() {
+            command["sessionId"] = self.page.clone().into();
         }
         self.socket
             .send(Message::text(command.to_string()))
