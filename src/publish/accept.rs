@@ -83,8 +83,17 @@ impl<S> WriteDeadline<S> {
         }
     }
 
-    /// `Ready(Err(TimedOut))` once a pending write has waited `limit`, else `Pending`.
-    fn pending(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Error> {
+    /// `done` as it is, clearing the deadline once it is ready; while it is pending,
+    /// `Err(TimedOut)` once it has waited `limit`.
+    fn within_deadline<T>(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        done: std::task::Poll<std::io::Result<T>>,
+    ) -> std::task::Poll<std::io::Result<T>> {
+        if done.is_ready() {
+            self.stalled = None;
+            return done;
+        }
         let limit = self.limit;
         let stalled = self
             .stalled
@@ -94,7 +103,7 @@ impl<S> WriteDeadline<S> {
                 if let Some(counter) = self.on_stall.take() {
                     counter.inc();
                 }
-                std::task::Poll::Ready(std::io::ErrorKind::TimedOut.into())
+                std::task::Poll::Ready(Err(std::io::ErrorKind::TimedOut.into()))
             }
             std::task::Poll::Pending => std::task::Poll::Pending,
         }
@@ -117,26 +126,16 @@ impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for WriteDeadline<S
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
-        match std::pin::Pin::new(&mut self.inner).poll_write(cx, buf) {
-            std::task::Poll::Pending => self.pending(cx).map(Err),
-            done => {
-                self.stalled = None;
-                done
-            }
-        }
+        let done = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.within_deadline(cx, done)
     }
 
     fn poll_flush(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        match std::pin::Pin::new(&mut self.inner).poll_flush(cx) {
-            std::task::Poll::Pending => self.pending(cx).map(Err),
-            done => {
-                self.stalled = None;
-                done
-            }
-        }
+        let done = std::pin::Pin::new(&mut self.inner).poll_flush(cx);
+        self.within_deadline(cx, done)
     }
 
     fn poll_shutdown(
