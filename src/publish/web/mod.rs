@@ -35,7 +35,8 @@ const STYLE_CSS: &str = include_str!("style.css");
 #[derive(Clone)]
 pub(crate) struct Books {
     names: Arc<Vec<String>>,
-    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    /// Shared by every request; a stream clones the one channel it follows.
+    summaries: Arc<Vec<watch::Receiver<Arc<Summary>>>>,
     interval: Duration,
     /// Each instrument's latest summary as an event's text, written once for every page
     /// that sends it.
@@ -54,7 +55,7 @@ impl Books {
         let written = names.iter().map(|_| Default::default()).collect();
         Books {
             names: Arc::new(names),
-            summaries,
+            summaries: Arc::new(summaries),
             interval,
             written: Arc::new(written),
         }
@@ -118,10 +119,8 @@ async fn stream(State(books): State<Books>, Query(query): Query<StreamQuery>) ->
     else {
         return (StatusCode::NOT_FOUND, "no such instrument").into_response();
     };
-    // Shared by the stream's events (`Books` holds every instrument's channel).
-    let books = Arc::new(books);
     let events = futures_util::stream::unfold((latest, true), move |(mut latest, first)| {
-        let books = Arc::clone(&books);
+        let books = books.clone();
         async move {
             if !first {
                 // Coalesced: one event an interval at most, the latest summary then.
@@ -140,7 +139,7 @@ async fn stream(State(books): State<Books>, Query(query): Query<StreamQuery>) ->
 
 /// An exact summary as the page reads it: the fields of `BookSummaryExact`
 /// (proto/orderbook.proto), by the same names.
-pub(crate) fn summary_json(summary: &ExactSummary) -> serde_json::Value {
+fn summary_json(summary: &ExactSummary) -> serde_json::Value {
     let levels = |levels: &[crate::publish::proto::ExactLevel]| {
         levels
             .iter()

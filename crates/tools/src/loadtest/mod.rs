@@ -232,8 +232,9 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A page of the web view, as far as the service can tell: the first instrument's event
-/// stream, read as fast as it comes and dropped, until the service closes it.
-async fn web_page(metrics: std::net::SocketAddr) {
+/// stream, read as fast as it comes and dropped, until the service closes it; what it
+/// read of a stream the service served (HTTP 200) counted in `bytes`.
+async fn web_page(metrics: std::net::SocketAddr, bytes: Arc<AtomicU64>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let Ok(mut stream) = tokio::net::TcpStream::connect(metrics).await else {
         return;
@@ -243,7 +244,15 @@ async fn web_page(metrics: std::net::SocketAddr) {
         return;
     }
     let mut buffer = vec![0; 64 * 1024];
-    while matches!(stream.read(&mut buffer).await, Ok(1..)) {}
+    let mut served = false;
+    while let Ok(read @ 1..) = stream.read(&mut buffer).await {
+        // The status line comes whole in the first read.
+        served = served || buffer[..read].starts_with(b"HTTP/1.0 200 ");
+        if !served {
+            return;
+        }
+        bytes.fetch_add(read as u64, Ordering::Relaxed);
+    }
 }
 
 /// Runs one load run in this process.
@@ -293,8 +302,9 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         let service = Service::start_observed(config, listeners, tap).map_err(|e| e.to_string())?;
         Ok::<_, String>((service, metrics_address))
     })?;
+    let web_bytes = Arc::new(AtomicU64::new(0));
     for _ in 0..spec.web_clients {
-        simulator_runtime.spawn(web_page(metrics_address));
+        simulator_runtime.spawn(web_page(metrics_address, Arc::clone(&web_bytes)));
     }
     let metrics = service.metrics();
 
@@ -412,6 +422,10 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
     let cpu_wake_latency_limit_us = CpuLatencyRequest::effective_us().ok();
 
     service_runtime.block_on(service.stop());
+    // Pages that read nothing would measure nothing of what pages cost.
+    if spec.web_clients > 0 && web_bytes.load(Ordering::Relaxed) == 0 {
+        return Err("the web view's pages received nothing".into());
+    }
     drain(&mut accounting);
     let superseded: u64 = spec
         .venues
