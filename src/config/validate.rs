@@ -633,6 +633,13 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
             ));
         }
         "snapshot" => return Ok(FeedMode::Snapshot),
+        "diff" if !venue.facts().diff_streams => {
+            return Err(invalid(
+                key("mode"),
+                "\"diff\"",
+                "this venue has no diff streams: \"snapshot\" is its only mode",
+            ));
+        }
         "diff" => {}
         other => {
             return Err(invalid(

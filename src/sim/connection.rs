@@ -114,7 +114,9 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                                 continue;
                             }
                             let seed = shared.seed ^ books.streams.len() as u64 ^ (venue.exchange().index() as u64) << 32;
-                            let levels = venue.simulated().levels_on_stream(&stream);
+                            // A subscription that asks for fewer levels than the stream's
+                            // (Hyperliquid's `fast`) gets those.
+                            let levels = venue.simulated().levels_on_stream(&stream).min(answer.depth.unwrap_or(usize::MAX));
                             let every = shared.stream_every(&stream);
                             // Streams that skip ticks spread over them, not all on one.
                             let ticks = books.streams.len() as u32;

@@ -39,6 +39,10 @@ pub struct VenueFacts {
     /// Whether the venue has top-of-book snapshot streams (`mode = "snapshot"`); without
     /// them, `diff` is its only mode.
     pub snapshot_streams: bool,
+    /// Whether the venue has diff streams (`mode = "diff"`); without them, `snapshot` is
+    /// its only mode (Hyperliquid, whose every frame is a whole book), and the diff-mode
+    /// facts below (`snapshots`, `rest_budget`, `sequencing`) are never used.
+    pub diff_streams: bool,
     /// Whether the venue sends its books in binary frames (Binance SBE), read by
     /// [`Decode::decode_binary`] and [`Decode::decode_diff_binary`]; its text frames are
     /// still read by `decode` and `decode_diff` (subscription answers). A binary frame
@@ -95,11 +99,17 @@ pub trait Decode {
     /// Decodes one text frame of a diff connection. `Message::Book` means `out` holds one
     /// diff event: all its levels in wire order (zero amounts delete), at most
     /// `max_levels` a side. On error `out` holds garbage.
+    /// A venue without diff streams (`VenueFacts::diff_streams`) has none to decode.
     fn decode_diff<'a>(
         frame: &'a [u8],
         max_levels: usize,
         out: &mut BookUpdate,
-    ) -> Result<Message<'a>, DecodeError>;
+    ) -> Result<Message<'a>, DecodeError> {
+        let _ = (frame, max_levels, out);
+        Err(DecodeError::UnknownMessage(
+            "frame outside snapshot mode (the venue has no diff streams)",
+        ))
+    }
 
     /// Decodes one binary frame of a diff connection, as [`Decode::decode_diff`] a text one.
     fn decode_diff_binary<'a>(
@@ -318,7 +328,9 @@ pub trait Simulated: Sync {
     fn levels_on_stream(&self, stream: &str) -> usize;
 
     /// Appends one diff event frame for `stream` in the recorded wire format, carrying
-    /// `checksum` (of the book after the event) where the venue sends one.
+    /// `checksum` (of the book after the event) where the venue sends one. The diff-stream
+    /// methods below do nothing for a venue without diff streams
+    /// (`VenueFacts::diff_streams`), whose simulator serves none.
     fn encode_diff(
         &self,
         stream: &str,
@@ -327,7 +339,9 @@ pub trait Simulated: Sync {
         price_decimals: u32,
         unix_ms: u64,
         out: &mut Vec<u8>,
-    );
+    ) {
+        let _ = (stream, update, checksum, price_decimals, unix_ms, out);
+    }
 
     /// Appends a snapshot of `stream` in the recorded format, as sent `on`: a REST body
     /// ([`SnapshotSource::Rest`]) or a WebSocket frame on the stream
@@ -340,14 +354,22 @@ pub trait Simulated: Sync {
         checksum: Option<u32>,
         price_decimals: u32,
         out: &mut Vec<u8>,
-    );
+    ) {
+        let _ = (stream, snapshot, on, checksum, price_decimals, out);
+    }
 
     /// The ids of the diff event after `last_id` that changes `changes` levels at
     /// `now_us` (unix microseconds), as the venue numbers them.
-    fn next_event_ids(&self, last_id: u64, changes: u64, now_us: u64) -> (u64, u64);
+    fn next_event_ids(&self, last_id: u64, changes: u64, now_us: u64) -> (u64, u64) {
+        let _ = (changes, now_us);
+        (last_id + 1, last_id + 1)
+    }
 
     /// The id a new diff stream's book starts at.
-    fn initial_event_id(&self, now_us: u64) -> u64;
+    fn initial_event_id(&self, now_us: u64) -> u64 {
+        let _ = now_us;
+        1
+    }
 
     /// The venue's heartbeat message on a subscribed connection, the `counter`th, where
     /// it sends one a second for the whole connection (Coinbase Advanced Trade's

@@ -80,6 +80,7 @@ venues! {
     CoinbaseExchange => coinbase_exchange::CoinbaseExchange,
     Coinbase => coinbase::Coinbase,
     BinanceSbe => binance_sbe::BinanceSbe,
+    Hyperliquid => hyperliquid::Hyperliquid,
 }
 
 /// The venue's facts, and its hot-path behaviour by enum dispatch.
@@ -235,6 +236,8 @@ mod tests {
             (VenueId::Coinbase, "BTC-USDC", Some("USD")),
             (VenueId::Coinbase, "BTC-PERP-INTX", None),
             (VenueId::CoinbaseExchange, "BTC-EUR", Some("EUR")),
+            (VenueId::Hyperliquid, "BTC/USDC", Some("USDC")),
+            (VenueId::Hyperliquid, "BTC", None),
         ];
         for &(venue, symbol, expected) in cases {
             assert_eq!(
@@ -270,7 +273,10 @@ mod tests {
     /// stream's book is never taken for a diff stream's.
     #[test]
     fn every_venue_names_the_symbol_of_its_diff_stream_and_no_other() {
-        for &venue in VenueId::ALL {
+        for &venue in VenueId::ALL
+            .iter()
+            .filter(|venue| venue.facts().diff_streams)
+        {
             let symbol = venue
                 .streams()
                 .diff_stream_symbol(&venue.streams().diff_stream_name("EthBtc"))

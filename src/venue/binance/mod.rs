@@ -58,6 +58,7 @@ impl Venue for Binance {
         // "≤1024 streams per connection" (docs/protocols.md, Binance, Limits).
         max_streams_per_connection: 1024,
         snapshot_streams: true,
+        diff_streams: true,
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::Rest,

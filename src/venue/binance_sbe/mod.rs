@@ -55,6 +55,7 @@ impl Venue for BinanceSbe {
         connect_budget: Binance::FACTS.connect_budget,
         max_streams_per_connection: Binance::FACTS.max_streams_per_connection,
         snapshot_streams: true,
+        diff_streams: true,
         binary_books: true,
         api_key_header: Some("X-MBX-APIKEY"),
         snapshots: SnapshotSource::Rest,

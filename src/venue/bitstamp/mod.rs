@@ -62,6 +62,7 @@ impl Venue for Bitstamp {
         // (docs/protocols.md, Bitstamp, Limits).
         max_streams_per_connection: 40,
         snapshot_streams: true,
+        diff_streams: true,
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::Rest,

@@ -92,6 +92,7 @@ impl Venue for Bybit {
         max_streams_per_connection: 500,
         // Bybit's topics carry snapshots and deltas: diff mode reads them.
         snapshot_streams: false,
+        diff_streams: true,
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::InBand,

@@ -69,6 +69,7 @@ impl Venue for Coinbase {
         // many.
         max_streams_per_connection: 20,
         snapshot_streams: false,
+        diff_streams: true,
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::InBand,

@@ -64,6 +64,7 @@ impl Venue for CoinbaseExchange {
         // connections of at most this many.
         max_streams_per_connection: 20,
         snapshot_streams: false,
+        diff_streams: true,
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::InBand,

@@ -73,6 +73,7 @@ impl Venue for Kraken {
         max_streams_per_connection: 50,
         // Kraken's `book` channel is a diff stream; there is no top-N snapshot stream.
         snapshot_streams: false,
+        diff_streams: true,
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::InBand,

@@ -120,6 +120,7 @@ impl Venue for Okx {
         // 480 subscriptions an hour a connection allows are far from what 29 need.
         max_streams_per_connection: 29,
         snapshot_streams: true,
+        diff_streams: true,
         binary_books: false,
         api_key_header: None,
         snapshots: SnapshotSource::Rest,
