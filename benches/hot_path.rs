@@ -609,6 +609,53 @@ fn coinbase(c: &mut Criterion) {
     });
 }
 
+/// Hyperliquid: the recorded 20-level `l2Book` frame decoded, beside serde_json's decode
+/// of it into owned values, its numbers parsed as f64 (the Binance reference's way).
+fn hyperliquid(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    struct Frame {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        channel: String,
+        data: Data,
+    }
+    #[derive(serde::Deserialize)]
+    struct Data {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        coin: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        time: u64,
+        levels: (Vec<Level>, Vec<Level>),
+    }
+    #[derive(serde::Deserialize)]
+    struct Level {
+        px: String,
+        sz: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        n: u64,
+    }
+    fn levels(side: &[Level]) -> Vec<(f64, f64)> {
+        side.iter()
+            .map(|level| (level.px.parse().unwrap(), level.sz.parse().unwrap()))
+            .collect()
+    }
+    let frame = hyperliquid_20();
+    let mut out = TopBook::default();
+    c.bench_function("hyperliquid_decode_20", |b| {
+        b.iter(|| {
+            VenueId::Hyperliquid
+                .decode(black_box(&frame), KEEP, &mut out)
+                .map(drop)
+        })
+    });
+    c.bench_function("hyperliquid_decode_20_serde_json", |b| {
+        b.iter(|| {
+            let frame: Frame = serde_json::from_slice(black_box(&frame)).unwrap();
+            let (bids, asks) = &frame.data.levels;
+            (levels(bids), levels(asks))
+        })
+    });
+}
+
 /// Where `record_frame`'s writer puts its lines: counted, then forgotten (the reader's
 /// cost is measured, not the disk's).
 struct CountedLines(Arc<std::sync::atomic::AtomicUsize>);
@@ -686,6 +733,7 @@ criterion_group!(
     coinbase_exchange_serde_reference,
     coinbase,
     coinbase_serde_reference,
+    hyperliquid,
     merging,
     mailboxes,
     cross_core_takes,

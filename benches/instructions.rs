@@ -38,6 +38,7 @@ fn main() {
     let mut out = TopBook::default();
     let bitstamp_20 = bitstamp_20();
     let binance_sbe_20 = binance_sbe_20();
+    let hyperliquid_frame = hyperliquid_20();
     let bitstamp_100 = bitstamp_100();
     let binance_book = decode(VenueId::Binance, BINANCE_20, KEEP);
     let bitstamp_book = decode(VenueId::Bitstamp, bitstamp_100, KEEP);
@@ -232,6 +233,10 @@ fn main() {
             black_box(result.expect("decodes"));
         }),
         "coinbase_update" => Box::new(|| advanced_book.apply(black_box(advanced_update_frame))),
+        "hyperliquid_decode_20" => Box::new(|| {
+            let result = VenueId::Hyperliquid.decode(black_box(&hyperliquid_frame), KEEP, &mut out);
+            black_box(result.expect("decodes"));
+        }),
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
@@ -244,7 +249,8 @@ fn main() {
                  bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \
                  okx_decode_books5 | okx_update | okx_checksum | \
                  coinbase_exchange_decode_snapshot | coinbase_exchange_update | \
-                 coinbase_decode_snapshot | coinbase_update | binance_sbe_decode_depth20>"
+                 coinbase_decode_snapshot | coinbase_update | binance_sbe_decode_depth20 | \
+                 hyperliquid_decode_20>"
             );
             std::process::exit(2);
         }

@@ -686,3 +686,20 @@ pub fn coinbase_snapshot() -> &'static [u8] {
 pub fn coinbase_update() -> &'static [u8] {
     br#"{"channel":"l2_data","client_id":"","timestamp":"2026-09-07T01:57:59.102455Z","sequence_num":1,"events":[{"type":"update","product_id":"BTC-PERP-INTX","updates":[{"side":"bid","event_time":"2026-09-07T01:57:59.102455Z","price_level":"79943.9","new_quantity":"2.9105"}]}]}"#
 }
+
+/// `hyperliquid_decode_20`'s frame: the first recorded `l2Book` BTC frame (20 levels a
+/// side, 2.3 KB), out of its timeline's wrapper.
+pub fn hyperliquid_20() -> Vec<u8> {
+    let line = include_str!(
+        "../../tests/fixtures/hyperliquid/session_timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl"
+    )
+    .lines()
+    .next()
+    .expect("recorded frame");
+    let entry: serde_json::Value = serde_json::from_str(line).expect("a timeline entry");
+    entry["raw"]
+        .as_str()
+        .expect("its frame")
+        .as_bytes()
+        .to_vec()
+}

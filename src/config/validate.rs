@@ -317,12 +317,12 @@ impl RawConfig {
                 if symbol.is_empty()
                     || !symbol
                         .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"-_/:".contains(&b))
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_/:@".contains(&b))
                 {
                     return Err(invalid(
                         format!("{key}.symbols.{venue_name}"),
                         format!("{symbol:?}"),
-                        "a symbol is letters, digits, '-', '_', '/' or ':'",
+                        "a symbol is letters, digits, '-', '_', '/', ':' or '@'",
                     ));
                 }
                 if let Err(reason) = venue.streams().check_symbol(symbol) {

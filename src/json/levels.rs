@@ -2,7 +2,7 @@
 //! `Vec<Level>` with their order checked, the excess skipped. Levels of a shape seen
 //! before go to the vector reader first (`simd/`), the rest to the scalar paths here.
 
-use super::{DecodeError, Result, Walker, compact_number, simd};
+use super::{DecodeError, Result, Walker, compact_number, is_number_byte, side_skip, simd};
 use crate::book::{Level, Levels, MAX_DEPTH, Side, WireDecimals};
 use crate::fixed::FixedPoint;
 
@@ -46,6 +46,39 @@ fn skip_literals(bytes: &[u8], at: &mut usize, parts: &[&[u8]]) -> Option<()> {
         here.iter().zip(*part).all(|(a, b)| a == b).then_some(())?;
         *at += part.len();
     }
+    Some(())
+}
+
+/// The rest of a member `<key>":<digits>` after its opening quote, at `bytes[*at..]`: a
+/// short key of letters, digits or `_` that is neither `price_key` nor `amount_key` (a
+/// duplicate, which the object walk reports), and a JSON unsigned integer. `*at` moves
+/// past it; `None` for anything else.
+#[inline(always)]
+fn skip_integer_member(
+    bytes: &[u8],
+    at: &mut usize,
+    price_key: &str,
+    amount_key: &str,
+) -> Option<()> {
+    const MAX_KEY: usize = 16;
+    let rest = bytes.get(*at..)?;
+    let key_len = rest
+        .iter()
+        .take(MAX_KEY + 1)
+        .position(|&byte| byte == b'"')?;
+    let key = &rest[..key_len];
+    let plain = |byte: &u8| byte.is_ascii_alphanumeric() || *byte == b'_';
+    (key.iter().all(plain) && !is_key(key, price_key) && !is_key(key, amount_key)).then_some(())?;
+    let digits = rest.get(key_len + 2..)?;
+    (rest.get(key_len + 1) == Some(&b':')).then_some(())?;
+    let count = digits
+        .iter()
+        .take_while(|byte| byte.is_ascii_digit())
+        .count();
+    // JSON writes no leading zero; a number with a fraction or exponent is the walk's.
+    let valid = count > 0 && (count == 1 || digits[0] != b'0');
+    (valid && !digits.get(count).is_some_and(|&byte| is_number_byte(byte))).then_some(())?;
+    *at += key_len + 2 + count;
     Some(())
 }
 
@@ -280,14 +313,24 @@ impl<'a> Walker<'a> {
         let depth = depth.min(MAX_DEPTH);
         out.clear();
         let mut previous_rank: Option<u64> = None;
-        self.elements(|walker| {
+        self.expect(b'[', "'[' opening a side")?;
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Ok(());
+        }
+        loop {
             if out.len() == depth {
-                walker.skip_value()
-            } else {
-                let level = walker.shaped_level(shape, None)?;
-                keep_in_order(side, level, out, &mut previous_rank)
+                return match shape {
+                    LevelShape::Object { .. } => self.skip_rest_of_object_side(),
+                    _ => self.skip_elements(),
+                };
             }
-        })
+            let level = self.shaped_level(shape, None)?;
+            keep_in_order(side, level, out, &mut previous_rank)?;
+            if !self.next_or_close(b']', "',' or ']' after a level")? {
+                return Ok(());
+            }
+        }
     }
 
     /// [`Walker::all_levels`] for a side of levels of any `shape`; with `decimals`, also
@@ -421,7 +464,7 @@ impl<'a> Walker<'a> {
     }
 
     /// One level of `shape`.
-    fn shaped_level(
+    pub(super) fn shaped_level(
         &mut self,
         shape: LevelShape,
         decimals: Option<&mut WireDecimals>,
@@ -456,12 +499,14 @@ impl<'a> Walker<'a> {
                 price: price_key,
                 amount: amount_key,
             } => {
-                if let Some((level, digits)) = self.compact_object_level(price_key, amount_key) {
+                if let Some((level, (price_text, amount_text))) =
+                    self.compact_object_level(price_key, amount_key)
+                {
                     if let Some(most) = price_digits {
-                        *most = (*most).max(digits.0);
+                        *most = (*most).max(fraction_digits(price_text));
                     }
                     if let Some(most) = amount_digits {
-                        *most = (*most).max(digits.1);
+                        *most = (*most).max(fraction_digits(amount_text));
                     }
                     return Ok(level);
                 }
@@ -492,25 +537,40 @@ impl<'a> Walker<'a> {
     }
 
     /// `{"<price>":<number>,"<amount>":<number>}`, the compact layout with the price first,
-    /// read by direct byte checks; with each number's fractional digits as written.
-    /// `None` (position unchanged) for any other layout or any error, which the object
-    /// walk then reads or reports: it costs several times as much per level.
+    /// read by direct byte checks; with each number's text as written. One
+    /// member of an unsigned integer may come first and one last (an order count:
+    /// Hyperliquid's `"n":5`), skipped as the object walk skips it. `None` (position
+    /// unchanged) for any other layout or any error, which the object walk then reads or
+    /// reports: it costs several times as much per level.
     #[inline(always)]
-    fn compact_object_level(
+    pub(super) fn compact_object_level(
         &mut self,
         price_key: &str,
         amount_key: &str,
-    ) -> Option<(Level, (u8, u8))> {
+    ) -> Option<(Level, (&'a [u8], &'a [u8]))> {
         let bytes = self.bytes;
         let mut at = self.pos;
-        skip_literals(bytes, &mut at, &[b"{\"", price_key.as_bytes(), b"\":"])?;
+        skip_literals(bytes, &mut at, &[b"{\""])?;
+        let mut price_at = at;
+        if skip_literals(bytes, &mut price_at, &[price_key.as_bytes(), b"\":"]).is_none() {
+            skip_integer_member(bytes, &mut at, price_key, amount_key)?;
+            price_at = at;
+            skip_literals(
+                bytes,
+                &mut price_at,
+                &[b",\"", price_key.as_bytes(), b"\":"],
+            )?;
+        }
+        at = price_at;
         let (price, price_text) = compact_number(bytes, &mut at)?;
         skip_literals(bytes, &mut at, &[b",\"", amount_key.as_bytes(), b"\":"])?;
         let (amount, amount_text) = compact_number(bytes, &mut at)?;
+        if skip_literals(bytes, &mut at, &[b",\""]).is_some() {
+            skip_integer_member(bytes, &mut at, price_key, amount_key)?;
+        }
         (bytes.get(at) == Some(&b'}')).then_some(())?;
         self.pos = at + 1;
-        let digits = (fraction_digits(price_text), fraction_digits(amount_text));
-        Some((Level { price, amount }, digits))
+        Some((Level { price, amount }, (price_text, amount_text)))
     }
 
     /// One change of `shape`: its side and level.
@@ -711,6 +771,22 @@ impl<'a> Walker<'a> {
     /// levels.
     pub(super) fn skip_rest_of_array(&mut self) -> Result<()> {
         match simd::rest_of_side_len(&self.bytes[self.pos..]) {
+            Some(len) => {
+                self.pos += len;
+                Ok(())
+            }
+            None => self.skip_elements(),
+        }
+    }
+
+    /// Skips the remaining levels of a side of objects and its closing `]`, positioned
+    /// before a level: the fast path of [`Walker::skip_rest_of_array`] for objects
+    /// (Hyperliquid sends 20 a side, most users keep 10). The side ends at the first `]`
+    /// if the bytes before it can only be flat objects
+    /// ([`side_skip::rest_of_object_side_len`]); anything else takes the exact path. As
+    /// there, skipped levels are checked for structure only.
+    pub(super) fn skip_rest_of_object_side(&mut self) -> Result<()> {
+        match side_skip::rest_of_object_side_len(&self.bytes[self.pos..]) {
             Some(len) => {
                 self.pos += len;
                 Ok(())

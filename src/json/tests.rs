@@ -502,3 +502,81 @@ fn fast_side_skip_agrees_with_exact_skip() {
         assert_eq!(fast.position(), exact.position(), "{tail}");
     }
 }
+
+/// Skipping the rest of a side of objects: the fast skip lands where the exact one does,
+/// or declines, for every layout; a `]` inside a string or a nested array is not taken
+/// for the side's end.
+#[test]
+fn fast_object_side_skip_agrees_with_exact_skip() {
+    let level = r#"{"px":"105055.0","sz":"3.03622","n":5}"#;
+    let long = format!("{}]", vec![level; 60].join(","));
+    let tails = [
+        long.clone(),
+        format!("{level} , {level} ] , \"next\": 1"),
+        format!(r#"{level},{{"px":"1","sz":"]","n":1}}],"x":1"#),
+        format!(r#"{level},{{"px":"1","sz":"\"]","n":1}}],"x":1"#),
+        format!(r#"{level},{{"px":["1"],"sz":"2"}}],"x":1"#),
+        format!(r#"{level},{{"px":{{"a":1}},"sz":"2"}}],"x":1"#),
+    ];
+    for tail in &tails {
+        let mut fast = Walker::new(tail.as_bytes());
+        let mut exact = Walker::new(tail.as_bytes());
+        fast.skip_rest_of_object_side().unwrap();
+        exact.skip_elements().unwrap();
+        assert_eq!(fast.position(), exact.position(), "{tail}");
+    }
+    assert_eq!(
+        side_skip::rest_of_object_side_len(long.as_bytes()),
+        Some(long.len())
+    );
+    for declined in &tails[2..5] {
+        assert_eq!(
+            side_skip::rest_of_object_side_len(declined.as_bytes()),
+            None,
+            "{declined}"
+        );
+    }
+}
+
+/// A level of objects with an order count before or after its price and size reads by the
+/// compact path as by the object walk; anything else there is the walk's to read or
+/// refuse.
+#[test]
+fn object_levels_with_an_order_count_read_alike_by_both_paths() {
+    let shape = LevelShape::Object {
+        price: "px",
+        amount: "sz",
+    };
+    let expected = level("1.5", "2");
+    for text in [
+        r#"{"px":"1.5","sz":"2"}"#,
+        r#"{"n":5,"px":"1.5","sz":"2"}"#,
+        r#"{"px":"1.5","sz":"2","n":36}"#,
+        r#"{"n":0,"px":"1.5","sz":"2","count":12}"#,
+    ] {
+        let mut walker = Walker::new(text.as_bytes());
+        let read = walker
+            .compact_object_level("px", "sz")
+            .map(|(level, _)| level);
+        assert_eq!(read, Some(expected), "{text}");
+        let mut walker = Walker::new(text.as_bytes());
+        assert_eq!(walker.shaped_level(shape, None), Ok(expected), "{text}");
+        assert_eq!(walker.position(), text.len());
+    }
+    // Duplicates are the walk's to report; numbers of other forms its to read or refuse.
+    for text in [
+        r#"{"px":"1.5","px":"1","sz":"2"}"#,
+        r#"{"sz":"9","px":"1.5","sz":"2"}"#,
+        r#"{"n":05,"px":"1.5","sz":"2"}"#,
+        r#"{"n":5.5,"px":"1.5","sz":"2"}"#,
+        r#"{"px":"1.5","sz":"2","n":"x"}"#,
+    ] {
+        let mut walker = Walker::new(text.as_bytes());
+        assert_eq!(walker.compact_object_level("px", "sz"), None, "{text}");
+    }
+    let duplicate = |text: &str| Walker::new(text.as_bytes()).shaped_level(shape, None);
+    assert_eq!(
+        duplicate(r#"{"px":"1.5","px":"1","sz":"2"}"#),
+        Err(DecodeError::DuplicateKey("px"))
+    );
+}

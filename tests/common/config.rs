@@ -2,7 +2,7 @@
 //! test needs (no stdout output, the venues at the simulator's URLs) once, and each test's
 //! own keys beside it. It goes through the same parse and validation as a file.
 
-use mergebook::config::{Config, RawConfig};
+use mergebook::config::{Config, ConfigError, RawConfig};
 use mergebook::sim::Simulator;
 use mergebook::venue::VenueId;
 use toml::{Table, Value};
@@ -95,10 +95,13 @@ impl TestConfig {
 
     /// Parsed and validated, as the service reads a file.
     pub fn build(&self) -> Config {
+        self.try_build().unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// [`TestConfig::build`], its error returned.
+    pub fn try_build(&self) -> Result<Config, ConfigError> {
         let text = toml::to_string(&self.table).expect("a table serialises");
-        RawConfig::parse(&text, "test")
-            .and_then(|raw| raw.validate())
-            .unwrap_or_else(|error| panic!("{error}"))
+        RawConfig::parse(&text, "test").and_then(|raw| raw.validate())
     }
 }
 

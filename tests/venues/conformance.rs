@@ -89,6 +89,7 @@ fn rows() -> Vec<Row> {
         crate::coinbase_exchange::row(),
         crate::coinbase::row(),
         crate::binance_sbe::row(),
+        crate::hyperliquid::row(),
     ]
 }
 

@@ -4,12 +4,14 @@
 //! of the fuzz campaign stays a regression test.
 
 use mergebook::venue::VenueId;
-use mergebook_testkit::fuzz_contracts::{TARGETS, binary_decoder, diff_decoder, every_decoder};
+use mergebook_testkit::fuzz_contracts::{
+    TARGETS, binary_decoder, diff_decoder, every_decoder, snapshot_decoder,
+};
 use std::path::Path;
 
 /// Each venue's target: its name, the venue, the contract it checks.
 type VenueContract = fn(VenueId, &[u8]);
-const VENUE_TARGETS: [(&str, VenueId, VenueContract); 8] = [
+const VENUE_TARGETS: [(&str, VenueId, VenueContract); 9] = [
     ("binance_depth", VenueId::Binance, every_decoder),
     ("bitstamp_order_book", VenueId::Bitstamp, every_decoder),
     ("kraken_book", VenueId::Kraken, diff_decoder),
@@ -22,6 +24,7 @@ const VENUE_TARGETS: [(&str, VenueId, VenueContract); 8] = [
     ),
     ("coinbase_level2", VenueId::Coinbase, diff_decoder),
     ("binance_sbe_depth", VenueId::BinanceSbe, binary_decoder),
+    ("hyperliquid_l2book", VenueId::Hyperliquid, snapshot_decoder),
 ];
 
 /// A target's check, for any target.

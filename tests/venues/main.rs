@@ -13,6 +13,7 @@ mod decoders;
 mod diff_books;
 mod fuzz_corpus;
 mod generated;
+mod hyperliquid;
 mod kraken;
 mod live_conformance;
 mod okx;

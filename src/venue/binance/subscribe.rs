@@ -12,6 +12,15 @@ impl Streams for Binance {
         crate::venue::wire::concatenated_quote(symbol, base)
     }
 
+    /// Letters and digits (`BTCUSDT`): a symbol is part of the stream names, whose parts
+    /// `@` separates.
+    fn check_symbol(&self, symbol: &str) -> Result<(), String> {
+        match symbol.bytes().all(|byte| byte.is_ascii_alphanumeric()) {
+            true => Ok(()),
+            false => Err("a Binance symbol is letters and digits (BTCUSDT)".to_owned()),
+        }
+    }
+
     /// Partial depth comes in 5, 10 or 20 levels: the smallest that covers `depth`.
     fn stream_name(&self, symbol: &str, depth: usize) -> String {
         let levels = [5, 10, 20]

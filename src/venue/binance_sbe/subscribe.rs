@@ -11,6 +11,10 @@ impl Streams for BinanceSbe {
         Binance.quote_currency(symbol, base)
     }
 
+    fn check_symbol(&self, symbol: &str) -> Result<(), String> {
+        Binance.check_symbol(symbol)
+    }
+
     /// `depth20` is the one top-of-book stream: the service keeps its best `depth` levels.
     fn stream_name(&self, symbol: &str, _depth: usize) -> String {
         format!("{}@depth20", symbol.to_ascii_lowercase())
