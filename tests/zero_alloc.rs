@@ -706,3 +706,31 @@ fn reading_frames_from_the_socket_allocates_nothing_after_warm_up() {
     });
     server.join().unwrap();
 }
+
+/// Hyperliquid's recorded books (each a whole book, 20 levels a side), decoded at the
+/// service's depth.
+#[test]
+fn hyperliquid_books_allocate_nothing() {
+    const SESSION: &str = include_str!(
+        "fixtures/hyperliquid/session_timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl"
+    );
+    let frames: Vec<String> = SESSION
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["raw"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    let mut book = TopBook::default();
+    allocates_nothing_after_warm_up(
+        &frames,
+        |frame| {
+            VenueId::Hyperliquid
+                .decode(frame, 10, &mut book)
+                .expect("recorded frame decodes");
+        },
+        "a Hyperliquid book",
+    );
+}

@@ -225,3 +225,31 @@ impl mergebook::merger::PublishObserver for EverySummary {
         self.0.lock().unwrap().push(*summary);
     }
 }
+
+/// The offline demo's instruments (`config/sim.toml`): each one's name and the venues it
+/// merges, in the file's order.
+pub fn demo_instruments() -> Vec<(String, Vec<String>)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/config/sim.toml");
+    let file: toml::Table = std::fs::read_to_string(path).unwrap().parse().unwrap();
+    file["instruments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|instrument| {
+            let venues = instrument["symbols"].as_table().unwrap().keys().cloned();
+            (
+                instrument["name"].as_str().unwrap().to_owned(),
+                venues.collect(),
+            )
+        })
+        .collect()
+}
+
+/// The venues the offline demo merges in `instrument`.
+pub fn demo_venues(instrument: &str) -> Vec<String> {
+    let instruments = demo_instruments();
+    let found = instruments.into_iter().find(|(name, _)| name == instrument);
+    found
+        .unwrap_or_else(|| panic!("{instrument} is not in config/sim.toml"))
+        .1
+}

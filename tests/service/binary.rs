@@ -26,14 +26,19 @@ fn the_simulator_config_prints_a_live_merged_book_and_stops_on_sigterm() {
         .spawn()
         .unwrap();
     let stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut previous_sequence = 0;
-    let mut both_synced = 0;
-    for line in stdout.lines().take(200) {
+    let eth_btc = common::demo_venues("ETH/BTC");
+    let perpetuals = common::demo_venues("BTC/USDC");
+    let mut previous_sequences = std::collections::HashMap::new();
+    let (mut eth_btc_books, mut all_synced, mut perpetuals_merged) = (0, 0, 0);
+    for line in stdout.lines().take(600) {
         let summary: Value = serde_json::from_str(&line.unwrap()).unwrap();
-        assert_eq!(summary["instrument"], "ETH/BTC");
+        let instrument = summary["instrument"].as_str().unwrap().to_owned();
         let sequence = summary["seq"].as_u64().unwrap();
-        assert!(sequence > previous_sequence, "sequence numbers increase");
-        previous_sequence = sequence;
+        let previous = previous_sequences.insert(instrument.clone(), sequence);
+        assert!(
+            sequence > previous.unwrap_or(0),
+            "{instrument}: sequence numbers increase"
+        );
         let prices = |side: &str| -> Vec<f64> {
             summary[side]
                 .as_array()
@@ -45,14 +50,39 @@ fn the_simulator_config_prints_a_live_merged_book_and_stops_on_sigterm() {
         let (bids, asks) = (prices("bids"), prices("asks"));
         assert!(bids.windows(2).all(|w| w[0] >= w[1]), "bids best first");
         assert!(asks.windows(2).all(|w| w[0] <= w[1]), "asks best first");
-        if summary["venues"]["binance"] == "synced" && summary["venues"]["bitstamp"] == "synced" {
-            both_synced += 1;
-            assert_eq!((bids.len(), asks.len()), (10, 10));
+        let synced = |venues: &[String]| {
+            venues
+                .iter()
+                .all(|venue| summary["venues"][venue] == "synced")
+        };
+        match instrument.as_str() {
+            "ETH/BTC" => {
+                eth_btc_books += 1;
+                if synced(&eth_btc) {
+                    all_synced += 1;
+                    assert_eq!((bids.len(), asks.len()), (10, 10));
+                }
+            }
+            // Hyperliquid's BTC perpetual merged with the others.
+            "BTC/USDC" => {
+                let from = |exchange: &str| {
+                    summary["bids"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|level| level["exchange"] == exchange)
+                };
+                if synced(&perpetuals) && from("hyperliquid") && from("bybit") {
+                    perpetuals_merged += 1;
+                }
+            }
+            other => panic!("an instrument config/sim.toml does not have: {other}"),
         }
     }
     assert!(
-        both_synced > 100,
-        "the merged book went live: {both_synced} of 200 summaries had both venues"
+        all_synced > eth_btc_books / 2 && perpetuals_merged > 50,
+        "the merged books went live: {all_synced} of {eth_btc_books} ETH/BTC summaries had every \
+         venue, {perpetuals_merged} BTC/USDC summaries merged Hyperliquid's perpetual with Bybit's"
     );
 
     common::terminate(&child);

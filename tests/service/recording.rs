@@ -394,8 +394,21 @@ fn the_record_command_records_what_replay_recording_and_replay_snapshot_read() {
         .spawn()
         .unwrap();
     let recorder = common::KillOnDrop(recorder);
+    let recorded_venues = |dir: &std::path::Path| -> std::collections::BTreeSet<String> {
+        let connection = |file: std::path::PathBuf| {
+            file.parent()?
+                .file_name()?
+                .to_str()?
+                .rsplit_once('-')
+                .map(|(venue, _)| venue.to_owned())
+        };
+        timeline_files(dir)
+            .into_iter()
+            .filter_map(connection)
+            .collect()
+    };
     common::wait_until("a file of every venue", WAIT, || {
-        (timeline_files(&dir).len() == VenueId::ALL.len()).then_some(())
+        (recorded_venues(&dir).len() == VenueId::ALL.len()).then_some(())
     });
     // Stopped once every venue has handed over 20 synced books (the recorder runs no
     // merger, so each one after the first is superseded): what the replay below must
@@ -431,10 +444,26 @@ fn the_record_command_records_what_replay_recording_and_replay_snapshot_read() {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     assert!(lines.len() > 50, "{stderr}");
-    let last = lines.last().unwrap();
-    let venues = last["venues"].as_object().unwrap();
-    assert_eq!(venues.len(), VenueId::ALL.len());
-    assert!(venues.values().all(|state| state == "synced"), "{venues:?}");
+    // Each instrument's last summary: every venue of the demo in one of them, synced.
+    let mut last_states = std::collections::BTreeMap::new();
+    for line in &lines {
+        for (venue, state) in line["venues"].as_object().unwrap() {
+            last_states.insert(
+                (line["instrument"].to_string(), venue.clone()),
+                state.clone(),
+            );
+        }
+    }
+    let synced: std::collections::BTreeSet<&String> = last_states
+        .iter()
+        .filter(|(_, state)| *state == "synced")
+        .map(|((_, venue), _)| venue)
+        .collect();
+    assert_eq!(synced.len(), VenueId::ALL.len(), "{last_states:?}");
+    assert!(
+        last_states.values().all(|state| state == "synced"),
+        "{last_states:?}"
+    );
 
     // --until: the summaries up to a moment, and none after it.
     let middle = lines[lines.len() / 2]["ts_ns"].as_u64().unwrap();

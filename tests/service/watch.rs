@@ -162,7 +162,7 @@ impl Terminal {
 
 /// A live ladder of `instrument` (shown as the `position`th of the instruments known):
 /// the header, `venues` synced in the panel, a spread between asks and bids.
-fn live_ladder(text: &str, instrument: &str, position: &str, venues: &[&str]) -> bool {
+fn live_ladder(text: &str, instrument: &str, position: &str, venues: &[impl AsRef<str>]) -> bool {
     text.starts_with("mergebook watch")
         && text.contains(&format!("{instrument} ({position})"))
         && text.contains("\nlive · seq ")
@@ -172,17 +172,29 @@ fn live_ladder(text: &str, instrument: &str, position: &str, venues: &[&str]) ->
                 // "venue synced", or "venue USDT synced" where its book is converted.
                 let panel = line.rsplit('│').nth(1).unwrap_or_default();
                 let mut words = panel.split_whitespace();
-                words.next() == Some(*venue) && words.take(2).any(|word| word == "synced")
+                words.next() == Some(venue.as_ref()) && words.take(2).any(|word| word == "synced")
             })
         })
 }
 
-/// The offline demo (`config/sim.toml`) merges every venue.
-fn every_venue() -> Vec<&'static str> {
-    mergebook::venue::VenueId::ALL
-        .iter()
-        .map(|venue| venue.name())
-        .collect()
+/// The venues the offline demo (`config/sim.toml`) merges in `instrument`.
+fn venues_of(instrument: &str) -> Vec<String> {
+    common::demo_venues(instrument)
+}
+
+/// The offline demo merges every venue, in one instrument or another.
+#[test]
+fn the_demo_merges_every_venue() {
+    let merged: std::collections::BTreeSet<String> = common::demo_instruments()
+        .into_iter()
+        .flat_map(|(_, venues)| venues)
+        .collect();
+    for venue in mergebook::venue::VenueId::ALL {
+        assert!(
+            merged.contains(venue.name()),
+            "config/sim.toml does not merge {venue}"
+        );
+    }
 }
 
 #[test]
@@ -190,10 +202,10 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     let grpc_port = common::free_port();
     let mut first = service("config/sim.toml", grpc_port, &[]);
     let address = format!("127.0.0.1:{grpc_port}");
-    let mut terminal = Terminal::watch(&["--grpc", &address], 30, 120);
+    let mut terminal = Terminal::watch(&["--grpc", &address, "--instrument", "ETH/BTC"], 30, 120);
 
     let text = terminal.wait_for("the live ladder", |text| {
-        live_ladder(text, "ETH/BTC", "1/1", &every_venue())
+        live_ladder(text, "ETH/BTC", "1/2", &venues_of("ETH/BTC"))
     });
     let spread = text.find("── spread ").unwrap();
     let ask = text.find(" 0.0").unwrap();
@@ -221,12 +233,17 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     // It comes back on the same port: the viewer reconnects by itself.
     let _second = service("config/sim.toml", grpc_port, &[]);
     terminal.wait_for("the ladder after the restart", |text| {
-        live_ladder(text, "ETH/BTC", "1/1", &every_venue())
+        live_ladder(text, "ETH/BTC", "1/2", &venues_of("ETH/BTC"))
     });
 
-    // Keys: fewer levels, then quit, leaving the terminal as it was.
+    // Keys: the other instrument (the BTC perpetuals, Hyperliquid's among them), fewer
+    // levels, then quit, leaving the terminal as it was.
+    terminal.press("\t");
+    terminal.wait_for("the BTC perpetuals", |text| {
+        live_ladder(text, "BTC/USDC", "2/2", &venues_of("BTC/USDC"))
+    });
     terminal.press("-");
-    terminal.wait_for("depth 9", |text| text.contains("ETH/BTC: top 9"));
+    terminal.wait_for("depth 9", |text| text.contains("BTC/USDC: top 9"));
     terminal.quit();
 }
 
@@ -238,7 +255,7 @@ fn watch_reads_every_shard_s_instruments_from_nats() {
         return;
     };
     let config = std::env::temp_dir().join(format!("mergebook-watch-nats-{}.toml", nats.port));
-    // The simulator config with two instruments, one a shard, publishing on NATS.
+    // The simulator config and one more instrument, on two shards, publishing on NATS.
     let sim = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config/sim.toml"));
     let sim = sim.unwrap().replace(
         "[grpc]",
@@ -254,12 +271,12 @@ fn watch_reads_every_shard_s_instruments_from_nats() {
 
     let mut terminal =
         Terminal::watch(&["--nats", &nats.url(), "--instrument", "ETH/BTC"], 30, 120);
-    terminal.wait_for("ETH/BTC from NATS, both instruments known", |text| {
-        live_ladder(text, "ETH/BTC", "2/2", &every_venue())
+    terminal.wait_for("ETH/BTC from NATS, every instrument known", |text| {
+        live_ladder(text, "ETH/BTC", "3/3", &venues_of("ETH/BTC"))
     });
     terminal.press("\t");
     terminal.wait_for("BTC/USD from the other shard", |text| {
-        live_ladder(text, "BTC/USD", "1/2", &["binance", "bitstamp"])
+        live_ladder(text, "BTC/USD", "1/3", &["binance", "bitstamp"])
     });
     terminal.quit();
 }
