@@ -25,7 +25,9 @@ fn the_simulator_config_prints_a_live_merged_book_and_stops_on_sigterm() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
+    // Killed if an assertion below fails: a service left running would take a core.
+    let mut child = common::KillOnDrop(child);
+    let stdout = BufReader::new(child.0.stdout.take().unwrap());
     let eth_btc = common::demo_venues("ETH/BTC");
     let perpetuals = common::demo_venues("BTC/USDC");
     let mut previous_sequences = std::collections::HashMap::new();
@@ -85,8 +87,8 @@ fn the_simulator_config_prints_a_live_merged_book_and_stops_on_sigterm() {
          venue, {perpetuals_merged} BTC/USDC summaries merged Hyperliquid's perpetual with Bybit's"
     );
 
-    common::terminate(&child);
-    let status = child.wait().unwrap();
+    common::terminate(&child.0);
+    let status = child.0.wait().unwrap();
     assert!(
         status.success(),
         "SIGTERM ends the service cleanly: {status}"
