@@ -356,6 +356,7 @@ fn run_recorder(args: &RunArgs, dir: Option<PathBuf>) -> Result<(), String> {
     let runtime = runtime(&config)?;
     runtime.block_on(async move {
         start_simulator(&mut config).await?;
+        check_listings(&config).await?;
         let metrics = bind(
             config.metrics_listen,
             "metrics.listen, --metrics-listen or MERGEBOOK_METRICS_LISTEN",
@@ -485,14 +486,29 @@ async fn start_simulator(config: &mut Config) -> Result<(), String> {
             simulator.replay(venue, recording);
         }
         simulator.set_prices(config, &settings.prices);
+        simulator.list_configured(config);
         tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
         simulator.point(config);
     }
     Ok(())
 }
 
+/// The venues' listings (`feed::listing`), before any connection: a symbol a venue does
+/// not list stops the start as a configuration error does; a listing that cannot be read
+/// is logged, and the names were checked by their form only.
+async fn check_listings(config: &Config) -> Result<(), String> {
+    let unread = mergebook::feed::listing::check(config, config.feed.connect_timeout)
+        .await
+        .map_err(|error| error.to_string())?;
+    for error in unread {
+        tracing::warn!(%error, "symbols checked by their form only: a name the venue does not list will cost the connection");
+    }
+    Ok(())
+}
+
 async fn serve(mut config: Config) -> Result<(), String> {
     start_simulator(&mut config).await?;
+    check_listings(&config).await?;
     raise_open_file_limit(&config);
     let listeners = Listeners {
         grpc: bind(

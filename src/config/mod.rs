@@ -256,6 +256,10 @@ pub struct VenueConfig {
     pub read_idle_timeout: Duration,
     /// The API key sent on the venue's WebSocket upgrade, where it needs one.
     pub api_key: Option<ApiKey>,
+    /// Where the venue lists what can be subscribed (`rest_url` and
+    /// `Streams::listing_path`), for a venue that drops a connection over a name it does
+    /// not list: asked before any connection (`feed::listing`).
+    pub listing_url: Option<String>,
 }
 
 /// A venue's API key, read at start-up: sent in the venue's upgrade header

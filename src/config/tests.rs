@@ -37,6 +37,7 @@ fn a_minimal_file_gets_the_documented_defaults() {
             client_ping: None,
             read_idle_timeout: Duration::from_secs(30),
             api_key: None,
+            listing_url: None,
         }]
     );
     // Safe defaults (docs/reliability.md): loopback only, bounded clients.

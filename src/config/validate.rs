@@ -442,6 +442,13 @@ impl RawConfig {
                 client_ping,
                 read_idle_timeout,
                 api_key: api_key(venue, raw, &self.dir, self.simulator.is_some())?,
+                listing_url: match venue.streams().listing_path() {
+                    "" => None,
+                    path => Some(format!(
+                        "{}{path}",
+                        rest_url(venue, raw.unwrap_or(&RawVenue::default()))?
+                    )),
+                },
             });
         }
         Ok(venues)
@@ -617,6 +624,22 @@ fn api_key(
 /// Why a venue without API keys refuses one.
 const NO_KEY: &str = "the venue takes no API key";
 
+/// `venues.<name>.rest_url`, or the venue's own, without a trailing `/`.
+fn rest_url(venue: VenueId, raw: &RawVenue) -> Result<String, ConfigError> {
+    let rest_url = raw
+        .rest_url
+        .clone()
+        .unwrap_or_else(|| venue.facts().default_rest_url.to_owned());
+    if !(rest_url.starts_with("http://") || rest_url.starts_with("https://")) {
+        return Err(invalid(
+            format!("venues.{venue}.rest_url"),
+            format!("{rest_url:?}"),
+            "expected an http:// or https:// URL",
+        ));
+    }
+    Ok(rest_url.trim_end_matches('/').to_owned())
+}
+
 /// `venues.<name>.mode` and the diff-mode settings.
 fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, ConfigError> {
     let key = |name: &str| format!("venues.{venue}.{name}");
@@ -649,18 +672,7 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
             ));
         }
     }
-    let rest_url = raw
-        .rest_url
-        .clone()
-        .unwrap_or_else(|| venue.facts().default_rest_url.to_owned());
-    if !(rest_url.starts_with("http://") || rest_url.starts_with("https://")) {
-        return Err(invalid(
-            key("rest_url"),
-            format!("{rest_url:?}"),
-            "expected an http:// or https:// URL",
-        ));
-    }
-    let rest_url = rest_url.trim_end_matches('/').to_owned();
+    let rest_url = rest_url(venue, raw)?;
     let read = |setting: &IntKey, value| setting.read(&key(setting.key), value);
     // An in-band venue's snapshot depth is the depth it is subscribed at: by default the
     // least that covers the service's book (a deeper book costs the venue's bandwidth

@@ -17,6 +17,7 @@
 
 pub(crate) mod core;
 pub mod handoff;
+pub mod listing;
 pub(crate) mod reconnect;
 pub(crate) mod rest_client;
 

@@ -100,6 +100,9 @@ fn side_named(name: &[u8]) -> Result<Side> {
     }
 }
 
+/// A level's price and amount as written, quotes and all.
+type NumberTexts<'a> = (&'a [u8], &'a [u8]);
+
 /// Fractional digits of a number's text (quotes and all): those after its `.`.
 fn fraction_digits(text: &[u8]) -> u8 {
     let text = text.strip_suffix(b"\"").unwrap_or(text);
@@ -547,7 +550,7 @@ impl<'a> Walker<'a> {
         &mut self,
         price_key: &str,
         amount_key: &str,
-    ) -> Option<(Level, (&'a [u8], &'a [u8]))> {
+    ) -> Option<(Level, NumberTexts<'a>)> {
         let bytes = self.bytes;
         let mut at = self.pos;
         skip_literals(bytes, &mut at, &[b"{\""])?;

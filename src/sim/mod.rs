@@ -340,6 +340,9 @@ struct Shared {
     unlogged_sends: AtomicU64,
     /// A recording played back instead of the generated market, where it has the venue.
     playback: Mutex<Option<Arc<playback::Playback>>>,
+    /// What each venue with a listing lists (`Simulator::list`); `None`: it answers no
+    /// listing request.
+    listings: Mutex<[Option<Vec<String>>; MAX_VENUES]>,
     /// How often new snapshot streams send (`Simulator::set_stream_pacing`).
     stream_pacing: Mutex<StreamPacing>,
     /// The symbols quoted around a start price of their own (`Simulator::set_prices`):
@@ -437,6 +440,7 @@ impl Simulator {
             send_log: Mutex::new(None),
             unlogged_sends: AtomicU64::new(0),
             playback: Mutex::new(None),
+            listings: Mutex::new(Default::default()),
             stream_pacing: Mutex::new(StreamPacing {
                 hot: Vec::new(),
                 hot_every: 1,
@@ -444,7 +448,15 @@ impl Simulator {
             }),
             price_grids: Mutex::new(Vec::new()),
         });
-        let rest = axum::Router::new()
+        let mut rest = axum::Router::new();
+        for &venue in VenueId::ALL {
+            let path = venue.streams().listing_path();
+            if !path.is_empty() {
+                let answer = move |state, body| rest::serve_listing(venue, state, body);
+                rest = rest.route(&format!("/{venue}{path}"), axum::routing::post(answer));
+            }
+        }
+        let rest = rest
             .fallback(serve_snapshot)
             .with_state(Arc::downgrade(&shared));
         tokio::spawn(async move {
@@ -550,6 +562,34 @@ impl Simulator {
             if let crate::config::FeedMode::Diff(settings) = &mut venue.mode {
                 settings.rest_url = self.rest_url(venue.venue);
             }
+            if venue.listing_url.is_some() {
+                let path = venue.venue.streams().listing_path();
+                venue.listing_url = Some(format!("{}{path}", self.rest_url(venue.venue)));
+            }
+        }
+    }
+
+    /// Makes `venue`'s listing (`Streams::listing_path`) list `names`, and nothing else.
+    pub fn list(&self, venue: VenueId, names: Vec<String>) {
+        self.shared.listings.lock().expect("not poisoned")[venue.index()] = Some(names);
+    }
+
+    /// Makes each venue's listing list the symbols `config`'s instruments name on it: the
+    /// embedded simulator lists what it is asked to serve.
+    pub fn list_configured(&self, config: &crate::config::Config) {
+        for venue in config
+            .venues
+            .iter()
+            .filter(|venue| venue.listing_url.is_some())
+        {
+            let names = config
+                .instruments
+                .iter()
+                .flat_map(|instrument| &instrument.symbols)
+                .filter(|(on, _)| *on == venue.venue)
+                .map(|(_, symbol)| symbol.clone())
+                .collect();
+            self.list(venue.venue, names);
         }
     }
 

@@ -143,3 +143,30 @@ pub(super) async fn serve_snapshot(
     )
         .into_response()
 }
+
+/// The simulator's answer to a venue's listing request (`Streams::listing_path`): what
+/// `Simulator::list` made it list, in the venue's format; 404 where it lists nothing, 400
+/// for a request the venue would not understand.
+pub(super) async fn serve_listing(
+    venue: VenueId,
+    axum::extract::State(shared): axum::extract::State<std::sync::Weak<Shared>>,
+    request: String,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let Some(shared) = shared.upgrade() else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let names = shared.listings.lock().expect("not poisoned")[venue.index()].clone();
+    let Some(names) = names else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    match venue.simulated().listing_answer(&request, &names) {
+        Some(answer) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            answer,
+        )
+            .into_response(),
+        None => StatusCode::BAD_REQUEST.into_response(),
+    }
+}

@@ -258,6 +258,27 @@ pub trait Streams: Sync {
         false
     }
 
+    /// Where the venue lists what can be subscribed, for a venue that drops a whole
+    /// connection, every other subscription on it included, over a name it does not list
+    /// (Hyperliquid): the path under its REST URL that [`Streams::listing_requests`] are
+    /// POSTed to; empty where a refused subscription is all a wrong name costs.
+    fn listing_path(&self) -> &'static str {
+        ""
+    }
+
+    /// The JSON bodies that ask the venue's listing about `symbols` (one a kind of
+    /// symbol the venue lists apart).
+    fn listing_requests(&self, symbols: &[&str]) -> Vec<String> {
+        let _ = symbols;
+        Vec::new()
+    }
+
+    /// The names the venue's answer to the listing request `request` lists.
+    fn listed_names(&self, request: &str, body: &[u8]) -> Result<Vec<String>, String> {
+        let _ = (request, body);
+        Ok(Vec::new())
+    }
+
     /// Whether `symbol` is an inverse (coin-margined) contract: sized in contracts of a
     /// value in its quote currency (USD), not of the base coin. Its configured contract
     /// size is that value, and it merges only into instruments that count amounts in
@@ -376,6 +397,13 @@ pub trait Simulated: Sync {
     /// `heartbeats` channel); `None` where it sends none.
     fn heartbeat(&self, counter: u64) -> Option<String> {
         let _ = counter;
+        None
+    }
+
+    /// The venue's answer to the listing request `request` (`Streams::listing_requests`)
+    /// of a venue that lists `names`; `None` for a request it would not understand.
+    fn listing_answer(&self, request: &str, names: &[String]) -> Option<String> {
+        let _ = (request, names);
         None
     }
 

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 #[test]
 fn the_simulator_config_prints_a_live_merged_book_and_stops_on_sigterm() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mergebook"))
+    let child = Command::new(env!("CARGO_BIN_EXE_mergebook"))
         .args([
             "--config",
             "config/sim.toml",

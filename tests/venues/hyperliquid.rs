@@ -417,3 +417,123 @@ proptest! {
         prop_assert_eq!(fast_decode(&frame, depth), reference_decode(&frame, depth), "{}", frame);
     }
 }
+
+/// A well-formed coin the venue does not list stops the start before any connection: the
+/// venue's listing (`POST /info`, `meta`, a builder's `meta`, `spotMeta`) is asked about
+/// every configured name first. A listing that cannot be read is said, and the start goes
+/// on with the names checked by their form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coin_the_venue_does_not_list_stops_the_start_before_any_connection() {
+    use mergebook::feed::listing::{self, ListingError};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let simulator = mergebook::sim::Simulator::start(listener, 20, 1).unwrap();
+    let config = |symbols: &[&str], rest_url: &str| {
+        let mut config = common::config::TestConfig::new()
+            .on(&simulator, &[HYPERLIQUID])
+            .set("venues.hyperliquid.rest_url", rest_url);
+        for (index, symbol) in symbols.iter().enumerate() {
+            config = config
+                .instrument(&format!("I{index}/USDC"), &[(HYPERLIQUID, symbol)])
+                .last_instrument("quotes.hyperliquid", "USDC");
+        }
+        config.build()
+    };
+    let timeout = std::time::Duration::from_secs(5);
+    let rest_url = simulator.rest_url(HYPERLIQUID);
+    let every_kind = ["BTC", "xyz:SP500", "PURR/USDC", "@107"];
+
+    // Unlisted: no listing to read, said; the names pass by their form.
+    let unread = listing::check(&config(&every_kind, &rest_url), timeout).await;
+    assert!(
+        matches!(&unread.as_deref(), Ok([ListingError::Unread { why, .. }]) if why.contains("404")),
+        "{unread:?}"
+    );
+
+    simulator.list(
+        HYPERLIQUID,
+        every_kind.iter().map(|name| name.to_string()).collect(),
+    );
+    assert_eq!(
+        listing::check(&config(&every_kind, &rest_url), timeout).await,
+        Ok(vec![])
+    );
+    for (symbols, unlisted) in [
+        (&["BTC", "BTCC"][..], (1, "BTCC")),
+        (&["xyz:SP500", "abc:SP500"][..], (1, "abc:SP500")),
+        (&["@108"][..], (0, "@108")),
+        (&["kPEPE", "PURR/USDC"][..], (0, "kPEPE")),
+    ] {
+        let error = listing::check(&config(symbols, &rest_url), timeout)
+            .await
+            .unwrap_err();
+        let ListingError::Unlisted {
+            instrument, symbol, ..
+        } = &error
+        else {
+            panic!("{symbols:?}: {error}");
+        };
+        assert_eq!((*instrument, symbol.as_str()), unlisted, "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("instruments[{}].symbols.hyperliquid", unlisted.0))
+        );
+    }
+    assert_eq!(
+        simulator.connections(HYPERLIQUID),
+        0,
+        "nothing was subscribed to ask"
+    );
+
+    // A venue that cannot be reached: said, and the start goes on.
+    let closed = format!("http://127.0.0.1:{}", common::free_port());
+    let unread = listing::check(&config(&["BTC"], &closed), timeout).await;
+    assert!(
+        matches!(unread.as_deref(), Ok([ListingError::Unread { .. }])),
+        "{unread:?}"
+    );
+}
+
+/// The listing's answers as the docs show them: each entry's name, a spot pair's index
+/// too, a builder's perpetuals with their dex.
+#[test]
+fn listed_names_are_read_from_the_venue_s_answers() {
+    let streams = HYPERLIQUID.streams();
+    let listed = |request: &str, body: &str| streams.listed_names(request, body.as_bytes());
+    assert_eq!(
+        listed(
+            r#"{"type":"meta"}"#,
+            r#"{"universe":[{"name":"BTC","szDecimals":5,"maxLeverage":40},{"name":"MATIC","szDecimals":1,"maxLeverage":20,"isDelisted":true}],"marginTables":[]}"#
+        ),
+        Ok(vec!["BTC".to_owned(), "MATIC".to_owned()])
+    );
+    assert_eq!(
+        listed(
+            r#"{"type":"spotMeta"}"#,
+            r#"{"universe":[{"tokens":[1,0],"name":"PURR/USDC","index":0,"isCanonical":true},{"tokens":[2,0],"name":"@1","index":1,"isCanonical":false}],"tokens":[]}"#
+        ),
+        Ok(vec![
+            "PURR/USDC".to_owned(),
+            "@0".to_owned(),
+            "@1".to_owned(),
+            "@1".to_owned()
+        ])
+    );
+    assert_eq!(
+        listed(
+            r#"{"type":"meta","dex":"xyz"}"#,
+            r#"{"universe":[{"name":"SP500"},{"name":"xyz:XYZ100"}]}"#
+        ),
+        Ok(vec!["xyz:SP500".to_owned(), "xyz:XYZ100".to_owned()])
+    );
+    assert!(listed(r#"{"type":"meta"}"#, "<html>").is_err());
+    assert!(listed(r#"{"type":"meta"}"#, r#"{"universe":[{"szDecimals":5}]}"#).is_err());
+    assert_eq!(
+        streams.listing_requests(&["BTC", "ETH", "PURR/USDC", "@107", "xyz:SP500"]),
+        [
+            r#"{"type":"meta"}"#,
+            r#"{"type":"spotMeta"}"#,
+            r#"{"dex":"xyz","type":"meta"}"#,
+        ]
+    );
+}

@@ -27,7 +27,8 @@
 //! answering the client's `{"method":"ping"}` (the venue closes a connection silent for
 //! 60 s, and sends no pings of its own), and `{"channel":"error","data":"<text>"}` for a
 //! request it refuses. A coin it does not list closes the whole connection without a
-//! word, so symbols are checked before any subscription (`check_symbol`). A delisted coin
+//! word, so names are checked before any subscription: by their form (`check_symbol`),
+//! then against the venue's listing (`POST /info`, `listing_requests`). A delisted coin
 //! sends `{"levels":[[],[]]}`: a book without sides, which the merger shows as such.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
@@ -55,7 +56,8 @@ impl Venue for Hyperliquid {
         name: "hyperliquid",
         exchange: "hyperliquid",
         default_url: "wss://api.hyperliquid.xyz/ws",
-        // Its `info` endpoint (`POST /info`); no snapshot is fetched.
+        // Its `info` endpoint (`POST /info`): the listing asked before connecting; no
+        // snapshot is fetched.
         default_rest_url: "https://api.hyperliquid.xyz",
         // The stricter of two published limits (docs/protocols.md, Hyperliquid, Limits): 30
         // new connections a minute per IP, from notes of 2026 the docs do not repeat.

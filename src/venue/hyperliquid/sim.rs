@@ -77,6 +77,42 @@ impl Simulated for Hyperliquid {
         })
     }
 
+    /// The part of the listing asked for, of `names`: perpetuals with a size precision
+    /// and leverage, spot pairs with their index (an `@<index>` name is its own pair).
+    fn listing_answer(&self, request: &str, names: &[String]) -> Option<String> {
+        let request: serde_json::Value = serde_json::from_str(request).ok()?;
+        let part = match (request.get("type")?.as_str()?, request.get("dex")) {
+            ("meta", None) => None,
+            ("meta", Some(dex)) => Some(dex.as_str()?),
+            ("spotMeta", None) => Some(""),
+            _ => return None,
+        };
+        let listed = names
+            .iter()
+            .filter(|name| subscribe::listing_of(name) == part);
+        let universe: Vec<serde_json::Value> = match part {
+            Some("") => listed
+                .enumerate()
+                .map(|(at, name)| {
+                    let index = name
+                        .strip_prefix('@')
+                        .and_then(|index| index.parse().ok())
+                        .unwrap_or(10_000 + at as u64);
+                    serde_json::json!({"name": name, "tokens": [index, 0], "index": index,
+                        "isCanonical": !name.starts_with('@')})
+                })
+                .collect(),
+            _ => listed
+                .map(|name| serde_json::json!({"name": name, "szDecimals": 5, "maxLeverage": 40}))
+                .collect(),
+        };
+        let answer = match part {
+            Some("") => serde_json::json!({"universe": universe, "tokens": []}),
+            _ => serde_json::json!({"universe": universe, "marginTables": []}),
+        };
+        Some(answer.to_string())
+    }
+
     /// The default subscription's 20; a `fast` one's 5 (`Answer::depth`).
     fn levels_on_stream(&self, _stream: &str) -> usize {
         DEFAULT_LEVELS

@@ -31,6 +31,25 @@ fn is_perp(name: &str) -> bool {
     is_code(name.strip_prefix('k').unwrap_or(name))
 }
 
+/// The part of the venue's listing that lists `symbol`: the perpetuals (`None`), a
+/// builder's perpetuals (`Some(dex)`), or spot (`Some("")`).
+pub(super) fn listing_of(symbol: &str) -> Option<&str> {
+    if symbol.contains('/') || symbol.starts_with('@') {
+        Some("")
+    } else {
+        symbol.split_once(':').map(|(dex, _)| dex)
+    }
+}
+
+/// The request for the part of the listing `part` names (`listing_of`).
+fn listing_request(part: Option<&str>) -> String {
+    match part {
+        None => r#"{"type":"meta"}"#.to_owned(),
+        Some("") => r#"{"type":"spotMeta"}"#.to_owned(),
+        Some(dex) => serde_json::json!({"type": "meta", "dex": dex}).to_string(),
+    }
+}
+
 impl Streams for Hyperliquid {
     /// A spot pair by its name, `PURR/USDC`.
     fn spot_symbol(&self, base: &str, quote: &str) -> String {
@@ -71,6 +90,49 @@ impl Streams for Hyperliquid {
                     .to_owned(),
             ),
         }
+    }
+
+    /// The `info` endpoint: `meta` lists the perpetuals (`"dex"`: a builder's), `spotMeta`
+    /// the spot pairs.
+    fn listing_path(&self) -> &'static str {
+        "/info"
+    }
+
+    fn listing_requests(&self, symbols: &[&str]) -> Vec<String> {
+        let mut parts: Vec<Option<&str>> = symbols.iter().map(|symbol| listing_of(symbol)).collect();
+        parts.sort_unstable();
+        parts.dedup();
+        parts.into_iter().map(listing_request).collect()
+    }
+
+    /// `{"universe":[{"name":"BTC",…},…],…}` (the docs' "Info endpoint"): each entry's
+    /// `name`; a spot pair is also named by its `index` (`@107`), and a builder's
+    /// perpetual by its dex (`xyz:SP500`, whether or not the answer writes the prefix).
+    fn listed_names(&self, request: &str, body: &[u8]) -> Result<Vec<String>, String> {
+        let request: serde_json::Value =
+            serde_json::from_str(request).map_err(|error| format!("the request: {error}"))?;
+        let dex = request.get("dex").and_then(serde_json::Value::as_str);
+        let answer: serde_json::Value =
+            serde_json::from_slice(body).map_err(|error| format!("not JSON: {error}"))?;
+        let universe = answer
+            .get("universe")
+            .and_then(serde_json::Value::as_array)
+            .ok_or("no \"universe\" list")?;
+        let mut names = Vec::with_capacity(universe.len());
+        for entry in universe {
+            let name = entry
+                .get("name")
+                .and_then(serde_json::Value::as_str)
+                .ok_or("an entry of the universe without a \"name\"")?;
+            names.push(match dex {
+                Some(dex) if !name.contains(':') => format!("{dex}:{name}"),
+                _ => name.to_owned(),
+            });
+            if let Some(index) = entry.get("index").and_then(serde_json::Value::as_u64) {
+                names.push(format!("@{index}"));
+            }
+        }
+        Ok(names)
     }
 
     /// The coin's name, as its book frames name it. Both cadences are the same stream:
