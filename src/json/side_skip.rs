@@ -19,53 +19,36 @@ pub(super) fn portable_rest_of_side_len(rest: &[u8]) -> Option<usize> {
 }
 
 /// The check behind the two-pass side skip: brackets balance to one more close than opens,
-/// quotes pair up, no `:` or `\\`. Counts in 32 byte lanes, which the compiler keeps in one
-/// vector register each (a compare and an add per counter per 32 bytes) and reduces once
-/// per 127 steps (before an `i8` lane can overflow) with word arithmetic. Written by hand
-/// because the skip is the widest loop of the hot path (a Bitstamp frame skips about
-/// 4.9 KB; `scripts/bench-instructions` counts it in `bitstamp_decode_100`).
+/// quotes pair up, no `:` or `\\`.
 fn is_rest_of_side(region: &[u8]) -> bool {
-    let mut balance = 0i32; // '[' minus ']'
-    let mut lane_quotes = [0u8; LANES]; // parity of '"'
-    let mut lane_forbidden = [0u8; LANES]; // ':' or '\\' seen
-    let (steps, tail) = region.as_chunks::<LANES>();
-    for block in steps.chunks(i8::MAX as usize) {
-        let mut lane_balance = [0i8; LANES];
-        for step in block {
-            for lane in 0..LANES {
-                let byte = step[lane];
-                lane_balance[lane] = lane_balance[lane]
-                    .wrapping_add(i8::from(byte == b'['))
-                    .wrapping_sub(i8::from(byte == b']'));
-                lane_quotes[lane] ^= u8::from(byte == b'"');
-                lane_forbidden[lane] |= u8::from(byte == b':') | u8::from(byte == b'\\');
-            }
-        }
-        balance += lane_sum(&lane_balance);
-    }
-    let mut quotes = lane_words(&lane_quotes)
-        .iter()
-        .fold(0, |parity, word| parity ^ word);
-    let mut forbidden = lane_words(&lane_forbidden).iter().any(|&word| word != 0);
-    for &byte in tail {
-        balance += i32::from(byte == b'[') - i32::from(byte == b']');
-        quotes ^= u64::from(byte == b'"');
-        forbidden |= byte == b':' || byte == b'\\';
-    }
-    balance == -1 && quotes.count_ones() % 2 == 0 && !forbidden
+    region_shape(region, [b'[', b']'], [b':', b'\\']) == (-1, true, false)
 }
 
 /// The length of the rest of a side of flat objects up to and including its `]`
 /// (`{"px":"1","sz":"2","n":1},{…}]`): memchr finds the first `]`, and the bytes before it
 /// must be flat objects: braces balance, quotes pair up, nothing is escaped (so the `]` is
 /// not inside a string) and no `[` (no nested array, whose `]` it would be). `None`
-/// otherwise. Counted in lanes as [`is_rest_of_side`]: a side of 10 levels is 400 bytes.
+/// otherwise.
 pub(super) fn rest_of_object_side_len(rest: &[u8]) -> Option<usize> {
     let len = memchr::memchr(b']', rest)?;
-    let region = &rest[..len];
-    let mut balance = 0i32; // '{' minus '}'
-    let mut lane_quotes = [0u8; LANES];
-    let mut lane_forbidden = [0u8; LANES]; // '[' or '\\' seen
+    let shape = region_shape(&rest[..len], [b'{', b'}'], [b'[', b'\\']);
+    (shape == (0, true, false)).then_some(len + 1)
+}
+
+/// What the side skips check of the bytes they skip: the count of `pair`'s opening byte
+/// less its closing one, whether the quotes pair up, and whether a `forbidden` byte occurs.
+/// Counts in 32 byte lanes, which the compiler keeps in one vector register each (a compare
+/// and an add per counter per 32 bytes) and reduces once per 127 steps (before an `i8`
+/// lane can overflow) with word arithmetic. Written by hand because the skip is the widest
+/// loop of the hot path (a Bitstamp frame skips about 4.9 KB;
+/// `scripts/bench-instructions` counts it in `bitstamp_decode_100`); in line, so that each
+/// caller's bytes are constants.
+#[inline(always)]
+fn region_shape(region: &[u8], pair: [u8; 2], forbidden: [u8; 2]) -> (i32, bool, bool) {
+    let [open, close] = pair;
+    let mut balance = 0i32;
+    let mut lane_quotes = [0u8; LANES]; // parity of '"'
+    let mut lane_forbidden = [0u8; LANES];
     let (steps, tail) = region.as_chunks::<LANES>();
     for block in steps.chunks(i8::MAX as usize) {
         let mut lane_balance = [0i8; LANES];
@@ -73,10 +56,11 @@ pub(super) fn rest_of_object_side_len(rest: &[u8]) -> Option<usize> {
             for lane in 0..LANES {
                 let byte = step[lane];
                 lane_balance[lane] = lane_balance[lane]
-                    .wrapping_add(i8::from(byte == b'{'))
-                    .wrapping_sub(i8::from(byte == b'}'));
+                    .wrapping_add(i8::from(byte == open))
+                    .wrapping_sub(i8::from(byte == close));
                 lane_quotes[lane] ^= u8::from(byte == b'"');
-                lane_forbidden[lane] |= u8::from(byte == b'[') | u8::from(byte == b'\\');
+                lane_forbidden[lane] |=
+                    u8::from(byte == forbidden[0]) | u8::from(byte == forbidden[1]);
             }
         }
         balance += lane_sum(&lane_balance);
@@ -84,13 +68,13 @@ pub(super) fn rest_of_object_side_len(rest: &[u8]) -> Option<usize> {
     let mut quotes = lane_words(&lane_quotes)
         .iter()
         .fold(0, |parity, word| parity ^ word);
-    let mut forbidden = lane_words(&lane_forbidden).iter().any(|&word| word != 0);
+    let mut found = lane_words(&lane_forbidden).iter().any(|&word| word != 0);
     for &byte in tail {
-        balance += i32::from(byte == b'{') - i32::from(byte == b'}');
+        balance += i32::from(byte == open) - i32::from(byte == close);
         quotes ^= u64::from(byte == b'"');
-        forbidden |= byte == b'[' || byte == b'\\';
+        found |= forbidden.contains(&byte);
     }
-    (balance == 0 && quotes.count_ones() % 2 == 0 && !forbidden).then_some(len + 1)
+    (balance, quotes.count_ones() % 2 == 0, found)
 }
 
 /// Byte lanes of the side skip: one AVX2 register.
