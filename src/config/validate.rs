@@ -390,6 +390,18 @@ impl RawConfig {
     ) -> Result<Vec<VenueConfig>, ConfigError> {
         let mut venues = Vec::new();
         for &venue in VenueId::ALL.iter().filter(|venue| used[venue.index()] > 0) {
+            if let Some(most) = venue.facts().max_subscriptions
+                && used[venue.index()] > most
+            {
+                return Err(invalid(
+                    "instruments",
+                    format!("{} on {venue}", used[venue.index()]),
+                    format!(
+                        "{venue} allows at most {most} subscriptions from one IP: shard the \
+                         instruments (service.shard) over hosts"
+                    ),
+                ));
+            }
             let configured = self.venues.get(venue.name()).and_then(|v| v.url.clone());
             if configured.is_some() && self.simulator.is_some() {
                 // The simulator points every venue at itself: a URL beside it would be

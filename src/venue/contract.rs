@@ -36,6 +36,9 @@ pub struct VenueFacts {
     /// The most streams one connection may carry: a venue's streams are spread over as
     /// many connections as this asks for.
     pub max_streams_per_connection: usize,
+    /// The venue's limit on subscriptions from one IP, where it has one: a configuration
+    /// (a shard's share of it) naming more of its symbols is refused.
+    pub max_subscriptions: Option<usize>,
     /// Whether the venue has top-of-book snapshot streams (`mode = "snapshot"`); without
     /// them, `diff` is its only mode.
     pub snapshot_streams: bool,

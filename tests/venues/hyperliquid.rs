@@ -537,3 +537,28 @@ fn listed_names_are_read_from_the_venue_s_answers() {
         ]
     );
 }
+
+/// More coins than the venue allows subscriptions from one IP (1,000) are refused; a shard
+/// of them, served from another host, is not.
+#[test]
+fn more_coins_than_the_venue_allows_an_ip_are_refused_unless_sharded() {
+    let config = |coins: usize, shard: Option<&str>| {
+        let mut config = common::config::TestConfig::new().set("service.max_instruments", 1024);
+        if let Some(shard) = shard {
+            config = config.set("service.shard", shard);
+        }
+        for coin in 0..coins {
+            config = config
+                .instrument(
+                    &format!("C{coin}/USDC"),
+                    &[(HYPERLIQUID, &format!("C{coin}"))],
+                )
+                .last_instrument("quotes.hyperliquid", "USDC");
+        }
+        config.try_build()
+    };
+    assert!(config(1000, None).is_ok());
+    let error = config(1001, None).unwrap_err().to_string();
+    assert!(error.contains("at most 1000 subscriptions"), "{error}");
+    assert!(config(1001, Some("1/2")).is_ok());
+}

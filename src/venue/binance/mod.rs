@@ -57,6 +57,7 @@ impl Venue for Binance {
         },
         // "≤1024 streams per connection" (docs/protocols.md, Binance, Limits).
         max_streams_per_connection: 1024,
+        max_subscriptions: None,
         snapshot_streams: true,
         diff_streams: true,
         binary_books: false,

@@ -54,6 +54,7 @@ impl Venue for BinanceSbe {
         // connection attempts per 5 minutes").
         connect_budget: Binance::FACTS.connect_budget,
         max_streams_per_connection: Binance::FACTS.max_streams_per_connection,
+        max_subscriptions: None,
         snapshot_streams: true,
         diff_streams: true,
         binary_books: true,

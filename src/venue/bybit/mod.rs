@@ -91,6 +91,7 @@ impl Venue for Bybit {
         // 42 characters).
         max_streams_per_connection: 500,
         // Bybit's topics carry snapshots and deltas: diff mode reads them.
+        max_subscriptions: None,
         snapshot_streams: false,
         diff_streams: true,
         binary_books: false,

@@ -68,6 +68,7 @@ impl Venue for Coinbase {
         // message costs the connection: products are spread over connections of at most this
         // many.
         max_streams_per_connection: 20,
+        max_subscriptions: None,
         snapshot_streams: false,
         diff_streams: true,
         binary_books: false,

@@ -63,6 +63,7 @@ impl Venue for CoinbaseExchange {
         // drops a connection it cannot write to (`ErrSlowConsume`): products are spread over
         // connections of at most this many.
         max_streams_per_connection: 20,
+        max_subscriptions: None,
         snapshot_streams: false,
         diff_streams: true,
         binary_books: false,

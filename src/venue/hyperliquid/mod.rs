@@ -68,6 +68,8 @@ impl Venue for Hyperliquid {
         // At most 1,000 subscriptions per IP, and 10 connections by the stricter note:
         // 100 coins a connection reach the one limit with the other.
         max_streams_per_connection: 100,
+        // "At most 1,000 subscriptions" per IP (docs/protocols.md, Hyperliquid, Limits).
+        max_subscriptions: Some(1000),
         snapshot_streams: true,
         // Every frame is a whole book: there is nothing to keep in sync.
         diff_streams: false,

@@ -72,6 +72,7 @@ impl Venue for Kraken {
         // connections of at most this many symbols.
         max_streams_per_connection: 50,
         // Kraken's `book` channel is a diff stream; there is no top-N snapshot stream.
+        max_subscriptions: None,
         snapshot_streams: false,
         diff_streams: true,
         binary_books: false,
