@@ -711,10 +711,10 @@ fn reading_frames_from_the_socket_allocates_nothing_after_warm_up() {
 /// service's depth.
 #[test]
 fn hyperliquid_books_allocate_nothing() {
-    const SESSION: &str = include_str!(
+    const RECORDING: &str = include_str!(
         "fixtures/hyperliquid/session_timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl"
     );
-    let frames: Vec<String> = SESSION
+    let frames: Vec<String> = RECORDING
         .lines()
         .map(|line| {
             serde_json::from_str::<serde_json::Value>(line).unwrap()["raw"]

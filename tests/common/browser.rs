@@ -13,10 +13,13 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 const WAIT: Duration = Duration::from_secs(30);
 
+/// The DevTools protocol's name for the id of a page's attachment (its wire key).
+const ATTACHMENT_KEY: &str = "sessionId";
+
 pub struct Browser {
     socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
-    /// The id the browser gave the page's attachment to this connection (the protocol's
-    /// `sessionId`), which each command to the page names.
+    /// The id the browser gave the page's attachment to this connection, which each
+    /// command to the page names (under `ATTACHMENT_KEY`).
     page: String,
     next_id: u64,
     profile: std::path::PathBuf,
@@ -87,7 +90,7 @@ impl Browser {
                 serde_json::json!({ "targetId": target["targetId"], "flatten": true }),
             )
             .await;
-        browser.page = attached["sessionId"].as_str().unwrap().to_owned();
+        browser.page = attached[ATTACHMENT_KEY].as_str().unwrap().to_owned();
         Some(browser)
     }
 
@@ -98,7 +101,7 @@ impl Browser {
         let id = self.next_id;
         let mut command = serde_json::json!({ "id": id, "method": method, "params": params });
         if !self.page.is_empty() {
-            command["sessionId"] = self.page.clone().into();
+            command[ATTACHMENT_KEY] = self.page.clone().into();
         }
         self.socket
             .send(Message::text(command.to_string()))

@@ -26,12 +26,12 @@ fn fixture(name: &str) -> String {
     )
 }
 
-const SESSION: &str = "session_timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl";
+const RECORDING: &str = "session_timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl";
 const PROBE: &str = "trimmed_frames_2026-09-24_probe_notes.jsonl";
 
-/// The WebSocket frames of the 2025 session, in arrival order.
-fn session_frames() -> Vec<String> {
-    let frames = load_frames(std::path::Path::new(&fixture(SESSION))).unwrap();
+/// The WebSocket frames of the 2025 recording, in arrival order.
+fn recorded_frames() -> Vec<String> {
+    let frames = load_frames(std::path::Path::new(&fixture(RECORDING))).unwrap();
     frames.into_iter().map(|frame| frame.raw).collect()
 }
 
@@ -92,7 +92,7 @@ fn fast_decode(frame: &str, depth: usize) -> Option<(String, u64, Vec<Level>, Ve
 
 #[test]
 fn every_recorded_book_decodes_as_the_reference_reads_it_at_every_depth() {
-    let frames = session_frames();
+    let frames = recorded_frames();
     let mut books = 0;
     for frame in &frames {
         for depth in [1, 5, 10, 20, 50] {
@@ -122,12 +122,12 @@ fn every_recorded_book_decodes_as_the_reference_reads_it_at_every_depth() {
     }
 }
 
-/// Replayed as the service reads it, the session publishes every book but the repeat of
+/// Replayed as the service reads it, the recording publishes every book but the repeat of
 /// the first (the same `time`: published again, as the same book), each the reference's,
 /// and ends on the book its provenance notes give.
 #[test]
-fn the_session_replays_to_the_reference_books() {
-    let frames = load_frames(std::path::Path::new(&fixture(SESSION))).unwrap();
+fn the_recording_replays_to_the_reference_books() {
+    let frames = load_frames(std::path::Path::new(&fixture(RECORDING))).unwrap();
     let mut published = Vec::new();
     let stats = mergebook::replay::replay(
         &[(HYPERLIQUID, frames.clone())],
@@ -172,7 +172,7 @@ fn the_session_replays_to_the_reference_books() {
 /// A frame older than the last one published never replaces it.
 #[test]
 fn an_older_book_never_replaces_a_newer_one() {
-    let mut frames = load_frames(std::path::Path::new(&fixture(SESSION))).unwrap();
+    let mut frames = load_frames(std::path::Path::new(&fixture(RECORDING))).unwrap();
     let books: Vec<usize> = (0..frames.len())
         .filter(|&index| frames[index].raw.contains("\"l2Book\""))
         .collect();
@@ -264,7 +264,7 @@ fn the_frames_of_2026_mean_what_the_protocol_says() {
 
 /// Hyperliquid's conformance row: the recorded frames, and malformed ones with their errors.
 pub fn row() -> Row {
-    let mut frames: Vec<(Read, Vec<u8>)> = session_frames()
+    let mut frames: Vec<(Read, Vec<u8>)> = recorded_frames()
         .into_iter()
         .take(2)
         .map(|frame| (Read::Snapshot, frame.into_bytes()))
