@@ -389,6 +389,8 @@ impl RawConfig {
         read_idle_timeout: Duration,
     ) -> Result<Vec<VenueConfig>, ConfigError> {
         let mut venues = Vec::new();
+        // A venue without a section: every key's default.
+        let no_settings = RawVenue::default();
         for &venue in VenueId::ALL.iter().filter(|venue| used[venue.index()] > 0) {
             if let Some(most) = venue.facts().max_subscriptions
                 && used[venue.index()] > most
@@ -422,7 +424,8 @@ impl RawConfig {
                 ));
             }
             let raw = self.venues.get(venue.name());
-            let mode = venue_mode(venue, raw.unwrap_or(&RawVenue::default()), depth)?;
+            let settings = raw.unwrap_or(&no_settings);
+            let mode = venue_mode(venue, settings, depth)?;
             let allow_one_sided = raw
                 .and_then(|raw| raw.allow_one_sided)
                 .unwrap_or(defaults::ALLOW_ONE_SIDED.default);
@@ -456,10 +459,7 @@ impl RawConfig {
                 api_key: api_key(venue, raw, &self.dir, self.simulator.is_some())?,
                 listing_url: match venue.streams().listing_path() {
                     "" => None,
-                    path => Some(format!(
-                        "{}{path}",
-                        rest_url(venue, raw.unwrap_or(&RawVenue::default()))?
-                    )),
+                    path => Some(format!("{}{path}", rest_url(venue, settings)?)),
                 },
             });
         }

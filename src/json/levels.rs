@@ -773,13 +773,7 @@ impl<'a> Walker<'a> {
     /// they are not parsed, and a malformation confined to them does not change the kept
     /// levels.
     pub(super) fn skip_rest_of_array(&mut self) -> Result<()> {
-        match simd::rest_of_side_len(&self.bytes[self.pos..]) {
-            Some(len) => {
-                self.pos += len;
-                Ok(())
-            }
-            None => self.skip_elements(),
-        }
+        self.skip_to_side_end(simd::rest_of_side_len(&self.bytes[self.pos..]))
     }
 
     /// Skips the remaining levels of a side of objects and its closing `]`, positioned
@@ -789,7 +783,14 @@ impl<'a> Walker<'a> {
     /// ([`side_skip::rest_of_object_side_len`]); anything else takes the exact path. As
     /// there, skipped levels are checked for structure only.
     pub(super) fn skip_rest_of_object_side(&mut self) -> Result<()> {
-        match side_skip::rest_of_object_side_len(&self.bytes[self.pos..]) {
+        self.skip_to_side_end(side_skip::rest_of_object_side_len(&self.bytes[self.pos..]))
+    }
+
+    /// Past the side's end, `len` bytes on, where a fast skip found it; else the exact
+    /// skip.
+    #[inline(always)]
+    fn skip_to_side_end(&mut self, len: Option<usize>) -> Result<()> {
+        match len {
             Some(len) => {
                 self.pos += len;
                 Ok(())

@@ -177,11 +177,6 @@ fn live_ladder(text: &str, instrument: &str, position: &str, venues: &[impl AsRe
         })
 }
 
-/// The venues the offline demo (`config/sim.toml`) merges in `instrument`.
-fn venues_of(instrument: &str) -> Vec<String> {
-    common::demo_venues(instrument)
-}
-
 /// The offline demo merges every venue, in one instrument or another.
 #[test]
 fn the_demo_merges_every_venue() {
@@ -205,7 +200,7 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     let mut terminal = Terminal::watch(&["--grpc", &address, "--instrument", "ETH/BTC"], 30, 120);
 
     let text = terminal.wait_for("the live ladder", |text| {
-        live_ladder(text, "ETH/BTC", "1/2", &venues_of("ETH/BTC"))
+        live_ladder(text, "ETH/BTC", "1/2", &common::demo_venues("ETH/BTC"))
     });
     let spread = text.find("── spread ").unwrap();
     let ask = text.find(" 0.0").unwrap();
@@ -233,14 +228,14 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     // It comes back on the same port: the viewer reconnects by itself.
     let _second = service("config/sim.toml", grpc_port, &[]);
     terminal.wait_for("the ladder after the restart", |text| {
-        live_ladder(text, "ETH/BTC", "1/2", &venues_of("ETH/BTC"))
+        live_ladder(text, "ETH/BTC", "1/2", &common::demo_venues("ETH/BTC"))
     });
 
     // Keys: the other instrument (the BTC perpetuals, Hyperliquid's among them), fewer
     // levels, then quit, leaving the terminal as it was.
     terminal.press("\t");
     terminal.wait_for("the BTC perpetuals", |text| {
-        live_ladder(text, "BTC/USDC", "2/2", &venues_of("BTC/USDC"))
+        live_ladder(text, "BTC/USDC", "2/2", &common::demo_venues("BTC/USDC"))
     });
     terminal.press("-");
     terminal.wait_for("depth 9", |text| text.contains("BTC/USDC: top 9"));
@@ -272,7 +267,7 @@ fn watch_reads_every_shard_s_instruments_from_nats() {
     let mut terminal =
         Terminal::watch(&["--nats", &nats.url(), "--instrument", "ETH/BTC"], 30, 120);
     terminal.wait_for("ETH/BTC from NATS, every instrument known", |text| {
-        live_ladder(text, "ETH/BTC", "3/3", &venues_of("ETH/BTC"))
+        live_ladder(text, "ETH/BTC", "3/3", &common::demo_venues("ETH/BTC"))
     });
     terminal.press("\t");
     terminal.wait_for("BTC/USD from the other shard", |text| {

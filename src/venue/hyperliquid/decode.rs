@@ -61,8 +61,6 @@ impl Decode for Hyperliquid {
         let mut seen = Seen::default();
         let mut channel: &[u8] = b"";
         let mut data = Data::default();
-        out.bids.clear();
-        out.asks.clear();
         // `data` is read whatever it is, as the channel it belongs to may follow it: a
         // book's members go to `out`, an acknowledgement's to `data`, an error's text is
         // skipped.
