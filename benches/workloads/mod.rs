@@ -270,7 +270,10 @@ impl EightVenueSummaries {
                 let quote = if index % 2 == 0 { usdt } else { "USD" };
                 format!(
                     "{venue} = \"{}\"",
-                    venue.streams().spot_symbol("BTC", quote)
+                    venue
+                        .streams()
+                        .spot_symbol("BTC", quote)
+                        .expect("a spot venue")
                 )
             })
             .collect();

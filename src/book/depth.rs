@@ -17,6 +17,9 @@ use super::{Level, Levels, Side, TopBook};
 pub struct BookUpdate {
     pub first_id: u64,
     pub last_id: u64,
+    /// The `last_id` of the event before this one, where the venue chains its events by
+    /// it (Binance futures' `pu`); 0 elsewhere.
+    pub previous_last_id: u64,
     pub bids: Vec<Level>,
     pub asks: Vec<Level>,
     /// A snapshot sent on the WebSocket in the diff stream (not a REST body): it replaces
@@ -61,6 +64,7 @@ impl BookUpdate {
     pub fn clear(&mut self) {
         self.first_id = 0;
         self.last_id = 0;
+        self.previous_last_id = 0;
         self.bids.clear();
         self.asks.clear();
         self.is_snapshot = false;
@@ -73,6 +77,7 @@ impl BookUpdate {
     pub fn copy_from(&mut self, other: &BookUpdate) {
         self.first_id = other.first_id;
         self.last_id = other.last_id;
+        self.previous_last_id = other.previous_last_id;
         self.bids.clone_from(&other.bids);
         self.asks.clone_from(&other.asks);
         self.is_snapshot = other.is_snapshot;

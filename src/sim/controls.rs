@@ -58,6 +58,16 @@ impl Simulator {
         }
     }
 
+    /// On `symbol`'s diff stream of `venue` alone, the next `events` events change the
+    /// book but are not sent: a gap in one book of a connection.
+    pub fn skip_events_of(&self, venue: VenueId, symbol: &str, events: u64) {
+        let key = stream_key(venue, &venue.streams().diff_stream_name(symbol));
+        let streams = self.shared.diff_streams.lock().expect("not poisoned");
+        if let Some(stream) = streams.get(&key) {
+            stream.faults.skip.store(events, Ordering::Relaxed);
+        }
+    }
+
     /// On each diff stream of `venue`, the next `events` events are sent twice.
     pub fn duplicate_events(&self, venue: VenueId, events: u64) {
         for stream in self.diff_streams(venue) {

@@ -22,8 +22,8 @@ pub struct PriceGrid {
     tick_raw: u64,
     /// Ticks added to the shared mid's: `START_MID_TICKS` is the market's start price.
     offset: u64,
-    /// For an inverse contract's market: how many contracts one coin is worth at its start
-    /// price, its sizes whole contracts; `None`: sizes of the coin.
+    /// For a contract's market: how many contracts one coin is worth (an inverse contract's
+    /// at its start price), its sizes whole contracts; `None`: sizes of the coin.
     contracts_per_coin: Option<u64>,
 }
 
@@ -61,6 +61,16 @@ impl PriceGrid {
         let start = self.price(START_MID_TICKS).raw();
         PriceGrid {
             contracts_per_coin: Some((start / value.raw().max(1)).max(1)),
+            ..self
+        }
+    }
+
+    /// Sizes in whole linear contracts of `size` coins each (OKX's 0.01 BTC swaps): as many
+    /// as the coin amounts the other markets hold, so the books compare and a size times
+    /// the contract size stays within 8 decimals.
+    pub fn in_linear_contracts_of(self, size: FixedPoint) -> PriceGrid {
+        PriceGrid {
+            contracts_per_coin: Some((SCALE / size.raw().max(1)).max(1)),
             ..self
         }
     }
@@ -256,6 +266,7 @@ impl DiffMarket {
             }
         }
         let changes = (out.bids.len() + out.asks.len()) as u64;
+        out.previous_last_id = self.last_id;
         (out.first_id, out.last_id) =
             self.venue
                 .simulated()

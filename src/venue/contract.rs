@@ -237,9 +237,10 @@ pub trait Streams: Sync {
         url.to_owned()
     }
 
-    /// The venue's symbol for the spot pair `base`/`quote` (upper-case currency codes):
-    /// what tools and generated configurations name the pair by.
-    fn spot_symbol(&self, base: &str, quote: &str) -> String;
+    /// The venue's symbol for the pair `base`/`quote` (upper-case currency codes), sized
+    /// in the base coin: what tools and generated configurations name the pair by. `None`
+    /// where the venue has no such book (Binance COIN-M, whose every contract is inverse).
+    fn spot_symbol(&self, base: &str, quote: &str) -> Option<String>;
 
     /// Why `symbol` cannot name one of the venue's books (a configuration error), if it
     /// cannot.

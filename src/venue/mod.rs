@@ -16,6 +16,7 @@ pub use level_texts::LevelTexts;
 
 use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
 
+pub mod binance_futures;
 mod contract;
 #[cfg(test)]
 pub(crate) mod layout_edits;
@@ -81,6 +82,8 @@ venues! {
     Coinbase => coinbase::Coinbase,
     BinanceSbe => binance_sbe::BinanceSbe,
     Hyperliquid => hyperliquid::Hyperliquid,
+    BinanceUsdm => binance_usdm::BinanceUsdm,
+    BinanceCoinm => binance_coinm::BinanceCoinm,
 }
 
 /// The venue's facts, and its hot-path behaviour by enum dispatch.
@@ -238,6 +241,8 @@ mod tests {
             (VenueId::CoinbaseExchange, "BTC-EUR", Some("EUR")),
             (VenueId::Hyperliquid, "BTC/USDC", Some("USDC")),
             (VenueId::Hyperliquid, "BTC", None),
+            (VenueId::BinanceUsdm, "BTCUSDC_250926", Some("USDC")),
+            (VenueId::BinanceCoinm, "BTCUSD_PERP", Some("USD")),
         ];
         for &(venue, symbol, expected) in cases {
             assert_eq!(
@@ -255,7 +260,13 @@ mod tests {
     fn every_venue_names_a_spot_pair_by_a_valid_symbol() {
         for &venue in VenueId::ALL {
             for (base, quote) in [("ETH", "BTC"), ("I12", "BTC")] {
-                let symbol = venue.streams().spot_symbol(base, quote);
+                let Some(symbol) = venue.streams().spot_symbol(base, quote) else {
+                    assert!(
+                        venue.streams().inverse(""),
+                        "{venue}: a book in the base coin"
+                    );
+                    continue;
+                };
                 assert_eq!(
                     venue.streams().check_symbol(&symbol),
                     Ok(()),

@@ -123,14 +123,25 @@ impl Harness {
             Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 5).unwrap();
         // An instrument is named by its symbol, less a market's prefix's ':'.
         let (name, other_name) = (symbol.replace(':', "-"), other.replace(':', "-"));
-        let mut config = TestConfig::new()
+        // An inverse contract merges only where amounts are notionals: such an instrument
+        // counts USD, a contract worth one, so that its merged amounts are the venue's own.
+        let notional = |config: TestConfig, symbol: &str| match venue.streams().inverse(symbol) {
+            true => config
+                .last_instrument("currency", "USD")
+                .last_instrument(&format!("quotes.{venue}"), "USD")
+                .last_instrument("unit", "quote")
+                .contract_size(venue, "1"),
+            false => config,
+        };
+        let config = TestConfig::new()
             .set("service.depth", DEPTH as i64)
             .set("feed.read_idle_timeout_ms", 800)
             .set("feed.connect_timeout_ms", 1000)
             .set("feed.backoff_initial_ms", 20)
             .set("feed.backoff_max_ms", 200)
-            .instrument(&name, &[(venue, symbol)])
-            .instrument(&other_name, &[(venue, other)]);
+            .instrument(&name, &[(venue, symbol)]);
+        let config = notional(config, symbol).instrument(&other_name, &[(venue, other)]);
+        let mut config = notional(config, other);
         if mode == StreamKind::Diff {
             config = config
                 .set(&format!("venues.{venue}.mode"), "diff")

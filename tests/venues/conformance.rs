@@ -90,6 +90,8 @@ fn rows() -> Vec<Row> {
         crate::coinbase::row(),
         crate::binance_sbe::row(),
         crate::hyperliquid::row(),
+        crate::binance_futures::row(VenueId::BinanceUsdm),
+        crate::binance_futures::row(VenueId::BinanceCoinm),
     ]
 }
 

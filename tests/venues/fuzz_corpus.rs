@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// Each venue's target: its name, the venue, the contract it checks.
 type VenueContract = fn(VenueId, &[u8]);
-const VENUE_TARGETS: [(&str, VenueId, VenueContract); 9] = [
+const VENUE_TARGETS: [(&str, VenueId, VenueContract); 11] = [
     ("binance_depth", VenueId::Binance, every_decoder),
     ("bitstamp_order_book", VenueId::Bitstamp, every_decoder),
     ("kraken_book", VenueId::Kraken, diff_decoder),
@@ -25,6 +25,8 @@ const VENUE_TARGETS: [(&str, VenueId, VenueContract); 9] = [
     ("coinbase_level2", VenueId::Coinbase, diff_decoder),
     ("binance_sbe_depth", VenueId::BinanceSbe, binary_decoder),
     ("hyperliquid_l2book", VenueId::Hyperliquid, snapshot_decoder),
+    ("binance_usdm_depth", VenueId::BinanceUsdm, every_decoder),
+    ("binance_coinm_depth", VenueId::BinanceCoinm, every_decoder),
 ];
 
 /// A target's check, for any target.

@@ -44,8 +44,13 @@ fn venue_row(venue: VenueId) -> VenueRow {
     };
     let binance_refusal = r#"{"code":2,"msg":"Invalid request: unknown stream","id":1}"#;
     match venue {
-        VenueId::Binance | VenueId::BinanceSbe => row(
+        VenueId::Binance | VenueId::BinanceSbe | VenueId::BinanceUsdm => row(
             ("BTCUSDT", "ETHUSDT"),
+            binance_refusal,
+            Some(OverRate::Disconnects),
+        ),
+        VenueId::BinanceCoinm => row(
+            ("BTCUSD_PERP", "ETHUSD_PERP"),
             binance_refusal,
             Some(OverRate::Disconnects),
         ),
@@ -117,6 +122,10 @@ live_rows! {
     coinbase_exchange_diff => (CoinbaseExchange, Diff),
     coinbase_diff => (Coinbase, Diff),
     hyperliquid_snapshots => (Hyperliquid, Snapshots),
+    binance_usdm_diff => (BinanceUsdm, Diff),
+    binance_usdm_snapshots => (BinanceUsdm, Snapshots),
+    binance_coinm_diff => (BinanceCoinm, Diff),
+    binance_coinm_snapshots => (BinanceCoinm, Snapshots),
 }
 
 #[test]
@@ -141,9 +150,11 @@ const COMPARED: usize = 5;
 
 /// The venues whose diff streams show a lost event by their ids or message numbers (the
 /// others see one only as a crossing, or by their checksum).
-const NUMBERED: [VenueId; 5] = [
+const NUMBERED: [VenueId; 7] = [
     VenueId::Binance,
     VenueId::BinanceSbe,
+    VenueId::BinanceUsdm,
+    VenueId::BinanceCoinm,
     VenueId::Bybit,
     VenueId::Okx,
     VenueId::Coinbase,

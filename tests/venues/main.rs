@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod binance_futures;
 mod binance_sbe;
 mod bybit;
 mod coinbase;

@@ -157,10 +157,15 @@ fn main() -> ExitCode {
             if args.venues.is_empty() {
                 args.venues = snapshot_venues().collect();
             }
-            if let Some(venue) = args.venues.iter().find(|v| !v.facts().snapshot_streams) {
+            if let Some(venue) = args
+                .venues
+                .iter()
+                .find(|venue| !snapshot_venues().any(|loadable| loadable == **venue))
+            {
                 eprintln!(
-                    "mergebook-tools loadtest: {venue} has no snapshot streams (the harness \
-                     times snapshot-mode books); venues it can load: {}",
+                    "mergebook-tools loadtest: {venue} has no snapshot streams of pairs in the \
+                     base coin (the harness times snapshot-mode books of generated pairs); \
+                     venues it can load: {}",
                     snapshot_venues()
                         .map(VenueId::name)
                         .collect::<Vec<_>>()
@@ -393,8 +398,5 @@ fn loadtest_child(args: &LoadtestArgs, rate: u32, instruments: u16) -> Option<Lo
 
 /// The venues the load harness can drive: it times snapshot-mode books.
 fn snapshot_venues() -> impl Iterator<Item = VenueId> {
-    VenueId::ALL
-        .iter()
-        .copied()
-        .filter(|venue| venue.facts().snapshot_streams)
+    mergebook_tools::spot_venues(true)
 }

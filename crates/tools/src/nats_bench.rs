@@ -8,7 +8,6 @@
 
 use futures_util::StreamExt;
 use mergebook::publish::proto::ExactSummary;
-use mergebook::venue::VenueId;
 use prost::Message;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -111,16 +110,14 @@ fn start_service(
          [simulator]\nrate_per_second = {rate}\n{nats}"
     );
     // Each instrument on every venue with top-N snapshot streams.
-    let venues = VenueId::ALL
-        .iter()
-        .filter(|venue| venue.facts().snapshot_streams);
+    let venues = crate::spot_venues(true);
     for index in 0..count {
         let symbols: Vec<String> = venues
             .clone()
             .map(|venue| {
                 format!(
                     "{venue} = \"{}\"",
-                    venue.streams().spot_symbol(&format!("I{index}"), "BTC")
+                    crate::spot_symbol(venue, &format!("I{index}"))
                 )
             })
             .collect();

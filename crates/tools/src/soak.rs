@@ -117,7 +117,7 @@ const FAULTS: [(&str, Inject); 17] = [
     ("one_sided_book", |simulator, venue, _| {
         // Only a top-N snapshot stream replaces the book with one frame.
         let venue = std::iter::once(venue)
-            .chain(VenueId::ALL.iter().copied())
+            .chain(crate::spot_venues(true))
             .find(|venue| venue.facts().snapshot_streams)?;
         let mut book = mergebook::book::TopBook {
             venue_sequence: u64::MAX / 2,
@@ -129,7 +129,7 @@ const FAULTS: [(&str, Inject); 17] = [
         });
         let mut frame = Vec::new();
         let streams = venue.streams();
-        let stream = streams.stream_name(&streams.spot_symbol("ETH", "BTC"), DEPTH);
+        let stream = streams.stream_name(&crate::spot_symbol(venue, "ETH"), DEPTH);
         venue.simulated().encode_book(&stream, &book, 8, &mut frame);
         match String::from_utf8(frame) {
             Ok(text) => simulator.send_raw(venue, text),
@@ -160,7 +160,7 @@ pub const RSS_GROWTH_ALLOWANCE_PER_VENUE_BYTES: u64 = 4 << 20;
 
 /// The allowance for every venue the soak runs.
 pub fn rss_growth_allowance_bytes() -> u64 {
-    RSS_GROWTH_ALLOWANCE_PER_VENUE_BYTES * VenueId::ALL.len() as u64
+    RSS_GROWTH_ALLOWANCE_PER_VENUE_BYTES * crate::spot_venues(false).count() as u64
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -264,14 +264,8 @@ impl SoakReport {
 }
 
 fn config(simulator: &Simulator) -> Result<Config, String> {
-    let symbols: Vec<String> = VenueId::ALL
-        .iter()
-        .map(|venue| {
-            format!(
-                "{venue} = \"{}\"",
-                venue.streams().spot_symbol("ETH", "BTC")
-            )
-        })
+    let symbols: Vec<String> = crate::spot_venues(false)
+        .map(|venue| format!("{venue} = \"{}\"", crate::spot_symbol(venue, "ETH")))
         .collect();
     let symbols = symbols.join(", ");
     let text = format!(
@@ -332,7 +326,7 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
     })?;
     // Pings on every connection: a paused venue is a dead subscription on a live socket,
     // which only the read-idle watchdog, counting book data, finds.
-    for &venue in VenueId::ALL {
+    for venue in crate::spot_venues(false) {
         simulator.set_ping_interval(venue, Duration::from_millis(100));
     }
     let config = config(&simulator)?;
@@ -413,7 +407,8 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
         if elapsed >= next_fault && undo.is_none() {
             next_fault += spec.fault_every;
             let (name, inject) = FAULTS[rng.below(FAULTS.len() as u64) as usize];
-            let venue = VenueId::ALL[rng.below(VenueId::ALL.len() as u64) as usize];
+            let venues: Vec<VenueId> = crate::spot_venues(false).collect();
+            let venue = venues[rng.below(venues.len() as u64) as usize];
             tracing::info!(fault = name, %venue, "soak: injecting");
             *faults.get_mut(name).expect("listed") += 1;
             undo = inject(&simulator, venue, spec.rate_per_venue)
@@ -437,9 +432,7 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
     let mut latest = service.summaries(0);
     let recovered = service_runtime.block_on(async {
         let all_synced = |summary: &Arc<mergebook::merger::summary::Summary>| {
-            VenueId::ALL
-                .iter()
-                .all(|&venue| summary.venue_state(venue) == VenueState::Synced)
+            crate::spot_venues(false).all(|venue| summary.venue_state(venue) == VenueState::Synced)
         };
         tokio::time::timeout(RECOVERY_TIMEOUT, latest.wait_for(all_synced))
             .await

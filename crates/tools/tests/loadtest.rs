@@ -149,10 +149,7 @@ fn loadtest_tables_and_plots_many_books() {
         .filter(|line| line.starts_with("| ") && !line.starts_with("| books"))
         .map(|line| line.split('|').map(str::trim).collect())
         .collect();
-    let venues = mergebook::venue::VenueId::ALL
-        .iter()
-        .filter(|venue| venue.facts().snapshot_streams)
-        .count();
+    let venues = mergebook_tools::spot_venues(true).count();
     assert_eq!(rows.len(), 2, "{table}");
     for (row, instruments) in rows.iter().zip([1, 3]) {
         assert_eq!(row[1], (instruments * venues).to_string(), "{table}");

@@ -10,16 +10,16 @@ pub(super) const RESULT: u32 = 3;
 pub(super) const ERROR_CODE: u32 = 4;
 pub(super) const REQUEST_ID: u32 = 5;
 pub(super) const LAST_UPDATE_ID: u32 = 8;
-pub(super) const BIDS: u32 = 9;
-pub(super) const ASKS: u32 = 10;
-pub(super) const FIRST_ID: u32 = 11;
-pub(super) const LAST_ID: u32 = 12;
+pub(in crate::venue) const BIDS: u32 = 9;
+pub(in crate::venue) const ASKS: u32 = 10;
+pub(in crate::venue) const FIRST_ID: u32 = 11;
+pub(in crate::venue) const LAST_ID: u32 = 12;
 
 /// What one object level (the envelope or the payload) contained.
 #[derive(Default)]
-pub(super) struct Members<'a> {
-    seen: Seen,
-    event: &'a [u8],
+pub(in crate::venue) struct Members<'a> {
+    pub(in crate::venue) seen: Seen,
+    pub(in crate::venue) event: &'a [u8],
     stream: &'a [u8],
     /// An answer's `id`: the request's.
     request_id: u64,
@@ -27,7 +27,7 @@ pub(super) struct Members<'a> {
 
 /// The payload a connection carries: partial depth books or diff events. The envelope
 /// (combined stream, acks, `serverShutdown`) is the same for both.
-pub(super) trait Payload<'a> {
+pub(in crate::venue) trait Payload<'a> {
     /// Reads `key`'s value if `key` belongs to this payload; false: not one of its keys.
     fn member(
         &mut self,
@@ -94,9 +94,9 @@ impl<'a> Payload<'a> for PartialDepth<'_> {
 /// level, zero amounts included. Other streams reuse these key names with other meanings
 /// (`bookTicker`: `"u"`, and `"b"`/`"a"` as strings; `aggTrade`: `"a"` a number), so only an
 /// array under `b`/`a` is a side, and only a `depthUpdate` event is a diff.
-pub(super) struct DiffEvent<'o> {
-    pub(super) max_levels: usize,
-    pub(super) out: &'o mut BookUpdate,
+pub(in crate::venue) struct DiffEvent<'o> {
+    pub(in crate::venue) max_levels: usize,
+    pub(in crate::venue) out: &'o mut BookUpdate,
 }
 
 pub(super) const DIFF_KEYS: [(u32, &str); 4] = [(FIRST_ID, "U"), (LAST_ID, "u"), (BIDS, "b"), (ASKS, "a")];
@@ -180,7 +180,7 @@ pub(super) fn payload_message<'a, P: Payload<'a>>(
 /// costs about as much as reading ten levels, and more than half of a two-level diff
 /// event's decode. `None` for any other frame, or an error in this one; then
 /// [`decode_frame`] reads it, and gives the same answer for every frame this accepts.
-pub(super) fn decode_usual_layout<'a>(
+pub(in crate::venue) fn decode_usual_layout<'a>(
     frame: &'a [u8],
     read_payload: impl FnOnce(&mut Walker<'a>) -> Option<()>,
 ) -> Option<Message<'a>> {
@@ -239,7 +239,7 @@ pub(super) fn read_usual_diff_event(
 }
 
 /// One frame: a raw payload, a combined-stream envelope around one, or a control frame.
-pub(super) fn decode_frame<'a, P: Payload<'a>>(
+pub(in crate::venue) fn decode_frame<'a, P: Payload<'a>>(
     frame: &'a [u8],
     mut payload: P,
 ) -> Result<Message<'a>, DecodeError> {

@@ -32,7 +32,7 @@ use crate::book::{BookUpdate, Side, TopBook};
 use crate::book::diff_sync::Sequencing;
 use crate::json::Walker;
 
-mod decode;
+pub(super) mod decode;
 mod subscribe;
 mod sequence;
 mod sim;

@@ -3,8 +3,8 @@
 use super::*;
 
 impl Streams for Binance {
-    fn spot_symbol(&self, base: &str, quote: &str) -> String {
-        format!("{base}{quote}")
+    fn spot_symbol(&self, base: &str, quote: &str) -> Option<String> {
+        Some(format!("{base}{quote}"))
     }
 
     /// `BTCUSDT`: the base's code, then the quote's.

@@ -3,7 +3,7 @@
 use super::*;
 
 impl Streams for BinanceSbe {
-    fn spot_symbol(&self, base: &str, quote: &str) -> String {
+    fn spot_symbol(&self, base: &str, quote: &str) -> Option<String> {
         Binance.spot_symbol(base, quote)
     }
 

@@ -3,8 +3,8 @@
 use super::*;
 
 impl Streams for Bitstamp {
-    fn spot_symbol(&self, base: &str, quote: &str) -> String {
-        format!("{base}{quote}").to_ascii_lowercase()
+    fn spot_symbol(&self, base: &str, quote: &str) -> Option<String> {
+        Some(format!("{base}{quote}").to_ascii_lowercase())
     }
 
     /// `btcusd`: the base's code, then the quote's.

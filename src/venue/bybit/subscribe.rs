@@ -38,8 +38,8 @@ pub(super) fn requests(op: &str, symbols: &[String], depth: usize, first_id: u64
 }
 
 impl Streams for Bybit {
-    fn spot_symbol(&self, base: &str, quote: &str) -> String {
-        format!("{base}{quote}")
+    fn spot_symbol(&self, base: &str, quote: &str) -> Option<String> {
+        Some(format!("{base}{quote}"))
     }
 
     /// `BTCUSDT`, `linear:BTCUSDC`: the base's code, then the quote's. A symbol whose rest

@@ -15,8 +15,8 @@ pub(super) fn level2_requests(kind: &str, products: &[String], first_id: u64) ->
 }
 
 impl Streams for Coinbase {
-    fn spot_symbol(&self, base: &str, quote: &str) -> String {
-        format!("{base}-{quote}")
+    fn spot_symbol(&self, base: &str, quote: &str) -> Option<String> {
+        Some(format!("{base}-{quote}"))
     }
 
     /// `BTC-USD`; a `-USDC` product's public book is its `-USD` product's (docs/protocols.md,

@@ -18,8 +18,8 @@ pub(super) fn requests(kind: &str, products: &[String], first_id: u64) -> Vec<Su
 }
 
 impl Streams for CoinbaseExchange {
-    fn spot_symbol(&self, base: &str, quote: &str) -> String {
-        format!("{base}-{quote}")
+    fn spot_symbol(&self, base: &str, quote: &str) -> Option<String> {
+        Some(format!("{base}-{quote}"))
     }
 
     /// `BTC-USD`.

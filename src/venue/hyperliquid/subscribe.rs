@@ -52,8 +52,8 @@ fn listing_request(part: Option<&str>) -> String {
 
 impl Streams for Hyperliquid {
     /// A spot pair by its name, `PURR/USDC`.
-    fn spot_symbol(&self, base: &str, quote: &str) -> String {
-        format!("{base}/{quote}")
+    fn spot_symbol(&self, base: &str, quote: &str) -> Option<String> {
+        Some(format!("{base}/{quote}"))
     }
 
     /// A spot pair's name says its quote (`PURR/USDC`). A perpetual's (`BTC`) does not: its

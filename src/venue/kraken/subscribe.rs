@@ -3,8 +3,8 @@
 use super::*;
 
 impl Streams for Kraken {
-    fn spot_symbol(&self, base: &str, quote: &str) -> String {
-        format!("{base}/{quote}")
+    fn spot_symbol(&self, base: &str, quote: &str) -> Option<String> {
+        Some(format!("{base}/{quote}"))
     }
 
     /// `BTC/USD`.

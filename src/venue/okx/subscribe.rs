@@ -13,8 +13,8 @@ pub(super) fn channel_of(kind: StreamKind) -> &'static str {
 }
 
 impl Streams for Okx {
-    fn spot_symbol(&self, base: &str, quote: &str) -> String {
-        format!("{base}-{quote}")
+    fn spot_symbol(&self, base: &str, quote: &str) -> Option<String> {
+        Some(format!("{base}-{quote}"))
     }
 
     /// `BTC-USDT`, `BTC-USDT-SWAP`: the second part.

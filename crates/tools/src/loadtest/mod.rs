@@ -130,10 +130,8 @@ fn ticks_per_second(spec: &LoadSpec) -> u32 {
 /// Each instrument's symbol on `venue`: the first is ETH/BTC, the others made up.
 fn symbol(venue: VenueId, instrument: usize) -> String {
     match instrument {
-        0 => venue.streams().spot_symbol("ETH", "BTC"),
-        _ => venue
-            .streams()
-            .spot_symbol(&format!("I{instrument}"), "BTC"),
+        0 => crate::spot_symbol(venue, "ETH"),
+        _ => crate::spot_symbol(venue, &format!("I{instrument}")),
     }
 }
 

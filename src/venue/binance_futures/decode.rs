@@ -1,0 +1,215 @@
+//! Binance futures' frames decoded into books and typed errors ([`Decode`]): spot's
+//! envelope (`venue/binance/decode.rs`) around the futures `depthUpdate`.
+
+use super::*;
+use crate::venue::binance::decode::{
+    self as spot, ASKS, BIDS, DiffEvent, FIRST_ID, LAST_ID, Members, Payload,
+};
+use crate::venue::wire::Seen;
+
+/// Bit of `Seen` for `pu`, after spot's.
+const PREVIOUS_LAST_ID: u32 = 13;
+
+/// Every key of a futures `depthUpdate`, diff or top N.
+const EVENT_KEYS: [(u32, &str); 5] = [
+    (FIRST_ID, "U"),
+    (LAST_ID, "u"),
+    (PREVIOUS_LAST_ID, "pu"),
+    (BIDS, "b"),
+    (ASKS, "a"),
+];
+
+/// A diff event: spot's, and its `pu`, which the chain needs.
+struct ChainedEvent<'o>(DiffEvent<'o>);
+
+impl<'a> Payload<'a> for ChainedEvent<'_> {
+    fn member(
+        &mut self,
+        walker: &mut Walker<'a>,
+        key: &'a [u8],
+        seen: &mut Seen,
+    ) -> Result<bool, DecodeError> {
+        if key == b"pu" {
+            self.0.out.previous_last_id = seen.unsigned(walker, PREVIOUS_LAST_ID, "pu")?;
+            return Ok(true);
+        }
+        self.0.member(walker, key, seen)
+    }
+
+    fn any_seen(seen: &Seen) -> bool {
+        seen.any(&EVENT_KEYS)
+    }
+
+    fn classify(members: &Members<'a>) -> Result<bool, DecodeError> {
+        classify_event(members)
+    }
+}
+
+/// A top-N push: a `depthUpdate` whose sides are the whole top N, best first, kept to
+/// `depth` levels; `u` becomes the book's `venue_sequence`.
+struct TopEvent<'o> {
+    depth: usize,
+    out: &'o mut TopBook,
+    /// `U`, `u` and `pu`, for [`check_ids`].
+    ids: &'o mut [u64; 3],
+}
+
+impl<'a> Payload<'a> for TopEvent<'_> {
+    fn member(
+        &mut self,
+        walker: &mut Walker<'a>,
+        key: &'a [u8],
+        seen: &mut Seen,
+    ) -> Result<bool, DecodeError> {
+        match key {
+            b"U" => self.ids[0] = seen.unsigned(walker, FIRST_ID, "U")?,
+            b"u" => self.ids[1] = seen.unsigned(walker, LAST_ID, "u")?,
+            b"pu" => self.ids[2] = seen.unsigned(walker, PREVIOUS_LAST_ID, "pu")?,
+            // `bookTicker` has string `b`/`a`: only an array is a side.
+            b"b" | b"a" if walker.peek()? != b'[' => walker.skip_value()?,
+            b"b" => {
+                seen.mark(BIDS, "b")?;
+                walker.levels(Side::Bid, self.depth, &mut self.out.bids)?;
+            }
+            b"a" => {
+                seen.mark(ASKS, "a")?;
+                walker.levels(Side::Ask, self.depth, &mut self.out.asks)?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn any_seen(seen: &Seen) -> bool {
+        seen.any(&EVENT_KEYS)
+    }
+
+    fn classify(members: &Members<'a>) -> Result<bool, DecodeError> {
+        classify_event(members)
+    }
+}
+
+/// A `depthUpdate` with every key is a book; one without its event type is broken;
+/// another event sharing key names (`bookTicker`'s `u`, `aggTrade`'s `a`) is not ours.
+fn classify_event(members: &Members<'_>) -> Result<bool, DecodeError> {
+    let complete = members.seen.require(&EVENT_KEYS);
+    match (members.event, complete) {
+        (b"depthUpdate", complete) => complete.map(|()| true),
+        (b"", Ok(())) => Err(DecodeError::MissingKey("e")),
+        _ => Ok(false),
+    }
+}
+
+/// A `depthUpdate` payload in the layout Binance sends (every recorded frame: keys in
+/// this order, no whitespace, COIN-M's `ps` and 2026's trailing `st` where present), read
+/// by comparing the bytes between values with it, as spot's pushes are
+/// (`spot::decode_usual_layout`). `sides` reads `b`'s and `a`'s arrays.
+fn read_usual_event(
+    walker: &mut Walker<'_>,
+    ids: &mut [u64; 3],
+    sides: impl FnOnce(&mut Walker<'_>) -> Option<()>,
+) -> Option<()> {
+    walker
+        .skip_exactly(br#"{"e":"depthUpdate","E":"#)
+        .then_some(())?;
+    walker.unsigned().ok()?; // the event time: checked as the general walk does
+    walker.skip_exactly(br#","T":"#).then_some(())?;
+    walker.unsigned().ok()?;
+    walker.skip_exactly(br#","s":"#).then_some(())?;
+    walker.string().ok()?; // the symbol: the stream names it
+    if walker.skip_exactly(br#","ps":"#) {
+        walker.string().ok()?;
+    }
+    walker.skip_exactly(br#","U":"#).then_some(())?;
+    ids[0] = walker.unsigned().ok()?;
+    walker.skip_exactly(br#","u":"#).then_some(())?;
+    ids[1] = walker.unsigned().ok()?;
+    walker.skip_exactly(br#","pu":"#).then_some(())?;
+    ids[2] = walker.unsigned().ok()?;
+    walker.skip_exactly(br#","b":"#).then_some(())?;
+    sides(walker)?;
+    if walker.skip_exactly(br#","st":"#) {
+        walker.unsigned().ok()?;
+    }
+    walker.skip_exactly(b"}").then_some(())
+}
+
+/// The ids' order, which every event keeps: `pu < U <= u`.
+fn check_ids(
+    message: Message<'_>,
+    [first, last, previous]: [u64; 3],
+) -> Result<Message<'_>, DecodeError> {
+    if !matches!(message, Message::Book { .. }) {
+        return Ok(message);
+    }
+    if first > last {
+        return Err(DecodeError::Invalid("depthUpdate with U greater than u"));
+    }
+    if previous >= first {
+        return Err(DecodeError::Invalid("depthUpdate with pu not below U"));
+    }
+    Ok(message)
+}
+
+impl<M: Market> Decode for M {
+    fn decode<'a>(
+        frame: &'a [u8],
+        depth: usize,
+        out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError> {
+        let mut ids = [0; 3];
+        let fast = spot::decode_usual_layout(frame, |walker| {
+            read_usual_event(walker, &mut ids, |walker| {
+                walker.levels(Side::Bid, depth, &mut out.bids).ok()?;
+                walker.skip_exactly(br#","a":"#).then_some(())?;
+                walker.levels(Side::Ask, depth, &mut out.asks).ok()
+            })
+        });
+        let message = match fast {
+            Some(message) => message,
+            None => spot::decode_frame(
+                frame,
+                TopEvent {
+                    depth,
+                    out,
+                    ids: &mut ids,
+                },
+            )?,
+        };
+        out.venue_sequence = ids[1];
+        check_ids(message, ids)
+    }
+
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        let mut ids = [0; 3];
+        let fast = spot::decode_usual_layout(frame, |walker| {
+            read_usual_event(walker, &mut ids, |walker| {
+                walker.all_levels(None, max_levels, &mut out.bids).ok()?;
+                walker.skip_exactly(br#","a":"#).then_some(())?;
+                walker.all_levels(None, max_levels, &mut out.asks).ok()
+            })
+        });
+        let message = match fast {
+            Some(message) => {
+                [out.first_id, out.last_id, out.previous_last_id] = ids;
+                message
+            }
+            None => spot::decode_frame(frame, ChainedEvent(DiffEvent { max_levels, out }))?,
+        };
+        check_ids(message, [out.first_id, out.last_id, out.previous_last_id])
+    }
+
+    /// `GET /fapi/v1/depth` or `/dapi/v1/depth`: spot's body, with `E`, `T` (and COIN-M's
+    /// `symbol`, `pair`) beside, which are skipped.
+    fn decode_snapshot(
+        body: &[u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(), DecodeError> {
+        Binance::decode_snapshot(body, max_levels, out)
+    }
+}

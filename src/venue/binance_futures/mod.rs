@@ -1,0 +1,79 @@
+//! Binance futures' protocol: USDⓈ-margined (`fstream`, `venue/binance_usdm.rs`) and
+//! coin-margined (`dstream`, `venue/binance_coinm.rs`) order books, two venues of one
+//! protocol, written once here for any [`Market`].
+//!
+//! Docs: <https://developers.binance.com/docs/derivatives/usds-margined-futures/websocket-market-streams/Diff-Book-Depth-Streams>,
+//! <https://developers.binance.com/docs/derivatives/coin-margined-futures/websocket-market-streams/Diff-Book-Depth-Streams>
+//! (and `docs/protocols.md`, Binance futures).
+//!
+//! Two venues, not one with two markets: each market has its own hosts (WebSocket and
+//! REST), its own REST weight budget, and its own symbols (a COIN-M symbol is always an
+//! inverse contract), so each is configured, limited and labelled on its own.
+//!
+//! Both send the spot envelope (combined streams, `{"result":null,"id":1}` answers) around
+//! one payload, the futures `depthUpdate`, on the diff streams (`<symbol>@depth@100ms`)
+//! and on the top-N streams (`<symbol>@depth<5|10|20>@100ms`, whose payload is a whole
+//! top N to replace, though it carries ids). A real diff frame
+//! (`tests/fixtures/binance_futures/usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl`,
+//! shortened):
+//!
+//! ```text
+//! {"stream":"btcusdt@depth@0ms","data":{"e":"depthUpdate","E":1723161256299,
+//!  "T":1723161256298,"s":"BTCUSDT","U":5123107832006,"u":5123107837557,
+//!  "pu":5123107831937,"b":[["58710.20","0.014"],…],"a":[…]}}
+//! ```
+//!
+//! COIN-M adds `"ps":"BTCUSD"` (the pair) after the symbol; 2026 frames may add `"st"`
+//! (1: USDⓈ-M, 2: COIN-M). Unknown members are skipped.
+//!
+//! The sync rule is not spot's: events chain by `pu` (the previous event's `u`), ids are
+//! not consecutive, and an event ending exactly on the snapshot's id is kept
+//! ([`PreviousIdChain`]).
+
+use super::binance::Binance;
+use super::{
+    Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, RestBudget, Simulated,
+    SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts,
+};
+use crate::book::diff_sync::Sequencing;
+use crate::book::{BookUpdate, Side, TopBook};
+use crate::json::Walker;
+
+mod decode;
+mod sequence;
+mod sim;
+mod subscribe;
+#[cfg(test)]
+mod tests;
+
+pub use sequence::PreviousIdChain;
+
+/// What tells the two markets apart; the contract traits are implemented once for both.
+pub trait Market: Sync + 'static {
+    const FACTS: VenueFacts;
+    /// The REST path of a depth snapshot.
+    const DEPTH_PATH: &'static str;
+    /// Whether every symbol is an inverse contract (COIN-M).
+    const INVERSE: bool;
+}
+
+/// The connection attempts of each market: futures' limit is not stated (docs/protocols.md, Binance
+/// futures, Limits); spot's "≤300 per 5 minutes per IP" is assumed.
+pub(super) const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
+    attempts: 300,
+    per: std::time::Duration::from_secs(300),
+};
+
+/// "≤1024 streams per connection" (docs/protocols.md, Binance futures, Limits).
+pub(super) const MAX_STREAMS_PER_CONNECTION: usize = 1024;
+
+/// The REST weight budget of the documented examples, 2,400 a minute (docs/protocols.md,
+/// Binance futures, Limits), one for each market's API.
+pub(super) const REST_BUDGET: RestBudget = RestBudget {
+    weight: 2400,
+    per: std::time::Duration::from_secs(60),
+};
+
+impl<M: Market> Venue for M {
+    const FACTS: VenueFacts = M::FACTS;
+}
