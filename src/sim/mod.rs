@@ -240,8 +240,10 @@ const SIMULATED_DECIMALS: WireDecimals = WireDecimals {
     amount: crate::fixed::DECIMALS as u8,
 };
 
-/// How many past tops a diff stream remembers.
-const HISTORY: usize = 2048;
+/// How many past tops a diff stream remembers: ten seconds at the tests' rates (50 a
+/// second), twice a snapshot stream's (`SENT_HISTORY`). Each is a whole `TopBook` (3 KiB),
+/// and the demo runs tens of diff streams.
+const HISTORY: usize = 512;
 /// Levels a side of each remembered top.
 const HISTORY_DEPTH: usize = 20;
 
@@ -506,8 +508,8 @@ impl Simulator {
     /// in the venue's own currency: a venue converted through a rate whose instrument (or
     /// fixed rate) has a price too starts at the price the rate makes the same (new markets
     /// only; the others start around 0.06824). Every market walks with the one mid, each
-    /// with a tick of its own size (`PriceGrid`); an inverse contract's market is sized in
-    /// whole contracts of its configured value. What `simulator.prices` sets.
+    /// with a tick of its own size (`PriceGrid`); a contract's market is sized in whole
+    /// contracts of its configured size (an inverse one's, of its configured value). What `simulator.prices` sets.
     pub fn set_prices(
         &self,
         config: &crate::config::Config,
@@ -539,10 +541,11 @@ impl Simulator {
                         .map(crate::fixed::FixedPoint::from_raw)
                 });
                 let mut grid = PriceGrid::around(native.unwrap_or(price));
-                if venue.streams().inverse(symbol)
-                    && let Some(value) = instrument.contract_size(*venue)
-                {
-                    grid = grid.in_contracts_of(value);
+                if let Some(size) = instrument.contract_size(*venue) {
+                    grid = match venue.streams().inverse(symbol) {
+                        true => grid.in_contracts_of(size),
+                        false => grid.in_linear_contracts_of(size),
+                    };
                 }
                 // A market before a `:` (Bybit's `linear:BTCUSDT`) is not in stream names.
                 let symbol = symbol.rsplit(':').next().unwrap_or(symbol);

@@ -28,10 +28,13 @@ fn the_simulator_config_prints_a_live_merged_book_and_stops_on_sigterm() {
     // Killed if an assertion below fails: a service left running would take a core.
     let mut child = common::KillOnDrop(child);
     let stdout = BufReader::new(child.0.stdout.take().unwrap());
-    let eth_btc = common::demo_venues("ETH/BTC");
-    let perpetuals = common::demo_venues("BTC/USDC");
+    let instruments: std::collections::HashMap<String, Vec<String>> =
+        common::demo_instruments().into_iter().collect();
     let mut previous_sequences = std::collections::HashMap::new();
-    let (mut eth_btc_books, mut all_synced, mut perpetuals_merged) = (0, 0, 0);
+    let (mut eth_btc_books, mut all_synced) = (0, 0);
+    // Per instrument of perpetuals: summaries whose bids merge two venues or more, every
+    // venue of it synced.
+    let mut merged: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for line in stdout.lines().take(600) {
         let summary: Value = serde_json::from_str(&line.unwrap()).unwrap();
         let instrument = summary["instrument"].as_str().unwrap().to_owned();
@@ -52,40 +55,45 @@ fn the_simulator_config_prints_a_live_merged_book_and_stops_on_sigterm() {
         let (bids, asks) = (prices("bids"), prices("asks"));
         assert!(bids.windows(2).all(|w| w[0] >= w[1]), "bids best first");
         assert!(asks.windows(2).all(|w| w[0] <= w[1]), "asks best first");
+        let Some(venues) = instruments.get(&instrument) else {
+            panic!("an instrument config/sim.toml does not have: {instrument}");
+        };
         let synced = |venues: &[String]| {
             venues
                 .iter()
                 .all(|venue| summary["venues"][venue] == "synced")
         };
-        match instrument.as_str() {
-            "ETH/BTC" => {
-                eth_btc_books += 1;
-                if synced(&eth_btc) {
-                    all_synced += 1;
-                    assert_eq!((bids.len(), asks.len()), (10, 10));
-                }
+        if instrument == "ETH/BTC" {
+            eth_btc_books += 1;
+            if synced(venues) {
+                all_synced += 1;
+                assert_eq!((bids.len(), asks.len()), (10, 10));
             }
-            // Hyperliquid's BTC perpetual merged with the others.
-            "BTC/USDC" => {
-                let from = |exchange: &str| {
-                    summary["bids"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .any(|level| level["exchange"] == exchange)
-                };
-                if synced(&perpetuals) && from("hyperliquid") && from("bybit") {
-                    perpetuals_merged += 1;
-                }
-            }
-            other => panic!("an instrument config/sim.toml does not have: {other}"),
+            continue;
+        }
+        // The perpetuals (Hyperliquid's, Binance futures', the inverse ones counted in
+        // dollars) merged with the others'.
+        let exchanges: std::collections::BTreeSet<&str> = summary["bids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|level| level["exchange"].as_str())
+            .collect();
+        if synced(venues) && exchanges.len() >= 2 {
+            *merged.entry(instrument).or_default() += 1;
         }
     }
     assert!(
-        all_synced > eth_btc_books / 2 && perpetuals_merged > 50,
-        "the merged books went live: {all_synced} of {eth_btc_books} ETH/BTC summaries had every \
-         venue, {perpetuals_merged} BTC/USDC summaries merged Hyperliquid's perpetual with Bybit's"
+        all_synced > eth_btc_books / 2,
+        "the merged book went live: {all_synced} of {eth_btc_books} ETH/BTC summaries had every venue"
     );
+    for name in instruments.keys().filter(|name| *name != "ETH/BTC") {
+        let count = merged.get(name).copied().unwrap_or(0);
+        assert!(
+            count > 20,
+            "{name}: {count} summaries merged two venues or more: {merged:?}"
+        );
+    }
 
     common::terminate(&child.0);
     let status = child.0.wait().unwrap();

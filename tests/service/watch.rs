@@ -198,9 +198,23 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     let mut first = service("config/sim.toml", grpc_port, &[]);
     let address = format!("127.0.0.1:{grpc_port}");
     let mut terminal = Terminal::watch(&["--grpc", &address, "--instrument", "ETH/BTC"], 30, 120);
+    // gRPC lists the instruments in the configuration's order.
+    let names: Vec<String> = common::demo_instruments()
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect();
+    let position = |name: &str| {
+        let at = names.iter().position(|known| known == name).unwrap();
+        format!("{}/{}", at + 1, names.len())
+    };
 
     let text = terminal.wait_for("the live ladder", |text| {
-        live_ladder(text, "ETH/BTC", "1/2", &common::demo_venues("ETH/BTC"))
+        live_ladder(
+            text,
+            "ETH/BTC",
+            &position("ETH/BTC"),
+            &common::demo_venues("ETH/BTC"),
+        )
     });
     let spread = text.find("── spread ").unwrap();
     let ask = text.find(" 0.0").unwrap();
@@ -228,14 +242,24 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     // It comes back on the same port: the viewer reconnects by itself.
     let _second = service("config/sim.toml", grpc_port, &[]);
     terminal.wait_for("the ladder after the restart", |text| {
-        live_ladder(text, "ETH/BTC", "1/2", &common::demo_venues("ETH/BTC"))
+        live_ladder(
+            text,
+            "ETH/BTC",
+            &position("ETH/BTC"),
+            &common::demo_venues("ETH/BTC"),
+        )
     });
 
     // Keys: the other instrument (the BTC perpetuals, Hyperliquid's among them), fewer
     // levels, then quit, leaving the terminal as it was.
     terminal.press("\t");
     terminal.wait_for("the BTC perpetuals", |text| {
-        live_ladder(text, "BTC/USDC", "2/2", &common::demo_venues("BTC/USDC"))
+        live_ladder(
+            text,
+            "BTC/USDC",
+            &position("BTC/USDC"),
+            &common::demo_venues("BTC/USDC"),
+        )
     });
     terminal.press("-");
     terminal.wait_for("depth 9", |text| text.contains("BTC/USDC: top 9"));
@@ -266,12 +290,33 @@ fn watch_reads_every_shard_s_instruments_from_nats() {
 
     let mut terminal =
         Terminal::watch(&["--nats", &nats.url(), "--instrument", "ETH/BTC"], 30, 120);
+    // NATS lists the instruments in name order.
+    let mut names: Vec<String> = common::demo_instruments()
+        .into_iter()
+        .map(|(name, _)| name)
+        .chain(["BTC/USD".to_owned()])
+        .collect();
+    names.sort();
+    let position = |name: &str| {
+        let at = names.iter().position(|known| known == name).unwrap();
+        format!("{}/{}", at + 1, names.len())
+    };
     terminal.wait_for("ETH/BTC from NATS, every instrument known", |text| {
-        live_ladder(text, "ETH/BTC", "3/3", &common::demo_venues("ETH/BTC"))
+        live_ladder(
+            text,
+            "ETH/BTC",
+            &position("ETH/BTC"),
+            &common::demo_venues("ETH/BTC"),
+        )
     });
     terminal.press("\t");
     terminal.wait_for("BTC/USD from the other shard", |text| {
-        live_ladder(text, "BTC/USD", "1/3", &["binance", "bitstamp"])
+        live_ladder(
+            text,
+            "BTC/USD",
+            &position("BTC/USD"),
+            &["binance", "bitstamp"],
+        )
     });
     terminal.quit();
 }
