@@ -609,6 +609,50 @@ fn coinbase(c: &mut Criterion) {
     });
 }
 
+/// Binance futures: a recorded diff event (`pu` chain) decoded, beside serde_json's decode
+/// of it into owned values, its numbers parsed as f64 (the Binance reference's way).
+fn binance_futures(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    struct Frame {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        stream: String,
+        data: Event,
+    }
+    #[derive(serde::Deserialize)]
+    #[allow(non_snake_case, dead_code)] // the wire's names, read by serde
+    struct Event {
+        e: String,
+        E: u64,
+        T: u64,
+        s: String,
+        U: u64,
+        u: u64,
+        pu: u64,
+        b: Vec<(String, String)>,
+        a: Vec<(String, String)>,
+    }
+    fn levels(side: &[(String, String)]) -> Vec<(f64, f64)> {
+        side.iter()
+            .map(|(price, size)| (price.parse().unwrap(), size.parse().unwrap()))
+            .collect()
+    }
+    let frame = binance_futures_event();
+    let mut event = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    c.bench_function("binance_futures_diff_decode", |b| {
+        b.iter(|| {
+            VenueId::BinanceUsdm
+                .decode_diff(black_box(&frame), MAX_BOOK_LEVELS, &mut event)
+                .map(drop)
+        })
+    });
+    c.bench_function("binance_futures_diff_decode_serde_json", |b| {
+        b.iter(|| {
+            let frame: Frame = serde_json::from_slice(black_box(&frame)).unwrap();
+            (levels(&frame.data.b), levels(&frame.data.a))
+        })
+    });
+}
+
 /// Hyperliquid: the recorded 20-level `l2Book` frame decoded, beside serde_json's decode
 /// of it into owned values, its numbers parsed as f64 (the Binance reference's way).
 fn hyperliquid(c: &mut Criterion) {
@@ -734,6 +778,7 @@ criterion_group!(
     coinbase,
     coinbase_serde_reference,
     hyperliquid,
+    binance_futures,
     merging,
     mailboxes,
     cross_core_takes,

@@ -39,6 +39,8 @@ fn main() {
     let bitstamp_20 = bitstamp_20();
     let binance_sbe_20 = binance_sbe_20();
     let hyperliquid_frame = hyperliquid_20();
+    let futures_frame = binance_futures_event();
+    let mut futures_event = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
     let bitstamp_100 = bitstamp_100();
     let binance_book = decode(VenueId::Binance, BINANCE_20, KEEP);
     let bitstamp_book = decode(VenueId::Bitstamp, bitstamp_100, KEEP);
@@ -237,6 +239,14 @@ fn main() {
             let result = VenueId::Hyperliquid.decode(black_box(&hyperliquid_frame), KEEP, &mut out);
             black_box(result.expect("decodes"));
         }),
+        "binance_futures_diff_decode" => Box::new(|| {
+            let result = VenueId::BinanceUsdm.decode_diff(
+                black_box(&futures_frame),
+                MAX_BOOK_LEVELS,
+                &mut futures_event,
+            );
+            black_box(result.expect("decodes"));
+        }),
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
@@ -250,7 +260,7 @@ fn main() {
                  okx_decode_books5 | okx_update | okx_checksum | \
                  coinbase_exchange_decode_snapshot | coinbase_exchange_update | \
                  coinbase_decode_snapshot | coinbase_update | binance_sbe_decode_depth20 | \
-                 hyperliquid_decode_20>"
+                 hyperliquid_decode_20 | binance_futures_diff_decode>"
             );
             std::process::exit(2);
         }

@@ -734,3 +734,66 @@ fn hyperliquid_books_allocate_nothing() {
         "a Hyperliquid book",
     );
 }
+
+/// Binance USDⓈ-M futures' diff path on the 2024 BTCUSDT recording (real-time stream):
+/// the events up to the REST snapshot buffered and joined, then, once the first event is
+/// applied, every further one decoded → chained by `pu` → applied → its top into the
+/// mailbox.
+#[test]
+fn binance_futures_events_allocate_nothing() {
+    use mergebook::book::BookUpdate;
+    use mergebook::book::diff_sync::{BookSync, UpdateOutcome};
+    const RECORDING: &str = include_str!(
+        "fixtures/binance_futures/usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
+    );
+    const MAX_LEVELS: usize = 5000;
+    let venue = VenueId::BinanceUsdm;
+    let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
+    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
+    let mut applied = Vec::new();
+    for line in RECORDING.lines() {
+        let event: serde_json::Value = serde_json::from_str(line).unwrap();
+        let raw = event["raw"].as_str().unwrap();
+        if event["kind"] == "rest_response" {
+            let mut snapshot = BookUpdate::default();
+            venue
+                .decode_snapshot(raw.as_bytes(), MAX_LEVELS, &mut snapshot)
+                .unwrap();
+            sync.on_snapshot(&snapshot);
+            continue;
+        }
+        if !raw.contains("@depth@0ms") {
+            continue;
+        }
+        if !applied.is_empty() {
+            applied.push(raw.to_owned());
+            continue;
+        }
+        venue
+            .decode_diff(raw.as_bytes(), MAX_LEVELS, &mut update)
+            .unwrap();
+        if sync.on_update(&update) == UpdateOutcome::Applied {
+            applied.push(String::new());
+        }
+    }
+    let frames = &applied[1..];
+    assert!(
+        frames.len() > 30,
+        "{} events after the first applied",
+        frames.len()
+    );
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let apply = |frame: &[u8]| {
+        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
+        assert!(matches!(message, Message::Book { .. }));
+        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
+        sender
+            .publish_with(|top| -> Result<(), ()> {
+                sync.book.top(10, top);
+                Ok(())
+            })
+            .unwrap();
+        assert!(receiver.take());
+    };
+    allocates_nothing_after_warm_up(frames, apply, "Binance futures' diff path");
+}

@@ -710,3 +710,24 @@ pub fn hyperliquid_20() -> Vec<u8> {
         .as_bytes()
         .to_vec()
 }
+
+/// `binance_futures_diff_decode`'s frame: the recorded USDⓈ-M BTCUSDT real-time diff
+/// event of the median size (levels of both sides), out of its timeline's wrapper.
+pub fn binance_futures_event() -> Vec<u8> {
+    let mut events: Vec<(usize, String)> = include_str!(
+        "../../tests/fixtures/binance_futures/usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
+    )
+    .lines()
+    .filter_map(|line| {
+        let entry: serde_json::Value = serde_json::from_str(line).ok()?;
+        let raw = entry["raw"].as_str()?;
+        let data = &serde_json::from_str::<serde_json::Value>(raw).ok()?["data"];
+        (data["e"] == "depthUpdate").then(|| {
+            let levels = data["b"].as_array().map_or(0, Vec::len) + data["a"].as_array().map_or(0, Vec::len);
+            (levels, raw.to_owned())
+        })
+    })
+    .collect();
+    events.sort_by_key(|(levels, _)| *levels);
+    events.swap_remove(events.len() / 2).1.into_bytes()
+}

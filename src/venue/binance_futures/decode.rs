@@ -151,6 +151,59 @@ fn check_ids(
     Ok(message)
 }
 
+/// A top-N push read by the layout fast path: `None` for a frame of any other layout.
+pub(super) fn fast_top<'a>(
+    frame: &'a [u8],
+    depth: usize,
+    out: &mut TopBook,
+    ids: &mut [u64; 3],
+) -> Option<Message<'a>> {
+    spot::decode_usual_layout(frame, |walker| {
+        read_usual_event(walker, ids, |walker| {
+            walker.levels(Side::Bid, depth, &mut out.bids).ok()?;
+            walker.skip_exactly(br#","a":"#).then_some(())?;
+            walker.levels(Side::Ask, depth, &mut out.asks).ok()
+        })
+    })
+}
+
+/// A top-N push read by the general object walk, which reads every frame.
+pub(super) fn general_top<'a>(
+    frame: &'a [u8],
+    depth: usize,
+    out: &mut TopBook,
+    ids: &mut [u64; 3],
+) -> Result<Message<'a>, DecodeError> {
+    spot::decode_frame(frame, TopEvent { depth, out, ids })
+}
+
+/// A diff event read by the layout fast path: `None` for a frame of any other layout.
+pub(super) fn fast_diff<'a>(
+    frame: &'a [u8],
+    max_levels: usize,
+    out: &mut BookUpdate,
+) -> Option<Message<'a>> {
+    let mut ids = [0; 3];
+    let message = spot::decode_usual_layout(frame, |walker| {
+        read_usual_event(walker, &mut ids, |walker| {
+            walker.all_levels(None, max_levels, &mut out.bids).ok()?;
+            walker.skip_exactly(br#","a":"#).then_some(())?;
+            walker.all_levels(None, max_levels, &mut out.asks).ok()
+        })
+    })?;
+    [out.first_id, out.last_id, out.previous_last_id] = ids;
+    Some(message)
+}
+
+/// A diff event read by the general object walk, which reads every frame.
+pub(super) fn general_diff<'a>(
+    frame: &'a [u8],
+    max_levels: usize,
+    out: &mut BookUpdate,
+) -> Result<Message<'a>, DecodeError> {
+    spot::decode_frame(frame, ChainedEvent(DiffEvent { max_levels, out }))
+}
+
 impl<M: Market> Decode for M {
     fn decode<'a>(
         frame: &'a [u8],
@@ -158,23 +211,9 @@ impl<M: Market> Decode for M {
         out: &mut TopBook,
     ) -> Result<Message<'a>, DecodeError> {
         let mut ids = [0; 3];
-        let fast = spot::decode_usual_layout(frame, |walker| {
-            read_usual_event(walker, &mut ids, |walker| {
-                walker.levels(Side::Bid, depth, &mut out.bids).ok()?;
-                walker.skip_exactly(br#","a":"#).then_some(())?;
-                walker.levels(Side::Ask, depth, &mut out.asks).ok()
-            })
-        });
-        let message = match fast {
+        let message = match fast_top(frame, depth, out, &mut ids) {
             Some(message) => message,
-            None => spot::decode_frame(
-                frame,
-                TopEvent {
-                    depth,
-                    out,
-                    ids: &mut ids,
-                },
-            )?,
+            None => general_top(frame, depth, out, &mut ids)?,
         };
         out.venue_sequence = ids[1];
         check_ids(message, ids)
@@ -185,20 +224,9 @@ impl<M: Market> Decode for M {
         max_levels: usize,
         out: &mut BookUpdate,
     ) -> Result<Message<'a>, DecodeError> {
-        let mut ids = [0; 3];
-        let fast = spot::decode_usual_layout(frame, |walker| {
-            read_usual_event(walker, &mut ids, |walker| {
-                walker.all_levels(None, max_levels, &mut out.bids).ok()?;
-                walker.skip_exactly(br#","a":"#).then_some(())?;
-                walker.all_levels(None, max_levels, &mut out.asks).ok()
-            })
-        });
-        let message = match fast {
-            Some(message) => {
-                [out.first_id, out.last_id, out.previous_last_id] = ids;
-                message
-            }
-            None => spot::decode_frame(frame, ChainedEvent(DiffEvent { max_levels, out }))?,
+        let message = match fast_diff(frame, max_levels, out) {
+            Some(message) => message,
+            None => general_diff(frame, max_levels, out)?,
         };
         check_ids(message, [out.first_id, out.last_id, out.previous_last_id])
     }

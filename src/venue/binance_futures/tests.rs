@@ -3,6 +3,7 @@
 use super::*;
 use crate::book::diff_sync::test_events::{event, snapshot};
 use crate::book::diff_sync::{BookSync, SnapshotOutcome, UpdateOutcome};
+use crate::json::DecodeError;
 use crate::venue::binance_coinm::BinanceCoinm;
 use crate::venue::binance_usdm::BinanceUsdm;
 
@@ -137,4 +138,102 @@ fn snapshot_limits_are_the_ones_the_endpoint_takes() {
         [10, 50, 100, 500, 1000].map(|limit| BinanceUsdm.snapshot_weight(limit)),
         [2, 2, 5, 10, 20]
     );
+}
+
+// ---- the layout fast paths against the general walk ----
+
+const RECORDINGS: [&str; 3] = [
+    include_str!(
+        "../../../tests/fixtures/binance_futures/usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
+    ),
+    include_str!(
+        "../../../tests/fixtures/binance_futures/coinm_session_timeline_BTCUSD_PERP_depth0ms_2024-08-08_prefix.jsonl"
+    ),
+    include_str!(
+        "../../../tests/fixtures/binance_futures/usdm_diff_depth_SUSHIUSDT_100ms_combined_stream_2021-07-22.jsonl"
+    ),
+];
+
+/// Every recorded diff event, as its stream sent it (a timeline's lines wrap it); read
+/// once for every case of the proptest below.
+fn recorded_events() -> &'static [String] {
+    static EVENTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    EVENTS.get_or_init(|| {
+        RECORDINGS
+            .iter()
+            .flat_map(|recording| recording.lines())
+            .map(|line| {
+                let value: serde_json::Value = serde_json::from_str(line).unwrap();
+                match value["raw"].as_str() {
+                    Some(raw) => raw.to_owned(),
+                    None => line.to_owned(),
+                }
+            })
+            .filter(|frame| frame.contains("depthUpdate"))
+            .collect()
+    })
+}
+
+/// A frame's two readings: by a layout fast path (`None`: not its layout) and by the
+/// general walk, each with what it wrote.
+type BothReadings<'a, Out> = (
+    (Option<Message<'a>>, Out),
+    (Result<Message<'a>, DecodeError>, Out),
+);
+
+/// `frame` read as a diff event both ways.
+fn diff_both_ways(frame: &[u8]) -> BothReadings<'_, BookUpdate> {
+    let (mut fast, mut general) = (BookUpdate::default(), BookUpdate::default());
+    let fast_message = decode::fast_diff(frame, 1000, &mut fast);
+    let general_message = decode::general_diff(frame, 1000, &mut general);
+    ((fast_message, fast), (general_message, general))
+}
+
+/// `frame` read as a top-N push (10 levels kept) both ways, its ids beside.
+fn top_both_ways(frame: &[u8]) -> BothReadings<'_, (TopBook, [u64; 3])> {
+    let (mut fast, mut general) = ((TopBook::default(), [0; 3]), (TopBook::default(), [0; 3]));
+    let fast_message = decode::fast_top(frame, 10, &mut fast.0, &mut fast.1);
+    let general_message = decode::general_top(frame, 10, &mut general.0, &mut general.1);
+    ((fast_message, fast), (general_message, general))
+}
+
+#[test]
+fn recorded_events_take_the_layout_fast_path_and_read_as_the_general_walk_does() {
+    let events = recorded_events();
+    assert!(events.len() > 600);
+    for frame in events {
+        let ((fast_message, fast), (general_message, general)) = diff_both_ways(frame.as_bytes());
+        assert_eq!(
+            general_message,
+            Ok(fast_message.expect("the fast path")),
+            "{frame}"
+        );
+        assert_eq!(fast, general, "{frame}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+    /// Whatever a layout fast path accepts, the general walk reads the same way, on a
+    /// recorded event with one edit, read as a diff event and as a top-N push.
+    #[test]
+    fn the_layout_fast_paths_agree_with_the_general_walk(
+        which in 0usize..64,
+        edit in crate::venue::layout_edits::edit(),
+    ) {
+        let events = recorded_events();
+        let mut frame = events[which * 11 % events.len()].clone().into_bytes();
+        crate::venue::layout_edits::apply(&mut frame, edit);
+        let ((fast_message, fast), (general_message, general)) = diff_both_ways(&frame);
+        if let Some(message) = fast_message {
+            proptest::prop_assert_eq!(general_message, Ok(message));
+            proptest::prop_assert_eq!(fast, general);
+        }
+        let ((fast_message, fast), (general_message, general)) = top_both_ways(&frame);
+        if let Some(message) = fast_message {
+            proptest::prop_assert_eq!(general_message, Ok(message));
+            proptest::prop_assert_eq!(fast, general);
+        }
+    }
 }
