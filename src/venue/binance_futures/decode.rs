@@ -112,9 +112,10 @@ fn read_usual_event(
     walker
         .skip_exactly(br#"{"e":"depthUpdate","E":"#)
         .then_some(())?;
-    walker.unsigned().ok()?; // the event time: checked as the general walk does
+    // The event and transaction times: unused, skipped as the general walk does.
+    walker.skip_value().ok()?;
     walker.skip_exactly(br#","T":"#).then_some(())?;
-    walker.unsigned().ok()?;
+    walker.skip_value().ok()?;
     walker.skip_exactly(br#","s":"#).then_some(())?;
     walker.string().ok()?; // the symbol: the stream names it
     if walker.skip_exactly(br#","ps":"#) {
@@ -129,7 +130,7 @@ fn read_usual_event(
     walker.skip_exactly(br#","b":"#).then_some(())?;
     sides(walker)?;
     if walker.skip_exactly(br#","st":"#) {
-        walker.unsigned().ok()?;
+        walker.skip_value().ok()?;
     }
     walker.skip_exactly(b"}").then_some(())
 }
