@@ -58,6 +58,8 @@ pub struct Metrics {
     pub messages_ignored: IntCounterVec,
     /// Subscriptions subscribed again because they delivered nothing for the allowance.
     pub silent_resubscriptions: IntCounterVec,
+    /// Connections replaced before the venue's connection lifetime ran out, by outcome.
+    pub connection_renewals: IntCounterVec,
     /// gRPC streams open now, and refused because `grpc.max_clients` were open.
     pub grpc_clients: prometheus::IntGauge,
     pub grpc_clients_rejected: IntCounter,
@@ -201,6 +203,13 @@ impl Metrics {
             "Connections lost or never made, by reason (connect, connect_timeout, tls, handshake_rejected, subscription_refused, ack_timeout, idle_timeout, closed, oversized_frame, invalid_utf8, protocol, io).",
             &["exchange", "reason"],
         );
+        let connection_renewals = labelled(
+            "orderbook_connection_renewals_total",
+            "Connections renewed before the venue's connection lifetime ran out (a new \
+             connection synced every book before the old one closed), by outcome: renewed, or \
+             failed (the new connection did not sync; the old one went on).",
+            &["exchange", "outcome"],
+        );
         let pings = counter(
             "orderbook_pings_total",
             "WebSocket pings received (answered).",
@@ -334,6 +343,7 @@ impl Metrics {
             Box::new(sequence_resets.clone()),
             Box::new(messages_ignored.clone()),
             Box::new(silent_resubscriptions.clone()),
+            Box::new(connection_renewals.clone()),
             Box::new(record_dropped.clone()),
             Box::new(record_written_bytes.clone()),
             Box::new(record_errors.clone()),
@@ -390,6 +400,7 @@ impl Metrics {
             sequence_resets,
             messages_ignored,
             silent_resubscriptions,
+            connection_renewals,
             grpc_clients,
             grpc_clients_rejected,
             grpc_summaries_skipped,
@@ -448,6 +459,10 @@ impl Metrics {
             messages_ignored: self.messages_ignored.with_label_values(&labels),
             sequence_resets: self.sequence_resets.with_label_values(&labels),
             silent_resubscriptions: self.silent_resubscriptions.with_label_values(&labels),
+            renewals: ["renewed", "failed"].map(|outcome| {
+                self.connection_renewals
+                    .with_label_values(&[venue.name(), outcome])
+            }),
         }
     }
 
@@ -468,7 +483,9 @@ impl Default for Metrics {
 /// How often thread-local metrics are flushed into the registry.
 pub const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// One venue's metric handles. The per-frame ones are thread-local: call `flush`.
+/// One venue's metric handles. The per-frame ones are thread-local: call `flush` (a clone's
+/// start empty).
+#[derive(Clone)]
 pub struct VenueMetrics {
     pub decode_seconds: prometheus::local::LocalHistogram,
     pub messages: prometheus::local::LocalIntCounter,
@@ -497,6 +514,8 @@ pub struct VenueMetrics {
     pub messages_ignored: IntCounter,
     pub sequence_resets: IntCounter,
     pub silent_resubscriptions: IntCounter,
+    /// `orderbook_connection_renewals_total`: renewed, failed.
+    pub renewals: [IntCounter; 2],
 }
 
 /// The `outcome` label of each [`FetchOutcome`] kind, in `outcome_index` order.

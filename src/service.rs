@@ -179,6 +179,7 @@ fn spawn_readers(
             mode: venue_config.mode.clone(),
             client_ping: venue_config.client_ping,
             api_key: venue_config.api_key.clone(),
+            renew_after: venue_config.renew_after,
             streams,
             recorder: recorders.next(),
         };

@@ -207,12 +207,11 @@ const NKNUSDT_DIFFS: &str =
 #[test]
 fn applying_diff_events_allocates_nothing_in_steady_state() {
     use mergebook::book::BookUpdate;
-    use mergebook::book::diff_sync::{BookSync, UpdateOutcome};
+    use mergebook::book::diff_sync::BookSync;
     const MAX_LEVELS: usize = 5000;
     let venue = VenueId::Binance;
     let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
     let mut update = BookUpdate::with_capacity(MAX_LEVELS);
-    let (mut sender, mut receiver) = mailbox(TopBook::default());
     let events: Vec<&[u8]> = NKNUSDT_DIFFS.lines().map(str::as_bytes).collect();
 
     venue
@@ -226,6 +225,21 @@ fn applying_diff_events_allocates_nothing_in_steady_state() {
     sync.on_snapshot(&snapshot);
     assert!(sync.is_synced());
 
+    synced_events_allocate_nothing(venue, sync, &events[1..], "the diff path");
+}
+
+/// From a synced book on, each of `frames` decoded → applied (each must be) → its top
+/// into the mailbox: nothing allocates once warm.
+fn synced_events_allocate_nothing<F: AsRef<[u8]>>(
+    venue: VenueId,
+    mut sync: mergebook::book::diff_sync::BookSync,
+    frames: &[F],
+    what: &str,
+) {
+    use mergebook::book::diff_sync::UpdateOutcome;
+    const MAX_LEVELS: usize = 5000;
+    let mut update = mergebook::book::BookUpdate::with_capacity(MAX_LEVELS);
+    let (mut sender, mut receiver) = mailbox(TopBook::default());
     let apply = |frame: &[u8]| {
         let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
         assert!(matches!(message, Message::Book { .. }));
@@ -238,7 +252,7 @@ fn applying_diff_events_allocates_nothing_in_steady_state() {
             .unwrap();
         assert!(receiver.take());
     };
-    allocates_nothing_after_warm_up(&events[1..], apply, "the diff path");
+    allocates_nothing_after_warm_up(frames, apply, what);
 }
 
 /// A diff venue's path in steady state, from `snapshot` on: decode each of `frames` →
@@ -782,18 +796,5 @@ fn binance_futures_events_allocate_nothing() {
         "{} events after the first applied",
         frames.len()
     );
-    let (mut sender, mut receiver) = mailbox(TopBook::default());
-    let apply = |frame: &[u8]| {
-        let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
-        assert!(matches!(message, Message::Book { .. }));
-        assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
-        sender
-            .publish_with(|top| -> Result<(), ()> {
-                sync.book.top(10, top);
-                Ok(())
-            })
-            .unwrap();
-        assert!(receiver.take());
-    };
-    allocates_nothing_after_warm_up(frames, apply, "Binance futures' diff path");
+    synced_events_allocate_nothing(venue, sync, frames, "Binance futures' diff path");
 }

@@ -25,6 +25,9 @@ pub const OUTPUT: TextKey = text("service.output", "jsonl");
 pub const LOG_FORMAT: TextKey = text("service.log_format", "text");
 pub const IDLE: TextKey = text("merger.idle", "park");
 pub const MAX_FRAME_BYTES: IntKey = int("feed.max_frame_bytes", 1 << 20, 4096, 64 << 20);
+/// How long before a venue's connection lifetime runs out its connections are renewed
+/// (`venues.<name>.renew_after_ms` sets the whole time).
+pub const RENEWAL_MARGIN: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 pub const READ_IDLE_TIMEOUT_MS: IntKey = int("feed.read_idle_timeout_ms", 30_000, 100, 600_000);
 pub const CONNECT_TIMEOUT_MS: IntKey = int("feed.connect_timeout_ms", 10_000, 100, 120_000);
 pub const BACKOFF_INITIAL_MS: IntKey = int("feed.backoff_initial_ms", 100, 1, 60_000);

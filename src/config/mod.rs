@@ -254,6 +254,11 @@ pub struct VenueConfig {
     /// allowance): then it is subscribed again, and still silent after another, its
     /// connection is recycled. `feed.read_idle_timeout_ms` unless the venue sets its own.
     pub read_idle_timeout: Duration,
+    /// How long a connection runs before the reader renews it (a new connection syncs
+    /// every book, then the old one closes): `renew_after_ms`, by default the venue's
+    /// connection lifetime less `defaults::RENEWAL_MARGIN`; `None` where the venue states no
+    /// lifetime and the key is not set.
+    pub renew_after: Option<Duration>,
     /// The API key sent on the venue's WebSocket upgrade, where it needs one.
     pub api_key: Option<ApiKey>,
     /// Where the venue lists what can be subscribed (`rest_url` and

@@ -36,6 +36,8 @@ fn a_minimal_file_gets_the_documented_defaults() {
             allow_one_sided: false,
             client_ping: None,
             read_idle_timeout: Duration::from_secs(30),
+            // Binance closes a connection after 24 hours: renewed half an hour before.
+            renew_after: Some(Duration::from_secs(23 * 3600 + 1800)),
             api_key: None,
             listing_url: None,
         }]

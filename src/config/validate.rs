@@ -449,6 +449,21 @@ impl RawConfig {
                     milliseconds(defaults::READ_IDLE_TIMEOUT_MS.read(&key, Some(ms))?)
                 }
             };
+            let renew_after = match raw.and_then(|raw| raw.renew_after_ms) {
+                Some(ms) => {
+                    let key = format!("venues.{venue}.renew_after_ms");
+                    Some(milliseconds(in_range(
+                        &key,
+                        Some(ms),
+                        0,
+                        1000..=86_400_000,
+                    )?))
+                }
+                None => venue
+                    .facts()
+                    .max_connection_age
+                    .map(|lifetime| lifetime.saturating_sub(defaults::RENEWAL_MARGIN)),
+            };
             venues.push(VenueConfig {
                 venue,
                 url,
@@ -456,6 +471,7 @@ impl RawConfig {
                 allow_one_sided,
                 client_ping,
                 read_idle_timeout,
+                renew_after,
                 api_key: api_key(venue, raw, &self.dir, self.simulator.is_some())?,
                 listing_url: match venue.streams().listing_path() {
                     "" => None,

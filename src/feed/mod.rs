@@ -14,6 +14,11 @@
 //! connection is reset), and bad frames (counted, logged, dropped; the connection stays
 //! up). While a venue is not delivering books its instruments are marked `Connecting` or
 //! `OutOfSync`, so the merger leaves them out.
+//!
+//! A connection the venue would close after its lifetime (`VenueFacts::max_connection_age`)
+//! is renewed before: a second connection on the same thread syncs every book, held
+//! (`Books::Held`), then takes over and the first closes, so the venue never leaves the
+//! merge (docs/decisions.md, "A connection is renewed before the venue's lifetime runs out").
 
 pub(crate) mod core;
 pub mod handoff;
@@ -36,6 +41,7 @@ use crate::record::{ConnectionRecorder, EventKind};
 use crate::rng::Rng;
 use crate::venue::VenueId;
 use futures_util::{SinkExt, StreamExt};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
@@ -56,6 +62,8 @@ pub(crate) struct ReaderSpec {
     pub client_ping: Option<(Duration, &'static str)>,
     /// The venue's API key, where it needs one (`VenueConfig::api_key`).
     pub api_key: Option<ApiKey>,
+    /// How long a connection runs before it is renewed (`VenueConfig::renew_after`).
+    pub renew_after: Option<Duration>,
     pub streams: Vec<StreamSpec>,
     /// Where the connection's events are recorded, when `[record]` is on.
     pub recorder: Option<ConnectionRecorder>,
@@ -134,7 +142,22 @@ enum Disconnect {
     Shutdown,
     /// The venue asked for it, or closed cleanly: reconnect at once.
     Reconnect,
+    /// A renewal's new connection has every book synced (held, not yet published): it
+    /// takes over from the connection it renews.
+    Synced(Box<Socket>),
 }
+
+/// What a renewal's new connection gives back: its reader (its core, its held books) and
+/// how its connection ended, `Synced` when it is ready to take over.
+type Renewal = std::pin::Pin<
+    Box<dyn std::future::Future<Output = (Reader, Result<Disconnect, ConnectionError>)>>,
+>;
+
+/// How long a renewal's new connection may take to sync every book before it is given up
+/// (counted as failed; the old connection goes on and tries again after
+/// [`RENEWAL_RETRY`]).
+const RENEWAL_ALLOWANCE: Duration = Duration::from_secs(120);
+const RENEWAL_RETRY: Duration = Duration::from_secs(60);
 
 /// A snapshot fetch in flight: (stream, generation, URL, body or error).
 type Fetches = tokio::task::JoinSet<(usize, u64, String, Result<Vec<u8>, FetchError>)>;
@@ -145,6 +168,8 @@ type Socket =
 struct Reader {
     venue: VenueId,
     url: String,
+    /// When a connection is renewed (`ReaderSpec::renew_after`).
+    renew_after: Option<Duration>,
     connect_attempts: SharedConnectAttempts,
     client_ping: Option<(Duration, &'static str)>,
     /// The header the upgrade request carries the venue's API key in, where it needs one.
@@ -170,7 +195,7 @@ struct Reader {
 /// Where the core's results go in the service: the instruments' mailboxes and the venue's
 /// metrics.
 struct Outlet {
-    senders: Vec<FeedSender>,
+    books: Books,
     merger: std::thread::Thread,
     metrics: VenueMetrics,
     /// Per stream.
@@ -178,10 +203,32 @@ struct Outlet {
     fetches: Fetches,
 }
 
+/// Where a core's books go: the instruments' mailboxes, or, while a renewal's new
+/// connection syncs beside the one it renews, held until it takes over.
+enum Books {
+    Mailboxes(Vec<FeedSender>),
+    Held(Vec<VenueFeed>),
+}
+
+impl Outlet {
+    /// Whether every book is held synced: a renewal's new connection is ready.
+    fn all_held_synced(&self) -> bool {
+        match &self.books {
+            Books::Held(feeds) => feeds
+                .iter()
+                .all(|feed| feed.state == crate::merger::summary::VenueState::Synced),
+            Books::Mailboxes(_) => false,
+        }
+    }
+}
+
 impl FeedOutput for Outlet {
     #[inline]
     fn publish(&mut self, stream: usize, write: impl FnOnce(&mut VenueFeed)) {
-        self.senders[stream].publish_with(&self.merger, write);
+        match &mut self.books {
+            Books::Mailboxes(senders) => senders[stream].publish_with(&self.merger, write),
+            Books::Held(feeds) => write(&mut feeds[stream]),
+        }
     }
 
     #[inline]
@@ -253,12 +300,15 @@ impl Reader {
             venue: spec.venue,
             url: spec.url,
             connect_attempts: spec.connect_attempts,
+            // A recording's timeline is one connection at a time: a recording reader
+            // reconnects when the venue closes its connection instead.
+            renew_after: spec.renew_after.filter(|_| spec.recorder.is_none()),
             client_ping: spec.client_ping,
             api_key_header: api_key_header(spec.venue, spec.api_key.as_ref()),
             settings: spec.settings,
             core: FeedCore::new(spec.venue, spec.depth, streams, diff, clock::monotonic_ns()),
             outlet: Outlet {
-                senders,
+                books: Books::Mailboxes(senders),
                 merger,
                 metrics,
                 checksum_mismatches,
@@ -312,7 +362,7 @@ impl Reader {
             if let Some(recorder) = &mut self.recorder {
                 let why = match &result {
                     Ok(Disconnect::Shutdown) => "shutdown".to_owned(),
-                    Ok(Disconnect::Reconnect) => {
+                    Ok(Disconnect::Reconnect | Disconnect::Synced(_)) => {
                         "the venue closed it or asked to reconnect".to_owned()
                     }
                     Err(error) => error.to_string(),
@@ -321,7 +371,8 @@ impl Reader {
             }
             let error = match result {
                 Ok(Disconnect::Shutdown) => return,
-                Ok(Disconnect::Reconnect) => None,
+                // (Only a renewal's new connection, whose books are held, ends synced.)
+                Ok(Disconnect::Reconnect | Disconnect::Synced(_)) => None,
                 Err(error) => {
                     self.outlet
                         .metrics
@@ -404,6 +455,14 @@ impl Reader {
             client_ping.map_or(Duration::from_secs(3600), |(every, _)| every),
         );
         client_pinger.reset();
+        // Renewal: when this connection is renewed, and the new connection meanwhile.
+        let renew_in = self
+            .renew_after
+            .unwrap_or(Duration::from_secs(365 * 24 * 3600));
+        let renew_timer = tokio::time::sleep(renew_in);
+        tokio::pin!(renew_timer);
+        let mut renewal: Option<Renewal> = None;
+        let renewal_shutdown = shutdown.clone();
         // Diff mode: when the next snapshot request is due (re-armed after every change).
         let mut snapshot_due = false;
         let snapshot_timer = tokio::time::sleep(Duration::ZERO);
@@ -468,7 +527,45 @@ impl Reader {
                             }
                         };
                         self.core.on_snapshot(stream, generation, result, now, &mut self.outlet);
+                        if self.outlet.all_held_synced() {
+                            return Ok(Disconnect::Synced(Box::new(socket)));
+                        }
                     }
+                    continue;
+                }
+                _ = &mut renew_timer, if self.renew_after.is_some() => {
+                    // A new connection syncs beside this one (its books held), within an
+                    // allowance; then it takes over, or is given up and tried again later.
+                    match renewal.take() {
+                        None => {
+                            renewal = Some(self.renewal(&renewal_shutdown));
+                            renew_timer.as_mut().reset(tokio::time::Instant::now() + RENEWAL_ALLOWANCE);
+                        }
+                        Some(_) => {
+                            self.renewal_failed("it did not sync every book in time");
+                            renew_timer.as_mut().reset(tokio::time::Instant::now() + RENEWAL_RETRY);
+                        }
+                    }
+                    continue;
+                }
+                Some((mut successor, ended)) = futures_util::future::OptionFuture::from(renewal.as_mut()), if renewal.is_some() => {
+                    renewal = None;
+                    let next = match ended {
+                        Ok(Disconnect::Synced(new_socket)) => {
+                            self.take_over(&mut successor, &mut socket, *new_socket).await;
+                            renew_in
+                        }
+                        Ok(Disconnect::Shutdown) => return Ok(Disconnect::Shutdown),
+                        Ok(Disconnect::Reconnect) => {
+                            self.renewal_failed("the venue closed it");
+                            RENEWAL_RETRY
+                        }
+                        Err(error) => {
+                            self.renewal_failed(&error.to_string());
+                            RENEWAL_RETRY
+                        }
+                    };
+                    renew_timer.as_mut().reset(tokio::time::Instant::now() + next);
                     continue;
                 }
                 _ = shutdown.wait_for(|stop| *stop) => {
@@ -498,6 +595,9 @@ impl Reader {
                         FrameVerdict::Refused => return Err(ConnectionError::Refused),
                         FrameVerdict::Reconnect => return Ok(Disconnect::Reconnect),
                     }
+                    if self.outlet.all_held_synced() {
+                        return Ok(Disconnect::Synced(Box::new(socket)));
+                    }
                 }
                 tungstenite::Message::Binary(bytes) => {
                     self.outlet.metrics.messages.inc();
@@ -511,6 +611,9 @@ impl Reader {
                         FrameVerdict::Continue => {}
                         FrameVerdict::Refused => return Err(ConnectionError::Refused),
                         FrameVerdict::Reconnect => return Ok(Disconnect::Reconnect),
+                    }
+                    if self.outlet.all_held_synced() {
+                        return Ok(Disconnect::Synced(Box::new(socket)));
                     }
                 }
                 tungstenite::Message::Close(_) => return Ok(Disconnect::Reconnect),
@@ -581,16 +684,88 @@ impl Reader {
         };
     }
 
+    /// The reader of a renewal's new connection: the same venue, URL, settings and
+    /// streams, a fresh core, its books held; its metrics are the venue's.
+    fn successor(&self) -> Reader {
+        let held = vec![VenueFeed::default(); self.outlet.checksum_mismatches.len()];
+        Reader {
+            venue: self.venue,
+            url: self.url.clone(),
+            renew_after: None,
+            connect_attempts: Arc::clone(&self.connect_attempts),
+            client_ping: self.client_ping,
+            api_key_header: self.api_key_header.clone(),
+            settings: self.settings,
+            core: self.core.fresh(clock::monotonic_ns()),
+            outlet: Outlet {
+                books: Books::Held(held),
+                merger: self.outlet.merger.clone(),
+                metrics: self.outlet.metrics.clone(),
+                checksum_mismatches: self.outlet.checksum_mismatches.clone(),
+                fetches: Fetches::new(),
+            },
+            client: self.client.clone(),
+            superseded_reported: 0,
+            recorder: None,
+            rng: Rng::new(clock::unix_ns()),
+            reconnect_log: LogLimiter::per_second(),
+            connected_log: LogLimiter::per_second(),
+            silence_log: LogLimiter::per_second(),
+        }
+    }
+
+    /// A renewal's new connection, within the venue's connection budget: it runs until
+    /// every book is synced (`Disconnect::Synced`), or fails.
+    fn renewal(&self, shutdown: &watch::Receiver<bool>) -> Renewal {
+        let mut successor = self.successor();
+        let mut shutdown = shutdown.clone();
+        Box::pin(async move {
+            let wait_ns = {
+                let mut attempts = successor.connect_attempts.lock().expect("not poisoned");
+                let now = clock::monotonic_ns();
+                attempts.reserve(now, now) - now
+            };
+            tokio::time::sleep(Duration::from_nanos(wait_ns)).await;
+            successor.outlet.metrics.connect_attempts.inc();
+            let result = successor.connection(&mut shutdown).await;
+            (successor, result)
+        })
+    }
+
+    /// Takes over from a renewal's new connection, `successor`, now synced on `socket`:
+    /// its core and its books (published at once), its snapshot fetches; the old
+    /// connection is closed. The merged book never loses the venue: the old connection's
+    /// books stay in the mailboxes until the new ones replace them.
+    async fn take_over(&mut self, successor: &mut Reader, old: &mut Socket, socket: Socket) {
+        successor.flush_metrics();
+        std::mem::swap(&mut self.core, &mut successor.core);
+        self.outlet.fetches.abort_all();
+        std::mem::swap(&mut self.outlet.fetches, &mut successor.outlet.fetches);
+        if let Books::Held(feeds) = &successor.outlet.books {
+            for (stream, feed) in feeds.iter().enumerate() {
+                self.outlet.publish(stream, |slot| *slot = *feed);
+            }
+        }
+        let _ = old.close(None).await;
+        *old = socket;
+        self.outlet.metrics.renewals[0].inc();
+        tracing::info!(venue = %self.venue, url = %self.url, "connection renewed: the new one synced every book, the old one closed");
+    }
+
+    /// A renewal's new connection given up (`why`): the old one goes on.
+    fn renewal_failed(&mut self, why: &str) {
+        self.outlet.metrics.renewals[1].inc();
+        tracing::warn!(venue = %self.venue, why, "connection renewal failed: the connection goes on, renewed again later");
+    }
+
     /// Publishes what the metrics recorded locally, and what the mailboxes counted.
     fn flush_metrics(&mut self) {
         let metrics = &self.outlet.metrics;
         metrics.flush();
-        let superseded: u64 = self
-            .outlet
-            .senders
-            .iter()
-            .map(FeedSender::superseded_books)
-            .sum();
+        let superseded: u64 = match &self.outlet.books {
+            Books::Mailboxes(senders) => senders.iter().map(FeedSender::superseded_books).sum(),
+            Books::Held(_) => 0,
+        };
         metrics
             .superseded
             .inc_by(superseded - self.superseded_reported);

@@ -17,6 +17,7 @@ impl Market for BinanceCoinm {
         default_url: "wss://dstream.binance.com/stream",
         default_rest_url: "https://dapi.binance.com",
         connect_budget: CONNECT_BUDGET,
+        max_connection_age: Some(super::binance::CONNECTION_LIFETIME),
         max_streams_per_connection: MAX_STREAMS_PER_CONNECTION,
         max_subscriptions: None,
         snapshot_streams: true,

@@ -16,6 +16,7 @@ impl Market for BinanceUsdm {
         default_url: "wss://fstream.binance.com/public/stream",
         default_rest_url: "https://fapi.binance.com",
         connect_budget: CONNECT_BUDGET,
+        max_connection_age: Some(super::binance::CONNECTION_LIFETIME),
         max_streams_per_connection: MAX_STREAMS_PER_CONNECTION,
         max_subscriptions: None,
         snapshot_streams: true,

@@ -33,6 +33,10 @@ pub struct VenueFacts {
     pub default_rest_url: &'static str,
     /// The venue's limit on connection attempts, which every reconnect respects.
     pub connect_budget: ConnectBudget,
+    /// How long the venue keeps a connection open before it closes it, where it says
+    /// (Binance: 24 hours): the readers renew theirs before, a new connection syncing every
+    /// book before the old one closes.
+    pub max_connection_age: Option<std::time::Duration>,
     /// The most streams one connection may carry: a venue's streams are spread over as
     /// many connections as this asks for.
     pub max_streams_per_connection: usize,

@@ -6,7 +6,7 @@
 
 use crate::common;
 use crate::conformance::{self, Row};
-use crate::generated::object;
+use crate::generated::{object, pair_side};
 
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, Level, Side};
@@ -233,18 +233,6 @@ fn malformed_frames() -> Vec<(String, DecodeError)> {
 
 // ---- generated frames against the levels they were made of ----
 
-fn side_text(levels: &[(u64, u64)], spaced: bool) -> String {
-    let separator = if spaced { ", " } else { "," };
-    let text: Vec<String> = levels
-        .iter()
-        .map(|&(price, size)| {
-            let (price, size) = (FixedPoint::from_raw(price), FixedPoint::from_raw(size));
-            format!(r#"["{price}"{separator}"{size}"]"#)
-        })
-        .collect();
-    format!("[{}]", text.join(separator))
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -261,8 +249,8 @@ proptest! {
         let asks: Vec<(u64, u64)> = asks.into_iter().collect();
         let mut data = vec![
             r#""s":"BTCUSDT""#.to_owned(),
-            format!(r#""b":{}"#, side_text(&bids, spaced)),
-            format!(r#""a":{}"#, side_text(&asks, spaced)),
+            format!(r#""b":{}"#, pair_side(&bids, spaced)),
+            format!(r#""a":{}"#, pair_side(&asks, spaced)),
             format!(r#""u":{update_id}"#),
             r#""seq":760578520138"#.to_owned(),
         ];

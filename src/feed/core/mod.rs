@@ -275,6 +275,13 @@ impl FeedCore {
         }
     }
 
+    /// A new core for the same streams, in the same mode, as [`FeedCore::new`] makes it: a
+    /// renewal's new connection's.
+    pub fn fresh(&self, now_ns: u64) -> FeedCore {
+        let diff = self.diff.as_ref().map(|diff| &diff.settings);
+        FeedCore::new(self.venue, self.depth, self.streams.clone(), diff, now_ns)
+    }
+
     /// When the connection's first book was published, if one was.
     pub fn first_book_ns(&self) -> Option<u64> {
         self.first_book_ns

@@ -43,6 +43,10 @@ pub use sequence::UpdateIdRanges;
 
 pub struct Binance;
 
+/// "A connection lives at most 24 hours" (docs/protocols.md, Binance, Keep-alive), as
+/// Binance's futures and SBE connections do.
+pub const CONNECTION_LIFETIME: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
 impl Venue for Binance {
     const FACTS: VenueFacts = VenueFacts {
         name: "binance",
@@ -56,6 +60,7 @@ impl Venue for Binance {
             per: std::time::Duration::from_secs(300),
         },
         // "≤1024 streams per connection" (docs/protocols.md, Binance, Limits).
+        max_connection_age: Some(CONNECTION_LIFETIME),
         max_streams_per_connection: 1024,
         max_subscriptions: None,
         snapshot_streams: true,

@@ -53,6 +53,7 @@ impl Venue for BinanceSbe {
         // The JSON streams' limits (docs/protocols.md, Binance SBE: "1,024 streams each, 300
         // connection attempts per 5 minutes").
         connect_budget: Binance::FACTS.connect_budget,
+        max_connection_age: Some(super::binance::CONNECTION_LIFETIME),
         max_streams_per_connection: Binance::FACTS.max_streams_per_connection,
         max_subscriptions: None,
         snapshot_streams: true,

@@ -60,6 +60,7 @@ impl Venue for Bitstamp {
         },
         // No documented cap; "a few dozen channels per connection works in practice"
         // (docs/protocols.md, Bitstamp, Limits).
+        max_connection_age: None,
         max_streams_per_connection: 40,
         max_subscriptions: None,
         snapshot_streams: true,

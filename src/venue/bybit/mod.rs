@@ -89,6 +89,7 @@ impl Venue for Bybit {
         // "Total args per connection ≤ 21 000 characters" (docs/protocols.md, Bybit): 500 of the
         // longest topic (`orderbook.1000.` and a 24-character symbol, quoted, with a comma:
         // 42 characters).
+        max_connection_age: None,
         max_streams_per_connection: 500,
         // Bybit's topics carry snapshots and deltas: diff mode reads them.
         max_subscriptions: None,

@@ -67,6 +67,7 @@ impl Venue for Coinbase {
         // Coinbase documents no cap; each product's snapshot is its whole book, and a lost
         // message costs the connection: products are spread over connections of at most this
         // many.
+        max_connection_age: None,
         max_streams_per_connection: 20,
         max_subscriptions: None,
         snapshot_streams: false,

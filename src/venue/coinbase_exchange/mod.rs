@@ -62,6 +62,7 @@ impl Venue for CoinbaseExchange {
         // Coinbase documents no cap; each product's snapshot is its whole book and the feed
         // drops a connection it cannot write to (`ErrSlowConsume`): products are spread over
         // connections of at most this many.
+        max_connection_age: None,
         max_streams_per_connection: 20,
         max_subscriptions: None,
         snapshot_streams: false,

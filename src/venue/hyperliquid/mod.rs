@@ -67,6 +67,7 @@ impl Venue for Hyperliquid {
         },
         // At most 1,000 subscriptions per IP, and 10 connections by the stricter note:
         // 100 coins a connection reach the one limit with the other.
+        max_connection_age: None,
         max_streams_per_connection: 100,
         // "At most 1,000 subscriptions" per IP (docs/protocols.md, Hyperliquid, Limits).
         max_subscriptions: Some(1000),

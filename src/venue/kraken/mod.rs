@@ -70,6 +70,7 @@ impl Venue for Kraken {
         // Kraken documents no cap; its per-connection message rate is dynamic (docs/protocols.md,
         // Kraken, Limits), so subscriptions, acks and resubscriptions are spread over
         // connections of at most this many symbols.
+        max_connection_age: None,
         max_streams_per_connection: 50,
         // Kraken's `book` channel is a diff stream; there is no top-N snapshot stream.
         max_subscriptions: None,

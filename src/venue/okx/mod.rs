@@ -118,6 +118,7 @@ impl Venue for Okx {
         },
         // "Fewer than 30 deep channels per connection" (docs/protocols.md, OKX, Channels); the
         // 480 subscriptions an hour a connection allows are far from what 29 need.
+        max_connection_age: None,
         max_streams_per_connection: 29,
         max_subscriptions: None,
         snapshot_streams: true,
