@@ -694,6 +694,30 @@ fn a_venue_quoted_in_euros_goes_through_a_euro_rate() {
     );
 }
 
+/// Binance COIN-M's perpetual in a book of BTC amounts is refused, as every inverse
+/// contract; counted in dollars, it merges as its contracts times their value.
+#[test]
+fn binance_coin_m_merges_only_where_amounts_are_counted_in_dollars() {
+    let in_coins = "[[instruments]]\nname = \"BTC/USD\"\n\
+        symbols = { binance_coinm = \"BTCUSD_PERP\", kraken = \"BTC/USD\" }\n\
+        contract_sizes = { binance_coinm = \"100\" }\n";
+    assert_eq!(
+        validate(in_coins).unwrap_err().to_string(),
+        "instruments[0].symbols.binance_coinm = \"BTCUSD_PERP\": an inverse contract, sized in \
+         its quote currency: it merges where amounts are counted in the instrument's currency \
+         (set instruments[0].unit = \"quote\")"
+    );
+    let in_dollars = in_coins.replace(
+        "name = \"BTC/USD\"\n",
+        "name = \"BTC/USD\"\nunit = \"quote\"\n",
+    );
+    let config = validate(&in_dollars).unwrap();
+    assert_eq!(
+        config.instruments[0].contract_size(VenueId::BinanceCoinm),
+        Some("100".parse().unwrap())
+    );
+}
+
 #[test]
 fn an_inverse_contract_where_amounts_are_of_the_coin_is_refused() {
     let error = |text: &str| validate(text).unwrap_err().to_string();
