@@ -834,3 +834,25 @@ async fn renewed_connections_leave_no_gap_in_the_merged_book() {
         );
     }
 }
+
+/// Duplicated events are dropped as already applied (no gap); swapped ones break the
+/// `pu` chain, a gap that resyncs the book; no book published meanwhile is one the
+/// venue did not have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicates_are_dropped_and_swapped_events_resync_without_a_wrong_book() {
+    let harness = Harness::start(USDM, "BTCUSDT", "ETHUSDT").await;
+    harness.both_books_synced("at the start").await;
+    harness.simulator.duplicate_events(USDM, 5);
+    let checked = harness
+        .books_stay_true_for(Duration::from_millis(600))
+        .await;
+    assert!(checked > 0);
+    assert_eq!(harness.metric(&gaps(USDM)), 0.0, "duplicates are no gap");
+    harness.simulator.swap_events(USDM, 1);
+    harness.counted(&gaps(USDM), 1.0).await;
+    harness
+        .books_stay_true_for(Duration::from_millis(600))
+        .await;
+    harness.both_books_synced("after the swap").await;
+    harness.service.stop().await;
+}
