@@ -158,6 +158,8 @@ type Renewal = std::pin::Pin<
 /// [`RENEWAL_RETRY`]).
 const RENEWAL_ALLOWANCE: Duration = Duration::from_secs(120);
 const RENEWAL_RETRY: Duration = Duration::from_secs(60);
+/// How long the renewed connection's close frame may take to go out.
+const CLOSE_ALLOWANCE: Duration = Duration::from_secs(1);
 
 /// A snapshot fetch in flight: (stream, generation, URL, body or error).
 type Fetches = tokio::task::JoinSet<(usize, u64, String, Result<Vec<u8>, FetchError>)>;
@@ -687,7 +689,11 @@ impl Reader {
     /// The reader of a renewal's new connection: the same venue, URL, settings and
     /// streams, a fresh core, its books held; its metrics are the venue's.
     fn successor(&self) -> Reader {
-        let held = vec![VenueFeed::default(); self.outlet.checksum_mismatches.len()];
+        let streams = match &self.outlet.books {
+            Books::Mailboxes(senders) => senders.len(),
+            Books::Held(feeds) => feeds.len(),
+        };
+        let held = vec![VenueFeed::default(); streams];
         Reader {
             venue: self.venue,
             url: self.url.clone(),
@@ -746,7 +752,8 @@ impl Reader {
                 self.outlet.publish(stream, |slot| *slot = *feed);
             }
         }
-        let _ = old.close(None).await;
+        // A close frame, not waited on for long: the new connection's frames are waiting.
+        let _ = tokio::time::timeout(CLOSE_ALLOWANCE, old.close(None)).await;
         *old = socket;
         self.outlet.metrics.renewals[0].inc();
         tracing::info!(venue = %self.venue, url = %self.url, "connection renewed: the new one synced every book, the old one closed");
