@@ -154,8 +154,8 @@ type Renewal = std::pin::Pin<
 >;
 
 /// How long a renewal's new connection may take to sync every book before it is given up
-/// (counted as failed; the old connection goes on and tries again after
-/// [`RENEWAL_RETRY`]).
+/// (counted as failed; the old connection goes on and tries again after [`RENEWAL_RETRY`],
+/// or after its renewal time where that is shorter).
 const RENEWAL_ALLOWANCE: Duration = Duration::from_secs(120);
 const RENEWAL_RETRY: Duration = Duration::from_secs(60);
 /// How long the renewed connection's close frame may take to go out.
@@ -461,6 +461,7 @@ impl Reader {
         let renew_in = self
             .renew_after
             .unwrap_or(Duration::from_secs(365 * 24 * 3600));
+        let retry_in = renew_in.min(RENEWAL_RETRY);
         let renew_timer = tokio::time::sleep(renew_in);
         tokio::pin!(renew_timer);
         let mut renewal: Option<Renewal> = None;
@@ -545,7 +546,7 @@ impl Reader {
                         }
                         Some(_) => {
                             self.renewal_failed("it did not sync every book in time");
-                            renew_timer.as_mut().reset(tokio::time::Instant::now() + RENEWAL_RETRY);
+                            renew_timer.as_mut().reset(tokio::time::Instant::now() + retry_in);
                         }
                     }
                     continue;
@@ -560,11 +561,11 @@ impl Reader {
                         Ok(Disconnect::Shutdown) => return Ok(Disconnect::Shutdown),
                         Ok(Disconnect::Reconnect) => {
                             self.renewal_failed("the venue closed it");
-                            RENEWAL_RETRY
+                            retry_in
                         }
                         Err(error) => {
                             self.renewal_failed(&error.to_string());
-                            RENEWAL_RETRY
+                            retry_in
                         }
                     };
                     renew_timer.as_mut().reset(tokio::time::Instant::now() + next);

@@ -856,3 +856,28 @@ async fn duplicates_are_dropped_and_swapped_events_resync_without_a_wrong_book()
     harness.both_books_synced("after the swap").await;
     harness.service.stop().await;
 }
+
+/// A renewal whose new connection fails (the venue closes it as it opens) is counted and
+/// given up, and the old connection goes on: the venue stays in the merged book, its books
+/// true. Once new connections open again, a renewal takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_renewal_leaves_the_old_connection_serving() {
+    let renew = |config: TestConfig| config.set("venues.binance_usdm.renew_after_ms", 1000);
+    let harness = Harness::start_in(StreamKind::Diff, USDM, "BTCUSDT", "ETHUSDT", renew).await;
+    harness.both_books_synced("at the start").await;
+    harness.simulator.close_new_connections(USDM, true);
+    let failed = r#"orderbook_connection_renewals_total{exchange="binance_usdm",outcome="failed"}"#;
+    harness.counted(failed, 2.0).await;
+    let renewed =
+        r#"orderbook_connection_renewals_total{exchange="binance_usdm",outcome="renewed"}"#;
+    assert_eq!(harness.metric(renewed), 0.0);
+    // Still the first connection: the venue synced, every book the simulator's.
+    let checked = harness
+        .books_stay_true_for(Duration::from_millis(300))
+        .await;
+    assert!(checked > 0);
+    harness.synced().await;
+    harness.simulator.close_new_connections(USDM, false);
+    harness.counted(renewed, 1.0).await;
+    harness.service.stop().await;
+}

@@ -130,13 +130,22 @@ impl<'a> Payload<'a> for DiffEvent<'_> {
     }
 
     fn classify(members: &Members<'a>) -> Result<bool, DecodeError> {
-        let complete = members.seen.require(&DIFF_KEYS);
-        match (members.event, complete) {
-            (b"depthUpdate", complete) => complete.map(|()| true),
-            // Every key of a diff but its event type: a broken diff, not another stream.
-            (b"", Ok(())) => Err(DecodeError::MissingKey("e")),
-            _ => Ok(false),
-        }
+        classify_depth_update(members, &DIFF_KEYS)
+    }
+
+}
+
+/// A `depthUpdate` with every one of `keys` is a book; every key but its event type, a
+/// broken one; another event sharing key names (`bookTicker`'s `u`, `aggTrade`'s `a`) is
+/// not one.
+pub(in crate::venue) fn classify_depth_update(
+    members: &Members<'_>,
+    keys: &[(u32, &'static str)],
+) -> Result<bool, DecodeError> {
+    match (members.event, members.seen.require(keys)) {
+        (b"depthUpdate", complete) => complete.map(|()| true),
+        (b"", Ok(())) => Err(DecodeError::MissingKey("e")),
+        _ => Ok(false),
     }
 }
 

@@ -41,7 +41,7 @@ impl<'a> Payload<'a> for ChainedEvent<'_> {
     }
 
     fn classify(members: &Members<'a>) -> Result<bool, DecodeError> {
-        classify_event(members)
+        spot::classify_depth_update(members, &EVENT_KEYS)
     }
 }
 
@@ -85,18 +85,7 @@ impl<'a> Payload<'a> for TopEvent<'_> {
     }
 
     fn classify(members: &Members<'a>) -> Result<bool, DecodeError> {
-        classify_event(members)
-    }
-}
-
-/// A `depthUpdate` with every key is a book; one without its event type is broken;
-/// another event sharing key names (`bookTicker`'s `u`, `aggTrade`'s `a`) is not ours.
-fn classify_event(members: &Members<'_>) -> Result<bool, DecodeError> {
-    let complete = members.seen.require(&EVENT_KEYS);
-    match (members.event, complete) {
-        (b"depthUpdate", complete) => complete.map(|()| true),
-        (b"", Ok(())) => Err(DecodeError::MissingKey("e")),
-        _ => Ok(false),
+        spot::classify_depth_update(members, &EVENT_KEYS)
     }
 }
 

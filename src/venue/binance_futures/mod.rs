@@ -57,22 +57,41 @@ pub trait Market: Sync + 'static {
     const INVERSE: bool;
 }
 
-/// The connection attempts of each market: futures' limit is not stated (docs/protocols.md, Binance
-/// futures, Limits); spot's "≤300 per 5 minutes per IP" is assumed.
-pub(super) const CONNECT_BUDGET: ConnectBudget = ConnectBudget {
-    attempts: 300,
-    per: std::time::Duration::from_secs(300),
-};
-
-/// "≤1024 streams per connection" (docs/protocols.md, Binance futures, Limits).
-pub(super) const MAX_STREAMS_PER_CONNECTION: usize = 1024;
-
-/// The REST weight budget of the documented examples, 2,400 a minute (docs/protocols.md,
-/// Binance futures, Limits), one for each market's API.
-pub(super) const REST_BUDGET: RestBudget = RestBudget {
-    weight: 2400,
-    per: std::time::Duration::from_secs(60),
-};
+/// A market's facts: its own name, hosts and REST API; the rest both share.
+pub(super) const fn market_facts(
+    name: &'static str,
+    default_url: &'static str,
+    default_rest_url: &'static str,
+) -> VenueFacts {
+    VenueFacts {
+        name,
+        exchange: name,
+        default_url,
+        default_rest_url,
+        // Futures' limit is not stated (docs/protocols.md, Binance futures, Limits): spot's
+        // "≤300 per 5 minutes per IP" is assumed.
+        connect_budget: ConnectBudget {
+            attempts: 300,
+            per: std::time::Duration::from_secs(300),
+        },
+        max_connection_age: Some(super::binance::CONNECTION_LIFETIME),
+        // "≤1024 streams per connection" (docs/protocols.md, Binance futures, Limits).
+        max_streams_per_connection: 1024,
+        max_subscriptions: None,
+        snapshot_streams: true,
+        diff_streams: true,
+        binary_books: false,
+        api_key_header: None,
+        snapshots: SnapshotSource::Rest,
+        // The documented examples' 2,400 a minute (docs/protocols.md, Binance futures,
+        // Limits), one budget for each market's API.
+        rest_budget: Some(RestBudget {
+            weight: 2400,
+            per: std::time::Duration::from_secs(60),
+        }),
+        sequencing: &PreviousIdChain,
+    }
+}
 
 impl<M: Market> Venue for M {
     const FACTS: VenueFacts = M::FACTS;

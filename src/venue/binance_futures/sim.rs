@@ -2,6 +2,7 @@
 //! `depthUpdate` with its `pu` chain, and the REST body with `E` and `T`.
 
 use super::*;
+use crate::book::Level;
 use crate::venue::wire::write_levels;
 use std::io::Write;
 
@@ -10,9 +11,16 @@ use std::io::Write;
 /// following spot's rule would take for a gap.
 const ID_HOLE: u64 = 7;
 
-/// `{"stream":…,"data":{"e":"depthUpdate","E":…,"T":…,"s":…[,"ps":…],"U":…,"u":…,"pu":…,"b":`,
-/// up to the bids.
-fn write_event_head<M: Market>(stream: &str, ids: [u64; 3], unix_ms: u64, out: &mut Vec<u8>) {
+/// One `depthUpdate` frame of `stream`, diff event or top N:
+/// `{"stream":…,"data":{"e":"depthUpdate","E":…,"T":…,"s":…[,"ps":…],"U":…,"u":…,"pu":…,"b":[…],"a":[…]}}`.
+fn write_event<M: Market>(
+    stream: &str,
+    ids: [u64; 3],
+    unix_ms: u64,
+    (bids, asks): (&[Level], &[Level]),
+    price_decimals: u32,
+    out: &mut Vec<u8>,
+) {
     let symbol = stream
         .split('@')
         .next()
@@ -30,6 +38,10 @@ fn write_event_head<M: Market>(stream: &str, ids: [u64; 3], unix_ms: u64, out: &
     }
     write!(out, r#""U":{first},"u":{last},"pu":{previous},"b":"#)
         .expect("writing to a Vec cannot fail");
+    write_levels(bids, price_decimals, "", out);
+    out.extend_from_slice(br#","a":"#);
+    write_levels(asks, price_decimals, "", out);
+    out.extend_from_slice(b"}}");
 }
 
 impl<M: Market> Simulated for M {
@@ -37,11 +49,8 @@ impl<M: Market> Simulated for M {
     fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
         let last = book.venue_sequence.max(2 * ID_HOLE);
         let ids = [last - ID_HOLE, last, last - 2 * ID_HOLE];
-        write_event_head::<M>(stream, ids, 1_770_123_456_789, out);
-        write_levels(book.bids.as_slice(), price_decimals, "", out);
-        out.extend_from_slice(br#","a":"#);
-        write_levels(book.asks.as_slice(), price_decimals, "", out);
-        out.extend_from_slice(b"}}");
+        let sides = (book.bids.as_slice(), book.asks.as_slice());
+        write_event::<M>(stream, ids, 1_770_123_456_789, sides, price_decimals, out);
     }
 
     fn answer_request(&self, request: &str) -> Option<Answer> {
@@ -68,11 +77,8 @@ impl<M: Market> Simulated for M {
         out: &mut Vec<u8>,
     ) {
         let ids = [update.first_id, update.last_id, update.previous_last_id];
-        write_event_head::<M>(stream, ids, unix_ms, out);
-        write_levels(&update.bids, price_decimals, "", out);
-        out.extend_from_slice(br#","a":"#);
-        write_levels(&update.asks, price_decimals, "", out);
-        out.extend_from_slice(b"}}");
+        let sides = (update.bids.as_slice(), update.asks.as_slice());
+        write_event::<M>(stream, ids, unix_ms, sides, price_decimals, out);
     }
 
     /// The REST body: spot's, with the event and transaction times.
