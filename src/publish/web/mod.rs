@@ -6,7 +6,7 @@
 //! - `/book/instruments`: the instruments' names, a JSON array;
 //! - `/book/stream?instrument=ETH%2FBTC`: an event stream, each event one instrument's
 //!   latest summary as JSON (`summary_json`, written once a summary for all the pages
-//!   that send it): the first at once, then at most `web.updates_per_second` a second.
+//!   that send it): the first at once (once the merger has written one), then at most `web.updates_per_second` a second.
 //!   It reads the instrument's latest-value channel, as every other consumer does: a
 //!   browser that reads slowly or not at all skips summaries and holds one event at a
 //!   time, and the merger never waits for it.
@@ -21,6 +21,7 @@ use axum::http::{StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use futures_util::StreamExt;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -119,22 +120,38 @@ async fn stream(State(books): State<Books>, Query(query): Query<StreamQuery>) ->
     else {
         return (StatusCode::NOT_FOUND, "no such instrument").into_response();
     };
-    let events = futures_util::stream::unfold((latest, true), move |(mut latest, first)| {
+    let events =
+        events(books, index, latest).map(|text| Ok::<_, Infallible>(Event::default().data(&*text)));
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// Instrument `index`'s events: its latest summary at once if the merger has written one
+/// (the channel's initial value, sequence 0, is not a book and is never sent), then the
+/// latest one an interval at most.
+fn events(
+    books: Books,
+    index: usize,
+    mut latest: watch::Receiver<Arc<Summary>>,
+) -> impl futures_util::Stream<Item = Arc<str>> {
+    latest.mark_changed();
+    futures_util::stream::unfold((latest, true), move |(mut latest, first)| {
         let books = books.clone();
         async move {
             if !first {
                 // Coalesced: one event an interval at most, the latest summary then.
                 tokio::time::sleep(books.interval).await;
-                latest.changed().await.ok()?;
             }
-            let summary = Arc::clone(&latest.borrow_and_update());
-            let event = Event::default().data(&*books.event_text(index, &summary));
-            Some((Ok::<_, Infallible>(event), (latest, false)))
+            loop {
+                latest.changed().await.ok()?;
+                let summary = Arc::clone(&latest.borrow_and_update());
+                if summary.sequence != 0 {
+                    return Some((books.event_text(index, &summary), (latest, false)));
+                }
+            }
         }
-    });
-    Sse::new(events)
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    })
 }
 
 /// An exact summary as the page reads it: the fields of `BookSummaryExact`
@@ -179,4 +196,35 @@ fn summary_json(summary: &ExactSummary) -> serde_json::Value {
         "currency": summary.currency,
         "amount_unit": summary.amount_unit,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page that opens its stream before the merger has written a book waits for the
+    /// first one: the channel's initial empty summary is never sent as a book.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_stream_opened_before_any_book_starts_with_the_first_written() {
+        let (sender, latest) = watch::channel(Arc::new(Summary::default()));
+        let books = Books::new(
+            vec!["ETH/BTC".to_owned()],
+            vec![latest.clone()],
+            Duration::ZERO,
+        );
+        let mut events = std::pin::pin!(events(books, 0, latest));
+        use futures_util::FutureExt;
+        assert!(
+            events.next().now_or_never().is_none(),
+            "nothing written yet"
+        );
+        let written = Summary {
+            sequence: 1,
+            ..Summary::default()
+        };
+        sender.send_replace(Arc::new(written));
+        let first: serde_json::Value =
+            serde_json::from_str(&events.next().await.expect("an event")).unwrap();
+        assert_eq!(first["seq"], 1);
+    }
 }
