@@ -513,7 +513,9 @@ impl Reader {
                 }
                 _ = client_pinger.tick(), if client_ping.is_some() => {
                     if let Some((_, ping)) = client_ping {
-                        self.send(&mut socket, [ping.to_owned()]).await?;
+                        let unix_seconds = clock::unix_ns() / 1_000_000_000;
+                        let ping = ping.replace(crate::venue::PING_TIME, &unix_seconds.to_string());
+                        self.send(&mut socket, [ping]).await?;
                     }
                     continue;
                 }

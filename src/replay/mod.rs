@@ -87,7 +87,10 @@ fn diff_event_stream<'a>(
 ) -> Result<Option<&'a [u8]>, DecodeError> {
     Ok(
         match venue.decode_diff(raw.as_bytes(), max_levels, update)? {
-            Message::Book { stream } if stream.is_empty() || is_diff_stream(venue, stream) => {
+            // A book whose message could not be held is one of the recording's all the same.
+            Message::Book { stream } | Message::Unreadable { stream, .. }
+                if stream.is_empty() || is_diff_stream(venue, stream) =>
+            {
                 Some(stream)
             }
             _ => None,

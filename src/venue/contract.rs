@@ -230,6 +230,7 @@ pub trait Streams: Sync {
 
     /// An application-level ping the venue wants from its clients, and how often; `None`
     /// where WebSocket pings, or the venue's own heartbeats, keep the connection alive.
+    /// [`PING_TIME`] in it is replaced by the Unix time in seconds when it is sent.
     fn client_ping(&self) -> Option<(std::time::Duration, &'static str)> {
         None
     }
@@ -487,6 +488,13 @@ pub enum Message<'a> {
     Heartbeat,
     /// A well-formed message this decoder has no use for (other event types).
     Ignored,
+    /// A message of the book named `stream` that cannot be held: a number beyond what a
+    /// `FixedPoint` keeps. That book alone is out of sync (a frame whose book is not
+    /// known costs every book of its connection).
+    Unreadable {
+        stream: &'a [u8],
+        error: DecodeError,
+    },
 }
 
 /// What a subscription's acknowledgement names.
@@ -500,6 +508,10 @@ pub enum Acked<'a> {
     /// `req_id`): the oldest request still waiting.
     Oldest,
 }
+
+/// What a venue's ping (`Streams::client_ping`) writes where the time it is sent goes, in
+/// Unix seconds (Gate's requests carry it).
+pub const PING_TIME: &str = "{time}";
 
 /// The request id of every unsubscribe frame, which no subscription has (the core numbers
 /// its subscriptions from 1): its acknowledgement is of no subscription, and ignored.

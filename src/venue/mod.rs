@@ -9,8 +9,9 @@
 pub use crate::book::diff_sync::Sequencing;
 pub use crate::json::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker};
 pub use contract::{
-    Acked, Answer, Checksum, ConnectBudget, Decode, Message, RestBudget, Simulated, SnapshotSource,
-    Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts,
+    Acked, Answer, Checksum, ConnectBudget, Decode, Message, PING_TIME, RestBudget, Simulated,
+    SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID,
+    Venue, VenueFacts,
 };
 pub use level_texts::LevelTexts;
 
@@ -18,6 +19,7 @@ use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
 
 pub mod binance_futures;
 mod contract;
+pub mod gate;
 #[cfg(test)]
 pub(crate) mod layout_edits;
 pub mod level_texts;
@@ -84,6 +86,8 @@ venues! {
     Hyperliquid => hyperliquid::Hyperliquid,
     BinanceUsdm => binance_usdm::BinanceUsdm,
     BinanceCoinm => binance_coinm::BinanceCoinm,
+    Gate => gate_spot::GateSpot,
+    GateFutures => gate_futures::GateFutures,
 }
 
 /// The venue's facts, and its hot-path behaviour by enum dispatch.

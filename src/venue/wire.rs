@@ -4,7 +4,7 @@
 
 use super::{DecodeError, SubscribeRequest, Walker};
 use crate::book::{Level, Side};
-use crate::fixed::DECIMALS;
+use crate::fixed::{DECIMALS, FixedPoint};
 use crate::units::Currency;
 
 /// The requests for `streams`, at most `per_request` a request, in order, each frame
@@ -86,6 +86,22 @@ pub(crate) fn write_levels(
         out.extend_from_slice(b"\"]");
     }
     out.push(b']');
+}
+
+/// The number's text at its shortest, without trailing fractional zeros (`"8477"`,
+/// `"0.0000102"`), as OKX and Gate write theirs.
+pub(crate) fn shortest_text(value: FixedPoint) -> crate::fixed::DecimalText {
+    let scale = 10u64.pow(DECIMALS);
+    let mut fraction = value.raw() % scale;
+    let mut decimals = DECIMALS;
+    if fraction == 0 {
+        decimals = 0;
+    }
+    while fraction != 0 && fraction.is_multiple_of(10) {
+        fraction /= 10;
+        decimals -= 1;
+    }
+    value.with_decimals(decimals)
 }
 
 /// A snapshot's side must be strictly sorted best first.

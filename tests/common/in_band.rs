@@ -125,13 +125,19 @@ impl Harness {
         let (name, other_name) = (symbol.replace(':', "-"), other.replace(':', "-"));
         // An inverse contract merges only where amounts are notionals: such an instrument
         // counts USD, a contract worth one, so that its merged amounts are the venue's own.
-        let notional = |config: TestConfig, symbol: &str| match venue.streams().inverse(symbol) {
-            true => config
+        // A linear contract is one coin, for the same reason.
+        let streams = venue.streams();
+        let notional = |config: TestConfig, symbol: &str| match (
+            streams.inverse(symbol),
+            streams.sized_in_contracts(symbol),
+        ) {
+            (true, _) => config
                 .last_instrument("currency", "USD")
                 .last_instrument(&format!("quotes.{venue}"), "USD")
                 .last_instrument("unit", "quote")
                 .contract_size(venue, "1"),
-            false => config,
+            (false, true) => config.contract_size(venue, "1"),
+            (false, false) => config,
         };
         let config = TestConfig::new()
             .set("service.depth", DEPTH as i64)

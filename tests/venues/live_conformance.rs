@@ -86,6 +86,11 @@ fn venue_row(venue: VenueId) -> VenueRow {
             r#"{"type":"error","message":"authentication failure"}"#,
             None,
         ),
+        VenueId::Gate | VenueId::GateFutures => row(
+            ("BTC_USDT", "ETH_USDT"),
+            r#"{"time":1789456896,"time_ms":1789456896882,"id":1,"conn_id":"bf37dda1698c8b1e","trace_id":"8d22020b2227c599fc38c061b09df478","channel":"spot.order_book_update","event":"subscribe","payload":["BTC_USDT","100ms"],"error":{"code":2,"message":"Alert sub BTC_USDT"},"result":{"status":"fail"}}"#,
+            None,
+        ),
         VenueId::Hyperliquid => row(
             ("BTC", "ETH"),
             r#"{"channel":"error","data":"Already subscribed: {\"type\":\"l2Book\",\"coin\":\"SOL\",\"nSigFigs\":null,\"mantissa\":null,\"fast\":false}"}"#,
@@ -126,6 +131,10 @@ live_rows! {
     binance_usdm_snapshots => (BinanceUsdm, Snapshots),
     binance_coinm_diff => (BinanceCoinm, Diff),
     binance_coinm_snapshots => (BinanceCoinm, Snapshots),
+    gate_diff => (Gate, Diff),
+    gate_snapshots => (Gate, Snapshots),
+    gate_futures_diff => (GateFutures, Diff),
+    gate_futures_snapshots => (GateFutures, Snapshots),
 }
 
 #[test]

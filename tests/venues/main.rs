@@ -13,6 +13,7 @@ mod conformance;
 mod decoders;
 mod diff_books;
 mod fuzz_corpus;
+mod gate;
 mod generated;
 mod hyperliquid;
 mod kraken;

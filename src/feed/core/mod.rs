@@ -546,20 +546,27 @@ impl FeedCore {
             Ok(Message::Reconnect) => return FrameVerdict::Reconnect,
             Ok(Message::Heartbeat) => {}
             Ok(Message::Ignored) => out.note(None, FeedEvent::Ignored),
+            Ok(Message::Unreadable { stream, error }) => {
+                self.on_unreadable_book(stream, error, received_ns, out);
+            }
             Err(error) => self.on_bad_frame(BadFrame::Decode(error), received_ns, out),
         }
         FrameVerdict::Continue
+    }
+
+    /// The slot of the stream a message names `stream`, if the connection asked for it.
+    #[inline]
+    fn slot_of(&self, stream: &[u8]) -> Option<usize> {
+        self.streams
+            .iter()
+            .position(|spec| self.venue.names_stream(&spec.name, stream))
     }
 
     /// A book (or diff event) of the stream named `stream`, decoded into `scratch` (or the
     /// diff update).
     #[inline]
     fn on_stream_book(&mut self, stream: &[u8], received_ns: u64, out: &mut impl FeedOutput) {
-        let Some(slot) = self
-            .streams
-            .iter()
-            .position(|spec| self.venue.names_stream(&spec.name, stream))
-        else {
+        let Some(slot) = self.slot_of(stream) else {
             return; // a stream we did not ask for
         };
         self.last_data_ns[slot] = received_ns;
@@ -686,6 +693,30 @@ impl FeedCore {
         out.note(Some(slot), FeedEvent::BadFrame(error));
         if let Some(suppressed) = self.bad_frame_log.allow(received_ns) {
             tracing::warn!(venue = %self.venue, stream = %self.streams[slot].name, %error, suppressed, "book not merged");
+        }
+    }
+
+    /// A message of the stream named `stream` that could not be held (`Message::Unreadable`):
+    /// counted and logged as a bad frame of that stream, which alone is out of sync until
+    /// its next good book (a diff book rebuilt).
+    fn on_unreadable_book(
+        &mut self,
+        stream: &[u8],
+        error: DecodeError,
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
+        let Some(slot) = self.slot_of(stream) else {
+            return; // a stream we did not ask for
+        };
+        let error = BadFrame::Decode(error);
+        out.note(Some(slot), FeedEvent::BadFrame(error));
+        if let Some(suppressed) = self.bad_frame_log.allow(received_ns) {
+            tracing::warn!(venue = %self.venue, stream = %self.streams[slot].name, %error, suppressed, "book not held");
+        }
+        match self.diff.is_some() {
+            true => self.lose_sync(slot, ResyncReason::DecodeError, received_ns, out),
+            false => out.publish(slot, |feed| feed.state = VenueState::OutOfSync),
         }
     }
 

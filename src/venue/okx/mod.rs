@@ -50,9 +50,9 @@
 //! amounts in USD (`unit = "quote"`). Options are refused.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
-use super::wire::{Seen, check_sorted};
+use super::wire::{Seen, check_sorted, shortest_text};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
-use crate::fixed::{DECIMALS, FixedPoint};
+use crate::fixed::FixedPoint;
 use crate::book::diff_sync::Sequencing;
 use crate::json::Walker;
 
@@ -73,22 +73,6 @@ const DIFF_LEVELS: usize = 400;
 /// longest instrument (`{"channel":"books5","instId":"…"}` with a 32-character id, and a
 /// comma: 67 bytes) are 3350.
 const ARGS_PER_REQUEST: usize = 50;
-
-/// The number's text as OKX writes it: the shortest, without trailing fractional zeros
-/// (`"8477"`, `"0.0000102"`; every number of every recording is written so).
-fn shortest_text(value: FixedPoint) -> crate::fixed::DecimalText {
-    let scale = 10u64.pow(DECIMALS);
-    let mut fraction = value.raw() % scale;
-    let mut decimals = DECIMALS;
-    if fraction == 0 {
-        decimals = 0;
-    }
-    while fraction != 0 && fraction.is_multiple_of(10) {
-        fraction /= 10;
-        decimals -= 1;
-    }
-    value.with_decimals(decimals)
-}
 
 /// The requests for `op` on `channel` for `inst_ids`, 50 arguments a request, each with
 /// `id` (OKX acknowledges each argument by its instrument).

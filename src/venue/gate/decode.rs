@@ -1,0 +1,273 @@
+//! Gate's frames decoded into books and typed errors ([`Decode`]): one walk of the
+//! message, whose `result` is read as a book while the walk goes (the channel that says
+//! what it is may come after it), then classified by channel and event.
+
+use super::*;
+use crate::fixed::FixedPointError;
+use crate::venue::wire::{Seen, check_sorted};
+
+const CHANNEL: u32 = 0;
+const EVENT: u32 = 1;
+const SYMBOL: u32 = 2;
+const FIRST_ID: u32 = 3;
+const LAST_ID: u32 = 4;
+const BIDS: u32 = 5;
+const ASKS: u32 = 6;
+const BOOK_ID: u32 = 7;
+const FULL: u32 = 8;
+
+/// What an `order_book_update` event's `result` must hold (its sides may be absent: an
+/// event that only moves the ids).
+const EVENT_KEYS: [(u32, &str); 3] = [(SYMBOL, "s"), (FIRST_ID, "U"), (LAST_ID, "u")];
+
+/// What an `order_book` push's `result` must hold.
+const TOP_KEYS: [(u32, &str); 4] = [
+    (SYMBOL, "s"),
+    (BOOK_ID, "lastUpdateId"),
+    (BIDS, "bids"),
+    (ASKS, "asks"),
+];
+
+/// A message's members other than its book: what it is and, for an answer, whether the
+/// request succeeded.
+#[derive(Default)]
+struct Envelope<'a> {
+    channel: &'a [u8],
+    event: &'a [u8],
+    /// The answered request's `id`, where the answer echoes it.
+    request_id: Option<u64>,
+    /// `result.status` of an answer; `result.type` of a system notice.
+    status: &'a [u8],
+    notice: &'a [u8],
+    /// An `error` object (refusals carry one).
+    error: bool,
+    seen: Seen,
+}
+
+/// Walks one message: the envelope's members, and each member of an object `result` that
+/// is not the envelope's, to `book_member` (which returns whether it read it).
+fn walk<'a>(
+    frame: &'a [u8],
+    mut book_member: impl FnMut(&mut Walker<'a>, &'a [u8], &mut Seen) -> Result<bool, DecodeError>,
+) -> Result<Envelope<'a>, DecodeError> {
+    let mut walker = Walker::new(frame);
+    let mut envelope = Envelope::default();
+    walker.object(|walker, key| {
+        match key {
+            b"channel" => envelope.channel = envelope.seen.string(walker, CHANNEL, "channel")?,
+            b"event" => envelope.event = envelope.seen.string(walker, EVENT, "event")?,
+            b"id" if walker.peek()?.is_ascii_digit() => {
+                envelope.request_id = Some(walker.unsigned()?)
+            }
+            b"error" if walker.peek()? == b'{' => {
+                envelope.error = true;
+                walker.skip_value()?;
+            }
+            b"result" if walker.peek()? == b'{' => walker.object(|walker, key| {
+                match key {
+                    b"status" => envelope.status = walker.string()?,
+                    b"type" => envelope.notice = walker.string()?,
+                    _ => {
+                        if !book_member(walker, key, &mut envelope.seen)? {
+                            walker.skip_value()?;
+                        }
+                    }
+                }
+                Ok(())
+            })?,
+            _ => walker.skip_value()?,
+        }
+        Ok(())
+    })?;
+    walker.finish()?;
+    Ok(envelope)
+}
+
+/// Reads a side with `read`. A number it cannot hold (more than 8 decimals, or beyond the
+/// range: real Gate spot amounts carry 10) leaves the side skipped and the error in
+/// `unheld`, so that the message is its book's alone to lose (`Message::Unreadable`); any
+/// other error is the frame's.
+fn side<'a>(
+    walker: &mut Walker<'a>,
+    unheld: &mut Option<DecodeError>,
+    read: impl FnOnce(&mut Walker<'a>) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
+    let start = walker.position();
+    match read(walker) {
+        Err(
+            error @ DecodeError::Number {
+                error: FixedPointError::TooPrecise | FixedPointError::Overflow,
+                ..
+            },
+        ) => {
+            unheld.get_or_insert(error);
+            walker.rewind(start);
+            walker.skip_value()
+        }
+        other => other,
+    }
+}
+
+/// The message of a book that decoded whole: its book, or, where a number could not be
+/// held, the book's loss.
+fn book_message(symbol: &[u8], unheld: Option<DecodeError>) -> Message<'_> {
+    match unheld {
+        None => Message::Book { stream: symbol },
+        Some(error) => Message::Unreadable {
+            stream: symbol,
+            error,
+        },
+    }
+}
+
+/// Whether `channel` is `<market>.<name>`.
+fn is_channel<M: Market>(channel: &[u8], name: &str) -> bool {
+    channel
+        .strip_prefix(M::CHANNEL.as_bytes())
+        .and_then(|rest| rest.strip_prefix(b"."))
+        .is_some_and(|rest| rest == name.as_bytes())
+}
+
+/// What a message other than a book of `book_channel` is; `None` for such a book.
+fn classify<'a, M: Market>(
+    envelope: &Envelope<'a>,
+    book_channel: &str,
+) -> Result<Option<Message<'a>>, DecodeError> {
+    if !envelope.seen.has(CHANNEL) {
+        return Err(DecodeError::MissingKey("channel"));
+    }
+    let channel = envelope.channel;
+    Ok(Some(match envelope.event {
+        b"subscribe" => Message::SubscribeResult {
+            accepted: envelope.status == b"success" && !envelope.error,
+            acked: envelope.request_id.map_or(Acked::Oldest, Acked::Request),
+        },
+        // 2021's answers name no request: an unsubscription's must not be taken for the
+        // oldest subscription's.
+        b"unsubscribe" => Message::Ignored,
+        b"update" | b"all" if is_channel::<M>(channel, book_channel) => return Ok(None),
+        _ if is_channel::<M>(channel, "pong") => Message::Heartbeat,
+        // "Futures announce restarts with a `futures.system` push whose type is `upgrade`".
+        _ if is_channel::<M>(channel, "system") && envelope.notice == b"upgrade" => {
+            Message::Reconnect
+        }
+        _ => Message::Ignored,
+    }))
+}
+
+impl<M: Market> Decode for Gate<M> {
+    /// `<market>.order_book`: a whole top N each push (spot `lastUpdateId` and `s`, futures
+    /// `id` and `contract`).
+    fn decode<'a>(
+        frame: &'a [u8],
+        depth: usize,
+        out: &mut TopBook,
+    ) -> Result<Message<'a>, DecodeError> {
+        let (mut symbol, mut unheld): (&[u8], _) = (b"", None);
+        let envelope = walk(frame, |walker, key, seen| {
+            match key {
+                b"s" | b"contract" => symbol = seen.string(walker, SYMBOL, "s")?,
+                b"lastUpdateId" | b"id" => {
+                    out.venue_sequence = seen.unsigned(walker, BOOK_ID, "lastUpdateId")?;
+                }
+                b"bids" => {
+                    seen.mark(BIDS, "bids")?;
+                    side(walker, &mut unheld, |walker| {
+                        walker.shaped_levels(M::LEVEL, Side::Bid, depth, &mut out.bids)
+                    })?;
+                }
+                b"asks" => {
+                    seen.mark(ASKS, "asks")?;
+                    side(walker, &mut unheld, |walker| {
+                        walker.shaped_levels(M::LEVEL, Side::Ask, depth, &mut out.asks)
+                    })?;
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        if let Some(message) = classify::<M>(&envelope, "order_book")? {
+            return Ok(message);
+        }
+        envelope.seen.require(&TOP_KEYS)?;
+        Ok(book_message(symbol, unheld))
+    }
+
+    /// `<market>.order_book_update`: one event, or a `"full":true` book replacing the book.
+    fn decode_diff<'a>(
+        frame: &'a [u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<Message<'a>, DecodeError> {
+        out.clear();
+        let (mut symbol, mut unheld): (&[u8], _) = (b"", None);
+        let envelope = walk(frame, |walker, key, seen| {
+            match key {
+                b"s" => symbol = seen.string(walker, SYMBOL, "s")?,
+                b"U" => out.first_id = seen.unsigned(walker, FIRST_ID, "U")?,
+                b"u" => out.last_id = seen.unsigned(walker, LAST_ID, "u")?,
+                b"full" => out.is_snapshot = seen.boolean(walker, FULL, "full")?,
+                // `book_ticker`'s `b` and `a` are prices: only an array is a side.
+                b"b" | b"a" if walker.peek()? != b'[' => return Ok(false),
+                b"b" => {
+                    seen.mark(BIDS, "b")?;
+                    side(walker, &mut unheld, |walker| {
+                        walker.all_shaped_levels(M::LEVEL, None, max_levels, &mut out.bids, None)
+                    })?;
+                }
+                b"a" => {
+                    seen.mark(ASKS, "a")?;
+                    side(walker, &mut unheld, |walker| {
+                        walker.all_shaped_levels(M::LEVEL, None, max_levels, &mut out.asks, None)
+                    })?;
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        if let Some(message) = classify::<M>(&envelope, "order_book_update")? {
+            return Ok(message);
+        }
+        envelope.seen.require(&EVENT_KEYS)?;
+        if out.first_id > out.last_id {
+            return Err(DecodeError::Invalid("an update with U greater than u"));
+        }
+        if out.is_snapshot && unheld.is_none() {
+            check_sorted(Side::Bid, &out.bids)?;
+            check_sorted(Side::Ask, &out.asks)?;
+        }
+        Ok(book_message(symbol, unheld))
+    }
+
+    /// `GET …/order_book?…&with_id=true`: `{"id":…,"current":…,"update":…,"asks":[…],
+    /// "bids":[…]}`, each side sorted best first.
+    fn decode_snapshot(
+        body: &[u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(), DecodeError> {
+        const KEYS: [(u32, &str); 3] = [(BOOK_ID, "id"), (BIDS, "bids"), (ASKS, "asks")];
+        out.clear();
+        let mut walker = Walker::new(body);
+        let mut seen = Seen::default();
+        walker.object(|walker, key| {
+            match key {
+                b"id" => out.set_id(seen.unsigned(walker, BOOK_ID, "id")?),
+                b"bids" => {
+                    seen.mark(BIDS, "bids")?;
+                    let sorted = Some(Side::Bid);
+                    walker.all_shaped_levels(M::LEVEL, sorted, max_levels, &mut out.bids, None)?;
+                }
+                b"asks" => {
+                    seen.mark(ASKS, "asks")?;
+                    let sorted = Some(Side::Ask);
+                    walker.all_shaped_levels(M::LEVEL, sorted, max_levels, &mut out.asks, None)?;
+                }
+                _ => walker.skip_value()?,
+            }
+            Ok(())
+        })?;
+        walker.finish()?;
+        seen.require(&KEYS)
+    }
+}
