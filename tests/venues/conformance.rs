@@ -92,6 +92,8 @@ fn rows() -> Vec<Row> {
         crate::hyperliquid::row(),
         crate::binance_futures::row(VenueId::BinanceUsdm),
         crate::binance_futures::row(VenueId::BinanceCoinm),
+        crate::gate::row(VenueId::Gate),
+        crate::gate::row(VenueId::GateFutures),
     ]
 }
 

@@ -370,3 +370,208 @@ fn every_recorded_symbol_replays_to_the_reference_book_with_the_id_rules_verifie
     assert_eq!(absent_deletes["PHB_USDT"], 5);
     assert_eq!(absent_deletes["QUICK_USDT"], 1);
 }
+
+// ---- conformance ----
+
+/// The recorded documentation examples and 2026 frames of a market (`spot` or `futures`):
+/// what the venue sends (not the requests sent to it), REST bodies by their level shape.
+fn examples(market: &str) -> Vec<(Read, Vec<u8>)> {
+    let mut frames = Vec::new();
+    for file in [
+        "docs_examples_spot_futures_order_book_update_obu_rest.jsonl",
+        "futures_obu_and_order_book_update_trimmed_frames_2026-09-15_probe_notes.jsonl",
+    ] {
+        let text = std::fs::read_to_string(fixture(file)).unwrap();
+        for line in text.lines() {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            let read = match value["channel"].as_str() {
+                Some(channel) if !channel.starts_with(&format!("{market}.")) => continue,
+                // A request sent to the venue.
+                Some(_) if value.get("result").is_none() => continue,
+                // The documentation's made-up top N repeats one level: refused
+                // (`the_documented_futures_top_n_repeats_a_level_and_is_refused`).
+                Some("futures.order_book") => continue,
+                Some(channel) if channel.ends_with(".order_book") => Read::Snapshot,
+                Some(_) => Read::Diff,
+                None => {
+                    let futures = value["asks"][0].is_object();
+                    if futures != (market == "futures") {
+                        continue;
+                    }
+                    Read::RestSnapshot
+                }
+            };
+            frames.push((read, line.as_bytes().to_vec()));
+        }
+    }
+    frames
+}
+
+pub fn row(venue: VenueId) -> Row {
+    let recording = RECORDINGS.iter().find(|r| r.venue == venue).unwrap();
+    let recorded = timeline::load_frames(&fixture(recording.file)).unwrap();
+    // The REST books of the symbols with numbers a `FixedPoint` cannot hold are refused.
+    let unheld = |url: &str| {
+        let symbols = recording.symbols.iter();
+        symbols
+            .filter(|symbol| symbol.applied.is_none())
+            .any(|symbol| url.contains(&format!("={}&", symbol.symbol)))
+    };
+    let mut frames: Vec<(Read, Vec<u8>)> = recorded
+        .into_iter()
+        .filter(|frame| !frame.rest_url.as_deref().is_some_and(unheld))
+        .take(60)
+        .map(|frame| {
+            let read = match frame.rest_url {
+                Some(_) => Read::RestSnapshot,
+                None => Read::Diff,
+            };
+            (read, frame.raw.as_bytes().to_vec())
+        })
+        .collect();
+    let market = if venue == SPOT { "spot" } else { "futures" };
+    frames.extend(examples(market));
+    Row {
+        venue,
+        frames,
+        malformed: malformed_frames(venue, market),
+    }
+}
+
+fn malformed_frames(venue: VenueId, market: &str) -> Vec<Malformed> {
+    let level = |price: &str, amount: &str| match venue == SPOT {
+        true => format!(r#"["{price}","{amount}"]"#),
+        false => format!(r#"{{"p":"{price}","s":{amount}}}"#),
+    };
+    let event = |members: &str| {
+        format!(
+            r#"{{"time":1,"channel":"{market}.order_book_update","event":"update","result":{{"t":1,{members}}}}}"#
+        )
+    };
+    let top = |members: &str| {
+        format!(
+            r#"{{"time":1,"channel":"{market}.order_book","event":"update","result":{{"t":1,{members}}}}}"#
+        )
+    };
+    let number = |error| DecodeError::Number { at: 0, error };
+    let case = |read, frame: String, error| Malformed {
+        exact: false,
+        ..Malformed::exact(read, frame, 5000, error)
+    };
+    let diff = |frame, error| case(Read::Diff, frame, error);
+    let one = level("1", "1");
+    vec![
+        diff(
+            event(r#""s":"BTC_USDT","u":9,"b":[],"a":[]"#),
+            DecodeError::MissingKey("U"),
+        ),
+        diff(
+            event(r#""s":"BTC_USDT","U":5,"b":[],"a":[]"#),
+            DecodeError::MissingKey("u"),
+        ),
+        diff(
+            event(r#""U":5,"u":9,"b":[],"a":[]"#),
+            DecodeError::MissingKey("s"),
+        ),
+        diff(
+            event(r#""s":"BTC_USDT","U":5,"U":5,"u":9"#),
+            DecodeError::DuplicateKey("U"),
+        ),
+        diff(
+            event(r#""s":"BTC_USDT","U":9,"u":5"#),
+            DecodeError::Invalid("an update with U greater than u"),
+        ),
+        diff(
+            event(r#""s":"BTC_USDT","U":-5,"u":9"#),
+            DecodeError::Unexpected {
+                at: 0,
+                expected: "a digit",
+            },
+        ),
+        diff(
+            event(&format!(
+                r#""s":"BTC_USDT","U":5,"u":9,"b":[{}]"#,
+                level("x", "1")
+            )),
+            number(FixedPointError::InvalidCharacter),
+        ),
+        diff(
+            event(&format!(
+                r#""s":"BTC_USDT","U":5,"u":9,"b":[{}]"#,
+                level("1e3", "1")
+            )),
+            number(FixedPointError::Exponent),
+        ),
+        diff(
+            event(&format!(
+                r#""full":true,"s":"BTC_USDT","U":5,"u":9,"b":[{one},{}]"#,
+                level("2", "1")
+            )),
+            DecodeError::Unsorted(Side::Bid),
+        ),
+        diff(
+            event(r#""s":"BTC_USDT","U":5,"u":9,"full":1"#),
+            DecodeError::Unexpected {
+                at: 0,
+                expected: "true or false",
+            },
+        ),
+        diff(
+            r#"{"time":1,"event":"update","result":{"s":"BTC_USDT","U":5,"u":9}}"#.to_owned(),
+            DecodeError::MissingKey("channel"),
+        ),
+        diff(
+            format!(r#"{{"time":1,"channel":"{market}.order_book_update","event":"subscribe"}}"#),
+            DecodeError::MissingKey("result"),
+        ),
+        diff(
+            format!("{} x", event(r#""s":"BTC_USDT","U":5,"u":9"#)),
+            DecodeError::TrailingBytes { at: 0 },
+        ),
+        case(
+            Read::Snapshot,
+            top(&format!(
+                r#""s":"BTC_USDT","lastUpdateId":1,"bids":[{one},{}],"asks":[]"#,
+                level("2", "1")
+            )),
+            DecodeError::Unsorted(Side::Bid),
+        ),
+        case(
+            Read::Snapshot,
+            top(r#""s":"BTC_USDT","bids":[],"asks":[]"#),
+            DecodeError::MissingKey("lastUpdateId"),
+        ),
+        case(
+            Read::RestSnapshot,
+            r#"{"id":1,"current":1,"update":1,"asks":[]}"#.to_owned(),
+            DecodeError::MissingKey("bids"),
+        ),
+        case(
+            Read::RestSnapshot,
+            format!(r#"{{"current":1,"update":1,"asks":[],"bids":[{one}]}}"#),
+            DecodeError::MissingKey("id"),
+        ),
+        case(
+            Read::RestSnapshot,
+            format!(r#"{{"id":1,"asks":[{},{one}],"bids":[]}}"#, level("2", "1")),
+            DecodeError::Unsorted(Side::Ask),
+        ),
+    ]
+}
+
+#[test]
+fn the_documented_futures_top_n_repeats_a_level_and_is_refused() {
+    let text = std::fs::read_to_string(fixture(
+        "docs_examples_spot_futures_order_book_update_obu_rest.jsonl",
+    ))
+    .unwrap();
+    let example = text
+        .lines()
+        .find(|line| line.contains(r#""channel":"futures.order_book","event":"all""#))
+        .unwrap();
+    let mut book = mergebook::book::TopBook::default();
+    assert_eq!(
+        FUTURES.decode(example.as_bytes(), 10, &mut book),
+        Err(DecodeError::Unsorted(Side::Ask))
+    );
+}

@@ -108,6 +108,20 @@ fn side<'a>(
     }
 }
 
+/// The shape of the side at the cursor: market `M`'s, or pairs where its first level is an
+/// array (futures' Order Book V2 channel writes pairs, and a message's channel may come
+/// after its result).
+fn shape_at<M: Market>(walker: &mut Walker<'_>) -> Result<LevelShape, DecodeError> {
+    let at = walker.position();
+    walker.expect(b'[', "'[' opening a side")?;
+    let first = walker.peek()?;
+    walker.rewind(at);
+    Ok(match first {
+        b'[' => LevelShape::Pair,
+        _ => M::LEVEL,
+    })
+}
+
 /// The message of a book that decoded whole: its book, or, where a number could not be
 /// held, the book's loss.
 fn book_message(symbol: &[u8], unheld: Option<DecodeError>) -> Message<'_> {
@@ -138,6 +152,9 @@ fn classify<'a, M: Market>(
     }
     let channel = envelope.channel;
     Ok(Some(match envelope.event {
+        b"subscribe" if envelope.status.is_empty() => {
+            return Err(DecodeError::MissingKey("result"));
+        }
         b"subscribe" => Message::SubscribeResult {
             accepted: envelope.status == b"success" && !envelope.error,
             acked: envelope.request_id.map_or(Acked::Oldest, Acked::Request),
@@ -173,13 +190,15 @@ impl<M: Market> Decode for Gate<M> {
                 b"bids" => {
                     seen.mark(BIDS, "bids")?;
                     side(walker, &mut unheld, |walker| {
-                        walker.shaped_levels(M::LEVEL, Side::Bid, depth, &mut out.bids)
+                        let shape = shape_at::<M>(walker)?;
+                        walker.shaped_levels(shape, Side::Bid, depth, &mut out.bids)
                     })?;
                 }
                 b"asks" => {
                     seen.mark(ASKS, "asks")?;
                     side(walker, &mut unheld, |walker| {
-                        walker.shaped_levels(M::LEVEL, Side::Ask, depth, &mut out.asks)
+                        let shape = shape_at::<M>(walker)?;
+                        walker.shaped_levels(shape, Side::Ask, depth, &mut out.asks)
                     })?;
                 }
                 _ => return Ok(false),
@@ -212,13 +231,15 @@ impl<M: Market> Decode for Gate<M> {
                 b"b" => {
                     seen.mark(BIDS, "b")?;
                     side(walker, &mut unheld, |walker| {
-                        walker.all_shaped_levels(M::LEVEL, None, max_levels, &mut out.bids, None)
+                        let shape = shape_at::<M>(walker)?;
+                        walker.all_shaped_levels(shape, None, max_levels, &mut out.bids, None)
                     })?;
                 }
                 b"a" => {
                     seen.mark(ASKS, "a")?;
                     side(walker, &mut unheld, |walker| {
-                        walker.all_shaped_levels(M::LEVEL, None, max_levels, &mut out.asks, None)
+                        let shape = shape_at::<M>(walker)?;
+                        walker.all_shaped_levels(shape, None, max_levels, &mut out.asks, None)
                     })?;
                 }
                 _ => return Ok(false),
@@ -255,13 +276,13 @@ impl<M: Market> Decode for Gate<M> {
                 b"id" => out.set_id(seen.unsigned(walker, BOOK_ID, "id")?),
                 b"bids" => {
                     seen.mark(BIDS, "bids")?;
-                    let sorted = Some(Side::Bid);
-                    walker.all_shaped_levels(M::LEVEL, sorted, max_levels, &mut out.bids, None)?;
+                    let (shape, sorted) = (shape_at::<M>(walker)?, Some(Side::Bid));
+                    walker.all_shaped_levels(shape, sorted, max_levels, &mut out.bids, None)?;
                 }
                 b"asks" => {
                     seen.mark(ASKS, "asks")?;
-                    let sorted = Some(Side::Ask);
-                    walker.all_shaped_levels(M::LEVEL, sorted, max_levels, &mut out.asks, None)?;
+                    let (shape, sorted) = (shape_at::<M>(walker)?, Some(Side::Ask));
+                    walker.all_shaped_levels(shape, sorted, max_levels, &mut out.asks, None)?;
                 }
                 _ => walker.skip_value()?,
             }
