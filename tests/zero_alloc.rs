@@ -798,3 +798,60 @@ fn binance_futures_events_allocate_nothing() {
     );
     synced_events_allocate_nothing(venue, sync, frames, "Binance futures' diff path");
 }
+
+/// Gate futures' diff path on the 2023 recording's PHB_USDT (object levels, integer
+/// sizes): the events up to the REST snapshot buffered and joined, then every further one
+/// decoded → checked to follow the last → applied → its top into the mailbox.
+#[test]
+fn gate_futures_events_allocate_nothing() {
+    use mergebook::book::BookUpdate;
+    use mergebook::book::diff_sync::{BookSync, UpdateOutcome};
+    const RECORDING: &str = include_str!(
+        "fixtures/gate/futures_usdt_session_timeline_order_book_update_7contracts_2023-05-24.jsonl"
+    );
+    const MAX_LEVELS: usize = 5000;
+    let venue = VenueId::GateFutures;
+    let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
+    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
+    let mut applied = Vec::new();
+    for line in RECORDING.lines() {
+        let event: serde_json::Value = serde_json::from_str(line).unwrap();
+        let Some(raw) = event["raw"].as_str() else {
+            continue;
+        };
+        if event["kind"] == "rest_response" {
+            if event["url"]
+                .as_str()
+                .unwrap()
+                .contains("contract=PHB_USDT&")
+            {
+                let mut snapshot = BookUpdate::default();
+                venue
+                    .decode_snapshot(raw.as_bytes(), MAX_LEVELS, &mut snapshot)
+                    .unwrap();
+                sync.on_snapshot(&snapshot);
+            }
+            continue;
+        }
+        if event["kind"] != "ws_recv" || !raw.contains(r#""s":"PHB_USDT""#) {
+            continue;
+        }
+        if !applied.is_empty() {
+            applied.push(raw.to_owned());
+            continue;
+        }
+        venue
+            .decode_diff(raw.as_bytes(), MAX_LEVELS, &mut update)
+            .unwrap();
+        if sync.on_update(&update) == UpdateOutcome::Applied {
+            applied.push(String::new());
+        }
+    }
+    let frames = &applied[1..];
+    assert!(
+        frames.len() > 30,
+        "{} events after the first applied",
+        frames.len()
+    );
+    synced_events_allocate_nothing(venue, sync, frames, "Gate futures' diff path");
+}

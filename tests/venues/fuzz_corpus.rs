@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// Each venue's target: its name, the venue, the contract it checks.
 type VenueContract = fn(VenueId, &[u8]);
-const VENUE_TARGETS: [(&str, VenueId, VenueContract); 11] = [
+const VENUE_TARGETS: [(&str, VenueId, VenueContract); 13] = [
     ("binance_depth", VenueId::Binance, every_decoder),
     ("bitstamp_order_book", VenueId::Bitstamp, every_decoder),
     ("kraken_book", VenueId::Kraken, diff_decoder),
@@ -27,6 +27,12 @@ const VENUE_TARGETS: [(&str, VenueId, VenueContract); 11] = [
     ("hyperliquid_l2book", VenueId::Hyperliquid, snapshot_decoder),
     ("binance_usdm_depth", VenueId::BinanceUsdm, every_decoder),
     ("binance_coinm_depth", VenueId::BinanceCoinm, every_decoder),
+    ("gate_order_book", VenueId::Gate, every_decoder),
+    (
+        "gate_futures_order_book",
+        VenueId::GateFutures,
+        every_decoder,
+    ),
 ];
 
 /// A target's check, for any target.

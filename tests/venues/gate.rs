@@ -4,8 +4,9 @@
 use crate::common;
 use crate::common::config::TestConfig;
 use crate::conformance::{Malformed, Read, Row};
-use common::in_band::Sides;
-use mergebook::book::{Level, Side};
+use crate::generated::{object, pair_side};
+use common::in_band::{self, Harness, Sides};
+use mergebook::book::{BookUpdate, Level, Side, TopBook};
 
 use mergebook::fixed::{FixedPoint, FixedPointError};
 use mergebook::merger::kway::MergedLevel;
@@ -13,8 +14,10 @@ use mergebook::merger::summary::VenueState;
 use mergebook::record::timeline::{self, RecordedFrame};
 use mergebook::replay::{self, BadFrame, DiffDepths, DiffRecording};
 use mergebook::venue::{DecodeError, Message, VenueId};
+use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 const SPOT: VenueId = VenueId::Gate;
 const FUTURES: VenueId = VenueId::GateFutures;
@@ -569,9 +572,251 @@ fn the_documented_futures_top_n_repeats_a_level_and_is_refused() {
         .lines()
         .find(|line| line.contains(r#""channel":"futures.order_book","event":"all""#))
         .unwrap();
-    let mut book = mergebook::book::TopBook::default();
+    let mut book = TopBook::default();
     assert_eq!(
         FUTURES.decode(example.as_bytes(), 10, &mut book),
         Err(DecodeError::Unsorted(Side::Ask))
     );
+}
+
+// ---- generated frames ----
+
+/// A side of futures' `{"p":"price","s":size}` levels in member orders drawn from `seed`,
+/// sizes as bare numbers (whole contracts written without a fraction).
+fn object_side(levels: &[(u64, u64)], seed: u64, spaced: bool) -> String {
+    let separator = if spaced { ", " } else { "," };
+    let text: Vec<String> = levels
+        .iter()
+        .enumerate()
+        .map(|(index, &(price, size))| {
+            let (price, size) = (FixedPoint::from_raw(price), FixedPoint::from_raw(size));
+            let size = size.to_string();
+            let size = size.trim_end_matches('0').trim_end_matches('.');
+            let mut members = vec![format!(r#""p":"{price}""#), format!(r#""s":{size}"#)];
+            object(&mut members, seed ^ index as u64, spaced)
+        })
+        .collect();
+    format!("[{}]", text.join(separator))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any member order, whitespace, the 2025 `full`/`l` and 2021's `e`/`E` members and
+    /// unknown ones: the levels and ids the frame holds, on either market, in diff mode
+    /// and (best first) as a top N.
+    #[test]
+    fn generated_frames_decode_to_the_levels_they_hold(
+        bids in proptest::collection::btree_map(1u64..1u64 << 50, 0u64..1u64 << 50, 0..30),
+        asks in proptest::collection::btree_map(1u64..1u64 << 50, 0u64..1u64 << 50, 0..30),
+        ids in (1u64..u64::MAX / 2, 0u64..1 << 20),
+        seed in any::<u64>(),
+        spaced in any::<bool>(),
+        futures in any::<bool>(),
+    ) {
+        let (first, span) = ids;
+        let last = first + span;
+        let bids: Vec<(u64, u64)> = bids.into_iter().rev().collect();
+        let asks: Vec<(u64, u64)> = asks.into_iter().collect();
+        let (venue, market) = match futures {
+            true => (FUTURES, "futures"),
+            false => (SPOT, "spot"),
+        };
+        let side = |levels: &[(u64, u64)]| match futures {
+            true => object_side(levels, seed, spaced),
+            false => pair_side(levels, spaced),
+        };
+        let mut result = vec![
+            r#""t":1684930165217"#.to_owned(),
+            r#""e":"depthUpdate""#.to_owned(),
+            r#""E":1684930165"#.to_owned(),
+            r#""l":"100""#.to_owned(),
+            r#""s":"BTC_USDT""#.to_owned(),
+            format!(r#""U":{first}"#),
+            format!(r#""u":{last}"#),
+            format!(r#""b":{}"#, side(&bids)),
+            format!(r#""a":{}"#, side(&asks)),
+            r#""unknown":{"x":[1,2]}"#.to_owned(),
+        ];
+        let mut members = vec![
+            r#""time":1684930165"#.to_owned(),
+            r#""time_ms":1684930165254"#.to_owned(),
+            format!(r#""channel":"{market}.order_book_update""#),
+            r#""event":"update""#.to_owned(),
+            format!(r#""result":{}"#, object(&mut result, seed, spaced)),
+        ];
+        let frame = object(&mut members, seed.rotate_left(7), spaced);
+        let mut update = BookUpdate::default();
+        let message = venue.decode_diff(frame.as_bytes(), 5000, &mut update);
+        prop_assert_eq!(message, Ok(Message::Book { stream: b"BTC_USDT" }), "{}", frame);
+        let levels = |side: &[(u64, u64)]| -> Vec<Level> {
+            side.iter().map(|&(p, q)| Level { price: FixedPoint::from_raw(p), amount: FixedPoint::from_raw(q) }).collect()
+        };
+        prop_assert_eq!(&update.bids, &levels(&bids));
+        prop_assert_eq!(&update.asks, &levels(&asks));
+        prop_assert_eq!((update.first_id, update.last_id), (first, last));
+
+        let mut top_result = vec![
+            r#""t":1684930165217"#.to_owned(),
+            format!(r#""lastUpdateId":{last}"#),
+            r#""s":"BTC_USDT""#.to_owned(),
+            format!(r#""bids":{}"#, side(&bids)),
+            format!(r#""asks":{}"#, side(&asks)),
+        ];
+        let mut members = vec![
+            format!(r#""channel":"{market}.order_book""#),
+            r#""event":"update""#.to_owned(),
+            format!(r#""result":{}"#, object(&mut top_result, seed, spaced)),
+        ];
+        let frame = object(&mut members, seed.rotate_left(3), spaced);
+        let mut top = TopBook::default();
+        let message = venue.decode(frame.as_bytes(), 10, &mut top);
+        prop_assert_eq!(message, Ok(Message::Book { stream: b"BTC_USDT" }), "{}", frame);
+        let kept = |side: &[(u64, u64)]| -> Vec<Level> {
+            levels(side).into_iter().filter(|level| !level.amount.is_zero()).take(10).collect()
+        };
+        let (kept_bids, kept_asks) = (kept(&bids), kept(&asks));
+        prop_assert_eq!(top.bids.as_slice(), kept_bids.as_slice());
+        prop_assert_eq!(top.asks.as_slice(), kept_asks.as_slice());
+        prop_assert_eq!(top.venue_sequence, last);
+    }
+}
+
+/// Since 2025 `order_book_update` may push `"full":true`: the book is replaced by it,
+/// whatever was there, its `u` the id the next event follows. Replayed: a REST book, an
+/// event, a full push far ahead, the event after it.
+#[test]
+fn a_full_push_replaces_the_book_and_the_next_event_follows_it() {
+    let frame = |raw: String, rest_url: Option<&str>| RecordedFrame {
+        received_ns: 0,
+        raw,
+        rest_url: rest_url.map(str::to_owned),
+    };
+    let event = |members: &str| {
+        format!(
+            r#"{{"time":1,"channel":"spot.order_book_update","event":"update","result":{{"s":"BTC_USDT",{members}}}}}"#
+        )
+    };
+    let rest = "https://api.gateio.ws/api/v4/spot/order_book?currency_pair=BTC_USDT&limit=100&with_id=true";
+    let frames = vec![
+        frame(event(r#""U":100,"u":101,"b":[["9","1"]],"a":[]"#), None),
+        frame(
+            r#"{"id":100,"asks":[["11","1"],["12","1"]],"bids":[["10","1"]]}"#.to_owned(),
+            Some(rest),
+        ),
+        frame(event(r#""U":102,"u":102,"b":[],"a":[["12","0"]]"#), None),
+        frame(
+            event(r#""full":true,"U":500,"u":510,"b":[["20","2"]],"a":[["21","3"]]"#),
+            None,
+        ),
+        frame(event(r#""U":511,"u":512,"b":[["19","1"]],"a":[]"#), None),
+    ];
+    let (published, book, refused) = replayed(SPOT, "BTC_USDT", frames);
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!((book.stats.gaps, book.stats.applied), (0, 3));
+    let level = |price: &str, amount: &str| Level {
+        price: fp(price),
+        amount: fp(amount),
+    };
+    let last = published.last().unwrap();
+    assert_eq!(last.0, vec![level("20", "2"), level("19", "1")]);
+    assert_eq!(last.1, vec![level("21", "3")]);
+    // Before the push: the REST book with the two events.
+    assert!(published.contains(&(
+        vec![level("10", "1"), level("9", "1")],
+        vec![level("11", "1")]
+    )));
+}
+
+// ---- against the simulator ----
+
+fn gaps(venue: VenueId) -> String {
+    format!(r#"orderbook_resyncs_total{{exchange="{venue}",reason="gap"}}"#)
+}
+
+/// Both markets in diff mode: synced from REST, every book the simulator's; a lost event
+/// found by its ids, and only that symbol's book rebuilt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_event_resyncs_that_symbol_only() {
+    for venue in [SPOT, FUTURES] {
+        let harness = Harness::start(venue, "BTC_USDT", "ETH_USDT").await;
+        harness.both_books_synced("at the start").await;
+        let checked = harness
+            .books_stay_true_for(Duration::from_millis(600))
+            .await;
+        assert!(checked > 0, "{venue}");
+        assert_eq!(harness.metric(&gaps(venue)), 0.0, "{venue}: no gap");
+        let rebuilds = || {
+            harness.metric(&format!(
+                r#"orderbook_resync_duration_seconds_count{{exchange="{venue}"}}"#
+            ))
+        };
+        let before = rebuilds();
+        harness.simulator.skip_events_of(venue, "BTC_USDT", 1);
+        harness.counted(&gaps(venue), 1.0).await;
+        // Each rebuild observes one resync duration: the broken book's, and no other.
+        common::eventually("the broken book rebuilt", in_band::WAIT, || {
+            rebuilds() - before >= 1.0
+        })
+        .await;
+        harness.synced().await;
+        harness
+            .books_stay_true_for(Duration::from_millis(300))
+            .await;
+        assert_eq!(rebuilds() - before, 1.0, "{venue}: one book rebuilt");
+        assert_eq!(harness.metric(&gaps(venue)), 1.0, "{venue}");
+        harness.service.stop().await;
+    }
+}
+
+/// Gate's USDT-settled perpetual beside Binance USDⓈ-M's, in base coins: Gate's levels are
+/// its whole contracts times the contract's coins.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn futures_contracts_merge_as_coins_beside_another_perpetual() {
+    let simulator = mergebook::sim::Simulator::start(
+        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        50,
+        5,
+    )
+    .unwrap();
+    let mut config = TestConfig::new()
+        .instrument(
+            "BTC/USDT",
+            &[(FUTURES, "BTC_USDT"), (VenueId::BinanceUsdm, "BTCUSDT")],
+        )
+        .contract_size(FUTURES, "0.0001")
+        .build();
+    simulator.point(&mut config);
+    simulator.set_prices(&config, &[("BTC/USDT".to_owned(), fp("90000"))]);
+    let service = mergebook::service::Service::start(
+        config,
+        mergebook::service::Listeners::loopback().await.unwrap(),
+    )
+    .unwrap();
+    let mut summaries = service.summaries(0);
+    let summary = tokio::time::timeout(
+        in_band::WAIT,
+        summaries.wait_for(|summary| {
+            summary.venue_state(FUTURES) == VenueState::Synced
+                && summary.venue_state(VenueId::BinanceUsdm) == VenueState::Synced
+        }),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .clone();
+    let gate_levels: Vec<_> = summary
+        .book
+        .bids
+        .as_slice()
+        .iter()
+        .chain(summary.book.asks.as_slice())
+        .filter(|level| level.venue == FUTURES)
+        .collect();
+    assert!(!gate_levels.is_empty());
+    // 0.0001 BTC a contract: every amount a whole number of them.
+    for level in gate_levels {
+        assert_eq!(level.amount.raw() % 10_000, 0, "{level:?}");
+    }
+    service.stop().await;
 }
