@@ -653,6 +653,70 @@ fn binance_futures(c: &mut Criterion) {
     });
 }
 
+/// Gate: a recorded `order_book_update` event of each market decoded, beside serde_json's
+/// decode of it into owned values, its numbers parsed as f64 (the Binance reference's way).
+fn gate(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)] // read by serde, kept to mirror the frame
+    struct Frame<L> {
+        time: u64,
+        channel: String,
+        event: String,
+        result: Event<L>,
+    }
+    #[derive(serde::Deserialize)]
+    #[allow(non_snake_case, dead_code)] // the wire's names, read by serde
+    struct Event<L> {
+        t: u64,
+        s: String,
+        U: u64,
+        u: u64,
+        b: Vec<L>,
+        a: Vec<L>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Object {
+        p: String,
+        s: f64,
+    }
+    let spot = gate_spot_event();
+    let futures = gate_futures_event();
+    let mut event = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    for (name, venue, frame) in [
+        ("gate_diff_decode", VenueId::Gate, &spot),
+        ("gate_futures_diff_decode", VenueId::GateFutures, &futures),
+    ] {
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                venue
+                    .decode_diff(black_box(frame), MAX_BOOK_LEVELS, &mut event)
+                    .map(drop)
+            })
+        });
+    }
+    c.bench_function("gate_diff_decode_serde_json", |b| {
+        b.iter(|| {
+            let frame: Frame<(String, String)> = serde_json::from_slice(black_box(&spot)).unwrap();
+            let levels = |side: &[(String, String)]| -> Vec<(f64, f64)> {
+                let parse = |(p, a): &(String, String)| (p.parse().unwrap(), a.parse().unwrap());
+                side.iter().map(parse).collect()
+            };
+            (levels(&frame.result.b), levels(&frame.result.a))
+        })
+    });
+    c.bench_function("gate_futures_diff_decode_serde_json", |b| {
+        b.iter(|| {
+            let frame: Frame<Object> = serde_json::from_slice(black_box(&futures)).unwrap();
+            let levels = |side: &[Object]| -> Vec<(f64, f64)> {
+                side.iter()
+                    .map(|level| (level.p.parse().unwrap(), level.s))
+                    .collect()
+            };
+            (levels(&frame.result.b), levels(&frame.result.a))
+        })
+    });
+}
+
 /// Hyperliquid: the recorded 20-level `l2Book` frame decoded, beside serde_json's decode
 /// of it into owned values, its numbers parsed as f64 (the Binance reference's way).
 fn hyperliquid(c: &mut Criterion) {
@@ -779,6 +843,7 @@ criterion_group!(
     coinbase_serde_reference,
     hyperliquid,
     binance_futures,
+    gate,
     merging,
     mailboxes,
     cross_core_takes,

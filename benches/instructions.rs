@@ -41,6 +41,7 @@ fn main() {
     let hyperliquid_frame = hyperliquid_20();
     let futures_frame = binance_futures_event();
     let mut futures_event = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let (gate_spot_frame, gate_futures_frame) = (gate_spot_event(), gate_futures_event());
     let bitstamp_100 = bitstamp_100();
     let binance_book = decode(VenueId::Binance, BINANCE_20, KEEP);
     let bitstamp_book = decode(VenueId::Bitstamp, bitstamp_100, KEEP);
@@ -247,6 +248,22 @@ fn main() {
             );
             black_box(result.expect("decodes"));
         }),
+        "gate_diff_decode" => Box::new(|| {
+            let result = VenueId::Gate.decode_diff(
+                black_box(&gate_spot_frame),
+                MAX_BOOK_LEVELS,
+                &mut futures_event,
+            );
+            black_box(result.expect("decodes"));
+        }),
+        "gate_futures_diff_decode" => Box::new(|| {
+            let result = VenueId::GateFutures.decode_diff(
+                black_box(&gate_futures_frame),
+                MAX_BOOK_LEVELS,
+                &mut futures_event,
+            );
+            black_box(result.expect("decodes"));
+        }),
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
@@ -260,7 +277,8 @@ fn main() {
                  okx_decode_books5 | okx_update | okx_checksum | \
                  coinbase_exchange_decode_snapshot | coinbase_exchange_update | \
                  coinbase_decode_snapshot | coinbase_update | binance_sbe_decode_depth20 | \
-                 hyperliquid_decode_20 | binance_futures_diff_decode>"
+                 hyperliquid_decode_20 | binance_futures_diff_decode | gate_diff_decode | \
+                 gate_futures_diff_decode>"
             );
             std::process::exit(2);
         }

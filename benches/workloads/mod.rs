@@ -731,3 +731,49 @@ pub fn binance_futures_event() -> Vec<u8> {
     events.sort_by_key(|(levels, _)| *levels);
     events.swap_remove(events.len() / 2).1.into_bytes()
 }
+
+/// A Gate recording's `order_book_update` event of the median size (levels of both
+/// sides), out of its timeline's wrapper: `gate_diff_decode` (spot, pairs) and
+/// `gate_futures_diff_decode` (futures, objects with integer sizes).
+fn gate_event(recording: &str) -> Vec<u8> {
+    let mut events: Vec<(usize, String)> = recording
+        .lines()
+        .filter_map(|line| {
+            let entry: serde_json::Value = serde_json::from_str(line).ok()?;
+            let raw = entry["raw"].as_str()?;
+            let frame: serde_json::Value = serde_json::from_str(raw).ok()?;
+            let result = &frame["result"];
+            (frame["event"] == "update").then(|| {
+                let levels = result["b"].as_array().map_or(0, Vec::len)
+                    + result["a"].as_array().map_or(0, Vec::len);
+                (levels, raw.to_owned())
+            })
+        })
+        // A number of 10 decimals is not held (its book is lost): not the usual frame.
+        .filter(|(_, raw)| !has_unheld_number(raw))
+        .collect();
+    events.sort_by_key(|(levels, _)| *levels);
+    events.swap_remove(events.len() / 2).1.into_bytes()
+}
+
+/// Whether `raw` writes a quoted number of more than 8 decimals.
+fn has_unheld_number(raw: &str) -> bool {
+    let digits = |text: &str| !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit());
+    raw.split('"').any(|text| {
+        text.split_once('.').is_some_and(|(whole, fraction)| {
+            digits(whole) && digits(fraction) && fraction.len() > 8
+        })
+    })
+}
+
+pub fn gate_spot_event() -> Vec<u8> {
+    gate_event(include_str!(
+        "../../tests/fixtures/gate/spot_session_timeline_order_book_update_7pairs_2021-04-22.jsonl"
+    ))
+}
+
+pub fn gate_futures_event() -> Vec<u8> {
+    gate_event(include_str!(
+        "../../tests/fixtures/gate/futures_usdt_session_timeline_order_book_update_7contracts_2023-05-24.jsonl"
+    ))
+}

@@ -244,7 +244,8 @@ pub trait Streams: Sync {
 
     /// The venue's symbol for the pair `base`/`quote` (upper-case currency codes), sized
     /// in the base coin: what tools and generated configurations name the pair by. `None`
-    /// where the venue has no such book (Binance COIN-M, whose every contract is inverse).
+    /// where the venue has no such book (Binance COIN-M, whose every contract is inverse;
+    /// Gate's futures, sized in contracts).
     fn spot_symbol(&self, base: &str, quote: &str) -> Option<String>;
 
     /// Why `symbol` cannot name one of the venue's books (a configuration error), if it

@@ -247,6 +247,8 @@ mod tests {
             (VenueId::Hyperliquid, "BTC", None),
             (VenueId::BinanceUsdm, "BTCUSDC_250926", Some("USDC")),
             (VenueId::BinanceCoinm, "BTCUSD_PERP", Some("USD")),
+            (VenueId::Gate, "BTC_USDT", Some("USDT")),
+            (VenueId::GateFutures, "BTC_USD", Some("USD")),
         ];
         for &(venue, symbol, expected) in cases {
             assert_eq!(
@@ -265,8 +267,9 @@ mod tests {
         for &venue in VenueId::ALL {
             for (base, quote) in [("ETH", "BTC"), ("I12", "BTC")] {
                 let Some(symbol) = venue.streams().spot_symbol(base, quote) else {
+                    let streams = venue.streams();
                     assert!(
-                        venue.streams().inverse(""),
+                        streams.inverse("") || streams.sized_in_contracts(""),
                         "{venue}: a book in the base coin"
                     );
                     continue;
