@@ -2,12 +2,18 @@
 //! shares with COIN-M, is `venue/binance_futures/`.
 
 use super::VenueFacts;
-use super::binance_futures::{Market, market_facts};
+use super::binance_futures::{BinanceFutures, Market, market_facts};
 
 /// USDⓈ-margined futures (`BTCUSDT`, dated `BTCUSDT_250926`): sizes in the base coin.
-pub struct BinanceUsdm;
+pub struct Usdm;
 
-impl Market for BinanceUsdm {
+/// Binance USDⓈ-M futures, the venue.
+pub type BinanceUsdm = BinanceFutures<Usdm>;
+/// The registry names a venue's type and its value by one name, as a unit struct's.
+#[allow(non_upper_case_globals)]
+pub const BinanceUsdm: BinanceUsdm = BinanceFutures::VENUE;
+
+impl Market for Usdm {
     const FACTS: VenueFacts = market_facts(
         "binance_usdm",
         // Book streams are routed under `/public` since the unrouted layout was retired

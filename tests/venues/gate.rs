@@ -820,3 +820,42 @@ async fn futures_contracts_merge_as_coins_beside_another_perpetual() {
     }
     service.stop().await;
 }
+
+/// `mergebook replay diff` of a recording, one symbol or all (the spot recording's books
+/// it cannot hold refused, the others replayed): the last summary's top is the reference
+/// book's.
+#[test]
+fn mergebook_replay_follows_a_gate_recording() {
+    for (recording, symbol) in [(&RECORDINGS[1], "PHB_USDT"), (&RECORDINGS[0], "FAST_USDT")] {
+        let venue = recording.venue;
+        let path = fixture(recording.file);
+        let venue_file = format!("{venue}={}", path.display());
+        let frames = timeline::load_frames(&path).unwrap();
+        let reference = reference(&frames, symbol);
+        let best = |side: &ReferenceSide, bids: bool| {
+            let best = if bids {
+                side.last_key_value()
+            } else {
+                side.first_key_value()
+            };
+            best.map(|(price, _)| *price)
+        };
+        let only = format!("{venue}={symbol}");
+        for arguments in [
+            vec!["replay", "diff", "--venue", &venue_file, "--symbol", &only],
+            vec!["replay", "diff", "--venue", &venue_file],
+        ] {
+            let (stdout, stderr) = common::run_ok(&arguments);
+            let last = stdout
+                .lines()
+                .rev()
+                .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+                // Instruments are named by their symbol, less its `_`.
+                .find(|summary| summary["instrument"] == symbol.replace('_', ""))
+                .expect("a summary of the symbol");
+            let top = |side: &str| last[side][0]["price"].as_str().map(fp);
+            assert_eq!(top("bids"), best(&reference.bids, true), "{stderr}");
+            assert_eq!(top("asks"), best(&reference.asks, false), "{stderr}");
+        }
+    }
+}

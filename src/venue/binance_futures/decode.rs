@@ -194,7 +194,7 @@ pub(super) fn general_diff<'a>(
     spot::decode_frame(frame, ChainedEvent(DiffEvent { max_levels, out }))
 }
 
-impl<M: Market> Decode for M {
+impl<M: Market> Decode for BinanceFutures<M> {
     fn decode<'a>(
         frame: &'a [u8],
         depth: usize,

@@ -48,7 +48,8 @@ mod tests;
 
 pub use sequence::PreviousIdChain;
 
-/// What tells the two markets apart; the contract traits are implemented once for both.
+/// What tells the two markets apart; the contract's traits are implemented once for both,
+/// on [`BinanceFutures`].
 pub trait Market: Sync + 'static {
     const FACTS: VenueFacts;
     /// The REST path of a depth snapshot.
@@ -93,6 +94,16 @@ pub(super) const fn market_facts(
     }
 }
 
-impl<M: Market> Venue for M {
+/// Binance's futures protocol on market `M`: the type of a venue
+/// (`binance_usdm::BinanceUsdm`, `binance_coinm::BinanceCoinm`), which the contract's traits
+/// are implemented for.
+pub struct BinanceFutures<M>(std::marker::PhantomData<M>);
+
+impl<M> BinanceFutures<M> {
+    /// The venue's value, which the registry names as a unit struct's.
+    pub const VENUE: BinanceFutures<M> = BinanceFutures(std::marker::PhantomData);
+}
+
+impl<M: Market> Venue for BinanceFutures<M> {
     const FACTS: VenueFacts = M::FACTS;
 }

@@ -38,7 +38,7 @@ impl Sequencing for PreviousIdChain {
     }
 }
 
-impl<M: Market> Checksum for M {}
+impl<M: Market> Checksum for BinanceFutures<M> {}
 
 /// The `limit`s the depth endpoints take (docs/protocols.md, Binance futures).
 const SNAPSHOT_LIMITS: [usize; 7] = [5, 10, 20, 50, 100, 500, 1000];
@@ -51,7 +51,7 @@ fn endpoint_limit(limit: usize) -> usize {
         .unwrap_or(1000)
 }
 
-impl<M: Market> Snapshots for M {
+impl<M: Market> Snapshots for BinanceFutures<M> {
     fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {
         let symbol = symbol.to_ascii_uppercase();
         let limit = endpoint_limit(limit);

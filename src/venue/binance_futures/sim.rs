@@ -44,7 +44,7 @@ fn write_event<M: Market>(
     out.extend_from_slice(b"}}");
 }
 
-impl<M: Market> Simulated for M {
+impl<M: Market> Simulated for BinanceFutures<M> {
     /// A top-N push: `u` is the book's sequence; `U` and `pu` are made up below it.
     fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
         let last = book.venue_sequence.max(2 * ID_HOLE);

@@ -43,7 +43,7 @@ fn symbol_error<M: Market>(symbol: &str) -> Option<String> {
 /// use (real time, 500 ms, and the 250 ms default).
 const DIFF_SUFFIXES: [&str; 4] = ["@depth@100ms", "@depth@0ms", "@depth@500ms", "@depth"];
 
-impl<M: Market> Streams for M {
+impl<M: Market> Streams for BinanceFutures<M> {
     /// A USDⓈ-M perpetual's name (`ETHBTC`); COIN-M has none sized in the base coin.
     fn spot_symbol(&self, base: &str, quote: &str) -> Option<String> {
         (!M::INVERSE).then(|| format!("{base}{quote}"))
