@@ -159,7 +159,7 @@ const COMPARED: usize = 5;
 
 /// The venues whose diff streams show a lost event by their ids or message numbers (the
 /// others see one only as a crossing, or by their checksum).
-const NUMBERED: [VenueId; 7] = [
+const NUMBERED: [VenueId; 9] = [
     VenueId::Binance,
     VenueId::BinanceSbe,
     VenueId::BinanceUsdm,
@@ -167,6 +167,8 @@ const NUMBERED: [VenueId; 7] = [
     VenueId::Bybit,
     VenueId::Okx,
     VenueId::Coinbase,
+    VenueId::Gate,
+    VenueId::GateFutures,
 ];
 
 /// The venues whose diff streams carry the venue's checksum: always (Kraken), or in the
