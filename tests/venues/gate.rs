@@ -859,3 +859,32 @@ fn mergebook_replay_follows_a_gate_recording() {
         }
     }
 }
+
+/// A message with a number a price or amount cannot hold (Gate writes some amounts with 10
+/// decimals) costs its own book alone: that one rebuilt, counted as a bad frame; the other
+/// book of the connection stays synced and true. (A frame whose book is unknown costs
+/// both: `live_conformance`'s bad-frame cell.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_book_whose_number_cannot_be_held_is_lost_alone() {
+    let harness = Harness::start(SPOT, "BTC_USDT", "ETH_USDT").await;
+    harness.both_books_synced("at the start").await;
+    let resyncs = r#"orderbook_resyncs_total{exchange="gate",reason="decode_error"}"#;
+    let errors = r#"orderbook_decode_errors_total{exchange="gate"}"#;
+    let (resyncs_before, errors_before) = (harness.metric(resyncs), harness.metric(errors));
+    harness.simulator.send_raw(
+        SPOT,
+        r#"{"time":1,"channel":"spot.order_book_update","event":"update","result":{"s":"BTC_USDT","U":1,"u":1,"b":[["1","152.9783789102"]],"a":[]}}"#,
+    );
+    harness.counted(resyncs, resyncs_before + 1.0).await;
+    assert_eq!(harness.metric(errors), errors_before + 1.0);
+    harness.synced().await;
+    harness
+        .books_stay_true_for(Duration::from_millis(300))
+        .await;
+    assert_eq!(
+        harness.metric(resyncs),
+        resyncs_before + 1.0,
+        "one book rebuilt"
+    );
+    harness.service.stop().await;
+}
