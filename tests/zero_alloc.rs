@@ -749,82 +749,29 @@ fn hyperliquid_books_allocate_nothing() {
     );
 }
 
-/// Binance USDⓈ-M futures' diff path on the 2024 BTCUSDT recording (real-time stream):
-/// the events up to the REST snapshot buffered and joined, then, once the first event is
-/// applied, every further one decoded → chained by `pu` → applied → its top into the
-/// mailbox.
-#[test]
-fn binance_futures_events_allocate_nothing() {
+/// A timeline recording of a REST venue's diff stream, one symbol's: its REST snapshot
+/// (`is_snapshot` of the URL) joined to the events buffered before it (`is_event` of the
+/// frame), and every event after the first one applied, for
+/// [`synced_events_allocate_nothing`].
+fn joined_and_the_events_after(
+    venue: VenueId,
+    recording: &str,
+    is_snapshot: impl Fn(&str) -> bool,
+    is_event: impl Fn(&str) -> bool,
+) -> (mergebook::book::diff_sync::BookSync, Vec<String>) {
     use mergebook::book::BookUpdate;
     use mergebook::book::diff_sync::{BookSync, UpdateOutcome};
-    const RECORDING: &str = include_str!(
-        "fixtures/binance_futures/usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
-    );
     const MAX_LEVELS: usize = 5000;
-    let venue = VenueId::BinanceUsdm;
     let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
     let mut update = BookUpdate::with_capacity(MAX_LEVELS);
     let mut applied = Vec::new();
-    for line in RECORDING.lines() {
-        let event: serde_json::Value = serde_json::from_str(line).unwrap();
-        let raw = event["raw"].as_str().unwrap();
-        if event["kind"] == "rest_response" {
-            let mut snapshot = BookUpdate::default();
-            venue
-                .decode_snapshot(raw.as_bytes(), MAX_LEVELS, &mut snapshot)
-                .unwrap();
-            sync.on_snapshot(&snapshot);
-            continue;
-        }
-        if !raw.contains("@depth@0ms") {
-            continue;
-        }
-        if !applied.is_empty() {
-            applied.push(raw.to_owned());
-            continue;
-        }
-        venue
-            .decode_diff(raw.as_bytes(), MAX_LEVELS, &mut update)
-            .unwrap();
-        if sync.on_update(&update) == UpdateOutcome::Applied {
-            applied.push(String::new());
-        }
-    }
-    let frames = &applied[1..];
-    assert!(
-        frames.len() > 30,
-        "{} events after the first applied",
-        frames.len()
-    );
-    synced_events_allocate_nothing(venue, sync, frames, "Binance futures' diff path");
-}
-
-/// Gate futures' diff path on the 2023 recording's PHB_USDT (object levels, integer
-/// sizes): the events up to the REST snapshot buffered and joined, then every further one
-/// decoded → checked to follow the last → applied → its top into the mailbox.
-#[test]
-fn gate_futures_events_allocate_nothing() {
-    use mergebook::book::BookUpdate;
-    use mergebook::book::diff_sync::{BookSync, UpdateOutcome};
-    const RECORDING: &str = include_str!(
-        "fixtures/gate/futures_usdt_session_timeline_order_book_update_7contracts_2023-05-24.jsonl"
-    );
-    const MAX_LEVELS: usize = 5000;
-    let venue = VenueId::GateFutures;
-    let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
-    let mut update = BookUpdate::with_capacity(MAX_LEVELS);
-    let mut applied = Vec::new();
-    for line in RECORDING.lines() {
-        let event: serde_json::Value = serde_json::from_str(line).unwrap();
-        let Some(raw) = event["raw"].as_str() else {
+    for line in recording.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        let Some(raw) = entry["raw"].as_str() else {
             continue;
         };
-        if event["kind"] == "rest_response" {
-            if event["url"]
-                .as_str()
-                .unwrap()
-                .contains("contract=PHB_USDT&")
-            {
+        if entry["kind"] == "rest_response" {
+            if is_snapshot(entry["url"].as_str().unwrap_or_default()) {
                 let mut snapshot = BookUpdate::default();
                 venue
                     .decode_snapshot(raw.as_bytes(), MAX_LEVELS, &mut snapshot)
@@ -833,7 +780,7 @@ fn gate_futures_events_allocate_nothing() {
             }
             continue;
         }
-        if event["kind"] != "ws_recv" || !raw.contains(r#""s":"PHB_USDT""#) {
+        if entry["kind"] != "ws_recv" || !is_event(raw) {
             continue;
         }
         if !applied.is_empty() {
@@ -847,11 +794,41 @@ fn gate_futures_events_allocate_nothing() {
             applied.push(String::new());
         }
     }
-    let frames = &applied[1..];
+    applied.remove(0);
     assert!(
-        frames.len() > 30,
-        "{} events after the first applied",
-        frames.len()
+        applied.len() > 30,
+        "{venue}: {} events after the first applied",
+        applied.len()
     );
-    synced_events_allocate_nothing(venue, sync, frames, "Gate futures' diff path");
+    (sync, applied)
+}
+
+/// Binance USDⓈ-M futures' diff path on the 2024 BTCUSDT recording (real-time stream):
+/// the events up to the REST snapshot buffered and joined, then, once the first event is
+/// applied, every further one decoded → chained by `pu` → applied → its top into the
+/// mailbox.
+#[test]
+fn binance_futures_events_allocate_nothing() {
+    const RECORDING: &str = include_str!(
+        "fixtures/binance_futures/usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
+    );
+    let venue = VenueId::BinanceUsdm;
+    let is_event = |raw: &str| raw.contains("@depth@0ms");
+    let (sync, frames) = joined_and_the_events_after(venue, RECORDING, |_| true, is_event);
+    synced_events_allocate_nothing(venue, sync, &frames, "Binance futures' diff path");
+}
+
+/// Gate futures' diff path on the 2023 recording's PHB_USDT (object levels, integer
+/// sizes): the events up to the REST snapshot buffered and joined, then every further one
+/// decoded → checked to follow the last → applied → its top into the mailbox.
+#[test]
+fn gate_futures_events_allocate_nothing() {
+    const RECORDING: &str = include_str!(
+        "fixtures/gate/futures_usdt_session_timeline_order_book_update_7contracts_2023-05-24.jsonl"
+    );
+    let venue = VenueId::GateFutures;
+    let is_snapshot = |url: &str| url.contains("contract=PHB_USDT&");
+    let is_event = |raw: &str| raw.contains(r#""s":"PHB_USDT""#);
+    let (sync, frames) = joined_and_the_events_after(venue, RECORDING, is_snapshot, is_event);
+    synced_events_allocate_nothing(venue, sync, &frames, "Gate futures' diff path");
 }

@@ -351,6 +351,40 @@ impl Harness {
         }
     }
 
+    /// The series counting the venue's resyncs for a gap.
+    pub fn gaps(&self) -> String {
+        let venue = self.venue;
+        format!(r#"orderbook_resyncs_total{{exchange="{venue}",reason="gap"}}"#)
+    }
+
+    /// Both books synced and true, no gap; then one event of `symbol` lost (the simulator
+    /// skips it): found by the venue's ids, counted as a gap, and that book alone rebuilt
+    /// (one resync duration observed), both books true after.
+    pub async fn a_lost_event_rebuilds_that_book_alone(&self, symbol: &str) {
+        let venue = self.venue;
+        self.both_books_synced("at the start").await;
+        let checked = self.books_stay_true_for(Duration::from_millis(600)).await;
+        assert!(checked > 0, "{venue}");
+        assert_eq!(self.metric(&self.gaps()), 0.0, "{venue}: no gap");
+        let rebuilds = || {
+            self.metric(&format!(
+                r#"orderbook_resync_duration_seconds_count{{exchange="{venue}"}}"#
+            ))
+        };
+        let before = rebuilds();
+        self.simulator.skip_events_of(venue, symbol, 1);
+        self.counted(&self.gaps(), 1.0).await;
+        // Each rebuild observes one resync duration: the broken book's, and no other.
+        super::eventually("the broken book rebuilt", WAIT, || {
+            rebuilds() - before >= 1.0
+        })
+        .await;
+        self.synced().await;
+        self.books_stay_true_for(Duration::from_millis(300)).await;
+        assert_eq!(rebuilds() - before, 1.0, "{venue}: one book rebuilt");
+        assert_eq!(self.metric(&self.gaps()), 1.0, "{venue}");
+    }
+
     /// Every synced book seen for `period` is one the simulator's venue really had.
     pub async fn books_stay_true_for(&self, period: Duration) -> usize {
         self.books_stay_true_until(tokio::time::sleep(period)).await

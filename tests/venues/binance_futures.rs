@@ -11,15 +11,15 @@ use crate::common;
 use crate::common::config::TestConfig;
 use crate::conformance::{Malformed, Read, Row};
 use crate::generated::{object, pair_side};
+use crate::reference::{self, ReferenceSide};
 
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::diff_sync::{BookSync, SnapshotOutcome, UpdateOutcome};
 use mergebook::book::{BookUpdate, Level, Side, TopBook};
 use mergebook::fixed::{FixedPoint, FixedPointError};
-use mergebook::merger::kway::MergedLevel;
 use mergebook::merger::summary::VenueState;
 use mergebook::record::timeline::{self, RecordedFrame};
-use mergebook::replay::{self, DiffDepths, DiffRecording};
+use mergebook::replay;
 use mergebook::venue::{DecodeError, Message, StreamKind, VenueId};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -123,8 +123,6 @@ fn recorded(recording: &Recording) -> Vec<RecordedFrame> {
 
 // ---- the reference: serde_json and sorted maps, the documented algorithm ----
 
-type ReferenceSide = BTreeMap<FixedPoint, FixedPoint>;
-
 #[derive(Default)]
 struct ReferenceBook {
     bids: ReferenceSide,
@@ -164,11 +162,7 @@ fn set(side: &mut ReferenceSide, changes: Vec<(FixedPoint, FixedPoint)>) {
 
 impl ReferenceBook {
     fn top(&self, depth: usize) -> Sides {
-        let level = |(&price, &amount): (&FixedPoint, &FixedPoint)| Level { price, amount };
-        (
-            self.bids.iter().rev().take(depth).map(level).collect(),
-            self.asks.iter().take(depth).map(level).collect(),
-        )
+        reference::top(&self.bids, &self.asks, depth)
     }
 
     fn on_snapshot(&mut self, body: &serde_json::Value) {
@@ -235,52 +229,16 @@ fn reference(frames: &[RecordedFrame], symbol: &str) -> ReferenceBook {
     book
 }
 
-/// Replays `frames` of `symbol` through mergebook's diff replay (the live reader's rules):
-/// every synced top it published, and the book as it ended.
+/// Replays `frames` of `symbol` with 1000-level REST books (`reference::replayed`): none
+/// refused.
 fn replayed(
     venue: VenueId,
     symbol: &str,
     frames: Vec<RecordedFrame>,
 ) -> (Vec<Sides>, replay::DiffBook) {
-    let recordings = [DiffRecording {
-        venue,
-        frames,
-        symbols: vec![symbol.to_owned()],
-    }];
-    let mut plan = replay::plan_diff(&recordings, 5000).unwrap();
-    let depths = DiffDepths {
-        depth: 10,
-        max_levels: 5000,
-        snapshot_depth: 1000,
-    };
-    let side = |merged: &[MergedLevel]| -> Vec<Level> {
-        merged
-            .iter()
-            .map(|level| Level {
-                price: level.price,
-                amount: level.amount,
-            })
-            .collect()
-    };
-    let mut published = Vec::new();
-    replay::replay_diff(
-        &recordings,
-        &mut plan,
-        depths,
-        |_, summary| {
-            if summary.venue_state(venue) == VenueState::Synced {
-                let top = (
-                    side(summary.book.bids.as_slice()),
-                    side(summary.book.asks.as_slice()),
-                );
-                if published.last() != Some(&top) {
-                    published.push(top);
-                }
-            }
-        },
-        |venue, frame, error| panic!("{venue} frame {frame}: {error}"),
-    );
-    (published, plan.books.remove(0))
+    let (published, book, refused) = reference::replayed(venue, symbol, frames, 1000);
+    assert!(refused.is_empty(), "{venue} {symbol}: {refused:?}");
+    (published, book)
 }
 
 #[test]
@@ -309,24 +267,11 @@ fn every_recording_replays_to_the_reference_book_with_the_pu_chain_verified() {
             stats.dropped as usize, reference.dropped,
             "{context}: dropped"
         );
-        // Every top the service published is the reference's at that point, in order.
-        let mut expected = reference.tops.clone();
-        expected.dedup();
-        assert_eq!(published, expected, "{context}: the published tops");
-        // The whole book, every level, at the end.
-        for (side, truth) in [(Side::Bid, &reference.bids), (Side::Ask, &reference.asks)] {
-            let kept: Vec<(FixedPoint, FixedPoint)> = book
-                .sync
-                .book
-                .levels(side)
-                .map(|level| (level.price, level.amount))
-                .collect();
-            let mut truth: Vec<_> = truth.iter().map(|(&p, &a)| (p, a)).collect();
-            if side == Side::Bid {
-                truth.reverse();
-            }
-            assert_eq!(kept, truth, "{context}: {side:?}");
-        }
+        reference::assert_replay_is_the_reference(
+            (&published, &book),
+            (&reference.tops, &reference.bids, &reference.asks),
+            &context,
+        );
         let best = |side| {
             book.sync
                 .book
@@ -666,10 +611,6 @@ proptest! {
 
 // ---- against the simulator ----
 
-fn gaps(venue: VenueId) -> String {
-    format!(r#"orderbook_resyncs_total{{exchange="{venue}",reason="gap"}}"#)
-}
-
 /// Both markets in diff mode: synced from REST, every book the simulator's, a lost event
 /// found by its `pu` (the simulator's ids are never consecutive, so spot's rule would see
 /// a gap in every event), and only the broken symbol's book resynced.
@@ -680,35 +621,7 @@ async fn a_broken_pu_chain_resyncs_that_symbol_only() {
         (COINM, "BTCUSD_PERP", "ETHUSD_PERP"),
     ] {
         let harness = Harness::start(venue, symbol, other).await;
-        harness.both_books_synced("at the start").await;
-        let checked = harness
-            .books_stay_true_for(Duration::from_millis(600))
-            .await;
-        assert!(checked > 0, "{venue}");
-        assert_eq!(
-            harness.metric(&gaps(venue)),
-            0.0,
-            "{venue}: no gap in a whole chain"
-        );
-        let other_resyncs = || {
-            harness.metric(&format!(
-                r#"orderbook_resync_duration_seconds_count{{exchange="{venue}"}}"#
-            ))
-        };
-        let before = other_resyncs();
-        harness.simulator.skip_events_of(venue, symbol, 1);
-        harness.counted(&gaps(venue), 1.0).await;
-        // Each rebuild observes one resync duration: the broken book's, and no other.
-        common::eventually("the broken book rebuilt", in_band::WAIT, || {
-            other_resyncs() - before >= 1.0
-        })
-        .await;
-        harness.synced().await;
-        harness
-            .books_stay_true_for(Duration::from_millis(300))
-            .await;
-        assert_eq!(other_resyncs() - before, 1.0, "{venue}: one book rebuilt");
-        assert_eq!(harness.metric(&gaps(venue)), 1.0, "{venue}");
+        harness.a_lost_event_rebuilds_that_book_alone(symbol).await;
         harness.service.stop().await;
     }
 }
@@ -847,9 +760,13 @@ async fn duplicates_are_dropped_and_swapped_events_resync_without_a_wrong_book()
         .books_stay_true_for(Duration::from_millis(600))
         .await;
     assert!(checked > 0);
-    assert_eq!(harness.metric(&gaps(USDM)), 0.0, "duplicates are no gap");
+    assert_eq!(
+        harness.metric(&harness.gaps()),
+        0.0,
+        "duplicates are no gap"
+    );
     harness.simulator.swap_events(USDM, 1);
-    harness.counted(&gaps(USDM), 1.0).await;
+    harness.counted(&harness.gaps(), 1.0).await;
     harness
         .books_stay_true_for(Duration::from_millis(600))
         .await;

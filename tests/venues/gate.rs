@@ -5,14 +5,14 @@ use crate::common;
 use crate::common::config::TestConfig;
 use crate::conformance::{Malformed, Read, Row};
 use crate::generated::{object, pair_side};
+use crate::reference::{self, ReferenceSide};
 use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, Level, Side, TopBook};
 
 use mergebook::fixed::{FixedPoint, FixedPointError};
-use mergebook::merger::kway::MergedLevel;
 use mergebook::merger::summary::VenueState;
 use mergebook::record::timeline::{self, RecordedFrame};
-use mergebook::replay::{self, BadFrame, DiffDepths, DiffRecording};
+use mergebook::replay::{self, BadFrame};
 use mergebook::venue::{DecodeError, Message, VenueId};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -124,8 +124,6 @@ fn fp(text: &str) -> FixedPoint {
 
 // ---- the reference: serde_json and sorted maps, the documented algorithm ----
 
-type ReferenceSide = BTreeMap<FixedPoint, FixedPoint>;
-
 #[derive(Default)]
 struct ReferenceBook {
     bids: ReferenceSide,
@@ -162,11 +160,7 @@ fn levels(value: &serde_json::Value) -> Vec<(FixedPoint, FixedPoint)> {
 
 impl ReferenceBook {
     fn top(&self, depth: usize) -> Sides {
-        let level = |(&price, &amount): (&FixedPoint, &FixedPoint)| Level { price, amount };
-        (
-            self.bids.iter().rev().take(depth).map(level).collect(),
-            self.asks.iter().take(depth).map(level).collect(),
-        )
+        reference::top(&self.bids, &self.asks, depth)
     }
 
     fn set(&mut self, side: Side, changes: Vec<(FixedPoint, FixedPoint)>) {
@@ -248,53 +242,13 @@ fn reference(frames: &[RecordedFrame], symbol: &str) -> ReferenceBook {
     book
 }
 
-/// Replays `frames` of `symbol` through mergebook's diff replay (the live reader's rules):
-/// every synced top it published, the book as it ended, and the frames it refused.
+/// Replays `frames` of `symbol` at the stream's depth (`reference::replayed`).
 fn replayed(
     venue: VenueId,
     symbol: &str,
     frames: Vec<RecordedFrame>,
 ) -> (Vec<Sides>, replay::DiffBook, Vec<BadFrame>) {
-    let recordings = [DiffRecording {
-        venue,
-        frames,
-        symbols: vec![symbol.to_owned()],
-    }];
-    let mut plan = replay::plan_diff(&recordings, 5000).unwrap();
-    let depths = DiffDepths {
-        depth: 10,
-        max_levels: 5000,
-        snapshot_depth: STREAM_LEVELS,
-    };
-    let side = |merged: &[MergedLevel]| -> Vec<Level> {
-        merged
-            .iter()
-            .map(|level| Level {
-                price: level.price,
-                amount: level.amount,
-            })
-            .collect()
-    };
-    let mut published = Vec::new();
-    let mut refused = Vec::new();
-    replay::replay_diff(
-        &recordings,
-        &mut plan,
-        depths,
-        |_, summary| {
-            if summary.venue_state(venue) == VenueState::Synced {
-                let top = (
-                    side(summary.book.bids.as_slice()),
-                    side(summary.book.asks.as_slice()),
-                );
-                if published.last() != Some(&top) {
-                    published.push(top);
-                }
-            }
-        },
-        |_, _, error| refused.push(*error),
-    );
-    (published, plan.books.remove(0), refused)
+    reference::replayed(venue, symbol, frames, STREAM_LEVELS)
 }
 
 #[test]
@@ -350,22 +304,11 @@ fn every_recorded_symbol_replays_to_the_reference_book_with_the_id_rules_verifie
                 stats.dropped as usize, reference.dropped,
                 "{context}: dropped"
             );
-            let mut expected = reference.tops.clone();
-            expected.dedup();
-            assert_eq!(published, expected, "{context}: the published tops");
-            for (side, truth) in [(Side::Bid, &reference.bids), (Side::Ask, &reference.asks)] {
-                let kept: Vec<(FixedPoint, FixedPoint)> = book
-                    .sync
-                    .book
-                    .levels(side)
-                    .map(|level| (level.price, level.amount))
-                    .collect();
-                let mut truth: Vec<_> = truth.iter().map(|(&p, &a)| (p, a)).collect();
-                if side == Side::Bid {
-                    truth.reverse();
-                }
-                assert_eq!(kept, truth, "{context}: {side:?}");
-            }
+            reference::assert_replay_is_the_reference(
+                (&published, &book),
+                (&reference.tops, &reference.bids, &reference.asks),
+                &context,
+            );
             absent_deletes.insert(recorded.symbol, reference.absent_deletes);
         }
     }
@@ -730,41 +673,15 @@ fn a_full_push_replaces_the_book_and_the_next_event_follows_it() {
 
 // ---- against the simulator ----
 
-fn gaps(venue: VenueId) -> String {
-    format!(r#"orderbook_resyncs_total{{exchange="{venue}",reason="gap"}}"#)
-}
-
 /// Both markets in diff mode: synced from REST, every book the simulator's; a lost event
 /// found by its ids, and only that symbol's book rebuilt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_event_resyncs_that_symbol_only() {
     for venue in [SPOT, FUTURES] {
         let harness = Harness::start(venue, "BTC_USDT", "ETH_USDT").await;
-        harness.both_books_synced("at the start").await;
-        let checked = harness
-            .books_stay_true_for(Duration::from_millis(600))
-            .await;
-        assert!(checked > 0, "{venue}");
-        assert_eq!(harness.metric(&gaps(venue)), 0.0, "{venue}: no gap");
-        let rebuilds = || {
-            harness.metric(&format!(
-                r#"orderbook_resync_duration_seconds_count{{exchange="{venue}"}}"#
-            ))
-        };
-        let before = rebuilds();
-        harness.simulator.skip_events_of(venue, "BTC_USDT", 1);
-        harness.counted(&gaps(venue), 1.0).await;
-        // Each rebuild observes one resync duration: the broken book's, and no other.
-        common::eventually("the broken book rebuilt", in_band::WAIT, || {
-            rebuilds() - before >= 1.0
-        })
-        .await;
-        harness.synced().await;
         harness
-            .books_stay_true_for(Duration::from_millis(300))
+            .a_lost_event_rebuilds_that_book_alone("BTC_USDT")
             .await;
-        assert_eq!(rebuilds() - before, 1.0, "{venue}: one book rebuilt");
-        assert_eq!(harness.metric(&gaps(venue)), 1.0, "{venue}");
         harness.service.stop().await;
     }
 }

@@ -19,4 +19,5 @@ mod hyperliquid;
 mod kraken;
 mod live_conformance;
 mod okx;
+mod reference;
 mod venue_layer;
