@@ -74,17 +74,48 @@ pub fn replayed(
     (published, plan.books.remove(0), refused)
 }
 
-/// That the replay published the reference's tops (`tops`, after its snapshot and each
-/// applied event), in order, and ended on its whole book, every level.
+/// What a reference run over a recording gives: the top of 10 a side after its snapshot
+/// and after each event it applied, its book at the end, and the events it applied and
+/// dropped.
+pub struct ReferenceRun<'a> {
+    pub tops: &'a [Sides],
+    pub bids: &'a ReferenceSide,
+    pub asks: &'a ReferenceSide,
+    pub applied: usize,
+    pub dropped: usize,
+}
+
+/// That the replay synced once from one snapshot, without a gap, a crossing or a bad
+/// frame, applied and dropped the events the reference did, published its tops in order,
+/// and ended on its whole book, every level.
 pub fn assert_replay_is_the_reference(
     (published, book): (&[Sides], &DiffBook),
-    (tops, bids, asks): (&[Sides], &ReferenceSide, &ReferenceSide),
+    reference: ReferenceRun<'_>,
     context: &str,
 ) {
-    let mut expected = tops.to_vec();
+    let stats = book.stats;
+    assert_eq!(
+        (
+            stats.snapshots,
+            stats.gaps,
+            stats.crossings,
+            stats.decode_errors
+        ),
+        (1, 0, 0, 0),
+        "{context}: {stats:?}"
+    );
+    assert_eq!(
+        stats.applied as usize, reference.applied,
+        "{context}: applied"
+    );
+    assert_eq!(
+        stats.dropped as usize, reference.dropped,
+        "{context}: dropped"
+    );
+    let mut expected = reference.tops.to_vec();
     expected.dedup();
     assert_eq!(published, expected, "{context}: the published tops");
-    for (side, truth) in [(Side::Bid, bids), (Side::Ask, asks)] {
+    for (side, truth) in [(Side::Bid, reference.bids), (Side::Ask, reference.asks)] {
         let kept: Vec<(FixedPoint, FixedPoint)> = book
             .sync
             .book
