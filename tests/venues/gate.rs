@@ -138,6 +138,8 @@ struct ReferenceBook {
     dropped: usize,
     /// Deletes of levels the book did not hold.
     absent_deletes: usize,
+    /// Whether the first event applied began before the snapshot's id + 1.
+    straddled: bool,
 }
 
 /// A side's levels, spot's `["p","a"]` or futures' `{"p":"…","s":…}`.
@@ -212,7 +214,10 @@ impl ReferenceBook {
                 self.dropped += 1;
                 return;
             }
-            None => assert!(first <= snapshot_id + 1, "the first event covers id + 1"),
+            None => {
+                assert!(first <= snapshot_id + 1, "the first event covers id + 1");
+                self.straddled = first < snapshot_id + 1;
+            }
             Some(last_u) => assert_eq!(first, last_u + 1, "each event follows the last"),
         }
         self.set(Side::Bid, levels(&event["b"]));
@@ -253,7 +258,7 @@ fn replayed(
 
 #[test]
 fn every_recorded_symbol_replays_to_the_reference_book_with_the_id_rules_verified() {
-    let mut absent_deletes = BTreeMap::new();
+    let mut seen = BTreeMap::new();
     for recording in &RECORDINGS {
         let frames = timeline::load_frames(&fixture(recording.file)).unwrap();
         for recorded in recording.symbols {
@@ -296,12 +301,21 @@ fn every_recorded_symbol_replays_to_the_reference_book_with_the_id_rules_verifie
                 },
                 &context,
             );
-            absent_deletes.insert(recorded.symbol, reference.absent_deletes);
+            seen.insert(recorded.symbol, reference);
         }
     }
     // SOURCES.md: futures deletes of levels the book does not hold, a no-op.
-    assert_eq!(absent_deletes["PHB_USDT"], 5);
-    assert_eq!(absent_deletes["QUICK_USDT"], 1);
+    assert_eq!(seen["PHB_USDT"].absent_deletes, 5);
+    assert_eq!(seen["QUICK_USDT"].absent_deletes, 1);
+    // An update straddling the snapshot's id (LIT: `U` 943784231, id + 1 943784233).
+    assert!(seen["LIT_USDT"].straddled);
+    // A contract whose every update is older than the snapshot: its book is the REST book.
+    let dia = &seen["DIA_USDT"];
+    assert!(
+        dia.applied == 0 && dia.dropped > 0,
+        "{} dropped",
+        dia.dropped
+    );
 }
 
 // ---- conformance ----
