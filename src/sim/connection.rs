@@ -44,6 +44,7 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     }
     let mut commands = control.commands.subscribe();
     let mut paused = control.paused.subscribe();
+    let mut pause = SeenPause::new(control);
 
     // The timer cannot usefully tick faster than 1 kHz: above that, send several frames
     // per tick.
@@ -81,6 +82,9 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     // Serves no subscription any more (`Command::HeartbeatsOnly`).
     let mut data_dead = false;
     loop {
+        // Before choosing what to send next: a frame being written when the venue was
+        // paused has gone out.
+        pause.see(*paused.borrow());
         tokio::select! {
             incoming = socket.next() => match incoming {
                 Some(Ok(Message::Text(text))) => {
@@ -202,6 +206,46 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                 Err(broadcast::error::RecvError::Lagged(_)) => {}
             },
             _ = paused.changed() => {}
+        }
+    }
+}
+
+/// A connection's part in its venue's count of connections that have not seen its pause
+/// (`Simulator::pause_until_silent`), given back when it ends.
+struct SeenPause<'a> {
+    control: &'a VenueControl,
+    seen: bool,
+}
+
+impl<'a> SeenPause<'a> {
+    fn new(control: &'a VenueControl) -> SeenPause<'a> {
+        control.unpaused_connections.fetch_add(1, Ordering::AcqRel);
+        SeenPause {
+            control,
+            seen: false,
+        }
+    }
+
+    /// Notes whether the venue is paused, as the connection's loop sees it.
+    fn see(&mut self, paused: bool) {
+        if paused == self.seen {
+            return;
+        }
+        let unpaused = &self.control.unpaused_connections;
+        match paused {
+            true => unpaused.fetch_sub(1, Ordering::AcqRel),
+            false => unpaused.fetch_add(1, Ordering::AcqRel),
+        };
+        self.seen = paused;
+    }
+}
+
+impl Drop for SeenPause<'_> {
+    fn drop(&mut self) {
+        if !self.seen {
+            self.control
+                .unpaused_connections
+                .fetch_sub(1, Ordering::AcqRel);
         }
     }
 }

@@ -196,6 +196,18 @@ impl Simulator {
         self.control(venue).paused.send_replace(paused);
     }
 
+    /// Pauses `venue` (as [`Simulator::pause`]) and returns once every connection serving
+    /// it has seen the pause: a frame one was writing has gone out, and none follows until
+    /// the venue is resumed. What a test that freezes the market to compare what was sent
+    /// waits for.
+    pub async fn pause_until_silent(&self, venue: VenueId) {
+        self.pause(venue, true);
+        let control = self.control(venue);
+        while control.unpaused_connections.load(Ordering::Acquire) > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
     /// Sends `frame` verbatim on every open connection of `venue` (numbered as the
     /// connection's next message where it has the venue's place for a number:
     /// `Simulated::number_message`).

@@ -41,7 +41,7 @@ pub use market::MIN_START_PRICE;
 use market::{DiffMarket, MidPrice, PriceGrid, SimulatedBook};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
@@ -88,6 +88,9 @@ enum AfterRaw {
 
 struct VenueControl {
     paused: watch::Sender<bool>,
+    /// The connections serving books that have not seen the venue's pause
+    /// (`Simulator::pause_until_silent`): one that has sends nothing more until resumed.
+    unpaused_connections: AtomicUsize,
     commands: broadcast::Sender<Command>,
     /// When each connection was accepted.
     connected_at: Mutex<Vec<std::time::Instant>>,
@@ -422,6 +425,7 @@ impl Simulator {
             mid_ticks: AtomicU64::new(market::START_MID_TICKS),
             venues: std::array::from_fn(|_| VenueControl {
                 paused: watch::channel(false).0,
+                unpaused_connections: AtomicUsize::new(0),
                 commands: broadcast::channel(64).0,
                 connected_at: Mutex::new(Vec::new()),
                 pongs: AtomicU64::new(0),

@@ -78,10 +78,14 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
     let mut summaries = harness.service.summaries(0);
     wait_for(&mut summaries, both_synced).await;
 
-    // Freeze the market; compare the summary that holds the frames each venue sent last.
-    // (Waited for as a condition, not a time: a loaded machine delivers them late.)
-    harness.simulator.pause(VenueId::Binance, true);
-    harness.simulator.pause(VenueId::Bitstamp, true);
+    // Freeze the market (a frame being written when paused goes out first); compare the
+    // summary that holds the frames each venue sent last. (Waited for as a condition, not
+    // a time: a loaded machine delivers them late.)
+    harness.simulator.pause_until_silent(VenueId::Binance).await;
+    harness
+        .simulator
+        .pause_until_silent(VenueId::Bitstamp)
+        .await;
     let holds_the_last_frames = |summary: &Summary| {
         ["bids", "asks"]
             .iter()

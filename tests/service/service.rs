@@ -149,7 +149,7 @@ async fn a_cut_connection_reconnects_resubscribes_and_resumes() {
         .set_ping_interval(VenueId::Binance, Duration::from_millis(20));
     // Paused, the new connection carries no book until the venue has been seen out of
     // the merge: a latest-value consumer could otherwise miss that brief state.
-    harness.simulator.pause(VenueId::Binance, true);
+    harness.simulator.pause_until_silent(VenueId::Binance).await;
     harness.simulator.disconnect(VenueId::Binance);
     wait_for(&mut summaries, |s| {
         s.venue_state(VenueId::Binance) != VenueState::Synced
@@ -350,7 +350,7 @@ async fn a_one_sided_book_is_shown_and_left_out_of_the_merge() {
         .unwrap();
     let asks = frame.find("\"asks\":").unwrap();
     let bids_only = format!("{}\"asks\":[]}}}}", &frame[..asks]);
-    harness.simulator.pause(VenueId::Binance, true);
+    harness.simulator.pause_until_silent(VenueId::Binance).await;
     harness.simulator.send_raw(VenueId::Binance, bids_only);
     let summary = wait_for(&mut summaries, |summary| {
         summary.venue_state(VenueId::Binance) == VenueState::OneSided
@@ -406,7 +406,7 @@ async fn bad_frames_are_counted_and_never_reach_the_merged_book() {
     ];
     // No good Binance book until the out-of-sync state has been seen: a latest-value
     // consumer could otherwise miss a state that the next book (50 ms later) replaces.
-    harness.simulator.pause(VenueId::Binance, true);
+    harness.simulator.pause_until_silent(VenueId::Binance).await;
     for bad in &bad_frames {
         harness.simulator.send_raw(VenueId::Binance, bad.clone());
     }
