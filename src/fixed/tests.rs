@@ -111,6 +111,18 @@ fn to_f64_is_the_nearest_double() {
 }
 
 proptest::proptest! {
+    /// Eight bytes a check end where the byte-by-byte count does, from any start, over any
+    /// mix of digits and the bytes around numbers.
+    #[test]
+    fn digits_end_is_the_end_of_the_run_of_digits(
+        text in proptest::collection::vec(proptest::sample::select(&b"0123456789/:.,\"e-"[..]), 0..40),
+        from in 0usize..40,
+    ) {
+        let from = from.min(text.len());
+        let by_byte = from + text[from..].iter().take_while(|byte| byte.is_ascii_digit()).count();
+        proptest::prop_assert_eq!(digits_end(&text, from), by_byte);
+    }
+
     /// Against the standard library's correctly rounded parse of the exact text, for
     /// values of every magnitude (`shift`), on both sides of 2^53.
     #[test]

@@ -505,12 +505,7 @@ impl<'a> Walker<'a> {
     fn skip_number(&mut self) -> Result<()> {
         let start = self.pos;
         let bytes = self.bytes;
-        let digits_end = |from: usize| {
-            from + bytes[from..]
-                .iter()
-                .take_while(|byte| byte.is_ascii_digit())
-                .count()
-        };
+        let digits_end = |from: usize| crate::fixed::digits_end(bytes, from);
         // Digits from `from` on, at least one.
         let some_digits_end = |from: usize| Some(digits_end(from)).filter(|&end| end > from);
         let not_a_number = || DecodeError::Unexpected {
