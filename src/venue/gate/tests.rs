@@ -198,3 +198,120 @@ fn requests_name_their_channel_payload_and_id() {
     let (_, ping) = GateSpot.client_ping().unwrap();
     assert_eq!(ping, r#"{"time":{time},"channel":"spot.ping"}"#);
 }
+
+/// Every recorded message of a market, as the venue sent it.
+fn recorded(market: &str) -> Vec<String> {
+    let files = [
+        "spot_session_timeline_order_book_update_7pairs_2021-04-22.jsonl",
+        "futures_usdt_session_timeline_order_book_update_7contracts_2023-05-24.jsonl",
+        "docs_examples_spot_futures_order_book_update_obu_rest.jsonl",
+        "futures_obu_and_order_book_update_trimmed_frames_2026-09-15_probe_notes.jsonl",
+    ];
+    let mut frames = Vec::new();
+    for file in files {
+        let path = format!("{}/tests/fixtures/gate/{file}", env!("CARGO_MANIFEST_DIR"));
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+            let raw = match entry["raw"].as_str() {
+                Some(raw) if entry["kind"] == "ws_recv" => raw.to_owned(),
+                Some(_) => continue,
+                None => line.to_owned(),
+            };
+            if raw.contains(&format!(r#""channel":"{market}."#)) {
+                frames.push(raw);
+            }
+        }
+    }
+    frames
+}
+
+/// The recorded events with both sides, spot's and futures', read once.
+fn recorded_events() -> &'static [Vec<String>; 2] {
+    static EVENTS: std::sync::OnceLock<[Vec<String>; 2]> = std::sync::OnceLock::new();
+    EVENTS.get_or_init(|| {
+        ["spot", "futures"].map(|market| {
+            let frames = recorded(market).into_iter();
+            frames
+                .filter(|frame| frame.contains(r#""event":"update""#) && frame.contains(r#""a":"#))
+                .collect()
+        })
+    })
+}
+
+/// `frame` read by the layout fast path (`None` where it declines) and by the general walk.
+type BothWays<'a> = (
+    (Option<Message<'a>>, BookUpdate),
+    (Result<Message<'a>, DecodeError>, BookUpdate),
+);
+
+/// A market's [`both_ways`].
+type ReadBothWays = fn(&[u8]) -> BothWays<'_>;
+
+fn both_ways<M: Market>(frame: &[u8]) -> BothWays<'_> {
+    let (mut fast, mut general) = (
+        BookUpdate::with_capacity(200),
+        BookUpdate::with_capacity(200),
+    );
+    let fast_message = decode::fast_diff::<M>(frame, 200, &mut fast);
+    let general_message = decode::general_diff::<M>(frame, 200, &mut general);
+    ((fast_message, fast), (general_message, general))
+}
+
+/// The fast path reads every recorded event of the two recorded layouts, as the general
+/// walk does; whatever it declines, the general walk reads.
+#[test]
+fn the_layout_fast_path_reads_every_recorded_event_as_the_general_walk_does() {
+    type Spot = super::super::gate_spot::Spot;
+    type Futures = super::super::gate_futures::Futures;
+    let mut read_fast = 0;
+    let markets: [(&str, ReadBothWays); 2] = [
+        ("spot", both_ways::<Spot>),
+        ("futures", both_ways::<Futures>),
+    ];
+    for (market, both) in markets {
+        for frame in recorded(market) {
+            let ((fast_message, fast), (general_message, general)) = both(frame.as_bytes());
+            let Some(message) = fast_message else {
+                // Declined: not an event of these layouts (an answer, another channel, the
+                // 2026 futures frame), or a number it cannot hold.
+                let event = matches!(general_message, Ok(Message::Book { .. }));
+                let layout = frame.starts_with(r#"{"time":"#) && !frame.contains(r#""l":"20""#);
+                assert!(!(event && layout), "{frame}");
+                continue;
+            };
+            assert_eq!(general_message, Ok(message), "{frame}");
+            assert_eq!(fast, general, "{frame}");
+            read_fast += 1;
+        }
+    }
+    assert!(read_fast > 200, "{read_fast} events read by the fast path");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+    /// A recorded event edited (a byte replaced, inserted or removed, mostly where the
+    /// layout's literals and values are): the fast path declines it, or reads it as the
+    /// general walk does.
+    #[test]
+    fn an_edited_event_is_read_by_the_fast_path_as_by_the_general_walk_or_declined(
+        which in 0usize..1000,
+        futures in proptest::prelude::any::<bool>(),
+        edit in crate::venue::layout_edits::edit(),
+    ) {
+        type Spot = super::super::gate_spot::Spot;
+        type Futures = super::super::gate_futures::Futures;
+        let events = &recorded_events()[usize::from(futures)];
+        let mut frame = events[which % events.len()].clone().into_bytes();
+        crate::venue::layout_edits::apply(&mut frame, edit);
+        let both: ReadBothWays = match futures {
+            true => both_ways::<Futures>,
+            false => both_ways::<Spot>,
+        };
+        let ((fast_message, fast), (general_message, general)) = both(&frame);
+        if let Some(message) = fast_message {
+            proptest::prop_assert_eq!(general_message, Ok(message));
+            proptest::prop_assert_eq!(fast, general);
+        }
+    }
+}
