@@ -31,6 +31,34 @@ pub fn frames(venue: VenueId, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The service on the simulator with `config`'s one instrument, its markets starting
+/// around `price`, and its first summary with every one of `venues` synced (the simulator
+/// and the service are returned to keep them running).
+pub async fn first_synced_summary(
+    config: TestConfig,
+    price: &str,
+    venues: &[VenueId],
+) -> (Simulator, Service, Summary) {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 5).unwrap();
+    let mut config = config.build();
+    simulator.point(&mut config);
+    let instrument = config.instruments[0].name.clone();
+    simulator.set_prices(&config, &[(instrument, price.parse().unwrap())]);
+    let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
+    let mut summaries = service.summaries(0);
+    let synced = |summary: &Arc<Summary>| {
+        venues
+            .iter()
+            .all(|&venue| summary.venue_state(venue) == VenueState::Synced)
+    };
+    let summary = **tokio::time::timeout(WAIT, summaries.wait_for(synced))
+        .await
+        .expect("every venue synced")
+        .unwrap();
+    (simulator, service, summary)
+}
+
 /// A book's bids and asks, best first.
 pub type Sides = (Vec<Level>, Vec<Level>);
 

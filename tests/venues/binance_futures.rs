@@ -617,40 +617,16 @@ async fn a_broken_pu_chain_resyncs_that_symbol_only() {
 /// instrument counting USD: COIN-M's levels are its contracts times their value.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn coin_m_contracts_merge_as_notionals_beside_the_other_perpetuals() {
-    let simulator = mergebook::sim::Simulator::start(
-        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        50,
-        5,
-    )
-    .unwrap();
-    let mut config = TestConfig::new()
+    let config = TestConfig::new()
         .instrument(
             "BTC/USD",
             &[(COINM, "BTCUSD_PERP"), (VenueId::Bybit, "inverse:BTCUSD")],
         )
         .last_instrument("unit", "quote")
         .contract_size(COINM, "100")
-        .contract_size(VenueId::Bybit, "1")
-        .build();
-    simulator.point(&mut config);
-    simulator.set_prices(&config, &[("BTC/USD".to_owned(), fp("90000"))]);
-    let service = mergebook::service::Service::start(
-        config,
-        mergebook::service::Listeners::loopback().await.unwrap(),
-    )
-    .unwrap();
-    let mut summaries = service.summaries(0);
-    let summary = tokio::time::timeout(
-        in_band::WAIT,
-        summaries.wait_for(|summary| {
-            summary.venue_state(COINM) == VenueState::Synced
-                && summary.venue_state(VenueId::Bybit) == VenueState::Synced
-        }),
-    )
-    .await
-    .unwrap()
-    .unwrap()
-    .clone();
+        .contract_size(VenueId::Bybit, "1");
+    let (_simulator, service, summary) =
+        in_band::first_synced_summary(config, "90000", &[COINM, VenueId::Bybit]).await;
     assert_eq!(
         summary.amount_unit.as_ref().map(|unit| unit.as_str()),
         Some("USD")

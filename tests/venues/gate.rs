@@ -10,7 +10,6 @@ use common::in_band::{self, Harness, Sides};
 use mergebook::book::{BookUpdate, Level, Side, TopBook};
 
 use mergebook::fixed::{FixedPoint, FixedPointError};
-use mergebook::merger::summary::VenueState;
 use mergebook::record::timeline::{self, RecordedFrame};
 use mergebook::replay::{self, BadFrame};
 use mergebook::venue::{DecodeError, Message, VenueId};
@@ -691,38 +690,14 @@ async fn a_lost_event_resyncs_that_symbol_only() {
 /// its whole contracts times the contract's coins.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn futures_contracts_merge_as_coins_beside_another_perpetual() {
-    let simulator = mergebook::sim::Simulator::start(
-        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        50,
-        5,
-    )
-    .unwrap();
-    let mut config = TestConfig::new()
+    let config = TestConfig::new()
         .instrument(
             "BTC/USDT",
             &[(FUTURES, "BTC_USDT"), (VenueId::BinanceUsdm, "BTCUSDT")],
         )
-        .contract_size(FUTURES, "0.0001")
-        .build();
-    simulator.point(&mut config);
-    simulator.set_prices(&config, &[("BTC/USDT".to_owned(), fp("90000"))]);
-    let service = mergebook::service::Service::start(
-        config,
-        mergebook::service::Listeners::loopback().await.unwrap(),
-    )
-    .unwrap();
-    let mut summaries = service.summaries(0);
-    let summary = tokio::time::timeout(
-        in_band::WAIT,
-        summaries.wait_for(|summary| {
-            summary.venue_state(FUTURES) == VenueState::Synced
-                && summary.venue_state(VenueId::BinanceUsdm) == VenueState::Synced
-        }),
-    )
-    .await
-    .unwrap()
-    .unwrap()
-    .clone();
+        .contract_size(FUTURES, "0.0001");
+    let (_simulator, service, summary) =
+        in_band::first_synced_summary(config, "90000", &[FUTURES, VenueId::BinanceUsdm]).await;
     let gate_levels: Vec<_> = summary
         .book
         .bids
