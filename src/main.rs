@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use mergebook::book::MAX_DEPTH;
-use mergebook::config::{Config, ConfigError, LogFormat, RawConfig};
+use mergebook::config::{Config, ConfigError, Instrument, LogFormat, RawConfig};
 use mergebook::publish::jsonl;
 use mergebook::record::timeline::{self, RecordedFrame};
 use mergebook::replay;
@@ -395,7 +395,7 @@ fn run_recording_replay(
         &config,
         &recordings,
         |received_ns| pace.wait_for(received_ns),
-        |summary| printer.print(&config.instruments[summary.instrument].name, summary),
+        |summary| printer.print(&config.instruments[summary.instrument], summary),
         |_, _, _| {},
         |venue, error| eprintln!("mergebook replay: {venue}: {error}"),
     )
@@ -625,7 +625,7 @@ struct SummaryPrinter<W: Write> {
 }
 
 impl<W: Write> SummaryPrinter<W> {
-    fn print(&mut self, instrument: &str, summary: &mergebook::merger::summary::Summary) {
+    fn print(&mut self, instrument: &Instrument, summary: &mergebook::merger::summary::Summary) {
         if self.error.is_none() {
             self.error = jsonl::write_summary(&mut self.out, instrument, summary).err();
         }
@@ -652,11 +652,27 @@ fn report_decode_error(venue: VenueId, frame: usize, error: &replay::BadFrame) {
 
 fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
     let inputs = recordings.load(replay::Mode::Snapshot)?;
+    // Its books named as an instrument's: a venue given twice, by its files' names.
+    let files: Vec<(VenueId, String)> = recordings
+        .venues
+        .iter()
+        .map(|(venue, path)| {
+            (
+                *venue,
+                path.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into(),
+            )
+        })
+        .collect();
+    let books: Vec<(VenueId, &str)> = files.iter().map(|(v, f)| (*v, f.as_str())).collect();
+    let instrument = Instrument::of_books(instrument, &books);
     let mut printer = stdout_printer();
     let stats = replay::replay(
         &inputs,
         usize::from(recordings.depth),
-        |summary| printer.print(instrument, summary),
+        |summary| printer.print(&instrument, summary),
         report_decode_error,
     );
     printer.finish()?;
@@ -701,7 +717,20 @@ fn run_diff_replay(
         replay::insert_snapshot(*venue, &book.symbol, frames, body);
     }
     let mut printer = stdout_printer();
-    let instruments = plan.instruments.clone();
+    let instruments: Vec<Instrument> = plan
+        .instruments
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            let books: Vec<(VenueId, &str)> = plan
+                .books
+                .iter()
+                .filter(|book| book.instrument == index)
+                .map(|book| (book.venue, book.symbol.as_str()))
+                .collect();
+            Instrument::of_books(name, &books)
+        })
+        .collect();
     replay::replay_diff(
         &inputs,
         &mut plan,

@@ -7,6 +7,7 @@ use crate::feed::handoff::{FeedSender, ReadySet, VenueFeed};
 use crate::feed::reconnect::ConnectAttempts;
 use crate::feed::{self, ReaderSpec, StreamSpec};
 use crate::mailbox;
+use crate::merger::summary::MAX_SOURCES;
 use crate::merger::summary::{Summary, VenueState};
 use crate::merger::{self, Consolidation, MergerSpec, WiredInstrument};
 use crate::metrics::Metrics;
@@ -52,6 +53,8 @@ impl Listeners {
 pub struct PlannedStream {
     /// In `Config::instruments`.
     pub instrument: usize,
+    /// The book of the instrument it feeds (an index of `Instrument::symbols`).
+    pub source: usize,
     /// The stream (channel) subscribed to.
     pub name: String,
     /// The venue's symbol.
@@ -77,7 +80,7 @@ pub struct PlannedConnection {
 pub fn plan_connections(config: &Config) -> Vec<PlannedConnection> {
     let mut connections: Vec<PlannedConnection> = Vec::new();
     for (instrument_index, instrument) in config.instruments.iter().enumerate() {
-        for (venue, symbol) in &instrument.symbols {
+        for (source, (venue, symbol)) in instrument.symbols.iter().enumerate() {
             let venue_config = config
                 .venues
                 .iter()
@@ -86,12 +89,13 @@ pub fn plan_connections(config: &Config) -> Vec<PlannedConnection> {
             let settings = &config.venues[venue_config];
             let stream = PlannedStream {
                 instrument: instrument_index,
+                source,
                 name: match settings.mode {
                     FeedMode::Snapshot => venue.streams().stream_name(symbol, config.depth),
                     FeedMode::Diff(_) => venue.streams().diff_stream_name(symbol),
                 },
                 symbol: symbol.clone(),
-                contract_size: instrument.contract_size(*venue),
+                contract_size: instrument.contract_size(source),
             };
             let url = venue.streams().endpoint(&settings.url, symbol);
             let most = venue.facts().max_streams_per_connection;
@@ -139,7 +143,7 @@ fn start_recorder(
 fn spawn_readers(
     config: &Config,
     connections: Vec<PlannedConnection>,
-    mut senders: HashMap<(usize, VenueId), FeedSender>,
+    mut senders: HashMap<(usize, usize), FeedSender>,
     recorders: Vec<ConnectionRecorder>,
     (merger, metrics): (&std::thread::Thread, &Metrics),
     stop: &watch::Receiver<bool>,
@@ -158,8 +162,8 @@ fn spawn_readers(
             .into_iter()
             .map(|stream| StreamSpec {
                 sender: senders
-                    .remove(&(stream.instrument, venue))
-                    .expect("one stream per (instrument, venue)"),
+                    .remove(&(stream.instrument, stream.source))
+                    .expect("one stream per (instrument, source)"),
                 instrument: config.instruments[stream.instrument].name.clone(),
                 name: stream.name,
                 symbol: stream.symbol,
@@ -210,10 +214,10 @@ impl RecordingReaders {
         let ready = ReadySet::new(config.instruments.len());
         for (index, instrument) in config.instruments.iter().enumerate() {
             let (_, fanout) = publish::summary_channel();
-            for (venue, _) in &instrument.symbols {
+            for source in 0..instrument.symbols.len() {
                 let (sender, _) = mailbox::mailbox(VenueFeed::default());
                 senders.insert(
-                    (index, *venue),
+                    (index, source),
                     FeedSender::new(sender, ready.mark_of(index), fanout.early_wake()),
                 );
             }
@@ -260,6 +264,7 @@ impl RecordingReaders {
 
 /// A running service.
 pub struct Service {
+    config: Arc<Config>,
     metrics: Arc<Metrics>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
     stop_merger: Arc<AtomicBool>,
@@ -296,22 +301,21 @@ impl Service {
         let config = Arc::new(config);
         let metrics = Arc::new(Metrics::new());
 
-        // One mailbox per (instrument, venue); one summary channel per instrument.
+        // One mailbox per (instrument, source); one summary channel per instrument.
         let mut senders = HashMap::new();
         let ready = ReadySet::new(config.instruments.len());
         let mut wired_instruments = Vec::new();
         let mut fanouts = Vec::new();
         for (index, instrument) in config.instruments.iter().enumerate() {
-            let venues: Vec<VenueId> = instrument.symbols.iter().map(|(venue, _)| *venue).collect();
             let mut inputs = Vec::new();
             let (output, fanout) = publish::summary_channel();
-            for venue in &venues {
+            for source in 0..instrument.symbols.len() {
                 let (sender, receiver) = mailbox::mailbox(VenueFeed::default());
                 senders.insert(
-                    (index, *venue),
+                    (index, source),
                     FeedSender::new(sender, ready.mark_of(index), fanout.early_wake()),
                 );
-                inputs.push((*venue, receiver));
+                inputs.push(receiver);
             }
             wired_instruments.push(WiredInstrument {
                 consolidation: Consolidation::configured(&config, index),
@@ -403,7 +407,14 @@ impl Service {
             readers,
             recorder,
             tasks,
+            config,
         })
+    }
+
+    /// The configuration it runs: its instruments name their books
+    /// (`Instrument::source_names`).
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     /// The service's metrics (what `/metrics` serves).
@@ -451,13 +462,13 @@ impl Service {
     }
 }
 
-/// Per-venue gauges of one instrument, resolved once.
+/// The gauges of each book of one instrument (labelled with its name,
+/// `Instrument::source_names`), resolved once.
 struct VenueGauges {
     venues: Vec<VenueGauge>,
 }
 
 struct VenueGauge {
-    venue: VenueId,
     up: prometheus::IntGauge,
     states: Vec<(VenueState, prometheus::IntGauge)>,
 }
@@ -476,41 +487,35 @@ impl VenueGauges {
     fn new(metrics: &Metrics, config: &Config, instrument: usize) -> VenueGauges {
         let name = &config.instruments[instrument].name;
         let venues = config.instruments[instrument]
-            .symbols
+            .source_names
             .iter()
-            .map(|(venue, _)| {
-                let up = metrics.venue_up.with_label_values(&[venue.name(), name]);
+            .map(|venue| {
+                let up = metrics.venue_up.with_label_values(&[venue, name]);
                 let states = REPORTED_STATES
                     .iter()
                     .map(|state| {
                         (
                             *state,
-                            metrics.venue_state.with_label_values(&[
-                                venue.name(),
-                                name,
-                                state.name(),
-                            ]),
+                            metrics
+                                .venue_state
+                                .with_label_values(&[venue, name, state.name()]),
                         )
                     })
                     .collect();
-                VenueGauge {
-                    venue: *venue,
-                    up,
-                    states,
-                }
+                VenueGauge { up, states }
             })
             .collect();
         let gauges = VenueGauges { venues };
         gauges.update(&Summary {
-            venues: [VenueState::Connecting; crate::venue::MAX_VENUES],
+            source_states: [VenueState::Connecting; MAX_SOURCES],
             ..Summary::default()
         });
         gauges
     }
 
     fn update(&self, summary: &Summary) {
-        for VenueGauge { venue, up, states } in &self.venues {
-            let current = summary.venue_state(*venue);
+        for (VenueGauge { up, states }, &current) in self.venues.iter().zip(&summary.source_states)
+        {
             up.set(i64::from(current == VenueState::Synced));
             for (state, gauge) in states {
                 gauge.set(i64::from(*state == current));

@@ -7,7 +7,7 @@
 use mergebook::book::TopBook;
 use mergebook::feed::handoff::VenueFeed;
 use mergebook::mailbox::mailbox;
-use mergebook::merger::kway::{VenueBook, merge};
+use mergebook::merger::kway::{Origin, VenueBook, merge};
 use mergebook::publish::summary_channel;
 use mergebook::venue::{Message, VenueId};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -95,11 +95,17 @@ fn decode_mailbox_merge_fan_out_allocates_nothing_after_warm_up() {
         }
         let inputs = [
             VenueBook {
-                venue: VenueId::Binance,
+                origin: Origin {
+                    venue: VenueId::Binance,
+                    source: 0,
+                },
                 book: receivers[0].latest(),
             },
             VenueBook {
-                venue: VenueId::Bitstamp,
+                origin: Origin {
+                    venue: VenueId::Bitstamp,
+                    source: 1,
+                },
                 book: receivers[1].latest(),
             },
         ];
@@ -161,6 +167,9 @@ fn converting_a_venue_through_a_moving_rate_allocates_nothing() {
         ..VenueFeed::default()
     };
     let mut summary = Summary::default();
+    let source_of = |venue| config.instruments[1].source_of(venue).unwrap();
+    let (binance_source, bitstamp_source) =
+        (source_of(VenueId::Binance), source_of(VenueId::Bitstamp));
     let mut round = |round: u64| {
         rate_book.book.clear();
         let level = |price| mergebook::book::Level {
@@ -169,14 +178,14 @@ fn converting_a_venue_through_a_moving_rate_allocates_nothing() {
         };
         rate_book.book.bids.push(level(100_010_000 + round % 7));
         rate_book.book.asks.push(level(100_030_000 + round % 5));
-        rates.apply(VenueId::Kraken, &rate_book);
+        rates.apply(0, &rate_book);
         rates.summarize(round, &mut summary);
         btc.set_rate(0, rates.rate());
-        btc.apply(VenueId::Binance, &binance);
-        btc.apply(VenueId::Bitstamp, &bitstamp);
+        btc.apply(binance_source, &binance);
+        btc.apply(bitstamp_source, &bitstamp);
         btc.summarize(round, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Binance), VenueState::Synced);
-        assert!(summary.venue_rate[VenueId::Binance.index()].is_some());
+        assert!(summary.source_rate[binance_source].is_some());
     };
     for warm_up in 0..9 {
         round(warm_up);

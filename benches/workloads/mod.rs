@@ -3,7 +3,7 @@
 #![allow(dead_code)] // each bench target uses its own subset
 
 use mergebook::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
-use mergebook::merger::kway::{MergedBook, VenueBook, merge, merge_side};
+use mergebook::merger::kway::{MergedBook, Origin, VenueBook, merge, merge_side};
 use mergebook::venue::{LevelTexts, Message, VenueId};
 use std::hint::black_box;
 
@@ -69,11 +69,17 @@ pub fn decode(venue: VenueId, frame: &[u8], keep: usize) -> TopBook {
 pub fn merge_two(binance: &TopBook, bitstamp: &TopBook, merged: &mut MergedBook) {
     let inputs = [
         VenueBook {
-            venue: VenueId::Binance,
+            origin: Origin {
+                venue: VenueId::Binance,
+                source: 0,
+            },
             book: binance,
         },
         VenueBook {
-            venue: VenueId::Bitstamp,
+            origin: Origin {
+                venue: VenueId::Bitstamp,
+                source: 1,
+            },
             book: bitstamp,
         },
     ];
@@ -207,12 +213,15 @@ impl ManyVenues {
 
     pub fn merge(&mut self) -> &MergedBook {
         let mut inputs = [VenueBook {
-            venue: VenueId::ALL[0],
+            origin: Origin::default(),
             book: &self.books[0],
         }; mergebook::merger::kway::MAX_INPUTS];
         for (index, book) in self.books.iter().enumerate() {
             inputs[index] = VenueBook {
-                venue: EIGHT_VENUES[index % EIGHT_VENUES.len()],
+                origin: Origin {
+                    venue: EIGHT_VENUES[index % EIGHT_VENUES.len()],
+                    source: index as u8,
+                },
                 book: std::hint::black_box(book),
             };
         }
@@ -234,7 +243,8 @@ impl ManyVenues {
 /// follows a new rate instead of a new book, so every converted venue is converted again.
 pub struct EightVenueSummaries {
     consolidation: mergebook::merger::Consolidation,
-    feeds: Vec<(VenueId, mergebook::feed::handoff::VenueFeed)>,
+    /// (source, its book).
+    feeds: Vec<(usize, mergebook::feed::handoff::VenueFeed)>,
     rates: [mergebook::units::Rate; 2],
     next: usize,
     summary: mergebook::merger::summary::Summary,
@@ -323,8 +333,11 @@ impl EightVenueSummaries {
                     1,
                     &mut feed.book,
                 );
-                consolidation.apply(venue, &feed);
-                (venue, feed)
+                let source = config.instruments[1]
+                    .source_of(venue)
+                    .expect("a venue of the instrument");
+                consolidation.apply(source, &feed);
+                (source, feed)
             })
             .collect();
         EightVenueSummaries {
@@ -339,8 +352,9 @@ impl EightVenueSummaries {
     /// The next venue's book applied, and a summary written.
     pub fn after_a_book(&mut self) -> &mergebook::merger::summary::Summary {
         self.next = (self.next + 1) % self.feeds.len();
-        let (venue, feed) = &self.feeds[self.next];
-        self.consolidation.apply(*venue, std::hint::black_box(feed));
+        let (source, feed) = &self.feeds[self.next];
+        self.consolidation
+            .apply(*source, std::hint::black_box(feed));
         self.consolidation.summarize(1, &mut self.summary);
         &self.summary
     }

@@ -350,24 +350,44 @@ pub struct DiffSettings {
 pub struct Instrument {
     /// Canonical name, `ETH/BTC`.
     pub name: String,
-    /// (venue, that venue's symbol).
+    /// Its books, its *sources*: (venue, that venue's symbol), in the configuration's
+    /// order, venue by venue. A book's index here is its source in the merge and in every
+    /// summary (`merger::summary`).
     pub symbols: Vec<(VenueId, String)>,
-    /// (venue, what one contract is) for each symbol sized in contracts: an amount of the
-    /// base currency, or an inverse contract's value in its quote currency.
-    pub contract_sizes: Vec<(VenueId, FixedPoint)>,
+    /// Each source's name, what outputs, metrics and the configuration's own keys call
+    /// it: its venue's name, or `venue:symbol` where the instrument takes several books
+    /// of that venue (`okx:BTC-USDT-SWAP`).
+    pub source_names: Vec<String>,
+    /// (source, what one contract is) for each symbol sized in contracts: an amount of
+    /// the base currency, or an inverse contract's value in its quote currency.
+    pub contract_sizes: Vec<(usize, FixedPoint)>,
     /// The currency its prices are shown in; `None` where neither its name (`BASE/QUOTE`)
     /// nor `currency` says, and its venues' books are merged as they are quoted.
     pub currency: Option<Currency>,
     /// What converted prices are rounded to, in raw `FixedPoint` units (1: 10^-8).
     pub price_step: u64,
-    /// (venue, the currency its symbol is quoted in), every venue, where `currency` is
+    /// (source, the currency its symbol is quoted in), every source, where `currency` is
     /// known.
-    pub quotes: Vec<(VenueId, Currency)>,
+    pub quotes: Vec<(usize, Currency)>,
     /// What its amounts count.
     pub unit: AmountUnit,
-    /// How each venue whose book is not merged as it comes is converted: one quoted in
+    /// How each source whose book is not merged as it comes is converted: one quoted in
     /// another currency, and in a quote-notional instrument one sized in the base coin.
-    pub conversions: Vec<VenueConversion>,
+    pub conversions: Vec<SourceConversion>,
+}
+
+/// Each book's name (`Instrument::source_names`): its venue's, or `venue:symbol` where
+/// the instrument takes several books of that venue.
+pub fn source_names(symbols: &[(VenueId, String)]) -> Vec<String> {
+    symbols
+        .iter()
+        .map(
+            |(venue, symbol)| match symbols.iter().filter(|(other, _)| other == venue).count() {
+                1 => venue.name().to_owned(),
+                _ => format!("{venue}:{symbol}"),
+            },
+        )
+        .collect()
 }
 
 /// `[web]`, turned on: the page at `/book` on the metrics port (`publish/web/`).
@@ -388,10 +408,11 @@ pub enum AmountUnit {
     Quote,
 }
 
-/// One venue of an instrument whose book is converted before it is merged.
+/// One book of an instrument that is converted before it is merged.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct VenueConversion {
-    pub venue: VenueId,
+pub struct SourceConversion {
+    /// Its index in `Instrument::symbols`.
+    pub source: usize,
     /// Index into `Config::rates`, for a venue quoted in another currency; `None` for one
     /// quoted in the instrument's, whose amounts alone change.
     pub rate: Option<usize>,
@@ -433,11 +454,43 @@ impl Instrument {
         }
     }
 
-    /// What `venue`'s sizes are multiplied by to be an amount of the base currency.
-    pub fn contract_size(&self, venue: VenueId) -> Option<FixedPoint> {
+    /// What the sizes of book `source` are multiplied by to be an amount of the base
+    /// currency.
+    pub fn contract_size(&self, source: usize) -> Option<FixedPoint> {
         self.contract_sizes
             .iter()
-            .find_map(|&(v, size)| (v == venue).then_some(size))
+            .find_map(|&(of, size)| (of == source).then_some(size))
+    }
+
+    /// An instrument of `books` (venue, symbol), in their order, counted in the base coin
+    /// and converting nothing: what tools and tests that build summaries name.
+    pub fn of_books(name: &str, books: &[(VenueId, &str)]) -> Instrument {
+        let symbols: Vec<(VenueId, String)> = books
+            .iter()
+            .map(|&(venue, symbol)| (venue, symbol.to_owned()))
+            .collect();
+        Instrument {
+            name: name.to_owned(),
+            source_names: source_names(&symbols),
+            symbols,
+            contract_sizes: Vec::new(),
+            currency: None,
+            price_step: 1,
+            quotes: Vec::new(),
+            unit: AmountUnit::Base,
+            conversions: Vec::new(),
+        }
+    }
+
+    /// The source named `name` (`source_names`).
+    pub fn source_named(&self, name: &str) -> Option<usize> {
+        self.source_names.iter().position(|of| of == name)
+    }
+
+    /// The first of `venue`'s sources (its only one, unless the instrument takes several
+    /// of its books).
+    pub fn source_of(&self, venue: VenueId) -> Option<usize> {
+        self.symbols.iter().position(|(of, _)| *of == venue)
     }
 }
 

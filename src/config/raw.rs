@@ -140,11 +140,12 @@ pub struct RawVenue {
 #[serde(deny_unknown_fields)]
 pub struct RawInstrument {
     pub name: String,
-    /// Venue name → that venue's symbol for the instrument.
-    pub symbols: BTreeMap<String, String>,
-    /// Venue name → what one contract is, where that venue's symbol is a derivative sized
-    /// in contracts: an amount of the base currency (`"0.01"`), or for an inverse
-    /// contract its value in its quote currency (`"100"`).
+    /// Venue name → that venue's symbol for the instrument, or its symbols where the
+    /// instrument takes several of its books (`["BTC-USDT", "BTC-USDT-SWAP"]`).
+    pub symbols: BTreeMap<String, OneOrMore>,
+    /// Book name (`Instrument::source_names`) → what one contract is, where that book's
+    /// symbol is a derivative sized in contracts: an amount of the base currency
+    /// (`"0.01"`), or for an inverse contract its value in its quote currency (`"100"`).
     #[serde(default)]
     pub contract_sizes: BTreeMap<String, String>,
     /// The currency its prices are shown in (`"USD"`); unset: the part of its name after
@@ -155,10 +156,27 @@ pub struct RawInstrument {
     /// What its amounts count: `"base"` (the base coin; the default) or `"quote"` (their
     /// notional in its currency, where inverse contracts merge).
     pub unit: Option<String>,
-    /// Venue name → the currency that venue's symbol is quoted in, where the symbol does
+    /// Book name → the currency that book's symbol is quoted in, where the symbol does
     /// not say (`"USDC"`).
     #[serde(default)]
     pub quotes: BTreeMap<String, String>,
+}
+
+/// A venue's symbol of an instrument, or its symbols.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMore {
+    One(String),
+    More(Vec<String>),
+}
+
+impl OneOrMore {
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            OneOrMore::One(one) => std::slice::from_ref(one),
+            OneOrMore::More(more) => more,
+        }
+    }
 }
 
 /// `[[rates]]`: where the rate of one currency pair comes from.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::merger::summary::MAX_SOURCES;
 
 fn validate(text: &str) -> Result<Config, ConfigError> {
     RawConfig::parse(text, "test.toml")?.validate()
@@ -303,10 +304,15 @@ fn contracts_need_their_size_and_only_they_take_one() {
     .unwrap();
     let btc = &config.instruments[0];
     assert_eq!(
-        btc.contract_size(VenueId::Okx),
+        btc.source_of(VenueId::Okx)
+            .and_then(|source| btc.contract_size(source)),
         Some("0.01".parse().unwrap())
     );
-    assert_eq!(btc.contract_size(VenueId::Binance), None);
+    assert_eq!(
+        btc.source_of(VenueId::Binance)
+            .and_then(|source| btc.contract_size(source)),
+        None
+    );
     let errors = [
         (
             instrument("okx = \"BTC-USDT-SWAP\"", ""),
@@ -342,12 +348,90 @@ fn contracts_need_their_size_and_only_they_take_one() {
                 "okx = \"BTC-USDT-SWAP\"",
                 "contract_sizes = { okx = \"0.01\", bybit = \"1\" }\n",
             ),
-            "instruments[0].contract_sizes.bybit = \"1\": no symbol of this venue",
+            "instruments[0].contract_sizes.bybit = \"1\": no book of this name: a venue of \
+             the instrument, or venue:symbol where it takes several books of the venue",
         ),
     ];
     for (result, expected) in errors {
         assert_eq!(result.unwrap_err().to_string(), expected);
     }
+}
+
+/// An instrument may take several books of one venue (its spot pair and its perpetual):
+/// each is a source of its own, named `venue:symbol`, and the keys that say something of
+/// one book name it so.
+#[test]
+fn one_venue_s_spot_and_perpetual_are_two_books_of_an_instrument() {
+    let instrument = |symbols: &str, rest: &str| {
+        validate(&format!(
+            "[[instruments]]\nname = \"BTC/USDT\"\nsymbols = {{ {symbols} }}\n{rest}"
+        ))
+    };
+    let config = instrument(
+        "okx = [\"BTC-USDT\", \"BTC-USDT-SWAP\"], binance = \"BTCUSDT\"",
+        "contract_sizes = { \"okx:BTC-USDT-SWAP\" = \"0.01\" }\n",
+    )
+    .unwrap();
+    let btc = &config.instruments[0];
+    assert_eq!(
+        btc.source_names,
+        ["binance", "okx:BTC-USDT", "okx:BTC-USDT-SWAP"]
+    );
+    assert_eq!(btc.symbols[2], (VenueId::Okx, "BTC-USDT-SWAP".to_owned()));
+    assert_eq!(btc.contract_sizes, [(2, "0.01".parse().unwrap())]);
+    assert_eq!(btc.source_named("okx:BTC-USDT"), Some(1));
+    // Each book is its own stream of the venue's one connection.
+    let plan = crate::service::plan_connections(&config);
+    let okx: Vec<_> = plan.iter().filter(|c| c.venue == VenueId::Okx).collect();
+    assert_eq!(okx.len(), 1);
+    let sources: Vec<_> = okx[0]
+        .streams
+        .iter()
+        .map(|s| (s.source, s.contract_size))
+        .collect();
+    assert_eq!(sources, [(1, None), (2, Some("0.01".parse().unwrap()))]);
+
+    let errors = [
+        (
+            instrument(
+                "okx = [\"BTC-USDT\", \"BTC-USDT-SWAP\"]",
+                "contract_sizes = { okx = \"0.01\", \"okx:BTC-USDT-SWAP\" = \"0.01\" }\n",
+            ),
+            "instruments[0].contract_sizes.okx = \"0.01\": no book of this name: a venue of the \
+             instrument, or venue:symbol where it takes several books of the venue",
+        ),
+        (
+            instrument("okx = [\"BTC-USDT\", \"BTC-USDT-SWAP\"]", ""),
+            "instruments[0].symbols.okx = \"BTC-USDT-SWAP\": sized in contracts: set \
+             instruments[0].contract_sizes.\"okx:BTC-USDT-SWAP\" to the base currency one \
+             contract is (\"0.01\")",
+        ),
+        (
+            instrument("okx = [\"BTC-USDT\", \"BTC-USDT\"]", ""),
+            "instruments[0].symbols.okx = \"BTC-USDT\": listed twice",
+        ),
+        (
+            instrument(
+                "hyperliquid = [\"BTC\", \"ETH\"]",
+                "currency = \"USD\"\nquotes = { hyperliquid = \"USDC\" }\n",
+            ),
+            "instruments[0].quotes.hyperliquid = \"USDC\": no book of this name: a venue of \
+             the instrument, or venue:symbol where it takes several books of the venue",
+        ),
+    ];
+    for (result, expected) in errors {
+        assert_eq!(result.unwrap_err().to_string(), expected);
+    }
+    let many: Vec<String> = (0..=MAX_SOURCES).map(|n| format!("\"X{n}USDT\"")).collect();
+    let too_many = instrument(&format!("binance = [{}]", many.join(", ")), "");
+    assert_eq!(
+        too_many.unwrap_err().to_string(),
+        format!(
+            "instruments[0].symbols = {} symbols: an instrument merges at most \
+             {MAX_SOURCES} books",
+            MAX_SOURCES + 1
+        )
+    );
 }
 
 /// A venue that needs an API key is refused without one, its key is read from the
@@ -571,7 +655,7 @@ fn venues_quoted_in_other_currencies_go_through_a_configured_rate() {
     let quotes: Vec<_> = btc_usd
         .quotes
         .iter()
-        .map(|(venue, quote)| format!("{venue}:{quote}"))
+        .map(|&(source, quote)| format!("{}:{quote}", btc_usd.source_names[source]))
         .collect();
     assert_eq!(
         quotes,
@@ -582,18 +666,18 @@ fn venues_quoted_in_other_currencies_go_through_a_configured_rate() {
     assert_eq!(
         btc_usd.conversions,
         [
-            VenueConversion {
-                venue: VenueId::Binance,
+            SourceConversion {
+                source: btc_usd.source_of(VenueId::Binance).unwrap(),
                 rate: Some(0),
                 conversion: conversion(Direction::Multiply)
             },
-            VenueConversion {
-                venue: VenueId::Coinbase,
+            SourceConversion {
+                source: btc_usd.source_of(VenueId::Coinbase).unwrap(),
                 rate: Some(1),
                 conversion: conversion(Direction::Divide)
             },
-            VenueConversion {
-                venue: VenueId::Okx,
+            SourceConversion {
+                source: btc_usd.source_of(VenueId::Okx).unwrap(),
                 rate: Some(1),
                 conversion: conversion(Direction::Divide)
             },
@@ -620,7 +704,9 @@ fn inverse_contracts_merge_where_amounts_are_counted_in_the_currency() {
     assert_eq!(notional.unit, AmountUnit::Quote);
     assert_eq!(notional.amount_unit(), Currency::parse("USD"));
     assert_eq!(
-        notional.contract_size(VenueId::Okx),
+        notional
+            .source_of(VenueId::Okx)
+            .and_then(|source| notional.contract_size(source)),
         Some("100".parse().unwrap())
     );
     // The inverse contracts, in USD, merge as they come (contracts times their value);
@@ -629,13 +715,13 @@ fn inverse_contracts_merge_where_amounts_are_counted_in_the_currency() {
     assert_eq!(
         notional.conversions,
         [
-            VenueConversion {
-                venue: VenueId::Binance,
+            SourceConversion {
+                source: notional.source_of(VenueId::Binance).unwrap(),
                 rate: Some(0),
                 conversion: through_rate.with_amounts(Amounts::Notional)
             },
-            VenueConversion {
-                venue: VenueId::Kraken,
+            SourceConversion {
+                source: notional.source_of(VenueId::Kraken).unwrap(),
                 rate: None,
                 conversion: Conversion::prices_kept(Amounts::Notional)
             },
@@ -646,10 +732,11 @@ fn inverse_contracts_merge_where_amounts_are_counted_in_the_currency() {
         .replace("BTC/USD-notional", "BTC/USDT-notional")
         .replace("currency = \"USD\"", "currency = \"USDT\"");
     let config = validate(&in_usdt).unwrap();
+    let bybit = config.instruments[0].source_of(VenueId::Bybit);
     let bybit = config.instruments[0]
         .conversions
         .iter()
-        .find(|c| c.venue == VenueId::Bybit);
+        .find(|c| Some(c.source) == bybit);
     assert_eq!(
         bybit.map(|c| c.conversion.amounts),
         Some(Amounts::NotionalConverted)
@@ -680,8 +767,9 @@ fn a_venue_quoted_in_euros_goes_through_a_euro_rate() {
          [[rates]]\npair = \"EUR/USD\"\ninstrument = \"EUR/USD\"\n",
     )
     .unwrap();
-    let through_euros = |venue| VenueConversion {
-        venue,
+    let btc_usd = &config.instruments[1];
+    let through_euros = |venue| SourceConversion {
+        source: btc_usd.source_of(venue).unwrap(),
         rate: Some(0),
         conversion: Conversion::new(Direction::Multiply, 1_000_000),
     };
@@ -713,7 +801,9 @@ fn binance_coin_m_merges_only_where_amounts_are_counted_in_dollars() {
     );
     let config = validate(&in_dollars).unwrap();
     assert_eq!(
-        config.instruments[0].contract_size(VenueId::BinanceCoinm),
+        config.instruments[0]
+            .source_of(VenueId::BinanceCoinm)
+            .and_then(|source| config.instruments[0].contract_size(source)),
         Some("100".parse().unwrap())
     );
 }

@@ -76,14 +76,15 @@ pub(super) struct InstrumentUnits {
     pub currency: Option<Currency>,
     pub price_step: u64,
     pub unit: AmountUnit,
-    pub quotes: Vec<(VenueId, Currency)>,
-    pub conversions: Vec<VenueConversion>,
+    pub quotes: Vec<(usize, Currency)>,
+    pub conversions: Vec<SourceConversion>,
 }
 
 pub(super) fn instrument_units(
     key: &str,
     raw: &RawInstrument,
     symbols: &[(VenueId, String)],
+    names: &[String],
     plans: &[RatePlan],
 ) -> Result<InstrumentUnits, ConfigError> {
     let (base, named_quote) = match raw.name.split_once('/') {
@@ -126,11 +127,16 @@ pub(super) fn instrument_units(
         }
     };
     let mut configured = Vec::new();
-    for (venue_name, text) in &raw.quotes {
-        let name = format!("{key}.quotes.{venue_name}");
-        let venue = VenueId::from_name(venue_name)
-            .filter(|venue| symbols.iter().any(|(v, _)| v == venue))
-            .ok_or_else(|| invalid(&name, format!("{text:?}"), "no symbol of this venue"))?;
+    for (book_name, text) in &raw.quotes {
+        let name = format!("{key}.quotes.{}", super::validate::source_key(book_name));
+        let source = names.iter().position(|of| of == book_name).ok_or_else(|| {
+            invalid(
+                &name,
+                format!("{text:?}"),
+                "no book of this name: a venue of the instrument, or venue:symbol where it \
+                 takes several books of the venue",
+            )
+        })?;
         let quote = Currency::parse(text).ok_or_else(|| {
             invalid(
                 &name,
@@ -138,11 +144,14 @@ pub(super) fn instrument_units(
                 "a currency code: 1 to 10 letters and digits",
             )
         })?;
-        configured.push((venue, quote));
+        configured.push((source, quote));
     }
     let Some(currency) = currency else {
         let needs_currency = match configured.first() {
-            Some((venue, _)) => Some(format!("{key}.quotes.{venue}")),
+            Some(&(source, _)) => Some(format!(
+                "{key}.quotes.{}",
+                super::validate::source_key(&names[source])
+            )),
             None => (unit == AmountUnit::Quote).then(|| format!("{key}.unit")),
         };
         if let Some(name) = needs_currency {
@@ -165,20 +174,24 @@ pub(super) fn instrument_units(
     };
     let mut quotes = Vec::new();
     let mut conversions = Vec::new();
-    for (venue, symbol) in symbols {
+    for (source, (venue, symbol)) in symbols.iter().enumerate() {
         let derived = base.and_then(|base| venue.streams().quote_currency(symbol, base));
-        let stated = configured.iter().find(|(v, _)| v == venue).map(|&(_, q)| q);
+        let stated = configured
+            .iter()
+            .find(|(s, _)| *s == source)
+            .map(|&(_, q)| q);
         let quote = stated.or(derived).ok_or_else(|| {
             invalid(
                 format!("{key}.symbols.{venue}"),
                 format!("{symbol:?}"),
                 format!(
                     "the currency it is quoted in cannot be read from it: set \
-                     {key}.quotes.{venue} (\"USDC\")"
+                     {key}.quotes.{} (\"USDC\")",
+                    super::validate::source_key(&names[source])
                 ),
             )
         })?;
-        quotes.push((*venue, quote));
+        quotes.push((source, quote));
         let inverse = venue.streams().inverse(symbol);
         let amounts = match (unit, inverse) {
             (AmountUnit::Base, true) => return Err(inverse_in_base_coin(key, *venue, symbol)),
@@ -190,8 +203,8 @@ pub(super) fn instrument_units(
             // Prices as they are; a base amount becomes its notional, an inverse
             // contract's notional is already in the instrument's currency.
             if amounts == Amounts::Notional {
-                conversions.push(VenueConversion {
-                    venue: *venue,
+                conversions.push(SourceConversion {
+                    source,
                     rate: None,
                     conversion: Conversion::prices_kept(amounts),
                 });
@@ -217,8 +230,8 @@ pub(super) fn instrument_units(
                 ),
             ));
         };
-        conversions.push(VenueConversion {
-            venue: *venue,
+        conversions.push(SourceConversion {
+            source,
             rate: Some(rate),
             conversion: Conversion::new(direction, price_step).with_amounts(amounts),
         });
@@ -327,7 +340,7 @@ pub(super) fn keep_shard(
                          another shard: a rate is merged in the process that uses it \
                          (run fewer shards, or give the pair a fixed rate)",
                         instrument.name,
-                        conversion.venue,
+                        instrument.source_names[conversion.source],
                         rate.pair(),
                         instruments[source].name
                     ),

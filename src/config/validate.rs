@@ -5,6 +5,7 @@ use super::defaults::{IntKey, in_range, milliseconds};
 use super::raw::*;
 use super::*;
 use crate::fixed::FixedPoint;
+use crate::merger::summary::MAX_SOURCES;
 use crate::venue::{MAX_VENUES, SnapshotSource};
 use std::path::Path;
 
@@ -305,8 +306,14 @@ impl RawConfig {
                     "map at least one venue to its symbol",
                 ));
             }
-            let mut symbols = Vec::new();
-            for (venue_name, symbol) in &raw.symbols {
+            let mut symbols: Vec<(VenueId, String)> = Vec::new();
+            let listed = raw.symbols.iter().flat_map(|(venue_name, symbols)| {
+                symbols
+                    .as_slice()
+                    .iter()
+                    .map(move |symbol| (venue_name, symbol))
+            });
+            for (venue_name, symbol) in listed {
                 let venue = VenueId::from_name(venue_name).ok_or_else(|| {
                     invalid(
                         format!("{key}.symbols.{venue_name}"),
@@ -332,15 +339,21 @@ impl RawConfig {
                         reason,
                     ));
                 }
-                let taken = instruments.iter().find(|other: &&Instrument| {
-                    other
-                        .symbols
-                        .iter()
-                        .any(|(v, s)| *v == venue && s.eq_ignore_ascii_case(symbol))
-                });
+                let same =
+                    |(v, s): &(VenueId, String)| *v == venue && s.eq_ignore_ascii_case(symbol);
+                // One reader subscribes once per symbol and routes its books to one book of
+                // one instrument.
+                if symbols.iter().any(same) {
+                    return Err(invalid(
+                        format!("{key}.symbols.{venue_name}"),
+                        format!("{symbol:?}"),
+                        "listed twice",
+                    ));
+                }
+                let taken = instruments
+                    .iter()
+                    .find(|other: &&Instrument| other.symbols.iter().any(same));
                 if let Some(other) = taken {
-                    // One reader subscribes once per symbol and routes its books to one
-                    // instrument.
                     return Err(invalid(
                         format!("{key}.symbols.{venue_name}"),
                         format!("{symbol:?}"),
@@ -350,11 +363,21 @@ impl RawConfig {
                 used[venue.index()] += 1;
                 symbols.push((venue, symbol.clone()));
             }
-            let contract_sizes = contract_sizes(&key, raw, &symbols)?;
-            let units = super::units::instrument_units(&key, raw, &symbols, &rate_plans)?;
+            if symbols.len() > MAX_SOURCES {
+                return Err(invalid(
+                    format!("{key}.symbols"),
+                    format!("{} symbols", symbols.len()),
+                    format!("an instrument merges at most {MAX_SOURCES} books"),
+                ));
+            }
+            let source_names = super::source_names(&symbols);
+            let contract_sizes = contract_sizes(&key, raw, &symbols, &source_names)?;
+            let units =
+                super::units::instrument_units(&key, raw, &symbols, &source_names, &rate_plans)?;
             instruments.push(Instrument {
                 name: raw.name.clone(),
                 symbols,
+                source_names,
                 contract_sizes,
                 currency: units.currency,
                 price_step: units.price_step,
@@ -535,28 +558,36 @@ impl RawConfig {
 /// The instruments a process serves, the rates they read, and how many use each venue.
 type ConfiguredInstruments = (Vec<Instrument>, Vec<RateSource>, [usize; MAX_VENUES]);
 
+/// A book's name as a key of a TOML table (`okx`, `"okx:BTC-USDT-SWAP"`), for messages.
+pub(super) fn source_key(name: &str) -> String {
+    match name.contains(':') {
+        true => format!("{name:?}"),
+        false => name.to_owned(),
+    }
+}
+
 /// An instrument's `contract_sizes`: one for each symbol sized in contracts, and none for
 /// another, each an exact positive decimal.
 fn contract_sizes(
     key: &str,
     raw: &RawInstrument,
     symbols: &[(VenueId, String)],
-) -> Result<Vec<(VenueId, FixedPoint)>, ConfigError> {
-    for (venue, symbol) in symbols {
-        if venue.streams().sized_in_contracts(symbol)
-            && !raw.contract_sizes.contains_key(venue.name())
-        {
+    names: &[String],
+) -> Result<Vec<(usize, FixedPoint)>, ConfigError> {
+    for ((venue, symbol), name) in symbols.iter().zip(names) {
+        if venue.streams().sized_in_contracts(symbol) && !raw.contract_sizes.contains_key(name) {
+            let name = source_key(name);
             return Err(invalid(
                 format!("{key}.symbols.{venue}"),
                 format!("{symbol:?}"),
                 if venue.streams().inverse(symbol) {
                     format!(
-                        "an inverse contract: set {key}.contract_sizes.{venue} to the \
+                        "an inverse contract: set {key}.contract_sizes.{name} to the \
                          value of one contract in its quote currency (\"100\")"
                     )
                 } else {
                     format!(
-                        "sized in contracts: set {key}.contract_sizes.{venue} to the base \
+                        "sized in contracts: set {key}.contract_sizes.{name} to the base \
                          currency one contract is (\"0.01\")"
                     )
                 },
@@ -564,17 +595,18 @@ fn contract_sizes(
         }
     }
     let mut sizes = Vec::new();
-    for (venue_name, text) in &raw.contract_sizes {
-        let name = format!("{key}.contract_sizes.{venue_name}");
-        let symbol = VenueId::from_name(venue_name)
-            .and_then(|venue| symbols.iter().find(|(v, _)| *v == venue));
-        let Some((venue, symbol)) = symbol else {
+    for (book_name, text) in &raw.contract_sizes {
+        let name = format!("{key}.contract_sizes.{}", source_key(book_name));
+        let Some(source) = names.iter().position(|of| of == book_name) else {
             return Err(invalid(
                 name,
                 format!("{text:?}"),
-                "no symbol of this venue",
+                "no book of this name: a venue of the instrument, or venue:symbol where it \
+                 takes several books of the venue",
             ));
         };
+        let (_, symbol) = &symbols[source];
+        let (venue, _) = &symbols[source];
         if !venue.streams().sized_in_contracts(symbol) {
             return Err(invalid(
                 name,
@@ -583,7 +615,7 @@ fn contract_sizes(
             ));
         }
         match text.parse::<FixedPoint>() {
-            Ok(size) if !size.is_zero() => sizes.push((*venue, size)),
+            Ok(size) if !size.is_zero() => sizes.push((source, size)),
             _ => {
                 return Err(invalid(
                     name,

@@ -1,5 +1,6 @@
-//! Consolidation of one instrument: each venue's latest book and state, and the rules for
-//! which venues enter the merge. Pure (no threads, no clock: times are passed in), so the
+//! Consolidation of one instrument: each source's latest book and state (a source is one
+//! venue's book of one of the instrument's symbols), and the rules for which books enter
+//! the merge. Pure (no threads, no clock: times are passed in), so the
 //! live merger thread and `mergebook replay` run exactly the same logic.
 //!
 //! The rule that keeps the merged book honest: only a venue in state `Synced` is merged.
@@ -11,10 +12,10 @@ use crate::book::{Side, TopBook};
 use crate::config::{Config, RateFrom};
 use crate::feed::handoff::VenueFeed;
 use crate::fixed::FixedPoint;
-use crate::merger::kway::{VenueBook, merge};
-use crate::merger::summary::{AppliedRate, BestPrices, Summary, VenueState};
+use crate::merger::kway::{Origin, VenueBook, merge};
+use crate::merger::summary::{AppliedRate, BestPrices, MAX_SOURCES, Summary, VenueState};
 use crate::units::{Conversion, Currency, NativePrices, Rate};
-use crate::venue::{MAX_VENUES, VenueId};
+use crate::venue::VenueId;
 
 #[derive(Clone, Copy, Default)]
 struct VenueSlot {
@@ -73,14 +74,16 @@ impl Converted {
     }
 }
 
-/// One instrument's venues and its next summary number.
+/// One instrument's sources and its next summary number.
 pub struct Consolidation {
     instrument: usize,
     depth: usize,
-    venues: [VenueSlot; MAX_VENUES],
+    /// Each source's venue, in the instrument's order.
+    source_venues: Vec<VenueId>,
+    sources: [VenueSlot; MAX_SOURCES],
     sequence: u64,
-    /// Venues whose one-sided books are merged (`venues.<name>.allow_one_sided`).
-    one_sided_allowed: [bool; MAX_VENUES],
+    /// Sources whose one-sided books are merged (`venues.<name>.allow_one_sided`).
+    one_sided_allowed: [bool; MAX_SOURCES],
     /// Receive time of the newest book applied since the last summary: the start of the
     /// latency the next summary reports.
     latest_received_ns: u64,
@@ -88,26 +91,29 @@ pub struct Consolidation {
     currency: Option<Currency>,
     /// What its amounts are counted in, where known.
     amount_unit: Option<Currency>,
-    /// The venues quoted in another currency (boxed: most venues of most instruments are
+    /// The sources quoted in another currency (boxed: most books of most instruments are
     /// not, and a slot is a whole book).
-    converted: [Option<Box<Converted>>; MAX_VENUES],
+    converted: [Option<Box<Converted>>; MAX_SOURCES],
     /// What `rate` returns.
     rate: Option<Rate>,
 }
 
 impl Consolidation {
-    /// `venues` are the venues configured for this instrument; they start `Connecting`.
-    pub fn new(instrument: usize, depth: usize, venues: &[VenueId]) -> Self {
-        let mut slots = [VenueSlot::default(); MAX_VENUES];
-        for venue in venues {
-            slots[venue.index()].state = VenueState::Connecting;
+    /// `sources` are the venues of the instrument's books, in its order (at most
+    /// `MAX_SOURCES`, as the configuration is validated); they start `Connecting`.
+    pub fn new(instrument: usize, depth: usize, sources: &[VenueId]) -> Self {
+        let source_venues = sources[..sources.len().min(MAX_SOURCES)].to_vec();
+        let mut slots = [VenueSlot::default(); MAX_SOURCES];
+        for slot in &mut slots[..source_venues.len()] {
+            slot.state = VenueState::Connecting;
         }
         Consolidation {
             instrument,
             depth,
-            venues: slots,
+            source_venues,
+            sources: slots,
             sequence: 0,
-            one_sided_allowed: [false; MAX_VENUES],
+            one_sided_allowed: [false; MAX_SOURCES],
             latest_received_ns: 0,
             currency: None,
             amount_unit: None,
@@ -116,8 +122,8 @@ impl Consolidation {
         }
     }
 
-    /// Instrument `index` of `config`: its venues, those that may be one-sided, its
-    /// currency and amount unit, and the conversion of each venue not merged as it comes
+    /// Instrument `index` of `config`: its sources, those that may be one-sided, its
+    /// currency and amount unit, and the conversion of each source not merged as it comes
     /// (fixed rates set; an instrument's rate waits for its summaries, `set_rate`).
     pub fn configured(config: &Config, index: usize) -> Consolidation {
         let instrument = &config.instruments[index];
@@ -134,8 +140,8 @@ impl Consolidation {
                 let native = instrument
                     .quotes
                     .iter()
-                    .find_map(|&(venue, quote)| (venue == planned.venue).then_some(quote))
-                    .expect("a converted venue's quote is known");
+                    .find_map(|&(source, quote)| (source == planned.source).then_some(quote))
+                    .expect("a converted source's quote is known");
                 let rate = match source.from {
                     RateFrom::Fixed(price) => Some(Rate::fixed(price)),
                     RateFrom::Instrument(_) => None,
@@ -148,7 +154,7 @@ impl Consolidation {
                 };
                 (rate_index, applied)
             });
-            consolidation.converted[planned.venue.index()] = Some(Box::new(Converted {
+            consolidation.converted[planned.source] = Some(Box::new(Converted {
                 conversion: planned.conversion,
                 rate,
                 book: TopBook::default(),
@@ -190,13 +196,15 @@ impl Consolidation {
 
     /// Merges `venue`'s books even when they lack a side (they are still shown `OneSided`).
     pub fn allow_one_sided(&mut self, venue: VenueId) {
-        self.one_sided_allowed[venue.index()] = true;
+        for (allowed, of) in self.one_sided_allowed.iter_mut().zip(&self.source_venues) {
+            *allowed |= *of == venue;
+        }
     }
 
-    /// Applies what a venue's reader published. A `Synced` book whose own best bid is not
-    /// below its best ask is held as `Crossed`, one that lacks a side as `OneSided`.
-    pub fn apply(&mut self, venue: VenueId, feed: &VenueFeed) {
-        let slot = &mut self.venues[venue.index()];
+    /// Applies what the reader of `source` published. A `Synced` book whose own best bid
+    /// is not below its best ask is held as `Crossed`, one that lacks a side as `OneSided`.
+    pub fn apply(&mut self, source: usize, feed: &VenueFeed) {
+        let slot = &mut self.sources[source];
         slot.state = match feed.state {
             VenueState::Synced if feed.book.is_crossed() => VenueState::Crossed,
             VenueState::Synced if feed.book.lacks_a_side() => VenueState::OneSided,
@@ -205,51 +213,48 @@ impl Consolidation {
         if feed.state == VenueState::Synced {
             slot.book.copy_from(&feed.book);
             self.latest_received_ns = self.latest_received_ns.max(feed.book.received_ns);
-            if let Some(converted) = &mut self.converted[venue.index()] {
+            if let Some(converted) = &mut self.converted[source] {
                 converted.current = false;
             }
         }
     }
 
-    /// Whether a venue's book was received before `oldest_ns` (`evict_stale` would evict
-    /// it).
+    /// Whether a book was received before `oldest_ns` (`evict_stale` would evict it).
     pub fn any_stale(&self, oldest_ns: u64) -> bool {
-        self.venues.iter().any(|slot| slot.is_stale(oldest_ns))
+        self.sources.iter().any(|slot| slot.is_stale(oldest_ns))
     }
 
-    /// Marks `Stale` every venue whose book was received before `oldest_ns`, and returns
-    /// them (none: the summary did not change).
-    pub fn evict_stale(&mut self, oldest_ns: u64) -> impl Iterator<Item = VenueId> + use<> {
-        let mut evicted = [false; MAX_VENUES];
-        for (slot, evicted) in self.venues.iter_mut().zip(&mut evicted) {
+    /// Marks `Stale` every source whose book was received before `oldest_ns`, and calls
+    /// `evicted` with each (none: the summary did not change).
+    pub fn evict_stale(&mut self, oldest_ns: u64, mut evicted: impl FnMut(usize, VenueId)) {
+        for (source, (slot, &venue)) in self.sources.iter_mut().zip(&self.source_venues).enumerate()
+        {
             if slot.is_stale(oldest_ns) {
                 slot.state = VenueState::Stale;
-                *evicted = true;
+                evicted(source, venue);
             }
         }
-        VenueId::ALL
-            .iter()
-            .copied()
-            .filter(move |venue| evicted[venue.index()])
     }
 
     /// Merges the synced venues into `out` and stamps it with the next sequence number.
     /// A venue quoted in another currency is merged converted, and is `NoRate` while its
     /// rate is not there.
     pub fn summarize(&mut self, published_ns: u64, out: &mut Summary) {
-        let mut states = [VenueState::Absent; MAX_VENUES];
+        let mut states = [VenueState::Absent; MAX_SOURCES];
         let mut inputs = [VenueBook {
-            venue: VenueId::ALL[0],
-            book: &self.venues[0].book,
-        }; MAX_VENUES];
+            origin: Origin::default(),
+            book: &self.sources[0].book,
+        }; MAX_SOURCES];
         let mut count = 0;
-        for ((&venue, slot), converted) in VenueId::ALL
+        for (source, ((&venue, slot), converted)) in self
+            .source_venues
             .iter()
-            .zip(&self.venues)
+            .zip(&self.sources)
             .zip(&mut self.converted)
+            .enumerate()
         {
-            states[venue.index()] = slot.state;
-            if !is_merged(slot.state, self.one_sided_allowed[venue.index()]) {
+            states[source] = slot.state;
+            if !is_merged(slot.state, self.one_sided_allowed[source]) {
                 continue;
             }
             let book = match converted {
@@ -257,12 +262,16 @@ impl Consolidation {
                 Some(converted) => match converted.book(&slot.book, self.depth) {
                     Some(book) => book,
                     None => {
-                        states[venue.index()] = VenueState::NoRate;
+                        states[source] = VenueState::NoRate;
                         continue;
                     }
                 },
             };
-            inputs[count] = VenueBook { venue, book };
+            let source = source as u8; // below MAX_SOURCES
+            inputs[count] = VenueBook {
+                origin: Origin { venue, source },
+                book,
+            };
             count += 1;
         }
         merge(&inputs[..count], self.depth, &mut out.book);
@@ -275,18 +284,19 @@ impl Consolidation {
         out.sequence = self.sequence;
         out.published_ns = published_ns;
         out.received_ns = self.latest_received_ns;
-        out.venues = states;
-        for (venue, slot) in self.venues.iter().enumerate() {
-            out.venue_received_ns[venue] = slot.book.received_ns;
-            out.venue_sequence[venue] = slot.book.venue_sequence;
-            out.venue_best[venue] = BestPrices {
+        out.source_states = states;
+        for (source, slot) in self.sources.iter().enumerate() {
+            out.source_venues[source] = self.source_venues.get(source).copied();
+            out.source_received_ns[source] = slot.book.received_ns;
+            out.source_sequence[source] = slot.book.venue_sequence;
+            out.source_best[source] = BestPrices {
                 bid: slot.book.bids.best().map(|level| level.price),
                 ask: slot.book.asks.best().map(|level| level.price),
             };
         }
         out.currency = self.currency;
         out.amount_unit = self.amount_unit;
-        for (rate, converted) in out.venue_rate.iter_mut().zip(&self.converted) {
+        for (rate, converted) in out.source_rate.iter_mut().zip(&self.converted) {
             *rate = converted
                 .as_ref()
                 .and_then(|converted| converted.rate.map(|(_, applied)| applied));
@@ -294,22 +304,22 @@ impl Consolidation {
         self.rate = rate_of(out);
     }
 
-    /// The native price of each merged level of a converted venue: a venue's levels come
+    /// The native price of each merged level of a converted source: a book's levels come
     /// into the merge in its own order, so its n-th level there is its converted book's
     /// n-th.
     fn write_native_prices(&self, side: Side, out: &mut Summary) {
-        let mut taken = [0usize; MAX_VENUES];
+        let mut taken = [0usize; MAX_SOURCES];
         let natives = match side {
             Side::Bid => &mut out.native_prices.bids,
             Side::Ask => &mut out.native_prices.asks,
         };
         for (level, native) in out.book.side(side).as_slice().iter().zip(natives) {
-            let venue = level.venue.index();
-            *native = match &self.converted[venue] {
-                Some(converted) => converted.natives.side(side)[taken[venue]],
+            let source = usize::from(level.source);
+            *native = match &self.converted[source] {
+                Some(converted) => converted.natives.side(side)[taken[source]],
                 None => level.price,
             };
-            taken[venue] += 1;
+            taken[source] += 1;
         }
     }
 }
@@ -351,11 +361,11 @@ impl RateLinks {
 /// both, as old as the older of the books they come from.
 fn rate_of(summary: &Summary) -> Option<Rate> {
     let (bid, ask) = (summary.book.bids.best()?, summary.book.asks.best()?);
-    let received = |venue: VenueId| summary.venue_received_ns[venue.index()];
+    let received = |source: u8| summary.source_received_ns[usize::from(source)];
     let rate = Rate {
         bid: bid.price,
         ask: ask.price,
-        received_ns: received(bid.venue).min(received(ask.venue)),
+        received_ns: received(bid.source).min(received(ask.source)),
     };
     rate.is_usable().then_some(rate)
 }
@@ -387,6 +397,21 @@ mod tests {
             state: VenueState::Synced,
             book,
         }
+    }
+
+    impl Consolidation {
+        /// Applies `feed` to `venue`'s first source.
+        fn apply_venue(&mut self, venue: VenueId, feed: &VenueFeed) {
+            let source = self.source_venues.iter().position(|&v| v == venue);
+            self.apply(source.expect("a venue of the instrument"), feed);
+        }
+    }
+
+    /// The venues `evict_stale` evicts.
+    fn evicted(consolidation: &mut Consolidation, oldest_ns: u64) -> Vec<VenueId> {
+        let mut evicted = Vec::new();
+        consolidation.evict_stale(oldest_ns, |_, venue| evicted.push(venue));
+        evicted
     }
 
     fn bids_only_from(summary: &Summary, venue: VenueId) -> bool {
@@ -444,20 +469,20 @@ mod tests {
             VenueState::Connecting
         );
 
-        merger.apply(VenueId::Binance, &feed(100, 101, 10));
-        merger.apply(VenueId::Bitstamp, &feed(99, 102, 20));
+        merger.apply_venue(VenueId::Binance, &feed(100, 101, 10));
+        merger.apply_venue(VenueId::Bitstamp, &feed(99, 102, 20));
         merger.summarize(2, &mut summary);
         assert_eq!(summary.book.bids.as_slice().len(), 2);
         assert_eq!((summary.sequence, summary.received_ns), (2, 20));
 
         // A crossed venue book is excluded and reported.
-        merger.apply(VenueId::Bitstamp, &feed(105, 104, 30));
+        merger.apply_venue(VenueId::Bitstamp, &feed(105, 104, 30));
         merger.summarize(3, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Bitstamp), VenueState::Crossed);
         assert!(bids_only_from(&summary, VenueId::Binance));
 
         // A decode failure excludes the venue, keeping nothing of its old book.
-        merger.apply(
+        merger.apply_venue(
             VenueId::Binance,
             &VenueFeed {
                 state: VenueState::OutOfSync,
@@ -474,10 +499,10 @@ mod tests {
     fn one_sided_books_are_excluded_unless_allowed() {
         let mut merger = Consolidation::new(0, 10, VenueId::ALL);
         let mut summary = Summary::default();
-        merger.apply(VenueId::Bitstamp, &feed(99, 102, 20));
+        merger.apply_venue(VenueId::Bitstamp, &feed(99, 102, 20));
         let mut bids_only = feed(105, 106, 30);
         bids_only.book.asks = Default::default();
-        merger.apply(VenueId::Binance, &bids_only);
+        merger.apply_venue(VenueId::Binance, &bids_only);
         merger.summarize(1, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Binance), VenueState::OneSided);
         let venues = |levels: &[MergedLevel]| levels.iter().map(|l| l.venue).collect::<Vec<_>>();
@@ -485,20 +510,14 @@ mod tests {
         assert!(summary.book.spread.is_some_and(|spread| !spread.negative));
 
         // Left out of the merge, it still ages: an old one-sided book is shown stale.
-        assert_eq!(
-            merger.evict_stale(25).collect::<Vec<_>>(),
-            [VenueId::Bitstamp]
-        );
-        assert_eq!(
-            merger.evict_stale(31).collect::<Vec<_>>(),
-            [VenueId::Binance]
-        );
+        assert_eq!(evicted(&mut merger, 25), [VenueId::Bitstamp]);
+        assert_eq!(evicted(&mut merger, 31), [VenueId::Binance]);
         merger.summarize(2, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Binance), VenueState::Stale);
-        merger.apply(VenueId::Bitstamp, &feed(99, 102, 20));
+        merger.apply_venue(VenueId::Bitstamp, &feed(99, 102, 20));
 
         merger.allow_one_sided(VenueId::Binance);
-        merger.apply(VenueId::Binance, &bids_only);
+        merger.apply_venue(VenueId::Binance, &bids_only);
         merger.summarize(2, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Binance), VenueState::OneSided);
         assert_eq!(
@@ -506,12 +525,12 @@ mod tests {
             [VenueId::Binance, VenueId::Bitstamp],
             "allowed: merged, and still shown one-sided"
         );
-        assert_eq!(merger.evict_stale(40).count(), 2, "and evicted when stale");
+        assert_eq!(evicted(&mut merger, 40).len(), 2, "and evicted when stale");
 
         let mut empty = feed(1, 2, 50);
         empty.book.bids = Default::default();
         empty.book.asks = Default::default();
-        merger.apply(VenueId::Bitstamp, &empty);
+        merger.apply_venue(VenueId::Bitstamp, &empty);
         merger.summarize(3, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Bitstamp), VenueState::OneSided);
     }
@@ -519,17 +538,14 @@ mod tests {
     #[test]
     fn old_books_are_evicted_as_stale() {
         let mut merger = Consolidation::new(0, 10, VenueId::ALL);
-        merger.apply(VenueId::Binance, &feed(100, 101, 10));
-        merger.apply(VenueId::Bitstamp, &feed(99, 102, 50));
+        merger.apply_venue(VenueId::Binance, &feed(100, 101, 10));
+        merger.apply_venue(VenueId::Bitstamp, &feed(99, 102, 50));
         assert!(!merger.any_stale(10), "none older than 10");
         assert!(merger.any_stale(20));
-        assert_eq!(
-            merger.evict_stale(20).collect::<Vec<_>>(),
-            [VenueId::Binance]
-        );
+        assert_eq!(evicted(&mut merger, 20), [VenueId::Binance]);
         assert!(!merger.any_stale(20), "evicted: no longer merged");
         assert_eq!(
-            merger.evict_stale(20).count(),
+            evicted(&mut merger, 20).len(),
             0,
             "evicting again changes nothing"
         );
@@ -598,8 +614,8 @@ mod tests {
         let mut rates = Consolidation::configured(&config, 0);
         let mut btc = Consolidation::configured(&config, 1);
         let mut summary = Summary::default();
-        btc.apply(VenueId::Kraken, &decimal_feed(&["90000"], &["90001"], 10));
-        btc.apply(
+        btc.apply_venue(VenueId::Kraken, &decimal_feed(&["90000"], &["90001"], 10));
+        btc.apply_venue(
             VenueId::Binance,
             &decimal_feed(&["89990.5", "89990.4"], &["90010"], 20),
         );
@@ -613,8 +629,8 @@ mod tests {
         );
 
         // USDT/USD bid 1.0001 (Kraken, received at 5), ask 1.0003 (Bitstamp, at 7).
-        rates.apply(VenueId::Kraken, &decimal_feed(&["1.0001"], &["1.0004"], 5));
-        rates.apply(VenueId::Bitstamp, &decimal_feed(&["1"], &["1.0003"], 7));
+        rates.apply_venue(VenueId::Kraken, &decimal_feed(&["1.0001"], &["1.0004"], 5));
+        rates.apply_venue(VenueId::Bitstamp, &decimal_feed(&["1"], &["1.0003"], 7));
         rates.summarize(2, &mut Summary::default());
         let rate = rates.rate().expect("both sides");
         assert_eq!((rate.bid, rate.ask), (decimal("1.0001"), decimal("1.0003")));
@@ -644,7 +660,8 @@ mod tests {
                 (usdt("90037.01"), usdt("90010"), VenueId::Binance),
             ]
         );
-        let applied = summary.venue_rate[VenueId::Binance.index()].expect("converted");
+        let applied =
+            summary.source_rate[summary.source_of(VenueId::Binance).unwrap()].expect("converted");
         assert_eq!(applied.rate, Some(rate));
         assert_eq!(
             (
@@ -654,16 +671,19 @@ mod tests {
             ),
             ("USDT", "USDT", "USD")
         );
-        assert_eq!(summary.venue_rate[VenueId::Kraken.index()], None);
+        assert_eq!(
+            summary.source_rate[summary.source_of(VenueId::Kraken).unwrap()],
+            None
+        );
         assert_eq!(summary.currency.map(|c| c.to_string()), Some("USD".into()));
         // Binance's own best stays as it quotes it.
         assert_eq!(
-            summary.venue_best[VenueId::Binance.index()].bid,
+            summary.source_best[summary.source_of(VenueId::Binance).unwrap()].bid,
             Some(decimal("89990.5"))
         );
 
         // The rate's books go stale: no rate, Binance out again.
-        assert_eq!(rates.evict_stale(100).count(), 2);
+        assert_eq!(evicted(&mut rates, 100).len(), 2);
         rates.summarize(4, &mut Summary::default());
         assert_eq!(rates.rate(), None);
         assert!(btc.set_rate(0, rates.rate()));

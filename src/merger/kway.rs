@@ -5,8 +5,9 @@
 //! because a consumer routes an order to a venue, not to a price.
 //!
 //! **Tie-break** between levels, best first: better price; at equal price the larger
-//! amount; at equal price and amount the lower venue id (registry order). The order is
-//! total, so the output is deterministic.
+//! amount; at equal price and amount the lower venue id (registry order), then, between
+//! two books of one venue, the lower source (the instrument's order). The order is total,
+//! so the output is deterministic.
 //!
 //! Two inputs take a two-pointer merge; up to [`SCAN_MAX_INPUTS`] a linear scan of the
 //! heads, which sit in a few cache lines and compare in two integer compares; more take a
@@ -15,15 +16,34 @@
 
 use crate::book::{Level, LevelArray, Side, TopBook};
 use crate::fixed::{FixedPoint, SignedFixed};
-use crate::venue::{MAX_VENUES, VenueId};
+use crate::merger::summary::MAX_SOURCES;
+use crate::venue::VenueId;
 
-/// The most inputs a merge takes (more are left out): room for every venue of an
-/// instrument, which has one input a venue.
+/// The most inputs a merge takes (more are left out): room for every book of an
+/// instrument, which has one input a source.
 pub const MAX_INPUTS: usize = 32;
-const _: () = assert!(MAX_VENUES <= MAX_INPUTS);
+const _: () = assert!(MAX_SOURCES <= MAX_INPUTS);
 
 /// The most inputs merged by a scan of their heads; more take the heap.
 pub const SCAN_MAX_INPUTS: usize = 8;
+
+/// Which book a level comes from: its venue, and its source, the book's place among the
+/// instrument's books (an instrument may take two books of one venue: its spot and its
+/// perpetual). Ordered by venue, then source: the last key of the tie-break.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Origin {
+    pub venue: VenueId,
+    pub source: u8,
+}
+
+impl Default for Origin {
+    fn default() -> Self {
+        Origin {
+            venue: VenueId::ALL[0],
+            source: 0,
+        }
+    }
+}
 
 /// One level of the consolidated book.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,14 +51,23 @@ pub struct MergedLevel {
     pub price: FixedPoint,
     pub amount: FixedPoint,
     pub venue: VenueId,
+    /// The book of the instrument it comes from (an index of `Summary::source_states`).
+    pub source: u8,
 }
 
 impl Default for MergedLevel {
     fn default() -> Self {
+        MergedLevel::new(&Level::default(), Origin::default())
+    }
+}
+
+impl MergedLevel {
+    fn new(level: &Level, origin: Origin) -> MergedLevel {
         MergedLevel {
-            price: FixedPoint::ZERO,
-            amount: FixedPoint::ZERO,
-            venue: VenueId::ALL[0],
+            price: level.price,
+            amount: level.amount,
+            venue: origin.venue,
+            source: origin.source,
         }
     }
 }
@@ -92,21 +121,21 @@ impl MergedBook {
     }
 }
 
-/// One venue's input to a merge.
+/// One book's input to a merge.
 #[derive(Clone, Copy)]
 pub struct VenueBook<'a> {
-    pub venue: VenueId,
+    pub origin: Origin,
     pub book: &'a TopBook,
 }
 
-/// True when `a` (from venue `a_venue`) ranks before `b` (see the tie-break). `BIDS`
-/// selects the side at compile time, keeping the side out of the inner loop.
+/// True when `a` (from `a_origin`) ranks before `b` (see the tie-break). `BIDS` selects
+/// the side at compile time, keeping the side out of the inner loop.
 #[inline(always)]
 fn ranks_before<const BIDS: bool>(
     a: &Level,
-    a_venue: VenueId,
+    a_origin: Origin,
     b: &Level,
-    b_venue: VenueId,
+    b_origin: Origin,
 ) -> bool {
     if a.price != b.price {
         return (a.price > b.price) == BIDS;
@@ -114,7 +143,7 @@ fn ranks_before<const BIDS: bool>(
     if a.amount != b.amount {
         return a.amount > b.amount;
     }
-    a_venue < b_venue
+    a_origin < b_origin
 }
 
 /// Merges one side of every input into `out`, keeping the best `depth` levels.
@@ -132,8 +161,8 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
     if let [first, second] = inputs {
         // Ahead of the scan's 8-slot head table: filling it cost a fifth of `merge_2x10`.
         return merge_two::<BIDS>(
-            (first.book.side(side).as_slice(), first.venue),
-            (second.book.side(side).as_slice(), second.venue),
+            (first.book.side(side).as_slice(), first.origin),
+            (second.book.side(side).as_slice(), second.origin),
             depth,
             out,
         );
@@ -141,14 +170,14 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
     if inputs.len() > SCAN_MAX_INPUTS {
         return merge_heap::<BIDS>(side, &inputs[..inputs.len().min(MAX_INPUTS)], depth, out);
     }
-    // Each venue's remaining levels; a venue drops out of the scan when it runs dry.
-    let mut heads: [(&[Level], VenueId); SCAN_MAX_INPUTS] =
-        [(&[], VenueId::ALL[0]); SCAN_MAX_INPUTS];
+    // Each book's remaining levels; a book drops out of the scan when it runs dry.
+    let mut heads: [(&[Level], Origin); SCAN_MAX_INPUTS] =
+        [(&[], Origin::default()); SCAN_MAX_INPUTS];
     let mut live = 0;
     for input in inputs {
         let levels = input.book.side(side).as_slice();
         if !levels.is_empty() {
-            heads[live] = (levels, input.venue);
+            heads[live] = (levels, input.origin);
             live += 1;
         }
     }
@@ -158,13 +187,13 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
         }
         let mut best = 0;
         for candidate in 1..live {
-            let (levels, venue) = heads[candidate];
-            let (best_levels, best_venue) = heads[best];
-            if ranks_before::<BIDS>(&levels[0], venue, &best_levels[0], best_venue) {
+            let (levels, origin) = heads[candidate];
+            let (best_levels, best_origin) = heads[best];
+            if ranks_before::<BIDS>(&levels[0], origin, &best_levels[0], best_origin) {
                 best = candidate;
             }
         }
-        let (levels, venue) = heads[best];
+        let (levels, origin) = heads[best];
         if levels.len() > 1 {
             heads[best].0 = &levels[1..];
         } else {
@@ -173,26 +202,22 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
             heads.copy_within(best + 1..live, best);
             live -= 1;
         }
-        Some(MergedLevel {
-            price: levels[0].price,
-            amount: levels[0].amount,
-            venue,
-        })
+        Some(MergedLevel::new(&levels[0], origin))
     });
 }
 
-/// A venue's remaining levels in the heap.
+/// A book's remaining levels in the heap.
 #[derive(Clone, Copy)]
 struct Head<'a> {
     levels: &'a [Level],
-    venue: VenueId,
+    origin: Origin,
 }
 
 /// Whether head `a` ranks before head `b`. Heads equal on every key are equal levels of
-/// one venue, the same in the output whichever goes first.
+/// one book, the same in the output whichever goes first.
 #[inline(always)]
 fn head_before<const BIDS: bool>(a: &Head<'_>, b: &Head<'_>) -> bool {
-    ranks_before::<BIDS>(&a.levels[0], a.venue, &b.levels[0], b.venue)
+    ranks_before::<BIDS>(&a.levels[0], a.origin, &b.levels[0], b.origin)
 }
 
 /// Moves the head at `at` down the heap `heads` until neither child ranks before it.
@@ -226,7 +251,7 @@ fn merge_heap<const BIDS: bool>(
 ) {
     let empty = Head {
         levels: &[],
-        venue: VenueId::ALL[0],
+        origin: Origin::default(),
     };
     let mut heads = [empty; MAX_INPUTS];
     let mut live = 0;
@@ -235,7 +260,7 @@ fn merge_heap<const BIDS: bool>(
         if !levels.is_empty() {
             heads[live] = Head {
                 levels,
-                venue: input.venue,
+                origin: input.origin,
             };
             live += 1;
         }
@@ -255,11 +280,7 @@ fn merge_heap<const BIDS: bool>(
             heads[0] = heads[live];
         }
         sift_down::<BIDS>(&mut heads[..live], 0);
-        Some(MergedLevel {
-            price: top.levels[0].price,
-            amount: top.levels[0].amount,
-            venue: top.venue,
-        })
+        Some(MergedLevel::new(&top.levels[0], top.origin))
     });
 }
 
@@ -268,37 +289,33 @@ fn merge_heap<const BIDS: bool>(
 /// scan: `second` goes first only when it ranks strictly before `first`.
 #[inline]
 fn merge_two<const BIDS: bool>(
-    (mut first, first_venue): (&[Level], VenueId),
-    (mut second, second_venue): (&[Level], VenueId),
+    (mut first, first_origin): (&[Level], Origin),
+    (mut second, second_origin): (&[Level], Origin),
     depth: usize,
     out: &mut MergedLevels,
 ) {
     out.fill_from(depth, || {
-        let (level, venue) = match (first.split_first(), second.split_first()) {
+        let (level, origin) = match (first.split_first(), second.split_first()) {
             (Some((a, a_rest)), Some((b, b_rest))) => {
-                if ranks_before::<BIDS>(b, second_venue, a, first_venue) {
+                if ranks_before::<BIDS>(b, second_origin, a, first_origin) {
                     second = b_rest;
-                    (b, second_venue)
+                    (b, second_origin)
                 } else {
                     first = a_rest;
-                    (a, first_venue)
+                    (a, first_origin)
                 }
             }
             (Some((a, a_rest)), None) => {
                 first = a_rest;
-                (a, first_venue)
+                (a, first_origin)
             }
             (None, Some((b, b_rest))) => {
                 second = b_rest;
-                (b, second_venue)
+                (b, second_origin)
             }
             (None, None) => return None,
         };
-        Some(MergedLevel {
-            price: level.price,
-            amount: level.amount,
-            venue,
-        })
+        Some(MergedLevel::new(level, origin))
     });
 }
 
@@ -331,6 +348,10 @@ mod tests {
         Level::from_raw(price, amount)
     }
 
+    fn origin(venue: VenueId, source: u8) -> Origin {
+        Origin { venue, source }
+    }
+
     fn book(bids: &[(u64, u64)], asks: &[(u64, u64)]) -> TopBook {
         let mut book = TopBook::default();
         for &(price, amount) in bids {
@@ -348,11 +369,11 @@ mod tests {
         let bitstamp = book(&[(100, 7), (98, 1)], &[(101, 1), (102, 2)]);
         let inputs = [
             VenueBook {
-                venue: VenueId::Bitstamp,
+                origin: origin(VenueId::Bitstamp, 0),
                 book: &bitstamp,
             },
             VenueBook {
-                venue: VenueId::Binance,
+                origin: origin(VenueId::Binance, 1),
                 book: &binance,
             },
         ];
@@ -404,11 +425,11 @@ mod tests {
             let mut merged = MergedBook::default();
             let inputs = [
                 VenueBook {
-                    venue: VenueId::Binance,
+                    origin: origin(VenueId::Binance, 0),
                     book: binance,
                 },
                 VenueBook {
-                    venue: VenueId::Bitstamp,
+                    origin: origin(VenueId::Bitstamp, 1),
                     book: bitstamp,
                 },
             ];
@@ -434,11 +455,14 @@ mod tests {
         let asks: Vec<(u64, u64)> = (1..=MAX_DEPTH as u64).map(|price| (price, 1)).collect();
         let bids: Vec<(u64, u64)> = asks.iter().rev().copied().collect();
         let full = book(&bids, &asks);
-        let view = |venue| VenueBook { venue, book: &full };
+        let view = |venue, source| VenueBook {
+            origin: origin(venue, source),
+            book: &full,
+        };
         let inputs = [
-            view(VenueId::Binance),
-            view(VenueId::Bitstamp),
-            view(VenueId::Binance),
+            view(VenueId::Binance, 0),
+            view(VenueId::Bitstamp, 1),
+            view(VenueId::Binance, 2),
         ];
         for venues in [2, 3] {
             let mut merged = MergedBook::default();
@@ -451,15 +475,16 @@ mod tests {
         }
     }
 
-    /// The obvious merge: concatenate every (level, venue), sort by the tie-break, take N.
-    fn reference_side(side: Side, inputs: &[(VenueId, TopBook)], depth: usize) -> Vec<MergedLevel> {
+    /// The obvious merge: concatenate every (level, origin), sort by the tie-break, take N.
+    fn reference_side(side: Side, inputs: &[(Origin, TopBook)], depth: usize) -> Vec<MergedLevel> {
         let mut all: Vec<MergedLevel> = inputs
             .iter()
-            .flat_map(|(venue, book)| {
+            .flat_map(|(origin, book)| {
                 book.side(side).as_slice().iter().map(|l| MergedLevel {
                     price: l.price,
                     amount: l.amount,
-                    venue: *venue,
+                    venue: origin.venue,
+                    source: origin.source,
                 })
             })
             .collect();
@@ -471,6 +496,7 @@ mod tests {
             price
                 .then(b.amount.cmp(&a.amount))
                 .then(a.venue.cmp(&b.venue))
+                .then(a.source.cmp(&b.source))
         });
         all.truncate(depth);
         all
@@ -500,20 +526,22 @@ mod tests {
         })
     }
 
-    /// Merges `books` (venue ids in registry order, repeating beyond the registry) and
-    /// compares both sides with the reference.
+    /// Merges `books` (venue ids in registry order, repeating beyond the registry: two
+    /// books of one venue, told apart by their sources) and compares both sides with the
+    /// reference.
     fn check_against_reference(books: Vec<TopBook>, depth: usize) -> Result<(), TestCaseError> {
-        // Only a few venues are registered, so ids repeat beyond them; on a full tie
-        // both the merge and the (stable) reference sort keep input order.
-        let inputs: Vec<(VenueId, TopBook)> = books
+        let inputs: Vec<(Origin, TopBook)> = books
             .into_iter()
             .enumerate()
-            .map(|(index, book)| (VenueId::ALL[index % VenueId::ALL.len()], book))
+            .map(|(index, book)| {
+                let venue = VenueId::ALL[index % VenueId::ALL.len()];
+                (origin(venue, index as u8), book)
+            })
             .collect();
         let views: Vec<VenueBook> = inputs
             .iter()
-            .map(|(venue, book)| VenueBook {
-                venue: *venue,
+            .map(|(origin, book)| VenueBook {
+                origin: *origin,
                 book,
             })
             .collect();

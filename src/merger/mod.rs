@@ -13,10 +13,11 @@ use crate::clock;
 use crate::config::IdleStrategy;
 use crate::feed::handoff::{ReadySet, VenueFeed};
 use crate::mailbox::Receiver;
+use crate::merger::summary::MAX_SOURCES;
 use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
 use crate::publish::SummaryPublisher;
-use crate::venue::{MAX_VENUES, VenueId};
+use crate::venue::VenueId;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -24,8 +25,8 @@ use std::time::Duration;
 /// One instrument as the merger thread sees it.
 pub struct WiredInstrument {
     pub consolidation: Consolidation,
-    /// Each venue's mailbox from its reader.
-    pub inputs: Vec<(VenueId, Receiver<VenueFeed>)>,
+    /// Each source's mailbox from its reader, in source order.
+    pub inputs: Vec<Receiver<VenueFeed>>,
     pub output: SummaryPublisher,
 }
 
@@ -83,8 +84,10 @@ pub struct PublishRecord {
     pub written_ns: u64,
     /// Read once the summary is in the publish slot and the fan-out has been woken.
     pub published_ns: u64,
-    pub venue_sequence: [u64; MAX_VENUES],
-    pub venue_received_ns: [u64; MAX_VENUES],
+    /// Each source's `Summary::source_venues`, `source_sequence` and `source_received_ns`.
+    pub source_venues: [Option<VenueId>; MAX_SOURCES],
+    pub source_sequence: [u64; MAX_SOURCES],
+    pub source_received_ns: [u64; MAX_SOURCES],
 }
 
 /// How often stale venues are looked for. Staleness is measured in seconds; checking
@@ -160,18 +163,20 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
             if pass == Pass::Ages && !instrument.consolidation.any_stale(oldest_ns) {
                 return false;
             }
-            for (venue, input) in &mut instrument.inputs {
+            for (source, input) in instrument.inputs.iter_mut().enumerate() {
                 if input.take_prefetching(bytes_read) {
-                    instrument.consolidation.apply(*venue, input.latest());
+                    instrument.consolidation.apply(source, input.latest());
                     new_book = true;
                 }
             }
             if pass == Pass::Ages {
-                for venue in instrument.consolidation.evict_stale(oldest_ns) {
-                    tracing::warn!(%venue, "book older than the stale age: evicted");
-                    evictions[venue.index()].inc();
-                    evicted = true;
-                }
+                instrument
+                    .consolidation
+                    .evict_stale(oldest_ns, |source, venue| {
+                        tracing::warn!(%venue, source, "book older than the stale age: evicted");
+                        evictions[venue.index()].inc();
+                        evicted = true;
+                    });
             }
             if !(new_book || evicted || pass == Pass::Rate) {
                 return false;
@@ -194,8 +199,9 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                         polled_ns: now,
                         written_ns,
                         published_ns: 0,
-                        venue_sequence: summary.venue_sequence,
-                        venue_received_ns: summary.venue_received_ns,
+                        source_venues: summary.source_venues,
+                        source_sequence: summary.source_sequence,
+                        source_received_ns: summary.source_received_ns,
                     });
                 }
             });

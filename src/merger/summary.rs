@@ -1,12 +1,19 @@
 //! The consolidated `Summary` the merger publishes: one instrument's merged book, stamped
-//! with a sequence number, the publish time, and every venue's state. Plain inline data,
-//! so it can sit in a mailbox slot.
+//! with a sequence number, the publish time, and the state of every book it merges. Plain
+//! inline data, so it can sit in a mailbox slot.
+//!
+//! An instrument's books are its **sources**: one for each (venue, symbol) it takes, in
+//! the configuration's order (`Instrument::symbols`). A venue is usually one source; an
+//! instrument that takes a venue's spot pair and its perpetual has two of that venue.
 
 use crate::book::Side;
 use crate::fixed::FixedPoint;
 use crate::merger::kway::MergedBook;
 use crate::units::{Currency, NativePrices, Rate};
-use crate::venue::{MAX_VENUES, VenueId};
+use crate::venue::VenueId;
+
+/// The most books one instrument merges (`instruments[].symbols`, counted per symbol).
+pub const MAX_SOURCES: usize = 24;
 
 /// Where a venue stands for one instrument. Only `Synced` venues are in the merged book.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -70,24 +77,26 @@ pub struct Summary {
     /// `clock::monotonic_ns`): the start of the frame-to-publish latency.
     pub received_ns: u64,
     pub book: MergedBook,
-    /// Indexed by `VenueId::index()`.
-    pub venues: [VenueState; MAX_VENUES],
-    /// When each venue's latest book was received (monotonic ns; 0 before the first).
-    pub venue_received_ns: [u64; MAX_VENUES],
-    /// Each venue's sequence (update id or timestamp, as the venue numbers its books) of
-    /// its latest book: which frame of each venue this summary contains.
-    pub venue_sequence: [u64; MAX_VENUES],
-    /// Each venue's own best prices in its latest book, merged or not (a venue left out
+    /// Each source's state (`Absent` past the instrument's sources), indexed by source.
+    pub source_states: [VenueState; MAX_SOURCES],
+    /// Each source's venue (`None` past the instrument's sources).
+    pub source_venues: [Option<VenueId>; MAX_SOURCES],
+    /// When each source's latest book was received (monotonic ns; 0 before the first).
+    pub source_received_ns: [u64; MAX_SOURCES],
+    /// Each source's sequence (update id or timestamp, as the venue numbers its books) of
+    /// its latest book: which frame of each book this summary contains.
+    pub source_sequence: [u64; MAX_SOURCES],
+    /// Each source's own best prices in its latest book, merged or not (a book left out
     /// shows where it stands), as the venue quotes them.
-    pub venue_best: [BestPrices; MAX_VENUES],
+    pub source_best: [BestPrices; MAX_SOURCES],
     /// The currency the book's prices are in, where the instrument states one.
     pub currency: Option<Currency>,
     /// What the book's amounts are counted in: the base coin, or the currency where the
     /// instrument counts notionals (`unit = "quote"`); `None` where its name does not say.
     pub amount_unit: Option<Currency>,
-    /// For each venue quoted in another currency: that currency and the rate its book
+    /// For each source quoted in another currency: that currency and the rate its book
     /// was converted at (`None`: not converted).
-    pub venue_rate: [Option<AppliedRate>; MAX_VENUES],
+    pub source_rate: [Option<AppliedRate>; MAX_SOURCES],
     /// Each merged level's price as its venue quotes it, by side and position: written
     /// only by an instrument that converts a venue, read through `native_price` (the merge
     /// itself, and an instrument that converts nothing, never touch it).
@@ -126,13 +135,14 @@ impl Summary {
             published_monotonic_ns,
             received_ns,
             book,
-            venues,
-            venue_received_ns,
-            venue_sequence,
-            venue_best,
+            source_states,
+            source_venues,
+            source_received_ns,
+            source_sequence,
+            source_best,
             currency,
             amount_unit,
-            venue_rate,
+            source_rate,
             native_prices: _, // what `native_price` reads of it is always written first
         } = self;
         *instrument = 0;
@@ -142,20 +152,21 @@ impl Summary {
         *published_monotonic_ns = 0;
         *received_ns = 0;
         book.clear_writing(depth);
-        *venues = [VenueState::default(); MAX_VENUES];
-        *venue_received_ns = [0; MAX_VENUES];
-        *venue_sequence = [0; MAX_VENUES];
-        *venue_best = [BestPrices::default(); MAX_VENUES];
+        *source_states = [VenueState::default(); MAX_SOURCES];
+        *source_venues = [None; MAX_SOURCES];
+        *source_received_ns = [0; MAX_SOURCES];
+        *source_sequence = [0; MAX_SOURCES];
+        *source_best = [BestPrices::default(); MAX_SOURCES];
         *currency = None;
         *amount_unit = None;
-        *venue_rate = [None; MAX_VENUES];
+        *source_rate = [None; MAX_SOURCES];
     }
 
     /// The native price of the `index`-th level of `side`, where its venue's book was
     /// converted from another currency.
     pub fn native_price(&self, side: Side, index: usize) -> Option<FixedPoint> {
         let level = self.book.side(side).as_slice().get(index)?;
-        self.venue_rate[level.venue.index()]?;
+        self.source_rate[usize::from(level.source)]?;
         Some(self.native_prices.side(side)[index])
     }
 
@@ -168,16 +179,39 @@ impl Summary {
         }
     }
 
-    pub fn venue_state(&self, venue: VenueId) -> VenueState {
-        self.venues[venue.index()]
+    /// The instrument's sources: (source, its venue, its state), in the instrument's
+    /// order.
+    pub fn sources(&self) -> impl Iterator<Item = (usize, VenueId, VenueState)> + '_ {
+        (0..MAX_SOURCES).filter_map(|source| {
+            let venue = self.source_venues[source]?;
+            Some((source, venue, self.source_states[source]))
+        })
     }
 
-    /// The configured venues with their states, in registry order.
-    pub fn venue_states(&self) -> impl Iterator<Item = (VenueId, VenueState)> + '_ {
-        VenueId::ALL
-            .iter()
-            .map(|&venue| (venue, self.venue_state(venue)))
-            .filter(|&(_, state)| state != VenueState::Absent)
+    /// The first of `venue`'s sources (its only one, unless the instrument takes two of
+    /// its books).
+    pub fn source_of(&self, venue: VenueId) -> Option<usize> {
+        self.sources()
+            .find_map(|(source, of, _)| (of == venue).then_some(source))
+    }
+
+    /// The state of `venue`'s first source; `Absent` where the instrument has none.
+    pub fn venue_state(&self, venue: VenueId) -> VenueState {
+        self.source_of(venue)
+            .map_or(VenueState::Absent, |source| self.source_states[source])
+    }
+
+    /// The sequence of `venue`'s first source (`source_sequence`; 0 where it has none).
+    pub fn venue_sequence(&self, venue: VenueId) -> u64 {
+        self.source_of(venue)
+            .map_or(0, |source| self.source_sequence[source])
+    }
+
+    /// When `venue`'s first source's book was received (`source_received_ns`; 0 where it
+    /// has none).
+    pub fn venue_received_ns(&self, venue: VenueId) -> u64 {
+        self.source_of(venue)
+            .map_or(0, |source| self.source_received_ns[source])
     }
 }
 
@@ -193,6 +227,7 @@ mod tests {
             price: FixedPoint::from_raw(raw),
             amount: FixedPoint::from_raw(raw),
             venue: VenueId::Bitstamp,
+            source: 1,
         };
         let mut summary = Summary {
             instrument: 1,
@@ -201,16 +236,17 @@ mod tests {
             polled_monotonic_ns: 4,
             published_monotonic_ns: 4,
             received_ns: 5,
-            venues: [VenueState::Synced; MAX_VENUES],
-            venue_received_ns: [6; MAX_VENUES],
-            venue_sequence: [7; MAX_VENUES],
-            venue_best: [BestPrices {
+            source_states: [VenueState::Synced; MAX_SOURCES],
+            source_venues: [Some(VenueId::Bitstamp); MAX_SOURCES],
+            source_received_ns: [6; MAX_SOURCES],
+            source_sequence: [7; MAX_SOURCES],
+            source_best: [BestPrices {
                 bid: Some(FixedPoint::from_raw(8)),
                 ask: None,
-            }; MAX_VENUES],
+            }; MAX_SOURCES],
             currency: crate::units::Currency::parse("USD"),
             amount_unit: crate::units::Currency::parse("BTC"),
-            venue_rate: [Some(AppliedRate::default()); MAX_VENUES],
+            source_rate: [Some(AppliedRate::default()); MAX_SOURCES],
             ..Summary::default()
         };
         for raw in 1..=3 {

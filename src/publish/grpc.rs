@@ -160,10 +160,11 @@ impl OrderbookAggregator for Aggregator {
         _: Request<proto::Empty>,
     ) -> Result<Response<Self::BookSummaryStream>, Status> {
         let slot = self.clients.admit()?;
+        let instrument = self.config.instruments[0].clone();
         Ok(Response::new(stream_of(
             self.summaries[0].clone(),
             slot,
-            proto::legacy_summary,
+            move |summary| proto::legacy_summary(&instrument, summary),
         )))
     }
 
@@ -181,10 +182,10 @@ impl OrderbookAggregator for Aggregator {
                 .position(|instrument| instrument.name == wanted)
                 .ok_or_else(|| Status::not_found(unknown_instrument(&wanted)))?
         };
-        let name = self.config.instruments[index].name.clone();
+        let instrument = self.config.instruments[index].clone();
         let slot = self.clients.admit()?;
         let stream = stream_of(self.summaries[index].clone(), slot, move |summary| {
-            proto::exact_summary(&name, summary)
+            proto::exact_summary(&instrument, summary)
         });
         Ok(Response::new(stream))
     }

@@ -53,26 +53,17 @@ pub fn health_report(
     let mut body = serde_json::Map::new();
     for (instrument, latest) in config.instruments.iter().zip(summaries) {
         let summary = latest.borrow();
-        let venues: Vec<VenueState> = instrument
-            .symbols
-            .iter()
-            .map(|(venue, _)| summary.venue_state(*venue))
-            .collect();
+        let venues = &summary.source_states[..instrument.symbols.len()];
         let detail = instrument
-            .symbols
+            .source_names
             .iter()
-            .zip(&venues)
-            .map(|((venue, _), state)| {
-                (
-                    venue.name().to_owned(),
-                    serde_json::Value::from(state.name()),
-                )
-            });
+            .zip(venues)
+            .map(|(name, state)| (name.clone(), serde_json::Value::from(state.name())));
         body.insert(
             instrument.name.clone(),
             serde_json::Value::Object(detail.collect()),
         );
-        states.push(venues);
+        states.push(venues.to_vec());
     }
     let health = health_of(states.iter().map(Vec::as_slice));
     let body = serde_json::json!({"status": health.word(), "instruments": body});

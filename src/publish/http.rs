@@ -42,8 +42,11 @@ pub async fn serve(
         .route("/metrics", get(metrics_text))
         .route("/health", get(health));
     if let Some(web) = config.web {
-        let names = config.instruments.iter().map(|i| i.name.clone()).collect();
-        let books = crate::publish::web::Books::new(names, summaries.clone(), web.interval);
+        let books = crate::publish::web::Books::new(
+            config.instruments.clone(),
+            summaries.clone(),
+            web.interval,
+        );
         app = app.merge(crate::publish::web::routes(books));
     }
     let app = app.with_state(Shared {
@@ -103,8 +106,8 @@ fn update_book_ages(
     let now = clock::monotonic_ns();
     for (instrument, latest) in config.instruments.iter().zip(summaries) {
         let summary = latest.borrow();
-        for (venue, _) in &instrument.symbols {
-            let received = summary.venue_received_ns[venue.index()];
+        for (source, name) in instrument.source_names.iter().enumerate() {
+            let received = summary.source_received_ns[source];
             let age = if received == 0 {
                 f64::NAN
             } else {
@@ -112,7 +115,7 @@ fn update_book_ages(
             };
             metrics
                 .book_age_seconds
-                .with_label_values(&[venue.name(), &instrument.name])
+                .with_label_values(&[name, &instrument.name])
                 .set(age);
         }
     }

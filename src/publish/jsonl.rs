@@ -7,7 +7,9 @@
 //!  "amount_unit":"ETH"}
 //! ```
 //! (one line on the wire). `spread` is `null` while either side is empty, and negative
-//! when the consolidated book is crossed.
+//! when the consolidated book is crossed. A book is named by its venue, or by
+//! `venue:symbol` where the instrument takes several books of one venue
+//! (`"okx:BTC-USDT-SWAP"`, `Instrument::source_names`).
 //!
 //! `"amount_unit"` says what the amounts count, where the instrument's name or unit says:
 //! its base coin (`"ETH"`), or its currency where it counts notionals (`unit = "quote"`).
@@ -23,30 +25,35 @@
 //! ```
 
 use crate::book::Side;
+use crate::config::Instrument;
 use crate::merger::summary::Summary;
-use crate::venue::VenueId;
 use std::io::{self, Write};
 
-/// Writes `summary` as one JSON line. Instrument names are validated at configuration
-/// time to need no escaping.
-pub fn write_summary(out: &mut impl Write, instrument: &str, summary: &Summary) -> io::Result<()> {
+/// Writes `summary`, a summary of `instrument`, as one JSON line. Instrument names and
+/// symbols are validated at configuration time to need no escaping.
+pub fn write_summary(
+    out: &mut impl Write,
+    instrument: &Instrument,
+    summary: &Summary,
+) -> io::Result<()> {
+    let names = &instrument.source_names;
     write!(
         out,
-        r#"{{"instrument":"{instrument}","seq":{},"ts_ns":{},"spread":"#,
-        summary.sequence, summary.published_ns
+        r#"{{"instrument":"{}","seq":{},"ts_ns":{},"spread":"#,
+        instrument.name, summary.sequence, summary.published_ns
     )?;
     match summary.book.spread {
         Some(spread) => write!(out, "\"{spread}\"")?,
         None => out.write_all(b"null")?,
     }
     out.write_all(br#","bids":"#)?;
-    write_levels(out, summary, Side::Bid)?;
+    write_levels(out, names, summary, Side::Bid)?;
     out.write_all(br#","asks":"#)?;
-    write_levels(out, summary, Side::Ask)?;
+    write_levels(out, names, summary, Side::Ask)?;
     out.write_all(br#","venues":{"#)?;
-    for (index, (venue, state)) in summary.venue_states().enumerate() {
+    for (index, (source, _, state)) in summary.sources().enumerate() {
         let separator = if index == 0 { "" } else { "," };
-        write!(out, r#"{separator}"{venue}":"{}""#, state.name())?;
+        write!(out, r#"{separator}"{}":"{}""#, names[source], state.name())?;
     }
     out.write_all(b"}")?;
     if let Some(currency) = summary.currency {
@@ -55,17 +62,17 @@ pub fn write_summary(out: &mut impl Write, instrument: &str, summary: &Summary) 
     if let Some(unit) = summary.amount_unit {
         write!(out, r#","amount_unit":"{unit}""#)?;
     }
-    let converted = VenueId::ALL
-        .iter()
-        .filter_map(|&venue| Some((venue, summary.venue_rate[venue.index()]?)));
+    let converted = summary
+        .sources()
+        .filter_map(|(source, _, _)| Some((source, summary.source_rate[source]?)));
     let mut written = 0;
-    for (venue, applied) in converted {
+    for (source, applied) in converted {
         let opening = if written == 0 { r#","rates":{"# } else { "," };
         written += 1;
         write!(
             out,
-            r#"{opening}"{venue}":{{"currency":"{}","pair":"{}/{}","#,
-            applied.native, applied.base, applied.quote
+            r#"{opening}"{}":{{"currency":"{}","pair":"{}/{}","#,
+            names[source], applied.native, applied.base, applied.quote
         )?;
         match applied.rate {
             Some(rate) => write!(
@@ -84,14 +91,21 @@ pub fn write_summary(out: &mut impl Write, instrument: &str, summary: &Summary) 
     out.write_all(b"}\n")
 }
 
-fn write_levels(out: &mut impl Write, summary: &Summary, side: Side) -> io::Result<()> {
+fn write_levels(
+    out: &mut impl Write,
+    names: &[String],
+    summary: &Summary,
+    side: Side,
+) -> io::Result<()> {
     out.write_all(b"[")?;
     for (index, level) in summary.book.side(side).as_slice().iter().enumerate() {
         let separator = if index == 0 { "" } else { "," };
         write!(
             out,
             r#"{separator}{{"exchange":"{}","price":"{}","amount":"{}""#,
-            level.venue, level.price, level.amount
+            names[usize::from(level.source)],
+            level.price,
+            level.amount
         )?;
         if let Some(native) = summary.native_price(side, index) {
             write!(out, r#","native_price":"{native}""#)?;
@@ -118,7 +132,7 @@ pub async fn write_to_stdout(
         for (instrument, latest) in config.instruments.iter().zip(&mut summaries) {
             if latest.has_changed().unwrap_or(false) {
                 let summary = latest.borrow_and_update().clone();
-                write_summary(&mut lines, &instrument.name, &summary)
+                write_summary(&mut lines, instrument, &summary)
                     .expect("writing to a Vec cannot fail");
             }
         }
@@ -136,6 +150,7 @@ mod tests {
     use crate::merger::kway::MergedLevel;
     use crate::merger::summary::{AppliedRate, VenueState};
     use crate::units::{Currency, Rate};
+    use crate::venue::VenueId;
 
     fn decimal(text: &str) -> FixedPoint {
         text.parse().expect("a decimal")
@@ -152,9 +167,20 @@ mod tests {
             amount_unit: Some(currency("BTC")),
             ..Summary::default()
         };
-        summary.venues[VenueId::Binance.index()] = VenueState::Synced;
-        summary.venues[VenueId::Kraken.index()] = VenueState::Synced;
-        summary.venues[VenueId::Okx.index()] = VenueState::NoRate;
+        let instrument = Instrument::of_books(
+            "BTC/USD",
+            &[
+                (VenueId::Binance, "BTCUSDT"),
+                (VenueId::Kraken, "XBT/USD"),
+                (VenueId::Okx, "BTC-USDC"),
+                (VenueId::Okx, "BTC-USDC-SWAP"),
+            ],
+        );
+        for (source, (venue, _)) in instrument.symbols.iter().enumerate() {
+            summary.source_venues[source] = Some(*venue);
+            summary.source_states[source] = VenueState::Synced;
+        }
+        summary.source_states[2] = VenueState::NoRate;
         let applied = |native, rate| AppliedRate {
             native: currency(native),
             base: currency(native),
@@ -166,21 +192,24 @@ mod tests {
             ask: decimal("1.0003"),
             received_ns: 1_000,
         };
-        summary.venue_rate[VenueId::Binance.index()] = Some(applied("USDT", Some(rate)));
-        summary.venue_rate[VenueId::Okx.index()] = Some(applied("USDC", None));
+        summary.source_rate[0] = Some(applied("USDT", Some(rate)));
+        summary.source_rate[2] = Some(applied("USDC", None));
+        summary.source_rate[3] = Some(applied("USDC", None));
         summary.book.bids.push(MergedLevel {
             price: decimal("90000"),
             amount: decimal("1"),
             venue: VenueId::Kraken,
+            source: 1,
         });
         summary.book.bids.push(MergedLevel {
             price: decimal("89999.49"),
             amount: decimal("2"),
             venue: VenueId::Binance,
+            source: 0,
         });
         summary.native_prices.bids[..2].copy_from_slice(&[decimal("90000"), decimal("89990.5")]);
         let mut line = Vec::new();
-        write_summary(&mut line, "BTC/USD", &summary).expect("a Vec");
+        write_summary(&mut line, &instrument, &summary).expect("a Vec");
         let value: serde_json::Value = serde_json::from_slice(&line).expect("JSON");
         assert_eq!(value["currency"], "USD");
         assert_eq!(value["amount_unit"], "BTC");
@@ -196,11 +225,15 @@ mod tests {
             serde_json::json!({
                 "binance": {"currency": "USDT", "pair": "USDT/USD", "bid": "1.00010000",
                             "ask": "1.00030000", "age_ns": 4000},
-                "okx": {"currency": "USDC", "pair": "USDC/USD", "bid": null, "ask": null,
-                        "age_ns": null},
+                "okx:BTC-USDC": {"currency": "USDC", "pair": "USDC/USD", "bid": null,
+                                 "ask": null, "age_ns": null},
+                "okx:BTC-USDC-SWAP": {"currency": "USDC", "pair": "USDC/USD", "bid": null,
+                                      "ask": null, "age_ns": null},
             })
         );
-        assert_eq!(value["venues"]["okx"], "no-rate");
+        assert_eq!(value["venues"]["okx:BTC-USDC"], "no-rate");
+        assert_eq!(value["venues"]["okx:BTC-USDC-SWAP"], "synced");
+        assert_eq!(value["bids"][0]["exchange"], "kraken");
         assert!(line.ends_with(b"}\n"));
     }
 }

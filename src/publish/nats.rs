@@ -11,7 +11,7 @@
 //! (the fan-out coalesces summaries that come faster than it wakes; a full client buffer,
 //! behind a slow server, makes the task wait) are counted as skipped.
 
-use crate::config::{Config, NatsConfig, NatsFormat};
+use crate::config::{Config, Instrument, NatsConfig, NatsFormat};
 use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
 use async_nats::connection::State;
@@ -81,8 +81,8 @@ pub async fn run(
             metrics: Arc::clone(&metrics),
             format: nats.format,
         };
-        let name = instrument.name.clone();
-        publishers.spawn(async move { publisher.follow(subject, name, latest).await });
+        let instrument = instrument.clone();
+        publishers.spawn(async move { publisher.follow(subject, instrument, latest).await });
     }
     publishers.spawn(publish_health(client, nats, config, summaries, metrics));
     while publishers.join_next().await.is_some() {}
@@ -114,7 +114,7 @@ impl Publisher {
     async fn follow(
         self,
         subject: String,
-        instrument: String,
+        instrument: Instrument,
         mut latest: watch::Receiver<Arc<Summary>>,
     ) {
         let mut last_sequence = None;
@@ -158,7 +158,7 @@ impl Publisher {
 }
 
 /// `summary` as `format` writes it.
-pub fn encode(format: NatsFormat, instrument: &str, summary: &Summary, out: &mut Vec<u8>) {
+pub fn encode(format: NatsFormat, instrument: &Instrument, summary: &Summary, out: &mut Vec<u8>) {
     match format {
         NatsFormat::Protobuf => {
             let message = super::proto::exact_summary(instrument, summary);

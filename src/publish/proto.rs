@@ -3,6 +3,7 @@
 //! `watch` viewer, which is the server's client; and a [`summary::Summary`]'s messages.
 
 use crate::book::Side;
+use crate::config::Instrument;
 use crate::fixed::FixedPoint;
 use crate::merger::kway::MergedLevel;
 use crate::merger::summary;
@@ -13,22 +14,22 @@ tonic::include_proto!("orderbook");
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/orderbook_descriptor.bin"));
 
-fn legacy_levels(levels: &[MergedLevel]) -> Vec<Level> {
+fn legacy_levels(names: &[String], levels: &[MergedLevel]) -> Vec<Level> {
     levels
         .iter()
         .map(|level| Level {
-            exchange: level.venue.name().to_owned(),
+            exchange: names[usize::from(level.source)].clone(),
             price: level.price.to_f64(),
             amount: level.amount.to_f64(),
         })
         .collect()
 }
 
-fn exact_levels(summary: &summary::Summary, side: Side) -> Vec<ExactLevel> {
+fn exact_levels(names: &[String], summary: &summary::Summary, side: Side) -> Vec<ExactLevel> {
     let levels = summary.book.side(side).as_slice().iter().enumerate();
     levels
         .map(|(at, level)| ExactLevel {
-            exchange: level.venue.name().to_owned(),
+            exchange: names[usize::from(level.source)].clone(),
             price: level.price.to_string(),
             amount: level.amount.to_string(),
             native_price: summary
@@ -39,18 +40,23 @@ fn exact_levels(summary: &summary::Summary, side: Side) -> Vec<ExactLevel> {
         .collect()
 }
 
-/// The legacy message: doubles. The spread of an empty side is 0.
-pub fn legacy_summary(summary: &summary::Summary) -> Summary {
+/// The legacy message of `summary`, a summary of `instrument`: doubles. The spread of an
+/// empty side is 0. A level's `exchange` is its book's name (`Instrument::source_names`).
+pub fn legacy_summary(instrument: &Instrument, summary: &summary::Summary) -> Summary {
+    let names = &instrument.source_names;
     Summary {
         spread: summary.book.spread.map_or(0.0, |spread| spread.to_f64()),
-        bids: legacy_levels(summary.book.bids.as_slice()),
-        asks: legacy_levels(summary.book.asks.as_slice()),
+        bids: legacy_levels(names, summary.book.bids.as_slice()),
+        asks: legacy_levels(names, summary.book.asks.as_slice()),
     }
 }
 
-pub fn exact_summary(instrument: &str, summary: &summary::Summary) -> ExactSummary {
+/// `summary`, a summary of `instrument`, exactly. Its books are named as the
+/// instrument names them (`Instrument::source_names`).
+pub fn exact_summary(instrument: &Instrument, summary: &summary::Summary) -> ExactSummary {
+    let names = &instrument.source_names;
     ExactSummary {
-        instrument: instrument.to_owned(),
+        instrument: instrument.name.clone(),
         seq: summary.sequence,
         ts_ns: summary.published_ns,
         spread: summary
@@ -58,8 +64,8 @@ pub fn exact_summary(instrument: &str, summary: &summary::Summary) -> ExactSumma
             .spread
             .map(|spread| spread.to_string())
             .unwrap_or_default(),
-        bids: exact_levels(summary, Side::Bid),
-        asks: exact_levels(summary, Side::Ask),
+        bids: exact_levels(names, summary, Side::Bid),
+        asks: exact_levels(names, summary, Side::Ask),
         currency: summary
             .currency
             .map(|currency| currency.to_string())
@@ -69,20 +75,20 @@ pub fn exact_summary(instrument: &str, summary: &summary::Summary) -> ExactSumma
             .map(|unit| unit.to_string())
             .unwrap_or_default(),
         venues: summary
-            .venue_states()
-            .map(|(venue, state)| (venue.name().to_owned(), state.name().to_owned()))
+            .sources()
+            .map(|(source, _, state)| (names[source].clone(), state.name().to_owned()))
             .collect(),
         venue_quotes: summary
-            .venue_states()
-            .map(|(venue, state)| {
-                let best = summary.venue_best[venue.index()];
-                let received = summary.venue_received_ns[venue.index()];
+            .sources()
+            .map(|(source, _, state)| {
+                let best = summary.source_best[source];
+                let received = summary.source_received_ns[source];
                 let exact = |price: Option<FixedPoint>| price.map(|p| p.to_string());
-                let applied = summary.venue_rate[venue.index()];
+                let applied = summary.source_rate[source];
                 let rate = applied.and_then(|applied| applied.rate);
                 let currency = applied.map(|applied| applied.native).or(summary.currency);
                 VenueQuote {
-                    exchange: venue.name().to_owned(),
+                    exchange: names[source].clone(),
                     state: state.name().to_owned(),
                     best_bid: exact(best.bid).unwrap_or_default(),
                     best_ask: exact(best.ask).unwrap_or_default(),
@@ -118,8 +124,10 @@ mod tests {
             amount_unit: Some(code("USD")),
             ..summary::Summary::default()
         };
-        summary.venues[VenueId::Binance.index()] = summary::VenueState::Synced;
-        summary.venue_rate[VenueId::Binance.index()] = Some(AppliedRate {
+        let instrument = Instrument::of_books("BTC/USD-notional", &[(VenueId::Binance, "BTCUSDT")]);
+        summary.source_venues[0] = Some(VenueId::Binance);
+        summary.source_states[0] = summary::VenueState::Synced;
+        summary.source_rate[0] = Some(AppliedRate {
             native: code("USDT"),
             base: code("USDT"),
             quote: code("USD"),
@@ -129,9 +137,10 @@ mod tests {
             price: decimal("90018"),
             amount: decimal("90018"),
             venue: VenueId::Binance,
+            source: 0,
         });
         summary.native_prices.bids[0] = decimal("90000");
-        let exact = exact_summary("BTC/USD-notional", &summary);
+        let exact = exact_summary(&instrument, &summary);
         assert_eq!(
             (exact.currency.as_str(), exact.amount_unit.as_str()),
             ("USD", "USD")

@@ -233,15 +233,22 @@ pub fn replay_diff(
                     contract_size: None,
                 })
                 .collect();
-            let instruments = books
+            // A book's source: its place among the plan's books of its instrument, as
+            // its consolidation above was made.
+            let sources = books
                 .iter()
-                .map(|&book| plan.books[book].instrument)
+                .map(|&book| {
+                    let instrument = plan.books[book].instrument;
+                    let before = plan.books[..book].iter();
+                    let source = before.filter(|b| b.instrument == instrument).count();
+                    (instrument, source)
+                })
                 .collect();
             RecordingCore {
                 core: FeedCore::new(recording.venue, depth, streams, Some(&settings), 0),
                 stats: vec![DiffStats::default(); books.len()],
                 books,
-                instruments,
+                sources,
             }
         })
         .collect();
@@ -254,12 +261,12 @@ pub fn replay_diff(
         let RecordingCore {
             core,
             books,
-            instruments,
+            sources,
             stats,
         } = &mut cores[recording];
         let mut outlet = ReplayOutlet {
             venue,
-            instruments,
+            books: sources,
             consolidations: &mut consolidations,
             received_ns,
             emit: &mut emit,
@@ -301,11 +308,11 @@ pub fn replay_diff(
 }
 
 /// One recording's core in a diff replay, and per stream of it: its book in the plan, its
-/// instrument, its statistics.
+/// instrument and source there, its statistics.
 struct RecordingCore {
     core: FeedCore,
     books: Vec<usize>,
-    instruments: Vec<usize>,
+    sources: Vec<(usize, usize)>,
     stats: Vec<DiffStats>,
 }
 

@@ -213,7 +213,7 @@ pub fn replay(
         stats.frames += 1;
         let mut outlet = ReplayOutlet {
             venue: *venue,
-            instruments: &[0],
+            books: &[(0, input)],
             consolidations: &mut consolidations,
             received_ns,
             emit: &mut |_, summary: &Summary| emit(summary),
@@ -259,8 +259,8 @@ struct Tally {
 /// once (`emit`), as the merger thread would.
 struct ReplayOutlet<'a> {
     venue: VenueId,
-    /// Per stream of the core, its instrument.
-    instruments: &'a [usize],
+    /// Per stream of the core, the book it feeds: (instrument, source).
+    books: &'a [(usize, usize)],
     consolidations: &'a mut [Consolidation],
     /// The instruments whose venues convert through another's book.
     rate_links: &'a RateLinks,
@@ -281,10 +281,10 @@ impl FeedOutput for ReplayOutlet<'_> {
         if feed.state == VenueState::Synced {
             self.tally.books += 1;
         }
-        let instrument = self.instruments[stream];
+        let (instrument, source) = self.books[stream];
         (self.on_feed)(instrument, self.venue, &feed);
         let merger = &mut self.consolidations[instrument];
-        merger.apply(self.venue, &feed);
+        merger.apply(source, &feed);
         let mut summary = Summary::default();
         merger.summarize(self.received_ns, &mut summary);
         self.tally.summaries += 1;

@@ -75,9 +75,13 @@ pub fn replay_recording(
             .first()
             .map_or(0, |event| event.received_ns);
         let core = FeedCore::new(venue, config.depth, streams, diff, first_ns);
-        let instruments: Vec<usize> = planned.streams.iter().map(|s| s.instrument).collect();
+        let books: Vec<(usize, usize)> = planned
+            .streams
+            .iter()
+            .map(|s| (s.instrument, s.source))
+            .collect();
         let symbols: Vec<&str> = planned.streams.iter().map(|s| s.symbol.as_str()).collect();
-        cores.push((core, instruments, symbols));
+        cores.push((core, books, symbols));
     }
     let mut tally = Tally::default();
     let mut events = 0;
@@ -88,10 +92,10 @@ pub fn replay_recording(
         }
         events += 1;
         let venue = recordings[recording].venue;
-        let (core, instruments, symbols) = &mut cores[recording];
+        let (core, books, symbols) = &mut cores[recording];
         let mut outlet = ReplayOutlet {
             venue,
-            instruments,
+            books,
             consolidations: &mut consolidations,
             received_ns,
             emit: &mut |_, summary: &Summary| emit(summary),

@@ -527,8 +527,8 @@ impl Simulator {
             let Some(price) = price_of(&instrument.name) else {
                 continue;
             };
-            for (venue, symbol) in &instrument.symbols {
-                let conversion = instrument.conversions.iter().find(|c| c.venue == *venue);
+            for (source, (venue, symbol)) in instrument.symbols.iter().enumerate() {
+                let conversion = instrument.conversions.iter().find(|c| c.source == source);
                 let native = conversion.and_then(|conversion| {
                     let rate = match config.rates[conversion.rate?].from {
                         RateFrom::Fixed(rate) => rate,
@@ -545,7 +545,7 @@ impl Simulator {
                         .map(crate::fixed::FixedPoint::from_raw)
                 });
                 let mut grid = PriceGrid::around(native.unwrap_or(price));
-                if let Some(size) = instrument.contract_size(*venue) {
+                if let Some(size) = instrument.contract_size(source) {
                     grid = match venue.streams().inverse(symbol) {
                         true => grid.in_contracts_of(size),
                         false => grid.in_linear_contracts_of(size),

@@ -42,10 +42,18 @@ impl TestConfig {
     pub fn instrument(mut self, name: &str, symbols: &[(VenueId, &str)]) -> Self {
         let mut instrument = Table::new();
         instrument.insert("name".into(), name.into());
-        let symbols: Table = symbols
-            .iter()
-            .map(|&(venue, symbol)| (venue.name().to_owned(), Value::from(symbol)))
-            .collect();
+        // A venue of several books: its symbols as an array.
+        let mut by_venue = Table::new();
+        for &(venue, symbol) in symbols {
+            match by_venue.get_mut(venue.name()) {
+                None => {
+                    by_venue.insert(venue.name().to_owned(), Value::from(symbol));
+                }
+                Some(Value::Array(more)) => more.push(symbol.into()),
+                Some(one) => *one = Value::Array(vec![one.clone(), symbol.into()]),
+            }
+        }
+        let symbols = by_venue;
         instrument.insert("symbols".into(), Value::Table(symbols));
         let instruments = self
             .table

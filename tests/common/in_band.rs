@@ -452,7 +452,9 @@ impl Harness {
             };
             // The venue's book at the summary's sequence where the history numbers its
             // books as the feed does; else any book the venue had.
-            let sequence = summary.venue_sequence[self.venue.index()];
+            let sequence = summary.source_sequence[summary
+                .source_of(self.venue)
+                .expect("a venue of the instrument")];
             let is = |truth: &TopBook| side(&truth.bids) == bids && side(&truth.asks) == asks;
             let verdict = self.with_true_books(|truths| {
                 if truths.is_empty() {

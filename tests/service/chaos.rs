@@ -106,7 +106,7 @@ impl Chaos {
         assert!(
             found,
             "{what}: not within {WAIT:?}; last states {:?}",
-            summaries.borrow().venues
+            summaries.borrow().source_states
         );
     }
 
@@ -447,7 +447,7 @@ async fn a_venue_clock_that_jumps_back_is_followed_after_three_books() {
     chaos.simulator.set_clock_offset(BITSTAMP, hour_us);
     chaos
         .wait_for("books an hour ahead", |summary| {
-            summary.venue_sequence[BITSTAMP.index()] > hour_us
+            summary.venue_sequence(BITSTAMP) > hour_us
         })
         .await;
     chaos.simulator.set_clock_offset(BITSTAMP, 0);
@@ -459,7 +459,7 @@ async fn a_venue_clock_that_jumps_back_is_followed_after_three_books() {
         .await;
     chaos
         .wait_for("books back on the true clock", |summary| {
-            summary.venue_sequence[BITSTAMP.index()] < hour_us
+            summary.venue_sequence(BITSTAMP) < hour_us
                 && summary.venue_state(BITSTAMP) == VenueState::Synced
         })
         .await;
@@ -477,16 +477,12 @@ async fn a_quiet_market_that_repeats_its_book_stays_live() {
     chaos.simulator.quiet_market(BINANCE, true);
     let repeated = r#"orderbook_books_repeated_total{exchange="binance"}"#;
     chaos.counted(repeated, 1.0).await;
-    let held = chaos.summaries().borrow().venue_sequence[BINANCE.index()];
+    let held = chaos.summaries().borrow().venue_sequence(BINANCE);
     // Twice the stale age with nothing new from Binance: its repeats keep it live.
     tokio::time::sleep(Duration::from_millis(2 * STALE_AFTER_MS)).await;
     let summary = chaos.summaries().borrow().clone();
     assert_eq!(summary.venue_state(BINANCE), VenueState::Synced);
-    assert_eq!(
-        summary.venue_sequence[BINANCE.index()],
-        held,
-        "the book held still"
-    );
+    assert_eq!(summary.venue_sequence(BINANCE), held, "the book held still");
     assert!(
         chaos.metric(repeated) >= 10.0,
         "repeats arrive at the venue's rate"
@@ -498,7 +494,7 @@ async fn a_quiet_market_that_repeats_its_book_stays_live() {
     chaos.simulator.quiet_market(BINANCE, false);
     chaos
         .wait_for("Binance's book moving again", |summary| {
-            summary.venue_sequence[BINANCE.index()] > held
+            summary.venue_sequence(BINANCE) > held
         })
         .await;
     let recorded = chaos.finish().await;

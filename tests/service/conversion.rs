@@ -2,7 +2,8 @@
 //! service against the simulator, its markets quoted in their own currencies, and every
 //! summary it writes checked against an independent reference built from the simulator's
 //! true books, in exact integer arithmetic, while the USDT/USD rate moves, goes stale and
-//! comes back, with OKX's and Bybit's inverse contracts merged as their USD value.
+//! comes back, with OKX's and Bybit's inverse contracts merged as their USD value, and
+//! OKX's spot book beside its own inverse perpetual in one instrument.
 
 use crate::common;
 use common::config::TestConfig;
@@ -86,7 +87,8 @@ const USDT_USD: usize = 0;
 /// USDT/USD from Coinbase Exchange and Kraken; BTC/USD in cents from Bitstamp (USD),
 /// Binance (USDT, through USDT/USD) and OKX (USDC, at a fixed rate); ETH/USDT from
 /// Binance and Bitstamp (USD, divided by USDT/USD); BTC counted in USD from Kraken (USD),
-/// OKX's inverse perpetual (100 USD a contract) and Bybit's linear one (USDT); BTC
+/// OKX's inverse perpetual (100 USD a contract) and spot pair (USDT), and Bybit's linear
+/// perpetual (USDT); BTC
 /// counted in USDT from Kraken (USDT) and Bybit's inverse perpetual (1 USD a contract,
 /// divided by USDT/USD).
 const PLANS: [Plan; 5] = [
@@ -138,6 +140,7 @@ const PLANS: [Plan; 5] = [
                 ..listing(VenueId::Okx, "BTC-USD-SWAP")
             },
             through(VenueId::Bybit, "linear:BTCUSDT", RateFrom::UsdtUsd, true),
+            through(VenueId::Okx, "BTC-USDT", RateFrom::UsdtUsd, true),
         ],
     },
     Plan {
@@ -175,10 +178,11 @@ fn config() -> mergebook::config::Config {
         if plan.notional {
             config = config.last_instrument("unit", "quote");
         }
-        for listing in plan.listings {
+        let names = source_names(plan);
+        for (listing, name) in plan.listings.iter().zip(&names) {
             if let Some(contract) = listing.contract {
                 let contract = FixedPoint::from_raw(contract as u64).to_string();
-                config = config.contract_size(listing.venue, &contract);
+                config = config.last_instrument(&format!("contract_sizes.{name}"), contract);
             }
         }
     }
@@ -188,8 +192,22 @@ fn config() -> mergebook::config::Config {
         .build()
 }
 
-/// One level as published: (price, amount, venue, native price), raw.
-type Level = (u64, u64, VenueId, u64);
+/// The names `plan`'s books take, in its listings' order.
+fn source_names(plan: &Plan) -> Vec<String> {
+    let books: Vec<_> = plan
+        .listings
+        .iter()
+        .map(|l| (l.venue, l.symbol.to_owned()))
+        .collect();
+    mergebook::config::source_names(&books)
+}
+
+/// Which book a level comes from: its venue, and its source in the instrument (the last
+/// keys of the merge's order).
+type Origin = (VenueId, u8);
+
+/// One level as published: (price, amount, its book, native price), raw.
+type Level = (u64, u64, Origin, u64);
 
 /// `price` through `rate` on `side`, rounded to `step` against the trader: a bid down, an
 /// ask up; `multiply`: the venue quotes in the pair's base. Exact, by 128-bit integers.
@@ -215,7 +233,7 @@ fn reference_price(side: Side, price: u64, rate: &Rate, multiply: bool, step: u1
 /// one converted price summed, at the worse native price; bids at zero left out.
 fn reference_side(
     plan: &Plan,
-    listing: &Listing,
+    (listing, source): (&Listing, usize),
     book: &TopBook,
     side: Side,
     rate: Option<&Rate>,
@@ -250,14 +268,14 @@ fn reference_side(
                 last.1 += amount;
                 last.3 = native;
             }
-            _ => levels.push((price, amount, listing.venue, native)),
+            _ => levels.push((price, amount, (listing.venue, source as u8), native)),
         }
     }
     levels
 }
 
-/// The merged side: every venue's levels, the better price first, then the larger
-/// amount, then registry order; the best `DEPTH`.
+/// The merged side: every book's levels, the better price first, then the larger
+/// amount, then registry order, then the instrument's order of books; the best `DEPTH`.
 fn merged(side: Side, mut levels: Vec<Level>) -> Vec<Level> {
     levels.sort_by(|a, b| {
         let price = match side {
@@ -293,8 +311,14 @@ fn true_books(simulator: &Simulator, listing: &Listing, sequence: u64) -> Vec<To
     simulator.with_sent_books(venue, &answer.subscribe[0], at)
 }
 
+/// A merged book's listing and source, the rate it used, and its true books at the
+/// summary's sequence.
+type Candidate<'a> = ((&'a Listing, usize), Option<Rate>, Vec<TopBook>);
+
 /// The checks of every summary, in the order written.
 struct Reference {
+    /// Each plan's listings' sources in its instrument.
+    sources: Vec<Vec<usize>>,
     /// The rate USDT/USD's latest summary made.
     usdt_usd: Option<Rate>,
     fixed_usdc: Rate,
@@ -306,6 +330,9 @@ struct Reference {
     without_rate: usize,
     /// Summaries counting notionals with an inverse venue synced.
     inverse: usize,
+    /// Summaries with levels of two books of one venue in the merged book (OKX's spot
+    /// pair and inverse perpetual).
+    one_venue_twice: usize,
     /// What every published book satisfies, an instrument's summaries in order.
     invariants: [InvariantChecker; PLANS.len()],
 }
@@ -330,10 +357,12 @@ impl Reference {
         assert_eq!(summary.amount_unit.map(|u| u.to_string()).as_deref(), unit);
         // Each merged venue's candidate books (its books at the summary's sequence), and
         // the rate each converted venue must have used.
-        let mut candidates: Vec<(&Listing, Option<Rate>, Vec<TopBook>)> = Vec::new();
-        for listing in plan.listings {
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let sources = &self.sources[summary.instrument];
+        for (listing, &source) in plan.listings.iter().zip(sources) {
             let venue = listing.venue;
-            let applied = summary.venue_rate[venue.index()];
+            assert_eq!(summary.source_venues[source], Some(venue));
+            let applied = summary.source_rate[source];
             assert_eq!(applied.is_some(), listing.rate.is_some(), "{venue}");
             let used = applied.and_then(|applied| applied.rate);
             if let Some((from, _)) = listing.rate {
@@ -348,7 +377,7 @@ impl Reference {
                     "{venue}: not the rate its source last made"
                 );
             }
-            match summary.venue_state(venue) {
+            match summary.source_states[source] {
                 VenueState::Synced => {}
                 VenueState::NoRate => {
                     assert!(listing.rate.is_some() && used.is_none(), "{venue}");
@@ -364,9 +393,9 @@ impl Reference {
             if listing.inverse {
                 self.inverse += 1;
             }
-            let books = true_books(simulator, listing, summary.venue_sequence[venue.index()]);
+            let books = true_books(simulator, listing, summary.source_sequence[source]);
             assert!(!books.is_empty(), "{venue}: no true book at its sequence");
-            candidates.push((listing, used, books));
+            candidates.push(((listing, source), used, books));
         }
         // One book of each merged venue makes the published book (a venue's sequence
         // names one book but for a reconnect's repeat).
@@ -376,11 +405,25 @@ impl Reference {
             levels
                 .map(|(at, l)| {
                     let native = summary.native_price(side, at).unwrap_or(l.price);
-                    (l.price.raw(), l.amount.raw(), l.venue, native.raw())
+                    (
+                        l.price.raw(),
+                        l.amount.raw(),
+                        (l.venue, l.source),
+                        native.raw(),
+                    )
                 })
                 .collect::<Vec<_>>()
         };
         let (bids, asks) = (published(Side::Bid), published(Side::Ask));
+        let okx_books: BTreeSet<u8> = bids
+            .iter()
+            .chain(&asks)
+            .filter(|level| level.2.0 == VenueId::Okx)
+            .map(|level| level.2.1)
+            .collect();
+        if okx_books.len() == 2 {
+            self.one_venue_twice += 1;
+        }
         loop {
             let expected = |side: Side| {
                 let levels =
@@ -388,7 +431,7 @@ impl Reference {
                         .iter()
                         .zip(&choice)
                         .flat_map(|((listing, rate, books), &at)| {
-                            reference_side(plan, listing, &books[at], side, rate.as_ref())
+                            reference_side(plan, *listing, &books[at], side, rate.as_ref())
                         });
                 merged(side, levels.collect())
             };
@@ -427,8 +470,20 @@ async fn converted_books_match_a_reference_of_the_true_books_as_rates_move_and_g
     simulator.point(&mut config);
     let written = common::EverySummary::default();
     let listeners = Listeners::loopback().await.unwrap();
-    let service = Service::start_observed(config, listeners, written.clone()).unwrap();
+    let service = Service::start_observed(config.clone(), listeners, written.clone()).unwrap();
+    let sources = PLANS
+        .iter()
+        .zip(&config.instruments)
+        .map(|(plan, instrument)| {
+            let source_of = |listing: &Listing| {
+                let book = (listing.venue, listing.symbol.to_owned());
+                instrument.symbols.iter().position(|b| *b == book).unwrap()
+            };
+            plan.listings.iter().map(source_of).collect()
+        })
+        .collect();
     let reference = Mutex::new(Reference {
+        sources,
         usdt_usd: None,
         fixed_usdc: Rate::fixed(price("0.9999")),
         checked: 0,
@@ -436,6 +491,7 @@ async fn converted_books_match_a_reference_of_the_true_books_as_rates_move_and_g
         rates_used: BTreeSet::new(),
         without_rate: 0,
         inverse: 0,
+        one_venue_twice: 0,
         invariants: std::array::from_fn(|_| InvariantChecker::new(STALE_AFTER)),
     });
     // Every summary written so far, checked (soon after it is written: the simulator
@@ -451,7 +507,10 @@ async fn converted_books_match_a_reference_of_the_true_books_as_rates_move_and_g
     let converted_at_two_rates = || {
         check_written();
         let reference = reference.lock().unwrap();
-        reference.converted >= 40 && reference.rates_used.len() >= 2 && reference.inverse >= 20
+        reference.converted >= 40
+            && reference.rates_used.len() >= 2
+            && reference.inverse >= 20
+            && reference.one_venue_twice >= 20
     };
     common::eventually("converted books at two rates", WAIT, converted_at_two_rates).await;
 

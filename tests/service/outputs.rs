@@ -4,6 +4,7 @@
 
 use crate::common;
 
+use mergebook::config::Instrument;
 use mergebook::merger::summary::Summary;
 use mergebook::publish::jsonl;
 use mergebook::publish::proto::{self, orderbook_aggregator_client::OrderbookAggregatorClient};
@@ -50,9 +51,13 @@ fn independent_merge(simulator: &Simulator, side: &str) -> Vec<(String, String, 
 
 /// One side (`bids`, `asks`) of `summary` as its JSON line writes it: (exchange, price,
 /// amount).
-fn line_levels(summary: &Summary, side: &str) -> Vec<(String, String, String)> {
+fn line_levels(
+    instrument: &Instrument,
+    summary: &Summary,
+    side: &str,
+) -> Vec<(String, String, String)> {
     let mut line = Vec::new();
-    jsonl::write_summary(&mut line, "ETH/BTC", summary).unwrap();
+    jsonl::write_summary(&mut line, instrument, summary).unwrap();
     let line: Value = serde_json::from_slice(&line).unwrap();
     line[side]
         .as_array()
@@ -86,10 +91,11 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
         .simulator
         .pause_until_silent(VenueId::Bitstamp)
         .await;
+    let instrument = &harness.service.config().instruments[0];
     let holds_the_last_frames = |summary: &Summary| {
-        ["bids", "asks"]
-            .iter()
-            .all(|side| line_levels(summary, side) == independent_merge(&harness.simulator, side))
+        ["bids", "asks"].iter().all(|side| {
+            line_levels(instrument, summary, side) == independent_merge(&harness.simulator, side)
+        })
     };
     let last_sequence = wait_for(&mut summaries, holds_the_last_frames)
         .await
@@ -164,9 +170,9 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
 
     // The JSON line for the same summary carries the same exact decimals.
     let current = summaries.borrow().clone();
-    assert_eq!(line_levels(&current, "bids"), expected_bids);
+    assert_eq!(line_levels(instrument, &current, "bids"), expected_bids);
     let mut line = Vec::new();
-    jsonl::write_summary(&mut line, "ETH/BTC", &current).unwrap();
+    jsonl::write_summary(&mut line, instrument, &current).unwrap();
     let line: Value = serde_json::from_slice(&line).unwrap();
     assert_eq!(line["seq"], last_sequence);
 

@@ -11,12 +11,13 @@ use mergebook::clock;
 use mergebook::config::Config;
 use mergebook::feed::handoff::VenueFeed;
 use mergebook::merger::Consolidation;
+use mergebook::merger::summary::MAX_SOURCES;
 use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::record::timeline;
 use mergebook::replay;
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
-use mergebook::venue::{MAX_VENUES, VenueId};
+use mergebook::venue::VenueId;
 use std::collections::HashMap;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -75,10 +76,7 @@ async fn record_a_run(dir: &std::path::Path) -> (Config, Vec<Summary>) {
                 .iter()
                 .rev()
                 .find(|s| s.instrument == instrument)
-                .is_some_and(|s| {
-                    s.venue_states()
-                        .all(|(_, state)| state == VenueState::Synced)
-                })
+                .is_some_and(|s| s.sources().all(|(_, _, state)| state == VenueState::Synced))
         })
     };
     common::eventually("every venue synced", WAIT, || synced(&summaries)).await;
@@ -120,12 +118,12 @@ async fn record_a_run(dir: &std::path::Path) -> (Config, Vec<Summary>) {
 type SlotView = (VenueState, u64, u64, mergebook::merger::summary::BestPrices);
 
 fn slot_view(summary: &Summary, venue: VenueId) -> SlotView {
-    let index = venue.index();
+    let source = summary.source_of(venue).expect("one book a venue");
     (
-        summary.venues[index],
-        summary.venue_received_ns[index],
-        summary.venue_sequence[index],
-        summary.venue_best[index],
+        summary.source_states[source],
+        summary.source_received_ns[source],
+        summary.source_sequence[source],
+        summary.source_best[source],
     )
 }
 
@@ -167,6 +165,8 @@ impl ReplayedSlots {
 fn merged(config: &Config, instrument: usize, venues: &[VenueStanding]) -> Summary {
     let mut merger = Consolidation::configured(config, instrument);
     for &(venue, state, book) in venues {
+        let source = config.instruments[instrument].source_of(venue);
+        let venue = source.expect("one book a venue");
         if let Some(book) = book {
             let synced = VenueFeed {
                 state: VenueState::Synced,
@@ -206,7 +206,7 @@ fn last_of_each(config: &Config, summaries: &[Summary]) -> Vec<Option<Summary>> 
                 .rev()
                 .find(|s| s.instrument == instrument)?;
             let mut last = comparable(last);
-            last.venue_received_ns = [0; MAX_VENUES];
+            last.source_received_ns = [0; MAX_SOURCES];
             Some(last)
         })
         .collect()
@@ -269,8 +269,8 @@ async fn a_recording_replays_to_the_summaries_the_service_published() {
     for (index, summary) in live.iter().enumerate() {
         let instrument = summary.instrument;
         let venues: Vec<VenueStanding> = summary
-            .venue_states()
-            .map(|(venue, _)| {
+            .sources()
+            .map(|(_, venue, _)| {
                 let view = slot_view(summary, venue);
                 let slots = &heard.slots[&(instrument, venue)];
                 let exact = slots.iter().find(|(seen, _)| *seen == view);

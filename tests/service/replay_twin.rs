@@ -106,6 +106,7 @@ async fn through_the_service(frames: &[(VenueId, String)]) -> Vec<serde_json::Va
         .instrument("BTC", &[(BINANCE, "BTCUSDT"), (BITSTAMP, "btcusd")])
         .build();
     let listeners = Listeners::loopback().await.unwrap();
+    let instrument = config.instruments[0].clone();
     let service = Service::start(config, listeners).unwrap();
     let mut summaries = service.summaries(0);
     let recorder = tokio::spawn(async move {
@@ -113,7 +114,7 @@ async fn through_the_service(frames: &[(VenueId, String)]) -> Vec<serde_json::Va
         while summaries.changed().await.is_ok() {
             let summary = summaries.borrow_and_update().clone();
             let mut line = Vec::new();
-            mergebook::publish::jsonl::write_summary(&mut line, "BTC", &summary).unwrap();
+            mergebook::publish::jsonl::write_summary(&mut line, &instrument, &summary).unwrap();
             lines.push(comparable(std::str::from_utf8(&line).unwrap()));
         }
         lines

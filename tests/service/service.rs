@@ -6,7 +6,7 @@
 use crate::common;
 use common::config::TestConfig;
 
-use mergebook::merger::kway::{MergedBook, VenueBook, merge};
+use mergebook::merger::kway::{MergedBook, Origin, VenueBook, merge};
 use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::{Recording, Simulator};
@@ -84,7 +84,7 @@ pub(crate) async fn wait_for(
     found.unwrap_or_else(|| {
         panic!(
             "no such summary within {WAIT:?}; last: {:?}",
-            summaries.borrow().venues
+            summaries.borrow().source_states
         )
     })
 }
@@ -478,11 +478,17 @@ async fn the_simulator_replays_recorded_frames_into_the_merged_book() {
     let merged_with = |bitstamp_book| {
         let inputs = [
             VenueBook {
-                venue: VenueId::Binance,
+                origin: Origin {
+                    venue: VenueId::Binance,
+                    source: 0,
+                },
                 book: &binance.books[0],
             },
             VenueBook {
-                venue: VenueId::Bitstamp,
+                origin: Origin {
+                    venue: VenueId::Bitstamp,
+                    source: 1,
+                },
                 book: bitstamp_book,
             },
         ];

@@ -633,7 +633,7 @@ async fn the_service_merges_binance_on_sbe_with_venues_on_json() {
     assert!(
         merged,
         "every venue synced and in the book: {:?}",
-        summaries.borrow().venue_states().collect::<Vec<_>>()
+        summaries.borrow().sources().collect::<Vec<_>>()
     );
     // Counted by the reader every 100 ms.
     let frames = r#"orderbook_messages_total{exchange="binance_sbe"}"#;

@@ -413,7 +413,7 @@ async fn bad_checksums_without_end_back_off_and_leave_the_other_symbol_alone() {
         assert!(
             other_synced(&summary),
             "{OTHER_SYMBOL} left sync: {:?}",
-            summary.venues
+            summary.source_states
         );
     }
     // Snapshots at once, then after 0.5, 1 and 2 s (each loss soon after a sync): at most

@@ -109,13 +109,22 @@ impl InvariantChecker {
                     .push(Violation::Unsorted { side, at: at + 1 });
             }
         }
-        for &venue in VenueId::ALL {
-            let best_bid = prices_of(venue, book.bids.as_slice()).max();
-            let best_ask = prices_of(venue, book.asks.as_slice()).min();
+        // Every level's book is one of the instrument's.
+        for level in book.bids.as_slice().iter().chain(book.asks.as_slice()) {
+            let source = usize::from(level.source);
+            if summary.source_venues.get(source).copied().flatten() != Some(level.venue) {
+                self.violations.push(Violation::ExcludedVenueMerged {
+                    venue: level.venue,
+                    state: VenueState::Absent,
+                });
+            }
+        }
+        for (source, venue, state) in summary.sources() {
+            let best_bid = prices_of(source, book.bids.as_slice()).max();
+            let best_ask = prices_of(source, book.asks.as_slice()).min();
             if best_bid.is_none() && best_ask.is_none() {
                 continue;
             }
-            let state = summary.venue_state(venue);
             if state != VenueState::Synced {
                 self.violations
                     .push(Violation::ExcludedVenueMerged { venue, state });
@@ -125,12 +134,12 @@ impl InvariantChecker {
             {
                 self.violations.push(Violation::VenueCrossed { venue });
             }
-            let converted = summary.venue_rate[venue.index()];
+            let converted = summary.source_rate[source];
             if converted.is_some_and(|applied| applied.rate.is_none()) {
                 self.violations
                     .push(Violation::ConvertedWithoutRate { venue });
             }
-            let received = summary.venue_received_ns[venue.index()];
+            let received = summary.source_received_ns[source];
             let age = summary.polled_monotonic_ns.saturating_sub(received);
             if summary.polled_monotonic_ns > 0 && age > self.max_age_ns {
                 self.violations.push(Violation::StaleVenueMerged {
@@ -139,9 +148,9 @@ impl InvariantChecker {
                 });
             }
         }
-        for &venue in VenueId::ALL {
+        for (source, venue, _) in summary.sources() {
             if summary.published_monotonic_ns > 0
-                && summary.venue_received_ns[venue.index()] > summary.published_monotonic_ns
+                && summary.source_received_ns[source] > summary.published_monotonic_ns
             {
                 self.violations
                     .push(Violation::ReceivedAfterPublished { venue });
@@ -150,23 +159,23 @@ impl InvariantChecker {
     }
 }
 
-fn prices_of(venue: VenueId, levels: &[MergedLevel]) -> impl Iterator<Item = FixedPoint> + '_ {
+fn prices_of(source: usize, levels: &[MergedLevel]) -> impl Iterator<Item = FixedPoint> + '_ {
     levels
         .iter()
-        .filter(move |level| level.venue == venue)
+        .filter(move |level| usize::from(level.source) == source)
         .map(|level| level.price)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mergebook::venue::MAX_VENUES;
-
+    /// The summaries' sources: Binance's book, then Bitstamp's.
     fn level(venue: VenueId, price: u64) -> MergedLevel {
         MergedLevel {
             price: FixedPoint::from_raw(price),
             amount: FixedPoint::from_raw(1),
             venue,
+            source: u8::from(venue == BITSTAMP),
         }
     }
 
@@ -178,8 +187,9 @@ mod tests {
             published_monotonic_ns: 10_000_000_000,
             ..Summary::default()
         };
-        summary.venues = [VenueState::Synced; MAX_VENUES];
-        summary.venue_received_ns = [9_999_000_000; MAX_VENUES];
+        summary.source_venues[..2].copy_from_slice(&[Some(BINANCE), Some(BITSTAMP)]);
+        summary.source_states[..2].fill(VenueState::Synced);
+        summary.source_received_ns[..2].fill(9_999_000_000);
         for &(venue, price) in bids {
             summary.book.bids.push(level(venue, price));
         }
@@ -235,7 +245,7 @@ mod tests {
         );
 
         let mut excluded = summary(4);
-        excluded.venues[VenueId::Bitstamp.index()] = VenueState::OutOfSync;
+        excluded.source_states[1] = VenueState::OutOfSync;
         checker.check(&excluded);
         assert_eq!(
             checker.violations.pop(),
@@ -255,7 +265,7 @@ mod tests {
         );
 
         let mut stale = summary(6);
-        stale.venue_received_ns[VenueId::Binance.index()] = 4_000_000_000;
+        stale.source_received_ns[0] = 4_000_000_000;
         checker.check(&stale);
         assert_eq!(
             checker.violations.pop(),
@@ -267,7 +277,7 @@ mod tests {
 
         // Received after the poll is sound; after the write, not.
         let mut ahead = summary(7);
-        ahead.venue_received_ns[VenueId::Bitstamp.index()] = 10_000_000_001;
+        ahead.source_received_ns[1] = 10_000_000_001;
         checker.check(&ahead);
         assert_eq!(
             checker.violations.pop(),
@@ -282,7 +292,7 @@ mod tests {
 
         // A converted venue's levels need its rate.
         let mut converted = summary(9);
-        converted.venue_rate[VenueId::Binance.index()] = Some(Default::default());
+        converted.source_rate[0] = Some(Default::default());
         checker.check(&converted);
         assert_eq!(
             checker.violations.pop(),

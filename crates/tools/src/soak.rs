@@ -440,8 +440,8 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
     });
     let final_states = latest
         .borrow()
-        .venue_states()
-        .map(|(venue, state)| format!("{venue}={}", state.name()))
+        .sources()
+        .map(|(_, venue, state)| format!("{venue}={}", state.name()))
         .collect();
     let metrics = service.metrics();
     service_runtime.block_on(service.stop());

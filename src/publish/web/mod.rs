@@ -13,6 +13,7 @@
 //!
 //! Read-only; no secret is on the page (the configuration is not).
 
+use crate::config::Instrument;
 use crate::merger::summary::Summary;
 use crate::publish::proto::{ExactSummary, exact_summary};
 use axum::Router;
@@ -31,11 +32,11 @@ const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 const STYLE_CSS: &str = include_str!("style.css");
 
-/// What the page's routes read: each instrument's name and latest summary, and the least
+/// What the page's routes read: each instrument and its latest summary, and the least
 /// time between two events of a stream.
 #[derive(Clone)]
 pub(crate) struct Books {
-    names: Arc<Vec<String>>,
+    instruments: Arc<Vec<Instrument>>,
     /// Shared by every request; a stream clones the one channel it follows.
     summaries: Arc<Vec<watch::Receiver<Arc<Summary>>>>,
     interval: Duration,
@@ -49,13 +50,13 @@ type Written = (u64, Arc<str>);
 
 impl Books {
     pub(crate) fn new(
-        names: Vec<String>,
+        instruments: Vec<Instrument>,
         summaries: Vec<watch::Receiver<Arc<Summary>>>,
         interval: Duration,
     ) -> Books {
-        let written = names.iter().map(|_| Default::default()).collect();
+        let written = instruments.iter().map(|_| Default::default()).collect();
         Books {
-            names: Arc::new(names),
+            instruments: Arc::new(instruments),
             summaries: Arc::new(summaries),
             interval,
             written: Arc::new(written),
@@ -67,7 +68,7 @@ impl Books {
     fn event_text(&self, index: usize, summary: &Summary) -> Arc<str> {
         let mut written = self.written[index].lock().expect("not poisoned");
         if written.1.is_empty() || written.0 != summary.sequence {
-            let json = summary_json(&exact_summary(&self.names[index], summary));
+            let json = summary_json(&exact_summary(&self.instruments[index], summary));
             *written = (summary.sequence, json.to_string().into());
         }
         Arc::clone(&written.1)
@@ -101,7 +102,7 @@ async fn file(content_type: &'static str, body: &'static str) -> impl IntoRespon
 async fn instruments(State(books): State<Books>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/json")],
-        serde_json::Value::from(books.names.as_slice().to_vec()).to_string(),
+        serde_json::Value::from_iter(books.instruments.iter().map(|i| i.name.as_str())).to_string(),
     )
 }
 
@@ -114,7 +115,7 @@ struct StreamQuery {
 async fn stream(State(books): State<Books>, Query(query): Query<StreamQuery>) -> Response {
     let index = match &query.instrument {
         None => Some(0),
-        Some(name) => books.names.iter().position(|n| n == name),
+        Some(name) => books.instruments.iter().position(|i| i.name == *name),
     };
     let Some((index, latest)) = index.and_then(|i| Some((i, books.summaries.get(i)?.clone())))
     else {
@@ -208,7 +209,10 @@ mod tests {
     async fn a_stream_opened_before_any_book_starts_with_the_first_written() {
         let (sender, latest) = watch::channel(Arc::new(Summary::default()));
         let books = Books::new(
-            vec!["ETH/BTC".to_owned()],
+            vec![Instrument::of_books(
+                "ETH/BTC",
+                &[(crate::venue::VenueId::Binance, "ETHBTC")],
+            )],
             vec![latest.clone()],
             Duration::ZERO,
         );

@@ -92,7 +92,15 @@ impl Accounting {
         let instrument = record.instrument;
         for &venue in &self.venues {
             let index = venue.index();
-            let sequence = record.venue_sequence[index];
+            // The tool's instruments take one book a venue.
+            let Some(source) = record
+                .source_venues
+                .iter()
+                .position(|of| *of == Some(venue))
+            else {
+                continue;
+            };
+            let sequence = record.source_sequence[source];
             let last_published = &mut self.last_published[instrument][index];
             if sequence <= *last_published {
                 continue; // this venue's book did not change in this summary
@@ -114,7 +122,7 @@ impl Accounting {
                             self.first_instrument_wire.saturating_record(wire);
                         }
                         self.this_second.saturating_record(wire);
-                        let received_ns = record.venue_received_ns[index];
+                        let received_ns = record.source_received_ns[source];
                         self.internal
                             .saturating_record(record.published_ns.saturating_sub(received_ns));
                         self.to_merger

@@ -314,11 +314,15 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         while summaries.changed().await.is_ok() {
             let seen_ns = clock::monotonic_ns();
             let summary = Arc::clone(&summaries.borrow_and_update());
-            let seen = ConsumedSummary {
-                venue_sequence: summary.venue_sequence,
-                venue_received_ns: summary.venue_received_ns,
+            let mut seen = ConsumedSummary {
+                venue_sequence: [0; MAX_VENUES],
+                venue_received_ns: [0; MAX_VENUES],
                 seen_ns,
             };
+            for (source, venue, _) in summary.sources() {
+                seen.venue_sequence[venue.index()] = summary.source_sequence[source];
+                seen.venue_received_ns[venue.index()] = summary.source_received_ns[source];
+            }
             if consumer.try_send(seen).is_err() {
                 consumer_overflowed.fetch_add(1, Ordering::Relaxed);
             }
@@ -349,10 +353,10 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
     let all_synced = || {
         latest.iter().all(|summary| {
             let summary = summary.borrow();
-            summary.venue_states().count() == spec.venues.len()
+            summary.sources().count() == spec.venues.len()
                 && summary
-                    .venue_states()
-                    .all(|(_, state)| state == mergebook::merger::summary::VenueState::Synced)
+                    .sources()
+                    .all(|(_, _, state)| state == mergebook::merger::summary::VenueState::Synced)
         })
     };
     let mut synced_after = None;

@@ -1,4 +1,5 @@
 use super::*;
+use mergebook::merger::summary::MAX_SOURCES;
 
 #[test]
 fn steal_is_the_eighth_of_the_cpu_lines_times() {
@@ -34,13 +35,14 @@ fn published(at_ns: u64, binance: u64, bitstamp: u64) -> PublishRecord {
         polled_ns: at_ns - 8,
         written_ns: at_ns - 3,
         published_ns: at_ns,
-        venue_sequence: [0; MAX_VENUES],
-        venue_received_ns: [0; MAX_VENUES],
+        source_venues: [None; MAX_SOURCES],
+        source_sequence: [0; MAX_SOURCES],
+        source_received_ns: [0; MAX_SOURCES],
     };
-    record.venue_sequence[VenueId::Binance.index()] = binance;
-    record.venue_sequence[VenueId::Bitstamp.index()] = bitstamp;
-    record.venue_received_ns[VenueId::Binance.index()] = at_ns - 10;
-    record.venue_received_ns[VenueId::Bitstamp.index()] = at_ns - 20;
+    // Bitstamp's book is the instrument's first source.
+    record.source_venues[..2].copy_from_slice(&[Some(VenueId::Bitstamp), Some(VenueId::Binance)]);
+    record.source_sequence[..2].copy_from_slice(&[bitstamp, binance]);
+    record.source_received_ns[..2].copy_from_slice(&[at_ns - 20, at_ns - 10]);
     record
 }
 
