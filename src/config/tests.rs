@@ -912,3 +912,45 @@ fn a_shard_keeps_only_instruments_whose_rate_it_merges() {
         }
     }
 }
+
+/// Every configuration the repository ships validates, and so does the example of
+/// `config/default.toml`'s comments: one BTC book across every venue's BTC books.
+#[test]
+fn the_shipped_configurations_and_the_documented_example_validate() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "{files:?}");
+    for path in &files {
+        let config = RawConfig::load(path).and_then(|raw| raw.validate());
+        assert!(config.is_ok(), "{}: {:?}", path.display(), config.err());
+    }
+    // The commented example: from its first `# [[instruments]]` to the blank comment line
+    // after the last entry.
+    let text = std::fs::read_to_string(dir.join("default.toml")).unwrap();
+    let start = text
+        .find("# [[instruments]]\n# name = \"BTC/USD\"")
+        .unwrap();
+    let example: String = text[start..]
+        .lines()
+        .take_while(|line| line.starts_with('#') && !line.starts_with("# With "))
+        .map(|line| line.trim_start_matches('#').trim_start())
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let config = validate(&example).unwrap();
+    let btc = &config.instruments[0];
+    assert_eq!(btc.name, "BTC/USD");
+    for venue in VenueId::ALL.iter().filter(|v| **v != VenueId::BinanceSbe) {
+        let spot_or_perpetual = btc.symbols.iter().any(|(v, _)| v == venue)
+            || config
+                .instruments
+                .iter()
+                .any(|i| i.source_of(*venue).is_some());
+        assert!(spot_or_perpetual, "{venue} is not in the example");
+    }
+    assert!(btc.source_names.contains(&"okx:BTC-USDT-SWAP".to_owned()));
+}

@@ -45,8 +45,10 @@ const VENUE_COLOURS: [Color; 8] = [
     Color::LightMagenta,
 ];
 
+/// A book's colour: its venue's (`venue:symbol` names one of a venue's several books).
 fn venue_colour(name: &str) -> Color {
-    VenueId::from_name(name).map_or(Color::White, |venue| {
+    let venue = name.split_once(':').map_or(name, |(venue, _)| venue);
+    VenueId::from_name(venue).map_or(Color::White, |venue| {
         VENUE_COLOURS[venue.index() % VENUE_COLOURS.len()]
     })
 }
