@@ -19,7 +19,8 @@ pub const MIN_WIDTH: u16 = 40;
 pub const MIN_HEIGHT: u16 = 10;
 /// From this width the venue panel stands beside the ladder, not below it.
 const SIDE_BY_SIDE_WIDTH: u16 = 100;
-/// The venue panel's width beside the ladder.
+/// The venue panel's least width beside the ladder; wider where its books' names need it
+/// (`venue:symbol`), up to half the screen.
 const VENUE_PANEL_WIDTH: u16 = 52;
 /// The shortest bar column drawn: narrower, the bars are left out (then the cumulative
 /// sizes, where even they do not fit).
@@ -91,9 +92,13 @@ pub fn draw(frame: &mut Frame, state: &WatchState, context: &Context) {
         .map_or(0, |summary| summary.venue_quotes.len() as u16)
         + 3;
     let (ladder, venues) = if area.width >= SIDE_BY_SIDE_WIDTH {
+        let needed = state
+            .summary
+            .as_ref()
+            .map_or(0, |summary| VenueColumns::of(&summary.venue_quotes).width());
+        let width = needed.clamp(VENUE_PANEL_WIDTH, area.width / 2);
         let [ladder, venues] =
-            Layout::horizontal([Constraint::Min(0), Constraint::Length(VENUE_PANEL_WIDTH)])
-                .areas(body);
+            Layout::horizontal([Constraint::Min(0), Constraint::Length(width)]).areas(body);
         (ladder, venues)
     } else {
         let [ladder, venues] =
@@ -348,6 +353,39 @@ fn spread_line(summary: &ExactSummary) -> Line<'static> {
     }
 }
 
+/// The venue panel's names and its columns' widths.
+struct VenueColumns {
+    names: Vec<String>,
+    name: usize,
+    bid: usize,
+    ask: usize,
+}
+
+impl VenueColumns {
+    fn of(quotes: &[VenueQuote]) -> VenueColumns {
+        // A book converted from another currency is named with it: its best prices are
+        // in it.
+        let names: Vec<String> = quotes
+            .iter()
+            .map(|quote| match quote.rate_pair.is_empty() {
+                true => quote.exchange.clone(),
+                false => format!("{} {}", quote.exchange, quote.currency),
+            })
+            .collect();
+        VenueColumns {
+            name: column_width(names.iter().map(String::as_str), "venue"),
+            bid: column_width(quotes.iter().map(|q| trim(&q.best_bid)), "bid"),
+            ask: column_width(quotes.iter().map(|q| trim(&q.best_ask)), "ask"),
+            names,
+        }
+    }
+
+    /// The panel's width: its columns (state 11, age 8), their spaces and its borders.
+    fn width(&self) -> u16 {
+        (self.name + 1 + 11 + 1 + self.bid + 1 + self.ask + 1 + 8 + 2) as u16
+    }
+}
+
 fn draw_venues(frame: &mut Frame, state: &WatchState, area: Rect) {
     let block = Block::bordered().title(" venues ");
     let inner = block.inner(area);
@@ -356,17 +394,12 @@ fn draw_venues(frame: &mut Frame, state: &WatchState, area: Rect) {
         return;
     };
     let quotes = &summary.venue_quotes;
-    // A venue converted from another currency is named with it: its best prices are in it.
-    let names: Vec<String> = quotes
-        .iter()
-        .map(|quote| match quote.rate_pair.is_empty() {
-            true => quote.exchange.clone(),
-            false => format!("{} {}", quote.exchange, quote.currency),
-        })
-        .collect();
-    let name_width = column_width(names.iter().map(String::as_str), "venue");
-    let bid_width = column_width(quotes.iter().map(|q| trim(&q.best_bid)), "bid");
-    let ask_width = column_width(quotes.iter().map(|q| trim(&q.best_ask)), "ask");
+    let VenueColumns {
+        names,
+        name: name_width,
+        bid: bid_width,
+        ask: ask_width,
+    } = VenueColumns::of(quotes);
     let mut lines = vec![
         Line::from(format!(
             "{:<name_width$} {:<11} {:>bid_width$} {:>ask_width$} {:>8}",
@@ -644,5 +677,34 @@ mod tests {
         notional.amount_unit = "USD".into();
         let (lines, _) = render(&state(notional), 120, 20);
         find(&lines, "ETH/BTC: top 10 in USD, sizes in USD ");
+    }
+
+    /// Two books of one venue: each named `venue:symbol`, in its venue's colour, and the
+    /// venue panel wide enough for the longest name's whole row.
+    #[test]
+    fn a_venue_s_two_books_are_named_apart_and_fit_the_venue_panel() {
+        let mut two_books = summary();
+        two_books.bids[1].exchange = "coinbase:BTC-PERP-INTX".into();
+        two_books.venue_quotes[1] = quote(
+            "coinbase:BTC-PERP-INTX",
+            "synced",
+            "90006.50000000",
+            "90014.25000000",
+            40,
+        );
+        two_books.venue_quotes[2] = quote("coinbase:BTC-USDC", "synced", "1", "2", 12);
+        two_books.venue_quotes[2].rate_pair = "USDC/USD".into();
+        two_books.venue_quotes[2].currency = "USDC".into();
+        let (lines, buffer) = render(&state(two_books), 130, 20);
+        let screen = lines.join("\n");
+        let row = &lines[find(&lines, "coinbase:BTC-PERP-INTX synced")];
+        assert!(row.contains("90006.5 90014.25    40 ms"), "{screen}");
+        assert!(
+            lines[find(&lines, "coinbase:BTC-USDC USDC synced")].contains("12 ms"),
+            "{screen}"
+        );
+        let coinbase = venue_colour("coinbase");
+        assert_ne!(coinbase, Color::White);
+        assert_eq!(colour_of(&lines, &buffer, "coinbase:BTC-USDC"), coinbase);
     }
 }
