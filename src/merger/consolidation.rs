@@ -221,7 +221,8 @@ impl Consolidation {
 
     /// Whether a book was received before `oldest_ns` (`evict_stale` would evict it).
     pub fn any_stale(&self, oldest_ns: u64) -> bool {
-        self.sources.iter().any(|slot| slot.is_stale(oldest_ns))
+        let sources = &self.sources[..self.source_venues.len()];
+        sources.iter().any(|slot| slot.is_stale(oldest_ns))
     }
 
     /// Marks `Stale` every source whose book was received before `oldest_ns`, and calls
@@ -275,7 +276,10 @@ impl Consolidation {
             count += 1;
         }
         merge(&inputs[..count], self.depth, &mut out.book);
-        if self.converted.iter().any(Option::is_some) {
+        if self.converted[..self.source_venues.len()]
+            .iter()
+            .any(Option::is_some)
+        {
             self.write_native_prices(Side::Bid, out);
             self.write_native_prices(Side::Ask, out);
         }
@@ -285,8 +289,9 @@ impl Consolidation {
         out.published_ns = published_ns;
         out.received_ns = self.latest_received_ns;
         out.source_states = states;
-        for (source, slot) in self.sources.iter().enumerate() {
-            out.source_venues[source] = self.source_venues.get(source).copied();
+        let count = self.source_venues.len();
+        for (source, (slot, &venue)) in self.sources.iter().zip(&self.source_venues).enumerate() {
+            out.source_venues[source] = Some(venue);
             out.source_received_ns[source] = slot.book.received_ns;
             out.source_sequence[source] = slot.book.venue_sequence;
             out.source_best[source] = BestPrices {
@@ -294,13 +299,20 @@ impl Consolidation {
                 ask: slot.book.asks.best().map(|level| level.price),
             };
         }
+        // The slots past its sources, as a summary of none (`out` may have been another
+        // instrument's).
+        out.source_venues[count..].fill(None);
+        out.source_received_ns[count..].fill(0);
+        out.source_sequence[count..].fill(0);
+        out.source_best[count..].fill(BestPrices::default());
         out.currency = self.currency;
         out.amount_unit = self.amount_unit;
-        for (rate, converted) in out.source_rate.iter_mut().zip(&self.converted) {
+        for (rate, converted) in out.source_rate[..count].iter_mut().zip(&self.converted) {
             *rate = converted
                 .as_ref()
                 .and_then(|converted| converted.rate.map(|(_, applied)| applied));
         }
+        out.source_rate[count..].fill(None);
         self.rate = rate_of(out);
     }
 
