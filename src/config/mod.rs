@@ -350,9 +350,9 @@ pub struct DiffSettings {
 pub struct Instrument {
     /// Canonical name, `ETH/BTC`.
     pub name: String,
-    /// Its books, its *sources*: (venue, that venue's symbol), in the configuration's
-    /// order, venue by venue. A book's index here is its source in the merge and in every
-    /// summary (`merger::summary`).
+    /// Its books, its *sources*: (venue, that venue's symbol), the venues in the order of
+    /// their names (a TOML table's keys), a venue's symbols in its list's order. A book's
+    /// index here is its source in the merge and in every summary (`merger::summary`).
     pub symbols: Vec<(VenueId, String)>,
     /// Each source's name, what outputs, metrics and the configuration's own keys call
     /// it: its venue's name, or `venue:symbol` where the instrument takes several books
@@ -480,11 +480,6 @@ impl Instrument {
             unit: AmountUnit::Base,
             conversions: Vec::new(),
         }
-    }
-
-    /// The source named `name` (`source_names`).
-    pub fn source_named(&self, name: &str) -> Option<usize> {
-        self.source_names.iter().position(|of| of == name)
     }
 
     /// The first of `venue`'s sources (its only one, unless the instrument takes several

@@ -379,7 +379,6 @@ fn one_venue_s_spot_and_perpetual_are_two_books_of_an_instrument() {
     );
     assert_eq!(btc.symbols[2], (VenueId::Okx, "BTC-USDT-SWAP".to_owned()));
     assert_eq!(btc.contract_sizes, [(2, "0.01".parse().unwrap())]);
-    assert_eq!(btc.source_named("okx:BTC-USDT"), Some(1));
     // Each book is its own stream of the venue's one connection.
     let plan = crate::service::plan_connections(&config);
     let okx: Vec<_> = plan.iter().filter(|c| c.venue == VenueId::Okx).collect();

@@ -3,7 +3,7 @@
 //! inline data, so it can sit in a mailbox slot.
 //!
 //! An instrument's books are its **sources**: one for each (venue, symbol) it takes, in
-//! the configuration's order (`Instrument::symbols`). A venue is usually one source; an
+//! `Instrument::symbols`' order. A venue is usually one source; an
 //! instrument that takes a venue's spot pair and its perpetual has two of that venue.
 
 use crate::book::Side;
