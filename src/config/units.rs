@@ -127,16 +127,9 @@ pub(super) fn instrument_units(
         }
     };
     let mut configured = Vec::new();
-    for (book_name, text) in &raw.quotes {
-        let name = format!("{key}.quotes.{}", super::validate::source_key(book_name));
-        let source = names.iter().position(|of| of == book_name).ok_or_else(|| {
-            invalid(
-                &name,
-                format!("{text:?}"),
-                "no book of this name: a venue of the instrument, or venue:symbol where it \
-                 takes several books of the venue",
-            )
-        })?;
+    for entry in &raw.quotes {
+        let text = entry.1;
+        let (source, name) = super::validate::named_source(names, key, "quotes", entry)?;
         let quote = Currency::parse(text).ok_or_else(|| {
             invalid(
                 &name,

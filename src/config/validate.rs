@@ -558,6 +558,26 @@ impl RawConfig {
 /// The instruments a process serves, the rates they read, and how many use each venue.
 type ConfiguredInstruments = (Vec<Instrument>, Vec<RateSource>, [usize; MAX_VENUES]);
 
+/// The source a key of `table` (`contract_sizes`, `quotes`) names, by its book's name
+/// (`Instrument::source_names`); else the error naming the key in full.
+pub(super) fn named_source(
+    names: &[String],
+    key: &str,
+    table: &str,
+    (book_name, text): (&String, &String),
+) -> Result<(usize, String), ConfigError> {
+    let name = format!("{key}.{table}.{}", source_key(book_name));
+    match names.iter().position(|of| of == book_name) {
+        Some(source) => Ok((source, name)),
+        None => Err(invalid(
+            name,
+            format!("{text:?}"),
+            "no book of this name: a venue of the instrument, or venue:symbol where it takes \
+             several books of the venue",
+        )),
+    }
+}
+
 /// A book's name as a key of a TOML table (`okx`, `"okx:BTC-USDT-SWAP"`), for messages.
 pub(super) fn source_key(name: &str) -> String {
     match name.contains(':') {
@@ -595,18 +615,10 @@ fn contract_sizes(
         }
     }
     let mut sizes = Vec::new();
-    for (book_name, text) in &raw.contract_sizes {
-        let name = format!("{key}.contract_sizes.{}", source_key(book_name));
-        let Some(source) = names.iter().position(|of| of == book_name) else {
-            return Err(invalid(
-                name,
-                format!("{text:?}"),
-                "no book of this name: a venue of the instrument, or venue:symbol where it \
-                 takes several books of the venue",
-            ));
-        };
-        let (_, symbol) = &symbols[source];
-        let (venue, _) = &symbols[source];
+    for entry in &raw.contract_sizes {
+        let text = entry.1;
+        let (source, name) = named_source(names, key, "contract_sizes", entry)?;
+        let (venue, symbol) = &symbols[source];
         if !venue.streams().sized_in_contracts(symbol) {
             return Err(invalid(
                 name,

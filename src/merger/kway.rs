@@ -150,14 +150,10 @@ pub struct VenueBook<'a> {
 }
 
 /// True when `a` (from `a_origin`) ranks before `b` (see the tie-break). `BIDS` selects
-/// the side at compile time, keeping the side out of the inner loop.
+/// the side at compile time, keeping the side out of the inner loop. An origin is an
+/// `Origin`, or its `Origin::key` where a loop computes it once.
 #[inline(always)]
-fn ranks_before<const BIDS: bool>(
-    a: &Level,
-    a_origin: Origin,
-    b: &Level,
-    b_origin: Origin,
-) -> bool {
+fn ranks_before<const BIDS: bool, O: Ord>(a: &Level, a_origin: O, b: &Level, b_origin: O) -> bool {
     if a.price != b.price {
         return (a.price > b.price) == BIDS;
     }
@@ -165,18 +161,6 @@ fn ranks_before<const BIDS: bool>(
         return a.amount > b.amount;
     }
     a_origin < b_origin
-}
-
-/// `ranks_before` with each origin as its `Origin::key`.
-#[inline(always)]
-fn ranks_before_keyed<const BIDS: bool>(a: &Level, a_key: u16, b: &Level, b_key: u16) -> bool {
-    if a.price != b.price {
-        return (a.price > b.price) == BIDS;
-    }
-    if a.amount != b.amount {
-        return a.amount > b.amount;
-    }
-    a_key < b_key
 }
 
 /// Merges one side of every input into `out`, keeping the best `depth` levels.
@@ -222,7 +206,7 @@ fn merge_side_of<const BIDS: bool>(inputs: &[VenueBook<'_>], depth: usize, out: 
         for candidate in 1..live {
             let (levels, origin) = heads[candidate];
             let (best_levels, best_origin) = heads[best];
-            if ranks_before::<BIDS>(&levels[0], origin, &best_levels[0], best_origin) {
+            if ranks_before::<BIDS, _>(&levels[0], origin, &best_levels[0], best_origin) {
                 best = candidate;
             }
         }
@@ -250,7 +234,7 @@ struct Head<'a> {
 /// one book, the same in the output whichever goes first.
 #[inline(always)]
 fn head_before<const BIDS: bool>(a: &Head<'_>, b: &Head<'_>) -> bool {
-    ranks_before::<BIDS>(&a.levels[0], a.origin, &b.levels[0], b.origin)
+    ranks_before::<BIDS, _>(&a.levels[0], a.origin, &b.levels[0], b.origin)
 }
 
 /// Moves the head at `at` down the heap `heads` until neither child ranks before it.
@@ -332,7 +316,7 @@ fn merge_two<const BIDS: bool>(
     out.fill_from(depth, || {
         let (level, origin) = match (first.split_first(), second.split_first()) {
             (Some((a, a_rest)), Some((b, b_rest))) => {
-                if ranks_before_keyed::<BIDS>(b, second_key, a, first_key) {
+                if ranks_before::<BIDS, _>(b, second_key, a, first_key) {
                     second = b_rest;
                     (b, second_origin)
                 } else {

@@ -160,11 +160,11 @@ impl OrderbookAggregator for Aggregator {
         _: Request<proto::Empty>,
     ) -> Result<Response<Self::BookSummaryStream>, Status> {
         let slot = self.clients.admit()?;
-        let instrument = self.config.instruments[0].clone();
+        let config = Arc::clone(&self.config);
         Ok(Response::new(stream_of(
             self.summaries[0].clone(),
             slot,
-            move |summary| proto::legacy_summary(&instrument, summary),
+            move |summary| proto::legacy_summary(&config.instruments[0], summary),
         )))
     }
 
@@ -182,10 +182,10 @@ impl OrderbookAggregator for Aggregator {
                 .position(|instrument| instrument.name == wanted)
                 .ok_or_else(|| Status::not_found(unknown_instrument(&wanted)))?
         };
-        let instrument = self.config.instruments[index].clone();
+        let config = Arc::clone(&self.config);
         let slot = self.clients.admit()?;
         let stream = stream_of(self.summaries[index].clone(), slot, move |summary| {
-            proto::exact_summary(&instrument, summary)
+            proto::exact_summary(&config.instruments[index], summary)
         });
         Ok(Response::new(stream))
     }
