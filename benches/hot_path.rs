@@ -397,7 +397,7 @@ fn cross_core_takes(c: &mut Criterion) {
     const DEPTH: usize = 20;
     let book = decode(VenueId::Binance, BINANCE_20, DEPTH);
     for (name, bytes_read) in [
-        ("mailbox_take_cross_core_20", [const { 0..0 }; 7]),
+        ("mailbox_take_cross_core_20", [const { 0..0 }; 8]),
         (
             "mailbox_take_cross_core_20_prefetched",
             VenueFeed::bytes_read(DEPTH),

@@ -20,6 +20,9 @@ pub struct BookUpdate {
     /// The `last_id` of the event before this one, where the venue chains its events by
     /// it (Binance futures' `pu`); 0 elsewhere.
     pub previous_last_id: u64,
+    /// The venue's own time of the event or snapshot (ns since the Unix epoch; 0 where it
+    /// sends none: `TopBook::exchange_time_ns`).
+    pub exchange_time_ns: u64,
     pub bids: Vec<Level>,
     pub asks: Vec<Level>,
     /// A snapshot sent on the WebSocket in the diff stream (not a REST body): it replaces
@@ -65,6 +68,7 @@ impl BookUpdate {
         self.first_id = 0;
         self.last_id = 0;
         self.previous_last_id = 0;
+        self.exchange_time_ns = 0;
         self.bids.clear();
         self.asks.clear();
         self.is_snapshot = false;
@@ -78,6 +82,7 @@ impl BookUpdate {
         self.first_id = other.first_id;
         self.last_id = other.last_id;
         self.previous_last_id = other.previous_last_id;
+        self.exchange_time_ns = other.exchange_time_ns;
         self.bids.clone_from(&other.bids);
         self.asks.clone_from(&other.asks);
         self.is_snapshot = other.is_snapshot;

@@ -149,6 +149,8 @@ pub struct BookSync {
     last_id: u64,
     /// The id of the snapshot the book was built from.
     snapshot_id: u64,
+    /// The venue's time of the last event or snapshot in the book (0: it carried none).
+    exchange_time_ns: u64,
     buffer: VecDeque<BookUpdate>,
     /// Emptied buffer entries, reused so a resync does not allocate per event.
     spare: Vec<BookUpdate>,
@@ -169,6 +171,7 @@ impl BookSync {
             synced: false,
             last_id: 0,
             snapshot_id: 0,
+            exchange_time_ns: 0,
             buffer: VecDeque::new(),
             spare: Vec::new(),
             max_buffered: max_buffered.max(1),
@@ -188,11 +191,12 @@ impl BookSync {
     }
 
     /// Writes the synced book's top `depth` levels a side into `out`, stamped with the
-    /// book's id and `received_ns`: what the merger is handed.
+    /// book's id, its venue time and `received_ns`: what the merger is handed.
     pub fn write_top(&self, depth: usize, received_ns: u64, out: &mut crate::book::TopBook) {
         self.book.top(depth, out);
         out.venue_sequence = self.last_id;
         out.received_ns = received_ns;
+        out.exchange_time_ns = self.exchange_time_ns;
     }
 
     pub fn buffered(&self) -> usize {
@@ -205,6 +209,7 @@ impl BookSync {
         self.synced = false;
         self.last_id = 0;
         self.snapshot_id = 0;
+        self.exchange_time_ns = 0;
         self.book.clear();
         self.clear_buffer();
     }
@@ -265,6 +270,7 @@ impl BookSync {
         }
         self.book.apply(update);
         self.last_id = update.last_id;
+        self.exchange_time_ns = update.exchange_time_ns;
         if self.book.is_crossed() {
             self.reset();
             return UpdateOutcome::Crossed;
@@ -286,6 +292,7 @@ impl BookSync {
         self.book.replace(snapshot);
         self.last_id = snapshot_id;
         self.snapshot_id = snapshot_id;
+        self.exchange_time_ns = snapshot.exchange_time_ns;
         self.synced = true;
         let (mut applied, mut dropped) = (0, 0);
         let buffer = std::mem::take(&mut self.buffer);
@@ -305,6 +312,7 @@ impl BookSync {
             }
             self.book.apply(update);
             self.last_id = update.last_id;
+            self.exchange_time_ns = update.exchange_time_ns;
             applied += 1;
         }
         self.buffer = buffer;

@@ -207,6 +207,10 @@ pub struct TopBook {
     /// When the reader received the frame (ns on the process's monotonic clock); the start
     /// of the frame-to-publish latency.
     pub received_ns: u64,
+    /// The venue's own time of this state (ns since the Unix epoch, exact from the wire's
+    /// ms, µs or RFC 3339 text), as each venue's `mod.rs` says which of its times it is;
+    /// 0 where the frame carries none.
+    pub exchange_time_ns: u64,
 }
 
 impl TopBook {
@@ -215,6 +219,7 @@ impl TopBook {
         self.asks.clear();
         self.venue_sequence = 0;
         self.received_ns = 0;
+        self.exchange_time_ns = 0;
     }
 
     pub fn side(&self, side: Side) -> &Levels {
@@ -247,18 +252,20 @@ impl TopBook {
             asks: ask_levels,
             venue_sequence,
             received_ns,
+            exchange_time_ns,
         } = self;
         bid_levels.clear_writing(bids);
         ask_levels.clear_writing(asks);
         *venue_sequence = 0;
         *received_ns = 0;
+        *exchange_time_ns = 0;
     }
 
-    /// The bytes that reading the best `depth` levels a side and the two stamps touches,
+    /// The bytes that reading the best `depth` levels a side and the three stamps touches,
     /// as offsets from the start of whatever holds the book at offset `at`: what the
     /// merger asks its core to fetch before it takes a book written on a reader's core
     /// (`mailbox::Receiver::take_prefetching`).
-    pub fn bytes_read(at: usize, depth: usize) -> [Range<usize>; 6] {
+    pub fn bytes_read(at: usize, depth: usize) -> [Range<usize>; 7] {
         let [bid_levels, bid_len] = Levels::bytes_read(at + offset_of!(Self, bids), depth);
         let [ask_levels, ask_len] = Levels::bytes_read(at + offset_of!(Self, asks), depth);
         [
@@ -268,6 +275,7 @@ impl TopBook {
             ask_len,
             field_bytes::<u64>(at + offset_of!(Self, venue_sequence)),
             field_bytes::<u64>(at + offset_of!(Self, received_ns)),
+            field_bytes::<u64>(at + offset_of!(Self, exchange_time_ns)),
         ]
     }
 
@@ -292,6 +300,7 @@ impl TopBook {
         self.asks.copy_from(&other.asks);
         self.venue_sequence = other.venue_sequence;
         self.received_ns = other.received_ns;
+        self.exchange_time_ns = other.exchange_time_ns;
     }
 }
 
@@ -334,6 +343,7 @@ mod tests {
             }
             assert!(bytes_cover(&ranges, &book, &book.venue_sequence));
             assert!(bytes_cover(&ranges, &book, &book.received_ns));
+            assert!(bytes_cover(&ranges, &book, &book.exchange_time_ns));
         }
     }
 }

@@ -23,8 +23,8 @@ pub struct VenueFeed {
 impl VenueFeed {
     /// The bytes the merger reads of a feed keeping `depth` levels, from the feed's start:
     /// the state, and the book's parts (`TopBook::bytes_read`).
-    pub fn bytes_read(depth: usize) -> [Range<usize>; 7] {
-        let mut bytes: [Range<usize>; 7] = Default::default();
+    pub fn bytes_read(depth: usize) -> [Range<usize>; 8] {
+        let mut bytes: [Range<usize>; 8] = Default::default();
         bytes[0] = field_bytes::<VenueState>(offset_of!(Self, state));
         bytes[1..].clone_from_slice(&TopBook::bytes_read(offset_of!(Self, book), depth));
         bytes

@@ -294,6 +294,7 @@ impl Consolidation {
             out.source_venues[source] = Some(venue);
             out.source_received_ns[source] = slot.book.received_ns;
             out.source_sequence[source] = slot.book.venue_sequence;
+            out.source_exchange_time_ns[source] = slot.book.exchange_time_ns;
             out.source_best[source] = BestPrices {
                 bid: slot.book.bids.best().map(|level| level.price),
                 ask: slot.book.asks.best().map(|level| level.price),
@@ -304,6 +305,7 @@ impl Consolidation {
         out.source_venues[count..].fill(None);
         out.source_received_ns[count..].fill(0);
         out.source_sequence[count..].fill(0);
+        out.source_exchange_time_ns[count..].fill(0);
         out.source_best[count..].fill(BestPrices::default());
         out.currency = self.currency;
         out.amount_unit = self.amount_unit;
@@ -457,6 +459,11 @@ mod tests {
             &ranges,
             &feed,
             &feed.book.received_ns
+        ));
+        assert!(crate::book::bytes_cover(
+            &ranges,
+            &feed,
+            &feed.book.exchange_time_ns
         ));
         assert!(crate::book::bytes_cover(
             &ranges,

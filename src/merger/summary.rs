@@ -86,6 +86,9 @@ pub struct Summary {
     /// Each source's sequence (update id or timestamp, as the venue numbers its books) of
     /// its latest book: which frame of each book this summary contains.
     pub source_sequence: [u64; MAX_SOURCES],
+    /// The venue's own time of each source's latest book (ns since the Unix epoch; 0
+    /// where the venue sent none: `TopBook::exchange_time_ns`).
+    pub source_exchange_time_ns: [u64; MAX_SOURCES],
     /// Each source's own best prices in its latest book, merged or not (a book left out
     /// shows where it stands), as the venue quotes them.
     pub source_best: [BestPrices; MAX_SOURCES],
@@ -139,6 +142,7 @@ impl Summary {
             source_venues,
             source_received_ns,
             source_sequence,
+            source_exchange_time_ns,
             source_best,
             currency,
             amount_unit,
@@ -156,6 +160,7 @@ impl Summary {
         *source_venues = [None; MAX_SOURCES];
         *source_received_ns = [0; MAX_SOURCES];
         *source_sequence = [0; MAX_SOURCES];
+        *source_exchange_time_ns = [0; MAX_SOURCES];
         *source_best = [BestPrices::default(); MAX_SOURCES];
         *currency = None;
         *amount_unit = None;
@@ -176,6 +181,15 @@ impl Summary {
         match received_ns {
             0 => 0,
             _ => self.published_monotonic_ns.saturating_sub(received_ns),
+        }
+    }
+
+    /// When what was received at `received_ns` (monotonic) was received, in ns since the
+    /// Unix epoch: the summary's publish time less its age (0 for 0).
+    pub fn received_unix_ns(&self, received_ns: u64) -> u64 {
+        match received_ns {
+            0 => 0,
+            _ => self.published_ns.saturating_sub(self.age_ns(received_ns)),
         }
     }
 

@@ -3,11 +3,15 @@
 //! ```text
 //! {"instrument":"ETH/BTC","seq":7,"ts_ns":1700000000000000000,"spread":"0.00000100",
 //!  "bids":[{"exchange":"binance","price":"0.06824000","amount":"12.00000000"},…],
-//!  "asks":[…],"venues":{"binance":"synced","bitstamp":"stale"},"currency":"BTC",
+//!  "asks":[…],"venues":{"binance":"synced","bitstamp":"stale"},
+//!  "times":{"binance":{"received_unix_ns":1699999999999700000,"age_ns":300000,
+//!  "exchange_unix_ns":1699999999950000000},"bitstamp":{…}},"currency":"BTC",
 //!  "amount_unit":"ETH"}
 //! ```
 //! (one line on the wire). `spread` is `null` while either side is empty, and negative
-//! when the consolidated book is crossed. A book is named by its venue, or by
+//! when the consolidated book is crossed. `times` gives each book's latest receipt (ns
+//! since the Unix epoch: `ts_ns` less `age_ns`; 0 before the first) and the venue's own
+//! time of it (`null` where the venue sent none), as `VenueQuote`'s fields. A book is named by its venue, or by
 //! `venue:symbol` where the instrument takes several books of one venue
 //! (`"okx:BTC-USDT-SWAP"`, `Instrument::source_names`).
 //!
@@ -54,6 +58,22 @@ pub fn write_summary(
     for (index, (source, _, state)) in summary.sources().enumerate() {
         let separator = if index == 0 { "" } else { "," };
         write!(out, r#"{separator}"{}":"{}""#, names[source], state.name())?;
+    }
+    out.write_all(br#"},"times":{"#)?;
+    for (index, (source, _, _)) in summary.sources().enumerate() {
+        let separator = if index == 0 { "" } else { "," };
+        let received = summary.source_received_ns[source];
+        write!(
+            out,
+            r#"{separator}"{}":{{"received_unix_ns":{},"age_ns":{},"exchange_unix_ns":"#,
+            names[source],
+            summary.received_unix_ns(received),
+            summary.age_ns(received)
+        )?;
+        match summary.source_exchange_time_ns[source] {
+            0 => out.write_all(b"null}")?,
+            time => write!(out, "{time}}}")?,
+        }
     }
     out.write_all(b"}")?;
     if let Some(currency) = summary.currency {
@@ -235,5 +255,36 @@ mod tests {
         assert_eq!(value["venues"]["okx:BTC-USDC-SWAP"], "synced");
         assert_eq!(value["bids"][0]["exchange"], "kraken");
         assert!(line.ends_with(b"}\n"));
+    }
+
+    /// Each book's receipt is written as Unix time, beside its age and the venue's own
+    /// time of it (`null` where the venue sent none, and for a book not yet received).
+    #[test]
+    fn each_book_s_receipt_and_venue_time_are_written() {
+        let instrument = Instrument::of_books(
+            "BTC/USD",
+            &[(VenueId::Kraken, "BTC/USD"), (VenueId::Bitstamp, "btcusd")],
+        );
+        let mut summary = Summary {
+            published_ns: 1_700_000_000_000_000_000,
+            published_monotonic_ns: 9_000_000,
+            ..Summary::default()
+        };
+        for (source, (venue, _)) in instrument.symbols.iter().enumerate() {
+            summary.source_venues[source] = Some(*venue);
+        }
+        summary.source_received_ns[0] = 8_700_000;
+        summary.source_exchange_time_ns[0] = 1_699_999_999_950_000_123;
+        let mut line = Vec::new();
+        write_summary(&mut line, &instrument, &summary).expect("a Vec");
+        let value: serde_json::Value = serde_json::from_slice(&line).expect("JSON");
+        assert_eq!(
+            value["times"],
+            serde_json::json!({
+                "bitstamp": {"received_unix_ns": 0, "age_ns": 0, "exchange_unix_ns": null},
+                "kraken": {"received_unix_ns": 1_699_999_999_999_700_000_u64, "age_ns": 300_000,
+                           "exchange_unix_ns": 1_699_999_999_950_000_123_u64},
+            })
+        );
     }
 }

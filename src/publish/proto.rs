@@ -100,6 +100,8 @@ pub fn exact_summary(instrument: &Instrument, summary: &summary::Summary) -> Exa
                     rate_bid: exact(rate.map(|rate| rate.bid)).unwrap_or_default(),
                     rate_ask: exact(rate.map(|rate| rate.ask)).unwrap_or_default(),
                     rate_age_ns: rate.map_or(0, |rate| summary.age_ns(rate.received_ns)),
+                    received_unix_ns: summary.received_unix_ns(received),
+                    exchange_unix_ns: summary.source_exchange_time_ns[source],
                 }
             })
             .collect(),

@@ -286,6 +286,7 @@ impl Conversion {
         )?;
         out.venue_sequence = native.venue_sequence;
         out.received_ns = native.received_ns;
+        out.exchange_time_ns = native.exchange_time_ns;
         Ok(())
     }
 }

@@ -78,6 +78,10 @@ pub trait Venue: Decode + Checksum + Streams + Snapshots {
 /// Reading a venue's frames. Pure: bytes in, book or typed error out; no I/O, no clock,
 /// no allocation, no panic on any input. On the hot path, so `VenueId` calls these by
 /// enum dispatch (each venue's decoder inlined into its arm), never through a vtable.
+///
+/// Each decoder writes the venue's own time of a book or event into `exchange_time_ns`
+/// where the frame carries it (which of its times, its `mod.rs` says), exactly, as ns
+/// since the Unix epoch; `VenueId`'s calls zero it first.
 pub trait Decode {
     /// Decodes one text frame, writing a book message's top `depth` levels per side into
     /// `out`. On error `out` holds garbage and must not be published. A venue without
@@ -129,8 +133,9 @@ pub trait Decode {
     }
 
     /// The event at byte `at` of a frame that [`Decode::decode_diff`] read as
-    /// [`Message::Books`], into `out` as `decode_diff` writes one: its stream, and where the
-    /// next event starts if one follows. A venue whose frames each hold one event has none.
+    /// [`Message::Books`], into `out` as `decode_diff` writes one (the frame's time, in
+    /// `exchange_time_ns`, stays): its stream, and where the next event starts if one
+    /// follows. A venue whose frames each hold one event has none.
     fn decode_next_event<'a>(
         frame: &'a [u8],
         at: usize,

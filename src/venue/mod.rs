@@ -90,7 +90,9 @@ venues! {
     GateFutures => gate_futures::GateFutures,
 }
 
-/// The venue's facts, and its hot-path behaviour by enum dispatch.
+/// The venue's facts, and its hot-path behaviour by enum dispatch. Each frame's decode call
+/// zeroes the output's `exchange_time_ns` first, so that a frame without the venue's time
+/// never carries the previous one's (a frame's next event keeps its frame's).
 impl VenueId {
     /// The venue's facts (name, URLs, limits, snapshot source, sequencing).
     pub fn facts(self) -> &'static VenueFacts {
@@ -125,6 +127,7 @@ impl VenueId {
         depth: usize,
         out: &mut TopBook,
     ) -> Result<Message<'a>, DecodeError> {
+        out.exchange_time_ns = 0;
         dispatch!(self, V => V::decode(frame, depth, out))
     }
 
@@ -136,6 +139,7 @@ impl VenueId {
         depth: usize,
         out: &mut TopBook,
     ) -> Result<Message<'a>, DecodeError> {
+        out.exchange_time_ns = 0;
         dispatch!(self, V => V::decode_binary(frame, depth, out))
     }
 
@@ -147,6 +151,7 @@ impl VenueId {
         max_levels: usize,
         out: &mut BookUpdate,
     ) -> Result<Message<'a>, DecodeError> {
+        out.exchange_time_ns = 0;
         dispatch!(self, V => V::decode_diff(frame, max_levels, out))
     }
 
@@ -158,6 +163,7 @@ impl VenueId {
         max_levels: usize,
         out: &mut BookUpdate,
     ) -> Result<Message<'a>, DecodeError> {
+        out.exchange_time_ns = 0;
         dispatch!(self, V => V::decode_diff_binary(frame, max_levels, out))
     }
 
@@ -179,6 +185,7 @@ impl VenueId {
         max_levels: usize,
         out: &mut BookUpdate,
     ) -> Result<(), DecodeError> {
+        out.exchange_time_ns = 0;
         dispatch!(self, V => V::decode_snapshot(body, max_levels, out))
     }
 

@@ -36,6 +36,8 @@ const DEPTH_DIFF: u16 = 10003;
 #[derive(Debug, Clone)]
 struct Written {
     template: u16,
+    /// `eventTime`, µs.
+    event_time: i64,
     ids: Vec<i64>,
     price_exponent: i8,
     quantity_exponent: i8,
@@ -53,7 +55,7 @@ impl Written {
         for field in [block as u16, self.template, 1, 0] {
             out.extend_from_slice(&field.to_le_bytes());
         }
-        out.extend_from_slice(&1_770_000_000_000_000i64.to_le_bytes());
+        out.extend_from_slice(&self.event_time.to_le_bytes());
         for id in &self.ids {
             out.extend_from_slice(&id.to_le_bytes());
         }
@@ -80,6 +82,8 @@ impl Written {
 #[derive(Debug, PartialEq)]
 struct Read {
     template: u16,
+    /// `eventTime`, as ns.
+    exchange_time_ns: u64,
     ids: Vec<u64>,
     bids: Vec<Level>,
     asks: Vec<Level>,
@@ -123,6 +127,8 @@ fn reference(frame: &[u8]) -> Option<Read> {
     let ids = (0..id_count)
         .map(|index| u64::try_from(i64_at(16 + 8 * index)?).ok())
         .collect::<Option<Vec<_>>>()?;
+    let micros = u64::try_from(i64_at(8)?).ok()?;
+    let exchange_time_ns = u64::try_from(u128::from(micros) * 1_000).ok()?;
     let exponents = *frame.get(16 + 8 * id_count)? as i8;
     let quantity_exponent = *frame.get(17 + 8 * id_count)? as i8;
     let mut at = 8 + block;
@@ -153,6 +159,7 @@ fn reference(frame: &[u8]) -> Option<Read> {
     let bids = sides.pop()?;
     Some(Read {
         template,
+        exchange_time_ns,
         ids,
         bids,
         asks,
@@ -168,6 +175,7 @@ fn decoded_diff(frame: &[u8]) -> Result<Read, DecodeError> {
     };
     Ok(Read {
         template: DEPTH_DIFF,
+        exchange_time_ns: update.exchange_time_ns,
         ids: vec![update.first_id, update.last_id],
         bids: update.bids,
         asks: update.asks,
@@ -175,19 +183,29 @@ fn decoded_diff(frame: &[u8]) -> Result<Read, DecodeError> {
     })
 }
 
+/// The latest `eventTime` (µs) whose ns a `u64` holds.
+const MAX_EVENT_TIME: i64 = (u64::MAX / 1_000) as i64;
+
 fn written_diff() -> impl Strategy<Value = Written> {
     let side = proptest::collection::vec((0i64..=i64::MAX / 4, 0i64..=10_000_000_000), 0..6);
     (
-        (0i64..1 << 40, 0i64..1000),
+        (0i64..1 << 40, 0i64..1000, 0..=MAX_EVENT_TIME),
         (-12i8..=2, -12i8..=2),
         (side.clone(), side),
         (0usize..12, 0usize..12),
         "[A-Z0-9]{1,12}",
     )
         .prop_map(
-            |((first, span), (price_exponent, quantity_exponent), (bids, asks), extra, symbol)| {
+            |(
+                (first, span, event_time),
+                (price_exponent, quantity_exponent),
+                (bids, asks),
+                extra,
+                symbol,
+            )| {
                 Written {
                     template: DEPTH_DIFF,
+                    event_time,
                     ids: vec![first, first + span],
                     price_exponent,
                     quantity_exponent,
@@ -253,6 +271,7 @@ fn written_snapshot() -> impl Strategy<Value = Written> {
                 };
                 Written {
                     template: DEPTH_SNAPSHOT,
+                    event_time: 1_770_000_000_000_000,
                     ids: vec![7],
                     price_exponent,
                     quantity_exponent,
@@ -325,6 +344,7 @@ fn decoded_diff_or_other(frame: &[u8]) -> Result<Option<Read>, DecodeError> {
     match SBE.decode_diff_binary(frame, 5000, &mut update)? {
         Message::Book { stream } => Ok(Some(Read {
             template: DEPTH_DIFF,
+            exchange_time_ns: update.exchange_time_ns,
             ids: vec![update.first_id, update.last_id],
             bids: update.bids,
             asks: update.asks,
@@ -338,6 +358,7 @@ fn decoded_diff_or_other(frame: &[u8]) -> Result<Option<Read>, DecodeError> {
 fn depth20_with_later_fields() -> Written {
     Written {
         template: DEPTH_SNAPSHOT,
+        event_time: 1_770_000_000_123_456,
         ids: vec![81_246_000_123],
         price_exponent: -2,
         quantity_exponent: -8,
@@ -353,6 +374,7 @@ fn depth20_with_later_fields() -> Written {
 fn diff_event() -> Written {
     Written {
         template: DEPTH_DIFF,
+        event_time: 1_770_000_000_000_000,
         ids: vec![10, 12],
         price_exponent: -2,
         quantity_exponent: -8,
@@ -393,6 +415,8 @@ fn a_depth20_frame_reads_as_the_reference_and_an_unknown_template_is_ignored() {
         Ok(Message::Book { stream: b"BTCUSDT" })
     );
     assert_eq!(book.venue_sequence, expected.ids[0]);
+    assert_eq!(book.exchange_time_ns, expected.exchange_time_ns);
+    assert_eq!(book.exchange_time_ns, 1_770_000_000_123_456_000);
     assert_eq!(book.bids.as_slice(), expected.bids.as_slice());
     assert_eq!(book.asks.as_slice(), expected.asks.as_slice());
     assert_eq!(book.bids.as_slice()[0].price, "35496.06".parse().unwrap());
@@ -450,6 +474,14 @@ fn malformed_frames() -> Vec<Malformed> {
         (
             edited(16, &13i64.to_le_bytes()),
             DecodeError::Invalid("depthUpdate with U greater than u"),
+        ),
+        (
+            edited(8, &(-1i64).to_le_bytes()),
+            DecodeError::IntegerOverflow { at: 8 },
+        ),
+        (
+            edited(8, &(MAX_EVENT_TIME + 1).to_le_bytes()),
+            DecodeError::Invalid("a time in µs beyond the year 2554"),
         ),
         (
             Written {
@@ -700,6 +732,7 @@ async fn diff_books_on_sbe_stay_true_through_faults() {
     // A template the decoder does not read (a trade): counted and ignored.
     let trade = Written {
         template: 10000,
+        event_time: 1_770_000_000_000_000,
         ids: vec![1],
         price_exponent: -2,
         quantity_exponent: -8,

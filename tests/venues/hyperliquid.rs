@@ -43,8 +43,9 @@ fn probe_lines() -> Vec<String> {
 
 // ---- the reference: serde_json, as docs/protocols.md describes a frame ----
 
-/// A book frame's coin, time and top `depth` levels a side; `None` for any other frame.
-fn reference_decode(frame: &str, depth: usize) -> Option<(String, u64, Vec<Level>, Vec<Level>)> {
+/// A book frame's coin, time (ms, and as ns) and top `depth` levels a side; `None` for any
+/// other frame.
+fn reference_decode(frame: &str, depth: usize) -> Option<Decoded> {
     let root: Value = serde_json::from_str(frame).ok()?;
     if root.get("channel")? != "l2Book" {
         return None;
@@ -68,20 +69,24 @@ fn reference_decode(frame: &str, depth: usize) -> Option<(String, u64, Vec<Level
         }
         Some(kept)
     };
+    let time = data.get("time")?.as_u64()?;
     Some((
         data.get("coin")?.as_str()?.to_owned(),
-        data.get("time")?.as_u64()?,
+        (time, time * 1_000_000),
         side(bids, Side::Bid)?,
         side(asks, Side::Ask)?,
     ))
 }
 
-fn fast_decode(frame: &str, depth: usize) -> Option<(String, u64, Vec<Level>, Vec<Level>)> {
+/// A book's coin, its time (ms, and as ns) and its sides.
+type Decoded = (String, (u64, u64), Vec<Level>, Vec<Level>);
+
+fn fast_decode(frame: &str, depth: usize) -> Option<Decoded> {
     let mut book = TopBook::default();
     match HYPERLIQUID.decode(frame.as_bytes(), depth, &mut book) {
         Ok(Message::Book { stream }) => Some((
             String::from_utf8(stream.to_vec()).unwrap(),
-            book.venue_sequence,
+            (book.venue_sequence, book.exchange_time_ns),
             book.bids.as_slice().to_vec(),
             book.asks.as_slice().to_vec(),
         )),
@@ -324,6 +329,10 @@ pub fn row() -> Row {
             DecodeError::Unexpected { at: 0, expected: "" },
         ),
         (
+            book(r#""coin":"BTC","time":18446744073709552,"levels":[[],[]]"#),
+            DecodeError::Invalid("a time in ms beyond the year 2554"),
+        ),
+        (
             r#"{"channel":"subscriptionResponse","data":{"method":"resubscribe","subscription":{}}}"#
                 .to_owned(),
             DecodeError::Invalid("a subscriptionResponse must echo a subscribe or unsubscribe"),
@@ -394,7 +403,7 @@ proptest! {
         bids in proptest::collection::btree_map(1u64..1u64 << 50, 1u64..1u64 << 50, 0..25),
         asks in proptest::collection::btree_map(1u64..1u64 << 50, 1u64..1u64 << 50, 0..25),
         depth in 1usize..=25,
-        time in any::<u64>(),
+        time in 0..=u64::MAX / 1_000_000,
         seed in any::<u64>(),
         spaced in any::<bool>(),
         unknown in any::<bool>(),

@@ -12,6 +12,7 @@ mod coinbase_exchange;
 mod conformance;
 mod decoders;
 mod diff_books;
+mod exchange_times;
 mod fuzz_corpus;
 mod gate;
 mod generated;

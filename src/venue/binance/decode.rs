@@ -14,6 +14,8 @@ pub(in crate::venue) const BIDS: u32 = 9;
 pub(in crate::venue) const ASKS: u32 = 10;
 pub(in crate::venue) const FIRST_ID: u32 = 11;
 pub(in crate::venue) const LAST_ID: u32 = 12;
+/// After futures' `pu` (13).
+const TIME: u32 = 14;
 
 /// What one object level (the envelope or the payload) contained.
 #[derive(Default)]
@@ -97,6 +99,8 @@ impl<'a> Payload<'a> for PartialDepth<'_> {
 pub(in crate::venue) struct DiffEvent<'o> {
     pub(in crate::venue) max_levels: usize,
     pub(in crate::venue) out: &'o mut BookUpdate,
+    /// The key of the event's time in ms (`exchange_time_ns`): spot's `E`, futures' `T`.
+    pub(in crate::venue) time_key: &'static [u8],
 }
 
 pub(super) const DIFF_KEYS: [(u32, &str); 4] = [(FIRST_ID, "U"), (LAST_ID, "u"), (BIDS, "b"), (ASKS, "a")];
@@ -111,6 +115,9 @@ impl<'a> Payload<'a> for DiffEvent<'_> {
         match key {
             b"U" => self.out.first_id = seen.unsigned(walker, FIRST_ID, "U")?,
             b"u" => self.out.last_id = seen.unsigned(walker, LAST_ID, "u")?,
+            key if key == self.time_key => {
+                self.out.exchange_time_ns = read_time(walker, seen)?;
+            }
             b"b" | b"a" if walker.peek()? != b'[' => walker.skip_value()?,
             b"b" => {
                 seen.mark(BIDS, "b")?;
@@ -133,6 +140,11 @@ impl<'a> Payload<'a> for DiffEvent<'_> {
         classify_depth_update(members, &DIFF_KEYS)
     }
 
+}
+
+/// An event's time in ms (its `E` or `T`), as ns.
+pub(in crate::venue) fn read_time(walker: &mut Walker<'_>, seen: &mut Seen) -> Result<u64, DecodeError> {
+    timestamps::nanos_from_millis(seen.unsigned(walker, TIME, "event time")?)
 }
 
 /// A `depthUpdate` with every one of `keys` is a book; every key but its event type, a
@@ -233,7 +245,7 @@ pub(super) fn read_usual_diff_event(
     walker
         .skip_exactly(br#"{"e":"depthUpdate","E":"#)
         .then_some(())?;
-    walker.skip_value().ok()?; // the event time: unused, skipped as the general walk does
+    out.exchange_time_ns = timestamps::nanos_from_millis(walker.unsigned().ok()?).ok()?;
     walker.skip_exactly(br#","s":"#).then_some(())?;
     walker.string().ok()?; // the symbol: the stream names it
     walker.skip_exactly(br#","U":"#).then_some(())?;
@@ -342,7 +354,14 @@ impl Decode for Binance {
             read_usual_diff_event(walker, max_levels, out)
         }) {
             Some(message) => message,
-            None => decode_frame(frame, DiffEvent { max_levels, out })?,
+            None => decode_frame(
+                frame,
+                DiffEvent {
+                    max_levels,
+                    out,
+                    time_key: b"E",
+                },
+            )?,
         };
         if matches!(message, Message::Book { .. }) && out.first_id > out.last_id {
             return Err(DecodeError::Invalid("depthUpdate with U greater than u"));
@@ -350,34 +369,48 @@ impl Decode for Binance {
         Ok(message)
     }
 
-    /// `GET /api/v3/depth`: `{"lastUpdateId":…,"bids":[…],"asks":[…]}`, sides best first.
+    /// `GET /api/v3/depth`: `{"lastUpdateId":…,"bids":[…],"asks":[…]}`, sides best first
+    /// (no time).
     fn decode_snapshot(
         body: &[u8],
         max_levels: usize,
         out: &mut BookUpdate,
     ) -> Result<(), DecodeError> {
-        let mut walker = Walker::new(body);
-        let mut seen = Seen::default();
-        walker.object(|walker, key| {
-            match key {
-                b"lastUpdateId" => {
-                    seen.mark(LAST_UPDATE_ID, "lastUpdateId")?;
-                    out.last_id = walker.unsigned()?;
-                    out.first_id = out.last_id;
-                }
-                b"bids" => {
-                    seen.mark(BIDS, "bids")?;
-                    walker.all_levels(Some(Side::Bid), max_levels, &mut out.bids)?;
-                }
-                b"asks" => {
-                    seen.mark(ASKS, "asks")?;
-                    walker.all_levels(Some(Side::Ask), max_levels, &mut out.asks)?;
-                }
-                _ => walker.skip_value()?,
-            }
-            Ok(())
-        })?;
-        walker.finish()?;
-        seen.require(&PARTIAL_KEYS)
+        decode_rest_snapshot(body, max_levels, out, None)
     }
 }
+
+/// A REST depth body: `{"lastUpdateId":…,"bids":[…],"asks":[…]}` and whatever else, the
+/// time in ms under `time_key` where the market sends one (futures' `T`).
+pub(in crate::venue) fn decode_rest_snapshot(
+    body: &[u8],
+    max_levels: usize,
+    out: &mut BookUpdate,
+    time_key: Option<&[u8]>,
+) -> Result<(), DecodeError> {
+    let mut walker = Walker::new(body);
+    let mut seen = Seen::default();
+    walker.object(|walker, key| {
+        match key {
+            key if Some(key) == time_key => out.exchange_time_ns = read_time(walker, &mut seen)?,
+            b"lastUpdateId" => {
+                seen.mark(LAST_UPDATE_ID, "lastUpdateId")?;
+                out.last_id = walker.unsigned()?;
+                out.first_id = out.last_id;
+            }
+            b"bids" => {
+                seen.mark(BIDS, "bids")?;
+                walker.all_levels(Some(Side::Bid), max_levels, &mut out.bids)?;
+            }
+            b"asks" => {
+                seen.mark(ASKS, "asks")?;
+                walker.all_levels(Some(Side::Ask), max_levels, &mut out.asks)?;
+            }
+            _ => walker.skip_value()?,
+        }
+        Ok(())
+    })?;
+    walker.finish()?;
+    seen.require(&PARTIAL_KEYS)
+}
+

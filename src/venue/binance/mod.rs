@@ -25,9 +25,13 @@
 //!
 //! Prices and amounts are strings with 8 decimals. `lastUpdateId` becomes the book's
 //! `venue_sequence`, so a reader can drop an out-of-order push.
+//!
+//! The book's time (`exchange_time_ns`, docs/protocols.md): a diff event's `E` (ms);
+//! partial depth books and REST snapshots carry none.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::Seen;
+use super::timestamps;
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::book::diff_sync::Sequencing;
 use crate::json::Walker;

@@ -147,6 +147,7 @@ fn diff_event_both_ways(frame: &[u8]) -> BothReadings<'_, BookUpdate> {
         DiffEvent {
             max_levels: 1000,
             out: &mut general,
+            time_key: b"E",
         },
     );
     ((fast_message, fast), (general_message, general))

@@ -5,10 +5,15 @@ use super::*;
 use crate::venue::binance::decode::{
     self as spot, ASKS, BIDS, DiffEvent, FIRST_ID, LAST_ID, Members, Payload,
 };
+use crate::venue::timestamps;
 use crate::venue::wire::Seen;
 
 /// Bit of `Seen` for `pu`, after spot's.
 const PREVIOUS_LAST_ID: u32 = 13;
+
+/// The key of a futures book's time (`exchange_time_ns`): `T`, the transaction time in
+/// the matching engine (`E`, the event's, is when it was pushed).
+const TIME_KEY: &[u8] = b"T";
 
 /// Every key of a futures `depthUpdate`, diff or top N.
 const EVENT_KEYS: [(u32, &str); 5] = [
@@ -65,6 +70,7 @@ impl<'a> Payload<'a> for TopEvent<'_> {
             b"U" => self.ids[0] = seen.unsigned(walker, FIRST_ID, "U")?,
             b"u" => self.ids[1] = seen.unsigned(walker, LAST_ID, "u")?,
             b"pu" => self.ids[2] = seen.unsigned(walker, PREVIOUS_LAST_ID, "pu")?,
+            b"T" => self.out.exchange_time_ns = spot::read_time(walker, seen)?,
             // `bookTicker` has string `b`/`a`: only an array is a side.
             b"b" | b"a" if walker.peek()? != b'[' => walker.skip_value()?,
             b"b" => {
@@ -92,19 +98,20 @@ impl<'a> Payload<'a> for TopEvent<'_> {
 /// A `depthUpdate` payload in the layout Binance sends (every recorded frame: keys in
 /// this order, no whitespace, COIN-M's `ps` and 2026's trailing `st` where present), read
 /// by comparing the bytes between values with it, as spot's pushes are
-/// (`spot::decode_usual_layout`). `sides` reads `b`'s and `a`'s arrays.
+/// (`spot::decode_usual_layout`). `sides` reads `b`'s and `a`'s arrays; `time_ns` takes
+/// `T`.
 fn read_usual_event(
     walker: &mut Walker<'_>,
     ids: &mut [u64; 3],
+    time_ns: &mut u64,
     sides: impl FnOnce(&mut Walker<'_>) -> Option<()>,
 ) -> Option<()> {
     walker
         .skip_exactly(br#"{"e":"depthUpdate","E":"#)
         .then_some(())?;
-    // The event and transaction times: unused, skipped as the general walk does.
-    walker.skip_value().ok()?;
+    walker.skip_value().ok()?; // the event's time (its push, not the book's), skipped as the general walk does
     walker.skip_exactly(br#","T":"#).then_some(())?;
-    walker.skip_value().ok()?;
+    *time_ns = timestamps::nanos_from_millis(walker.unsigned().ok()?).ok()?;
     walker.skip_exactly(br#","s":"#).then_some(())?;
     walker.string().ok()?; // the symbol: the stream names it
     if walker.skip_exactly(br#","ps":"#) {
@@ -149,7 +156,7 @@ pub(super) fn fast_top<'a>(
     ids: &mut [u64; 3],
 ) -> Option<Message<'a>> {
     spot::decode_usual_layout(frame, |walker| {
-        read_usual_event(walker, ids, |walker| {
+        read_usual_event(walker, ids, &mut out.exchange_time_ns, |walker| {
             walker.levels(Side::Bid, depth, &mut out.bids).ok()?;
             walker.skip_exactly(br#","a":"#).then_some(())?;
             walker.levels(Side::Ask, depth, &mut out.asks).ok()
@@ -174,14 +181,16 @@ pub(super) fn fast_diff<'a>(
     out: &mut BookUpdate,
 ) -> Option<Message<'a>> {
     let mut ids = [0; 3];
+    let mut time_ns = 0;
     let message = spot::decode_usual_layout(frame, |walker| {
-        read_usual_event(walker, &mut ids, |walker| {
+        read_usual_event(walker, &mut ids, &mut time_ns, |walker| {
             walker.all_levels(None, max_levels, &mut out.bids).ok()?;
             walker.skip_exactly(br#","a":"#).then_some(())?;
             walker.all_levels(None, max_levels, &mut out.asks).ok()
         })
     })?;
     [out.first_id, out.last_id, out.previous_last_id] = ids;
+    out.exchange_time_ns = time_ns;
     Some(message)
 }
 
@@ -191,7 +200,12 @@ pub(super) fn general_diff<'a>(
     max_levels: usize,
     out: &mut BookUpdate,
 ) -> Result<Message<'a>, DecodeError> {
-    spot::decode_frame(frame, ChainedEvent(DiffEvent { max_levels, out }))
+    let event = DiffEvent {
+        max_levels,
+        out,
+        time_key: TIME_KEY,
+    };
+    spot::decode_frame(frame, ChainedEvent(event))
 }
 
 impl<M: Market> Decode for BinanceFutures<M> {
@@ -221,13 +235,13 @@ impl<M: Market> Decode for BinanceFutures<M> {
         check_ids(message, [out.first_id, out.last_id, out.previous_last_id])
     }
 
-    /// `GET /fapi/v1/depth` or `/dapi/v1/depth`: spot's body, with `E`, `T` (and COIN-M's
-    /// `symbol`, `pair`) beside, which are skipped.
+    /// `GET /fapi/v1/depth` or `/dapi/v1/depth`: spot's body, with `E`, `T` (the book's
+    /// time) and COIN-M's `symbol`, `pair` (skipped) beside.
     fn decode_snapshot(
         body: &[u8],
         max_levels: usize,
         out: &mut BookUpdate,
     ) -> Result<(), DecodeError> {
-        Binance::decode_snapshot(body, max_levels, out)
+        spot::decode_rest_snapshot(body, max_levels, out, Some(TIME_KEY))
     }
 }

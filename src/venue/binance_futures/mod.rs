@@ -29,6 +29,9 @@
 //! The sync rule is not spot's: events chain by `pu` (the previous event's `u`), ids are
 //! not consecutive, and an event ending exactly on the snapshot's id is kept
 //! ([`PreviousIdChain`]).
+//!
+//! The book's time (`exchange_time_ns`, docs/protocols.md): `T`, the transaction time
+//! (ms), of events, top-N pushes and REST snapshots; `E`, the push's, is skipped.
 
 use super::binance::Binance;
 use super::{

@@ -144,6 +144,11 @@ pub(super) fn id(value: i64, at: usize) -> Result<u64, DecodeError> {
     u64::try_from(value).map_err(|_| DecodeError::IntegerOverflow { at })
 }
 
+/// A message's `eventTime` (µs since the Unix epoch) as ns.
+pub(super) fn event_time_ns(micros: i64) -> Result<u64, DecodeError> {
+    timestamps::nanos_from_micros(id(micros, HEADER_LEN)?)
+}
+
 /// How a message's mantissas of one field become `FixedPoint` units (10^-8): `mantissa ×
 /// 10^exponent` exactly, worked out once a message from its exponent. Values that would need
 /// more than 8 decimals, or are negative, or too large, are errors, never rounded.
@@ -358,7 +363,7 @@ pub fn decode_depth_snapshot<'a>(
         bytes: frame,
         at: HEADER_LEN,
     };
-    let _event_time = reader.i64()?;
+    out.exchange_time_ns = event_time_ns(reader.i64()?)?;
     out.venue_sequence = id(reader.i64()?, HEADER_LEN + 8)?;
     let scales = Scales {
         price: Scale::of(reader.i8()?),
@@ -491,7 +496,7 @@ pub fn decode_depth_diff<'a>(
         bytes: frame,
         at: HEADER_LEN,
     };
-    let _event_time = reader.i64()?;
+    out.exchange_time_ns = event_time_ns(reader.i64()?)?;
     out.first_id = id(reader.i64()?, HEADER_LEN + 8)?;
     out.last_id = id(reader.i64()?, HEADER_LEN + 16)?;
     let scales = Scales {

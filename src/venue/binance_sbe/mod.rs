@@ -23,12 +23,16 @@
 //! entry does: fields the schema appends later are skipped, never misread. A value is
 //! `mantissa × 10^exponent`, into `FixedPoint` exactly: one that needs more than 8
 //! fractional digits, or is negative, or too large, is an error, never rounded.
+//!
+//! The book's time (`exchange_time_ns`, docs/protocols.md): `eventTime` (µs), of
+//! snapshots and diffs.
 
 use super::binance::{Binance, UpdateIdRanges};
 use super::{Answer, Checksum, Decode, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
 use crate::book::{BookUpdate, Level, Levels, Side, TopBook};
 use crate::fixed::{DECIMALS, FixedPoint, FixedPointError};
 use crate::json::DecodeError;
+use super::timestamps;
 
 mod decode;
 mod subscribe;

@@ -11,7 +11,8 @@ pub(super) const ASKS: u32 = 5;
 
 /// Where a data object's members go: a top-N book or a diff event.
 pub(super) trait Sink {
-    fn sequence(&mut self, microtimestamp: u64);
+    /// The book's `microtimestamp`: its sequence and its time.
+    fn sequence(&mut self, microtimestamp: u64) -> Result<(), DecodeError>;
     fn side(&mut self, walker: &mut Walker<'_>, side: Side) -> Result<(), DecodeError>;
 }
 
@@ -21,8 +22,10 @@ pub(super) struct TopN<'o> {
 }
 
 impl Sink for TopN<'_> {
-    fn sequence(&mut self, microtimestamp: u64) {
+    fn sequence(&mut self, microtimestamp: u64) -> Result<(), DecodeError> {
         self.out.venue_sequence = microtimestamp;
+        self.out.exchange_time_ns = timestamps::nanos_from_micros(microtimestamp)?;
+        Ok(())
     }
 
     fn side(&mut self, walker: &mut Walker<'_>, side: Side) -> Result<(), DecodeError> {
@@ -42,9 +45,10 @@ pub(super) struct AllLevels<'o> {
 }
 
 impl Sink for AllLevels<'_> {
-    fn sequence(&mut self, microtimestamp: u64) {
-        self.out.first_id = microtimestamp;
-        self.out.last_id = microtimestamp;
+    fn sequence(&mut self, microtimestamp: u64) -> Result<(), DecodeError> {
+        self.out.set_id(microtimestamp);
+        self.out.exchange_time_ns = timestamps::nanos_from_micros(microtimestamp)?;
+        Ok(())
     }
 
     fn side(&mut self, walker: &mut Walker<'_>, side: Side) -> Result<(), DecodeError> {
@@ -66,7 +70,7 @@ pub(super) fn data_member(
     match key {
         b"microtimestamp" => {
             seen.mark(MICROTIMESTAMP, "microtimestamp")?;
-            sink.sequence(walker.unsigned()?);
+            sink.sequence(walker.unsigned()?)?;
         }
         b"bids" => {
             seen.mark(BIDS, "bids")?;
@@ -151,7 +155,7 @@ pub(super) fn decode_in_layout<'a>(
     walker
         .skip_exactly(layout.before_microtimestamp)
         .then_some(())?;
-    sink.sequence(walker.unsigned().ok()?);
+    sink.sequence(walker.unsigned().ok()?).ok()?;
     walker.skip_exactly(layout.before_bids).then_some(())?;
     sink.side(&mut walker, Side::Bid).ok()?;
     walker.skip_exactly(layout.before_asks).then_some(())?;

@@ -21,9 +21,11 @@
 //! `{"event":"bts:request_reconnect","channel":"","data":""}`,
 //! `{"event":"bts:heartbeat","channel":"","data":{"status":"success"}}`, and
 //! `bts:error` for a refused request. `microtimestamp` becomes the book's
-//! `venue_sequence`.
+//! `venue_sequence` and its time (`exchange_time_ns`), in books, diff events and REST
+//! snapshots alike.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
+use super::timestamps;
 use super::wire::Seen;
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::book::diff_sync::Sequencing;

@@ -11,6 +11,8 @@ pub(super) const SYMBOL: u32 = 5;
 pub(super) const BIDS: u32 = 6;
 pub(super) const ASKS: u32 = 7;
 pub(super) const UPDATE_ID: u32 = 8;
+pub(super) const TS: u32 = 9;
+pub(super) const CTS: u32 = 10;
 
 /// What a book message's `data` must hold.
 pub(super) const DATA_KEYS: [(u32, &str); 4] = [
@@ -34,10 +36,14 @@ pub(super) fn decode_message<'a>(
     let mut symbol: &[u8] = b"";
     let mut success = false;
     let mut request_id: &[u8] = b"";
+    // The message's time and the matching engine's, in ms.
+    let (mut ts, mut cts) = (None, None);
     out.clear();
     walker.object(|walker, key| {
         match key {
             b"topic" => topic = seen.string(walker, TOPIC, "topic")?,
+            b"ts" => ts = Some(seen.unsigned(walker, TS, "ts")?),
+            b"cts" => cts = Some(seen.unsigned(walker, CTS, "cts")?),
             b"type" => kind = seen.string(walker, TYPE, "type")?,
             b"op" => op = seen.string(walker, OP, "op")?,
             b"success" => success = seen.boolean(walker, SUCCESS, "success")?,
@@ -79,6 +85,10 @@ pub(super) fn decode_message<'a>(
         if out.is_snapshot {
             check_sorted(Side::Bid, &out.bids)?;
             check_sorted(Side::Ask, &out.asks)?;
+        }
+        // The book's time: the matching engine's where sent, else the message's.
+        if let Some(millis) = cts.or(ts) {
+            out.exchange_time_ns = timestamps::nanos_from_millis(millis)?;
         }
         return Ok(Message::Book {
             stream: topic_symbol,

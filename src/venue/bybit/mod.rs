@@ -36,8 +36,12 @@
 //! contracts of a USD value (`contract_sizes`: the value of one, from the instrument's
 //! contract size in Bybit's instrument list): its symbols merge only into instruments
 //! that count amounts in USD (`unit = "quote"`).
+//!
+//! The book's time (`exchange_time_ns`, docs/protocols.md): `cts`, the matching engine's
+//! (ms), else the message's `ts`.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::timestamps;
 use super::wire::{Seen, check_sorted};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::json::Walker;

@@ -15,6 +15,10 @@ pub(super) const EVENTS: u32 = 2;
 pub(super) const TYPE: u32 = 3;
 pub(super) const PRODUCT_ID: u32 = 4;
 pub(super) const UPDATES: u32 = 5;
+pub(super) const TIMESTAMP: u32 = 6;
+
+/// What a frame's `timestamp` must look like.
+const TIMESTAMP_TEXT: &str = "a timestamp like 2026-09-07T23:37:22.278662782Z";
 
 pub(super) const BOOK_KEYS: [(u32, &str); 2] = [(SEQUENCE_NUM, "sequence_num"), (EVENTS, "events")];
 
@@ -47,7 +51,7 @@ pub(super) fn decode_usual_layout<'a>(
     walker.skip_exactly(br#"{"channel":"l2_data","#).then_some(())?;
     walker.skip_exactly(br#""client_id":"","#);
     walker.skip_exactly(br#""timestamp":"#).then_some(())?;
-    walker.string().ok()?;
+    out.exchange_time_ns = timestamps::unix_nanos(walker.string().ok()?)?;
     walker.skip_exactly(br#","sequence_num":"#).then_some(())?;
     let number = walker.unsigned().ok()?;
     walker.skip_exactly(br#","events":[{"type":""#).then_some(())?;
@@ -104,6 +108,10 @@ pub(super) fn decode_message<'a>(
                 }
             }
             b"type" => kind = seen.string(walker, TYPE, "type")?,
+            b"timestamp" => {
+                let text = seen.string(walker, TIMESTAMP, "timestamp")?;
+                out.exchange_time_ns = timestamps::unix_nanos_or(text, TIMESTAMP_TEXT)?;
+            }
             _ => walker.skip_value()?,
         }
         Ok(())

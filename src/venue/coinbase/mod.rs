@@ -33,10 +33,13 @@
 //! them): its best `venues.coinbase.max_book_levels` a side are kept, the rest checked and
 //! skipped. Sizes are in the base currency, the INTX perpetuals' included (`BTC-PERP-INTX`
 //! sizes are fractions of a BTC, as the capture's `3.0105`).
+//!
+//! The book's time (`exchange_time_ns`, docs/protocols.md): the message's `timestamp`
+//! (RFC 3339, ns), for every event it holds.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::Seen;
-use super::timestamps::write_timestamp;
+use super::timestamps::{self, write_timestamp};
 use crate::book::{BookUpdate, Level, Side, TopBook};
 use crate::json::Walker;
 

@@ -46,7 +46,9 @@ pub(super) fn decode_message<'a>(
             }
             b"time" => {
                 let text = seen.string(walker, TIME, "time")?;
-                out.set_id(unix_micros_or(text, "a time like 2021-04-17T16:43:37.083117Z")?);
+                let micros = unix_micros_or(text, "a time like 2021-04-17T16:43:37.083117Z")?;
+                out.set_id(micros);
+                out.exchange_time_ns = timestamps::nanos_from_micros(micros)?;
             }
             _ => walker.skip_value()?,
         }

@@ -29,10 +29,13 @@
 //! A snapshot holds the product's whole book (tens of thousands of levels for BTC-USD):
 //! its best `venues.coinbase_exchange.max_book_levels` levels a side are kept, the rest
 //! checked and skipped; levels deeper than that are not known until they rise into it.
+//!
+//! The book's time (`exchange_time_ns`, docs/protocols.md): an `l2update`'s `time` (RFC
+//! 3339, µs); a `snapshot` carries none.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};
-use super::timestamps::{unix_micros_or, write_timestamp};
+use super::timestamps::{self, unix_micros_or, write_timestamp};
 use crate::book::{BookUpdate, Level, Side, TopBook};
 use crate::json::Walker;
 

@@ -75,6 +75,7 @@ fn encoded_messages_decode_to_the_same_levels() {
     let update = BookUpdate {
         first_id: 1_618_677_817_083_117,
         last_id: 1_618_677_817_083_117,
+        exchange_time_ns: 1_618_677_817_083_117_000,
         bids: vec![level("14.7472", "0")],
         asks: vec![level("14.8098", "123.1"), level("14.8024", "0")],
         ..BookUpdate::default()

@@ -16,6 +16,12 @@ const BIDS: u32 = 5;
 const ASKS: u32 = 6;
 const BOOK_ID: u32 = 7;
 const FULL: u32 = 8;
+const TIME: u32 = 9;
+
+/// `result.t`, the book's time in ms, as ns.
+fn read_time(walker: &mut Walker<'_>, seen: &mut Seen) -> Result<u64, DecodeError> {
+    timestamps::nanos_from_millis(seen.unsigned(walker, TIME, "t")?)
+}
 
 /// What an `order_book_update` event's `result` must hold (its sides may be absent: an
 /// event that only moves the ids).
@@ -229,7 +235,7 @@ fn read_time_first<'a, M: Market>(
     max_levels: usize,
     out: &mut BookUpdate,
 ) -> Option<&'a [u8]> {
-    walker.skip_value().ok()?;
+    out.exchange_time_ns = timestamps::nanos_from_millis(walker.unsigned().ok()?).ok()?;
     out.is_snapshot = walker.skip_exactly(br#","full":true"#);
     if walker.skip_exactly(br#","l":"#) {
         walker.string().ok()?;
@@ -270,7 +276,7 @@ fn read_alphabetical<'a, M: Market>(
     walker.skip_exactly(br#","s":"#).then_some(())?;
     let symbol = walker.string().ok()?;
     walker.skip_exactly(br#","t":"#).then_some(())?;
-    walker.skip_value().ok()?;
+    out.exchange_time_ns = timestamps::nanos_from_millis(walker.unsigned().ok()?).ok()?;
     walker.skip_exactly(br#","u":"#).then_some(())?;
     out.last_id = walker.unsigned().ok()?;
     Some(symbol)
@@ -291,6 +297,7 @@ pub(super) fn general_diff<'a, M: Market>(
             b"U" => out.first_id = seen.unsigned(walker, FIRST_ID, "U")?,
             b"u" => out.last_id = seen.unsigned(walker, LAST_ID, "u")?,
             b"full" => out.is_snapshot = seen.boolean(walker, FULL, "full")?,
+            b"t" => out.exchange_time_ns = read_time(walker, seen)?,
             // `book_ticker`'s `b` and `a` are prices: only an array is a side.
             b"b" | b"a" if walker.peek()? != b'[' => return Ok(false),
             b"b" => {
@@ -340,6 +347,7 @@ impl<M: Market> Decode for Gate<M> {
                 b"lastUpdateId" | b"id" => {
                     out.venue_sequence = seen.unsigned(walker, BOOK_ID, "lastUpdateId")?;
                 }
+                b"t" => out.exchange_time_ns = read_time(walker, seen)?,
                 b"bids" => {
                     seen.mark(BIDS, "bids")?;
                     side(walker, &mut unheld, |walker| {

@@ -27,8 +27,12 @@
 //! Futures write levels as `{"p":"0.2983","s":1553}`, sizes JSON integers (contracts; a
 //! fraction on contracts that allow one). Snapshot mode reads `<market>.order_book`, a whole
 //! top N each push. Gate has no checksum.
+//!
+//! The book's time (`exchange_time_ns`, docs/protocols.md): `result.t` (ms), of updates
+//! and top-N pushes; REST snapshots' is not read (the next event's replaces it).
 
 use super::binance::UpdateIdRanges;
+use super::timestamps;
 use super::{
     Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, Message, RestBudget,
     Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts,

@@ -78,6 +78,8 @@ impl Decode for Hyperliquid {
                             b"time" => {
                                 seen.mark(TIME, "time")?;
                                 out.venue_sequence = walker.unsigned()?;
+                                out.exchange_time_ns =
+                                    timestamps::nanos_from_millis(out.venue_sequence)?;
                             }
                             b"levels" => {
                                 seen.mark(LEVELS, "levels")?;

@@ -30,8 +30,12 @@
 //! word, so names are checked before any subscription: by their form (`check_symbol`),
 //! then against the venue's listing (`POST /info`, `listing_requests`). A delisted coin
 //! sends `{"levels":[[],[]]}`: a book without sides, which the merger shows as such.
+//!
+//! The book's time (`exchange_time_ns`, docs/protocols.md): `time` (ms), also its
+//! sequence.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
+use super::timestamps;
 use super::wire::Seen;
 use crate::book::{Side, TopBook};
 use crate::json::Walker;

@@ -156,7 +156,9 @@ pub(super) fn payload_member<'a>(
         }
         b"timestamp" => {
             let text = seen.string(walker, TIMESTAMP, "timestamp")?;
-            out.set_id(unix_micros_or(text, "a timestamp like 2026-08-12T19:28:08.631028Z")?);
+            let micros = unix_micros_or(text, "a timestamp like 2026-08-12T19:28:08.631028Z")?;
+            out.set_id(micros);
+            out.exchange_time_ns = timestamps::nanos_from_micros(micros)?;
         }
         _ => walker.skip_value()?,
     }

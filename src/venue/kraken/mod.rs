@@ -29,10 +29,13 @@
 //! `error` when refused), and `{"method":"pong",…}` answering `{"method":"ping"}`. Kraken
 //! sends no request to reconnect. The message's `timestamp` (unix microseconds) is the
 //! book's `venue_sequence`.
+//!
+//! The book's time (`exchange_time_ns`, docs/protocols.md): `timestamp` (RFC 3339, µs),
+//! of updates and of the snapshots that carry one.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, LevelTexts, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};
-use super::timestamps::{unix_micros_or, write_timestamp};
+use super::timestamps::{self, unix_micros_or, write_timestamp};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use crate::json::Walker;
 

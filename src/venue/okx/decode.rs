@@ -129,6 +129,14 @@ pub(super) fn data_member<'a>(
 }
 
 impl<'a> Members<'a> {
+    /// `ts`, the book's time in ms, as ns (0 where absent).
+    fn time_ns(&self) -> Result<u64, DecodeError> {
+        match self.seen.has(TS) {
+            true => timestamps::nanos_from_millis(self.ts),
+            false => Ok(0),
+        }
+    }
+
     /// What a frame that is no book message said.
     fn control(&self) -> Result<Message<'a>, DecodeError> {
         match self.event {
@@ -223,6 +231,7 @@ pub(super) fn decode_diff_message<'a>(
         };
     }
     out.checksum = members.claimed_checksum()?;
+    out.exchange_time_ns = members.time_ns()?;
     if out.is_snapshot {
         check_sorted(Side::Bid, &out.bids)?;
         check_sorted(Side::Ask, &out.asks)?;
@@ -254,7 +263,7 @@ pub(super) fn decode_usual_top<'a>(frame: &'a [u8], depth: usize, out: &mut TopB
     walker.skip_exactly(br#","instId":"#).then_some(())?;
     (walker.string().ok()? == inst_id).then_some(())?;
     walker.skip_exactly(br#","ts":"#).then_some(())?;
-    walker.unsigned().ok()?;
+    out.exchange_time_ns = timestamps::nanos_from_millis(walker.unsigned().ok()?).ok()?;
     walker.skip_exactly(br#","seqId":"#).then_some(())?;
     out.venue_sequence = walker.unsigned().ok()?;
     walker.skip_exactly(b"}]}").then_some(())?;
@@ -301,6 +310,7 @@ pub(super) fn decode_top_general<'a>(
         true => members.seq_id,
         false => members.ts,
     };
+    out.exchange_time_ns = members.time_ns()?;
     Ok(Message::Book {
         stream: members.inst_id,
     })
@@ -334,8 +344,8 @@ pub(super) fn decode_rest_snapshot(
         // Without it the snapshot cannot be joined to the updates.
         return Err(DecodeError::MissingKey("seqId"));
     }
-    out.first_id = members.seq_id;
-    out.last_id = members.seq_id;
+    out.set_id(members.seq_id);
+    out.exchange_time_ns = members.time_ns()?;
     Ok(())
 }
 

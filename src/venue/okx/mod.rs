@@ -48,8 +48,12 @@
 //! (`BTC-USD-SWAP`) are contracts of a USD value (`ctVal`: 100 USD for `BTC-USD-SWAP`,
 //! configured as its contract size): they merge only into instruments that count
 //! amounts in USD (`unit = "quote"`). Options are refused.
+//!
+//! The book's time (`exchange_time_ns`, docs/protocols.md): `ts` (ms), of books, updates
+//! and REST snapshots.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::timestamps;
 use super::wire::{Seen, check_sorted, shortest_text};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use crate::fixed::FixedPoint;
