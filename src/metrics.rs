@@ -80,6 +80,20 @@ pub struct Metrics {
     pub record_dropped: IntCounterVec,
     pub record_written_bytes: IntCounter,
     pub record_errors: IntCounter,
+    /// A venue's time of a book → the reader received it, per exchange.
+    pub feed_delay_seconds: HistogramVec,
+    /// A venue's time of a book → the summary holding it published, per exchange.
+    pub exchange_to_publish_seconds: HistogramVec,
+    /// Delays not measured, by exchange and reason (`negative`, `clock_step`).
+    pub feed_delays_discarded: IntCounterVec,
+    pub host_clock_steps: IntCounter,
+    pub host_clock_last_step_seconds: prometheus::Gauge,
+    pub host_clock_steady: prometheus::IntGauge,
+}
+
+/// Buckets of a venue's delay: 0.5 ms to about 33 s (factor 2).
+pub fn delay_buckets() -> Vec<f64> {
+    prometheus::exponential_buckets(0.0005, 2.0, 17).expect("valid buckets")
 }
 
 /// Buckets of a resync's duration: 1 ms to about a minute (factor 2.5).
@@ -324,8 +338,47 @@ impl Metrics {
             "Connections the NATS client made to a server (the first, then each reconnection).",
         )
         .expect("valid");
+        let delay_histogram = |name: &str, help: &str| {
+            let opts = HistogramOpts::new(name, help).buckets(delay_buckets());
+            HistogramVec::new(opts, &["exchange"]).expect("valid metric")
+        };
+        let feed_delay_seconds = delay_histogram(
+            "orderbook_feed_delay_seconds",
+            "The venue's time of a book to its receipt (as good as the host's clock).",
+        );
+        let exchange_to_publish_seconds = delay_histogram(
+            "orderbook_exchange_to_publish_seconds",
+            "The venue's time of a book to the publish of the summary holding it.",
+        );
+        let feed_delays_discarded = labelled(
+            "orderbook_feed_delays_discarded_total",
+            "Venue delays not measured: negative (the host's clock or the venue's is off),              clock_step (within 10 s of a step of the host's clock).",
+            &["exchange", "reason"],
+        );
+        let host_clock_steps = IntCounter::new(
+            "orderbook_host_clock_steps_total",
+            "Steps of the host's Unix clock against its monotonic clock (more than 1 ms).",
+        )
+        .expect("valid");
+        let host_clock_last_step_seconds = prometheus::Gauge::new(
+            "orderbook_host_clock_last_step_seconds",
+            "The last step of the host's Unix clock, signed (0 before the first).",
+        )
+        .expect("valid");
+        let host_clock_steady = prometheus::IntGauge::new(
+            "orderbook_host_clock_steady",
+            "1 while the host's clock has not stepped in the last 10 s (venue delays are              measured).",
+        )
+        .expect("valid");
+        host_clock_steady.set(1);
         for collector in [
             Box::new(decode_seconds.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(feed_delay_seconds.clone()),
+            Box::new(exchange_to_publish_seconds.clone()),
+            Box::new(feed_delays_discarded.clone()),
+            Box::new(host_clock_steps.clone()),
+            Box::new(host_clock_last_step_seconds.clone()),
+            Box::new(host_clock_steady.clone()),
             Box::new(nats_published.clone()),
             Box::new(nats_skipped.clone()),
             Box::new(nats_dropped.clone()),
@@ -414,7 +467,22 @@ impl Metrics {
             record_dropped,
             record_written_bytes,
             record_errors,
+            feed_delay_seconds,
+            exchange_to_publish_seconds,
+            feed_delays_discarded,
+            host_clock_steps,
+            host_clock_last_step_seconds,
+            host_clock_steady,
         }
+    }
+
+    /// Records a step of the host's clock (`HostClock::sample`'s), and whether it is steady.
+    pub fn host_clock_sampled(&self, step_ns: Option<i64>, steady: bool) {
+        if let Some(step) = step_ns {
+            self.host_clock_steps.inc();
+            self.host_clock_last_step_seconds.set(step as f64 * 1e-9);
+        }
+        self.host_clock_steady.set(i64::from(steady));
     }
 
     /// The handles one venue's reader records into.
@@ -422,6 +490,13 @@ impl Metrics {
         let labels = [venue.name()];
         VenueMetrics {
             decode_seconds: self.decode_seconds.with_label_values(&labels).local(),
+            feed_delay_seconds: self.feed_delay_seconds.with_label_values(&labels).local(),
+            delays_negative: self
+                .feed_delays_discarded
+                .with_label_values(&[venue.name(), "negative"]),
+            delays_across_a_clock_step: self
+                .feed_delays_discarded
+                .with_label_values(&[venue.name(), "clock_step"]),
             messages: self.messages.with_label_values(&labels).local(),
             superseded: self.superseded.with_label_values(&labels),
             decode_errors: self.decode_errors.with_label_values(&labels),
@@ -488,6 +563,9 @@ pub const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(10
 #[derive(Clone)]
 pub struct VenueMetrics {
     pub decode_seconds: prometheus::local::LocalHistogram,
+    pub feed_delay_seconds: prometheus::local::LocalHistogram,
+    pub delays_negative: IntCounter,
+    pub delays_across_a_clock_step: IntCounter,
     pub messages: prometheus::local::LocalIntCounter,
     /// Advanced at each flush by the reader from its mailboxes' counts.
     pub superseded: IntCounter,
@@ -531,6 +609,20 @@ fn outcome_index(outcome: FetchOutcome) -> usize {
 }
 
 impl VenueMetrics {
+    /// Records the delay from a venue's time of a book (`exchange_ns`, Unix) to its
+    /// receipt (`received_ns`, monotonic), on the host clock's offset: counted apart where it
+    /// is negative or the clock has just stepped.
+    #[inline]
+    pub fn feed_delay(&self, clock: &crate::clock::HostClock, exchange_ns: u64, received_ns: u64) {
+        match clock.unix_of(received_ns) {
+            None => self.delays_across_a_clock_step.inc(),
+            Some(received) => match crate::clock::delay_ns(exchange_ns, received) {
+                delay if delay < 0 => self.delays_negative.inc(),
+                delay => self.feed_delay_seconds.observe(delay as f64 * 1e-9),
+            },
+        }
+    }
+
     pub fn resyncs(&self, reason: ResyncReason) -> &IntCounter {
         let index = ResyncReason::ALL
             .iter()
@@ -559,6 +651,7 @@ impl VenueMetrics {
     /// Publishes what was recorded locally since the last flush.
     pub fn flush(&self) {
         self.decode_seconds.flush();
+        self.feed_delay_seconds.flush();
         self.messages.flush();
         self.pings.flush();
         self.books_repeated.flush();

@@ -2,6 +2,7 @@
 //! consumers (JSON lines, gRPC, `/metrics` and `/health`) together, and takes them apart
 //! again on shutdown. Listeners are passed in, so tests bind port 0.
 
+use crate::clock::HostClock;
 use crate::config::{Config, FeedMode, FeedSettings, Output};
 use crate::feed::handoff::{FeedSender, ReadySet, VenueFeed};
 use crate::feed::reconnect::ConnectAttempts;
@@ -138,6 +139,24 @@ fn start_recorder(
     Ok((Some(recorder), handles))
 }
 
+/// Samples the host clock's offset every `HostClock::SAMPLE_EVERY`, recording its steps,
+/// for as long as the service runs.
+async fn watch_host_clock(clock: Arc<HostClock>, metrics: Arc<Metrics>) {
+    let mut every = tokio::time::interval(HostClock::SAMPLE_EVERY);
+    loop {
+        every.tick().await;
+        let step = clock.sample_now();
+        if let Some(step_ns) = step {
+            tracing::warn!(
+                step_ms = step_ns as f64 * 1e-6,
+                "the host's clock stepped: venue delays are not measured for {:?}",
+                HostClock::STEADY_AFTER_STEP
+            );
+        }
+        metrics.host_clock_sampled(step, clock.is_steady(crate::clock::monotonic_ns()));
+    }
+}
+
 /// A reader thread per planned connection, its streams' books going to `senders` (per
 /// instrument and venue), and its events to its recorder, if any.
 fn spawn_readers(
@@ -145,7 +164,7 @@ fn spawn_readers(
     connections: Vec<PlannedConnection>,
     mut senders: HashMap<(usize, usize), FeedSender>,
     recorders: Vec<ConnectionRecorder>,
-    (merger, metrics): (&std::thread::Thread, &Metrics),
+    (merger, metrics, host_clock): (&std::thread::Thread, &Metrics, &Arc<HostClock>),
     stop: &watch::Receiver<bool>,
 ) -> Result<Vec<std::thread::JoinHandle<()>>, ServiceError> {
     let attempts: Vec<_> = VenueId::ALL
@@ -186,6 +205,7 @@ fn spawn_readers(
             renew_after: venue_config.renew_after,
             streams,
             recorder: recorders.next(),
+            host_clock: Arc::clone(host_clock),
         };
         let reader = feed::spawn(spec, merger.clone(), metrics.for_venue(venue), stop.clone());
         readers.push(reader.map_err(ServiceError::Thread)?);
@@ -226,21 +246,23 @@ impl RecordingReaders {
         // No merger: the readers' wake-ups after each book go to this thread, and cost an
         // atomic store (`Thread::unpark` of a thread that is not parked).
         let nobody = std::thread::current();
+        let host_clock = Arc::new(HostClock::new());
         let readers = spawn_readers(
             &config,
             connections,
             senders,
             recorders,
-            (&nobody, &metrics),
+            (&nobody, &metrics, &host_clock),
             &stop_signal,
         )?;
+        let clock_watch = watch_host_clock(Arc::clone(&host_clock), Arc::clone(&metrics));
         let http =
             crate::publish::http::serve(metrics_listener, Arc::clone(&config), metrics, Vec::new());
         Ok(RecordingReaders {
             stop_readers,
             readers,
             recorder,
-            tasks: vec![tokio::spawn(http)],
+            tasks: vec![tokio::spawn(clock_watch), tokio::spawn(http)],
         })
     }
 
@@ -266,6 +288,7 @@ impl RecordingReaders {
 pub struct Service {
     config: Arc<Config>,
     metrics: Arc<Metrics>,
+    host_clock: Arc<HostClock>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
     stop_merger: Arc<AtomicBool>,
     merger_heartbeat_ns: Arc<AtomicU64>,
@@ -300,6 +323,7 @@ impl Service {
         }
         let config = Arc::new(config);
         let metrics = Arc::new(Metrics::new());
+        let host_clock = Arc::new(HostClock::new());
 
         // One mailbox per (instrument, source); one summary channel per instrument.
         let mut senders = HashMap::new();
@@ -339,6 +363,7 @@ impl Service {
                 heartbeat_ns: Arc::clone(&merger_heartbeat_ns),
                 observer,
                 rate_links: merger::RateLinks::new(&config),
+                host_clock: Arc::clone(&host_clock),
             },
             Arc::clone(&metrics),
             Arc::clone(&stop_merger),
@@ -351,7 +376,7 @@ impl Service {
             connections,
             senders,
             connection_recorders,
-            (merger.thread(), &metrics),
+            (merger.thread(), &metrics, &host_clock),
             &stop_signal,
         )?;
 
@@ -360,7 +385,10 @@ impl Service {
             .map(publish::SummaryFanout::subscribe)
             .collect();
         let any_summary = Arc::new(Notify::new());
-        let mut tasks = Vec::new();
+        let mut tasks = vec![tokio::spawn(watch_host_clock(
+            Arc::clone(&host_clock),
+            Arc::clone(&metrics),
+        ))];
         for (index, fanout) in fanouts.into_iter().enumerate() {
             let gauges = VenueGauges::new(&metrics, &config, index);
             let any_summary = Arc::clone(&any_summary);
@@ -399,6 +427,7 @@ impl Service {
 
         Ok(Service {
             metrics,
+            host_clock,
             summaries,
             stop_merger,
             merger_heartbeat_ns,
@@ -409,6 +438,12 @@ impl Service {
             tasks,
             config,
         })
+    }
+
+    /// The host clock its venue delays are measured on: a test steps it by handing it a
+    /// reading (`HostClock::sample`).
+    pub fn host_clock(&self) -> &HostClock {
+        &self.host_clock
     }
 
     /// The configuration it runs: its instruments name their books

@@ -20,6 +20,7 @@ const fn text(key: &'static str, default: &'static str) -> TextKey {
 
 pub const DEPTH: IntKey = int("service.depth", 10, 1, MAX_DEPTH as i64);
 pub const STALE_AFTER_MS: IntKey = int("service.stale_after_ms", 5_000, 10, 3_600_000);
+pub const MAX_FEED_DELAY_MS: IntKey = int("service.max_feed_delay_ms", 2_000, 1, 3_600_000);
 pub const MAX_INSTRUMENTS_KEY: IntKey = int("service.max_instruments", 64, 1, MAX_INSTRUMENTS);
 pub const OUTPUT: TextKey = text("service.output", "jsonl");
 pub const LOG_FORMAT: TextKey = text("service.log_format", "text");

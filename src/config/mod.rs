@@ -105,6 +105,9 @@ pub struct Config {
     pub depth: usize,
     /// A venue whose latest book is older than this is evicted from the merge.
     pub stale_after: Duration,
+    /// A synced book whose venue's time is further behind its receipt than this makes
+    /// `/health` name it and say `DEGRADED`.
+    pub max_feed_delay: Duration,
     pub output: Output,
     pub log_format: LogFormat,
     pub merger_core: Option<usize>,

@@ -39,6 +39,7 @@ pub struct RawConfig {
 pub struct RawService {
     pub depth: Option<i64>,
     pub stale_after_ms: Option<i64>,
+    pub max_feed_delay_ms: Option<i64>,
     pub max_instruments: Option<i64>,
     pub output: Option<String>,
     pub log_format: Option<String>,

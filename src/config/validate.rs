@@ -33,6 +33,7 @@ impl RawConfig {
         let service = &self.service;
         let depth = defaults::DEPTH.get(service.depth)? as usize;
         let stale_after = defaults::STALE_AFTER_MS.get_millis(service.stale_after_ms)?;
+        let max_feed_delay = defaults::MAX_FEED_DELAY_MS.get_millis(service.max_feed_delay_ms)?;
         let output = match defaults::OUTPUT.get(service.output.as_deref()) {
             "jsonl" => Output::JsonLines,
             "none" => Output::None,
@@ -78,6 +79,7 @@ impl RawConfig {
         Ok(Config {
             depth,
             stale_after,
+            max_feed_delay,
             output,
             log_format,
             merger_core,

@@ -30,7 +30,7 @@ use self::core::{
     CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict, Silence, SnapshotRequest,
 };
 use crate::book::diff_sync::{ResyncReason, UpdateOutcome};
-use crate::clock;
+use crate::clock::{self, HostClock};
 use crate::config::{ApiKey, FeedMode, FeedSettings};
 use crate::feed::handoff::{FeedSender, VenueFeed};
 use crate::feed::reconnect::{ConnectionEnd, ReconnectPolicy, SharedConnectAttempts};
@@ -67,6 +67,8 @@ pub(crate) struct ReaderSpec {
     pub streams: Vec<StreamSpec>,
     /// Where the connection's events are recorded, when `[record]` is on.
     pub recorder: Option<ConnectionRecorder>,
+    /// The host's clock, for the venue's delays.
+    pub host_clock: Arc<HostClock>,
 }
 
 /// One instrument on a reader's connection.
@@ -200,6 +202,7 @@ struct Outlet {
     books: Books,
     merger: std::thread::Thread,
     metrics: VenueMetrics,
+    host_clock: Arc<HostClock>,
     /// Per stream.
     checksum_mismatches: Vec<prometheus::IntCounter>,
     fetches: Fetches,
@@ -227,9 +230,21 @@ impl Outlet {
 impl FeedOutput for Outlet {
     #[inline]
     fn publish(&mut self, stream: usize, write: impl FnOnce(&mut VenueFeed)) {
+        // The venue's time of a synced book and its receipt, for the venue's delay.
+        let mut stamps = (0, 0);
+        let write = |feed: &mut VenueFeed| {
+            write(feed);
+            if feed.state == crate::merger::summary::VenueState::Synced {
+                stamps = (feed.book.exchange_time_ns, feed.book.received_ns);
+            }
+        };
         match &mut self.books {
             Books::Mailboxes(senders) => senders[stream].publish_with(&self.merger, write),
             Books::Held(feeds) => write(&mut feeds[stream]),
+        }
+        if let (exchange_ns @ 1.., received_ns) = stamps {
+            self.metrics
+                .feed_delay(&self.host_clock, exchange_ns, received_ns);
         }
     }
 
@@ -313,6 +328,7 @@ impl Reader {
                 books: Books::Mailboxes(senders),
                 merger,
                 metrics,
+                host_clock: spec.host_clock,
                 checksum_mismatches,
                 fetches: Fetches::new(),
             },
@@ -710,6 +726,7 @@ impl Reader {
                 books: Books::Held(held),
                 merger: self.outlet.merger.clone(),
                 metrics: self.outlet.metrics.clone(),
+                host_clock: Arc::clone(&self.outlet.host_clock),
                 checksum_mismatches: self.outlet.checksum_mismatches.clone(),
                 fetches: Fetches::new(),
             },

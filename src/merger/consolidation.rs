@@ -219,6 +219,13 @@ impl Consolidation {
         }
     }
 
+    /// The venue of `source` and its venue's time of the source's latest synced book (0:
+    /// none sent).
+    pub fn exchange_time_ns(&self, source: usize) -> (VenueId, u64) {
+        let time = self.sources[source].book.exchange_time_ns;
+        (self.source_venues[source], time)
+    }
+
     /// Whether a book was received before `oldest_ns` (`evict_stale` would evict it).
     pub fn any_stale(&self, oldest_ns: u64) -> bool {
         let sources = &self.sources[..self.source_venues.len()];

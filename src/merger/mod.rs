@@ -9,12 +9,12 @@ pub mod summary;
 
 pub use consolidation::{Consolidation, RateLinks};
 
-use crate::clock;
+use crate::clock::{self, HostClock};
 use crate::config::IdleStrategy;
 use crate::feed::handoff::{ReadySet, VenueFeed};
 use crate::mailbox::Receiver;
 use crate::merger::summary::MAX_SOURCES;
-use crate::merger::summary::Summary;
+use crate::merger::summary::{Summary, VenueState};
 use crate::metrics::Metrics;
 use crate::publish::SummaryPublisher;
 use crate::venue::VenueId;
@@ -47,6 +47,8 @@ pub struct MergerSpec<O: PublishObserver = ()> {
     /// The instruments whose venues convert through another's book: each summary of a
     /// rate's instrument is handed on to them, and they publish when it changed theirs.
     pub rate_links: RateLinks,
+    /// The host's clock, for the venues' delays to publish.
+    pub host_clock: Arc<HostClock>,
 }
 
 /// What hears of each publish, with the frames in it and its times: the load harness
@@ -133,6 +135,14 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
     // Thread-local recording, flushed with the stale check's clock (see metrics.rs).
     let e2e_seconds = metrics.e2e_seconds.local();
     let merges = metrics.merges.local();
+    let exchange_to_publish: Vec<_> = VenueId::ALL
+        .iter()
+        .map(|venue| {
+            let histogram = &metrics.exchange_to_publish_seconds;
+            histogram.with_label_values(&[venue.name()]).local()
+        })
+        .collect();
+    let host_clock = Arc::clone(&spec.host_clock);
     let mut next_flush = 0;
     loop {
         // The service stops the readers before the merger: the round that sees the stop
@@ -150,6 +160,7 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                 next_flush = now + crate::metrics::FLUSH_EVERY.as_nanos() as u64;
                 e2e_seconds.flush();
                 merges.flush();
+                exchange_to_publish.iter().for_each(|local| local.flush());
             }
         }
         let observer = &mut spec.observer;
@@ -163,9 +174,13 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
             if pass == Pass::Ages && !instrument.consolidation.any_stale(oldest_ns) {
                 return false;
             }
+            // The sources whose new book is a synced one (a bit each: MAX_SOURCES ≤ 32).
+            let mut synced_books = 0u32;
             for (source, input) in instrument.inputs.iter_mut().enumerate() {
                 if input.take_prefetching(bytes_read) {
-                    instrument.consolidation.apply(source, input.latest());
+                    let feed = input.latest();
+                    instrument.consolidation.apply(source, feed);
+                    synced_books |= u32::from(feed.state == VenueState::Synced) << source;
                     new_book = true;
                 }
             }
@@ -209,6 +224,19 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
             merges.inc();
             if new_book {
                 e2e_seconds.observe(published_ns.saturating_sub(received_ns) as f64 * 1e-9);
+            }
+            // Each new synced book's venue time to this publish, where the venue sent one
+            // and the host's clock is steady (the readers count the delays left out).
+            if let Some(published_unix) = host_clock.unix_of(published_ns) {
+                while synced_books != 0 {
+                    let source = synced_books.trailing_zeros() as usize;
+                    synced_books &= synced_books - 1;
+                    let (venue, exchange) = instrument.consolidation.exchange_time_ns(source);
+                    let delay = clock::delay_ns(exchange, published_unix);
+                    if exchange != 0 && delay >= 0 {
+                        exchange_to_publish[venue.index()].observe(delay as f64 * 1e-9);
+                    }
+                }
             }
             if let Some(mut record) = record {
                 record.published_ns = published_ns;
@@ -262,6 +290,7 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
     }
     e2e_seconds.flush();
     merges.flush();
+    exchange_to_publish.iter().for_each(|local| local.flush());
 }
 
 /// The merger's two passes over its instruments.

@@ -1,10 +1,14 @@
 //! The service's health, from the latest summaries: `OK` when every configured venue is in
 //! every instrument's merged book, `DEGRADED` when some venue is out but every instrument
-//! still has one, `DOWN` when an instrument has no venue at all. `/health` serves it (HTTP
-//! 503 when `DOWN`) and NATS publishes it; the report names each venue's state:
+//! still has one, or a merged book was received further behind its venue's own time than
+//! `service.max_feed_delay_ms`, `DOWN` when an instrument has no venue at all. `/health`
+//! serves it (HTTP 503 when `DOWN`) and NATS publishes it; the report names each venue's
+//! state, the books that are late (their delay, ms) and whether the host's clock is steady
+//! (delays are not judged within 10 s of a step of it: `clock::HostClock`):
 //!
 //! ```json
-//! {"status":"DEGRADED","instruments":{"ETH/BTC":{"binance":"synced","bitstamp":"stale"}}}
+//! {"status":"DEGRADED","instruments":{"ETH/BTC":{"binance":"synced","bitstamp":"stale"}},
+//!  "delayed":{"ETH/BTC":{"binance":2350}},"host_clock":"steady"}
 //! ```
 
 use crate::config::Config;
@@ -48,11 +52,23 @@ impl Health {
 pub fn health_report(
     config: &Config,
     summaries: &[watch::Receiver<Arc<Summary>>],
+    clock_steady: bool,
 ) -> (Health, serde_json::Value) {
     let mut states = Vec::new();
     let mut body = serde_json::Map::new();
+    let mut delayed = serde_json::Map::new();
     for (instrument, latest) in config.instruments.iter().zip(summaries) {
         let summary = latest.borrow();
+        let late = late_books(&summary, instrument.symbols.len(), config.max_feed_delay);
+        if clock_steady && late.clone().next().is_some() {
+            let late = late.map(|(source, delay_ms)| {
+                (
+                    instrument.source_names[source].clone(),
+                    serde_json::Value::from(delay_ms),
+                )
+            });
+            delayed.insert(instrument.name.clone(), late.collect());
+        }
         let venues = &summary.source_states[..instrument.symbols.len()];
         let detail = instrument
             .source_names
@@ -65,9 +81,32 @@ pub fn health_report(
         );
         states.push(venues.to_vec());
     }
-    let health = health_of(states.iter().map(Vec::as_slice));
-    let body = serde_json::json!({"status": health.word(), "instruments": body});
+    let mut health = health_of(states.iter().map(Vec::as_slice));
+    if health == Health::Ok && !delayed.is_empty() {
+        health = Health::Degraded;
+    }
+    let clock = if clock_steady { "steady" } else { "stepped" };
+    let body = serde_json::json!({
+        "status": health.word(), "instruments": body, "delayed": delayed, "host_clock": clock,
+    });
     (health, body)
+}
+
+/// The synced books among the first `sources` of `summary` received more than `bound`
+/// after their venue's own time of them: (source, delay in ms).
+fn late_books(
+    summary: &Summary,
+    sources: usize,
+    bound: std::time::Duration,
+) -> impl Iterator<Item = (usize, u64)> + Clone + '_ {
+    let bound_ns = bound.as_nanos() as u64;
+    (0..sources).filter_map(move |source| {
+        let exchange = summary.source_exchange_time_ns[source];
+        let received = summary.received_unix_ns(summary.source_received_ns[source]);
+        let synced = summary.source_states[source] == VenueState::Synced;
+        let delay = received.checked_sub(exchange)?;
+        (synced && exchange != 0 && delay > bound_ns).then_some((source, delay / 1_000_000))
+    })
 }
 
 #[cfg(test)]

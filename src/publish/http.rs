@@ -122,7 +122,8 @@ fn update_book_ages(
 }
 
 async fn health(State(shared): State<Shared>) -> impl IntoResponse {
-    let (health, body) = health_report(&shared.config, &shared.summaries);
+    let clock_steady = shared.metrics.host_clock_steady.get() == 1;
+    let (health, body) = health_report(&shared.config, &shared.summaries, clock_steady);
     let status = match health {
         Health::Down => StatusCode::SERVICE_UNAVAILABLE,
         Health::Ok | Health::Degraded => StatusCode::OK,

@@ -185,7 +185,8 @@ async fn publish_health(
         if client.connection_state() != State::Connected {
             continue;
         }
-        let (_, report) = crate::publish::health::health_report(&config, &summaries);
+        let clock_steady = metrics.host_clock_steady.get() == 1;
+        let (_, report) = crate::publish::health::health_report(&config, &summaries, clock_steady);
         if client
             .publish(subject.clone(), report.to_string().into())
             .await

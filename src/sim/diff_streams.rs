@@ -116,7 +116,8 @@ pub(super) async fn generate_diff_events(
                 // A bad checksum: one bit flipped.
                 checksum.map(|sum| sum ^ u32::from(take_one(&diff.faults.corrupt_checksum)))
             };
-            let unix_ms = crate::clock::unix_ns() / 1_000_000;
+            let lag_ms = control.stamp_lag_ms.load(Ordering::Relaxed);
+            let unix_ms = (crate::clock::unix_ns() / 1_000_000).saturating_sub(lag_ms);
             let frame: Arc<[Bytes]> = (diff.feeds.lock().expect("not poisoned").iter())
                 .map(|(feed_venue, stream)| {
                     let mut frame = Vec::new();

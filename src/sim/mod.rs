@@ -103,6 +103,9 @@ struct VenueControl {
     /// Added to every generated book's venue sequence (a Bitstamp `microtimestamp`):
     /// the venue's clock jumping.
     clock_offset: AtomicU64,
+    /// Taken from the time the venue stamps its diff events with (ms;
+    /// `Simulator::delay_stamps`): its books arrive that long after their venue's time.
+    stamp_lag_ms: AtomicU64,
     /// Book frames repeat the last book (`Simulator::quiet_market`).
     quiet: AtomicBool,
     /// New connections are closed as soon as they are open (`Simulator::close_new_connections`).
@@ -433,6 +436,7 @@ impl Simulator {
                 closes: AtomicU64::new(0),
                 ping_every_ms: AtomicU64::new(0),
                 clock_offset: AtomicU64::new(0),
+                stamp_lag_ms: AtomicU64::new(0),
                 quiet: AtomicBool::new(false),
                 closing: AtomicBool::new(false),
                 in_band_form: AtomicBool::new(false),

@@ -9,6 +9,7 @@ mod chaos;
 mod conversion;
 mod deploy;
 mod diff_service;
+mod feed_delay;
 mod hostile_clients;
 mod nats;
 mod outputs;
