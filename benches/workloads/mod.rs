@@ -177,8 +177,8 @@ pub fn simulated_pairs() -> Vec<(TopBook, TopBook)> {
         .map(|_| {
             let mid_ticks = mid.step();
             let mut pair = (TopBook::default(), TopBook::default());
-            binance.next_book(mid_ticks, KEEP, 0, &mut pair.0);
-            bitstamp.next_book(mid_ticks, KEEP, 0, &mut pair.1);
+            binance.next_book(mid_ticks, KEEP, 0, 0, &mut pair.0);
+            bitstamp.next_book(mid_ticks, KEEP, 0, 0, &mut pair.1);
             pair
         })
         .collect()
@@ -201,7 +201,7 @@ impl ManyVenues {
                 let mut book = TopBook::default();
                 let grid = mergebook::sim::market::PriceGrid::default();
                 mergebook::sim::market::SimulatedBook::new(2 + venue as u64, grid)
-                    .next_book(mid_ticks, KEEP, 0, &mut book);
+                    .next_book(mid_ticks, KEEP, 0, 0, &mut book);
                 book
             })
             .collect();
@@ -331,6 +331,7 @@ impl EightVenueSummaries {
                     mid.step(),
                     KEEP,
                     1,
+                    0,
                     &mut feed.book,
                 );
                 let source = config.instruments[1]

@@ -42,6 +42,7 @@ impl BookFrames {
         let control = &shared.venues[venue.index()];
         let clock_offset = control.clock_offset.load(Ordering::Relaxed);
         let quiet = control.quiet.load(Ordering::Relaxed);
+        let lag_ns = control.stamp_lag_ms.load(Ordering::Relaxed) * 1_000_000;
         let mut unflushed = 0;
         for _ in 0..count {
             for stream_books in &mut self.streams {
@@ -66,12 +67,20 @@ impl BookFrames {
                     }
                     None => {
                         if !(quiet && market.repeat_book(book)) {
+                            // The venue's time: the simulator's clock, less the venue's lag.
+                            let time_ns = crate::clock::unix_ns().saturating_sub(lag_ns);
+                            let per_second = venue.simulated().sequence_per_second();
+                            let floor = per_second.map_or(0, |units| {
+                                (u128::from(time_ns) * u128::from(units) / 1_000_000_000) as u64
+                            });
                             market.next_book(
                                 shared.mid_ticks.load(Ordering::Relaxed),
                                 *levels,
                                 0,
+                                floor,
                                 book,
                             );
+                            book.exchange_time_ns = time_ns;
                         }
                         8
                     }

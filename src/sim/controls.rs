@@ -289,9 +289,10 @@ impl Simulator {
             .store(offset, Ordering::Relaxed);
     }
 
-    /// From now on, `venue`'s diff events are stamped `delay` before they are sent, as a
-    /// venue that far behind its own clock sends them: the delay a client measures from
-    /// the venue's time to its receipt grows by `delay`. `Duration::ZERO` puts it back.
+    /// From now on, `venue`'s books and diff events are stamped `delay` before they are
+    /// sent, as a venue that far behind its own clock sends them: the delay a client
+    /// measures from the venue's time to its receipt grows by `delay`. `Duration::ZERO`
+    /// puts it back.
     pub fn delay_stamps(&self, venue: VenueId, delay: Duration) {
         self.control(venue)
             .stamp_lag_ms

@@ -144,15 +144,17 @@ impl SimulatedBook {
         })
     }
 
-    /// Writes the venue's next top-`levels` book around `mid_ticks`.
+    /// Writes the venue's next top-`levels` book around `mid_ticks`, its sequence above
+    /// the last and at least `floor` (a venue whose sequence is its time).
     pub fn next_book(
         &mut self,
         mid_ticks: u64,
         levels: usize,
         received_ns: u64,
+        floor: u64,
         out: &mut TopBook,
     ) {
-        self.sequence += 1 + self.rng.below(3);
+        self.sequence = (self.sequence + 1 + self.rng.below(3)).max(floor);
         out.clear();
         out.venue_sequence = self.sequence;
         out.received_ns = received_ns;
@@ -338,8 +340,8 @@ mod tests {
         let mut mid = MidPrice::new(3);
         for _ in 0..1000 {
             let ticks = mid.step();
-            a.next_book(ticks, 20, 0, &mut book_a);
-            b.next_book(ticks, 20, 0, &mut book_b);
+            a.next_book(ticks, 20, 0, 0, &mut book_a);
+            b.next_book(ticks, 20, 0, 0, &mut book_b);
             assert_eq!(book_a, book_b);
             assert!(!book_a.is_crossed());
             let bids = book_a.bids.as_slice();

@@ -103,8 +103,8 @@ struct VenueControl {
     /// Added to every generated book's venue sequence (a Bitstamp `microtimestamp`):
     /// the venue's clock jumping.
     clock_offset: AtomicU64,
-    /// Taken from the time the venue stamps its diff events with (ms;
-    /// `Simulator::delay_stamps`): its books arrive that long after their venue's time.
+    /// Taken from the time the venue stamps its books and diff events with (ms;
+    /// `Simulator::delay_stamps`): they arrive that long after their venue's time.
     stamp_lag_ms: AtomicU64,
     /// Book frames repeat the last book (`Simulator::quiet_market`).
     quiet: AtomicBool,

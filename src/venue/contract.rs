@@ -363,6 +363,14 @@ pub trait Simulated: Sync {
     /// How many levels a side the venue sends on `stream`.
     fn levels_on_stream(&self, stream: &str) -> usize;
 
+    /// Where the venue's book sequence is its time (Bitstamp's `microtimestamp`,
+    /// Hyperliquid's `time`): how many sequence units a second. The simulator then numbers
+    /// its books by its clock (`encode_book` writes `venue_sequence` as the time); other
+    /// venues' books carry the clock in `exchange_time_ns`.
+    fn sequence_per_second(&self) -> Option<u64> {
+        None
+    }
+
     /// Appends one diff event frame for `stream` in the recorded wire format, carrying
     /// `checksum` (of the book after the event) where the venue sends one. The diff-stream
     /// methods below do nothing for a venue without diff streams

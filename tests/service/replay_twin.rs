@@ -69,6 +69,12 @@ fn comparable(line: &str) -> serde_json::Value {
     let object = value.as_object_mut().unwrap();
     object.remove("seq");
     object.remove("ts_ns");
+    // When each book was received differs; the venue's time of it does not.
+    for times in object["times"].as_object_mut().unwrap().values_mut() {
+        let times = times.as_object_mut().unwrap();
+        times.remove("received_unix_ns");
+        times.remove("age_ns");
+    }
     value
 }
 

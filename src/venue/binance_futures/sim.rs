@@ -50,7 +50,8 @@ impl<M: Market> Simulated for BinanceFutures<M> {
         let last = book.venue_sequence.max(2 * ID_HOLE);
         let ids = [last - ID_HOLE, last, last - 2 * ID_HOLE];
         let sides = (book.bids.as_slice(), book.asks.as_slice());
-        write_event::<M>(stream, ids, 1_770_123_456_789, sides, price_decimals, out);
+        let unix_ms = book.exchange_time_ns / 1_000_000;
+        write_event::<M>(stream, ids, unix_ms, sides, price_decimals, out);
     }
 
     fn answer_request(&self, request: &str) -> Option<Answer> {

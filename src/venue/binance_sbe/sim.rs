@@ -6,7 +6,8 @@ use super::decode::ENTRY_LEN;
 /// The simulator's side: Binance's requests and REST snapshots, its books in SBE.
 impl Simulated for BinanceSbe {
     fn encode_book(&self, stream: &str, book: &TopBook, _price_decimals: u32, out: &mut Vec<u8>) {
-        encode_depth_snapshot(&stream_symbol(stream), book, 0, out);
+        let event_time_us = (book.exchange_time_ns / 1_000) as i64;
+        encode_depth_snapshot(&stream_symbol(stream), book, event_time_us, out);
     }
 
     fn answer_request(&self, request: &str) -> Option<Answer> {

@@ -5,6 +5,10 @@ use super::*;
 /// The simulator's side of Bitstamp.
 impl Simulated for Bitstamp {
     /// Python-style separators and key order, as in the first recorded sample.
+    fn sequence_per_second(&self) -> Option<u64> {
+        Some(1_000_000)
+    }
+
     fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {
         use std::io::Write;
         let micros = book.venue_sequence;

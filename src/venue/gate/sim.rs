@@ -11,7 +11,8 @@ use std::io::Write;
 /// need not.
 const TOP_STREAM: &str = "order_book:";
 
-/// The time every simulated message carries, in milliseconds.
+/// The time the simulator's answers and REST snapshots carry, in milliseconds (its books
+/// and events carry its clock).
 const UNIX_MS: u64 = 1_770_123_456_789;
 
 /// Writes a side in market `M`'s level shape: `[["price","amount"],…]` (spot) or
@@ -36,11 +37,11 @@ fn write_side<M: Market>(levels: &[Level], out: &mut Vec<u8>) {
 
 /// A message's envelope up to its `result`'s members: `{"time":…,"time_ms":…,"channel":…,
 /// "event":…,"result":{"t":…,`.
-fn write_envelope(channel: &str, event: &str, out: &mut Vec<u8>) {
-    let seconds = UNIX_MS / 1000;
+fn write_envelope(channel: &str, event: &str, unix_ms: u64, out: &mut Vec<u8>) {
+    let seconds = unix_ms / 1000;
     write!(
         out,
-        r#"{{"time":{seconds},"time_ms":{UNIX_MS},"channel":"{channel}","event":"{event}","result":{{"t":{UNIX_MS},"#
+        r#"{{"time":{seconds},"time_ms":{unix_ms},"channel":"{channel}","event":"{event}","result":{{"t":{unix_ms},"#
     )
     .expect("writing to a Vec cannot fail");
 }
@@ -53,9 +54,10 @@ impl<M: Market> Simulated for Gate<M> {
         let channel = subscribe::channel::<M>(StreamKind::Snapshots);
         let (bids, asks) = (book.bids.as_slice(), book.asks.as_slice());
         let id = book.venue_sequence;
+        let unix_ms = book.exchange_time_ns / 1_000_000;
         match M::SIZED_IN_CONTRACTS {
             false => {
-                write_envelope(&channel, "update", out);
+                write_envelope(&channel, "update", unix_ms, out);
                 write!(out, r#""lastUpdateId":{id},"s":"{symbol}","bids":"#)
                     .expect("writing to a Vec cannot fail");
                 write_side::<M>(bids, out);
@@ -63,7 +65,7 @@ impl<M: Market> Simulated for Gate<M> {
                 write_side::<M>(asks, out);
             }
             true => {
-                write_envelope(&channel, "all", out);
+                write_envelope(&channel, "all", unix_ms, out);
                 write!(out, r#""contract":"{symbol}","id":{id},"asks":"#)
                     .expect("writing to a Vec cannot fail");
                 write_side::<M>(asks, out);
@@ -141,11 +143,11 @@ impl<M: Market> Simulated for Gate<M> {
         update: &BookUpdate,
         _checksum: Option<u32>,
         _price_decimals: u32,
-        _unix_ms: u64,
+        unix_ms: u64,
         out: &mut Vec<u8>,
     ) {
         let channel = subscribe::channel::<M>(StreamKind::Diff);
-        write_envelope(&channel, "update", out);
+        write_envelope(&channel, "update", unix_ms, out);
         if update.is_snapshot {
             out.extend_from_slice(br#""full":true,"#);
         }

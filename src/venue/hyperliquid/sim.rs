@@ -20,6 +20,10 @@ fn write_side(levels: &[crate::book::Level], price_decimals: u32, out: &mut Vec<
 }
 
 impl Simulated for Hyperliquid {
+    fn sequence_per_second(&self) -> Option<u64> {
+        Some(1_000)
+    }
+
     /// As the frames of 2026: `time` before `levels`, `n` last. The book's
     /// `venue_sequence` is its `time`.
     fn encode_book(&self, stream: &str, book: &TopBook, price_decimals: u32, out: &mut Vec<u8>) {

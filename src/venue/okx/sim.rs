@@ -82,7 +82,7 @@ impl Simulated for Okx {
         write_levels(book.asks.as_slice(), out);
         out.extend_from_slice(br#","bids":"#);
         write_levels(book.bids.as_slice(), out);
-        let unix_ms = crate::clock::unix_ns() / 1_000_000;
+        let unix_ms = book.exchange_time_ns / 1_000_000;
         write!(
             out,
             r#","instId":"{inst_id}","ts":"{unix_ms}","seqId":{}}}]}}"#,
