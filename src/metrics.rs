@@ -352,7 +352,8 @@ impl Metrics {
         );
         let feed_delays_discarded = labelled(
             "orderbook_feed_delays_discarded_total",
-            "Venue delays not measured: negative (the host's clock or the venue's is off),              clock_step (within 10 s of a step of the host's clock).",
+            "Venue delays not measured: negative (the host's clock or the venue's is off), \
+             clock_step (within 10 s of a step of the host's clock).",
             &["exchange", "reason"],
         );
         let host_clock_steps = IntCounter::new(
@@ -367,7 +368,8 @@ impl Metrics {
         .expect("valid");
         let host_clock_steady = prometheus::IntGauge::new(
             "orderbook_host_clock_steady",
-            "1 while the host's clock has not stepped in the last 10 s (venue delays are              measured).",
+            "1 while the host's clock has not stepped in the last 10 s (venue delays are \
+             measured).",
         )
         .expect("valid");
         host_clock_steady.set(1);

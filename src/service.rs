@@ -256,8 +256,13 @@ impl RecordingReaders {
             &stop_signal,
         )?;
         let clock_watch = watch_host_clock(Arc::clone(&host_clock), Arc::clone(&metrics));
-        let http =
-            crate::publish::http::serve(metrics_listener, Arc::clone(&config), metrics, Vec::new());
+        let http = crate::publish::http::serve(
+            metrics_listener,
+            Arc::clone(&config),
+            metrics,
+            host_clock,
+            Vec::new(),
+        );
         Ok(RecordingReaders {
             stop_readers,
             readers,
@@ -401,6 +406,7 @@ impl Service {
             listeners.metrics,
             Arc::clone(&config),
             Arc::clone(&metrics),
+            Arc::clone(&host_clock),
             summaries.clone(),
         )));
         let grpc_metrics = Arc::clone(&metrics);
@@ -415,6 +421,7 @@ impl Service {
                 Arc::clone(&config),
                 summaries.clone(),
                 Arc::clone(&metrics),
+                Arc::clone(&host_clock),
             )));
         }
         if config.output == Output::JsonLines {

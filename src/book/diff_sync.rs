@@ -235,6 +235,13 @@ impl BookSync {
             .is_contained(update, self.last_id, self.snapshot_id)
     }
 
+    /// Applies an event: the book, its id and its venue time.
+    fn apply(&mut self, update: &BookUpdate) {
+        self.book.apply(update);
+        self.last_id = update.last_id;
+        self.exchange_time_ns = update.exchange_time_ns;
+    }
+
     fn is_gap(&self, update: &BookUpdate) -> bool {
         self.rule.is_gap(update, self.last_id, self.snapshot_id)
     }
@@ -268,9 +275,7 @@ impl BookSync {
             self.push_buffer(update);
             return UpdateOutcome::Gap;
         }
-        self.book.apply(update);
-        self.last_id = update.last_id;
-        self.exchange_time_ns = update.exchange_time_ns;
+        self.apply(update);
         if self.book.is_crossed() {
             self.reset();
             return UpdateOutcome::Crossed;
@@ -310,9 +315,7 @@ impl BookSync {
                 self.reset();
                 return SnapshotOutcome::TooOld;
             }
-            self.book.apply(update);
-            self.last_id = update.last_id;
-            self.exchange_time_ns = update.exchange_time_ns;
+            self.apply(update);
             applied += 1;
         }
         self.buffer = buffer;

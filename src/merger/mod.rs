@@ -174,7 +174,8 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
             if pass == Pass::Ages && !instrument.consolidation.any_stale(oldest_ns) {
                 return false;
             }
-            // The sources whose new book is a synced one (a bit each: MAX_SOURCES ≤ 32).
+            // The sources whose new book is a synced one, a bit each.
+            const _: () = assert!(MAX_SOURCES <= u32::BITS as usize);
             let mut synced_books = 0u32;
             for (source, input) in instrument.inputs.iter_mut().enumerate() {
                 if input.take_prefetching(bytes_read) {

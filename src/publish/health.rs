@@ -11,6 +11,7 @@
 //!  "delayed":{"ETH/BTC":{"binance":2350}},"host_clock":"steady"}
 //! ```
 
+use crate::clock::HostClock;
 use crate::config::Config;
 use crate::merger::summary::{Summary, VenueState};
 use std::sync::Arc;
@@ -52,22 +53,22 @@ impl Health {
 pub fn health_report(
     config: &Config,
     summaries: &[watch::Receiver<Arc<Summary>>],
-    clock_steady: bool,
+    host_clock: &HostClock,
 ) -> (Health, serde_json::Value) {
+    let clock_steady = host_clock.is_steady(crate::clock::monotonic_ns());
     let mut states = Vec::new();
     let mut body = serde_json::Map::new();
     let mut delayed = serde_json::Map::new();
     for (instrument, latest) in config.instruments.iter().zip(summaries) {
         let summary = latest.borrow();
-        let late = late_books(&summary, instrument.symbols.len(), config.max_feed_delay);
-        if clock_steady && late.clone().next().is_some() {
-            let late = late.map(|(source, delay_ms)| {
-                (
-                    instrument.source_names[source].clone(),
-                    serde_json::Value::from(delay_ms),
-                )
-            });
-            delayed.insert(instrument.name.clone(), late.collect());
+        let late: serde_json::Map<_, _> =
+            late_books(&summary, instrument.symbols.len(), config.max_feed_delay)
+                .map(|(source, delay_ms)| {
+                    (instrument.source_names[source].clone(), delay_ms.into())
+                })
+                .collect();
+        if clock_steady && !late.is_empty() {
+            delayed.insert(instrument.name.clone(), late.into());
         }
         let venues = &summary.source_states[..instrument.symbols.len()];
         let detail = instrument
@@ -98,7 +99,7 @@ fn late_books(
     summary: &Summary,
     sources: usize,
     bound: std::time::Duration,
-) -> impl Iterator<Item = (usize, u64)> + Clone + '_ {
+) -> impl Iterator<Item = (usize, u64)> + '_ {
     let bound_ns = bound.as_nanos() as u64;
     (0..sources).filter_map(move |source| {
         let exchange = summary.source_exchange_time_ns[source];

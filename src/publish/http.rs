@@ -4,7 +4,7 @@
 //! `/health` serves the service's health (`publish/health.rs`): HTTP 503 when it is
 //! `DOWN`, with the JSON report as the body.
 
-use crate::clock;
+use crate::clock::{self, HostClock};
 use crate::config::Config;
 use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
@@ -25,6 +25,7 @@ use tokio::sync::watch;
 struct Shared {
     config: Arc<Config>,
     metrics: Arc<Metrics>,
+    host_clock: Arc<HostClock>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
 }
 
@@ -33,6 +34,7 @@ pub async fn serve(
     listener: TcpListener,
     config: Arc<Config>,
     metrics: Arc<Metrics>,
+    host_clock: Arc<HostClock>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
 ) {
     let limits = config.metrics_connections;
@@ -52,6 +54,7 @@ pub async fn serve(
     let app = app.with_state(Shared {
         config,
         metrics,
+        host_clock,
         summaries,
     });
     // hyper's HTTP/1 server rather than `axum::serve`, which has no header timeout: a
@@ -122,8 +125,7 @@ fn update_book_ages(
 }
 
 async fn health(State(shared): State<Shared>) -> impl IntoResponse {
-    let clock_steady = shared.metrics.host_clock_steady.get() == 1;
-    let (health, body) = health_report(&shared.config, &shared.summaries, clock_steady);
+    let (health, body) = health_report(&shared.config, &shared.summaries, &shared.host_clock);
     let status = match health {
         Health::Down => StatusCode::SERVICE_UNAVAILABLE,
         Health::Ok | Health::Degraded => StatusCode::OK,

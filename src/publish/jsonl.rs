@@ -11,9 +11,9 @@
 //! (one line on the wire). `spread` is `null` while either side is empty, and negative
 //! when the consolidated book is crossed. `times` gives each book's latest receipt (ns
 //! since the Unix epoch: `ts_ns` less `age_ns`; 0 before the first) and the venue's own
-//! time of it (`null` where the venue sent none), as `VenueQuote`'s fields. A book is named by its venue, or by
-//! `venue:symbol` where the instrument takes several books of one venue
-//! (`"okx:BTC-USDT-SWAP"`, `Instrument::source_names`).
+//! time of it (`null` where the venue sent none), as `VenueQuote`'s fields. A book is
+//! named by its venue, or by `venue:symbol` where the instrument takes several books of
+//! one venue (`"okx:BTC-USDT-SWAP"`, `Instrument::source_names`).
 //!
 //! `"amount_unit"` says what the amounts count, where the instrument's name or unit says:
 //! its base coin (`"ETH"`), or its currency where it counts notionals (`unit = "quote"`).

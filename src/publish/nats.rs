@@ -11,6 +11,7 @@
 //! (the fan-out coalesces summaries that come faster than it wakes; a full client buffer,
 //! behind a slow server, makes the task wait) are counted as skipped.
 
+use crate::clock::HostClock;
 use crate::config::{Config, Instrument, NatsConfig, NatsFormat};
 use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
@@ -54,6 +55,7 @@ pub async fn run(
     config: Arc<Config>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
     metrics: Arc<Metrics>,
+    host_clock: Arc<HostClock>,
 ) {
     let events = Arc::clone(&metrics);
     let options = match connect_options(&nats).await {
@@ -84,7 +86,12 @@ pub async fn run(
         let instrument = instrument.clone();
         publishers.spawn(async move { publisher.follow(subject, instrument, latest).await });
     }
-    publishers.spawn(publish_health(client, nats, config, summaries, metrics));
+    let health = Health {
+        config,
+        summaries,
+        host_clock,
+    };
+    publishers.spawn(publish_health(client, nats, health, metrics));
     while publishers.join_next().await.is_some() {}
 }
 
@@ -171,13 +178,14 @@ pub fn encode(format: NatsFormat, instrument: &Instrument, summary: &Summary, ou
 }
 
 /// The health report (`/health`'s body) every `health_every`.
-async fn publish_health(
-    client: Client,
-    nats: NatsConfig,
+/// What the health report is made of.
+struct Health {
     config: Arc<Config>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
-    metrics: Arc<Metrics>,
-) {
+    host_clock: Arc<HostClock>,
+}
+
+async fn publish_health(client: Client, nats: NatsConfig, health: Health, metrics: Arc<Metrics>) {
     let subject = health_subject(&nats.subject_prefix);
     let mut every = tokio::time::interval(nats.health_every);
     loop {
@@ -185,8 +193,11 @@ async fn publish_health(
         if client.connection_state() != State::Connected {
             continue;
         }
-        let clock_steady = metrics.host_clock_steady.get() == 1;
-        let (_, report) = crate::publish::health::health_report(&config, &summaries, clock_steady);
+        let (_, report) = crate::publish::health::health_report(
+            &health.config,
+            &health.summaries,
+            &health.host_clock,
+        );
         if client
             .publish(subject.clone(), report.to_string().into())
             .await

@@ -157,6 +157,18 @@ impl Seen {
         walker.unsigned()
     }
 
+    /// The value of the member `key` (bit `bit`), which must be its first: a time in ms
+    /// since the Unix epoch, as ns (`TopBook::exchange_time_ns`).
+    #[inline(always)]
+    pub(crate) fn millis_time(
+        &mut self,
+        walker: &mut Walker<'_>,
+        bit: u32,
+        key: &'static str,
+    ) -> Result<u64, DecodeError> {
+        super::timestamps::nanos_from_millis(self.unsigned(walker, bit, key)?)
+    }
+
     /// The value of the signed member `key` (bit `bit`), which must be its first.
     #[inline(always)]
     pub(crate) fn signed(

@@ -114,7 +114,6 @@ async fn a_late_venue_shows_its_delay_and_a_clock_step_is_reported_not_measured(
         .host_clock()
         .sample(clock::unix_ns() - 3_600_000_000_000, now);
     assert!(step.is_some());
-    let measured = delays_within(&service, binance, "+Inf");
     common::eventually("the step reported", WAIT, || {
         metric(&service, "orderbook_host_clock_steps_total") >= 1.0
             && metric(&service, "orderbook_host_clock_steady") == 0.0
@@ -129,11 +128,9 @@ async fn a_late_venue_shows_its_delay_and_a_clock_step_is_reported_not_measured(
     assert_eq!(health["host_clock"], "stepped", "{health}");
     assert_eq!(health["delayed"], serde_json::json!({}), "{health}");
     assert_eq!(discarded(&service, binance, "negative"), 0.0);
-    // Delays taken since are of books received before the step (flushed late), none
-    // huge.
+    // None of the delays recorded is an hour's.
     let huge =
         delays_within(&service, binance, "+Inf") - delays_within(&service, binance, "32.768");
     assert_eq!(huge, 0.0);
-    assert!(delays_within(&service, binance, "+Inf") - measured < 10.0);
     service.stop().await;
 }

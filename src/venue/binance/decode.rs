@@ -14,8 +14,8 @@ pub(in crate::venue) const BIDS: u32 = 9;
 pub(in crate::venue) const ASKS: u32 = 10;
 pub(in crate::venue) const FIRST_ID: u32 = 11;
 pub(in crate::venue) const LAST_ID: u32 = 12;
-/// After futures' `pu` (13).
-const TIME: u32 = 14;
+/// An event's time (spot's `E`, futures' `T`): after futures' `pu` (13).
+pub(in crate::venue) const TIME: u32 = 14;
 
 /// What one object level (the envelope or the payload) contained.
 #[derive(Default)]
@@ -116,7 +116,7 @@ impl<'a> Payload<'a> for DiffEvent<'_> {
             b"U" => self.out.first_id = seen.unsigned(walker, FIRST_ID, "U")?,
             b"u" => self.out.last_id = seen.unsigned(walker, LAST_ID, "u")?,
             key if key == self.time_key => {
-                self.out.exchange_time_ns = read_time(walker, seen)?;
+                self.out.exchange_time_ns = seen.millis_time(walker, TIME, "event time")?;
             }
             b"b" | b"a" if walker.peek()? != b'[' => walker.skip_value()?,
             b"b" => {
@@ -140,11 +140,6 @@ impl<'a> Payload<'a> for DiffEvent<'_> {
         classify_depth_update(members, &DIFF_KEYS)
     }
 
-}
-
-/// An event's time in ms (its `E` or `T`), as ns.
-pub(in crate::venue) fn read_time(walker: &mut Walker<'_>, seen: &mut Seen) -> Result<u64, DecodeError> {
-    timestamps::nanos_from_millis(seen.unsigned(walker, TIME, "event time")?)
 }
 
 /// A `depthUpdate` with every one of `keys` is a book; every key but its event type, a
@@ -392,7 +387,9 @@ pub(in crate::venue) fn decode_rest_snapshot(
     let mut seen = Seen::default();
     walker.object(|walker, key| {
         match key {
-            key if Some(key) == time_key => out.exchange_time_ns = read_time(walker, &mut seen)?,
+            key if Some(key) == time_key => {
+                out.exchange_time_ns = seen.millis_time(walker, TIME, "event time")?;
+            }
             b"lastUpdateId" => {
                 seen.mark(LAST_UPDATE_ID, "lastUpdateId")?;
                 out.last_id = walker.unsigned()?;

@@ -70,7 +70,7 @@ impl<'a> Payload<'a> for TopEvent<'_> {
             b"U" => self.ids[0] = seen.unsigned(walker, FIRST_ID, "U")?,
             b"u" => self.ids[1] = seen.unsigned(walker, LAST_ID, "u")?,
             b"pu" => self.ids[2] = seen.unsigned(walker, PREVIOUS_LAST_ID, "pu")?,
-            b"T" => self.out.exchange_time_ns = spot::read_time(walker, seen)?,
+            b"T" => self.out.exchange_time_ns = seen.millis_time(walker, spot::TIME, "T")?,
             // `bookTicker` has string `b`/`a`: only an array is a side.
             b"b" | b"a" if walker.peek()? != b'[' => walker.skip_value()?,
             b"b" => {
@@ -109,7 +109,8 @@ fn read_usual_event(
     walker
         .skip_exactly(br#"{"e":"depthUpdate","E":"#)
         .then_some(())?;
-    walker.skip_value().ok()?; // the event's time (its push, not the book's), skipped as the general walk does
+    // The event's time (its push, not the book's), skipped as the general walk does.
+    walker.skip_value().ok()?;
     walker.skip_exactly(br#","T":"#).then_some(())?;
     *time_ns = timestamps::nanos_from_millis(walker.unsigned().ok()?).ok()?;
     walker.skip_exactly(br#","s":"#).then_some(())?;

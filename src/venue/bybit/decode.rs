@@ -36,14 +36,14 @@ pub(super) fn decode_message<'a>(
     let mut symbol: &[u8] = b"";
     let mut success = false;
     let mut request_id: &[u8] = b"";
-    // The message's time and the matching engine's, in ms.
+    // The message's time and the matching engine's.
     let (mut ts, mut cts) = (None, None);
     out.clear();
     walker.object(|walker, key| {
         match key {
             b"topic" => topic = seen.string(walker, TOPIC, "topic")?,
-            b"ts" => ts = Some(seen.unsigned(walker, TS, "ts")?),
-            b"cts" => cts = Some(seen.unsigned(walker, CTS, "cts")?),
+            b"ts" => ts = Some(seen.millis_time(walker, TS, "ts")?),
+            b"cts" => cts = Some(seen.millis_time(walker, CTS, "cts")?),
             b"type" => kind = seen.string(walker, TYPE, "type")?,
             b"op" => op = seen.string(walker, OP, "op")?,
             b"success" => success = seen.boolean(walker, SUCCESS, "success")?,
@@ -87,9 +87,7 @@ pub(super) fn decode_message<'a>(
             check_sorted(Side::Ask, &out.asks)?;
         }
         // The book's time: the matching engine's where sent, else the message's.
-        if let Some(millis) = cts.or(ts) {
-            out.exchange_time_ns = timestamps::nanos_from_millis(millis)?;
-        }
+        out.exchange_time_ns = cts.or(ts).unwrap_or(0);
         return Ok(Message::Book {
             stream: topic_symbol,
         });

@@ -41,7 +41,6 @@
 //! (ms), else the message's `ts`.
 
 use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
-use super::timestamps;
 use super::wire::{Seen, check_sorted};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::json::Walker;

@@ -18,11 +18,6 @@ const BOOK_ID: u32 = 7;
 const FULL: u32 = 8;
 const TIME: u32 = 9;
 
-/// `result.t`, the book's time in ms, as ns.
-fn read_time(walker: &mut Walker<'_>, seen: &mut Seen) -> Result<u64, DecodeError> {
-    timestamps::nanos_from_millis(seen.unsigned(walker, TIME, "t")?)
-}
-
 /// What an `order_book_update` event's `result` must hold (its sides may be absent: an
 /// event that only moves the ids).
 const EVENT_KEYS: [(u32, &str); 3] = [(SYMBOL, "s"), (FIRST_ID, "U"), (LAST_ID, "u")];
@@ -297,7 +292,7 @@ pub(super) fn general_diff<'a, M: Market>(
             b"U" => out.first_id = seen.unsigned(walker, FIRST_ID, "U")?,
             b"u" => out.last_id = seen.unsigned(walker, LAST_ID, "u")?,
             b"full" => out.is_snapshot = seen.boolean(walker, FULL, "full")?,
-            b"t" => out.exchange_time_ns = read_time(walker, seen)?,
+            b"t" => out.exchange_time_ns = seen.millis_time(walker, TIME, "t")?,
             // `book_ticker`'s `b` and `a` are prices: only an array is a side.
             b"b" | b"a" if walker.peek()? != b'[' => return Ok(false),
             b"b" => {
@@ -347,7 +342,7 @@ impl<M: Market> Decode for Gate<M> {
                 b"lastUpdateId" | b"id" => {
                     out.venue_sequence = seen.unsigned(walker, BOOK_ID, "lastUpdateId")?;
                 }
-                b"t" => out.exchange_time_ns = read_time(walker, seen)?,
+                b"t" => out.exchange_time_ns = seen.millis_time(walker, TIME, "t")?,
                 b"bids" => {
                     seen.mark(BIDS, "bids")?;
                     side(walker, &mut unheld, |walker| {
