@@ -73,6 +73,17 @@ async fn a_late_venue_shows_its_delay_and_a_clock_step_is_reported_not_measured(
     assert_eq!(delays_within(&service, binance, "0.256"), 0.0);
     assert!(delays_within(&service, bitstamp, "0.256") > 0.0);
     assert_eq!(discarded(&service, binance, "negative"), 0.0);
+    // And to the publish of the summaries holding them, by the merger: as late.
+    let to_publish = |le: &str| {
+        metric(
+            &service,
+            &format!(
+                r#"orderbook_exchange_to_publish_seconds_bucket{{exchange="binance",le="{le}"}}"#
+            ),
+        )
+    };
+    common::eventually("delays to publish", WAIT, || to_publish("+Inf") >= 1.0).await;
+    assert_eq!(to_publish("0.256"), 0.0);
 
     // The summary carries each venue's time of its book: Binance's the lag behind its
     // receipt.
