@@ -588,6 +588,15 @@ fn coinbase_exchange(c: &mut Criterion) {
     c.bench_function("coinbase_exchange_update", |b| {
         b.iter(|| book.apply(black_box(update)))
     });
+    // The same update through the feed core (decode, apply, publish), its book's audits
+    // off and on: what audits cost the hot path while none is under way.
+    for (name, audited) in [
+        ("coinbase_exchange_core_update", false),
+        ("coinbase_exchange_core_update_audited", true),
+    ] {
+        let mut core = CoinbaseExchangeCore::new(audited);
+        c.bench_function(name, |b| b.iter(|| core.apply(black_box(update))));
+    }
 }
 
 /// Coinbase Advanced Trade: the recorded snapshot's decode (beside serde_json's, above),

@@ -227,6 +227,14 @@ fn main() {
         "coinbase_exchange_update" => {
             Box::new(|| exchange_book.apply(black_box(exchange_update_frame)))
         }
+        "coinbase_exchange_core_update" => {
+            let mut core = CoinbaseExchangeCore::new(false);
+            Box::new(move || core.apply(black_box(exchange_update_frame)))
+        }
+        "coinbase_exchange_core_update_audited" => {
+            let mut core = CoinbaseExchangeCore::new(true);
+            Box::new(move || core.apply(black_box(exchange_update_frame)))
+        }
         "coinbase_decode_snapshot" => Box::new(|| {
             let result = VenueId::Coinbase.decode_diff(
                 black_box(advanced_snapshot_frame),

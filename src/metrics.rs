@@ -4,6 +4,7 @@
 //! scrape is at most that much behind.
 
 use crate::book::diff_sync::ResyncReason;
+use crate::feed::core::audit::AuditOutcome;
 use crate::feed::core::snapshot_schedule::FetchOutcome;
 use crate::venue::VenueId;
 use prometheus::{
@@ -44,6 +45,7 @@ pub struct Metrics {
     pub checksum_mismatches: IntCounterVec,
     pub resync_seconds: HistogramVec,
     pub snapshot_requests: IntCounterVec,
+    pub audits: IntCounterVec,
     pub diff_events_dropped: IntCounterVec,
     /// Connections lost or never made, by reason (see `feed/mod.rs`).
     pub connection_errors: IntCounterVec,
@@ -185,7 +187,7 @@ impl Metrics {
         let resyncs = labelled(
             "orderbook_resyncs_total",
             "Diff mode: book rebuilds, by reason (connect, gap, crossed, decode_error, checksum, \
-             silence).",
+             silence, audit).",
             &["exchange", "reason"],
         );
         let checksum_mismatches = labelled(
@@ -205,6 +207,11 @@ impl Metrics {
         let snapshot_requests = labelled(
             "orderbook_snapshot_requests_total",
             "Diff mode: snapshot requests (REST fetches, or subscriptions again where snapshots come on the stream), by outcome (used, too_old, rate_limited, failed).",
+            &["exchange", "outcome"],
+        );
+        let audits = labelled(
+            "orderbook_audits_total",
+            "Diff mode, venues whose streams cannot show a lost event: audits of a book against the venue's REST snapshot, by outcome (match; mismatch: the book is rebuilt; inconclusive; failed).",
             &["exchange", "outcome"],
         );
         let diff_events_dropped = labelled(
@@ -420,6 +427,7 @@ impl Metrics {
             Box::new(checksum_mismatches.clone()),
             Box::new(resync_seconds.clone()),
             Box::new(snapshot_requests.clone()),
+            Box::new(audits.clone()),
             Box::new(diff_events_dropped.clone()),
         ] {
             registry
@@ -447,6 +455,7 @@ impl Metrics {
             checksum_mismatches,
             resync_seconds,
             snapshot_requests,
+            audits,
             diff_events_dropped,
             connection_errors,
             pings,
@@ -516,6 +525,10 @@ impl Metrics {
                 self.snapshot_requests
                     .with_label_values(&[venue.name(), name])
             }),
+            audits: AuditOutcome::ALL.map(|outcome| {
+                self.audits
+                    .with_label_values(&[venue.name(), outcome.name()])
+            }),
             events_dropped_stale: self
                 .diff_events_dropped
                 .with_label_values(&[venue.name(), "stale"]),
@@ -580,6 +593,7 @@ pub struct VenueMetrics {
     resyncs: [IntCounter; ResyncReason::ALL.len()],
     pub resync_seconds: Histogram,
     snapshot_requests: [IntCounter; SNAPSHOT_OUTCOMES.len()],
+    audits: [IntCounter; AuditOutcome::ALL.len()],
     pub events_dropped_stale: IntCounter,
     pub events_dropped_overflow: IntCounter,
     connection_errors: IntCounterVec,
@@ -635,6 +649,14 @@ impl VenueMetrics {
 
     pub fn snapshot_requests(&self, outcome: FetchOutcome) -> &IntCounter {
         &self.snapshot_requests[outcome_index(outcome)]
+    }
+
+    pub fn audits(&self, outcome: AuditOutcome) -> &IntCounter {
+        let index = AuditOutcome::ALL
+            .iter()
+            .position(|&o| o == outcome)
+            .expect("every outcome is listed");
+        &self.audits[index]
     }
 
     /// `orderbook_connection_errors_total` for `reason` (looked up when a connection

@@ -3,9 +3,16 @@
 #![allow(dead_code)] // each bench target uses its own subset
 
 use mergebook::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
+use mergebook::config::DiffSettings;
+use mergebook::feed::core::audit::AuditSettings;
+use mergebook::feed::core::snapshot_schedule::SnapshotPolicy;
+use mergebook::feed::core::{CoreStream, FeedCore, FeedEvent, FeedOutput};
+use mergebook::feed::handoff::VenueFeed;
 use mergebook::merger::kway::{MergedBook, Origin, VenueBook, merge, merge_side};
+use mergebook::merger::summary::VenueState;
 use mergebook::venue::{LevelTexts, Message, VenueId};
 use std::hint::black_box;
+use std::time::Duration;
 
 /// The recorded `btcusdt@depth20@100ms` frame (20 levels a side, 1.4 KB).
 pub const BINANCE_20: &[u8] =
@@ -690,6 +697,72 @@ impl UnsequencedBook {
             .decode_diff(frame, MAX_BOOK_LEVELS, &mut self.update)
             .expect("the update decodes");
         self.book.apply(&self.update);
+    }
+}
+
+/// Coinbase Exchange's recorded book kept by a feed core, as the reader keeps it (with
+/// its audits on or off, none under way): an update's decode, apply and publish of the
+/// top `KEEP`, into a scratch feed.
+pub struct CoinbaseExchangeCore {
+    core: FeedCore,
+    outlet: ScratchOutlet,
+}
+
+/// Where a bench's core publishes: one feed, overwritten.
+#[derive(Default)]
+struct ScratchOutlet(VenueFeed);
+
+impl FeedOutput for ScratchOutlet {
+    fn publish(&mut self, _stream: usize, write: impl FnOnce(&mut VenueFeed)) {
+        write(&mut self.0);
+    }
+
+    fn note(&mut self, _stream: Option<usize>, _event: FeedEvent) {}
+}
+
+impl CoinbaseExchangeCore {
+    pub fn new(audited: bool) -> CoinbaseExchangeCore {
+        let venue = VenueId::CoinbaseExchange;
+        let settings = DiffSettings {
+            rest_url: "http://127.0.0.1:1".to_owned(),
+            snapshot_depth: KEEP,
+            max_levels: MAX_BOOK_LEVELS,
+            max_buffered: 1_000,
+            policy: SnapshotPolicy {
+                weight_per_minute: 60,
+                spacing: Duration::ZERO,
+                retry_initial: Duration::from_millis(500),
+                retry_max: Duration::from_secs(30),
+                rate_limited_pause: Duration::from_secs(60),
+            },
+            snapshot_timeout: Duration::from_secs(10),
+            audit: audited.then_some(AuditSettings {
+                every: Duration::from_secs(60),
+                settle: Duration::from_secs(1),
+            }),
+        };
+        let stream = CoreStream {
+            name: "BAND-GBP".to_owned(),
+            symbol: "BAND-GBP".to_owned(),
+            contract_size: None,
+        };
+        let mut core = FeedCore::new(venue, KEEP, vec![stream], Some(&settings), 0);
+        let mut outlet = ScratchOutlet::default();
+        core.connected(0, &mut outlet);
+        core.on_frame(br#"{"type":"subscriptions","channels":[]}"#, 1, &mut outlet);
+        core.on_frame(coinbase_exchange_snapshot(), 2, &mut outlet);
+        assert_eq!(
+            outlet.0.state,
+            VenueState::Synced,
+            "the recorded snapshot syncs it"
+        );
+        CoinbaseExchangeCore { core, outlet }
+    }
+
+    /// `coinbase_exchange_core_update[_audited]`: an update through the core (the second
+    /// time it changes nothing: each iteration does the same work).
+    pub fn apply(&mut self, frame: &[u8]) {
+        self.core.on_frame(frame, 3, &mut self.outlet);
     }
 }
 

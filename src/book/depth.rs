@@ -239,6 +239,10 @@ impl DepthBook {
         self.side(side).levels.last().copied()
     }
 
+    pub fn worst(&self, side: Side) -> Option<Level> {
+        self.side(side).levels.first().copied()
+    }
+
     /// Best bid at or above best ask: not a market, the book must be rebuilt.
     pub fn is_crossed(&self) -> bool {
         match (self.best(Side::Bid), self.best(Side::Ask)) {

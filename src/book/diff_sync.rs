@@ -87,16 +87,20 @@ pub enum ResyncReason {
     /// Its stream was silent for the read-idle allowance and subscribed again: events may
     /// have been lost that nothing on some venues' streams would show.
     Silence,
+    /// The venue's REST snapshot disagreed with the book where no event could have changed
+    /// it since (`feed/core/audit.rs`): an event was lost that its stream could not show.
+    Audit,
 }
 
 impl ResyncReason {
-    pub const ALL: [ResyncReason; 6] = [
+    pub const ALL: [ResyncReason; 7] = [
         ResyncReason::Connect,
         ResyncReason::Gap,
         ResyncReason::Crossed,
         ResyncReason::DecodeError,
         ResyncReason::Checksum,
         ResyncReason::Silence,
+        ResyncReason::Audit,
     ];
 
     pub fn name(self) -> &'static str {
@@ -107,6 +111,7 @@ impl ResyncReason {
             ResyncReason::DecodeError => "decode_error",
             ResyncReason::Checksum => "checksum",
             ResyncReason::Silence => "silence",
+            ResyncReason::Audit => "audit",
         }
     }
 }

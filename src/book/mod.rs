@@ -34,7 +34,7 @@ impl Level {
 }
 
 /// Which side of a book: bids are sorted by descending price, asks by ascending price.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Side {
     Bid,
     Ask,

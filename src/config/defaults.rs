@@ -107,6 +107,11 @@ pub const SNAPSHOT_TIMEOUT_MS: IntKey = int("snapshot_timeout_ms", 10_000, 100, 
 /// sync; it doubles with each in a row, up to the maximum (at least the first).
 pub const SNAPSHOT_RETRY_INITIAL_MS: IntKey = int("snapshot_retry_initial_ms", 500, 10, 60_000);
 pub const SNAPSHOT_RETRY_MAX_MS: IntKey = int("snapshot_retry_max_ms", 30_000, 10, 600_000);
+/// Venues whose streams cannot show a lost event (`Snapshots::audited`): about how often
+/// each diff book is compared with the venue's REST book (0: never), and how long a
+/// snapshot waits for the events before it where the venue's ids cannot say.
+pub const AUDIT_EVERY_MS: IntKey = int("audit_every_ms", 60_000, 0, 86_400_000);
+pub const AUDIT_SETTLE_MS: IntKey = int("audit_settle_ms", 1_000, 0, 60_000);
 pub const VENUE_INTS: &[&IntKey] = &[
     &SNAPSHOT_DEPTH,
     &MAX_BOOK_LEVELS,
@@ -116,6 +121,8 @@ pub const VENUE_INTS: &[&IntKey] = &[
     &SNAPSHOT_TIMEOUT_MS,
     &SNAPSHOT_RETRY_INITIAL_MS,
     &SNAPSHOT_RETRY_MAX_MS,
+    &AUDIT_EVERY_MS,
+    &AUDIT_SETTLE_MS,
 ];
 
 pub const SIMULATOR_LISTEN: TextKey = text("simulator.listen", "127.0.0.1:0");

@@ -347,6 +347,8 @@ pub struct DiffSettings {
     pub max_buffered: usize,
     pub policy: crate::feed::core::snapshot_schedule::SnapshotPolicy,
     pub snapshot_timeout: Duration,
+    /// Where the venue's books are audited (`Snapshots::audited`) and audits are on.
+    pub audit: Option<crate::feed::core::audit::AuditSettings>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -126,6 +126,8 @@ pub struct RawVenue {
     pub snapshot_timeout_ms: Option<i64>,
     pub snapshot_retry_initial_ms: Option<i64>,
     pub snapshot_retry_max_ms: Option<i64>,
+    pub audit_every_ms: Option<i64>,
+    pub audit_settle_ms: Option<i64>,
     pub allow_one_sided: Option<bool>,
     pub ping_interval_ms: Option<i64>,
     pub read_idle_timeout_ms: Option<i64>,

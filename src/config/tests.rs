@@ -201,6 +201,16 @@ fn errors_name_the_key_and_the_value() {
              snapshot_retry_initial_ms (500)",
         ),
         (
+            "[venues.binance]\nmode = \"diff\"\naudit_every_ms = 1000\n",
+            "venues.binance.audit_every_ms = 1000: this venue's streams show a lost event: \
+             its books are not audited",
+        ),
+        (
+            "[venues.coinbase_exchange]\naudit_settle_ms = 70000\n\
+             [[instruments]]\nname = \"ETH/USD\"\nsymbols = { coinbase_exchange = \"ETH-USD\" }\n",
+            "venues.coinbase_exchange.audit_settle_ms = 70000: must be between 0 and 60000",
+        ),
+        (
             "[venues.binance]\nping_interval_ms = 1000\n",
             "venues.binance.ping_interval_ms = 1000: the venue takes no application pings",
         ),
@@ -951,4 +961,44 @@ fn the_shipped_configurations_and_the_documented_example_validate() {
         assert!(listed, "{venue} is not in the example");
     }
     assert!(btc.source_names.contains(&"okx:BTC-USDT-SWAP".to_owned()));
+}
+
+/// Audits are on by default where a venue's streams cannot show a lost event, and off
+/// where `audit_every_ms = 0`.
+#[test]
+fn books_on_streams_that_cannot_show_a_loss_are_audited_by_default() {
+    let audit = |text: &str, venue: VenueId| {
+        let symbol = match venue {
+            VenueId::Bitstamp => "ethbtc",
+            VenueId::CoinbaseExchange => "ETH-BTC",
+            _ => "ETHBTC",
+        };
+        let instrument = format!(
+            "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = {{ {venue} = \"{symbol}\" }}\n"
+        );
+        let config = validate(&format!("{text}{instrument}")).unwrap();
+        let configured = config.venues.iter().find(|v| v.venue == venue).cloned();
+        match configured.map(|v| v.mode) {
+            Some(FeedMode::Diff(settings)) => settings.audit,
+            other => panic!("{venue} in diff mode: {other:?}"),
+        }
+    };
+    let every_minute = Some(crate::feed::core::audit::AuditSettings {
+        every: Duration::from_secs(60),
+        settle: Duration::from_secs(1),
+    });
+    assert_eq!(
+        audit("[venues.bitstamp]\nmode = \"diff\"\n", VenueId::Bitstamp),
+        every_minute
+    );
+    assert_eq!(
+        audit("[venues.coinbase_exchange]\n", VenueId::CoinbaseExchange),
+        every_minute
+    );
+    assert_eq!(
+        audit("[venues.binance]\nmode = \"diff\"\n", VenueId::Binance),
+        None
+    );
+    let off = "[venues.bitstamp]\nmode = \"diff\"\naudit_every_ms = 0\n";
+    assert_eq!(audit(off, VenueId::Bitstamp), None);
 }

@@ -4,6 +4,7 @@
 use super::defaults::{IntKey, in_range, milliseconds};
 use super::raw::*;
 use super::*;
+use crate::feed::core::audit::AuditSettings;
 use crate::fixed::FixedPoint;
 use crate::merger::summary::MAX_SOURCES;
 use crate::venue::{MAX_VENUES, SnapshotSource};
@@ -789,6 +790,7 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
         ));
     }
     let (retry_initial, retry_max) = (milliseconds(retry_initial), milliseconds(retry_max));
+    let audit = audit_settings(venue, raw)?;
     Ok(FeedMode::Diff(DiffSettings {
         rest_url,
         snapshot_depth: snapshot_depth as usize,
@@ -804,6 +806,34 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
         },
         snapshot_timeout: read(&defaults::SNAPSHOT_TIMEOUT_MS, raw.snapshot_timeout_ms)
             .map(milliseconds)?,
+        audit,
+    }))
+}
+
+/// `venues.<name>.audit_every_ms` and `audit_settle_ms`: on by default where the venue's
+/// books are audited, refused where they are not (its streams show every loss).
+fn audit_settings(venue: VenueId, raw: &RawVenue) -> Result<Option<AuditSettings>, ConfigError> {
+    let key = |name: &str| format!("venues.{venue}.{name}");
+    if !venue.snapshots().audited() {
+        let set = [
+            (defaults::AUDIT_EVERY_MS.key, raw.audit_every_ms),
+            (defaults::AUDIT_SETTLE_MS.key, raw.audit_settle_ms),
+        ];
+        return match set.into_iter().find(|(_, value)| value.is_some()) {
+            Some((name, Some(value))) => Err(invalid(
+                key(name),
+                value,
+                "this venue's streams show a lost event: its books are not audited",
+            )),
+            _ => Ok(None),
+        };
+    }
+    let read = |setting: &IntKey, value| setting.read(&key(setting.key), value);
+    let every = read(&defaults::AUDIT_EVERY_MS, raw.audit_every_ms)?;
+    let settle = read(&defaults::AUDIT_SETTLE_MS, raw.audit_settle_ms)?;
+    Ok((every > 0).then(|| AuditSettings {
+        every: milliseconds(every),
+        settle: milliseconds(settle),
     }))
 }
 

@@ -20,7 +20,7 @@
 //! (`Books::Held`), then takes over and the first closes, so the venue never leaves the
 //! merge (docs/decisions.md, "A connection is renewed before the venue's lifetime runs out").
 
-pub(crate) mod core;
+pub mod core;
 pub mod handoff;
 pub mod listing;
 pub(crate) mod reconnect;
@@ -163,8 +163,18 @@ const RENEWAL_RETRY: Duration = Duration::from_secs(60);
 /// How long the renewed connection's close frame may take to go out.
 const CLOSE_ALLOWANCE: Duration = Duration::from_secs(1);
 
-/// A snapshot fetch in flight: (stream, generation, URL, body or error).
-type Fetches = tokio::task::JoinSet<(usize, u64, String, Result<Vec<u8>, FetchError>)>;
+/// The REST fetches in flight: snapshots and audits.
+type Fetches = tokio::task::JoinSet<Fetched>;
+
+/// A REST fetch's answer, and what it was for.
+struct Fetched {
+    stream: usize,
+    generation: u64,
+    url: String,
+    /// An audit's snapshot (`SnapshotRequest::Audit`), not a rebuild's.
+    audit: bool,
+    result: Result<Vec<u8>, FetchError>,
+}
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -279,6 +289,7 @@ impl FeedOutput for Outlet {
             FeedEvent::Synced { took_ns } => metrics.resync_seconds.observe(took_ns as f64 * 1e-9),
             FeedEvent::SnapshotsCancelled => self.fetches.abort_all(),
             FeedEvent::UnverifiedSnapshot => metrics.unverified_snapshots.inc(),
+            FeedEvent::Audit(outcome) => metrics.audits(outcome).inc(),
             FeedEvent::ChecksumMismatch => {
                 if let Some(counter) =
                     stream.and_then(|stream| self.checksum_mismatches.get(stream))
@@ -522,6 +533,7 @@ impl Reader {
                     continue;
                 }
                 _ = &mut snapshot_timer, if snapshot_due => {
+                    self.core.finish_audit(clock::monotonic_ns(), &mut self.outlet);
                     if let Some(frames) = self.start_snapshot_request() {
                         self.send(&mut socket, frames).await?;
                     }
@@ -536,18 +548,22 @@ impl Reader {
                     continue;
                 }
                 Some(fetched) = self.outlet.fetches.join_next(), if fetching => {
-                    if let Ok((stream, generation, url, result)) = fetched {
+                    if let Ok(fetched) = fetched {
                         let now = clock::monotonic_ns();
-                        self.record_snapshot(stream, generation, &url, &result, now);
-                        let result = match &result {
+                        self.record_fetched(&fetched, now);
+                        let Fetched { stream, generation, audit, .. } = fetched;
+                        let result = match &fetched.result {
                             Ok(body) => Ok(body.as_slice()),
                             Err(error) => {
                                 let venue = self.venue;
-                                tracing::warn!(%venue, %error, "snapshot request failed");
+                                tracing::warn!(%venue, %error, audit, "snapshot request failed");
                                 Err(error.outcome())
                             }
                         };
-                        self.core.on_snapshot(stream, generation, result, now, &mut self.outlet);
+                        match audit {
+                            true => self.core.on_audit_snapshot(stream, generation, result, now, &mut self.outlet),
+                            false => self.core.on_snapshot(stream, generation, result, now, &mut self.outlet),
+                        }
                         if self.outlet.all_held_synced() {
                             return Ok(Disconnect::Synced(Box::new(socket)));
                         }
@@ -648,21 +664,37 @@ impl Reader {
     /// Makes the snapshot request the core says is due: a REST fetch on this thread's
     /// runtime, or the frames to send on the connection (a subscription again).
     fn start_snapshot_request(&mut self) -> Option<Vec<String>> {
-        match self.core.start_snapshot(clock::monotonic_ns())? {
+        let now = clock::monotonic_ns();
+        let (stream, generation, url, audit) = match self.core.start_snapshot(now)? {
             SnapshotRequest::Fetch {
                 stream,
                 generation,
                 url,
+            } => (stream, generation, url, false),
+            SnapshotRequest::Audit {
+                stream,
+                generation,
+                url,
             } => {
-                let client = self.client.clone()?;
-                self.outlet.fetches.spawn(async move {
-                    let result = client.fetch(&url).await;
-                    (stream, generation, url, result)
-                });
-                None
+                if let Some(recorder) = &mut self.recorder {
+                    recorder.record(EventKind::AuditRequest, now, &url, b"");
+                }
+                (stream, generation, url, true)
             }
-            SnapshotRequest::Resubscribe { frames } => Some(frames),
-        }
+            SnapshotRequest::Resubscribe { frames } => return Some(frames),
+        };
+        let client = self.client.clone()?;
+        self.outlet.fetches.spawn(async move {
+            let result = client.fetch(&url).await;
+            Fetched {
+                stream,
+                generation,
+                url,
+                audit,
+                result,
+            }
+        });
+        None
     }
 
     /// Sends `frames` on the connection, recording each.
@@ -680,21 +712,22 @@ impl Reader {
         Ok(())
     }
 
-    /// Records a snapshot fetch's answer as the core is about to take it: used, dropped
-    /// as superseded, or failed.
-    fn record_snapshot(
-        &mut self,
-        stream: usize,
-        generation: u64,
-        url: &str,
-        result: &Result<Vec<u8>, FetchError>,
-        now_ns: u64,
-    ) {
+    /// Records a fetch's answer as the core is about to take it: an audit's snapshot, or a
+    /// rebuild's used or dropped as superseded; or how it failed.
+    fn record_fetched(&mut self, fetched: &Fetched, now_ns: u64) {
         let Some(recorder) = &mut self.recorder else {
             return;
         };
-        match result {
-            Ok(body) if self.core.is_current_snapshot_request(stream, generation) => {
+        let url = &fetched.url;
+        match &fetched.result {
+            Ok(body) if fetched.audit => {
+                recorder.record(EventKind::AuditResponse, now_ns, url, body)
+            }
+            Ok(body)
+                if self
+                    .core
+                    .is_current_snapshot_request(fetched.stream, fetched.generation) =>
+            {
                 recorder.record(EventKind::RestResponse, now_ns, url, body)
             }
             Ok(body) => recorder.record(EventKind::RestSuperseded, now_ns, url, body),

@@ -366,6 +366,31 @@ impl<'a> Walker<'a> {
         })
     }
 
+    /// [`Walker::best_levels`] for a side of levels of any `shape`: the best `limit` into
+    /// `out`, the rest skipped (their JSON checked, their numbers not read).
+    pub fn best_shaped_levels(
+        &mut self,
+        shape: LevelShape,
+        side: Side,
+        limit: usize,
+        out: &mut Vec<Level>,
+    ) -> Result<()> {
+        out.clear();
+        self.elements(|walker| {
+            if out.len() == limit {
+                return walker.skip_value();
+            }
+            let level = walker.shaped_level(shape, None)?;
+            if let Some(previous) = out.last()
+                && !side.is_better(previous.price, level.price)
+            {
+                return Err(DecodeError::Unsorted(side));
+            }
+            out.push(level);
+            Ok(())
+        })
+    }
+
     /// An array of changes that name their sides (`shape`), in wire order, into `bids`
     /// and `asks`: at most `limit` in all (more is an error).
     pub fn tagged_levels(

@@ -50,6 +50,11 @@ pub enum EventKind {
     RestSuperseded,
     /// A REST snapshot request that failed (`raw`: why).
     RestFailed,
+    /// An audit's REST snapshot asked for (`url`; `raw` empty): the audit of that book
+    /// starts here, as replay starts it.
+    AuditRequest,
+    /// An audit's REST snapshot body (`url`), which the core compared with its book.
+    AuditResponse,
     /// The connection ended, or never opened (`raw`: why).
     Closed,
 }
@@ -64,6 +69,8 @@ impl EventKind {
             EventKind::RestResponse => "rest_response",
             EventKind::RestSuperseded => "rest_superseded",
             EventKind::RestFailed => "rest_failed",
+            EventKind::AuditRequest => "rest_audit_request",
+            EventKind::AuditResponse => "rest_audit",
             EventKind::Closed => "ws_close",
         }
     }

@@ -4,8 +4,9 @@
 //! Two file formats, told apart by the keys of the first line:
 //! - plain: one raw frame per line;
 //! - timeline: one `{"recv_ts": <unix seconds>, "kind": "ws_recv" | …, "url": …,
-//!   "raw": "<frame>"}` object per line, keys in any order; `ws_recv` frames and
-//!   `rest_response` bodies are replayed. `[record]` writes it zstd-compressed.
+//!   "raw": "<frame>"}` object per line, keys in any order; `ws_recv` frames,
+//!   `rest_response` bodies and audits (`rest_audit_request`, `rest_audit`) are replayed.
+//!   `[record]` writes it zstd-compressed.
 
 use crate::venue::VenueId;
 use std::path::{Path, PathBuf};
@@ -63,6 +64,10 @@ pub enum TimelineEvent {
     Binary(Vec<u8>),
     /// A REST snapshot body the reader took, and the URL it answered.
     Rest { url: String, body: String },
+    /// An audit's REST snapshot asked for: the audit of the book `url` names starts.
+    AuditRequest { url: String },
+    /// An audit's REST snapshot body, and the URL it answered.
+    Audit { url: String, body: String },
 }
 
 /// An event and when it was received (Unix ns; for plain files, its line index).
@@ -150,8 +155,8 @@ fn read_text(path: &Path) -> Result<(String, bool), TimelineError> {
 
 /// Reads a plain file, a timeline, or a compressed timeline. A file is a timeline when its
 /// first line is a timeline entry; then every line must be one. Kinds other than
-/// `ws_connect`, `ws_sent`, `ws_recv`, `ws_recv_binary` and `rest_response` are passed
-/// over (what failed, why a connection ended: for the reader of the file).
+/// `ws_connect`, `ws_sent`, `ws_recv`, `ws_recv_binary`, `rest_response`,
+/// `rest_audit_request` and `rest_audit` are passed over (what failed, why a connection ended: for the reader of the file).
 pub fn load_timeline(path: &Path) -> Result<Timeline, TimelineError> {
     let (text, truncated) = read_text(path)?;
     let mut lines = text
@@ -194,6 +199,11 @@ pub fn load_timeline(path: &Path) -> Result<Timeline, TimelineError> {
                 url: entry.url,
                 body: entry.raw,
             },
+            "rest_audit_request" => TimelineEvent::AuditRequest { url: entry.url },
+            "rest_audit" => TimelineEvent::Audit {
+                url: entry.url,
+                body: entry.raw,
+            },
             _ => continue,
         };
         events.push(TimedEvent { received_ns, event });
@@ -211,9 +221,11 @@ pub fn load_frames(path: &Path) -> Result<Vec<RecordedFrame>, TimelineError> {
             let (raw, rest_url) = match event {
                 TimelineEvent::Text(raw) => (raw, None),
                 TimelineEvent::Rest { url, body } => (body, Some(url)),
-                TimelineEvent::Connected | TimelineEvent::Sent(_) | TimelineEvent::Binary(_) => {
-                    return None;
-                }
+                TimelineEvent::Connected
+                | TimelineEvent::Sent(_)
+                | TimelineEvent::Binary(_)
+                | TimelineEvent::AuditRequest { .. }
+                | TimelineEvent::Audit { .. } => return None,
             };
             Some(RecordedFrame {
                 received_ns,

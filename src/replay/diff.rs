@@ -330,7 +330,8 @@ pub struct DiffDepths {
 }
 
 /// Diff mode's settings for a replay: the recording holds the snapshots, so nothing is
-/// fetched and the snapshot budget is never consulted; every event is buffered.
+/// fetched and the snapshot budget is never consulted; every event is buffered; the
+/// fixtures hold no audits.
 pub(crate) fn replay_settings(depths: DiffDepths) -> DiffSettings {
     DiffSettings {
         rest_url: String::new(),
@@ -345,5 +346,6 @@ pub(crate) fn replay_settings(depths: DiffDepths) -> DiffSettings {
             rate_limited_pause: std::time::Duration::ZERO,
         },
         snapshot_timeout: std::time::Duration::ZERO,
+        audit: None,
     }
 }

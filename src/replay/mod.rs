@@ -24,7 +24,7 @@ pub use diff::{
     DiffBook, DiffDepths, DiffPlan, DiffPlanError, DiffRecording, DiffStats, insert_snapshot,
     plan_diff, replay_diff,
 };
-pub use recording::{Pace, RecordingMismatch, RecordingStats, replay_recording};
+pub use recording::{AuditCounts, Pace, RecordingMismatch, RecordingStats, replay_recording};
 
 use crate::book::diff_sync::{ResyncReason, UpdateOutcome};
 use crate::book::{BookUpdate, MAX_DEPTH, TopBook};
@@ -253,6 +253,7 @@ struct Tally {
     out_of_order: u64,
     decode_errors: u64,
     summaries: u64,
+    audits: AuditCounts,
 }
 
 /// Where a replay's cores publish: each stream's instrument, merged and summarized at
@@ -310,6 +311,7 @@ impl FeedOutput for ReplayOutlet<'_> {
                 }
             }
             FeedEvent::BookOutOfOrder => self.tally.out_of_order += 1,
+            FeedEvent::Audit(outcome) => self.tally.audits.count(outcome),
             _ => {}
         }
         let Some(stats) = stream.and_then(|stream| self.diff_stats.get_mut(stream)) else {

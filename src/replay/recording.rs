@@ -2,6 +2,7 @@
 
 use super::{ReplayOutlet, Tally, time_order};
 pub use crate::feed::core::BadFrame;
+use crate::feed::core::audit::AuditOutcome;
 use crate::feed::core::{CoreStream, FeedCore};
 use crate::feed::handoff::VenueFeed;
 use crate::merger::summary::Summary;
@@ -26,6 +27,28 @@ pub struct RecordingStats {
     pub books: u64,
     pub decode_errors: u64,
     pub summaries: u64,
+    /// The audits the recording holds, by how they ended in the replay.
+    pub audits: AuditCounts,
+}
+
+/// Audits by outcome.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct AuditCounts {
+    pub matched: u64,
+    pub mismatched: u64,
+    pub inconclusive: u64,
+    pub failed: u64,
+}
+
+impl AuditCounts {
+    pub(super) fn count(&mut self, outcome: AuditOutcome) {
+        *match outcome {
+            AuditOutcome::Match => &mut self.matched,
+            AuditOutcome::Mismatch => &mut self.mismatched,
+            AuditOutcome::Inconclusive => &mut self.inconclusive,
+            AuditOutcome::Failed => &mut self.failed,
+        } += 1;
+    }
 }
 
 /// The live service's twin: replays a recording made with `config` through a `FeedCore`
@@ -105,6 +128,9 @@ pub fn replay_recording(
             on_feed: &mut on_feed,
             rate_links: &rate_links,
         };
+        // An audit settled by now is compared before this event, as the service's timer
+        // compared it.
+        core.finish_audit(received_ns, &mut outlet);
         match &recordings[recording].events[index].event {
             TimelineEvent::Connected => {
                 core.connecting(&mut outlet);
@@ -120,14 +146,18 @@ pub fn replay_recording(
                 core.on_binary_frame(raw, received_ns, &mut outlet);
             }
             TimelineEvent::Rest { url, body } => {
-                let asked = venue.snapshots().snapshot_symbol(url);
-                let stream = symbols.iter().position(|symbol| {
-                    asked
-                        .as_ref()
-                        .is_some_and(|asked| symbol.eq_ignore_ascii_case(asked))
-                });
-                if let Some(stream) = stream {
+                if let Some(stream) = stream_of(venue, symbols, url) {
                     core.on_recorded_snapshot(stream, body.as_bytes(), received_ns, &mut outlet);
+                }
+            }
+            TimelineEvent::AuditRequest { url } => {
+                if let Some(stream) = stream_of(venue, symbols, url) {
+                    core.on_recorded_audit_request(stream);
+                }
+            }
+            TimelineEvent::Audit { url, body } => {
+                if let Some(stream) = stream_of(venue, symbols, url) {
+                    core.on_recorded_audit(stream, body.as_bytes(), received_ns, &mut outlet);
                 }
             }
         }
@@ -137,7 +167,16 @@ pub fn replay_recording(
         books: tally.books,
         decode_errors: tally.decode_errors,
         summaries: tally.summaries,
+        audits: tally.audits,
     })
+}
+
+/// The stream among `symbols` whose REST snapshot `url` asks for.
+fn stream_of(venue: VenueId, symbols: &[&str], url: &str) -> Option<usize> {
+    let asked = venue.snapshots().snapshot_symbol(url)?;
+    symbols
+        .iter()
+        .position(|symbol| symbol.eq_ignore_ascii_case(&asked))
 }
 
 /// Paces a replay (`replay_recording`'s `before`): stops after `until_ns`, and at `speed`

@@ -68,6 +68,27 @@ impl Simulator {
         }
     }
 
+    /// On `symbol`'s diff stream of `venue`, one event changes the book (its best bid, by
+    /// one unit) and is sent to no one: lost on the way, which a stream without ids
+    /// (Bitstamp's, Coinbase Exchange's) cannot show. Meant for a paused venue, whose
+    /// events cannot set that level again before the client looks. False where the stream
+    /// does not exist or has no bid.
+    pub fn lose_event(&self, venue: VenueId, symbol: &str) -> bool {
+        let key = stream_key(venue, &venue.streams().diff_stream_name(symbol));
+        let stream = (self.shared.diff_streams.lock().expect("not poisoned"))
+            .get(&key)
+            .cloned();
+        let Some(stream) = stream else {
+            return false;
+        };
+        let mut market = stream.market.lock().expect("not poisoned");
+        let changed = market.change_best_bid(crate::clock::unix_ns() / 1_000);
+        if changed {
+            stream.remember(&market);
+        }
+        changed
+    }
+
     /// On each diff stream of `venue`, the next `events` events are sent twice.
     pub fn duplicate_events(&self, venue: VenueId, events: u64) {
         for stream in self.diff_streams(venue) {

@@ -64,6 +64,20 @@ pub(super) fn diff_stream(
     created
 }
 
+impl DiffStream {
+    /// Keeps the top of `market`'s book as it is now among the stream's recent tops.
+    pub(super) fn remember(&self, market: &DiffMarket) {
+        let mut top = TopBook::default();
+        market.book.top(HISTORY_DEPTH, &mut top);
+        top.venue_sequence = market.last_id;
+        let mut history = self.history.lock().expect("not poisoned");
+        if history.len() == HISTORY {
+            history.pop_front();
+        }
+        history.push_back(top);
+    }
+}
+
 /// Takes one from a fault counter; true if it was armed.
 pub(super) fn take_one(counter: &AtomicU64) -> bool {
     counter
@@ -101,14 +115,7 @@ pub(super) async fn generate_diff_events(
             let checksum = {
                 let mut market = diff.market.lock().expect("not poisoned");
                 market.next_event(mid, crate::clock::unix_ns() / 1_000, &mut event);
-                let mut top = TopBook::default();
-                market.book.top(HISTORY_DEPTH, &mut top);
-                top.venue_sequence = market.last_id;
-                let mut history = diff.history.lock().expect("not poisoned");
-                if history.len() == HISTORY {
-                    history.pop_front();
-                }
-                history.push_back(top);
+                diff.remember(&market);
                 let checksum = match control.in_band(venue) {
                     true => venue.checksum(&market.book, SIMULATED_DECIMALS),
                     false => None,

@@ -280,6 +280,28 @@ impl DiffMarket {
         }
     }
 
+    /// An event that adds one unit to the best bid, applied at `now_us` and numbered as
+    /// the venue numbers events, for the caller to lose (`Simulator::lose_event`); false
+    /// where the book has no bid.
+    pub fn change_best_bid(&mut self, now_us: u64) -> bool {
+        let Some(best) = self.book.best(Side::Bid) else {
+            return false;
+        };
+        let mut event = BookUpdate::default();
+        event.bids.push(Level {
+            price: best.price,
+            amount: FixedPoint::from_raw(best.amount.raw() + FixedPoint::ONE.raw()),
+        });
+        event.previous_last_id = self.last_id;
+        (event.first_id, event.last_id) =
+            self.venue
+                .simulated()
+                .next_event_ids(self.last_id, 1, now_us);
+        self.last_id = event.last_id;
+        self.book.apply(&event);
+        true
+    }
+
     /// The book as a REST snapshot: the best `limit` levels a side, at `last_id`.
     pub fn snapshot(&self, limit: usize, out: &mut BookUpdate) {
         out.clear();

@@ -79,6 +79,9 @@ impl Playback {
                         }
                         continue;
                     }
+                    // An audit's snapshot answered a request the playing client makes
+                    // at its own times, if at all: not served.
+                    TimelineEvent::AuditRequest { .. } | TimelineEvent::Audit { .. } => continue,
                     TimelineEvent::Text(text) => Message::text(text.as_str()),
                     TimelineEvent::Binary(bytes) => Message::binary(bytes.clone()),
                 };

@@ -149,7 +149,8 @@ pub trait Decode {
     }
 
     /// Decodes a REST snapshot body into `out` (sides best first, at most `max_levels`).
-    /// An in-band venue (`SnapshotSource::InBand`) fetches none.
+    /// An in-band venue (`SnapshotSource::InBand`) fetches none, unless its books are
+    /// audited (`Snapshots::audited`).
     fn decode_snapshot(
         body: &[u8],
         max_levels: usize,
@@ -332,6 +333,14 @@ pub trait Snapshots: Sync {
     fn snapshot_weight(&self, limit: usize) -> u32 {
         let _ = limit;
         1
+    }
+
+    /// Whether the venue's diff stream cannot show a lost event, so that its books are
+    /// audited against its REST snapshots (`feed/core/audit.rs`, `venues.<name>.audit_every_ms`):
+    /// [`Snapshots::snapshot_url`] is then its REST book, and `Decode::decode_snapshot`
+    /// reads it, in-band venue or not.
+    fn audited(&self) -> bool {
+        false
     }
 }
 

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod audits;
 mod binary;
 mod chaos;
 mod conversion;

@@ -14,6 +14,8 @@ pub(super) struct DiffBooks {
     /// The decode target of every diff frame, and of every snapshot (sized once).
     pub(super) update: BookUpdate,
     pub(super) snapshot: BookUpdate,
+    /// Where the venue's stream cannot show a lost event and audits are on.
+    pub(super) audits: Option<Audits>,
 }
 
 pub(super) struct DiffBook {
@@ -44,6 +46,7 @@ impl FeedCore {
         now_ns: u64,
         out: &mut impl FeedOutput,
     ) {
+        self.cancel_audit(now_ns, out);
         let Some(diff) = &mut self.diff else { return };
         diff.scheduler.cancel_all();
         out.note(None, FeedEvent::SnapshotsCancelled);
@@ -77,11 +80,15 @@ impl FeedCore {
         let book = &mut diff.books[slot];
         let in_band = diff.source == SnapshotSource::InBand;
         let seen = diff.update.decimals;
+        let mut audit_due = false;
         let lost = if diff.update.is_snapshot {
             // A snapshot on the stream replaces the book, whatever its state. One that
             // replaces a synced book (a venue resending its book, or a stream of snapshots
             // only) is no resync: nothing was asked for, nothing is counted.
             let was_synced = book.sync.is_synced();
+            if let Some(audits) = &mut diff.audits {
+                audits.book_replaced(slot);
+            }
             book.sync.reset();
             book.awaiting_since_ns = None;
             book.decimals = seen;
@@ -126,7 +133,12 @@ impl FeedCore {
             let outcome = book.sync.on_update(&diff.update);
             out.note(Some(slot), FeedEvent::DiffEvent(outcome));
             match outcome {
-                UpdateOutcome::Applied => None,
+                UpdateOutcome::Applied => {
+                    if let Some(audits) = &mut diff.audits {
+                        audit_due = audits.touch(slot, &diff.update, book.sync.last_id());
+                    }
+                    None
+                }
                 UpdateOutcome::Buffered { first } => {
                     // A REST snapshot is asked for once the first event is in hand; an
                     // in-band venue's comes with the subscription.
@@ -172,6 +184,9 @@ impl FeedCore {
             None => self.publish_diff_book(slot, received_ns, out),
             Some(reason) => self.lose_sync(slot, reason, received_ns, out),
         }
+        if audit_due {
+            self.compare_audit(received_ns, out);
+        }
     }
 
     /// `slot`'s book is no longer the venue's: out of sync until a snapshot rebuilds it,
@@ -193,7 +208,10 @@ impl FeedCore {
         }
         book.generation += 1;
         book.out_of_sync_since_ns = now_ns;
-        let request_now = reason == ResyncReason::Gap || diff.source == SnapshotSource::InBand;
+        // An audit's mismatch asks at once too: the book may be quiet, and its rebuild
+        // needs no event first.
+        let request_now = matches!(reason, ResyncReason::Gap | ResyncReason::Audit)
+            || diff.source == SnapshotSource::InBand;
         diff.scheduler.lost(slot, now_ns, request_now);
         out.publish(slot, |feed| feed.state = VenueState::OutOfSync);
     }
@@ -241,8 +259,9 @@ impl FeedCore {
         self.after_publish(slot, exact, received_ns, out);
     }
 
-    /// When the next snapshot request is due, or an in-band snapshot overdue (ns), if
-    /// either: the time to call [`FeedCore::start_snapshot`].
+    /// When the next snapshot request is due, an in-band snapshot overdue, or an audit's
+    /// request or comparison due (ns), if any: the time to call [`FeedCore::finish_audit`]
+    /// and [`FeedCore::start_snapshot`].
     pub fn next_snapshot_at(&mut self, now_ns: u64) -> Option<u64> {
         let diff = self.diff.as_mut()?;
         let weight = self
@@ -256,12 +275,13 @@ impl FeedCore {
             .iter()
             .filter_map(|book| Some(book.awaiting_since_ns? + timeout))
             .min();
-        due.into_iter().chain(overdue).min()
+        let audit = self.next_audit_at(now_ns);
+        due.into_iter().chain(overdue).chain(audit).min()
     }
 
-    /// The snapshot request to make now, if one is due: recorded as made. An in-band
-    /// snapshot that has not come within the snapshot timeout is a failed request first
-    /// (asked again after the retry backoff).
+    /// The snapshot request to make now, if one is due, else an audit's: recorded as made.
+    /// An in-band snapshot that has not come within the snapshot timeout is a failed
+    /// request first (asked again after the retry backoff).
     pub fn start_snapshot(&mut self, now_ns: u64) -> Option<SnapshotRequest> {
         let diff = self.diff.as_mut()?;
         let timeout = diff.settings.snapshot_timeout.as_nanos() as u64;
@@ -279,10 +299,10 @@ impl FeedCore {
             .venue
             .snapshots()
             .snapshot_weight(diff.settings.snapshot_depth);
-        let (slot, at) = diff.scheduler.next(now_ns, weight)?;
-        if at > now_ns {
-            return None;
-        }
+        let due = (diff.scheduler.next(now_ns, weight)).filter(|&(_, at)| at <= now_ns);
+        let Some((slot, _)) = due else {
+            return self.start_audit(now_ns);
+        };
         diff.scheduler.started(slot, now_ns, weight);
         let stream = &self.streams[slot];
         let book = &mut diff.books[slot];

@@ -22,9 +22,11 @@
 //! requested before a reset is discarded when it arrives (its `generation` is old), so it
 //! can never be joined to events it did not precede.
 
+pub mod audit;
 mod diff;
 pub mod snapshot_schedule;
 
+use self::audit::{AuditOutcome, Audits};
 use self::diff::{DiffBook, DiffBooks};
 
 use self::snapshot_schedule::{FetchOutcome, SnapshotScheduler};
@@ -105,6 +107,8 @@ pub enum FeedEvent {
     SnapshotsCancelled,
     /// A diff book disagreed with the venue's checksum (and is resynchronised).
     ChecksumMismatch,
+    /// An audit of a diff book against the venue's REST snapshot ended.
+    Audit(AuditOutcome),
     /// A snapshot came without the checksum the venue's books carry: taken unverified.
     UnverifiedSnapshot,
     /// A book of a stream whose subscription was not acknowledged yet: dropped.
@@ -137,6 +141,13 @@ pub enum SnapshotRequest {
     /// Send these frames on the connection: the stream's subscription again, whose
     /// snapshot comes on the stream.
     Resubscribe { frames: Vec<String> },
+    /// Fetch `url`, the venue's REST snapshot that audits `stream`'s book; hand the body
+    /// (or the failure) to [`FeedCore::on_audit_snapshot`] with `stream` and `generation`.
+    Audit {
+        stream: usize,
+        generation: u64,
+        url: String,
+    },
 }
 
 /// What the read-idle watchdog finds ([`FeedCore::check_silence`]).
@@ -210,6 +221,7 @@ pub struct FeedCore {
     bad_frame_log: LogLimiter,
     subscribed_log: LogLimiter,
     unexpected_ack_log: LogLimiter,
+    audit_log: LogLimiter,
 }
 
 /// How a stream's subscription will be acknowledged (`SubscribeRequest::id`).
@@ -252,6 +264,9 @@ impl FeedCore {
             kept_depth: venue.snapshots().kept_depth(settings.snapshot_depth),
             update: BookUpdate::with_capacity(settings.max_levels),
             snapshot: BookUpdate::with_capacity(settings.max_levels),
+            audits: (settings.audit)
+                .filter(|_| venue.snapshots().audited())
+                .map(|audit| Audits::new(audit, count, settings.max_levels, now_ns)),
             settings: settings.clone(),
         });
         FeedCore {
@@ -272,6 +287,7 @@ impl FeedCore {
             bad_frame_log: LogLimiter::per_second(),
             subscribed_log: LogLimiter::per_second(),
             unexpected_ack_log: LogLimiter::per_second(),
+            audit_log: LogLimiter::per_second(),
         }
     }
 

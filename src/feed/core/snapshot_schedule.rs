@@ -12,7 +12,10 @@
 //!   (exponential, capped) before it asks again;
 //! - a stream whose book keeps breaking soon after each sync (bad checksums, gaps) waits
 //!   longer each time too, so a venue sending bad data cannot cause a storm of snapshot
-//!   requests or resubscriptions.
+//!   requests or resubscriptions;
+//! - an audit's request (`feed/core/audit.rs`) is made only when no snapshot is pending or
+//!   in flight and the budget has its weight, and is paid from the same budget: audits
+//!   never delay a rebuild and never overdraw the venue.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -56,6 +59,8 @@ pub struct SnapshotScheduler {
     /// Streams waiting for a snapshot, in the order they asked.
     pending: VecDeque<usize>,
     in_flight: Option<usize>,
+    /// An audit's request is in flight (one request at a time, whichever its kind).
+    audit_in_flight: bool,
     /// Per stream: no request before this (retry backoff), and how many retries in a row.
     retry_at_ns: Vec<u64>,
     retries: Vec<u32>,
@@ -75,6 +80,7 @@ impl SnapshotScheduler {
             spaced_until_ns: 0,
             pending: VecDeque::new(),
             in_flight: None,
+            audit_in_flight: false,
             retry_at_ns: vec![0; streams],
             retries: vec![0; streams],
             synced_at_ns: vec![None; streams],
@@ -125,6 +131,7 @@ impl SnapshotScheduler {
     pub fn cancel_all(&mut self) {
         self.pending.clear();
         self.in_flight = None;
+        self.audit_in_flight = false;
     }
 
     fn refill(&mut self, now_ns: u64) {
@@ -138,9 +145,18 @@ impl SnapshotScheduler {
     /// The next request to make and when (ns): `None` while one is in flight or none is
     /// pending. `weight` is what one request costs.
     pub fn next(&mut self, now_ns: u64, weight: u32) -> Option<(usize, u64)> {
-        if self.in_flight.is_some() {
+        if self.in_flight.is_some() || self.audit_in_flight {
             return None;
         }
+        let venue_at = self.venue_allows_at(now_ns, weight);
+        self.pending
+            .iter()
+            .map(|&stream| (stream, venue_at.max(self.retry_at_ns[stream])))
+            .min_by_key(|&(_, at)| at)
+    }
+
+    /// When the venue's rules allow a request of `weight` (budget, 429 block, spacing).
+    fn venue_allows_at(&mut self, now_ns: u64, weight: u32) -> u64 {
         self.refill(now_ns);
         let per_ns = f64::from(self.policy.weight_per_minute) / 60e9;
         let missing = f64::from(weight) - self.tokens;
@@ -149,13 +165,33 @@ impl SnapshotScheduler {
         } else {
             now_ns + (missing / per_ns).ceil() as u64
         };
-        let venue_at = budget_at
+        budget_at
             .max(self.blocked_until_ns)
-            .max(self.spaced_until_ns);
-        self.pending
-            .iter()
-            .map(|&stream| (stream, venue_at.max(self.retry_at_ns[stream])))
-            .min_by_key(|&(_, at)| at)
+            .max(self.spaced_until_ns)
+    }
+
+    /// When an audit's request of `weight` may be made: `None` while a request is in
+    /// flight or a snapshot is pending (rebuilds go first).
+    pub fn audit_allowed_at(&mut self, now_ns: u64, weight: u32) -> Option<u64> {
+        let idle = self.in_flight.is_none() && !self.audit_in_flight && self.pending.is_empty();
+        idle.then(|| self.venue_allows_at(now_ns, weight))
+    }
+
+    /// Records that an audit's request was sent at `now_ns`.
+    pub fn audit_started(&mut self, now_ns: u64, weight: u32) {
+        self.refill(now_ns);
+        self.tokens -= f64::from(weight);
+        self.spaced_until_ns = now_ns + self.policy.spacing.as_nanos() as u64;
+        self.audit_in_flight = true;
+    }
+
+    /// Records how an audit's request ended: a 429 blocks every request as a snapshot's does.
+    pub fn audit_finished(&mut self, outcome: FetchOutcome, now_ns: u64) {
+        self.audit_in_flight = false;
+        if let FetchOutcome::RateLimited { retry_after } = outcome {
+            let pause = retry_after.unwrap_or(self.policy.rate_limited_pause);
+            self.blocked_until_ns = self.blocked_until_ns.max(now_ns + pause.as_nanos() as u64);
+        }
     }
 
     /// Records that the request for `stream` was sent at `now_ns`.

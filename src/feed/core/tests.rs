@@ -404,3 +404,286 @@ fn a_kraken_book_without_its_checksum_is_counted_or_refused() {
         Some(FeedEvent::BadFrame(_)) | Some(FeedEvent::Resync(_))
     ));
 }
+
+/// A Bitstamp diff book of `btcusd` audited every second (settling 100 ms), synced at
+/// microtimestamp 1,000 from a snapshot of `book`: the core, its output, and the frame and
+/// REST body writers (an update's levels at its microtimestamp).
+struct AuditedBitstamp {
+    core: FeedCore,
+    out: Recorder,
+    name: String,
+}
+
+const VENUE_SETTLE_NS: u64 = 100_000_000;
+const AUDIT_EVERY_NS: u64 = 1_000_000_000;
+
+impl AuditedBitstamp {
+    fn synced(book: crate::book::BookUpdate) -> AuditedBitstamp {
+        let venue = VenueId::Bitstamp;
+        let mut settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
+            depth: 10,
+            max_levels: 100,
+            snapshot_depth: 100,
+        });
+        settings.audit = Some(audit::AuditSettings {
+            every: std::time::Duration::from_nanos(AUDIT_EVERY_NS),
+            settle: std::time::Duration::from_nanos(VENUE_SETTLE_NS),
+        });
+        let name = venue.streams().diff_stream_name("btcusd");
+        let streams = vec![CoreStream {
+            name: name.clone(),
+            symbol: "btcusd".to_owned(),
+            contract_size: None,
+        }];
+        let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
+        let mut out = Recorder::default();
+        core.connected(0, &mut out);
+        let mut audited = AuditedBitstamp { core, out, name };
+        let ack = format!(
+            r#"{{"event":"bts:subscription_succeeded","channel":"{}","data":{{}}}}"#,
+            audited.name
+        );
+        audited.core.on_frame(ack.as_bytes(), 1, &mut audited.out);
+        audited.event(at(1_000, Vec::new(), Vec::new()), 2);
+        let Some(SnapshotRequest::Fetch { generation, .. }) = audited.core.start_snapshot(3) else {
+            panic!("the first event asks for a snapshot");
+        };
+        let body = audited.rest_body(&at(1_000, book.bids, book.asks));
+        (audited.core).on_snapshot(0, generation, Ok(&body), 4, &mut audited.out);
+        assert_eq!(audited.out.published.last(), Some(&(0, VenueState::Synced)));
+        audited
+    }
+
+    fn event(&mut self, update: crate::book::BookUpdate, now_ns: u64) {
+        let mut frame = Vec::new();
+        (VenueId::Bitstamp.simulated()).encode_diff(&self.name, &update, None, 8, 0, &mut frame);
+        self.core.on_frame(&frame, now_ns, &mut self.out);
+    }
+
+    fn rest_body(&self, snapshot: &crate::book::BookUpdate) -> Vec<u8> {
+        let mut body = Vec::new();
+        VenueId::Bitstamp.simulated().encode_snapshot(
+            &self.name,
+            snapshot,
+            crate::venue::SnapshotSource::Rest,
+            None,
+            8,
+            &mut body,
+        );
+        body
+    }
+
+    /// Starts the audit due at `now_ns`: its generation.
+    fn start_audit(&mut self, now_ns: u64) -> u64 {
+        assert_eq!(
+            self.core.next_snapshot_at(0),
+            Some(AUDIT_EVERY_NS),
+            "due one turn after connecting"
+        );
+        match self.core.start_snapshot(now_ns) {
+            Some(SnapshotRequest::Audit {
+                stream: 0,
+                generation,
+                url,
+            }) => {
+                assert!(url.ends_with("/api/v2/order_book/btcusd/"), "{url}");
+                generation
+            }
+            other => panic!("an audit is due: {other:?}"),
+        }
+    }
+
+    fn audits(&self) -> Vec<audit::AuditOutcome> {
+        (self.out.events.iter())
+            .filter_map(|event| match event {
+                FeedEvent::Audit(outcome) => Some(*outcome),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// An update at microtimestamp `micros` setting these levels.
+fn at(micros: u64, bids: Vec<Level>, asks: Vec<Level>) -> crate::book::BookUpdate {
+    crate::book::BookUpdate {
+        first_id: micros,
+        last_id: micros,
+        bids,
+        asks,
+        ..crate::book::BookUpdate::default()
+    }
+}
+
+/// A level of `units` (whole units) at `price` (raw).
+fn sized(price: u64, units: u64) -> Level {
+    Level {
+        price: FixedPoint::from_raw(price),
+        amount: FixedPoint::from_raw(units * 100_000_000),
+    }
+}
+
+fn three_levels() -> crate::book::BookUpdate {
+    let bids = vec![
+        sized(6_800_000, 1),
+        sized(6_790_000, 2),
+        sized(6_780_000, 3),
+    ];
+    let asks = vec![
+        sized(6_900_000, 1),
+        sized(6_910_000, 2),
+        sized(6_920_000, 3),
+    ];
+    at(1_000, bids, asks)
+}
+
+/// The venue's snapshot may differ from the book where events set levels after the audit
+/// was asked for (here a bid whose event the venue stamped after its snapshot): those are
+/// not compared, and the comparison comes as soon as an event stamped after the snapshot
+/// is applied (every event before it is then in the book).
+#[test]
+fn an_audit_of_a_true_book_matches_whatever_changed_after_its_request() {
+    let mut audited = AuditedBitstamp::synced(three_levels());
+    let generation = audited.start_audit(AUDIT_EVERY_NS);
+    assert_eq!(
+        audited.core.next_snapshot_at(AUDIT_EVERY_NS),
+        None,
+        "one request at a time"
+    );
+    // Before the snapshot: an event the venue applied before it (in the snapshot too).
+    audited.event(
+        at(2_000, vec![sized(6_790_000, 5)], Vec::new()),
+        AUDIT_EVERY_NS + 1,
+    );
+    let mut venue = three_levels();
+    venue.bids[1] = sized(6_790_000, 5);
+    venue.bids[2] = sized(6_780_000, 9); // set by the event stamped 4,000 below
+    let body = audited.rest_body(&at(3_000, venue.bids, venue.asks));
+    let answered = AUDIT_EVERY_NS + 2;
+    (audited.core).on_audit_snapshot(0, generation, Ok(&body), answered, &mut audited.out);
+    assert_eq!(
+        audited.audits(),
+        [],
+        "waiting for the events before the snapshot"
+    );
+    assert_eq!(
+        audited.core.next_snapshot_at(answered),
+        Some(answered + VENUE_SETTLE_NS)
+    );
+    audited.event(
+        at(4_000, vec![sized(6_780_000, 7)], Vec::new()),
+        answered + 1,
+    );
+    assert_eq!(audited.audits(), [audit::AuditOutcome::Match]);
+    assert_eq!(audited.out.published.last(), Some(&(0, VenueState::Synced)));
+    let next = audited.core.next_snapshot_at(answered + 1);
+    assert_eq!(
+        next,
+        Some(answered + 1 + AUDIT_EVERY_NS),
+        "the next audit one turn later"
+    );
+}
+
+/// A level the venue's snapshot holds otherwise, where no event set it since the audit was
+/// asked for, is an event the stream lost: counted, and the book rebuilt at once, from a
+/// snapshot asked for then (a quiet book has no event to ask for it).
+#[test]
+fn an_audit_finds_a_lost_event_and_the_book_is_rebuilt() {
+    let mut audited = AuditedBitstamp::synced(three_levels());
+    let generation = audited.start_audit(AUDIT_EVERY_NS);
+    // The venue deleted its third ask; the event that said so never came.
+    let mut venue = three_levels();
+    venue.asks.truncate(2);
+    venue.asks.push(sized(6_930_000, 4));
+    let body = audited.rest_body(&at(2_000, venue.bids, venue.asks));
+    let answered = AUDIT_EVERY_NS + 2;
+    (audited.core).on_audit_snapshot(0, generation, Ok(&body), answered, &mut audited.out);
+    audited
+        .core
+        .finish_audit(answered + VENUE_SETTLE_NS - 1, &mut audited.out);
+    assert_eq!(audited.audits(), [], "the snapshot settles first");
+    audited
+        .core
+        .finish_audit(answered + VENUE_SETTLE_NS, &mut audited.out);
+    assert_eq!(audited.audits(), [audit::AuditOutcome::Mismatch]);
+    assert!((audited.out.events).contains(&FeedEvent::Resync(ResyncReason::Audit)));
+    assert_eq!(
+        audited.out.published.last(),
+        Some(&(0, VenueState::OutOfSync))
+    );
+    let rebuild = audited.core.start_snapshot(answered + VENUE_SETTLE_NS);
+    assert!(
+        matches!(rebuild, Some(SnapshotRequest::Fetch { stream: 0, .. })),
+        "{rebuild:?}"
+    );
+}
+
+/// What an audit cannot judge it does not: a snapshot older than the book, a book reset
+/// meanwhile, a failed request. Each is counted, and the book stays as it is.
+#[test]
+fn an_audit_that_cannot_judge_the_book_leaves_it_alone() {
+    let mut audited = AuditedBitstamp::synced(three_levels());
+    audited.event(at(5_000, vec![sized(6_800_000, 2)], Vec::new()), 10);
+    let generation = audited.start_audit(AUDIT_EVERY_NS);
+    // Stamped before the book's last event: the venue's REST book lags its stream.
+    let body = audited.rest_body(&at(4_000, Vec::new(), Vec::new()));
+    (audited.core).on_audit_snapshot(
+        0,
+        generation,
+        Ok(&body),
+        AUDIT_EVERY_NS + 1,
+        &mut audited.out,
+    );
+    assert_eq!(audited.audits(), [audit::AuditOutcome::Inconclusive]);
+
+    let next = 2 * AUDIT_EVERY_NS + 1;
+    let Some(SnapshotRequest::Audit { generation, .. }) = audited.core.start_snapshot(next) else {
+        panic!("the next audit");
+    };
+    (audited.core).on_audit_snapshot(
+        0,
+        generation,
+        Err(FetchOutcome::Failed),
+        next + 1,
+        &mut audited.out,
+    );
+    assert_eq!(audited.audits()[1], audit::AuditOutcome::Failed);
+
+    let next = 3 * AUDIT_EVERY_NS + 2;
+    let Some(SnapshotRequest::Audit { generation, .. }) = audited.core.start_snapshot(next) else {
+        panic!("the next audit");
+    };
+    // The connection drops while the audit is out: the audit ends inconclusive, and its
+    // answer, when it comes, is dropped.
+    audited.core.connected(next + 1, &mut audited.out);
+    assert_eq!(audited.audits()[2], audit::AuditOutcome::Inconclusive);
+    let body = audited.rest_body(&at(9_000, Vec::new(), Vec::new()));
+    (audited.core).on_audit_snapshot(0, generation, Ok(&body), next + 2, &mut audited.out);
+    assert_eq!(
+        audited.audits().len(),
+        3,
+        "an answer to a cancelled audit is dropped"
+    );
+    assert!(!(audited.out.events).contains(&FeedEvent::Resync(ResyncReason::Audit)));
+}
+
+/// The audit's request waits for the snapshot a book needs to be rebuilt: rebuilds go
+/// first, and one request is out at a time.
+#[test]
+fn an_audit_waits_for_a_rebuild_s_snapshot() {
+    let mut audited = AuditedBitstamp::synced(three_levels());
+    // An event stamped before the book's last (and after its snapshot): a gap, and a
+    // snapshot asked for at once.
+    audited.event(at(2_000, Vec::new(), Vec::new()), 10);
+    audited.event(at(1_500, Vec::new(), Vec::new()), 11);
+    let now = AUDIT_EVERY_NS;
+    assert!(matches!(
+        audited.core.start_snapshot(now),
+        Some(SnapshotRequest::Fetch { .. })
+    ));
+    assert_eq!(
+        audited.core.start_snapshot(now),
+        None,
+        "the rebuild's request is out"
+    );
+    assert_eq!(audited.audits(), []);
+}

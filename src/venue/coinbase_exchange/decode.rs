@@ -85,6 +85,9 @@ pub(super) fn decode_message<'a>(
     }
 }
 
+/// The REST book's sides (`[price, size, num_orders]`).
+pub(super) const REST_LEVEL: LevelShape = LevelShape::PairThenMore;
+
 impl Decode for CoinbaseExchange {
     fn decode_diff<'a>(
         frame: &'a [u8],
@@ -92,5 +95,41 @@ impl Decode for CoinbaseExchange {
         out: &mut BookUpdate,
     ) -> Result<Message<'a>, DecodeError> {
         decode_message(frame, max_levels, out)
+    }
+
+    /// The Exchange REST book at level 2 (`GET /products/<id>/book?level=2`), what
+    /// audits the books: `{"bids":[["price","size",num_orders],…],"asks":[…],
+    /// "sequence":…,"auction_mode":…,"time":"…"}`, the best `max_levels` a side kept. Its
+    /// `sequence` numbers the full channel, not `level2_batch`'s updates, so the book gets
+    /// no id (0: none an audit can compare); its `time`, where present, is its venue time.
+    fn decode_snapshot(
+        body: &[u8],
+        max_levels: usize,
+        out: &mut BookUpdate,
+    ) -> Result<(), DecodeError> {
+        let mut walker = Walker::new(body);
+        let mut seen = Seen::default();
+        out.clear();
+        walker.object(|walker, key| {
+            match key {
+                b"bids" => {
+                    seen.mark(BIDS, "bids")?;
+                    walker.best_shaped_levels(REST_LEVEL, Side::Bid, max_levels, &mut out.bids)?;
+                }
+                b"asks" => {
+                    seen.mark(ASKS, "asks")?;
+                    walker.best_shaped_levels(REST_LEVEL, Side::Ask, max_levels, &mut out.asks)?;
+                }
+                b"time" => {
+                    let text = seen.string(walker, TIME, "time")?;
+                    out.exchange_time_ns =
+                        timestamps::unix_nanos_or(text, "a time like 2021-04-17T16:43:37.083117Z")?;
+                }
+                _ => walker.skip_value()?,
+            }
+            Ok(())
+        })?;
+        walker.finish()?;
+        seen.require(&[(ASKS, "asks"), (BIDS, "bids")])
     }
 }

@@ -32,8 +32,12 @@
 //!
 //! The book's time (`exchange_time_ns`, docs/protocols.md): an `l2update`'s `time` (RFC
 //! 3339, µs); a `snapshot` carries none.
+//!
+//! Audits (`Snapshots::audited`): now and then a book is compared with the Exchange REST
+//! book (`GET /products/<id>/book?level=2`, whole and aggregated, levels `[price, size,
+//! num_orders]`), whose shape is from Coinbase's REST reference, not from a recording.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};
 use super::timestamps::{self, unix_micros_or, write_timestamp};
 use crate::book::{BookUpdate, Level, Side, TopBook};

@@ -102,17 +102,36 @@ impl Simulated for CoinbaseExchange {
         out.extend_from_slice(br#""}"#);
     }
 
-    /// The snapshot that starts a subscription, on the stream.
+    /// The snapshot that starts a subscription, on the stream; or the REST book an audit
+    /// fetches (one order a level, the sequence a made-up count: nothing reads it).
     fn encode_snapshot(
         &self,
         stream: &str,
         snapshot: &BookUpdate,
-        _on: SnapshotSource,
+        on: SnapshotSource,
         _checksum: Option<u32>,
         price_decimals: u32,
         out: &mut Vec<u8>,
     ) {
-        write_snapshot(stream, &snapshot.bids, &snapshot.asks, price_decimals, out);
+        if on == SnapshotSource::InBand {
+            return write_snapshot(stream, &snapshot.bids, &snapshot.asks, price_decimals, out);
+        }
+        for (key, levels) in [(&br#"{"bids":["#[..], &snapshot.bids), (br#"],"asks":["#, &snapshot.asks)] {
+            out.extend_from_slice(key);
+            for (index, level) in levels.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"[\"");
+                level.price.append_decimal(price_decimals, out);
+                out.extend_from_slice(b"\",\"");
+                level.amount.append_decimal(crate::fixed::DECIMALS, out);
+                out.extend_from_slice(b"\",1]");
+            }
+        }
+        out.extend_from_slice(br#"],"sequence":1,"auction_mode":false,"auction":null,"time":""#);
+        write_timestamp(snapshot.last_id, out);
+        out.extend_from_slice(br#""}"#);
     }
 
     /// Ids are the updates' times, in microseconds, increasing.

@@ -100,3 +100,51 @@ fn encoded_messages_decode_to_the_same_levels() {
     CoinbaseExchange::decode_diff(&frame, 1, &mut capped).unwrap();
     assert_eq!((capped.bids.len(), capped.asks.len()), (1, 1), "the best level a side");
 }
+
+/// The Exchange REST book (level 2), what audits the books: levels of three elements, the
+/// best `max_levels` a side kept, its time read, no id given (its `sequence` is another
+/// channel's); what the simulator serves decodes to the book it wrote.
+#[test]
+fn the_rest_book_decodes_its_best_levels_and_its_time() {
+    let body = br#"{"bids":[["1740.5","2.5",3],["1740.49","0.01",1],["1740.4","7",2]],"asks":[["1740.51","1.25",1]],"sequence":13051505638,"auction_mode":false,"auction":null,"time":"2024-06-05T12:34:56.123456789Z"}"#;
+    let mut out = BookUpdate::default();
+    CoinbaseExchange::decode_snapshot(body, 2, &mut out).unwrap();
+    let pairs = |levels: &[Level]| -> Vec<String> {
+        levels.iter().map(|l| format!("{}@{}", l.amount, l.price)).collect()
+    };
+    assert_eq!(
+        pairs(&out.bids),
+        ["2.50000000@1740.50000000", "0.01000000@1740.49000000"]
+    );
+    assert_eq!(pairs(&out.asks), ["1.25000000@1740.51000000"]);
+    assert_eq!((out.first_id, out.last_id), (0, 0));
+    assert_eq!(out.exchange_time_ns, 1_717_590_896_123_456_789);
+
+    let refused = [
+        (&br#"{"bids":[],"sequence":1}"#[..], DecodeError::MissingKey("asks")),
+        (
+            br#"{"bids":[["1","1",1],["2","1",1]],"asks":[]}"#,
+            DecodeError::Unsorted(Side::Bid),
+        ),
+    ];
+    for (body, error) in refused {
+        let mut out = BookUpdate::default();
+        assert_eq!(CoinbaseExchange::decode_snapshot(body, 10, &mut out), Err(error));
+    }
+
+    let book = BookUpdate {
+        last_id: 1_717_590_896_123_456,
+        bids: vec![Level::from_raw(174_050_000_000, 250_000_000)],
+        asks: vec![Level::from_raw(174_051_000_000, 125_000_000)],
+        ..BookUpdate::default()
+    };
+    let mut served = Vec::new();
+    CoinbaseExchange.encode_snapshot("ETH-USD", &book, SnapshotSource::Rest, None, 2, &mut served);
+    CoinbaseExchange::decode_snapshot(&served, 10, &mut out).unwrap();
+    assert_eq!((out.bids.clone(), out.asks.clone()), (book.bids, book.asks));
+    assert_eq!(out.exchange_time_ns, 1_717_590_896_123_456_000);
+    assert_eq!(
+        CoinbaseExchange.snapshot_symbol("http://127.0.0.1:1/coinbase_exchange/products/ETH-USD/book?level=2"),
+        Some("ETH-USD".to_owned())
+    );
+}
