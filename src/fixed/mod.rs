@@ -122,7 +122,7 @@ pub(crate) fn digits_end(bytes: &[u8], from: usize) -> usize {
 /// Lemire's multiply-shift, combining pairs, then quads, then the whole. The products
 /// overflow by design into bits that the next mask discards.
 #[inline]
-fn eight_digits_value(word: u64) -> u64 {
+pub(crate) fn eight_digits_value(word: u64) -> u64 {
     let digits = word & 0x0F0F_0F0F_0F0F_0F0F;
     let pairs = digits.wrapping_mul(10 << 8 | 1) >> 8;
     let quads = (pairs & 0x00FF_00FF_00FF_00FF).wrapping_mul(100 << 16 | 1) >> 16;
@@ -201,6 +201,12 @@ fn fraction_value(word: u64, count: usize) -> u64 {
 fn non_digit_bytes(word: u64) -> u64 {
     let offset = word ^ ASCII_ZEROS; // a digit becomes 0..=9
     (((offset & LOW_7_BITS) + DIGIT_LIMIT) | offset) & HIGH_BITS
+}
+
+/// Whether the eight bytes of `word` are all ASCII digits.
+#[inline]
+pub(crate) fn is_eight_digits(word: u64) -> bool {
+    non_digit_bytes(word) == 0
 }
 
 /// The high bit of every byte of `word` that equals `byte`. Exact up to the first one

@@ -124,10 +124,17 @@ async fn lose_an_event_and_see_it_found(
         assert_eq!(audits(service, venue, "mismatch"), 0.0);
     }
     let mismatches = audits(service, venue, "mismatch");
+    let others = || {
+        ["match", "inconclusive", "failed"]
+            .iter()
+            .map(|outcome| audits(service, venue, outcome))
+            .sum::<f64>()
+    };
 
     // Paused, an event lost: the book the service holds lacks it, and no event will set
     // that level again.
     simulator.pause_until_silent(venue).await;
+    let others_before = others();
     let before = simulator.with_diff_history(venue, symbol, |truths| {
         truths.last().map(|t| t.venue_sequence)
     });
@@ -143,6 +150,15 @@ async fn lose_an_event_and_see_it_found(
         audits(service, venue, "mismatch") > mismatches
     })
     .await;
+    // Found by the first audit asked for after the loss: before it, only the one already
+    // out may have ended otherwise (its snapshot may predate the loss). The next audit
+    // comes a turn and a settling time (1.3 s) after the mismatch.
+    assert!(
+        others() - others_before <= 1.0,
+        "{venue}: {} audits ended otherwise before the loss was found",
+        others() - others_before
+    );
+    assert_eq!(audits(service, venue, "mismatch"), mismatches + 1.0);
     let resyncs = format!(r#"orderbook_resyncs_total{{exchange="{venue}",reason="audit"}}"#);
     assert!(
         common::service_metric(service, &resyncs) >= 1.0,
