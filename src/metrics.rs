@@ -624,6 +624,14 @@ fn outcome_index(outcome: FetchOutcome) -> usize {
     }
 }
 
+/// Where `value` is in `all`, a list of every value of its kind (the order of a metric's
+/// label values).
+fn index_of<T: PartialEq>(all: &[T], value: T) -> usize {
+    all.iter()
+        .position(|listed| *listed == value)
+        .expect("every value is listed")
+}
+
 impl VenueMetrics {
     /// Records the delay from a venue's time of a book (`exchange_ns`, Unix) to its
     /// receipt (`received_ns`, monotonic), on the host clock's offset: counted apart where it
@@ -640,11 +648,7 @@ impl VenueMetrics {
     }
 
     pub fn resyncs(&self, reason: ResyncReason) -> &IntCounter {
-        let index = ResyncReason::ALL
-            .iter()
-            .position(|&r| r == reason)
-            .expect("every reason is listed");
-        &self.resyncs[index]
+        &self.resyncs[index_of(&ResyncReason::ALL, reason)]
     }
 
     pub fn snapshot_requests(&self, outcome: FetchOutcome) -> &IntCounter {
@@ -652,11 +656,7 @@ impl VenueMetrics {
     }
 
     pub fn audits(&self, outcome: AuditOutcome) -> &IntCounter {
-        let index = AuditOutcome::ALL
-            .iter()
-            .position(|&o| o == outcome)
-            .expect("every outcome is listed");
-        &self.audits[index]
+        &self.audits[index_of(&AuditOutcome::ALL, outcome)]
     }
 
     /// `orderbook_connection_errors_total` for `reason` (looked up when a connection
