@@ -661,8 +661,8 @@ impl Reader {
         }
     }
 
-    /// Makes the snapshot request the core says is due: a REST fetch on this thread's
-    /// runtime, or the frames to send on the connection (a subscription again).
+    /// Makes the snapshot or audit request the core says is due: a REST fetch on this
+    /// thread's runtime, or the frames to send on the connection (a subscription again).
     fn start_snapshot_request(&mut self) -> Option<Vec<String>> {
         let now = clock::monotonic_ns();
         let (stream, generation, url, audit) = match self.core.start_snapshot(now)? {
