@@ -17,8 +17,9 @@
 //! again when subscribed anew, which the scheduler paces the same). After each message
 //! the book is cut to the depth the venue keeps and checked against the venue's
 //! checksum, where it has them. A gap (an update before an in-band snapshot included), a
-//! crossing, a checksum mismatch, a decode error or a reconnect marks the instrument out
-//! of sync at once (the others carry on) until a new snapshot rebuilds it. A REST snapshot
+//! crossing, a checksum mismatch, a decode error, a reconnect or an audit's mismatch (on
+//! streams that cannot show a lost event: `audit.rs`) marks the instrument out of sync at
+//! once (the others carry on) until a new snapshot rebuilds it. A REST snapshot
 //! requested before a reset is discarded when it arrives (its `generation` is old), so it
 //! can never be joined to events it did not precede.
 
