@@ -107,7 +107,7 @@ const fn word_at(head: &[u8; 19], at: usize) -> u64 {
 /// The seconds since the epoch of `YYYY-MM-DDTHH:MM:SS` ([`words`]), if it is a UTC time
 /// from 1970 on (without leap seconds, as Unix time): its separators checked, its two runs
 /// of eight digits read at once. Once a second on a busy feed: kept out of line, so that
-/// the usual path pushes nothing.
+/// the usual path (a cached second) stays short.
 #[cold]
 #[inline(never)]
 fn head_seconds([date, day_and_time, clock]: [u64; 3]) -> Option<u64> {

@@ -277,10 +277,7 @@ impl super::FeedCore {
             }) => Some(until_ns),
             Some(_) => None,
             None => {
-                let weight = self
-                    .venue
-                    .snapshots()
-                    .snapshot_weight(diff.settings.snapshot_depth);
+                let weight = diff.request_weight;
                 let allowed = diff.scheduler.audit_allowed_at(now_ns, weight)?;
                 Some(allowed.max(audits.next_at_ns))
             }
@@ -295,10 +292,7 @@ impl super::FeedCore {
         if audits.current.is_some() || audits.next_at_ns > now_ns {
             return None;
         }
-        let weight = self
-            .venue
-            .snapshots()
-            .snapshot_weight(diff.settings.snapshot_depth);
+        let weight = diff.request_weight;
         if diff.scheduler.audit_allowed_at(now_ns, weight)? > now_ns {
             return None;
         }

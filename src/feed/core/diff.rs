@@ -16,6 +16,9 @@ pub(super) struct DiffBooks {
     pub(super) snapshot: BookUpdate,
     /// Where the venue's stream cannot show a lost event and audits are on.
     pub(super) audits: Option<Audits>,
+    /// What one snapshot or audit request costs against the venue's budget
+    /// (`Snapshots::snapshot_weight` at the snapshot depth).
+    pub(super) request_weight: u32,
 }
 
 pub(super) struct DiffBook {
@@ -264,10 +267,7 @@ impl FeedCore {
     /// and [`FeedCore::start_snapshot`].
     pub fn next_snapshot_at(&mut self, now_ns: u64) -> Option<u64> {
         let diff = self.diff.as_mut()?;
-        let weight = self
-            .venue
-            .snapshots()
-            .snapshot_weight(diff.settings.snapshot_depth);
+        let weight = diff.request_weight;
         let due = diff.scheduler.next(now_ns, weight).map(|(_, at)| at);
         let timeout = diff.settings.snapshot_timeout.as_nanos() as u64;
         let overdue = diff
@@ -295,10 +295,7 @@ impl FeedCore {
                 diff.scheduler.finished(slot, FetchOutcome::Failed, now_ns);
             }
         }
-        let weight = self
-            .venue
-            .snapshots()
-            .snapshot_weight(diff.settings.snapshot_depth);
+        let weight = diff.request_weight;
         let due = (diff.scheduler.next(now_ns, weight)).filter(|&(_, at)| at <= now_ns);
         let Some((slot, _)) = due else {
             return self.start_audit(now_ns);

@@ -268,6 +268,7 @@ impl FeedCore {
             audits: (settings.audit)
                 .filter(|_| venue.snapshots().audited())
                 .map(|audit| Audits::new(audit, count, settings.max_levels, now_ns)),
+            request_weight: venue.snapshots().snapshot_weight(settings.snapshot_depth),
             settings: settings.clone(),
         });
         FeedCore {
