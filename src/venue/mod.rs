@@ -18,6 +18,7 @@ pub use level_texts::LevelTexts;
 use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
 
 pub mod binance_futures;
+pub mod bitget;
 mod contract;
 pub mod gate;
 #[cfg(test)]
@@ -88,6 +89,8 @@ venues! {
     BinanceCoinm => binance_coinm::BinanceCoinm,
     Gate => gate_spot::GateSpot,
     GateFutures => gate_futures::GateFutures,
+    Bitget => bitget_spot::BitgetSpot,
+    BitgetFutures => bitget_futures::BitgetFutures,
 }
 
 /// The venue's facts, and its hot-path behaviour by enum dispatch. Each frame's decode call

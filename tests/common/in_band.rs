@@ -11,7 +11,7 @@ use mergebook::record::timeline::RecordedFrame;
 use mergebook::replay::{self, DiffDepths, DiffRecording};
 use mergebook::service::{Listeners, Service};
 use mergebook::sim::Simulator;
-use mergebook::venue::{StreamKind, VenueId};
+use mergebook::venue::{SnapshotSource, StreamKind, VenueId};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -181,6 +181,14 @@ impl Harness {
                 .set(&format!("venues.{venue}.mode"), "diff")
                 .set(&format!("venues.{venue}.snapshot_spacing_ms"), 20)
                 .set(&format!("venues.{venue}.snapshot_timeout_ms"), 1000);
+            // An in-band venue's resubscriptions paced by spacing alone: at Bitget's 240
+            // subscriptions an hour (its weight), a test's few would take minutes.
+            if venue.facts().snapshots == SnapshotSource::InBand {
+                config = config.set(
+                    &format!("venues.{venue}.snapshot_weight_per_minute"),
+                    1_000_000,
+                );
+            }
         }
         // Pings every 100 ms, where the venue takes them.
         if venue.streams().client_ping().is_some() {

@@ -94,6 +94,8 @@ fn rows() -> Vec<Row> {
         crate::binance_futures::row(VenueId::BinanceCoinm),
         crate::gate::row(VenueId::Gate),
         crate::gate::row(VenueId::GateFutures),
+        crate::bitget::row(VenueId::Bitget),
+        crate::bitget::row(VenueId::BitgetFutures),
     ]
 }
 

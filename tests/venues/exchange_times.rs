@@ -49,6 +49,7 @@ fn reference_time(venue: VenueId, frame: &Value) -> Option<u64> {
         VenueId::Bybit => millis(frame.get("cts")).or_else(|| millis(frame.get("ts"))),
         VenueId::Hyperliquid => millis(payload.get("time")),
         VenueId::Gate | VenueId::GateFutures => millis(frame.get("result")?.get("t")),
+        VenueId::Bitget | VenueId::BitgetFutures => millis(payload.get(0)?.get("ts")),
         VenueId::BinanceSbe => unreachable!("binary frames: tests/venues/binance_sbe.rs"),
     }
 }
@@ -83,6 +84,15 @@ fn venues_of(folder: &str, name: &str) -> Vec<VenueId> {
             ("advanced_trade", VenueId::Coinbase),
         ]),
         "gate" => by_prefix(&[("spot", VenueId::Gate), ("futures", VenueId::GateFutures)]),
+        // The v2 files and the docs' examples hold both markets' frames.
+        "bitget" => by_prefix(&[
+            ("v1_spot", VenueId::Bitget),
+            ("v1_mix", VenueId::BitgetFutures),
+            ("v2", VenueId::Bitget),
+            ("v2", VenueId::BitgetFutures),
+            ("docs", VenueId::Bitget),
+            ("docs", VenueId::BitgetFutures),
+        ]),
         venue => vec![VenueId::from_name(venue).unwrap_or_else(|| panic!("{venue}?"))],
     }
 }

@@ -91,6 +91,11 @@ fn venue_row(venue: VenueId) -> VenueRow {
             r#"{"time":1789456896,"time_ms":1789456896882,"id":1,"conn_id":"bf37dda1698c8b1e","trace_id":"8d22020b2227c599fc38c061b09df478","channel":"spot.order_book_update","event":"subscribe","payload":["BTC_USDT","100ms"],"error":{"code":2,"message":"Alert sub BTC_USDT"},"result":{"status":"fail"}}"#,
             None,
         ),
+        VenueId::Bitget | VenueId::BitgetFutures => row(
+            ("BTCUSDT", "ETHUSDT"),
+            r#"{"event":"error","arg":{"instType":"USDT-FUTURES","channel":"books","instId":"NOPEUSDT"},"code":30001,"msg":"instType:USDT-FUTURES,channel:books,instId:NOPEUSDT,precision:null doesn't exist","op":"subscribe"}"#,
+            None,
+        ),
         VenueId::Hyperliquid => row(
             ("BTC", "ETH"),
             r#"{"channel":"error","data":"Already subscribed: {\"type\":\"l2Book\",\"coin\":\"SOL\",\"nSigFigs\":null,\"mantissa\":null,\"fast\":false}"}"#,
@@ -135,6 +140,10 @@ live_rows! {
     gate_snapshots => (Gate, Snapshots),
     gate_futures_diff => (GateFutures, Diff),
     gate_futures_snapshots => (GateFutures, Snapshots),
+    bitget_diff => (Bitget, Diff),
+    bitget_snapshots => (Bitget, Snapshots),
+    bitget_futures_diff => (BitgetFutures, Diff),
+    bitget_futures_snapshots => (BitgetFutures, Snapshots),
 }
 
 #[test]
@@ -159,7 +168,7 @@ const COMPARED: usize = 5;
 
 /// The venues whose diff streams show a lost event by their ids or message numbers (the
 /// others see one only as a crossing, or by their checksum).
-const NUMBERED: [VenueId; 9] = [
+const NUMBERED: [VenueId; 11] = [
     VenueId::Binance,
     VenueId::BinanceSbe,
     VenueId::BinanceUsdm,
@@ -169,11 +178,19 @@ const NUMBERED: [VenueId; 9] = [
     VenueId::Coinbase,
     VenueId::Gate,
     VenueId::GateFutures,
+    VenueId::Bitget,
+    VenueId::BitgetFutures,
 ];
 
 /// The venues whose diff streams carry the venue's checksum: always (Kraken), or in the
-/// protocol's in-band form the simulator can serve (OKX until 2026).
-const CHECKSUMMED: [VenueId; 2] = [VenueId::Kraken, VenueId::Okx];
+/// protocol's in-band form the simulator can serve (OKX until 2026), or in the form the
+/// simulator serves (Bitget's, as until 2026).
+const CHECKSUMMED: [VenueId; 4] = [
+    VenueId::Kraken,
+    VenueId::Okx,
+    VenueId::Bitget,
+    VenueId::BitgetFutures,
+];
 
 /// Arrivals closer than this to a budget's window still count as inside it: the venue
 /// sees a connection some time after the reader began it, and the reader keeps the budget

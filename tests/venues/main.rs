@@ -6,6 +6,7 @@ mod common;
 
 mod binance_futures;
 mod binance_sbe;
+mod bitget;
 mod bybit;
 mod coinbase;
 mod coinbase_exchange;
