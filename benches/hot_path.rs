@@ -241,6 +241,88 @@ fn okx_serde_reference(c: &mut Criterion) {
     }
 }
 
+/// Bitget's messages into owned values, their numbers parsed as f64, for the `books`
+/// snapshot and a `books5` message.
+fn bitget_serde_reference(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    struct BitgetMessage {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        action: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        arg: BitgetArg,
+        data: Vec<BitgetData>,
+    }
+    #[derive(serde::Deserialize)]
+    struct BitgetArg {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        #[serde(rename = "instType")]
+        inst_type: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        channel: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        #[serde(rename = "instId")]
+        inst_id: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct BitgetData {
+        asks: Vec<(String, String)>,
+        bids: Vec<(String, String)>,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        ts: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        checksum: Option<i64>,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        seq: Option<u64>,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        pseq: Option<u64>,
+    }
+    fn levels(side: &[(String, String)]) -> Vec<(f64, f64)> {
+        side.iter()
+            .map(|(p, q)| (p.parse().unwrap(), q.parse().unwrap()))
+            .collect()
+    }
+    for (name, frame) in [
+        ("bitget_decode_snapshot_serde_json", bitget_snapshot()),
+        ("bitget_decode_books5_serde_json", bitget_books5()),
+    ] {
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                let message: BitgetMessage = serde_json::from_slice(black_box(frame)).unwrap();
+                let data = &message.data[0];
+                (levels(&data.bids), levels(&data.asks))
+            })
+        });
+    }
+}
+
+/// Bitget: the `books` snapshot's and a `books5` message's decode (beside serde_json's,
+/// above), an update's decode, apply and checksum check, and the checksum alone.
+fn bitget(c: &mut Criterion) {
+    let mut snapshot = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let snapshot_frame = bitget_snapshot();
+    c.bench_function("bitget_decode_snapshot", |b| {
+        b.iter(|| {
+            VenueId::Bitget
+                .decode_diff(black_box(snapshot_frame), MAX_BOOK_LEVELS, &mut snapshot)
+                .map(drop)
+        })
+    });
+    let books5 = bitget_books5();
+    let mut top = TopBook::default();
+    c.bench_function("bitget_decode_books5", |b| {
+        b.iter(|| {
+            VenueId::Bitget
+                .decode(black_box(books5), KEEP, &mut top)
+                .map(drop)
+        })
+    });
+    let mut bitget = BitgetBook::new();
+    let update = bitget_update();
+    assert!(bitget.apply(update), "the recorded checksum");
+    c.bench_function("bitget_update", |b| b.iter(|| bitget.apply(black_box(update))));
+    c.bench_function("bitget_checksum", |b| b.iter(|| black_box(&bitget).checksum()));
+}
+
 /// The Coinbase Exchange feed's snapshot into owned values, its numbers parsed as f64.
 fn coinbase_exchange_serde_reference(c: &mut Criterion) {
     #[derive(serde::Deserialize)]
@@ -853,6 +935,8 @@ criterion_group!(
     hyperliquid,
     binance_futures,
     gate,
+    bitget,
+    bitget_serde_reference,
     merging,
     mailboxes,
     cross_core_takes,

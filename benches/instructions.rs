@@ -65,6 +65,10 @@ fn main() {
     let (okx_snapshot_frame, okx_update_frame, okx_books5_frame) =
         (okx_snapshot(), okx_update(), okx_books5());
     let mut okx_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let mut bitget_book = BitgetBook::new();
+    let (bitget_snapshot_frame, bitget_update_frame, bitget_books5_frame) =
+        (bitget_snapshot(), bitget_update(), bitget_books5());
+    let mut bitget_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
     let (exchange_snapshot_frame, exchange_update_frame) =
         (coinbase_exchange_snapshot(), coinbase_exchange_update());
     let mut exchange_book =
@@ -216,6 +220,27 @@ fn main() {
                 black_box(black_box(&okx_book).checksum());
             })
         }
+        "bitget_decode_snapshot" => Box::new(|| {
+            let result = VenueId::Bitget.decode_diff(
+                black_box(bitget_snapshot_frame),
+                MAX_BOOK_LEVELS,
+                &mut bitget_snapshot_out,
+            );
+            black_box(result.expect("decodes"));
+        }),
+        "bitget_decode_books5" => Box::new(|| {
+            let result = VenueId::Bitget.decode(black_box(bitget_books5_frame), KEEP, &mut out);
+            black_box(result.expect("decodes"));
+        }),
+        "bitget_update" => Box::new(|| {
+            assert!(bitget_book.apply(black_box(bitget_update_frame)));
+        }),
+        "bitget_checksum" => {
+            bitget_book.apply(bitget_update_frame);
+            Box::new(|| {
+                black_box(black_box(&bitget_book).checksum());
+            })
+        }
         "coinbase_exchange_decode_snapshot" => Box::new(|| {
             let result = VenueId::CoinbaseExchange.decode_diff(
                 black_box(exchange_snapshot_frame),
@@ -282,7 +307,8 @@ fn main() {
                  book_apply_diff | kraken_decode_snapshot | kraken_update | kraken_checksum | \
                  kraken_checksum_after_update | \
                  bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \
-                 okx_decode_books5 | okx_update | okx_checksum | \
+                 okx_decode_books5 | okx_update | okx_checksum | bitget_decode_snapshot | \
+                 bitget_decode_books5 | bitget_update | bitget_checksum | \
                  coinbase_exchange_decode_snapshot | coinbase_exchange_update | \
                  coinbase_decode_snapshot | coinbase_update | binance_sbe_decode_depth20 | \
                  hyperliquid_decode_20 | binance_futures_diff_decode | gate_diff_decode | \

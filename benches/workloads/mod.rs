@@ -643,6 +643,70 @@ impl OkxBook {
     }
 }
 
+/// Bitget's recorded EOSUSDT `books` subscription (2022, v1): the acknowledgement, the
+/// snapshot (83 bids, 108 asks) and 56 updates, each with its checksum.
+const BITGET_BOOKS: &str =
+    include_str!("../../tests/fixtures/bitget/v1_spot_books_EOSUSDT_2022-04-06.jsonl");
+/// Bitget's recorded `books5` messages (2026, v2).
+const BITGET_BOOKS5: &str = include_str!(
+    "../../tests/fixtures/bitget/v2_books5_USDT-FUTURES_and_SPOT_BTCUSDT_ack_snapshots_2026-08-12.jsonl"
+);
+
+/// `bitget_decode_snapshot`'s frame: the recorded snapshot.
+pub fn bitget_snapshot() -> &'static [u8] {
+    BITGET_BOOKS.lines().nth(1).expect("recorded").as_bytes()
+}
+
+/// `bitget_update`'s frame: the first recorded update (62 levels set).
+pub fn bitget_update() -> &'static [u8] {
+    BITGET_BOOKS.lines().nth(2).expect("recorded").as_bytes()
+}
+
+/// `bitget_decode_books5`'s frame: a recorded `books5` message, 5 levels a side.
+pub fn bitget_books5() -> &'static [u8] {
+    BITGET_BOOKS5.lines().nth(1).expect("recorded").as_bytes()
+}
+
+/// Bitget's book from the recorded snapshot, as the reader keeps it (with the precision
+/// its numbers were written in), and its decode target.
+pub struct BitgetBook {
+    pub book: DepthBook,
+    pub decimals: mergebook::book::WireDecimals,
+    pub update: BookUpdate,
+}
+
+impl BitgetBook {
+    pub fn new() -> BitgetBook {
+        let mut update = BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+        VenueId::Bitget
+            .decode_diff(bitget_snapshot(), MAX_BOOK_LEVELS, &mut update)
+            .expect("the recorded snapshot decodes");
+        let mut book = DepthBook::new(MAX_BOOK_LEVELS);
+        book.replace(&update);
+        let decimals = update.decimals;
+        BitgetBook {
+            book,
+            decimals,
+            update,
+        }
+    }
+
+    /// `bitget_update`: decode an update, apply it, verify the checksum it carries.
+    /// Applying it again leaves the book as it was, so each iteration does the same work.
+    pub fn apply(&mut self, frame: &[u8]) -> bool {
+        VenueId::Bitget
+            .decode_diff(frame, MAX_BOOK_LEVELS, &mut self.update)
+            .expect("the recorded update decodes");
+        self.book.apply(&self.update);
+        self.checksum() == self.update.checksum
+    }
+
+    /// `bitget_checksum`: the CRC32 of the top 25 levels a side, over their text.
+    pub fn checksum(&self) -> Option<u32> {
+        VenueId::Bitget.checksum(&self.book, self.decimals)
+    }
+}
+
 /// The Coinbase Exchange feed's recorded BAND-GBP recording: the snapshot (152 bids, 166
 /// asks) and 471 updates.
 const COINBASE_BAND_GBP: &str = include_str!(
