@@ -319,8 +319,12 @@ fn bitget(c: &mut Criterion) {
     let mut bitget = BitgetBook::new();
     let update = bitget_update();
     assert!(bitget.apply(update), "the recorded checksum");
-    c.bench_function("bitget_update", |b| b.iter(|| bitget.apply(black_box(update))));
-    c.bench_function("bitget_checksum", |b| b.iter(|| black_box(&bitget).checksum()));
+    c.bench_function("bitget_update", |b| {
+        b.iter(|| bitget.apply(black_box(update)))
+    });
+    c.bench_function("bitget_checksum", |b| {
+        b.iter(|| black_box(&bitget).checksum())
+    });
 }
 
 /// The Coinbase Exchange feed's snapshot into owned values, its numbers parsed as f64.

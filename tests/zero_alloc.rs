@@ -413,8 +413,7 @@ fn an_okx_update_allocates_nothing() {
     a_diff_path_allocates_nothing(venue, snapshot.as_bytes(), &frames, verify, "OKX's path");
 }
 
-const BITGET_BOOKS: &str =
-    include_str!("fixtures/bitget/v1_spot_books_EOSUSDT_2022-04-06.jsonl");
+const BITGET_BOOKS: &str = include_str!("fixtures/bitget/v1_spot_books_EOSUSDT_2022-04-06.jsonl");
 
 /// Bitget's `books` path in steady state: decode an update → check it chains → apply it →
 /// verify the checksum of the top 25 at the book's precision → its top into the mailbox.
@@ -427,7 +426,10 @@ fn a_bitget_update_allocates_nothing() {
     let snapshot = lines.next().unwrap();
     let frames: Vec<&str> = lines.collect();
     assert_eq!(frames.len(), 55);
-    let decimals = WireDecimals { price: 4, amount: 4 };
+    let decimals = WireDecimals {
+        price: 4,
+        amount: 4,
+    };
     let verify = |sync: &mut mergebook::book::diff_sync::BookSync, update: &BookUpdate| {
         assert_eq!(venue.checksum(&sync.book, decimals), update.checksum);
     };

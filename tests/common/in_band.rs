@@ -493,3 +493,63 @@ impl Harness {
         checked
     }
 }
+
+/// A venue whose connections have a lifetime: the reader renews each first (here after a
+/// second), a new connection syncing every book before the old one closes. In both modes
+/// the venue has, through renewals, every summary after the first sync has the venue
+/// synced, and every book is the simulator's.
+pub async fn renewals_leave_no_gap(venue: VenueId, (symbol, other): (&'static str, &'static str)) {
+    let facts = venue.facts();
+    let modes = [
+        (StreamKind::Diff, facts.diff_streams),
+        (StreamKind::Snapshots, facts.snapshot_streams),
+    ];
+    for mode in modes
+        .into_iter()
+        .filter_map(|(mode, has)| has.then_some(mode))
+    {
+        let renew =
+            |config: TestConfig| config.set(&format!("venues.{venue}.renew_after_ms"), 1000);
+        let harness = Harness::start_in(mode, venue, symbol, other, renew).await;
+        harness.both_books_synced("at the start").await;
+        let mut summaries = harness.summaries();
+        let watcher = tokio::spawn(async move {
+            let mut states = Vec::new();
+            while summaries.changed().await.is_ok() {
+                states.push(summaries.borrow_and_update().venue_state(venue));
+            }
+            states
+        });
+        let connections = harness.simulator.connections(venue);
+        let renewals = |outcome: &str| {
+            format!(
+                r#"orderbook_connection_renewals_total{{exchange="{venue}",outcome="{outcome}"}}"#
+            )
+        };
+        harness.counted(&renewals("renewed"), 2.0).await;
+        let checked = harness
+            .books_stay_true_for(Duration::from_millis(300))
+            .await;
+        assert!(checked > 0, "{venue} {mode:?}");
+        assert_eq!(harness.metric(&renewals("failed")), 0.0, "{venue} {mode:?}");
+        harness.service.stop().await;
+        let states = watcher.await.unwrap();
+        assert!(
+            states.len() > 20,
+            "{venue} {mode:?}: {} summaries",
+            states.len()
+        );
+        assert!(
+            states.iter().all(|state| *state == VenueState::Synced),
+            "{venue} {mode:?}: the venue left the merged book: {:?}",
+            states
+                .iter()
+                .filter(|state| **state != VenueState::Synced)
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            harness.simulator.connections(venue) >= connections + 2,
+            "{venue} {mode:?}"
+        );
+    }
+}

@@ -17,7 +17,6 @@ use common::in_band::{self, Harness, Sides};
 use mergebook::book::diff_sync::{BookSync, SnapshotOutcome, UpdateOutcome};
 use mergebook::book::{BookUpdate, Level, Side, TopBook};
 use mergebook::fixed::{FixedPoint, FixedPointError};
-use mergebook::merger::summary::VenueState;
 use mergebook::record::timeline::{self, RecordedFrame};
 use mergebook::replay;
 use mergebook::venue::{DecodeError, Message, StreamKind, VenueId};
@@ -665,50 +664,10 @@ async fn top_n_pushes_replace_the_book_in_snapshot_mode() {
 }
 
 /// Binance closes a connection after 24 hours: the reader renews it first (here after a
-/// second), a new connection syncing every book before the old one closes. In both modes,
-/// through renewals, every summary after the first sync has the venue synced, and every
-/// book is the simulator's.
+/// second), in both modes, without a gap (`in_band::renewals_leave_no_gap`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renewed_connections_leave_no_gap_in_the_merged_book() {
-    for mode in [StreamKind::Diff, StreamKind::Snapshots] {
-        let renew = |config: TestConfig| config.set("venues.binance_usdm.renew_after_ms", 1000);
-        let harness = Harness::start_in(mode, USDM, "BTCUSDT", "ETHUSDT", renew).await;
-        harness.both_books_synced("at the start").await;
-        let mut summaries = harness.summaries();
-        let watcher = tokio::spawn(async move {
-            let mut states = Vec::new();
-            while summaries.changed().await.is_ok() {
-                states.push(summaries.borrow_and_update().venue_state(USDM));
-            }
-            states
-        });
-        let connections = harness.simulator.connections(USDM);
-        let renewed =
-            r#"orderbook_connection_renewals_total{exchange="binance_usdm",outcome="renewed"}"#;
-        harness.counted(renewed, 2.0).await;
-        let checked = harness
-            .books_stay_true_for(Duration::from_millis(300))
-            .await;
-        assert!(checked > 0, "{mode:?}");
-        let failed =
-            r#"orderbook_connection_renewals_total{exchange="binance_usdm",outcome="failed"}"#;
-        assert_eq!(harness.metric(failed), 0.0, "{mode:?}");
-        harness.service.stop().await;
-        let states = watcher.await.unwrap();
-        assert!(states.len() > 20, "{mode:?}: {} summaries", states.len());
-        assert!(
-            states.iter().all(|state| *state == VenueState::Synced),
-            "{mode:?}: the venue left the merged book: {:?}",
-            states
-                .iter()
-                .filter(|state| **state != VenueState::Synced)
-                .collect::<Vec<_>>()
-        );
-        assert!(
-            harness.simulator.connections(USDM) >= connections + 2,
-            "{mode:?}"
-        );
-    }
+    in_band::renewals_leave_no_gap(USDM, ("BTCUSDT", "ETHUSDT")).await;
 }
 
 /// Duplicated events are dropped as already applied (no gap); swapped ones break the

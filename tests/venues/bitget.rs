@@ -558,3 +558,11 @@ async fn books15_in_snapshot_mode_syncs_and_follows_the_venue() {
         .await;
     harness.service.stop().await;
 }
+
+/// Bitget closes every connection after 24 hours: the reader renews it first (here after a
+/// second), the new connection's subscriptions bringing their snapshots, in both modes,
+/// without a gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewed_connections_leave_no_gap_in_the_merged_book() {
+    in_band::renewals_leave_no_gap(SPOT, ("BTCUSDT", "ETHUSDT")).await;
+}

@@ -34,7 +34,11 @@ const VENUE_TARGETS: [(&str, VenueId, VenueContract); 15] = [
         every_decoder,
     ),
     ("bitget_books", VenueId::Bitget, every_decoder),
-    ("bitget_futures_books", VenueId::BitgetFutures, every_decoder),
+    (
+        "bitget_futures_books",
+        VenueId::BitgetFutures,
+        every_decoder,
+    ),
 ];
 
 /// A target's check, for any target.
