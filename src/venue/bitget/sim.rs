@@ -19,8 +19,9 @@ fn top_stream(stream: &str) -> Option<((&'static str, usize), &str)> {
     Some((top, inst_id))
 }
 
-/// A book message: `action`, the channel's `arg`, one `data` element with the sides at
-/// `price_decimals` (amounts at 8, the simulator's fixed precision), ids, checksum, time.
+/// A book message in the 2026 recordings' layout: `action`, the channel's `arg`, one `data`
+/// element with the sides at `price_decimals` (amounts at 8, the simulator's fixed
+/// precision), the checksum where there is one, the time and the ids.
 #[allow(clippy::too_many_arguments)]
 fn write_message<M: Market>(
     action: &str,
@@ -42,10 +43,12 @@ fn write_message<M: Market>(
     write_levels(asks, price_decimals, "", out);
     out.extend_from_slice(br#","bids":"#);
     write_levels(bids, price_decimals, "", out);
-    let checksum = checksum.map_or(0, |sum| sum as i32);
+    if let Some(checksum) = checksum {
+        write!(out, r#","checksum":{}"#, checksum as i32).expect("writing to a Vec cannot fail");
+    }
     write!(
         out,
-        r#","checksum":{checksum},"seq":{seq},"pseq":{pseq},"ts":"{unix_ms}"}}],"ts":{unix_ms}}}"#
+        r#","ts":"{unix_ms}","seq":{seq},"pseq":{pseq}}}],"ts":{unix_ms}}}"#
     )
     .expect("writing to a Vec cannot fail");
 }
@@ -154,7 +157,7 @@ impl<M: Market> Simulated for Bitget<M> {
     }
 
     /// The `books` snapshot that starts a subscription: `pseq` 0 and, as Bitget's v2
-    /// snapshots, checksum 0.
+    /// snapshots, no checksum.
     fn encode_snapshot(
         &self,
         stream: &str,

@@ -1,4 +1,6 @@
-use super::decode::{decode_diff_message, decode_top_message};
+use super::decode::{
+    decode_diff_message, decode_top_general, decode_top_message, decode_usual_top,
+};
 use super::sequence::{PseqChain, book_checksum};
 use super::*;
 use crate::book::diff_sync::Sequencing;
@@ -362,4 +364,74 @@ fn encoded_messages_decode_to_the_same_levels() {
             .unwrap()
             .contains(r#""instType":"USDT-FUTURES""#)
     );
+}
+
+const BOOKS5: [&str; 2] = [
+    include_str!(
+        "../../../tests/fixtures/bitget/v2_books5_USDT-FUTURES_and_SPOT_BTCUSDT_ack_snapshots_2026-08-12.jsonl"
+    ),
+    include_str!(
+        "../../../tests/fixtures/bitget/v2_v3_trimmed_frames_2026-09_probe_notes_and_fixture.jsonl"
+    ),
+];
+
+/// The recorded top-N messages.
+fn recorded_books5() -> Vec<Vec<u8>> {
+    let lines = BOOKS5.iter().flat_map(|text| text.lines());
+    lines
+        .filter(|line| line.contains(r#""channel":"books5""#) && line.contains(r#""data""#))
+        .map(|line| line.as_bytes().to_vec())
+        .collect()
+}
+
+/// Whether the layout fast path read `frame`; what it read is what the general walk
+/// reads.
+fn fast_path_agrees(frame: &[u8]) -> Result<bool, proptest::test_runner::TestCaseError> {
+    let (mut fast, mut general) = (TopBook::default(), TopBook::default());
+    let Some(message) = decode_usual_top(frame, 10, &mut fast) else {
+        return Ok(false);
+    };
+    let general_message = decode_top_general(frame, 10, &mut general);
+    proptest::prop_assert_eq!(general_message, Ok(message));
+    proptest::prop_assert_eq!(fast, general);
+    Ok(true)
+}
+
+/// Every recorded top-N message, and the simulator's, take the fast path.
+#[test]
+fn recorded_and_simulated_top_messages_take_the_layout_fast_path() {
+    let recorded = recorded_books5();
+    assert_eq!(recorded.len(), 5);
+    for frame in recorded {
+        assert!(
+            fast_path_agrees(&frame).unwrap(),
+            "{}",
+            String::from_utf8_lossy(&frame)
+        );
+    }
+    let mut top = TopBook::default();
+    top.bids.push(level("30236.1", "0.18050747"));
+    top.asks.push(level("30236.2", "1"));
+    let mut frame = Vec::new();
+    BitgetSpot.encode_book("books15:BTCUSDT", &top, 2, &mut frame);
+    assert!(
+        fast_path_agrees(&frame).unwrap(),
+        "{}",
+        String::from_utf8_lossy(&frame)
+    );
+}
+
+proptest::proptest! {
+    /// Whatever the layout fast path accepts, the general walk reads the same way: a
+    /// recorded `books5` message with one edit, mostly where the layout's literals and
+    /// values are.
+    #[test]
+    fn books5_layout_fast_path_agrees_with_the_general_walk(
+        which in 0usize..5,
+        edit in crate::venue::layout_edits::edit(),
+    ) {
+        let mut frame = recorded_books5()[which].clone();
+        crate::venue::layout_edits::apply(&mut frame, edit);
+        fast_path_agrees(&frame)?;
+    }
 }
