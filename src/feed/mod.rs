@@ -631,6 +631,9 @@ impl Reader {
                         FrameVerdict::Continue => {}
                         FrameVerdict::Refused => return Err(ConnectionError::Refused),
                         FrameVerdict::Reconnect => return Ok(Disconnect::Reconnect),
+                        FrameVerdict::Answer(answer) => {
+                            self.send(&mut socket, [answer.to_owned()]).await?
+                        }
                     }
                     if self.outlet.all_held_synced() {
                         return Ok(Disconnect::Synced(Box::new(socket)));
@@ -648,6 +651,9 @@ impl Reader {
                         FrameVerdict::Continue => {}
                         FrameVerdict::Refused => return Err(ConnectionError::Refused),
                         FrameVerdict::Reconnect => return Ok(Disconnect::Reconnect),
+                        FrameVerdict::Answer(answer) => {
+                            self.send(&mut socket, [answer.to_owned()]).await?
+                        }
                     }
                     if self.outlet.all_held_synced() {
                         return Ok(Disconnect::Synced(Box::new(socket)));

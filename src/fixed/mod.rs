@@ -563,6 +563,83 @@ impl FixedPoint {
             .ok_or(FixedPointError::Overflow)
     }
 
+    /// Parses a JSON number that may carry an exponent (`2.2e3`, `6.55E-6`), exactly: the
+    /// mantissa's digits moved by the exponent, as Deribit writes some of its numbers. An
+    /// exponent that leaves a nonzero digit past the 8th decimal is `TooPrecise`, one that
+    /// leaves the value past the range `Overflow`; the rest is [`FixedPoint::parse`]'s
+    /// (without an exponent, the same answer). Off the hot path: a venue's decoder comes
+    /// here only for a number the plain parse refused as an exponent.
+    #[cold]
+    pub fn parse_scientific(text: &[u8]) -> Result<Self, FixedPointError> {
+        let Some(e) = text.iter().position(|&b| b == b'e' || b == b'E') else {
+            return Self::parse(text);
+        };
+        let (mantissa, exponent) = (&text[..e], &text[e + 1..]);
+        // The mantissa's shape (digits, one dot, digits on both sides) is `parse`'s to
+        // check: on its own it is a plain decimal, of any precision here.
+        let (integer, fraction) = match mantissa.iter().position(|&b| b == b'.') {
+            Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
+            None => (mantissa, &[][..]),
+        };
+        let digit_run = |run: &[u8]| run.iter().all(u8::is_ascii_digit);
+        if integer.is_empty()
+            || !digit_run(integer)
+            || (mantissa.len() > integer.len() && (fraction.is_empty() || !digit_run(fraction)))
+        {
+            return Err(match Self::parse(mantissa) {
+                Err(error) => error,
+                Ok(_) => FixedPointError::InvalidCharacter,
+            });
+        }
+        let (negative, exponent_digits) = match exponent.first() {
+            Some(b'-') => (true, &exponent[1..]),
+            Some(b'+') => (false, &exponent[1..]),
+            _ => (false, exponent),
+        };
+        if exponent_digits.is_empty() || !digit_run(exponent_digits) {
+            return Err(FixedPointError::InvalidCharacter);
+        }
+        // An exponent past a few hundred moves every digit out of range either way.
+        let magnitude = exponent_digits.iter().try_fold(0i64, |value, &digit| {
+            let value = value * 10 + i64::from(digit - b'0');
+            (value <= 10_000).then_some(value)
+        });
+        // The value's digits, without leading zeros (no allocation: a venue's decoder
+        // may come here on its hot path).
+        let digits = || integer.iter().chain(fraction).copied();
+        let total = integer.len() + fraction.len();
+        let leading_zeros = digits().take_while(|&b| b == b'0').count();
+        let significant = total - leading_zeros;
+        if significant == 0 {
+            return Ok(FixedPoint(0));
+        }
+        let Some(magnitude) = magnitude else {
+            return Err(match negative {
+                true => FixedPointError::TooPrecise,
+                false => FixedPointError::Overflow,
+            });
+        };
+        let exponent = if negative { -magnitude } else { magnitude };
+        // The raw value is the digits times 10^(8 + exponent - fraction digits); digits
+        // shifted out must be zeros.
+        let shift = i64::from(DECIMALS) + exponent - fraction.len() as i64;
+        let dropped = usize::try_from(-shift).unwrap_or(0);
+        if dropped >= significant || digits().skip(total - dropped).any(|b| b != b'0') {
+            return Err(FixedPointError::TooPrecise);
+        }
+        let mut raw: u64 = 0;
+        for digit in digits().skip(leading_zeros).take(significant - dropped) {
+            raw = raw
+                .checked_mul(10)
+                .and_then(|value| value.checked_add(u64::from(digit - b'0')))
+                .ok_or(FixedPointError::Overflow)?;
+        }
+        for _ in 0..shift.max(0) {
+            raw = raw.checked_mul(10).ok_or(FixedPointError::Overflow)?;
+        }
+        Ok(FixedPoint(raw))
+    }
+
     /// `self - other` as an exact signed decimal (the spread of a crossed book is negative).
     pub fn signed_difference(self, other: Self) -> SignedFixed {
         match self.cmp(&other) {

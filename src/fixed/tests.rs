@@ -278,3 +278,52 @@ fn reference_parse(text: &str) -> Option<FixedPoint> {
         .ok()
         .map(FixedPoint)
 }
+
+/// Numbers with an exponent, exactly: the mantissa's digits moved, zeros shifted out
+/// allowed, anything else past 8 decimals or the range refused.
+#[test]
+fn scientific_numbers_are_exact_or_refused() {
+    use FixedPointError::*;
+    let parse = |text: &str| FixedPoint::parse_scientific(text.as_bytes()).map(FixedPoint::raw);
+    let cases: &[(&str, Result<u64, FixedPointError>)] = &[
+        ("2.2e3", Ok(2_200 * 100_000_000)),
+        ("6.55e-6", Ok(655)),
+        ("6.55E-6", Ok(655)),
+        ("1e-8", Ok(1)),
+        ("1e-9", Err(TooPrecise)),
+        ("10e-9", Ok(1)),
+        ("1.50e-8", Err(TooPrecise)),
+        ("1.0e-8", Ok(1)),
+        ("12345e+2", Ok(1_234_500 * 100_000_000)),
+        ("0e5", Ok(0)),
+        ("0.000e-20", Ok(0)),
+        ("1e11", Ok(100_000_000_000 * 100_000_000)),
+        ("1e12", Err(Overflow)),
+        ("1e99999", Err(Overflow)),
+        ("1e-99999", Err(TooPrecise)),
+        ("228.51", Ok(22_851_000_000)),
+        ("1e", Err(InvalidCharacter)),
+        ("1e+", Err(InvalidCharacter)),
+        (".5e3", Err(MissingDigits)),
+        ("5.e3", Err(MissingDigits)),
+        ("-1e3", Err(Negative)),
+        ("1e3.5", Err(InvalidCharacter)),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(parse(text), *expected, "{text}");
+    }
+}
+
+proptest::proptest! {
+    /// Any value of at most 8 decimals, written as digits and an exponent (its raw digits,
+    /// with `shift` zeros more, times 10^-(8 + shift)), or as its decimal text with `e0`,
+    /// parses to itself.
+    #[test]
+    fn scientific_text_of_a_value_parses_to_it(raw in 0u64..1u64 << 60, shift in 0u32..12) {
+        let value = Ok(FixedPoint::from_raw(raw));
+        let moved = format!("{}e-{}", u128::from(raw) * 10u128.pow(shift), shift + 8);
+        proptest::prop_assert_eq!(FixedPoint::parse_scientific(moved.as_bytes()), value);
+        let plain = format!("{}e0", FixedPoint::from_raw(raw));
+        proptest::prop_assert_eq!(FixedPoint::parse_scientific(plain.as_bytes()), value);
+    }
+}

@@ -366,6 +366,45 @@ impl<'a> Walker<'a> {
         Ok(value)
     }
 
+    /// [`Walker::fixed_point`] for a venue that writes some numbers with an exponent
+    /// (Deribit's `2.2e3`): such a number exactly ([`FixedPoint::parse_scientific`]);
+    /// every other number as `fixed_point` reads it, at its cost.
+    #[inline]
+    pub fn fixed_point_or_scientific(&mut self) -> Result<FixedPoint> {
+        let at = self.pos;
+        match self.fixed_point() {
+            // Whatever the plain parse stopped at (the exponent, or digits past the range
+            // before it), a number with an exponent is read whole.
+            Err(error @ DecodeError::Number { at: start, .. }) => {
+                let text = self.bytes[start..]
+                    .iter()
+                    .take_while(|&&b| is_number_byte(b));
+                match { text }.any(|&b| b == b'e' || b == b'E') {
+                    true => self.scientific(at),
+                    false => Err(error),
+                }
+            }
+            read => read,
+        }
+    }
+
+    /// The number at `at` with its exponent, exactly.
+    #[cold]
+    fn scientific(&mut self, at: usize) -> Result<FixedPoint> {
+        self.pos = at;
+        let quoted = self.peek()? == b'"';
+        let start = self.pos + usize::from(quoted);
+        let len = self.bytes[start..]
+            .iter()
+            .take_while(|&&b| is_number_byte(b))
+            .count();
+        let value = FixedPoint::parse_scientific(&self.bytes[start..start + len])
+            .map_err(|error| DecodeError::Number { at: start, error })?;
+        self.pos = start + len;
+        self.end_of_number(quoted, start)?;
+        Ok(value)
+    }
+
     /// An unsigned integer, bare (`"lastUpdateId":160`) or quoted
     /// (`"microtimestamp":"1641343691406478"`).
     pub fn unsigned(&mut self) -> Result<u64> {

@@ -240,7 +240,9 @@ fn replay_frame(
     received_ns: u64,
     outlet: &mut ReplayOutlet<'_>,
 ) {
-    if core.on_frame(frame.raw.as_bytes(), received_ns, outlet) != FrameVerdict::Continue {
+    let verdict = core.on_frame(frame.raw.as_bytes(), received_ns, outlet);
+    // An answer the venue asked for was sent (the recording holds it, where it was made).
+    if !matches!(verdict, FrameVerdict::Continue | FrameVerdict::Answer(_)) {
         core.connecting(outlet);
         core.connected(received_ns, outlet);
     }

@@ -79,6 +79,8 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     // where it sends them.
     let mut heartbeats = tokio::time::interval(Duration::from_secs(1));
     let (mut subscribed, mut heartbeats_sent) = (false, 0);
+    // The last heartbeat asked for an answer that has not come.
+    let mut unanswered = false;
     // Serves no subscription any more (`Command::HeartbeatsOnly`).
     let mut data_dead = false;
     loop {
@@ -90,7 +92,12 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                 Some(Ok(Message::Text(text))) => {
                     if let Some(answer) = venue.simulated().answer_request(&text) {
                         if answer.ping {
+                            let lost = control.answers_to_lose.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(1)).is_ok();
+                            if lost {
+                                continue;
+                            }
                             control.client_pings.fetch_add(1, Ordering::Relaxed);
+                            unanswered = false;
                         }
                         for reply in answer.replies {
                             socket.send(Message::text(numbers.stamp(reply))).await?;
@@ -164,8 +171,16 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
             }
             _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
             _ = heartbeats.tick(), if subscribed && !*paused.borrow() => {
+                if unanswered {
+                    // The venue's own words as it closes ("heartbeat close").
+                    control.heartbeat_closes.fetch_add(1, Ordering::Relaxed);
+                    let reason = tokio_tungstenite::tungstenite::protocol::CloseFrame { code: 4000.into(), reason: "heartbeat close".into() };
+                    let _ = socket.send(Message::Close(Some(reason))).await;
+                    return Ok(());
+                }
                 if let Some(heartbeat) = venue.simulated().heartbeat(heartbeats_sent) {
                     heartbeats_sent += 1;
+                    unanswered = venue.simulated().heartbeat_wants_answer();
                     socket.send(Message::text(numbers.stamp(heartbeat))).await?;
                 }
             }

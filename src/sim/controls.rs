@@ -415,6 +415,19 @@ impl Simulator {
         self.control(venue).client_pings.load(Ordering::Relaxed)
     }
 
+    /// The next `answers` of `venue`'s clients to its heartbeats are lost on the way: the
+    /// venue, where it wants them answered, closes the connection at its next heartbeat.
+    pub fn lose_heartbeat_answers(&self, venue: VenueId, answers: u64) {
+        self.control(venue)
+            .answers_to_lose
+            .store(answers, Ordering::Relaxed);
+    }
+
+    /// Connections of `venue` it closed for a heartbeat left unanswered.
+    pub fn heartbeat_closes(&self, venue: VenueId) -> u64 {
+        self.control(venue).heartbeat_closes.load(Ordering::Relaxed)
+    }
+
     /// Close frames received from clients of `venue` so far (a clean client shutdown).
     pub fn closes(&self, venue: VenueId) -> u64 {
         self.control(venue).closes.load(Ordering::Relaxed)

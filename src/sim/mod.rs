@@ -97,6 +97,10 @@ struct VenueControl {
     pongs: AtomicU64,
     /// Application-level pings the venue's clients sent (`Answer::ping`).
     client_pings: AtomicU64,
+    /// Client answers to the venue's heartbeats to lose (`Simulator::lose_heartbeat_answers`).
+    answers_to_lose: AtomicU64,
+    /// Connections the venue closed for a heartbeat left unanswered.
+    heartbeat_closes: AtomicU64,
     closes: AtomicU64,
     /// Overrides the venue's ping interval (ms; 0: the venue's own).
     ping_every_ms: AtomicU64,
@@ -433,6 +437,8 @@ impl Simulator {
                 connected_at: Mutex::new(Vec::new()),
                 pongs: AtomicU64::new(0),
                 client_pings: AtomicU64::new(0),
+                answers_to_lose: AtomicU64::new(0),
+                heartbeat_closes: AtomicU64::new(0),
                 closes: AtomicU64::new(0),
                 ping_every_ms: AtomicU64::new(0),
                 clock_offset: AtomicU64::new(0),

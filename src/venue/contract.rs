@@ -234,6 +234,12 @@ pub trait Streams: Sync {
     fn unsubscribe_frames(&self, streams: &[String], kind: StreamKind, depth: usize)
     -> Vec<String>;
 
+    /// Frames a new connection sends before its subscriptions, none of them awaited (a
+    /// venue's own keep-alive set-up, a channel of its notices): none for most venues.
+    fn opening_frames(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// An application-level ping the venue wants from its clients, and how often; `None`
     /// where WebSocket pings, or the venue's own heartbeats, keep the connection alive.
     /// [`PING_TIME`] in it is replaced by the Unix time in seconds when it is sent.
@@ -432,6 +438,13 @@ pub trait Simulated: Sync {
         None
     }
 
+    /// Whether the venue closes a connection whose client did not answer its last
+    /// heartbeat before the next one (Deribit's `test_request`, answered by `public/test`,
+    /// which [`Simulated::answer_request`] marks as the client's ping).
+    fn heartbeat_wants_answer(&self) -> bool {
+        false
+    }
+
     /// The venue's answer to the listing request `request` (`Streams::listing_requests`)
     /// of a venue that lists `names`; `None` for a request it would not understand.
     fn listing_answer(&self, request: &str, names: &[String]) -> Option<String> {
@@ -504,6 +517,9 @@ pub enum Message<'a> {
     /// The venue asks the client to reconnect (Binance `serverShutdown`, Bitstamp
     /// `bts:request_reconnect`).
     Reconnect,
+    /// The venue asks for an answer on the connection, or it closes it (Deribit's
+    /// heartbeat `test_request`): this frame, sent back at once. No book data.
+    Answer(&'static str),
     /// An application-level heartbeat (Kraken's, both Coinbase feeds' heartbeat
     /// channels). Not book data: a heartbeat naming one product, or the connection, says
     /// nothing of another subscription, and the read-idle watchdog must still find a dead
@@ -527,6 +543,10 @@ pub enum Acked<'a> {
     Request(u64),
     /// One stream, by its name (a venue that acknowledges each stream of a request).
     Stream(&'a [u8]),
+    /// The request with this id, answered with the list of what it subscribed (a JSON
+    /// array of stream names, as sent): a stream asked for and not listed was refused
+    /// (Deribit leaves out what it does not know, without an error).
+    Listed { request: u64, streams: &'a [u8] },
     /// The venue's acknowledgement names nothing (Bybit's linear market may echo an empty
     /// `req_id`): the oldest request still waiting.
     Oldest,

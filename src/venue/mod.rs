@@ -91,6 +91,7 @@ venues! {
     GateFutures => gate_futures::GateFutures,
     Bitget => bitget_spot::BitgetSpot,
     BitgetFutures => bitget_futures::BitgetFutures,
+    Deribit => deribit::Deribit,
 }
 
 /// The venue's facts, and its hot-path behaviour by enum dispatch. Each frame's decode call

@@ -96,6 +96,7 @@ fn rows() -> Vec<Row> {
         crate::gate::row(VenueId::GateFutures),
         crate::bitget::row(VenueId::Bitget),
         crate::bitget::row(VenueId::BitgetFutures),
+        crate::deribit::row(),
     ]
 }
 

@@ -50,6 +50,7 @@ fn reference_time(venue: VenueId, frame: &Value) -> Option<u64> {
         VenueId::Hyperliquid => millis(payload.get("time")),
         VenueId::Gate | VenueId::GateFutures => millis(frame.get("result")?.get("t")),
         VenueId::Bitget | VenueId::BitgetFutures => millis(payload.get(0)?.get("ts")),
+        VenueId::Deribit => millis(frame.get("params")?.get("data")?.get("timestamp")),
         VenueId::BinanceSbe => unreachable!("binary frames: tests/venues/binance_sbe.rs"),
     }
 }

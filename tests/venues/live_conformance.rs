@@ -96,6 +96,11 @@ fn venue_row(venue: VenueId) -> VenueRow {
             r#"{"event":"error","arg":{"instType":"USDT-FUTURES","channel":"books","instId":"NOPEUSDT"},"code":30001,"msg":"instType:USDT-FUTURES,channel:books,instId:NOPEUSDT,precision:null doesn't exist","op":"subscribe"}"#,
             None,
         ),
+        VenueId::Deribit => row(
+            ("BTC_USDC-PERPETUAL", "ETH_USDC-PERPETUAL"),
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":13778,"message":"raw_subscriptions_not_available_for_unauthorized"},"usIn":1790133842785065,"usOut":1790133842785140,"usDiff":75,"testnet":false}"#,
+            None,
+        ),
         VenueId::Hyperliquid => row(
             ("BTC", "ETH"),
             r#"{"channel":"error","data":"Already subscribed: {\"type\":\"l2Book\",\"coin\":\"SOL\",\"nSigFigs\":null,\"mantissa\":null,\"fast\":false}"}"#,
@@ -144,6 +149,8 @@ live_rows! {
     bitget_snapshots => (Bitget, Snapshots),
     bitget_futures_diff => (BitgetFutures, Diff),
     bitget_futures_snapshots => (BitgetFutures, Snapshots),
+    deribit_diff => (Deribit, Diff),
+    deribit_snapshots => (Deribit, Snapshots),
 }
 
 #[test]
@@ -168,7 +175,7 @@ const COMPARED: usize = 5;
 
 /// The venues whose diff streams show a lost event by their ids or message numbers (the
 /// others see one only as a crossing, or by their checksum).
-const NUMBERED: [VenueId; 11] = [
+const NUMBERED: [VenueId; 12] = [
     VenueId::Binance,
     VenueId::BinanceSbe,
     VenueId::BinanceUsdm,
@@ -180,6 +187,7 @@ const NUMBERED: [VenueId; 11] = [
     VenueId::GateFutures,
     VenueId::Bitget,
     VenueId::BitgetFutures,
+    VenueId::Deribit,
 ];
 
 /// The venues whose diff streams carry the venue's checksum: always (Kraken), or in the

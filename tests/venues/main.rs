@@ -12,6 +12,7 @@ mod coinbase;
 mod coinbase_exchange;
 mod conformance;
 mod decoders;
+mod deribit;
 mod diff_books;
 mod exchange_times;
 mod fuzz_corpus;

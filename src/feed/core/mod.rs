@@ -72,6 +72,8 @@ pub enum FrameVerdict {
     Refused,
     /// The venue asked the client to reconnect.
     Reconnect,
+    /// The venue asked for this answer, to be sent at once (`Message::Answer`).
+    Answer(&'static str),
 }
 
 /// What the core saw, for metrics and replay's statistics. `stream` is `None` where the
@@ -407,7 +409,9 @@ impl FeedCore {
         self.resubscribed_for_silence.fill(false);
         self.reset_diff_books(ResyncReason::Connect, now_ns, out);
         let slots: Vec<usize> = (0..self.streams.len()).collect();
-        self.subscribe(&slots, self.subscribed_depth(), now_ns)
+        let mut frames = self.venue.streams().opening_frames();
+        frames.extend(self.subscribe(&slots, self.subscribed_depth(), now_ns));
+        frames
     }
 
     /// The frames that subscribe the streams in `slots` at `depth`: each awaits its
@@ -492,6 +496,32 @@ impl FeedCore {
         }
     }
 
+    /// Whether `listed` (a JSON array of stream names) names every stream awaiting the
+    /// acknowledgement of request `request`; one it leaves out was refused, and is logged.
+    fn lists_every_stream_of(&self, request: u64, listed: &[u8]) -> bool {
+        let mut names = Vec::new();
+        let mut walker = crate::json::Walker::new(listed);
+        let read = walker.elements(|walker| {
+            names.push(walker.string()?);
+            Ok(())
+        });
+        if read.is_err() {
+            tracing::warn!(venue = %self.venue, request, "a subscription's answer that lists no stream names");
+            return false;
+        }
+        let awaited = self.awaiting_ack.iter().enumerate().filter(
+            |(_, awaited)| matches!(awaited, Some((AwaitedAck::Request(id), _)) if *id == request),
+        );
+        for (slot, _) in awaited {
+            let name = self.streams[slot].name.as_bytes();
+            if !names.contains(&name) {
+                tracing::warn!(venue = %self.venue, stream = %self.streams[slot].name, "subscription refused: left out of the venue's answer");
+                return false;
+            }
+        }
+        true
+    }
+
     /// Handles one text frame received at `received_ns`.
     #[inline]
     pub fn on_frame(
@@ -556,12 +586,22 @@ impl FeedCore {
             }
             Ok(Message::SubscribeResult {
                 accepted: true,
+                acked: Acked::Listed { request, streams },
+            }) => {
+                if !self.lists_every_stream_of(request, streams) {
+                    return FrameVerdict::Refused;
+                }
+                self.on_ack(Acked::Request(request), received_ns);
+            }
+            Ok(Message::SubscribeResult {
+                accepted: true,
                 acked,
             }) => self.on_ack(acked, received_ns),
             Ok(Message::SubscribeResult {
                 accepted: false, ..
             }) => return FrameVerdict::Refused,
             Ok(Message::Reconnect) => return FrameVerdict::Reconnect,
+            Ok(Message::Answer(answer)) => return FrameVerdict::Answer(answer),
             Ok(Message::Heartbeat) => {}
             Ok(Message::Ignored) => out.note(None, FeedEvent::Ignored),
             Ok(Message::Unreadable { stream, error }) => {
