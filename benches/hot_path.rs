@@ -327,6 +327,87 @@ fn bitget(c: &mut Criterion) {
     });
 }
 
+/// Deribit's notifications into owned values with serde_json, its numbers read as f64
+/// (as they come: JSON numbers), for the snapshot and the grouped window.
+fn deribit_serde_reference(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    struct Notification {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        jsonrpc: String,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        method: String,
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        channel: String,
+        data: Data,
+    }
+    #[derive(serde::Deserialize)]
+    struct Data {
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        #[serde(rename = "type")]
+        kind: Option<String>,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        timestamp: u64,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        change_id: u64,
+        #[allow(dead_code)] // read by serde, kept to mirror the frame
+        prev_change_id: Option<u64>,
+        bids: Vec<serde_json::Value>,
+        asks: Vec<serde_json::Value>,
+    }
+    /// A level's price and amount: the last two elements, with or without an action.
+    fn levels(side: &[serde_json::Value]) -> Vec<(f64, f64)> {
+        side.iter()
+            .map(|level| {
+                let level = level.as_array().unwrap();
+                let n = level.len();
+                (
+                    level[n - 2].as_f64().unwrap(),
+                    level[n - 1].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    }
+    for (name, frame) in [
+        ("deribit_decode_snapshot_serde_json", deribit_snapshot()),
+        ("deribit_decode_window_serde_json", deribit_window()),
+    ] {
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                let message: Notification = serde_json::from_slice(black_box(frame)).unwrap();
+                let data = &message.params.data;
+                (levels(&data.bids), levels(&data.asks))
+            })
+        });
+    }
+}
+
+/// Deribit: a snapshot's decode (levels with their actions) and a grouped window's, beside
+/// serde_json's (above).
+fn deribit(c: &mut Criterion) {
+    let mut snapshot = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let snapshot_frame = deribit_snapshot();
+    c.bench_function("deribit_decode_snapshot", |b| {
+        b.iter(|| {
+            VenueId::Deribit
+                .decode_diff(black_box(snapshot_frame), MAX_BOOK_LEVELS, &mut snapshot)
+                .map(drop)
+        })
+    });
+    let window = deribit_window();
+    let mut top = TopBook::default();
+    c.bench_function("deribit_decode_window", |b| {
+        b.iter(|| {
+            VenueId::Deribit
+                .decode(black_box(window), KEEP, &mut top)
+                .map(drop)
+        })
+    });
+}
+
 /// The Coinbase Exchange feed's snapshot into owned values, its numbers parsed as f64.
 fn coinbase_exchange_serde_reference(c: &mut Criterion) {
     #[derive(serde::Deserialize)]
@@ -941,6 +1022,8 @@ criterion_group!(
     gate,
     bitget,
     bitget_serde_reference,
+    deribit,
+    deribit_serde_reference,
     merging,
     mailboxes,
     cross_core_takes,

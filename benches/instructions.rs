@@ -69,6 +69,8 @@ fn main() {
     let (bitget_snapshot_frame, bitget_update_frame, bitget_books5_frame) =
         (bitget_snapshot(), bitget_update(), bitget_books5());
     let mut bitget_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    let (deribit_snapshot_frame, deribit_window_frame) = (deribit_snapshot(), deribit_window());
+    let mut deribit_snapshot_out = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
     let (exchange_snapshot_frame, exchange_update_frame) =
         (coinbase_exchange_snapshot(), coinbase_exchange_update());
     let mut exchange_book =
@@ -241,6 +243,18 @@ fn main() {
                 black_box(black_box(&bitget_book).checksum());
             })
         }
+        "deribit_decode_snapshot" => Box::new(|| {
+            let result = VenueId::Deribit.decode_diff(
+                black_box(deribit_snapshot_frame),
+                MAX_BOOK_LEVELS,
+                &mut deribit_snapshot_out,
+            );
+            black_box(result.expect("decodes"));
+        }),
+        "deribit_decode_window" => Box::new(|| {
+            let result = VenueId::Deribit.decode(black_box(deribit_window_frame), KEEP, &mut out);
+            black_box(result.expect("decodes"));
+        }),
         "coinbase_exchange_decode_snapshot" => Box::new(|| {
             let result = VenueId::CoinbaseExchange.decode_diff(
                 black_box(exchange_snapshot_frame),
@@ -309,6 +323,7 @@ fn main() {
                  bybit_decode_snapshot | bybit_delta | okx_decode_snapshot | \
                  okx_decode_books5 | okx_update | okx_checksum | bitget_decode_snapshot | \
                  bitget_decode_books5 | bitget_update | bitget_checksum | \
+                 deribit_decode_snapshot | deribit_decode_window | \
                  coinbase_exchange_decode_snapshot | coinbase_exchange_update | \
                  coinbase_decode_snapshot | coinbase_update | binance_sbe_decode_depth20 | \
                  hyperliquid_decode_20 | binance_futures_diff_decode | gate_diff_decode | \

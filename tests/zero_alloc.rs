@@ -436,6 +436,29 @@ fn a_bitget_update_allocates_nothing() {
     a_diff_path_allocates_nothing(venue, snapshot.as_bytes(), &frames, verify, "Bitget's path");
 }
 
+const DERIBIT_BOOK: &str = include_str!(
+    "fixtures/deribit/book_BTC-24SEP21-8000-P_raw_snapshot_then_changes_2021-07-22.jsonl"
+);
+
+/// Deribit's book path in steady state: decode a change (bare JSON numbers) → check its
+/// `prev_change_id` chains → apply it → its top into the mailbox. The recording's 30
+/// changes.
+#[test]
+fn a_deribit_change_allocates_nothing() {
+    let venue = VenueId::Deribit;
+    let mut lines = DERIBIT_BOOK.lines();
+    let snapshot = lines.next().unwrap();
+    let frames: Vec<&str> = lines.collect();
+    assert_eq!(frames.len(), 30);
+    a_diff_path_allocates_nothing(
+        venue,
+        snapshot.as_bytes(),
+        &frames,
+        |_, _| {},
+        "Deribit's path",
+    );
+}
+
 const COINBASE_BAND_GBP: &str =
     include_str!("fixtures/coinbase/exchange_level2_BAND-GBP_snapshot_then_l2updates.jsonl");
 

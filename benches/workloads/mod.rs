@@ -707,6 +707,27 @@ impl BitgetBook {
     }
 }
 
+/// Deribit's recorded `book.BTC-24SEP21-8000-P.raw` (2021): the snapshot (1 bid, 14 asks)
+/// and 30 changes.
+const DERIBIT_BOOK: &str = include_str!(
+    "../../tests/fixtures/deribit/book_BTC-24SEP21-8000-P_raw_snapshot_then_changes_2021-07-22.jsonl"
+);
+/// Deribit's recorded grouped window of BTC-PERPETUAL (2026): 10 levels a side.
+const DERIBIT_WINDOW: &str = include_str!(
+    "../../tests/fixtures/deribit/grouped_book_BTC-PERPETUAL_none_10_100ms_2026-01-24.json"
+);
+
+/// `deribit_decode_snapshot`'s frame: the recorded snapshot, `[action, price, amount]`
+/// levels of bare numbers.
+pub fn deribit_snapshot() -> &'static [u8] {
+    DERIBIT_BOOK.lines().next().expect("recorded").as_bytes()
+}
+
+/// `deribit_decode_window`'s frame: the recorded grouped window.
+pub fn deribit_window() -> &'static [u8] {
+    DERIBIT_WINDOW.trim().as_bytes()
+}
+
 /// The Coinbase Exchange feed's recorded BAND-GBP recording: the snapshot (152 bids, 166
 /// asks) and 471 updates.
 const COINBASE_BAND_GBP: &str = include_str!(
