@@ -39,6 +39,7 @@ const VENUE_TARGETS: [(&str, VenueId, VenueContract); 16] = [
         VenueId::BitgetFutures,
         every_decoder,
     ),
+    ("deribit_book", VenueId::Deribit, every_decoder),
 ];
 
 /// A target's check, for any target.
