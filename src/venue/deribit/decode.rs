@@ -95,7 +95,8 @@ pub(super) fn changes(walker: &mut Walker<'_>, limit: usize, out: &mut Vec<Level
     })
 }
 
-/// A whole side, best first: its best `depth` levels into `out`, the rest checked.
+/// A whole side, best first, every level's amount above 0: its best `depth` levels into
+/// `out`, the rest checked.
 pub(super) fn best_levels(
     walker: &mut Walker<'_>,
     side: Side,
@@ -106,6 +107,9 @@ pub(super) fn best_levels(
     let mut previous = None;
     walker.elements(|walker| {
         let level = level(walker)?;
+        if level.amount.is_zero() {
+            return Err(DecodeError::Invalid("a window's level of amount 0"));
+        }
         if let Some(previous) = previous
             && !side.is_better(previous, level.price)
         {
