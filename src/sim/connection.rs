@@ -79,8 +79,8 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     // where it sends them.
     let mut heartbeats = tokio::time::interval(Duration::from_secs(1));
     let (mut subscribed, mut heartbeats_sent) = (false, 0);
-    // The last heartbeat asked for an answer that has not come.
-    let mut unanswered = false;
+    // When the oldest heartbeat still unanswered was sent, where the venue wants answers.
+    let mut unanswered_since: Option<std::time::Instant> = None;
     // Serves no subscription any more (`Command::HeartbeatsOnly`).
     let mut data_dead = false;
     loop {
@@ -97,7 +97,7 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                                 continue;
                             }
                             control.client_pings.fetch_add(1, Ordering::Relaxed);
-                            unanswered = false;
+                            unanswered_since = None;
                         }
                         for reply in answer.replies {
                             socket.send(Message::text(numbers.stamp(reply))).await?;
@@ -171,7 +171,7 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
             }
             _ = pinger.tick() => socket.send(Message::Ping(b"mergebook-sim".to_vec().into())).await?,
             _ = heartbeats.tick(), if subscribed && !*paused.borrow() => {
-                if unanswered {
+                if unanswered_since.is_some_and(|since| since.elapsed() >= HEARTBEAT_ANSWER_ALLOWANCE) {
                     // The venue's own words as it closes ("heartbeat close").
                     control.heartbeat_closes.fetch_add(1, Ordering::Relaxed);
                     let reason = tokio_tungstenite::tungstenite::protocol::CloseFrame { code: 4000.into(), reason: "heartbeat close".into() };
@@ -180,7 +180,9 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                 }
                 if let Some(heartbeat) = venue.simulated().heartbeat(heartbeats_sent) {
                     heartbeats_sent += 1;
-                    unanswered = venue.simulated().heartbeat_wants_answer();
+                    if venue.simulated().heartbeat_wants_answer() {
+                        unanswered_since.get_or_insert_with(std::time::Instant::now);
+                    }
                     socket.send(Message::text(numbers.stamp(heartbeat))).await?;
                 }
             }
@@ -264,6 +266,11 @@ impl Drop for SeenPause<'_> {
         }
     }
 }
+
+/// How long a heartbeat may wait for its answer before the venue closes the connection,
+/// where it wants them answered: Deribit's closes about 10 s after; 3 s here keeps tests
+/// short and leaves a loaded machine's scheduling delays room.
+pub(super) const HEARTBEAT_ANSWER_ALLOWANCE: Duration = Duration::from_secs(3);
 
 /// The most book frames' bytes a connection holds before it writes them.
 pub(super) const WRITE_CHUNK_BYTES: usize = 1 << 20;

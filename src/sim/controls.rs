@@ -416,7 +416,8 @@ impl Simulator {
     }
 
     /// The next `answers` of `venue`'s clients to its heartbeats are lost on the way: the
-    /// venue, where it wants them answered, closes the connection at its next heartbeat.
+    /// venue, where it wants them answered, closes the connection once its oldest
+    /// heartbeat has waited for one too long (it sends one a second).
     pub fn lose_heartbeat_answers(&self, venue: VenueId, answers: u64) {
         self.control(venue)
             .answers_to_lose

@@ -423,13 +423,13 @@ async fn deribit_syncs_answers_its_heartbeats_and_a_lost_change_resubscribes_its
     harness.service.stop().await;
 }
 
-/// A heartbeat whose answer is lost: Deribit closes the connection at its next one, and
-/// mergebook syncs every book on a new connection.
+/// Heartbeats whose answers are lost (five, a second apart): Deribit closes the
+/// connection, and mergebook syncs every book on a new connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_heartbeat_left_unanswered_closes_the_connection_and_mergebook_recovers() {
     let harness = Harness::start(DERIBIT, "BTC_USDC-PERPETUAL", "ETH_USDC-PERPETUAL").await;
     harness.both_books_synced("at the start").await;
-    harness.simulator.lose_heartbeat_answers(DERIBIT, 1);
+    harness.simulator.lose_heartbeat_answers(DERIBIT, 5);
     crate::common::eventually("the venue closed the connection", in_band::WAIT, || {
         harness.simulator.heartbeat_closes(DERIBIT) == 1
     })
