@@ -116,6 +116,12 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                                 continue;
                             }
                             if venue.streams().is_diff_stream(&stream) {
+                                // Deribit acknowledges a subscription the connection holds
+                                // and sends nothing more: no new snapshot.
+                                let held = live.iter().any(|(name, _)| *name == stream);
+                                if held && venue.simulated().repeated_subscription_is_ignored() {
+                                    continue;
+                                }
                                 let diff = diff_stream(&shared, venue, &stream, answer.depth);
                                 next_subscription += 1;
                                 live.retain(|(name, _)| *name != stream);

@@ -438,6 +438,13 @@ pub trait Simulated: Sync {
         None
     }
 
+    /// Whether the venue acknowledges a subscription its connection already holds and
+    /// sends no new snapshot for it (Deribit): a book is subscribed again for its snapshot
+    /// only after an unsubscription.
+    fn repeated_subscription_is_ignored(&self) -> bool {
+        false
+    }
+
     /// Whether the venue closes a connection whose client did not answer its last
     /// heartbeat before the next one (Deribit's `test_request`, answered by `public/test`,
     /// which [`Simulated::answer_request`] marks as the client's ping).

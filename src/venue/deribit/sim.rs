@@ -144,6 +144,10 @@ impl Simulated for Deribit {
         true
     }
 
+    fn repeated_subscription_is_ignored(&self) -> bool {
+        true
+    }
+
     /// A maintenance break starting.
     fn reconnect_request(&self) -> Option<&'static str> {
         Some(
