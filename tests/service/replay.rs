@@ -240,3 +240,66 @@ fn every_fixture_has_its_provenance() {
         }
     }
 }
+
+/// `mergebook replay diff` reads Bitget's retired v1 recordings (spot and the USDT-margined
+/// perpetual, several instruments interleaved) and Deribit's JSON-RPC timeline, each
+/// instrument's book ending on the tops tests/fixtures/SOURCES.md gives.
+#[test]
+fn replay_reads_bitget_and_deribit_recordings() {
+    let last_top = |stdout: &str, instrument: &str| -> (String, String) {
+        let last = stdout
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|summary| summary["instrument"] == instrument)
+            .last()
+            .unwrap_or_else(|| panic!("no {instrument} summary: {stdout}"));
+        let level = |side: &str| {
+            let best = &last[side][0];
+            format!(
+                "{} x {}",
+                best["price"].as_str().unwrap(),
+                best["amount"].as_str().unwrap()
+            )
+        };
+        (level("bids"), level("asks"))
+    };
+    let (stdout, stderr) = common::run_ok(&[
+        "replay",
+        "diff",
+        "--venue",
+        "bitget=tests/fixtures/bitget/v1_spot_books_EOSUSDT_2022-04-06.jsonl",
+        "--venue",
+        "bitget_futures=tests/fixtures/bitget/v1_mix_books_UNIUSDT_2022-04-06_prefix.jsonl",
+    ]);
+    assert_eq!(
+        last_top(&stdout, "EOSUSDT"),
+        (
+            "2.43460000 x 1929.67780000".to_owned(),
+            "2.43760000 x 31.11340000".to_owned()
+        )
+    );
+    assert_eq!(
+        last_top(&stdout, "UNIUSDT"),
+        (
+            "9.96900000 x 228.00000000".to_owned(),
+            "9.97400000 x 30.00000000".to_owned()
+        )
+    );
+    assert!(
+        stderr.contains("0 gaps") && !stderr.contains(" 1 checksum"),
+        "{stderr}"
+    );
+    let (stdout, _) = common::run_ok(&[
+        "replay",
+        "diff",
+        "--venue",
+        "deribit=tests/fixtures/deribit/session_timeline_options_raw_2021-07-22.jsonl",
+    ]);
+    assert_eq!(
+        last_top(&stdout, "BTC24SEP218000P"),
+        (
+            "0.00050000 x 153.10000000".to_owned(),
+            "0.00150000 x 94.70000000".to_owned()
+        )
+    );
+}
