@@ -251,7 +251,7 @@ fn replay_reads_bitget_and_deribit_recordings() {
             .lines()
             .map(|line| serde_json::from_str::<Value>(line).unwrap())
             .filter(|summary| summary["instrument"] == instrument)
-            .last()
+            .next_back()
             .unwrap_or_else(|| panic!("no {instrument} summary: {stdout}"));
         let level = |side: &str| {
             let best = &last[side][0];
