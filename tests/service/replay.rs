@@ -250,8 +250,7 @@ fn replay_reads_bitget_and_deribit_recordings() {
         let last = stdout
             .lines()
             .map(|line| serde_json::from_str::<Value>(line).unwrap())
-            .filter(|summary| summary["instrument"] == instrument)
-            .next_back()
+            .rfind(|summary| summary["instrument"] == instrument)
             .unwrap_or_else(|| panic!("no {instrument} summary: {stdout}"));
         let level = |side: &str| {
             let best = &last[side][0];
