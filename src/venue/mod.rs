@@ -260,6 +260,10 @@ mod tests {
             (VenueId::BinanceCoinm, "BTCUSD_PERP", Some("USD")),
             (VenueId::Gate, "BTC_USDT", Some("USDT")),
             (VenueId::GateFutures, "BTC_USD", Some("USD")),
+            (VenueId::Bitget, "BTCUSDC", Some("USDC")),
+            (VenueId::BitgetFutures, "BTCPERP", Some("USDC")),
+            (VenueId::Deribit, "BTC-PERPETUAL", Some("USD")),
+            (VenueId::Deribit, "BTC_USDC-PERPETUAL", Some("USDC")),
         ];
         for &(venue, symbol, expected) in cases {
             assert_eq!(
@@ -272,15 +276,19 @@ mod tests {
         assert!(VenueId::ALL.iter().all(|venue| covered.contains(venue)));
     }
 
-    /// What tools configure a pair by is a valid spot symbol of each venue.
+    /// What tools configure a pair by is a valid spot symbol of each venue. A venue without
+    /// a book of the pair in the base coin names none: one whose books are all contracts,
+    /// or one that lists no pair of that quote (Bitget's futures, margined in stablecoins
+    /// only), which names the USDT pair.
     #[test]
     fn every_venue_names_a_spot_pair_by_a_valid_symbol() {
         for &venue in VenueId::ALL {
-            for (base, quote) in [("ETH", "BTC"), ("I12", "BTC")] {
+            for (base, quote) in [("ETH", "BTC"), ("I12", "BTC"), ("ETH", "USDT")] {
                 let Some(symbol) = venue.streams().spot_symbol(base, quote) else {
                     let streams = venue.streams();
+                    let stablecoins_only = streams.spot_symbol(base, "USDT").is_some();
                     assert!(
-                        streams.inverse("") || streams.sized_in_contracts(""),
+                        streams.inverse("") || streams.sized_in_contracts("") || stablecoins_only,
                         "{venue}: a book in the base coin"
                     );
                     continue;

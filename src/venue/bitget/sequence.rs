@@ -26,10 +26,10 @@ impl Sequencing for PseqChain {
     }
 
     /// The snapshot comes on the stream before its updates, which are applied as they
-    /// come; one buffered before it (an update before a subscription's snapshot) must
-    /// follow it exactly.
+    /// come: a buffered update must not start after it (those it holds are dropped as
+    /// contained, the next must follow it).
     fn joins(&self, snapshot_id: u64, first: &BookUpdate) -> bool {
-        first.first_id == snapshot_id
+        first.first_id <= snapshot_id
     }
 
     fn gap_event_starts_buffer(&self) -> bool {

@@ -140,7 +140,11 @@ fn pseq_chains_as_documented() {
         "an update without ids in a chain"
     );
     assert!(rule.joins(100, &update(100, 130)));
-    assert!(!rule.joins(100, &update(90, 130)));
+    assert!(rule.joins(100, &update(90, 100)), "held by the snapshot");
+    assert!(
+        !rule.joins(100, &update(130, 150)),
+        "the snapshot is too old"
+    );
 }
 
 /// The checksum's text is each number with the book's decimals, trailing zeros kept
