@@ -1,4 +1,4 @@
-use super::decode::{TEST_ANSWER, decode_diff_message, decode_top_message};
+use super::decode::{TEST_ANSWER, compact_level, decode_diff_message, decode_top_message, general_level};
 use super::subscribe::{HEARTBEAT_REQUEST_ID, TEST_REQUEST_ID};
 use super::*;
 
@@ -253,4 +253,41 @@ fn encoded_messages_decode_to_the_same_levels() {
     assert_eq!(decode(notice).0, Ok(Message::Reconnect));
     let heartbeat = Deribit.heartbeat(0).unwrap();
     assert_eq!(decode(&heartbeat).0, Ok(Message::Answer(TEST_ANSWER)));
+}
+
+proptest::proptest! {
+    /// Whatever level the compact reader accepts, the general one reads the same way and
+    /// ends at the same place: levels of any action, numbers plain, with an exponent or
+    /// more digits than kept, with or without whitespace, and with one byte changed.
+    #[test]
+    fn the_compact_level_reader_agrees_with_the_general_one(
+        price in 0u64..1u64 << 56,
+        amount in 0u64..1u64 << 56,
+        action in 0usize..5,
+        spaced in proptest::bool::ANY,
+        scientific in proptest::bool::ANY,
+        edit in proptest::option::of((0usize..64, proptest::num::u8::ANY)),
+    ) {
+        let number = |raw: u64| match scientific {
+            true => format!("{raw}e-8"),
+            false => crate::fixed::FixedPoint::from_raw(raw).to_string(),
+        };
+        let separator = if spaced { ", " } else { "," };
+        let action = ["", r#""new""#, r#""change""#, r#""delete""#, r#""set""#][action];
+        let action = match action {
+            "" => String::new(),
+            action => format!("{action}{separator}"),
+        };
+        let mut text = format!("[{action}{}{separator}{}],[1,1]]", number(price), number(amount)).into_bytes();
+        if let Some((at, byte)) = edit {
+            let at = at % text.len();
+            text[at] = byte;
+        }
+        let mut compact = Walker::new(&text);
+        if let Some(level) = compact_level(&mut compact) {
+            let mut general = Walker::new(&text);
+            proptest::prop_assert_eq!(general_level(&mut general), Ok(level));
+            proptest::prop_assert_eq!(general.position(), compact.position());
+        }
+    }
 }
