@@ -2,9 +2,9 @@
 //! written as `[["price","amount"],…]`, the bookkeeping of a message's required keys, the
 //! check that a snapshot's side is sorted. A venue uses these rather than its own copy.
 
-use super::{DecodeError, SubscribeRequest, Walker};
+use super::{DecodeError, Message, SubscribeRequest, Walker};
 use crate::book::{Level, Side};
-use crate::fixed::{DECIMALS, FixedPoint};
+use crate::fixed::{DECIMALS, FixedPoint, FixedPointError};
 use crate::units::Currency;
 
 /// The requests for `streams`, at most `per_request` a request, in order, each frame
@@ -208,5 +208,39 @@ impl Seen {
             Some(&(_, missing)) => Err(DecodeError::MissingKey(missing)),
             None => Ok(()),
         }
+    }
+}
+
+/// Reads a side with `read`. A number it cannot hold (more than 8 decimals, or beyond the
+/// range: Gate's amounts of 10 decimals, Bitget's and Deribit's tokens priced below
+/// 10⁻⁸) leaves the side skipped and the error in `unheld`, so that the message is its
+/// book's alone to lose ([`book_or_loss`]); any other error is the frame's.
+pub(crate) fn side_unless_unheld<'a>(
+    walker: &mut Walker<'a>,
+    unheld: &mut Option<DecodeError>,
+    read: impl FnOnce(&mut Walker<'a>) -> Result<(), DecodeError>,
+) -> Result<(), DecodeError> {
+    let start = walker.position();
+    match read(walker) {
+        Err(
+            error @ DecodeError::Number {
+                error: FixedPointError::TooPrecise | FixedPointError::Overflow,
+                ..
+            },
+        ) => {
+            unheld.get_or_insert(error);
+            walker.rewind(start);
+            walker.skip_value()
+        }
+        other => other,
+    }
+}
+
+/// The message of a book that decoded whole: its book, or, where a number could not be
+/// held ([`side_unless_unheld`]), the book's loss.
+pub(crate) fn book_or_loss(stream: &[u8], unheld: Option<DecodeError>) -> Message<'_> {
+    match unheld {
+        None => Message::Book { stream },
+        Some(error) => Message::Unreadable { stream, error },
     }
 }

@@ -3,7 +3,7 @@
 //! `arg` that says what the message is may come after them), then classified.
 
 use super::*;
-use crate::fixed::FixedPointError;
+use crate::venue::wire::{book_or_loss, side_unless_unheld};
 
 /// The text a `ping` is answered with.
 pub(super) const PONG: &[u8] = b"pong";
@@ -117,13 +117,13 @@ fn data_member<'a>(
     match key {
         b"asks" => {
             seen.mark(ASKS, "asks")?;
-            read_side(walker, &mut members.unheld, |walker| {
+            side_unless_unheld(walker, &mut members.unheld, |walker| {
                 side(walker, Side::Ask)
             })?;
         }
         b"bids" => {
             seen.mark(BIDS, "bids")?;
-            read_side(walker, &mut members.unheld, |walker| {
+            side_unless_unheld(walker, &mut members.unheld, |walker| {
                 side(walker, Side::Bid)
             })?;
         }
@@ -134,30 +134,6 @@ fn data_member<'a>(
         _ => walker.skip_value()?,
     }
     Ok(())
-}
-
-/// Reads a side with `read`. A number it cannot hold (more than 8 decimals, or beyond the
-/// range: Bitget lists tokens priced in 10⁻¹⁰) leaves the side skipped and the error in
-/// `unheld`; any other error is the frame's.
-fn read_side<'a>(
-    walker: &mut Walker<'a>,
-    unheld: &mut Option<DecodeError>,
-    read: impl FnOnce(&mut Walker<'a>) -> Result<(), DecodeError>,
-) -> Result<(), DecodeError> {
-    let start = walker.position();
-    match read(walker) {
-        Err(
-            error @ DecodeError::Number {
-                error: FixedPointError::TooPrecise | FixedPointError::Overflow,
-                ..
-            },
-        ) => {
-            unheld.get_or_insert(error);
-            walker.rewind(start);
-            walker.skip_value()
-        }
-        other => other,
-    }
 }
 
 /// The fractional digits of the first level of `side` (a side's text, `[["2.4400",
@@ -247,15 +223,7 @@ impl<'a> Members<'a> {
 
     /// The book, or its loss where a number could not be held.
     fn book(self) -> Message<'a> {
-        match self.unheld {
-            None => Message::Book {
-                stream: self.inst_id,
-            },
-            Some(error) => Message::Unreadable {
-                stream: self.inst_id,
-                error,
-            },
-        }
+        book_or_loss(self.inst_id, self.unheld)
     }
 }
 

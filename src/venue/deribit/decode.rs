@@ -4,7 +4,7 @@
 
 use super::subscribe::{HEARTBEAT_REQUEST_ID, PLATFORM_STATE_REQUEST_ID, TEST_REQUEST_ID};
 use super::*;
-use crate::fixed::FixedPointError;
+use crate::venue::wire::{book_or_loss, side_unless_unheld};
 
 /// The answer to the venue's `test_request`, without which it closes the connection.
 pub(super) const TEST_ANSWER: &str =
@@ -240,39 +240,15 @@ fn data_member<'a>(
         b"maintenance" => members.maintenance = seen.boolean(walker, MAINTENANCE, "maintenance")?,
         b"bids" => {
             seen.mark(BIDS, "bids")?;
-            read_side(walker, &mut members.unheld, |walker| side(walker, Side::Bid))?;
+            side_unless_unheld(walker, &mut members.unheld, |walker| side(walker, Side::Bid))?;
         }
         b"asks" => {
             seen.mark(ASKS, "asks")?;
-            read_side(walker, &mut members.unheld, |walker| side(walker, Side::Ask))?;
+            side_unless_unheld(walker, &mut members.unheld, |walker| side(walker, Side::Ask))?;
         }
         _ => walker.skip_value()?,
     }
     Ok(())
-}
-
-/// Reads a side with `read`. A number it cannot hold (more than 8 decimals, or beyond the
-/// range) leaves the side skipped and the error in `unheld`; any other error is the
-/// frame's.
-fn read_side<'a>(
-    walker: &mut Walker<'a>,
-    unheld: &mut Option<DecodeError>,
-    read: impl FnOnce(&mut Walker<'a>) -> Result<(), DecodeError>,
-) -> Result<(), DecodeError> {
-    let start = walker.position();
-    match read(walker) {
-        Err(
-            error @ DecodeError::Number {
-                error: FixedPointError::TooPrecise | FixedPointError::Overflow,
-                ..
-            },
-        ) => {
-            unheld.get_or_insert(error);
-            walker.rewind(start);
-            walker.skip_value()
-        }
-        other => other,
-    }
 }
 
 impl<'a> Members<'a> {
@@ -330,15 +306,7 @@ impl<'a> Members<'a> {
 
     /// The book, or its loss where a number could not be held.
     fn book(self) -> Message<'a> {
-        match self.unheld {
-            None => Message::Book {
-                stream: self.channel,
-            },
-            Some(error) => Message::Unreadable {
-                stream: self.channel,
-                error,
-            },
-        }
+        book_or_loss(self.channel, self.unheld)
     }
 }
 

@@ -4,8 +4,7 @@
 
 use super::*;
 use crate::book::Level;
-use crate::fixed::FixedPointError;
-use crate::venue::wire::{Seen, check_sorted};
+use crate::venue::wire::{Seen, book_or_loss, check_sorted, side_unless_unheld};
 
 const CHANNEL: u32 = 0;
 const EVENT: u32 = 1;
@@ -85,31 +84,6 @@ fn walk<'a>(
     Ok(envelope)
 }
 
-/// Reads a side with `read`. A number it cannot hold (more than 8 decimals, or beyond the
-/// range: real Gate spot amounts carry 10) leaves the side skipped and the error in
-/// `unheld`, so that the message is its book's alone to lose (`Message::Unreadable`); any
-/// other error is the frame's.
-fn side<'a>(
-    walker: &mut Walker<'a>,
-    unheld: &mut Option<DecodeError>,
-    read: impl FnOnce(&mut Walker<'a>) -> Result<(), DecodeError>,
-) -> Result<(), DecodeError> {
-    let start = walker.position();
-    match read(walker) {
-        Err(
-            error @ DecodeError::Number {
-                error: FixedPointError::TooPrecise | FixedPointError::Overflow,
-                ..
-            },
-        ) => {
-            unheld.get_or_insert(error);
-            walker.rewind(start);
-            walker.skip_value()
-        }
-        other => other,
-    }
-}
-
 /// The shape of the side at the cursor: market `M`'s, or pairs where its first level is an
 /// array (futures' Order Book V2 channel writes pairs, and a message's channel may come
 /// after its result).
@@ -122,18 +96,6 @@ fn shape_at<M: Market>(walker: &mut Walker<'_>) -> Result<LevelShape, DecodeErro
         b'[' => LevelShape::Pair,
         _ => M::LEVEL,
     })
-}
-
-/// The message of a book that decoded whole: its book, or, where a number could not be
-/// held, the book's loss.
-fn book_message(symbol: &[u8], unheld: Option<DecodeError>) -> Message<'_> {
-    match unheld {
-        None => Message::Book { stream: symbol },
-        Some(error) => Message::Unreadable {
-            stream: symbol,
-            error,
-        },
-    }
 }
 
 /// Whether `channel` is `<market>.<name>`.
@@ -297,14 +259,14 @@ pub(super) fn general_diff<'a, M: Market>(
             b"b" | b"a" if walker.peek()? != b'[' => return Ok(false),
             b"b" => {
                 seen.mark(BIDS, "b")?;
-                side(walker, &mut unheld, |walker| {
+                side_unless_unheld(walker, &mut unheld, |walker| {
                     let shape = shape_at::<M>(walker)?;
                     walker.all_shaped_levels(shape, None, max_levels, &mut out.bids, None)
                 })?;
             }
             b"a" => {
                 seen.mark(ASKS, "a")?;
-                side(walker, &mut unheld, |walker| {
+                side_unless_unheld(walker, &mut unheld, |walker| {
                     let shape = shape_at::<M>(walker)?;
                     walker.all_shaped_levels(shape, None, max_levels, &mut out.asks, None)
                 })?;
@@ -324,7 +286,7 @@ pub(super) fn general_diff<'a, M: Market>(
         check_sorted(Side::Bid, &out.bids)?;
         check_sorted(Side::Ask, &out.asks)?;
     }
-    Ok(book_message(symbol, unheld))
+    Ok(book_or_loss(symbol, unheld))
 }
 
 impl<M: Market> Decode for Gate<M> {
@@ -345,14 +307,14 @@ impl<M: Market> Decode for Gate<M> {
                 b"t" => out.exchange_time_ns = seen.millis_time(walker, TIME, "t")?,
                 b"bids" => {
                     seen.mark(BIDS, "bids")?;
-                    side(walker, &mut unheld, |walker| {
+                    side_unless_unheld(walker, &mut unheld, |walker| {
                         let shape = shape_at::<M>(walker)?;
                         walker.shaped_levels(shape, Side::Bid, depth, &mut out.bids)
                     })?;
                 }
                 b"asks" => {
                     seen.mark(ASKS, "asks")?;
-                    side(walker, &mut unheld, |walker| {
+                    side_unless_unheld(walker, &mut unheld, |walker| {
                         let shape = shape_at::<M>(walker)?;
                         walker.shaped_levels(shape, Side::Ask, depth, &mut out.asks)
                     })?;
@@ -365,7 +327,7 @@ impl<M: Market> Decode for Gate<M> {
             return Ok(message);
         }
         envelope.seen.require(&TOP_KEYS)?;
-        Ok(book_message(symbol, unheld))
+        Ok(book_or_loss(symbol, unheld))
     }
 
     /// `<market>.order_book_update`: one event, or a `"full":true` book replacing the book.
