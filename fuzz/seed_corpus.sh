@@ -19,7 +19,7 @@ for f in "$fixtures"/kraken/*; do seed kraken_book "$f"; done
 for f in "$fixtures"/bybit/*; do seed bybit_book "$f"; done
 for f in "$fixtures"/okx/*; do seed okx_books "$f"; done
 for f in "$fixtures"/bitget/*; do seed bitget_books "$f"; seed bitget_futures_books "$f"; done
-# Deribit's plain files (its session timeline's lines are the recorder's, not frames).
+# Deribit's plain files (its timeline's lines are the recorder's, not frames).
 for f in "$fixtures"/deribit/*; do [[ "$f" == *session_timeline* ]] || seed deribit_book "$f"; done
 for f in "$fixtures"/coinbase/exchange_*; do seed coinbase_exchange_level2 "$f"; done
 for f in "$fixtures"/coinbase/advanced_trade_*; do seed coinbase_level2 "$f"; done

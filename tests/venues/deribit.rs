@@ -19,7 +19,7 @@ use std::time::Duration;
 
 const DERIBIT: VenueId = VenueId::Deribit;
 
-const SESSION_2021: &str = "session_timeline_options_raw_2021-07-22.jsonl";
+const TIMELINE_2021: &str = "session_timeline_options_raw_2021-07-22.jsonl";
 const BOOK_2021: &str = "book_BTC-24SEP21-8000-P_raw_snapshot_then_changes_2021-07-22.jsonl";
 const TRIMMED_2026: &str = "trimmed_frames_2026-09-23_probe_notes.jsonl";
 const WINDOW_2026: &str = "grouped_book_BTC-PERPETUAL_none_10_100ms_2026-01-24.json";
@@ -122,11 +122,11 @@ impl ReferenceBook {
 #[test]
 fn every_recorded_book_replays_to_the_reference_with_its_chain_followed() {
     let mut channels: Vec<(&str, String)> = Vec::new();
-    for frame in venue_frames(SESSION_2021) {
+    for frame in venue_frames(TIMELINE_2021) {
         let value: serde_json::Value = serde_json::from_str(&frame).unwrap();
         let channel = value["params"]["channel"].as_str().unwrap_or_default();
         if channel.starts_with("book.") && !channels.iter().any(|(_, known)| known == channel) {
-            channels.push((SESSION_2021, channel.to_owned()));
+            channels.push((TIMELINE_2021, channel.to_owned()));
         }
     }
     assert_eq!(channels.len(), 6);
@@ -268,7 +268,7 @@ pub fn row() -> Row {
 
 /// The frames of its conformance row: every recorded one.
 fn recorded_frames() -> Vec<String> {
-    [SESSION_2021, BOOK_2021, TRIMMED_2026, WINDOW_2026]
+    [TIMELINE_2021, BOOK_2021, TRIMMED_2026, WINDOW_2026]
         .into_iter()
         .flat_map(venue_frames)
         .collect()
