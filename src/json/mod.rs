@@ -376,10 +376,10 @@ impl<'a> Walker<'a> {
             // Whatever the plain parse stopped at (the exponent, or digits past the range
             // before it), a number with an exponent is read whole.
             Err(error @ DecodeError::Number { at: start, .. }) => {
-                let text = self.bytes[start..]
+                let mut text = self.bytes[start..]
                     .iter()
                     .take_while(|&&b| is_number_byte(b));
-                match { text }.any(|&b| b == b'e' || b == b'E') {
+                match text.any(|&b| b == b'e' || b == b'E') {
                     true => self.scientific(at),
                     false => Err(error),
                 }

@@ -40,3 +40,32 @@ pub(crate) fn apply(frame: &mut Vec<u8>, (near, offset, kind, byte): (usize, usi
         }
     }
 }
+
+/// A top-of-book decoder, fast path or general walk.
+pub(crate) type TopDecoder =
+    for<'a> fn(
+        &'a [u8],
+        usize,
+        &mut crate::book::TopBook,
+    ) -> Result<crate::venue::Message<'a>, crate::venue::DecodeError>;
+
+/// Whether a top-of-book layout fast path (`fast`, `None` where it declines) read `frame`;
+/// what it read is what the general walk reads, message and book.
+pub(crate) fn top_fast_path_agrees(
+    frame: &[u8],
+    fast: for<'a> fn(
+        &'a [u8],
+        usize,
+        &mut crate::book::TopBook,
+    ) -> Option<crate::venue::Message<'a>>,
+    general: TopDecoder,
+) -> Result<bool, TestCaseError> {
+    use crate::book::TopBook;
+    let (mut fast_book, mut general_book) = (TopBook::default(), TopBook::default());
+    let Some(message) = fast(frame, 10, &mut fast_book) else {
+        return Ok(false);
+    };
+    prop_assert_eq!(general(frame, 10, &mut general_book), Ok(message));
+    prop_assert_eq!(fast_book, general_book);
+    Ok(true)
+}

@@ -3,7 +3,7 @@
 //! check that a snapshot's side is sorted. A venue uses these rather than its own copy.
 
 use super::{DecodeError, Message, SubscribeRequest, Walker};
-use crate::book::{Level, Side};
+use crate::book::{DepthBook, Level, Side};
 use crate::fixed::{DECIMALS, FixedPoint, FixedPointError};
 use crate::units::Currency;
 
@@ -243,4 +243,43 @@ pub(crate) fn book_or_loss(stream: &[u8], unheld: Option<DecodeError>) -> Messag
         None => Message::Book { stream },
         Some(error) => Message::Unreadable { stream, error },
     }
+}
+
+/// Levels a side the interleaved checksum covers (OKX's and Bitget's).
+const INTERLEAVED_CHECKSUM_LEVELS: usize = 25;
+
+/// The checksum OKX and Bitget send: the best 25 bids and asks interleaved,
+/// `bid1Price:bid1Size:ask1Price:ask1Size:…` (the longer side's remaining levels after the
+/// shorter side ends), each number as `text` writes it (`true` for a price); CRC32, which
+/// both send as a signed integer. The text is built on the stack and hashed in one call,
+/// so the check allocates nothing.
+pub(crate) fn interleaved_checksum(
+    book: &DepthBook,
+    text: impl Fn(FixedPoint, bool) -> crate::fixed::DecimalText,
+) -> u32 {
+    // 100 numbers of at most 21 bytes, each followed by a ':'.
+    let mut buffer = [0u8; 4 * INTERLEAVED_CHECKSUM_LEVELS * 22];
+    let mut len = 0;
+    let mut push = |value: FixedPoint, is_price: bool| {
+        let number = text(value, is_price);
+        let bytes = number.as_bytes();
+        buffer[len..len + bytes.len()].copy_from_slice(bytes);
+        buffer[len + bytes.len()] = b':';
+        len += bytes.len() + 1;
+    };
+    let (mut bids, mut asks) = (
+        book.levels(Side::Bid).take(INTERLEAVED_CHECKSUM_LEVELS),
+        book.levels(Side::Ask).take(INTERLEAVED_CHECKSUM_LEVELS),
+    );
+    loop {
+        let (bid, ask) = (bids.next(), asks.next());
+        if bid.is_none() && ask.is_none() {
+            break;
+        }
+        for level in [bid, ask].into_iter().flatten() {
+            push(level.price, true);
+            push(level.amount, false);
+        }
+    }
+    crc32fast::hash(&buffer[..len.saturating_sub(1)])
 }

@@ -3,10 +3,7 @@
 
 use super::*;
 use crate::book::diff_sync::Sequencing;
-use crate::fixed::FixedPoint;
-
-/// Levels a side the checksum covers.
-pub(super) const CHECKSUM_LEVELS: usize = 25;
+use crate::venue::wire::interleaved_checksum;
 
 /// Bitget's `seq`/`pseq` chain. An update is `(pseq, seq)` (`first_id`, `last_id`); it
 /// follows a book at `last_id` when its `pseq` is that id. A snapshot (`pseq` 0) starts a
@@ -37,39 +34,15 @@ impl Sequencing for PseqChain {
     }
 }
 
-/// Bitget's checksum: the best 25 bids and asks interleaved, `bid1Price:bid1Size:ask1Price:
-/// ask1Size:…` (the longer side's remaining levels after the shorter side ends), each
-/// number's wire text; CRC32, which Bitget sends as a signed integer. Bitget writes every
-/// number of a book with its instrument's precision, trailing zeros kept (`"135.0000"`),
-/// so the text is each number with the most decimals the book's messages wrote
-/// (`WireDecimals`). Built on the stack and hashed in one call: the check allocates
-/// nothing.
+/// Bitget's checksum: OKX's recipe ([`interleaved_checksum`]) over the wire text. Bitget
+/// writes every number of a book with its instrument's precision, trailing zeros kept
+/// (`"135.0000"`), so the text is each number with the most decimals the book's messages
+/// wrote (`WireDecimals`).
 pub(super) fn book_checksum(book: &DepthBook, decimals: WireDecimals) -> u32 {
-    // 100 numbers of at most 21 bytes, each followed by a ':'.
-    let mut text = [0u8; 4 * CHECKSUM_LEVELS * 22];
-    let mut len = 0;
-    let mut push = |value: FixedPoint, decimals: u8| {
-        let number = value.with_decimals(u32::from(decimals));
-        let bytes = number.as_bytes();
-        text[len..len + bytes.len()].copy_from_slice(bytes);
-        text[len + bytes.len()] = b':';
-        len += bytes.len() + 1;
-    };
-    let (mut bids, mut asks) = (
-        book.levels(Side::Bid).take(CHECKSUM_LEVELS),
-        book.levels(Side::Ask).take(CHECKSUM_LEVELS),
-    );
-    loop {
-        let (bid, ask) = (bids.next(), asks.next());
-        if bid.is_none() && ask.is_none() {
-            break;
-        }
-        for level in [bid, ask].into_iter().flatten() {
-            push(level.price, decimals.price);
-            push(level.amount, decimals.amount);
-        }
-    }
-    crc32fast::hash(&text[..len.saturating_sub(1)])
+    interleaved_checksum(book, |value, is_price| match is_price {
+        true => value.with_decimals(u32::from(decimals.price)),
+        false => value.with_decimals(u32::from(decimals.amount)),
+    })
 }
 
 impl<M: Market> Checksum for Bitget<M> {

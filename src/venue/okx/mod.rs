@@ -56,7 +56,6 @@ use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeEr
 use super::timestamps;
 use super::wire::{Seen, check_sorted, shortest_text};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
-use crate::fixed::FixedPoint;
 use crate::book::diff_sync::Sequencing;
 use crate::json::Walker;
 

@@ -2,9 +2,6 @@
 
 use super::*;
 
-/// Levels a side the checksum covers.
-pub(super) const CHECKSUM_LEVELS: usize = 25;
-
 /// OKX's `seqId`/`prevSeqId` chain. An update covers `prevSeqId..seqId` (`first_id`,
 /// `last_id`); it follows a book at `last_id` when its `prevSeqId` is that id, or, first
 /// after a REST snapshot taken between two of OKX's updates, when the snapshot's id lies
@@ -37,36 +34,9 @@ impl Sequencing for SeqIdChain {
     }
 }
 
-/// OKX's checksum: the best 25 bids and asks interleaved, `bid1px:bid1sz:ask1px:ask1sz:…`
-/// (the longer side's remaining levels after the shorter side ends), each number's wire
-/// text; CRC32, which OKX sends as a signed integer. The text is built on the stack and
-/// hashed in one call, so the check allocates nothing.
+/// OKX's checksum ([`interleaved_checksum`]), each number at its shortest.
 pub(super) fn book_checksum(book: &DepthBook) -> u32 {
-    // 100 numbers of at most 21 bytes, each followed by a ':'.
-    let mut text = [0u8; 4 * CHECKSUM_LEVELS * 22];
-    let mut len = 0;
-    let mut push = |value: FixedPoint| {
-        let number = shortest_text(value);
-        let bytes = number.as_bytes();
-        text[len..len + bytes.len()].copy_from_slice(bytes);
-        text[len + bytes.len()] = b':';
-        len += bytes.len() + 1;
-    };
-    let (mut bids, mut asks) = (
-        book.levels(Side::Bid).take(CHECKSUM_LEVELS),
-        book.levels(Side::Ask).take(CHECKSUM_LEVELS),
-    );
-    loop {
-        let (bid, ask) = (bids.next(), asks.next());
-        if bid.is_none() && ask.is_none() {
-            break;
-        }
-        for level in [bid, ask].into_iter().flatten() {
-            push(level.price);
-            push(level.amount);
-        }
-    }
-    crc32fast::hash(&text[..len.saturating_sub(1)])
+    super::super::wire::interleaved_checksum(book, |value, _| shortest_text(value))
 }
 
 impl Checksum for Okx {

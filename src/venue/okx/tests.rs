@@ -71,17 +71,9 @@ fn recorded_books5() -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Whether the layout fast path read `frame`; what it read is what the general walk
-/// reads.
+/// Whether the layout fast path read `frame`, as the general walk does.
 fn fast_path_agrees(frame: &[u8]) -> Result<bool, proptest::test_runner::TestCaseError> {
-    let (mut fast, mut general) = (TopBook::default(), TopBook::default());
-    let Some(message) = decode_usual_top(frame, 10, &mut fast) else {
-        return Ok(false);
-    };
-    let general_message = decode_top_general(frame, 10, &mut general);
-    proptest::prop_assert_eq!(general_message, Ok(message));
-    proptest::prop_assert_eq!(fast, general);
-    Ok(true)
+    crate::venue::layout_edits::top_fast_path_agrees(frame, decode_usual_top, decode_top_general)
 }
 
 #[test]
