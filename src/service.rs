@@ -93,7 +93,11 @@ pub fn plan_connections(config: &Config) -> Vec<PlannedConnection> {
                 source,
                 name: match settings.mode {
                     FeedMode::Snapshot => venue.streams().stream_name(symbol, config.depth),
-                    FeedMode::Diff(_) => venue.streams().diff_stream_name(symbol),
+                    FeedMode::Diff(_) => settings
+                        .api_key
+                        .as_ref()
+                        .and_then(|_| venue.streams().authorised_diff_stream_name(symbol))
+                        .unwrap_or_else(|| venue.streams().diff_stream_name(symbol)),
                 },
                 symbol: symbol.clone(),
                 contract_size: instrument.contract_size(source),

@@ -270,9 +270,9 @@ pub struct VenueConfig {
     pub listing_url: Option<String>,
 }
 
-/// A venue's API key, read at start-up: sent in the venue's upgrade header
-/// (`VenueFacts::api_key_header`), never written anywhere else. Its `Debug` hides it, so no log
-/// line or error shows it.
+/// A venue's API key, read at start-up: sent in the venue's upgrade header or its
+/// authentication request (`VenueFacts::credentials`), never written anywhere else. Its
+/// `Debug` hides it, so no log line or error shows it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ApiKey(String);
 
@@ -302,10 +302,23 @@ impl ApiKey {
 }
 
 impl ApiKey {
+    /// The key as `client_id:client_secret` (`Credentials::AuthRequest`): both parts, if
+    /// it has that form.
+    pub fn client_credentials(&self) -> Option<(&str, &str)> {
+        let (id, secret) = self.0.split_once(':')?;
+        (!id.is_empty() && !secret.is_empty()).then_some((id, secret))
+    }
+
     /// What a venue's reader sends the simulator, which takes any key, where none is
     /// configured.
     pub fn stand_in() -> ApiKey {
         ApiKey("simulator-stand-in".to_owned())
+    }
+
+    /// Client credentials (`client_id:client_secret`) for tests.
+    #[cfg(test)]
+    pub fn stand_in_credentials(client_id: &str, client_secret: &str) -> ApiKey {
+        ApiKey(format!("{client_id}:{client_secret}"))
     }
 }
 

@@ -132,7 +132,7 @@ pub struct RawVenue {
     pub ping_interval_ms: Option<i64>,
     pub read_idle_timeout_ms: Option<i64>,
     pub renew_after_ms: Option<i64>,
-    /// The environment variable holding the venue's API key (`VenueFacts::api_key_header`).
+    /// The environment variable holding the venue's API key (`VenueFacts::credentials`).
     pub api_key_env: Option<String>,
     /// A file holding the venue's API key (a relative path starts at the config file's
     /// directory).

@@ -507,6 +507,40 @@ fn api_keys_are_read_where_a_venue_needs_one_and_never_shown() {
     assert_eq!(simulated.venues[0].api_key, None);
 }
 
+/// Credentials sent in a request (Deribit's) are optional, and must be
+/// `client_id:client_secret`; the secret is never shown.
+#[test]
+fn client_credentials_are_optional_and_need_both_parts() {
+    let config = |venue_keys: &str| {
+        validate(&format!(
+            "[venues.deribit]\n{venue_keys}\n[[instruments]]\nname = \"BTC/USDC\"\n\
+             symbols = {{ deribit = \"BTC_USDC-PERPETUAL\" }}\n"
+        ))
+    };
+    assert_eq!(config("").unwrap().venues[0].api_key, None);
+    let dir = std::env::temp_dir().join(format!("mergebook-credentials-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        format!("api_key_file = {:?}", path.display().to_string())
+    };
+    let secret = "a-test-secret";
+    let config_with = config(&file("both", &format!("client-id:{secret}\n"))).unwrap();
+    let key = config_with.venues[0]
+        .api_key
+        .as_ref()
+        .expect("the credentials");
+    assert_eq!(key.client_credentials(), Some(("client-id", secret)));
+    assert!(!format!("{config_with:?}").contains(secret));
+    for half in ["client-id", "client-id:", ":a-test-secret"] {
+        let error = config(&file("half", half)).unwrap_err().to_string();
+        assert!(error.contains("client_id:client_secret"), "{half}: {error}");
+        assert!(!error.contains(secret), "{error}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn unknown_keys_are_refused_by_name() {
     let error = validate(&format!("[service]\ndepht = 10\n{MINIMAL}"))

@@ -7,7 +7,7 @@ use super::*;
 use crate::feed::core::audit::AuditSettings;
 use crate::fixed::FixedPoint;
 use crate::merger::summary::MAX_SOURCES;
-use crate::venue::{MAX_VENUES, SnapshotSource};
+use crate::venue::{Credentials, MAX_VENUES, SnapshotSource};
 use std::path::Path;
 
 impl RawConfig {
@@ -643,9 +643,11 @@ fn contract_sizes(
     Ok(sizes)
 }
 
-/// `venues.<name>.api_key_env` or `api_key_file`: the key read, where the venue needs one.
-/// With a `[simulator]`, a key is optional: the simulator takes any, and is sent a stand-in
-/// (`Simulator::point`) rather than a real key.
+/// `venues.<name>.api_key_env` or `api_key_file`: the key read, where the venue takes one
+/// (`VenueFacts::credentials`). A key sent in the upgrade is required, except with a
+/// `[simulator]`, which takes any and is sent a stand-in (`Simulator::point`); credentials
+/// sent in a request (`client_id:client_secret`) are optional: without them, the venue's
+/// public streams are followed.
 fn api_key(
     venue: VenueId,
     raw: Option<&RawVenue>,
@@ -655,45 +657,67 @@ fn api_key(
     let key = |name: &str| format!("venues.{venue}.{name}");
     let env = raw.and_then(|raw| raw.api_key_env.as_deref());
     let file = raw.and_then(|raw| raw.api_key_file.as_deref());
-    let Some(header) = venue.facts().api_key_header else {
-        return match (env, file) {
-            (Some(name), _) => Err(invalid(key("api_key_env"), format!("{name:?}"), NO_KEY)),
-            (_, Some(path)) => Err(invalid(key("api_key_file"), format!("{path:?}"), NO_KEY)),
-            (None, None) => Ok(None),
-        };
+    let credentials = venue.facts().credentials;
+    let (header, required) = match credentials {
+        Credentials::None => {
+            return match (env, file) {
+                (Some(name), _) => Err(invalid(key("api_key_env"), format!("{name:?}"), NO_KEY)),
+                (_, Some(path)) => Err(invalid(key("api_key_file"), format!("{path:?}"), NO_KEY)),
+                (None, None) => Ok(None),
+            };
+        }
+        Credentials::UpgradeHeader(header) => (header, !simulated),
+        Credentials::AuthRequest => ("an authentication request", false),
     };
-    match (env, file) {
-        (None, None) if simulated => Ok(None),
-        (None, None) => Err(invalid(
-            key("api_key_env"),
-            "(unset)",
-            format!(
-                "the venue's market data needs an API key (sent as {header}): name an \
-                 environment variable (api_key_env) or a file (api_key_file) holding it"
-            ),
-        )),
-        (Some(_), Some(path)) => Err(invalid(
-            key("api_key_file"),
-            format!("{path:?}"),
-            "api_key_env is set too: name one source of the key",
-        )),
-        (Some(name), None) => match std::env::var(name) {
-            Ok(text) => ApiKey::parse(&text, key("api_key_env"), &format!("{name:?}")).map(Some),
-            Err(_) => Err(invalid(
+    let (text, at, source) = match (env, file) {
+        (None, None) if !required => return Ok(None),
+        (None, None) => {
+            return Err(invalid(
                 key("api_key_env"),
-                format!("{name:?}"),
-                "no such environment variable (or not UTF-8)",
-            )),
-        },
-        (None, Some(path)) => match std::fs::read_to_string(config_dir.join(path)) {
-            Ok(text) => ApiKey::parse(&text, key("api_key_file"), &format!("{path:?}")).map(Some),
-            Err(error) => Err(invalid(
+                "(unset)",
+                format!(
+                    "the venue's market data needs an API key (sent as {header}): name an \
+                     environment variable (api_key_env) or a file (api_key_file) holding it"
+                ),
+            ));
+        }
+        (Some(_), Some(path)) => {
+            return Err(invalid(
                 key("api_key_file"),
                 format!("{path:?}"),
-                format!("cannot read it: {error}"),
-            )),
+                "api_key_env is set too: name one source of the key",
+            ));
+        }
+        (Some(name), None) => match std::env::var(name) {
+            Ok(text) => (text, key("api_key_env"), format!("{name:?}")),
+            Err(_) => {
+                return Err(invalid(
+                    key("api_key_env"),
+                    format!("{name:?}"),
+                    "no such environment variable (or not UTF-8)",
+                ));
+            }
         },
+        (None, Some(path)) => match std::fs::read_to_string(config_dir.join(path)) {
+            Ok(text) => (text, key("api_key_file"), format!("{path:?}")),
+            Err(error) => {
+                return Err(invalid(
+                    key("api_key_file"),
+                    format!("{path:?}"),
+                    format!("cannot read it: {error}"),
+                ));
+            }
+        },
+    };
+    let parsed = ApiKey::parse(&text, at.clone(), &source)?;
+    if credentials == Credentials::AuthRequest && parsed.client_credentials().is_none() {
+        return Err(invalid(
+            at,
+            source,
+            "expected the API key's client id and client secret as client_id:client_secret",
+        ));
     }
+    Ok(Some(parsed))
 }
 
 /// Why a venue without API keys refuses one.

@@ -39,7 +39,7 @@ use crate::log_limit::LogLimiter;
 use crate::metrics::VenueMetrics;
 use crate::record::{ConnectionRecorder, EventKind};
 use crate::rng::Rng;
-use crate::venue::VenueId;
+use crate::venue::{AuthAnswer, AuthRequest, VenueId};
 use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,10 +95,19 @@ fn api_key_header(
     tungstenite::http::HeaderName,
     tungstenite::http::HeaderValue,
 )> {
-    let name = tungstenite::http::HeaderName::from_bytes(venue.facts().api_key_header?.as_bytes());
+    let name = tungstenite::http::HeaderName::from_bytes(
+        venue.facts().credentials.upgrade_header()?.as_bytes(),
+    );
     let mut value = tungstenite::http::HeaderValue::from_str(key?.expose()).ok()?;
     value.set_sensitive(true);
     Some((name.ok()?, value))
+}
+
+/// When a connection whose authorisation lasts `lifetime` is renewed: the renewal margin
+/// before it lapses, or half-way through a lifetime shorter than two margins (never at
+/// once, which would renew without end).
+fn renewal_before_lapse(lifetime: Duration) -> Duration {
+    lifetime - crate::config::defaults::RENEWAL_MARGIN.min(lifetime / 2)
 }
 
 /// Starts the reader's thread. It runs until `shutdown` turns true, then closes the
@@ -191,6 +200,9 @@ struct Reader {
         tungstenite::http::HeaderName,
         tungstenite::http::HeaderValue,
     )>,
+    /// The request each connection is authorised by, first, where the venue takes its
+    /// credentials so and they are configured (`Streams::auth_request`).
+    auth: Option<Arc<AuthRequest>>,
     settings: FeedSettings,
     core: FeedCore,
     outlet: Outlet,
@@ -333,6 +345,9 @@ impl Reader {
             renew_after: spec.renew_after.filter(|_| spec.recorder.is_none()),
             client_ping: spec.client_ping,
             api_key_header: api_key_header(spec.venue, spec.api_key.as_ref()),
+            auth: (spec.api_key.as_ref())
+                .and_then(|key| spec.venue.streams().auth_request(key))
+                .map(Arc::new),
             settings: spec.settings,
             core: FeedCore::new(spec.venue, spec.depth, streams, diff, clock::monotonic_ns()),
             outlet: Outlet {
@@ -463,6 +478,13 @@ impl Reader {
         if let Some(recorder) = &mut self.recorder {
             recorder.record(EventKind::Connected, connected_ns, &self.url, b"");
         }
+        let authorised_for = match self.auth.clone() {
+            None => None,
+            Some(auth) => tokio::select! {
+                authorised = self.authorise(&mut socket, &auth) => authorised?,
+                _ = shutdown.wait_for(|stop| *stop) => return Ok(Disconnect::Shutdown),
+            },
+        };
         let requests = self.core.connected(connected_ns, &mut self.outlet);
         self.send(&mut socket, requests).await?;
         if let Some(suppressed) = self.connected_log.allow(clock::monotonic_ns()) {
@@ -484,10 +506,19 @@ impl Reader {
             client_ping.map_or(Duration::from_secs(3600), |(every, _)| every),
         );
         client_pinger.reset();
-        // Renewal: when this connection is renewed, and the new connection meanwhile.
-        let renew_in = self
-            .renew_after
-            .unwrap_or(Duration::from_secs(365 * 24 * 3600));
+        // Renewal: when this connection is renewed, and the new connection meanwhile. An
+        // authorisation that lapses renews the connection before it does, as a lifetime.
+        let renew_after = match authorised_for.filter(|_| self.renews()) {
+            Some(lifetime) => {
+                let before_lapse = renewal_before_lapse(lifetime);
+                Some(
+                    self.renew_after
+                        .map_or(before_lapse, |after| after.min(before_lapse)),
+                )
+            }
+            None => self.renew_after,
+        };
+        let renew_in = renew_after.unwrap_or(Duration::from_secs(365 * 24 * 3600));
         let retry_in = renew_in.min(RENEWAL_RETRY);
         let renew_timer = tokio::time::sleep(renew_in);
         tokio::pin!(renew_timer);
@@ -570,7 +601,7 @@ impl Reader {
                     }
                     continue;
                 }
-                _ = &mut renew_timer, if self.renew_after.is_some() => {
+                _ = &mut renew_timer, if renew_after.is_some() => {
                     // A new connection syncs beside this one (its books held), within an
                     // allowance; then it takes over, or is given up and tried again later.
                     match renewal.take() {
@@ -667,6 +698,63 @@ impl Reader {
         }
     }
 
+    /// Whether this reader renews its connections: not a renewal's new connection (its
+    /// books held until it takes over), nor one recording (a recording's timeline is one
+    /// connection at a time).
+    fn renews(&self) -> bool {
+        matches!(self.outlet.books, Books::Mailboxes(_)) && self.recorder.is_none()
+    }
+
+    /// Authorises the connection before anything else is sent on it: `auth`'s request,
+    /// then frames read until its answer, within the connect timeout. Returns how long the
+    /// authorisation lasts, where the venue says. The secret and the tokens answered are
+    /// left out of the recording (`AuthRequest::recorded`, `AuthAnswer::Authorised`).
+    async fn authorise(
+        &mut self,
+        socket: &mut Socket,
+        auth: &AuthRequest,
+    ) -> Result<Option<Duration>, ConnectionError> {
+        if let Some(recorder) = &mut self.recorder {
+            recorder.record(
+                EventKind::Sent,
+                clock::monotonic_ns(),
+                "",
+                auth.recorded.as_bytes(),
+            );
+        }
+        socket
+            .send(tungstenite::Message::text(auth.frame.clone()))
+            .await?;
+        let deadline = tokio::time::Instant::now() + self.settings.connect_timeout;
+        loop {
+            let next = tokio::time::timeout_at(deadline, socket.next()).await;
+            let text = match next.map_err(|_| ConnectionError::AckTimeout)? {
+                Some(Ok(tungstenite::Message::Text(text))) => text,
+                Some(Ok(tungstenite::Message::Close(_))) | None => {
+                    return Err(ConnectionError::ClosedUnauthorised);
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(error)) => return Err(error.into()),
+            };
+            let received_ns = clock::monotonic_ns();
+            let answer = self.venue.streams().auth_answer(text.as_bytes());
+            let recorded = match &answer {
+                Some(AuthAnswer::Authorised { recorded, .. }) => recorded.as_bytes(),
+                Some(AuthAnswer::Refused(_)) | None => text.as_bytes(),
+            };
+            if let Some(recorder) = &mut self.recorder {
+                recorder.record(EventKind::Received, received_ns, "", recorded);
+            }
+            match answer {
+                Some(AuthAnswer::Authorised { lifetime, .. }) => return Ok(lifetime),
+                Some(AuthAnswer::Refused(why)) => return Err(ConnectionError::AuthRefused(why)),
+                None => {
+                    tracing::debug!(venue = %self.venue, "a frame before the authorisation's answer: ignored")
+                }
+            }
+        }
+    }
+
     /// Makes the snapshot or audit request the core says is due: a REST fetch on this
     /// thread's runtime, or the frames to send on the connection (a subscription again).
     fn start_snapshot_request(&mut self) -> Option<Vec<String>> {
@@ -759,6 +847,7 @@ impl Reader {
             connect_attempts: Arc::clone(&self.connect_attempts),
             client_ping: self.client_ping,
             api_key_header: self.api_key_header.clone(),
+            auth: self.auth.clone(),
             settings: self.settings,
             core: self.core.fresh(clock::monotonic_ns()),
             outlet: Outlet {
@@ -855,6 +944,10 @@ enum ConnectionError {
     Closed,
     #[error("subscription refused by the venue")]
     Refused,
+    #[error("authorisation refused by the venue (check the API key's client id and secret): {0}")]
+    AuthRefused(String),
+    #[error("the venue closed the connection before answering its authorisation")]
+    ClosedUnauthorised,
     #[error(transparent)]
     WebSocket(#[from] tungstenite::Error),
 }
@@ -880,6 +973,8 @@ impl ConnectionError {
                 | WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake),
             ) => "closed",
             ConnectionError::Refused => "subscription_refused",
+            ConnectionError::AuthRefused(_) => "auth_refused",
+            ConnectionError::ClosedUnauthorised => "closed",
             ConnectionError::WebSocket(WsError::Capacity(_)) => "oversized_frame",
             ConnectionError::WebSocket(WsError::Utf8(_)) => "invalid_utf8",
             ConnectionError::WebSocket(WsError::Protocol(_)) => "protocol",
@@ -896,4 +991,22 @@ fn is_tls_failure(error: &std::io::Error, url: &str) -> bool {
         .is_some_and(|inner| inner.is::<rustls::Error>());
     rustls_refused
         || (url.starts_with("wss://") && error.kind() == std::io::ErrorKind::UnexpectedEof)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_authorisation_renews_its_connection_before_it_lapses_never_at_once() {
+        let hour = Duration::from_secs(3600);
+        let year = 365 * 24 * hour;
+        assert_eq!(renewal_before_lapse(year), year - hour / 2);
+        assert_eq!(renewal_before_lapse(hour), hour / 2);
+        assert_eq!(
+            renewal_before_lapse(Duration::from_secs(900)),
+            Duration::from_secs(450)
+        );
+        assert_eq!(renewal_before_lapse(Duration::ZERO), Duration::ZERO);
+    }
 }

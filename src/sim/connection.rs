@@ -83,6 +83,8 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     let mut unanswered_since: Option<std::time::Instant> = None;
     // Serves no subscription any more (`Command::HeartbeatsOnly`).
     let mut data_dead = false;
+    // The connection was authorised (`Answer::authorises`).
+    let mut authorised = false;
     loop {
         // Before choosing what to send next: a frame being written when the venue was
         // paused has gone out.
@@ -90,7 +92,19 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
         tokio::select! {
             incoming = socket.next() => match incoming {
                 Some(Ok(Message::Text(text))) => {
-                    if let Some(answer) = venue.simulated().answer_request(&text) {
+                    if let Some(mut answer) = venue.simulated().answer_request(&text) {
+                        if let Some(refusal) = answer.authorises.take() {
+                            if control.refuse_credentials.load(Ordering::Relaxed) {
+                                socket.send(Message::text(refusal)).await?;
+                                continue;
+                            }
+                            authorised = true;
+                        }
+                        if let Some(refusal) = answer.unauthorised.take().filter(|_| !authorised) {
+                            control.refused_unauthorised.fetch_add(1, Ordering::Relaxed);
+                            socket.send(Message::text(refusal)).await?;
+                            continue;
+                        }
                         if answer.ping {
                             let lost = control.answers_to_lose.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(1)).is_ok();
                             if lost {

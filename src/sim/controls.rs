@@ -487,4 +487,20 @@ impl Simulator {
             .refused_for_api_key
             .load(Ordering::Relaxed)
     }
+
+    /// Makes `venue` refuse (`true`) or grant its authorisation requests from now on, as
+    /// the exchange refuses a key it does not know.
+    pub fn refuse_credentials(&self, venue: VenueId, refuse: bool) {
+        self.control(venue)
+            .refuse_credentials
+            .store(refuse, Ordering::Relaxed);
+    }
+
+    /// Requests of `venue` refused because their connection was not authorised (Deribit's
+    /// `raw` books asked for without `public/auth`).
+    pub fn refused_unauthorised(&self, venue: VenueId) -> u64 {
+        self.control(venue)
+            .refused_unauthorised
+            .load(Ordering::Relaxed)
+    }
 }

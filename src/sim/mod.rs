@@ -118,6 +118,10 @@ struct VenueControl {
     in_band_form: AtomicBool,
     /// Upgrades refused for want of the venue's API key.
     refused_for_api_key: AtomicU64,
+    /// Authorisations are refused (`Simulator::refuse_credentials`).
+    refuse_credentials: AtomicBool,
+    /// Requests refused because their connection was not authorised.
+    refused_unauthorised: AtomicU64,
     faults: DiffFaults,
 }
 
@@ -447,6 +451,8 @@ impl Simulator {
                 closing: AtomicBool::new(false),
                 in_band_form: AtomicBool::new(false),
                 refused_for_api_key: AtomicU64::new(0),
+                refuse_credentials: AtomicBool::new(false),
+                refused_unauthorised: AtomicU64::new(0),
                 faults: DiffFaults::default(),
             }),
             recordings: Mutex::new(Default::default()),
@@ -573,7 +579,8 @@ impl Simulator {
     pub fn point(&self, config: &mut crate::config::Config) {
         for venue in &mut config.venues {
             venue.url = self.url(venue.venue);
-            if venue.venue.facts().api_key_header.is_some() && venue.api_key.is_none() {
+            if venue.venue.facts().credentials.upgrade_header().is_some() && venue.api_key.is_none()
+            {
                 venue.api_key = Some(crate::config::ApiKey::stand_in());
             }
             if let crate::config::FeedMode::Diff(settings) = &mut venue.mode {

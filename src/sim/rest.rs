@@ -21,7 +21,7 @@ pub(super) fn check_api_key(
     let Some(venue) = venue_of_path(request.uri().path()) else {
         return Ok(());
     };
-    let Some(header) = venue.facts().api_key_header else {
+    let Some(header) = venue.facts().credentials.upgrade_header() else {
         return Ok(());
     };
     if request

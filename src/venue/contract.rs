@@ -13,6 +13,7 @@
 
 use crate::book::diff_sync::Sequencing;
 use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
+use crate::config::ApiKey;
 use crate::json::DecodeError;
 use crate::units::Currency;
 
@@ -55,9 +56,9 @@ pub struct VenueFacts {
     /// still read by `decode` and `decode_diff` (subscription answers). A binary frame
     /// from any other venue is a bad frame.
     pub binary_books: bool,
-    /// The HTTP header of the WebSocket upgrade that carries the venue's API key, where
-    /// its market data needs one (`venues.<name>.api_key_env` or `api_key_file`).
-    pub api_key_header: Option<&'static str>,
+    /// What the venue takes to identify its client (`venues.<name>.api_key_env` or
+    /// `api_key_file`).
+    pub credentials: Credentials,
     /// Where diff-mode books start from.
     pub snapshots: SnapshotSource,
     /// The venue's published limit on the REST requests a snapshot takes, where its
@@ -238,6 +239,27 @@ pub trait Streams: Sync {
     /// venue's own keep-alive set-up, a channel of its notices): none for most venues.
     fn opening_frames(&self) -> Vec<String> {
         Vec::new()
+    }
+
+    /// The request that authorises a connection with `credentials`, where the venue takes
+    /// them so (`Credentials::AuthRequest`): sent first, its answer awaited before any other
+    /// frame.
+    fn auth_request(&self, credentials: &ApiKey) -> Option<AuthRequest> {
+        let _ = credentials;
+        None
+    }
+
+    /// The answer to [`Streams::auth_request`] that `frame` is, if it is that answer.
+    fn auth_answer(&self, frame: &[u8]) -> Option<AuthAnswer> {
+        let _ = frame;
+        None
+    }
+
+    /// The diff stream of `symbol` that an authorised connection follows, where the venue
+    /// has one apart from its public `diff_stream_name` (Deribit's unthrottled `raw`).
+    fn authorised_diff_stream_name(&self, symbol: &str) -> Option<String> {
+        let _ = symbol;
+        None
     }
 
     /// An application-level ping the venue wants from its clients, and how often; `None`
@@ -483,6 +505,52 @@ pub struct RestBudget {
     pub per: std::time::Duration,
 }
 
+/// What a venue takes to identify its client, read from `venues.<name>.api_key_env` or
+/// `api_key_file` (`config::ApiKey`, never logged nor recorded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credentials {
+    /// Nothing: its market data is public.
+    None,
+    /// An API key, required, in this header of the WebSocket upgrade (Binance SBE).
+    UpgradeHeader(&'static str),
+    /// Optional `client_id:client_secret`: with them, each connection is authorised by a
+    /// request before anything else is sent ([`Streams::auth_request`]) and follows the
+    /// venue's authorised diff streams ([`Streams::authorised_diff_stream_name`]);
+    /// without them, its public ones (Deribit's `raw` and `100ms` books).
+    AuthRequest,
+}
+
+impl Credentials {
+    /// The upgrade header carrying the API key, where the venue takes it so.
+    pub fn upgrade_header(self) -> Option<&'static str> {
+        match self {
+            Credentials::UpgradeHeader(header) => Some(header),
+            Credentials::None | Credentials::AuthRequest => None,
+        }
+    }
+}
+
+/// A request that authorises a connection ([`Streams::auth_request`]).
+pub struct AuthRequest {
+    /// What is sent: the secret in it.
+    pub frame: String,
+    /// What a recording keeps of it: the same request, the secret left out.
+    pub recorded: String,
+}
+
+/// The venue's answer to an [`AuthRequest`] ([`Streams::auth_answer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthAnswer {
+    /// The connection is authorised: what a recording keeps of the answer (its tokens
+    /// left out), and how long the authorisation lasts, where the venue says.
+    Authorised {
+        recorded: String,
+        lifetime: Option<std::time::Duration>,
+    },
+    /// Refused: the venue's reason (Deribit's `invalid_credentials`).
+    Refused(String),
+}
+
 /// Where a venue's diff-mode books start from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SnapshotSource {
@@ -507,6 +575,12 @@ pub struct Answer {
     pub depth: Option<usize>,
     /// The request was the client's application-level ping.
     pub ping: bool,
+    /// The request authorises the connection (Deribit's `public/auth`): the venue's
+    /// answer where it refuses the credentials instead (`Simulator::refuse_credentials`).
+    pub authorises: Option<String>,
+    /// The request subscribes streams only an authorised connection gets: the venue's
+    /// answer to a connection not authorised instead.
+    pub unauthorised: Option<String>,
 }
 
 /// What one frame from a venue said.

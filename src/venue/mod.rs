@@ -9,9 +9,9 @@
 pub use crate::book::diff_sync::Sequencing;
 pub use crate::json::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker};
 pub use contract::{
-    Acked, Answer, Checksum, ConnectBudget, Decode, Message, PING_TIME, RestBudget, Simulated,
-    SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID,
-    Venue, VenueFacts,
+    Acked, Answer, AuthAnswer, AuthRequest, Checksum, ConnectBudget, Credentials, Decode, Message,
+    PING_TIME, RestBudget, Simulated, SnapshotSource, Snapshots, StreamKind, Streams,
+    SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts,
 };
 pub use level_texts::LevelTexts;
 

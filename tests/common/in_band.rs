@@ -196,7 +196,7 @@ impl Harness {
         }
         // A key file, where the venue's market data needs one (the simulator checks it is
         // sent).
-        if venue.facts().api_key_header.is_some() {
+        if venue.facts().credentials.upgrade_header().is_some() {
             let key_file = super::api_key_file(venue).display().to_string();
             config = config.set(&format!("venues.{venue}.api_key_file"), key_file);
         }

@@ -466,3 +466,153 @@ async fn grouped_windows_in_snapshot_mode_sync_an_inverse_perpetual_in_usd() {
         .await;
     harness.service.stop().await;
 }
+
+/// The client id and secret the authorised tests configure; the simulator takes any.
+const CLIENT_CREDENTIALS: &str = "sim-client:do-not-record-this-secret";
+
+/// A directory of this test process's own, `name`d, empty.
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mergebook-deribit-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A file holding [`CLIENT_CREDENTIALS`], in `dir`.
+fn credentials_file(dir: &std::path::Path) -> String {
+    let path = dir.join("deribit-credentials");
+    std::fs::write(&path, CLIENT_CREDENTIALS).unwrap();
+    path.display().to_string()
+}
+
+/// Diff mode with [`CLIENT_CREDENTIALS`] configured (and whatever `configure` adds).
+async fn authorised_harness(
+    dir: &std::path::Path,
+    configure: impl FnOnce(crate::common::config::TestConfig) -> crate::common::config::TestConfig,
+) -> Harness {
+    let credentials = credentials_file(dir);
+    Harness::start_in(
+        StreamKind::Diff,
+        DERIBIT,
+        "BTC_USDC-PERPETUAL",
+        "ETH_USDC-PERPETUAL",
+        |config| configure(config.set("venues.deribit.api_key_file", credentials)),
+    )
+    .await
+}
+
+/// Every recording file under `dir` (a folder a connection), decompressed and
+/// concatenated.
+fn recorded_text(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            text.push_str(&recorded_text(&path));
+        } else if path
+            .to_string_lossy()
+            .ends_with(mergebook::record::TIMELINE_EXTENSION)
+        {
+            let bytes = std::fs::read(&path).unwrap();
+            text.push_str(&String::from_utf8(zstd::decode_all(bytes.as_slice()).unwrap()).unwrap());
+        }
+    }
+    text
+}
+
+/// With credentials configured, each connection is authorised by `public/auth` before it
+/// subscribes, and follows the `raw` books, which the simulator refuses to a connection
+/// not authorised; the recording keeps the request and its answer, but neither the
+/// secret nor the tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_books_on_an_authorised_connection_sync_and_the_secret_is_never_recorded() {
+    let dir = scratch_dir("recorded");
+    let recording = dir.join("recording");
+    let harness = authorised_harness(&dir, |config| {
+        config.set("record.dir", recording.display().to_string())
+    })
+    .await;
+    harness.synced().await;
+    let checked = harness
+        .books_stay_true_for(Duration::from_millis(500))
+        .await;
+    assert!(checked > 5, "only {checked} books");
+    assert_eq!(harness.simulator.refused_unauthorised(DERIBIT), 0);
+    harness.service.stop().await;
+
+    let recorded = recorded_text(&recording);
+    assert!(recorded.contains("public/auth"), "the request recorded");
+    assert!(
+        recorded.contains("book.BTC_USDC-PERPETUAL.raw"),
+        "raw books subscribed"
+    );
+    assert!(
+        !recorded.contains("book.BTC_USDC-PERPETUAL.100ms"),
+        "no public book asked for"
+    );
+    assert!(
+        recorded.contains("(not recorded)"),
+        "what stands for the secret and the tokens"
+    );
+    let (_, secret) = CLIENT_CREDENTIALS.split_once(':').unwrap();
+    for never in [secret, "sim-access-token", "sim-refresh-token"] {
+        assert!(!recorded.contains(never), "{never} recorded");
+    }
+}
+
+/// Credentials the venue refuses (from a reconnection on) end each connection before it
+/// subscribes, counted (`reason="auth_refused"`), no book merged; once accepted again,
+/// every book syncs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_credentials_are_counted_and_retried_until_accepted() {
+    let harness = authorised_harness(&scratch_dir("refused"), |config| config).await;
+    harness.synced().await;
+    harness.simulator.refuse_credentials(DERIBIT, true);
+    harness.simulator.disconnect(DERIBIT);
+    let refused = r#"orderbook_connection_errors_total{exchange="deribit",reason="auth_refused"}"#;
+    harness.counted(refused, 2.0).await;
+    // No subscription is made on a connection not authorised: nothing can have synced.
+    let latest = harness.summaries().borrow().clone();
+    assert_ne!(
+        latest.venue_state(DERIBIT),
+        mergebook::merger::summary::VenueState::Synced
+    );
+    harness.simulator.refuse_credentials(DERIBIT, false);
+    harness.synced().await;
+    harness
+        .books_stay_true_for(Duration::from_millis(300))
+        .await;
+    harness.service.stop().await;
+}
+
+/// The simulator as Deribit answers a `raw` subscription: error 13778 on a connection not
+/// authorised; listed once `public/auth` authorised it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulator_serves_raw_books_to_authorised_connections_only() {
+    use futures_util::{SinkExt, StreamExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let simulator = mergebook::sim::Simulator::start(listener, 50, 5).unwrap();
+    let (mut socket, _) = tokio_tungstenite::connect_async(simulator.url(DERIBIT))
+        .await
+        .unwrap();
+    let mut ask = async |request: serde_json::Value| {
+        socket.send(request.to_string().into()).await.unwrap();
+        let answer = socket.next().await.unwrap().unwrap().into_text().unwrap();
+        serde_json::from_str::<serde_json::Value>(&answer).unwrap()
+    };
+    let subscribe = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "public/subscribe",
+        "params": {"channels": ["book.BTC-PERPETUAL.raw"]}});
+    let refused = ask(subscribe.clone()).await;
+    assert_eq!(refused["error"]["code"], 13778, "{refused}");
+    let auth = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "public/auth",
+        "params": {"grant_type": "client_credentials", "client_id": "a", "client_secret": "b"}});
+    let authorised = ask(auth).await;
+    assert_eq!(authorised["result"]["token_type"], "bearer", "{authorised}");
+    let listed = ask(subscribe).await;
+    assert_eq!(
+        listed["result"],
+        serde_json::json!(["book.BTC-PERPETUAL.raw"]),
+        "{listed}"
+    );
+    assert_eq!(simulator.refused_unauthorised(DERIBIT), 1);
+}

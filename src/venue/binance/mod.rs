@@ -29,7 +29,7 @@
 //! The book's time (`exchange_time_ns`, docs/protocols.md): a diff event's `E` (ms);
 //! partial depth books and REST snapshots carry none.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, Credentials, RestBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::Seen;
 use super::timestamps;
 use crate::book::{BookUpdate, Side, TopBook};
@@ -70,7 +70,7 @@ impl Venue for Binance {
         snapshot_streams: true,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::Rest,
         // "IP budget `REQUEST_WEIGHT` 6000/min" (docs/protocols.md, Binance, REST weights).
         rest_budget: Some(RestBudget {

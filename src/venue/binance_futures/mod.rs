@@ -35,8 +35,8 @@
 
 use super::binance::Binance;
 use super::{
-    Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, RestBudget, Simulated,
-    SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts,
+    Answer, Checksum, ConnectBudget, Credentials, Decode, DecodeError, Message, RestBudget,
+    Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts,
 };
 use crate::book::diff_sync::Sequencing;
 use crate::book::{BookUpdate, Side, TopBook};
@@ -85,7 +85,7 @@ pub(super) const fn market_facts(
         snapshot_streams: true,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::Rest,
         // The documented examples' 2,400 a minute (docs/protocols.md, Binance futures,
         // Limits), one budget for each market's API.

@@ -28,7 +28,7 @@
 //! snapshots and diffs.
 
 use super::binance::{Binance, UpdateIdRanges};
-use super::{Answer, Checksum, Decode, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
+use super::{Answer, Checksum, Credentials, Decode, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
 use crate::book::{BookUpdate, Level, Levels, Side, TopBook};
 use crate::fixed::{DECIMALS, FixedPoint, FixedPointError};
 use crate::json::DecodeError;
@@ -63,7 +63,7 @@ impl Venue for BinanceSbe {
         snapshot_streams: true,
         diff_streams: true,
         binary_books: true,
-        api_key_header: Some("X-MBX-APIKEY"),
+        credentials: Credentials::UpgradeHeader("X-MBX-APIKEY"),
         snapshots: SnapshotSource::Rest,
         // Binance's REST API and its IP budget.
         rest_budget: Binance::FACTS.rest_budget,

@@ -53,8 +53,8 @@
 use super::timestamps;
 use super::wire::{Seen, check_sorted};
 use super::{
-    Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, Message, Simulated,
-    SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts,
+    Acked, Answer, Checksum, ConnectBudget, Credentials, Decode, DecodeError, LevelShape, Message,
+    Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts,
 };
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
 use crate::json::Walker;
@@ -108,7 +108,7 @@ pub(super) const fn market_facts(name: &'static str) -> VenueFacts {
         snapshot_streams: true,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::InBand,
         rest_budget: None,
         sequencing: &PseqChain,

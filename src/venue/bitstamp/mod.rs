@@ -24,7 +24,7 @@
 //! `venue_sequence` and its time (`exchange_time_ns`), in books, diff events and REST
 //! snapshots alike.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, Credentials, RestBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
 use super::timestamps;
 use super::wire::Seen;
 use crate::book::{BookUpdate, Side, TopBook};
@@ -68,7 +68,7 @@ impl Venue for Bitstamp {
         snapshot_streams: true,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::Rest,
         // "10 000 per 10 minutes per IP by default" (docs/protocols.md, Bitstamp, Limits;
         // uncertain).

@@ -40,7 +40,7 @@
 //! The book's time (`exchange_time_ns`, docs/protocols.md): `cts`, the matching engine's
 //! (ms), else the message's `ts`.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, Credentials, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::json::Walker;
@@ -99,7 +99,7 @@ impl Venue for Bybit {
         snapshot_streams: false,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::InBand,
         rest_budget: None,
         sequencing: &ConsecutiveUpdateIds,

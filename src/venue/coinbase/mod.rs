@@ -37,7 +37,7 @@
 //! The book's time (`exchange_time_ns`, docs/protocols.md): the message's `timestamp`
 //! (RFC 3339, ns), for every event it holds.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, Credentials, Decode, DecodeError, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::Seen;
 use super::timestamps::{self, write_timestamp};
 use crate::book::{BookUpdate, Level, Side, TopBook};
@@ -76,7 +76,7 @@ impl Venue for Coinbase {
         snapshot_streams: false,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::InBand,
         rest_budget: None,
         sequencing: &crate::book::diff_sync::Unsequenced,

@@ -37,7 +37,7 @@
 //! book (`GET /products/<id>/book?level=2`, whole and aggregated, levels `[price, size,
 //! num_orders]`), whose shape is from Coinbase's REST reference, not from a recording.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, Credentials, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, TaggedShape, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};
 use super::timestamps::{self, unix_micros_or, write_timestamp};
 use crate::book::{BookUpdate, Level, Side, TopBook};
@@ -75,7 +75,7 @@ impl Venue for CoinbaseExchange {
         snapshot_streams: false,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::InBand,
         rest_budget: None,
         sequencing: &crate::book::diff_sync::Unsequenced,

@@ -2,7 +2,7 @@
 //! JSON-RPC message, the book's sides read as the walk meets them (the `channel` that says
 //! what they are may come after them), then classified by method, answer or error.
 
-use super::subscribe::{HEARTBEAT_REQUEST_ID, PLATFORM_STATE_REQUEST_ID, TEST_REQUEST_ID};
+use super::subscribe::{AUTH_REQUEST_ID, HEARTBEAT_REQUEST_ID, PLATFORM_STATE_REQUEST_ID, TEST_REQUEST_ID};
 use super::*;
 use crate::venue::wire::{book_or_loss, side_unless_unheld};
 
@@ -255,7 +255,7 @@ impl<'a> Members<'a> {
     /// What a message other than a book notification said; `None` for a book's.
     fn classify(&self) -> Result<Option<Message<'a>>, DecodeError> {
         let answered = |id: u64| {
-            [UNSUBSCRIBE_REQUEST_ID, HEARTBEAT_REQUEST_ID, PLATFORM_STATE_REQUEST_ID, TEST_REQUEST_ID]
+            [UNSUBSCRIBE_REQUEST_ID, HEARTBEAT_REQUEST_ID, PLATFORM_STATE_REQUEST_ID, TEST_REQUEST_ID, AUTH_REQUEST_ID]
                 .contains(&id)
         };
         Ok(Some(match self.method {

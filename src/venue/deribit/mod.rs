@@ -1,5 +1,7 @@
 //! Deribit, API v2: JSON-RPC over one WebSocket, public `book.<instrument>.100ms` (diff
-//! mode: a snapshot, then changes chained by change ids) and the grouped
+//! mode: a snapshot, then changes chained by change ids), or `book.<instrument>.raw` on a
+//! connection authorised with the operator's client credentials (`public/auth`, sent and
+//! answered before anything else: [`Streams::auth_request`]), and the grouped
 //! `book.<instrument>.none.<depth>.100ms` windows (snapshot mode: the top 1, 10 or 20,
 //! whole each push).
 //!
@@ -51,7 +53,7 @@
 use super::timestamps;
 use super::wire::{Seen, check_sorted};
 use super::{
-    Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, Message, Simulated,
+    Acked, Answer, AuthAnswer, AuthRequest, Checksum, ConnectBudget, Credentials, Decode, DecodeError, Message, Simulated,
     SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID,
     Venue, VenueFacts,
 };
@@ -95,7 +97,7 @@ impl Venue for Deribit {
         snapshot_streams: true,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::AuthRequest,
         snapshots: SnapshotSource::InBand,
         rest_budget: None,
         sequencing: &ChangeIdChain,

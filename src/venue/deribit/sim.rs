@@ -85,16 +85,44 @@ impl Simulated for Deribit {
         write_notification(stream, &members, book.bids.as_slice(), book.asks.as_slice(), false, out);
     }
 
-    /// `public/subscribe` (answered with the channels it subscribed: a `raw` book refused
-    /// with Deribit's error for unauthorised connections, an unknown channel left out),
-    /// `public/unsubscribe`, `public/set_heartbeat`, and `public/test`, the answer to its
-    /// heartbeats.
+    /// `public/auth` (any client id and secret authorise the connection; the simulator
+    /// cannot check them against an account), `public/subscribe` (answered with the
+    /// channels it subscribed: a `raw` book refused with Deribit's error 13778 on a
+    /// connection not authorised, an unknown channel left out), `public/unsubscribe`,
+    /// `public/set_heartbeat`, and `public/test`, the answer to its heartbeats.
     fn answer_request(&self, request: &str) -> Option<Answer> {
         let request: serde_json::Value = serde_json::from_str(request).ok()?;
         let id = request.get("id")?;
         let method = request.get("method")?.as_str()?;
         let mut answered = Answer::default();
         match method {
+            "public/auth" => {
+                let params = request.get("params")?;
+                let given = |name: &str| params.get(name).and_then(serde_json::Value::as_str);
+                let refusal = |code: u32, message: &str| {
+                    serde_json::json!({
+                        "jsonrpc": "2.0", "id": id, "testnet": false,
+                        "error": {"code": code, "message": message},
+                    })
+                    .to_string()
+                };
+                let credentials = [given("client_id"), given("client_secret")];
+                if given("grant_type") != Some("client_credentials")
+                    || credentials.iter().any(|given| given.is_none_or(str::is_empty))
+                {
+                    answered.replies.push(refusal(11050, "bad_request"));
+                    return Some(answered);
+                }
+                // Deribit's answer's members; the tokens stand-ins (the simulator
+                // authorises the connection, which needs no private call).
+                let result = serde_json::json!({
+                    "access_token": "sim-access-token", "expires_in": 31_536_000,
+                    "refresh_token": "sim-refresh-token", "scope": "connection mainaccount",
+                    "token_type": "bearer", "enabled_features": [],
+                });
+                answered.replies.push(answer(id, result));
+                answered.authorises = Some(refusal(13004, "invalid_credentials"));
+            }
             "public/set_heartbeat" => answered.replies.push(answer(id, "ok".into())),
             "public/test" => {
                 answered.replies.push(answer(id, serde_json::json!({"version": "1.2.26"})));
@@ -110,7 +138,7 @@ impl Simulated for Deribit {
                             "jsonrpc": "2.0", "id": id, "testnet": false,
                             "error": {"code": 13778, "message": "raw_subscriptions_not_available_for_unauthorized"},
                         });
-                        return Some(Answer { replies: vec![error.to_string()], ..Answer::default() });
+                        answered.unauthorised = Some(error.to_string());
                     }
                     let depth = match window(channel) {
                         Some((_, depth)) => depth,

@@ -9,6 +9,7 @@ use super::*;
 pub(super) const HEARTBEAT_REQUEST_ID: u64 = 4_000_000_001;
 pub(super) const PLATFORM_STATE_REQUEST_ID: u64 = 4_000_000_002;
 pub(super) const TEST_REQUEST_ID: u64 = 4_000_000_003;
+pub(super) const AUTH_REQUEST_ID: u64 = 4_000_000_004;
 
 /// Seconds between the venue's heartbeats (`public/set_heartbeat`'s least).
 const HEARTBEAT_SECONDS: u64 = 10;
@@ -16,8 +17,14 @@ const HEARTBEAT_SECONDS: u64 = 10;
 /// The depths the grouped windows take.
 pub(super) const WINDOW_DEPTHS: [usize; 3] = [1, 10, 20];
 
-/// The interval of the public books (`raw` is for authorised connections only).
+/// The interval of the public books.
 const INTERVAL: &str = "100ms";
+
+/// The interval of the books of authorised connections: every change, unthrottled.
+const AUTHORISED_INTERVAL: &str = "raw";
+
+/// What a recording keeps in place of a secret or a token.
+const NOT_RECORDED: &str = "(not recorded)";
 
 /// The grouped window of a connection of `depth` levels: the smallest covering it, else
 /// the deepest.
@@ -97,6 +104,59 @@ impl Streams for Deribit {
 
     fn diff_stream_name(&self, symbol: &str) -> String {
         format!("book.{symbol}.{INTERVAL}")
+    }
+
+    /// `book.<instrument>.raw`: every change, for authorised connections only (public
+    /// ones get error 13778).
+    fn authorised_diff_stream_name(&self, symbol: &str) -> Option<String> {
+        Some(format!("book.{symbol}.{AUTHORISED_INTERVAL}"))
+    }
+
+    /// `public/auth` with the API key's client id and secret (`client_credentials`): the
+    /// connection is then authorised, its tokens unused (books need no private call).
+    fn auth_request(&self, credentials: &crate::config::ApiKey) -> Option<AuthRequest> {
+        let (client_id, client_secret) = credentials.client_credentials()?;
+        let request = |secret: &str| {
+            serde_json::json!({
+                "jsonrpc": "2.0", "id": AUTH_REQUEST_ID, "method": "public/auth",
+                "params": {
+                    "grant_type": "client_credentials", "client_id": client_id,
+                    "client_secret": secret,
+                },
+            })
+            .to_string()
+        };
+        Some(AuthRequest {
+            frame: request(client_secret),
+            recorded: request(NOT_RECORDED),
+        })
+    }
+
+    /// `{"id":…,"result":{"access_token":…,"expires_in":…,"refresh_token":…,…}}`, its
+    /// tokens left out of the recording; or `{"id":…,"error":{"code":13004,"message":
+    /// "invalid_credentials"}}`.
+    fn auth_answer(&self, frame: &[u8]) -> Option<AuthAnswer> {
+        let mut answer: serde_json::Value = serde_json::from_slice(frame).ok()?;
+        if answer.get("id")?.as_u64()? != AUTH_REQUEST_ID {
+            return None;
+        }
+        if let Some(error) = answer.get("error") {
+            return Some(AuthAnswer::Refused(error.to_string()));
+        }
+        let result = answer.get_mut("result")?.as_object_mut()?;
+        let lifetime = result
+            .get("expires_in")
+            .and_then(serde_json::Value::as_u64)
+            .map(std::time::Duration::from_secs);
+        for token in ["access_token", "refresh_token"] {
+            if let Some(value) = result.get_mut(token) {
+                *value = NOT_RECORDED.into();
+            }
+        }
+        Some(AuthAnswer::Authorised {
+            recorded: answer.to_string(),
+            lifetime,
+        })
     }
 
     /// `book.<instrument>.100ms`, and the `raw` books of the recordings, which read alike.

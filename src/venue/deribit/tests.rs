@@ -1,5 +1,5 @@
 use super::decode::{TEST_ANSWER, compact_level, decode_diff_message, decode_top_message, general_level};
-use super::subscribe::{HEARTBEAT_REQUEST_ID, TEST_REQUEST_ID};
+use super::subscribe::{AUTH_REQUEST_ID, HEARTBEAT_REQUEST_ID, TEST_REQUEST_ID};
 use super::*;
 
 fn decode(frame: &str) -> (Result<Message<'_>, DecodeError>, BookUpdate) {
@@ -173,13 +173,16 @@ fn subscriptions_round_trip_through_the_simulator() {
         panic!("{message:?}");
     };
     assert!(std::str::from_utf8(listed).unwrap().contains("book.ETH_USDC-PERPETUAL.100ms"));
-    // An unknown channel is left out; a raw book is refused.
+    // An unknown channel is left out; a raw book is refused to a connection not
+    // authorised (the simulator's connection sends `unauthorised` there).
     let unknown = Deribit.subscribe_frames(&["book.NOPE.wrong".to_owned()], StreamKind::Diff, 1, 4);
     let answer = Deribit.answer_request(&unknown[0].frame).unwrap();
     assert!(answer.subscribe.is_empty() && answer.replies[0].contains(r#""result":[]"#));
     let raw = Deribit.subscribe_frames(&["book.BTC-PERPETUAL.raw".to_owned()], StreamKind::Diff, 1, 5);
     let answer = Deribit.answer_request(&raw[0].frame).unwrap();
-    assert_eq!(decode(&answer.replies[0]).0, Ok(Message::SubscribeResult { accepted: false, acked: Acked::Request(5) }));
+    let refusal = answer.unauthorised.as_deref().expect("refused unless authorised");
+    assert_eq!(decode(refusal).0, Ok(Message::SubscribeResult { accepted: false, acked: Acked::Request(5) }));
+    assert_eq!(answer.subscribe, ["book.BTC-PERPETUAL.raw"]);
     let top = Deribit.stream_name("BTC-PERPETUAL", 10);
     assert_eq!(top, "book.BTC-PERPETUAL.none.10.100ms");
     assert_eq!(Deribit.stream_name("BTC-PERPETUAL", 15), "book.BTC-PERPETUAL.none.20.100ms");
@@ -290,4 +293,41 @@ proptest::proptest! {
             proptest::prop_assert_eq!(general.position(), compact.position());
         }
     }
+}
+
+/// `public/auth` carries the client id and secret; what a recording keeps of it and of its
+/// answer holds neither the secret nor the tokens; a refusal is the venue's reason; the
+/// recorded answer, replayed, is an answer to a request of the connection's own.
+#[test]
+fn authorisation_is_requested_answered_and_recorded_without_its_secrets() {
+    let key = crate::config::ApiKey::stand_in_credentials("the-id", "the-secret");
+    let request = Deribit.auth_request(&key).expect("Deribit authorises by request");
+    let sent: serde_json::Value = serde_json::from_str(&request.frame).unwrap();
+    assert_eq!(sent["method"], "public/auth");
+    assert_eq!(sent["params"]["grant_type"], "client_credentials");
+    assert_eq!(sent["params"]["client_id"], "the-id");
+    assert_eq!(sent["params"]["client_secret"], "the-secret");
+    assert!(!request.recorded.contains("the-secret") && request.recorded.contains("the-id"));
+
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":{AUTH_REQUEST_ID},"result":{{"access_token":"token-a","expires_in":900,"refresh_token":"token-r","scope":"connection mainaccount","token_type":"bearer"}}}}"#
+    );
+    let Some(AuthAnswer::Authorised { recorded, lifetime }) = Deribit.auth_answer(answer.as_bytes()) else {
+        panic!("an authorisation");
+    };
+    assert_eq!(lifetime, Some(std::time::Duration::from_secs(900)));
+    assert!(!recorded.contains("token-a") && !recorded.contains("token-r"), "{recorded}");
+    assert_eq!(decode(&recorded).0, Ok(Message::Ignored));
+
+    let refused = format!(r#"{{"jsonrpc":"2.0","id":{AUTH_REQUEST_ID},"error":{{"message":"invalid_credentials","code":13004}}}}"#);
+    let Some(AuthAnswer::Refused(why)) = Deribit.auth_answer(refused.as_bytes()) else {
+        panic!("a refusal");
+    };
+    assert!(why.contains("invalid_credentials"), "{why}");
+    let other = r#"{"jsonrpc":"2.0","id":4000000001,"result":"ok"}"#;
+    assert_eq!(Deribit.auth_answer(other.as_bytes()), None);
+    assert_eq!(
+        Deribit.authorised_diff_stream_name("BTC-PERPETUAL").as_deref(),
+        Some("book.BTC-PERPETUAL.raw")
+    );
 }

@@ -34,8 +34,9 @@
 use super::binance::UpdateIdRanges;
 use super::timestamps;
 use super::{
-    Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, Message, RestBudget,
-    Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts,
+    Acked, Answer, Checksum, ConnectBudget, Credentials, Decode, DecodeError, LevelShape, Message,
+    RestBudget, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue,
+    VenueFacts,
 };
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::json::Walker;
@@ -97,7 +98,7 @@ pub(super) const fn market_facts(name: &'static str, default_url: &'static str) 
         snapshot_streams: true,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::Rest,
         // "200 requests / 10 s per endpoint per IP" (docs/protocols.md, Gate, Limits).
         rest_budget: Some(RestBudget {

@@ -34,7 +34,7 @@
 //! The book's time (`exchange_time_ns`, docs/protocols.md): `time` (ms), also its
 //! sequence.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, Credentials, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
 use super::timestamps;
 use super::wire::Seen;
 use crate::book::{Side, TopBook};
@@ -79,7 +79,7 @@ impl Venue for Hyperliquid {
         // Every frame is a whole book: there is nothing to keep in sync.
         diff_streams: false,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::InBand,
         rest_budget: None,
         sequencing: &crate::book::diff_sync::Unsequenced,

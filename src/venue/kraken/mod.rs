@@ -33,7 +33,7 @@
 //! The book's time (`exchange_time_ns`, docs/protocols.md): `timestamp` (RFC 3339, µs),
 //! of updates and of the snapshots that carry one.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, Decode, DecodeError, LevelShape, LevelTexts, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, Credentials, Decode, DecodeError, LevelShape, LevelTexts, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, Venue, VenueFacts};
 use super::wire::{Seen, check_sorted};
 use super::timestamps::{self, unix_micros_or, write_timestamp};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
@@ -80,7 +80,7 @@ impl Venue for Kraken {
         snapshot_streams: false,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::InBand,
         rest_budget: None,
         // No sequence numbers: the checksum after each message is Kraken's check.

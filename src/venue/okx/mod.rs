@@ -52,7 +52,7 @@
 //! The book's time (`exchange_time_ns`, docs/protocols.md): `ts` (ms), of books, updates
 //! and REST snapshots.
 
-use super::{Acked, Answer, Checksum, ConnectBudget, RestBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
+use super::{Acked, Answer, Checksum, ConnectBudget, Credentials, RestBudget, Decode, DecodeError, LevelShape, Message, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts};
 use super::timestamps;
 use super::wire::{Seen, check_sorted, shortest_text};
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook, WireDecimals};
@@ -111,7 +111,7 @@ impl Venue for Okx {
         snapshot_streams: true,
         diff_streams: true,
         binary_books: false,
-        api_key_header: None,
+        credentials: Credentials::None,
         snapshots: SnapshotSource::Rest,
         // "REST books 40 req/2 s per IP" (docs/protocols.md, OKX, Limits).
         rest_budget: Some(RestBudget {
