@@ -122,7 +122,8 @@ pub enum UpdateOutcome {
     /// Applied to the synced book: its top is ready to publish.
     Applied,
     /// Held until a snapshot arrives. `first`: it starts the buffer, so a snapshot should
-    /// be asked for now (the venues' algorithm asks once the first event is in hand).
+    /// be asked for now (the venues' algorithm asks once the first event is in hand; the
+    /// core also asks for a quiet book's, which never sends one).
     Buffered { first: bool },
     /// Already contained in the book or the buffer (old, duplicate, or out of order).
     Stale,

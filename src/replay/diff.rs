@@ -117,6 +117,21 @@ pub fn plan_diff(
                 _ => {}
             }
         }
+        // A book whose snapshot was fetched and that had no event (a quiet market) is
+        // followed too: it is published from its snapshot.
+        for url in recording
+            .frames
+            .iter()
+            .filter_map(|f| f.rest_url.as_deref())
+        {
+            let Some(symbol) = venue.snapshots().snapshot_symbol(url) else {
+                continue;
+            };
+            if !seen.iter().any(|(s, _)| s.eq_ignore_ascii_case(&symbol)) {
+                let stream = venue.streams().diff_stream_name(&symbol);
+                seen.push((symbol, stream));
+            }
+        }
         let followed = if recording.symbols.is_empty() {
             if seen.is_empty() && unnamed {
                 return Err((index, DiffPlanError::UnnamedStream { venue }));

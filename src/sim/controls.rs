@@ -68,6 +68,19 @@ impl Simulator {
         }
     }
 
+    /// Makes `symbol`'s diff stream of `venue` a quiet market (`true`: its book does not
+    /// change, no event is sent; snapshots still answer) or a busy one again. False where
+    /// the stream does not exist yet.
+    pub fn quiet_book(&self, venue: VenueId, symbol: &str, quiet: bool) -> bool {
+        let key = stream_key(venue, &venue.streams().diff_stream_name(symbol));
+        let streams = self.shared.diff_streams.lock().expect("not poisoned");
+        let Some(stream) = streams.get(&key) else {
+            return false;
+        };
+        stream.faults.quiet.store(quiet, Ordering::Relaxed);
+        true
+    }
+
     /// On `symbol`'s diff stream of `venue`, one event changes the book (its best bid, by
     /// one unit) and is sent to no one: lost on the way, which a stream without ids
     /// (Bitstamp's, Coinbase Exchange's) cannot show. Meant for a paused venue, whose

@@ -111,6 +111,9 @@ pub(super) async fn generate_diff_events(
             continue;
         }
         for _ in 0..rate.div_ceil(1000) {
+            if diff.faults.quiet.load(Ordering::Relaxed) {
+                break;
+            }
             let mid = shared.mid_ticks.load(Ordering::Relaxed);
             let checksum = {
                 let mut market = diff.market.lock().expect("not poisoned");

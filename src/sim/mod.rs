@@ -171,6 +171,8 @@ struct EventFaults {
     swap: AtomicU64,
     /// Events sent with a wrong checksum (venues that send one).
     corrupt_checksum: AtomicU64,
+    /// The book does not change: no event is made (`Simulator::quiet_book`).
+    quiet: AtomicBool,
 }
 
 /// A connection's subscription to a diff stream: where its frames go, tagged with the

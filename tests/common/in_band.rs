@@ -129,6 +129,8 @@ pub struct Harness {
     /// Diff mode, or snapshot mode (top-N books a frame).
     pub mode: StreamKind,
     pub symbol: &'static str,
+    /// The second instrument's symbol.
+    pub other: &'static str,
     pub simulator: Simulator,
     pub service: Service,
 }
@@ -207,6 +209,7 @@ impl Harness {
             venue,
             mode,
             symbol,
+            other,
             simulator,
             service,
         }
@@ -341,6 +344,41 @@ impl Harness {
             connections,
             "revived on its connection"
         );
+    }
+
+    /// A quiet book (its market does not change: no event comes) among a live one on the
+    /// same connection: subscribed again at the read-idle allowance, and again after
+    /// twice that, its book rebuilt and published from the snapshot alone each time; the
+    /// connection is kept. (Where the venue puts the two books on connections of their own,
+    /// nothing tells a quiet book alone on its connection from a dead one: not run.)
+    pub async fn a_quiet_book_keeps_its_connection_and_is_published_from_its_snapshot(&self) {
+        let venue = self.venue;
+        let endpoint = |symbol: &str| venue.streams().endpoint("wss://venue", symbol);
+        if endpoint(self.symbol) != endpoint(self.other) {
+            return;
+        }
+        let resubscriptions =
+            format!(r#"orderbook_silent_resubscriptions_total{{exchange="{venue}"}}"#);
+        let idle_timeouts = format!(
+            r#"orderbook_connection_errors_total{{exchange="{venue}",reason="idle_timeout"}}"#
+        );
+        let (resubscribed, timed_out) =
+            (self.metric(&resubscriptions), self.metric(&idle_timeouts));
+        let connections = self.simulator.connections(venue);
+        assert!(
+            self.simulator.quiet_book(venue, self.symbol, true),
+            "a diff stream"
+        );
+        self.counted(&resubscriptions, resubscribed + 2.0).await;
+        self.both_books_synced("the quiet book resubscribed twice")
+            .await;
+        assert_eq!(
+            self.simulator.connections(venue),
+            connections,
+            "the connection kept"
+        );
+        assert_eq!(self.metric(&idle_timeouts), timed_out, "nothing recycled");
+        self.simulator.quiet_book(venue, self.symbol, false);
     }
 
     /// A connection whose subscriptions all go dead, and stay dead when made again, while

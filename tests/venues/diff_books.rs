@@ -376,3 +376,31 @@ fn mergebook_replay_diff_joins_a_snapshot_given_apart() {
         "{stderr}"
     );
 }
+
+/// A quiet book: the real Bitstamp session with every change of `batbtc` taken out, its
+/// subscription and REST snapshot kept (a pair whose market did not move). The replay
+/// publishes it, synced, from the snapshot alone.
+#[test]
+fn a_quiet_book_is_published_from_its_snapshot() {
+    let expected = EXPECTED
+        .iter()
+        .find(|expected| expected.symbol == "batbtc" && expected.timeline == BITSTAMP_TIMELINE)
+        .expect("the batbtc row");
+    let mut frames = timeline::load_frames(&path(BITSTAMP_TIMELINE)).unwrap();
+    let changes = |frame: &RecordedFrame| {
+        frame.raw.contains(r#""channel":"diff_order_book_batbtc""#)
+            && frame.raw.contains(r#""event":"data""#)
+    };
+    let before = frames.len();
+    frames.retain(|frame| !changes(frame));
+    assert!(frames.len() + 100 < before, "the pair's changes taken out");
+    let (outcome, published) = run(expected, frames);
+    assert!(outcome.sync.is_synced());
+    assert_eq!((outcome.stats.applied, outcome.stats.snapshots), (0, 1));
+    let snapshot: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path(expected.snapshot)).unwrap()).unwrap();
+    let best_bid = fp(snapshot["bids"][0][0].as_str().unwrap());
+    let books: Vec<&MergedBook> = published.iter().flatten().collect();
+    assert_eq!(books.len(), 1, "published once, from the snapshot");
+    assert_eq!(books[0].bids.as_slice()[0].price, best_bid);
+}

@@ -336,6 +336,13 @@ async fn recovers_true_from_each_fault(venue: VenueId, mode: StreamKind) {
             .await;
         recovered("subscription silenced, market moving").await;
 
+        if mode == StreamKind::Diff {
+            harness
+                .a_quiet_book_keeps_its_connection_and_is_published_from_its_snapshot()
+                .await;
+            recovered("a quiet book").await;
+        }
+
         harness.a_connection_of_heartbeats_only_is_recycled().await;
         recovered("a connection of heartbeats only").await;
 

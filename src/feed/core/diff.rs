@@ -29,6 +29,10 @@ pub(super) struct DiffBook {
     pub(super) out_of_sync_since_ns: u64,
     /// In-band venues: since when a snapshot is expected (subscribed, not yet come).
     pub(super) awaiting_since_ns: Option<u64>,
+    /// REST venues: when its subscription was acknowledged, while nothing has come on it
+    /// since. A book that does not change sends no event to ask for its snapshot with:
+    /// [`QUIET_BOOK_GRACE_NS`] after this, it is asked for all the same.
+    pub(super) quiet_since_ns: Option<u64>,
     /// How the venue writes this book's numbers: what its checksum is computed over.
     /// The most digits seen since the last snapshot, as a venue that checksums its text
     /// prints every number of an instrument with the same precision, and a message may
@@ -36,6 +40,48 @@ pub(super) struct DiffBook {
     pub(super) decimals: WireDecimals,
     /// The texts of the levels its last checksum covered, where the venue checksums text.
     pub(super) checksum_texts: LevelTexts,
+}
+
+/// How long a REST venue's book may send nothing after its subscription is acknowledged
+/// before its snapshot is asked for without an event: a busy book's first event asks
+/// sooner; a quiet one (which never sends one) is synced and published from its snapshot.
+/// Long enough for a snapshot the stream sends unasked (OKX's in-band form) to come first.
+pub const QUIET_BOOK_GRACE_NS: u64 = 1_000_000_000;
+
+impl DiffBooks {
+    /// `slot`'s subscription is acknowledged at `now_ns`: a REST venue's book not in sync
+    /// starts its quiet grace.
+    pub(super) fn subscribed(&mut self, slot: usize, now_ns: u64) {
+        let book = &mut self.books[slot];
+        if self.source == SnapshotSource::Rest && !book.sync.is_synced() {
+            book.quiet_since_ns = Some(now_ns);
+        }
+    }
+
+    /// When the first quiet grace ends, if one runs.
+    fn quiet_grace_ends_at(&self) -> Option<u64> {
+        let since = self
+            .books
+            .iter()
+            .filter_map(|book| book.quiet_since_ns)
+            .min()?;
+        Some(since + QUIET_BOOK_GRACE_NS)
+    }
+
+    /// Asks for the snapshots of the books whose quiet grace has ended by `now_ns`.
+    fn request_quiet_books(&mut self, now_ns: u64) {
+        for (slot, book) in self.books.iter_mut().enumerate() {
+            if book
+                .quiet_since_ns
+                .is_some_and(|since| since + QUIET_BOOK_GRACE_NS <= now_ns)
+            {
+                book.quiet_since_ns = None;
+                if !book.sync.is_synced() {
+                    self.scheduler.request(slot);
+                }
+            }
+        }
+    }
 }
 
 impl FeedCore {
@@ -64,9 +110,11 @@ impl FeedCore {
             }
             book.sync.reset();
             book.generation += 1;
+            book.quiet_since_ns = None;
             // A new connection's subscriptions bring their snapshots on an in-band venue;
-            // a REST venue's are asked for once an event is buffered, and none is awaited
-            // before that (a snapshot its stream may send unasked is taken all the same).
+            // a REST venue's are asked for by their first event or at the end of their
+            // quiet grace, and none is awaited before that (a snapshot its stream may send
+            // unasked is taken all the same).
             let awaited = reason == ResyncReason::Connect && diff.source == SnapshotSource::InBand;
             book.awaiting_since_ns = awaited.then_some(now_ns);
         }
@@ -81,6 +129,7 @@ impl FeedCore {
         let venue = self.venue;
         let Some(diff) = &mut self.diff else { return };
         let book = &mut diff.books[slot];
+        book.quiet_since_ns = None;
         let in_band = diff.source == SnapshotSource::InBand;
         let seen = diff.update.decimals;
         let mut audit_due = false;
@@ -143,8 +192,9 @@ impl FeedCore {
                     None
                 }
                 UpdateOutcome::Buffered { first } => {
-                    // A REST snapshot is asked for once the first event is in hand; an
-                    // in-band venue's comes with the subscription.
+                    // A REST snapshot is asked for once the first event is in hand (or at
+                    // the end of a quiet book's grace); an in-band venue's comes with the
+                    // subscription.
                     if first && !in_band {
                         diff.scheduler.request(slot);
                     }
@@ -222,7 +272,7 @@ impl FeedCore {
     /// `slot` is subscribed again after a silence in which events may have been lost, which
     /// Bitstamp's and Coinbase Exchange's streams could not show (their events carry no id
     /// to chain): out of sync until a snapshot rebuilds it, the one its new subscription
-    /// brings (in-band) or the one its first buffered event asks for (REST).
+    /// brings (in-band) or the one its first event, or its quiet grace, asks for (REST).
     pub(super) fn resubscribed_after_silence(
         &mut self,
         slot: usize,
@@ -237,6 +287,7 @@ impl FeedCore {
         }
         book.sync.reset();
         book.generation += 1;
+        book.quiet_since_ns = None;
         book.awaiting_since_ns = (diff.source == SnapshotSource::InBand).then_some(now_ns);
         diff.scheduler.lost(slot, now_ns, false);
         out.publish(slot, |feed| feed.state = VenueState::OutOfSync);
@@ -275,8 +326,13 @@ impl FeedCore {
             .iter()
             .filter_map(|book| Some(book.awaiting_since_ns? + timeout))
             .min();
+        let quiet = diff.quiet_grace_ends_at();
         let audit = self.next_audit_at(now_ns);
-        due.into_iter().chain(overdue).chain(audit).min()
+        due.into_iter()
+            .chain(overdue)
+            .chain(quiet)
+            .chain(audit)
+            .min()
     }
 
     /// The snapshot request to make now, if one is due, else an audit's: recorded as made.
@@ -284,6 +340,7 @@ impl FeedCore {
     /// request first (asked again after the retry backoff).
     pub fn start_snapshot(&mut self, now_ns: u64) -> Option<SnapshotRequest> {
         let diff = self.diff.as_mut()?;
+        diff.request_quiet_books(now_ns);
         let timeout = diff.settings.snapshot_timeout.as_nanos() as u64;
         for (slot, book) in diff.books.iter_mut().enumerate() {
             if book

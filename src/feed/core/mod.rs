@@ -13,7 +13,9 @@
 //! Diff mode: each instrument has a full-depth [`BookSync`] under the venue's
 //! [`Sequencing`](crate::book::diff_sync::Sequencing). Its snapshot comes from where the venue says
 //! (`SnapshotSource`): a REST fetch asked of the venue's [`SnapshotScheduler`] once the
-//! first event is buffered, or the stream itself, which sends one when subscribed (and
+//! first event is buffered (or, for a quiet book that sends none, at the end of its
+//! grace after the subscription's acknowledgement: [`diff::QUIET_BOOK_GRACE_NS`]), or the
+//! stream itself, which sends one when subscribed (and
 //! again when subscribed anew, which the scheduler paces the same). After each message
 //! the book is cut to the depth the venue keeps and checked against the venue's
 //! checksum, where it has them. A gap (an update before an in-band snapshot included), a
@@ -190,6 +192,10 @@ fn publishable_state(exact: bool) -> VenueState {
     }
 }
 
+/// How many times a quiet stream's read-idle allowance doubles (16 allowances: 8 minutes
+/// at the default 30 s): a quiet book is re-proved by a resubscription at least that often.
+pub const QUIET_DOUBLINGS_MAX: u32 = 4;
+
 /// One venue connection's books and rules.
 pub struct FeedCore {
     venue: VenueId,
@@ -216,9 +222,12 @@ pub struct FeedCore {
     /// watchdog's clock. Pings, acks and heartbeats do not move it, so a dead subscription
     /// on a live socket is found.
     last_data_ns: Vec<u64>,
-    /// Per stream, whether it was subscribed again for silence and has delivered nothing
-    /// since: silent once more, it recycles the connection.
-    resubscribed_for_silence: Vec<bool>,
+    /// Per stream, how many times in a row it was subscribed again for silence without
+    /// delivering anything since (0: it delivered book data since its last). A stream
+    /// quiet among others that deliver is a quiet market: each round doubles its
+    /// allowance, up to [`QUIET_DOUBLINGS_MAX`] times; only a connection on which every
+    /// stream is silent is recycled.
+    silent_rounds: Vec<u32>,
     diff: Option<DiffBooks>,
     /// The lines a misbehaving venue repeats: bad frames, subscriptions.
     bad_frame_log: LogLimiter,
@@ -259,6 +268,7 @@ impl FeedCore {
                     generation: 0,
                     out_of_sync_since_ns: now_ns,
                     awaiting_since_ns: None,
+                    quiet_since_ns: None,
                     decimals: WireDecimals::default(),
                     checksum_texts: LevelTexts::default(),
                 })
@@ -286,7 +296,7 @@ impl FeedCore {
             first_book_ns: None,
             last_message_number: None,
             last_data_ns: vec![now_ns; count],
-            resubscribed_for_silence: vec![false; count],
+            silent_rounds: vec![0; count],
             diff,
             bad_frame_log: LogLimiter::per_second(),
             subscribed_log: LogLimiter::per_second(),
@@ -307,35 +317,61 @@ impl FeedCore {
         self.first_book_ns
     }
 
-    /// When the read-idle watchdog should next look ([`FeedCore::check_silence`]): when the
-    /// longest-silent stream reaches `allowance_ns` of silence.
-    pub fn next_silence_check(&self, allowance_ns: u64) -> u64 {
-        let oldest = self.last_data_ns.iter().min().copied().unwrap_or(0);
-        oldest.saturating_add(allowance_ns)
+    /// How long `slot` may stay silent before the watchdog subscribes it again: the
+    /// allowance, doubled for each time in a row it was subscribed again for silence.
+    fn silence_allowance_ns(&self, slot: usize, allowance_ns: u64) -> u64 {
+        allowance_ns.saturating_mul(1 << self.silent_rounds[slot].min(QUIET_DOUBLINGS_MAX))
     }
 
-    /// The read-idle watchdog at `now_ns`: each stream silent for `allowance_ns` is
-    /// subscribed again (its clock restarts; a diff book is out of sync until a snapshot
-    /// rebuilds it); one already subscribed again for silence, silent for another
-    /// allowance, gives the connection up. A quiet market longer than the allowance costs
-    /// a resubscription; the allowance is the venue's `read_idle_timeout_ms`.
+    /// When the read-idle watchdog should next look ([`FeedCore::check_silence`]): when a
+    /// stream's silence reaches its allowance, or, once a stream was subscribed again for
+    /// silence, when every stream would have been silent for one allowance.
+    pub fn next_silence_check(&self, allowance_ns: u64) -> u64 {
+        let stream_due = (0..self.streams.len())
+            .map(|slot| {
+                self.last_data_ns[slot]
+                    .saturating_add(self.silence_allowance_ns(slot, allowance_ns))
+            })
+            .min()
+            .unwrap_or(u64::MAX);
+        let connection_due = match self.silent_rounds.iter().any(|&rounds| rounds > 0) {
+            true => self
+                .last_data_ns
+                .iter()
+                .max()
+                .copied()
+                .unwrap_or(0)
+                .saturating_add(allowance_ns),
+            false => u64::MAX,
+        };
+        stream_due.min(connection_due)
+    }
+
+    /// The read-idle watchdog at `now_ns`. A connection on which every stream has been
+    /// silent for `allowance_ns`, one of them already subscribed again for silence,
+    /// delivers no book data at all: it is given up. Otherwise each stream silent for its
+    /// allowance ([`FeedCore::silence_allowance_ns`]) is subscribed again (its clock
+    /// restarts; a diff book is out of sync until a snapshot rebuilds it, which is
+    /// published whether or not the book then changes). A quiet book among live ones so
+    /// costs a resubscription at ever longer intervals, never its connection; the
+    /// allowance is the venue's `read_idle_timeout_ms`.
     pub fn check_silence(
         &mut self,
         now_ns: u64,
         allowance_ns: u64,
         out: &mut impl FeedOutput,
     ) -> Silence {
+        let silent_for = |slot: usize| now_ns.saturating_sub(self.last_data_ns[slot]);
+        let connection_silent =
+            (0..self.streams.len()).all(|slot| silent_for(slot) >= allowance_ns);
+        if connection_silent && self.silent_rounds.iter().any(|&rounds| rounds > 0) {
+            return Silence::Recycle;
+        }
         let silent: Vec<usize> = (0..self.streams.len())
-            .filter(|&slot| now_ns.saturating_sub(self.last_data_ns[slot]) >= allowance_ns)
+            .filter(|&slot| silent_for(slot) >= self.silence_allowance_ns(slot, allowance_ns))
             .collect();
         if silent.is_empty() {
             return Silence::None;
-        }
-        if silent
-            .iter()
-            .any(|&slot| self.resubscribed_for_silence[slot])
-        {
-            return Silence::Recycle;
         }
         let depth = self.subscribed_depth();
         let names: Vec<String> = silent
@@ -343,8 +379,8 @@ impl FeedCore {
             .map(|&slot| self.streams[slot].name.clone())
             .collect();
         for &slot in &silent {
-            tracing::debug!(venue = %self.venue, stream = %self.streams[slot].name, "no book data for the read-idle allowance; subscribing again");
-            self.resubscribed_for_silence[slot] = true;
+            tracing::debug!(venue = %self.venue, stream = %self.streams[slot].name, rounds = self.silent_rounds[slot], "no book data for the read-idle allowance; subscribing again");
+            self.silent_rounds[slot] = self.silent_rounds[slot].saturating_add(1);
             self.last_data_ns[slot] = now_ns;
             self.resubscribed_after_silence(slot, now_ns, out);
         }
@@ -406,7 +442,7 @@ impl FeedCore {
         self.regressions.fill(0);
         self.last_message_number = None;
         self.last_data_ns.fill(now_ns);
-        self.resubscribed_for_silence.fill(false);
+        self.silent_rounds.fill(0);
         self.reset_diff_books(ResyncReason::Connect, now_ns, out);
         let slots: Vec<usize> = (0..self.streams.len()).collect();
         let mut frames = self.venue.streams().opening_frames();
@@ -479,6 +515,9 @@ impl FeedCore {
                 *awaited = None;
                 self.acks_pending -= 1;
                 matched = true;
+                if let Some(diff) = &mut self.diff {
+                    diff.subscribed(slot, received_ns);
+                }
             }
         }
         if !matched {
@@ -628,7 +667,15 @@ impl FeedCore {
             return; // a stream we did not ask for
         };
         self.last_data_ns[slot] = received_ns;
-        self.resubscribed_for_silence[slot] = false;
+        // A change starts a quiet stream's count over; the snapshot its resubscription
+        // brings (in-band) shows the subscription alive, not the market moving.
+        if !self
+            .diff
+            .as_ref()
+            .is_some_and(|diff| diff.update.is_snapshot)
+        {
+            self.silent_rounds[slot] = 0;
+        }
         if self.awaiting_ack[slot].is_some() {
             // Not known to be subscribed: a refusal may still come, and after a
             // resubscription it may be the old subscription's.

@@ -143,10 +143,11 @@ fn an_acknowledgement_naming_a_stream_is_that_stream_s_alone() {
 }
 
 /// The watchdog looks at each stream: a silent one is subscribed again (alone, with
-/// an acknowledgement awaited) while the others deliver; silent again after that, it
-/// recycles the connection; data in between starts its count over.
+/// an acknowledgement awaited) while the others deliver, and again at doubling intervals
+/// while it stays quiet among them, never costing the connection; data starts its count
+/// over; a connection on which every stream is silent after a resubscription is recycled.
 #[test]
-fn a_silent_stream_is_subscribed_again_then_its_connection_recycled() {
+fn a_quiet_stream_is_subscribed_again_and_only_a_silent_connection_recycled() {
     let venue = VenueId::Binance;
     let (mut core, _, mut out) = connected(venue, &["ETHBTC", "BTCUSDT"]);
     core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
@@ -172,27 +173,42 @@ fn a_silent_stream_is_subscribed_again_then_its_connection_recycled() {
     assert_eq!(core.acks_pending(), 1);
     core.on_frame(br#"{"result":null,"id":2}"#, 102, &mut out);
     assert_eq!(core.acks_pending(), 0);
-    // BTCUSDT, silent since 50, is due first.
+    // BTCUSDT, silent since 50, is due first; ETHBTC's allowance is doubled.
     assert_eq!(core.next_silence_check(allowance), 150);
     core.on_frame(&book_frame(venue, "BTCUSDT", 2), 140, &mut out);
-    assert_eq!(core.next_silence_check(allowance), 200);
-    // ETHBTC's data starts its count over: silent for another allowance, it is
-    // subscribed again rather than recycled.
-    core.on_frame(&book_frame(venue, "ETHBTC", 1), 150, &mut out);
-    core.on_frame(&book_frame(venue, "BTCUSDT", 3), 240, &mut out);
+    assert_eq!(core.next_silence_check(allowance), 240);
+    // ETHBTC stays quiet while BTCUSDT delivers: subscribed again at 300 (two
+    // allowances), then at 700 (four), the connection kept.
+    let mut resubscribed_at = Vec::new();
+    for (number, at) in (3..).zip((240..=1040).step_by(100)) {
+        core.on_frame(&book_frame(venue, "BTCUSDT", number), at, &mut out);
+        for now in [at + 60, at + 99] {
+            match core.check_silence(now, allowance, &mut out) {
+                Silence::None => {}
+                Silence::Resubscribe { streams: 1, .. } => resubscribed_at.push(now),
+                other => panic!("at {now}: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(resubscribed_at, [300, 700]);
+    // Data starts ETHBTC's count over: one allowance again.
+    core.on_frame(&book_frame(venue, "ETHBTC", 1), 1100, &mut out);
+    core.on_frame(&book_frame(venue, "BTCUSDT", 12), 1140, &mut out);
     assert!(matches!(
-        core.check_silence(250, allowance, &mut out),
+        core.check_silence(1200, allowance, &mut out),
         Silence::Resubscribe { streams: 1, .. }
     ));
-    core.on_frame(&book_frame(venue, "BTCUSDT", 4), 340, &mut out);
-    assert_eq!(core.check_silence(349, allowance, &mut out), Silence::None);
+    // Both silent for an allowance after that resubscription: nothing comes on the
+    // connection at all.
+    assert_eq!(core.check_silence(1239, allowance, &mut out), Silence::None);
+    assert_eq!(core.next_silence_check(allowance), 1240);
     assert_eq!(
-        core.check_silence(350, allowance, &mut out),
+        core.check_silence(1300, allowance, &mut out),
         Silence::Recycle
     );
     // A new connection starts every count over.
-    core.connected(400, &mut out);
-    assert_eq!(core.check_silence(499, allowance, &mut out), Silence::None);
+    core.connected(1400, &mut out);
+    assert_eq!(core.check_silence(1499, allowance, &mut out), Silence::None);
 }
 
 /// A stream sized in contracts is handed on in the base currency, each size times the
@@ -283,15 +299,62 @@ fn an_update_before_the_in_band_snapshot_is_a_gap_counted_once() {
     );
 }
 
-/// A REST venue's new connection awaits no snapshot on its stream: nothing is overdue
-/// at the snapshot timeout, and its only request is the one its first event asks for.
+/// A REST venue's new connection awaits no snapshot on its stream (nothing is overdue at
+/// the snapshot timeout). A book that sends nothing after its acknowledgement (a quiet
+/// market) asks REST for its snapshot at the end of its grace, and is published from it;
+/// a busy book's first event asks at once, as the venues' algorithm says.
 #[test]
-fn a_rest_venue_s_connection_awaits_no_in_band_snapshot() {
+fn a_rest_venue_s_quiet_book_is_published_from_the_snapshot_its_grace_asks_for() {
     let venue = VenueId::Binance;
     let (mut core, mut out) = connected_diff(venue, "ETHBTC", 100);
+    assert_eq!(
+        core.next_snapshot_at(1),
+        None,
+        "nothing asked before the acknowledgement"
+    );
     core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
-    assert_eq!(core.next_snapshot_at(1), None);
-    assert!(core.start_snapshot(10_000_000_000).is_none());
+    let grace_ends = 1 + diff::QUIET_BOOK_GRACE_NS;
+    assert_eq!(core.next_snapshot_at(1), Some(grace_ends));
+    assert!(
+        core.start_snapshot(grace_ends - 1).is_none(),
+        "within the grace"
+    );
+    let Some(SnapshotRequest::Fetch {
+        stream,
+        generation,
+        url,
+    }) = core.start_snapshot(grace_ends)
+    else {
+        panic!("the grace's end asks for the snapshot");
+    };
+    assert!(url.contains("ETHBTC"), "{url}");
+    let body = br#"{"lastUpdateId":100,"bids":[["0.068","1.5"]],"asks":[["0.069","2"]]}"#;
+    core.on_snapshot(stream, generation, Ok(body), grace_ends + 1, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+    assert_eq!(out.book.bids.as_slice()[0].price, "0.068".parse().unwrap());
+    assert!(
+        core.start_snapshot(u64::MAX / 2).is_none(),
+        "one request, and no in-band wait"
+    );
+
+    // A busy book: its first event asks at once, and the grace asks nothing more.
+    let (mut core, mut out) = connected_diff(venue, "ETHBTC", 100);
+    core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
+    let event = crate::book::BookUpdate {
+        first_id: 101,
+        last_id: 102,
+        bids: vec![level(6_800_000)],
+        ..crate::book::BookUpdate::default()
+    };
+    let mut frame = Vec::new();
+    let name = venue.streams().diff_stream_name("ETHBTC");
+    venue
+        .simulated()
+        .encode_diff(&name, &event, None, 8, 0, &mut frame);
+    core.on_frame(&frame, 2, &mut out);
+    assert_eq!(core.next_snapshot_at(2), Some(2));
+    assert!(core.start_snapshot(2).is_some());
+    assert_eq!(core.next_snapshot_at(2 + diff::QUIET_BOOK_GRACE_NS), None);
 }
 
 /// A diff stream subscribed again for silence may have lost events that nothing on
