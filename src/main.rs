@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use mergebook::book::MAX_DEPTH;
 use mergebook::config::{Config, ConfigError, Instrument, LogFormat, RawConfig};
 use mergebook::publish::jsonl;
+use mergebook::publish::parquet::SummaryParquet;
 use mergebook::record::timeline::{self, RecordedFrame};
 use mergebook::replay;
 use mergebook::service::{Listeners, Service};
@@ -162,6 +163,10 @@ enum ReplayCommand {
         /// Replay at this many times the recorded pace (default: as fast as possible).
         #[arg(long, value_parser = parse_speed)]
         speed: Option<f64>,
+        /// Write the summaries to this Parquet file instead of JSON lines on stdout
+        /// (docs/history.md: the columns).
+        #[arg(long, value_name = "FILE")]
+        parquet: Option<PathBuf>,
     },
     /// Snapshot streams: every book frame replaces its venue's book.
     Snapshot {
@@ -206,6 +211,10 @@ struct Recordings {
     /// Levels per side, per venue and in the merged book.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=MAX_DEPTH as i64))]
     depth: u16,
+    /// Write the summaries to this Parquet file instead of JSON lines on stdout
+    /// (docs/history.md: the columns).
+    #[arg(long, value_name = "FILE")]
+    parquet: Option<PathBuf>,
 }
 
 impl Recordings {
@@ -288,9 +297,10 @@ fn main() -> ExitCode {
             config,
             until,
             speed,
+            parquet,
         })) => (
             "mergebook replay",
-            run_recording_replay(&dir, &config, until, speed),
+            run_recording_replay(&dir, &config, until, speed, parquet.as_deref()),
         ),
         Some(Command::Record { run, dir }) => ("mergebook record", run_recorder(&run, dir)),
         Some(Command::Healthcheck { address }) => ("mergebook healthcheck", healthcheck(address)),
@@ -378,6 +388,7 @@ fn run_recording_replay(
     config_path: &std::path::Path,
     until_ns: Option<u64>,
     speed: Option<f64>,
+    parquet: Option<&std::path::Path>,
 ) -> Result<(), String> {
     let config = RawConfig::load(config_path)
         .and_then(|raw| raw.validate())
@@ -389,7 +400,7 @@ fn run_recording_replay(
             recording.venue, recording.connection, recording.truncated_files
         );
     }
-    let mut printer = stdout_printer();
+    let mut printer = SummarySink::open(parquet, config.depth, &config.instruments)?;
     let mut pace = replay::Pace::new(until_ns, speed);
     let stats = replay::replay_recording(
         &config,
@@ -639,10 +650,59 @@ impl<W: Write> SummaryPrinter<W> {
     }
 }
 
-fn stdout_printer() -> SummaryPrinter<BufWriter<std::io::StdoutLock<'static>>> {
-    SummaryPrinter {
-        out: BufWriter::new(std::io::stdout().lock()),
-        error: None,
+/// Where a replay's summaries go: JSON lines on stdout, or a Parquet file (`--parquet`),
+/// keeping the first error.
+enum SummarySink {
+    Lines(SummaryPrinter<BufWriter<std::io::StdoutLock<'static>>>),
+    Parquet {
+        writer: SummaryParquet,
+        error: Option<mergebook::publish::parquet::ParquetError>,
+    },
+}
+
+impl SummarySink {
+    /// Books `depth` levels deep of `instruments`, into the file `parquet` names, or on
+    /// stdout.
+    fn open(
+        parquet: Option<&std::path::Path>,
+        depth: usize,
+        instruments: &[Instrument],
+    ) -> Result<SummarySink, String> {
+        Ok(match parquet {
+            None => SummarySink::Lines(SummaryPrinter {
+                out: BufWriter::new(std::io::stdout().lock()),
+                error: None,
+            }),
+            Some(path) => SummarySink::Parquet {
+                writer: SummaryParquet::create(path, depth, instruments)
+                    .map_err(|error| error.to_string())?,
+                error: None,
+            },
+        })
+    }
+
+    fn print(&mut self, instrument: &Instrument, summary: &mergebook::merger::summary::Summary) {
+        match self {
+            SummarySink::Lines(printer) => printer.print(instrument, summary),
+            SummarySink::Parquet { writer, error } => {
+                if error.is_none() {
+                    *error = writer.write(instrument, summary).err();
+                }
+            }
+        }
+    }
+
+    fn finish(self) -> Result<(), String> {
+        match self {
+            SummarySink::Lines(printer) => printer.finish(),
+            SummarySink::Parquet {
+                error: Some(error), ..
+            } => Err(error.to_string()),
+            SummarySink::Parquet {
+                writer,
+                error: None,
+            } => writer.finish().map_err(|error| error.to_string()),
+        }
     }
 }
 
@@ -668,7 +728,12 @@ fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
         .collect();
     let books: Vec<(VenueId, &str)> = files.iter().map(|(v, f)| (*v, f.as_str())).collect();
     let instrument = Instrument::of_books(instrument, &books);
-    let mut printer = stdout_printer();
+    let depth = usize::from(recordings.depth);
+    let mut printer = SummarySink::open(
+        recordings.parquet.as_deref(),
+        depth,
+        std::slice::from_ref(&instrument),
+    )?;
     let stats = replay::replay(
         &inputs,
         usize::from(recordings.depth),
@@ -716,7 +781,6 @@ fn run_diff_replay(
         let frames = &mut inputs[book.recording].frames;
         replay::insert_snapshot(*venue, &book.symbol, frames, body);
     }
-    let mut printer = stdout_printer();
     let instruments: Vec<Instrument> = plan
         .instruments
         .iter()
@@ -731,6 +795,7 @@ fn run_diff_replay(
             Instrument::of_books(name, &books)
         })
         .collect();
+    let mut printer = SummarySink::open(recordings.parquet.as_deref(), depths.depth, &instruments)?;
     replay::replay_diff(
         &inputs,
         &mut plan,

@@ -14,6 +14,7 @@ pub(crate) mod health;
 pub(crate) mod http;
 pub mod jsonl;
 pub mod nats;
+pub mod parquet;
 pub mod proto;
 pub(crate) mod web;
 

@@ -176,6 +176,29 @@ pub fn tool(name: &str, debian_package: &str) -> Option<std::path::PathBuf> {
     found
 }
 
+/// `python3`, where it can import `module` (from PyPI: `.ci/run` installs it). Missing:
+/// the calling test skips itself, said by name, locally; a failure under CI.
+pub fn python_with(module: &str) -> Option<std::path::PathBuf> {
+    let python = tool("python3", "python3")?;
+    let imported = std::process::Command::new(&python)
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if !imported {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must install the Python module {module} (pip install {module})"
+        );
+        let test = std::thread::current().name().unwrap_or("a test").to_owned();
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: Python's {module} not installed (pip install {module})"
+        );
+        return None;
+    }
+    Some(python)
+}
+
 /// A sample of an in-process service's metrics (`name{labels}`), 0 when the series does
 /// not exist yet.
 pub fn service_metric(service: &mergebook::service::Service, series: &str) -> f64 {

@@ -11,6 +11,7 @@ mod conversion;
 mod deploy;
 mod diff_service;
 mod feed_delay;
+mod history;
 mod hostile_clients;
 mod nats;
 mod outputs;

@@ -1,0 +1,311 @@
+//! Consolidated summaries as a Parquet file (`mergebook replay … --parquet FILE`): one row
+//! a summary, in the order they were published, for pandas, polars and DuckDB.
+//!
+//! Columns (docs/history.md has the table and example queries):
+//!
+//! - `instrument` (string), `seq` (uint64: the instrument's summary number), `ts`
+//!   (timestamp[ns, UTC]: when it was published; in a replay, its newest book's receipt);
+//! - `spread` (decimal128(38, 8), null while a side is empty);
+//! - per level `1..=depth` and side: `bid_price_<n>`, `bid_amount_<n>`
+//!   (decimal128(38, 8)), `bid_venue_<n>` (string), the same for `ask_`; null past the
+//!   book's levels;
+//! - per source of any instrument (the configuration's source names): `state_<source>`
+//!   (string: `synced`, `stale`, …), `received_ts_<source>` and `exchange_ts_<source>`
+//!   (timestamp[ns, UTC]: its latest book's receipt and the venue's own time of it); null
+//!   where the row's instrument has no such source, or the venue sent no time;
+//! - `currency`, `amount_unit` (string, null where the instrument does not say).
+//!
+//! Prices and amounts are exact: a `FixedPoint`'s 8 decimals are a decimal128's scale, so
+//! its raw integer is the column's value. Rows are written in batches of
+//! [`ROWS_PER_BATCH`] and row groups of [`ROWS_PER_GROUP`]: memory stays bounded whatever
+//! the replay's length; zstd as the recordings use.
+
+use crate::book::Side;
+use crate::config::Instrument;
+use crate::merger::summary::Summary;
+use arrow_array::builder::{
+    Decimal128Builder, StringBuilder, TimestampNanosecondBuilder, UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+use std::sync::Arc;
+
+/// Rows gathered before they are handed to the Parquet writer.
+pub const ROWS_PER_BATCH: usize = 8192;
+
+/// Rows a row group holds: large enough for column statistics and compression to pay,
+/// small enough that a group's encoded pages stay a few MB (readers can skip by group).
+pub const ROWS_PER_GROUP: usize = 65_536;
+
+/// The decimals of every price and amount: `FixedPoint`'s.
+const SCALE: i8 = 8;
+
+/// A decimal128 holds 38 digits: every `FixedPoint` (20 digits at most).
+const PRECISION: u8 = 38;
+
+fn decimal() -> DataType {
+    DataType::Decimal128(PRECISION, SCALE)
+}
+
+fn timestamp() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into()))
+}
+
+/// Why the file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ParquetError {
+    #[error("cannot create {path}: {source}")]
+    Create {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("writing Parquet: {0}")]
+    Write(#[from] parquet::errors::ParquetError),
+    #[error("building a batch: {0}")]
+    Batch(#[from] arrow_schema::ArrowError),
+}
+
+/// One side's columns of one level.
+struct LevelColumns {
+    price: Decimal128Builder,
+    amount: Decimal128Builder,
+    venue: StringBuilder,
+}
+
+/// One source name's columns.
+struct SourceColumns {
+    name: String,
+    state: StringBuilder,
+    received: TimestampNanosecondBuilder,
+    exchange: TimestampNanosecondBuilder,
+}
+
+/// Writes summaries into a Parquet file: [`SummaryParquet::write`] each, then
+/// [`SummaryParquet::finish`] (a file not finished has no footer and reads as corrupt).
+pub struct SummaryParquet {
+    writer: ArrowWriter<std::fs::File>,
+    schema: Arc<Schema>,
+    rows: usize,
+    instrument: StringBuilder,
+    sequence: UInt64Builder,
+    published: TimestampNanosecondBuilder,
+    spread: Decimal128Builder,
+    bids: Vec<LevelColumns>,
+    asks: Vec<LevelColumns>,
+    sources: Vec<SourceColumns>,
+    currency: StringBuilder,
+    amount_unit: StringBuilder,
+}
+
+impl SummaryParquet {
+    /// A writer of books `depth` levels deep of `instruments` into a new file at `path`.
+    pub fn create(
+        path: &std::path::Path,
+        depth: usize,
+        instruments: &[Instrument],
+    ) -> Result<SummaryParquet, ParquetError> {
+        let mut source_names: Vec<String> = Vec::new();
+        for name in instruments.iter().flat_map(|i| &i.source_names) {
+            if !source_names.contains(name) {
+                source_names.push(name.clone());
+            }
+        }
+        let mut fields = vec![
+            Field::new("instrument", DataType::Utf8, false),
+            Field::new("seq", DataType::UInt64, false),
+            Field::new("ts", timestamp(), false),
+            Field::new("spread", decimal(), true),
+        ];
+        for side in ["bid", "ask"] {
+            for level in 1..=depth {
+                fields.push(Field::new(format!("{side}_price_{level}"), decimal(), true));
+                fields.push(Field::new(
+                    format!("{side}_amount_{level}"),
+                    decimal(),
+                    true,
+                ));
+                fields.push(Field::new(
+                    format!("{side}_venue_{level}"),
+                    DataType::Utf8,
+                    true,
+                ));
+            }
+        }
+        for name in &source_names {
+            fields.push(Field::new(format!("state_{name}"), DataType::Utf8, true));
+            fields.push(Field::new(format!("received_ts_{name}"), timestamp(), true));
+            fields.push(Field::new(format!("exchange_ts_{name}"), timestamp(), true));
+        }
+        fields.push(Field::new("currency", DataType::Utf8, true));
+        fields.push(Field::new("amount_unit", DataType::Utf8, true));
+        let schema = Arc::new(Schema::new(fields));
+        let properties = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+            .set_max_row_group_row_count(Some(ROWS_PER_GROUP))
+            .set_created_by(format!("mergebook {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        let file = std::fs::File::create(path).map_err(|source| ParquetError::Create {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let writer = ArrowWriter::try_new(file, Arc::clone(&schema), Some(properties))?;
+        let levels = || {
+            (0..depth)
+                .map(|_| LevelColumns {
+                    price: decimal_builder(),
+                    amount: decimal_builder(),
+                    venue: StringBuilder::new(),
+                })
+                .collect()
+        };
+        Ok(SummaryParquet {
+            writer,
+            schema,
+            rows: 0,
+            instrument: StringBuilder::new(),
+            sequence: UInt64Builder::new(),
+            published: timestamp_builder(),
+            spread: decimal_builder(),
+            bids: levels(),
+            asks: levels(),
+            sources: source_names
+                .into_iter()
+                .map(|name| SourceColumns {
+                    name,
+                    state: StringBuilder::new(),
+                    received: timestamp_builder(),
+                    exchange: timestamp_builder(),
+                })
+                .collect(),
+            currency: StringBuilder::new(),
+            amount_unit: StringBuilder::new(),
+        })
+    }
+
+    /// Adds `summary` of `instrument` as a row.
+    pub fn write(
+        &mut self,
+        instrument: &Instrument,
+        summary: &Summary,
+    ) -> Result<(), ParquetError> {
+        self.instrument.append_value(&instrument.name);
+        self.sequence.append_value(summary.sequence);
+        self.published.append_value(unix_ns(summary.published_ns));
+        self.spread.append_option(summary.book.spread.map(|spread| {
+            let magnitude = i128::from(spread.magnitude.raw());
+            if spread.negative {
+                -magnitude
+            } else {
+                magnitude
+            }
+        }));
+        for (side, columns) in [(Side::Bid, &mut self.bids), (Side::Ask, &mut self.asks)] {
+            let levels = summary.book.side(side).as_slice();
+            for (index, column) in columns.iter_mut().enumerate() {
+                match levels.get(index) {
+                    Some(level) => {
+                        column.price.append_value(i128::from(level.price.raw()));
+                        column.amount.append_value(i128::from(level.amount.raw()));
+                        column
+                            .venue
+                            .append_value(&instrument.source_names[usize::from(level.source)]);
+                    }
+                    None => {
+                        column.price.append_null();
+                        column.amount.append_null();
+                        column.venue.append_null();
+                    }
+                }
+            }
+        }
+        for column in &mut self.sources {
+            let source = instrument
+                .source_names
+                .iter()
+                .position(|name| *name == column.name);
+            match source {
+                Some(source) => {
+                    column
+                        .state
+                        .append_value(summary.source_states[source].name());
+                    let received = summary.source_received_ns[source];
+                    column.received.append_option(
+                        (received != 0).then(|| unix_ns(summary.received_unix_ns(received))),
+                    );
+                    let exchange = summary.source_exchange_time_ns[source];
+                    column
+                        .exchange
+                        .append_option((exchange != 0).then(|| unix_ns(exchange)));
+                }
+                None => {
+                    column.state.append_null();
+                    column.received.append_null();
+                    column.exchange.append_null();
+                }
+            }
+        }
+        self.currency
+            .append_option(summary.currency.map(|c| c.to_string()));
+        self.amount_unit
+            .append_option(summary.amount_unit.map(|c| c.to_string()));
+        self.rows += 1;
+        if self.rows == ROWS_PER_BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the gathered rows to the writer as one batch.
+    fn flush(&mut self) -> Result<(), ParquetError> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(self.instrument.finish()),
+            Arc::new(self.sequence.finish()),
+            Arc::new(self.published.finish()),
+            Arc::new(self.spread.finish()),
+        ];
+        for side in [&mut self.bids, &mut self.asks] {
+            for level in side.iter_mut() {
+                columns.push(Arc::new(level.price.finish()));
+                columns.push(Arc::new(level.amount.finish()));
+                columns.push(Arc::new(level.venue.finish()));
+            }
+        }
+        for source in &mut self.sources {
+            columns.push(Arc::new(source.state.finish()));
+            columns.push(Arc::new(source.received.finish()));
+            columns.push(Arc::new(source.exchange.finish()));
+        }
+        columns.push(Arc::new(self.currency.finish()));
+        columns.push(Arc::new(self.amount_unit.finish()));
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
+        self.writer.write(&batch)?;
+        self.rows = 0;
+        Ok(())
+    }
+
+    /// Writes the last rows and the file's footer.
+    pub fn finish(mut self) -> Result<(), ParquetError> {
+        self.flush()?;
+        self.writer.close()?;
+        Ok(())
+    }
+}
+
+fn decimal_builder() -> Decimal128Builder {
+    Decimal128Builder::new().with_data_type(decimal())
+}
+
+fn timestamp_builder() -> TimestampNanosecondBuilder {
+    TimestampNanosecondBuilder::new().with_timezone("UTC")
+}
+
+/// A Unix time in ns as a timestamp column's value (i64: until the year 2262).
+fn unix_ns(ns: u64) -> i64 {
+    i64::try_from(ns).unwrap_or(i64::MAX)
+}
