@@ -655,7 +655,7 @@ impl<W: Write> SummaryPrinter<W> {
 enum SummarySink {
     Lines(SummaryPrinter<BufWriter<std::io::StdoutLock<'static>>>),
     Parquet {
-        writer: SummaryParquet,
+        writer: Box<SummaryParquet>,
         error: Option<mergebook::publish::parquet::ParquetError>,
     },
 }
@@ -674,8 +674,10 @@ impl SummarySink {
                 error: None,
             }),
             Some(path) => SummarySink::Parquet {
-                writer: SummaryParquet::create(path, depth, instruments)
-                    .map_err(|error| error.to_string())?,
+                writer: Box::new(
+                    SummaryParquet::create(path, depth, instruments)
+                        .map_err(|error| error.to_string())?,
+                ),
                 error: None,
             },
         })
