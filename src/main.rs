@@ -223,7 +223,16 @@ impl Recordings {
         self.venues
             .iter()
             .map(|(venue, path)| {
-                let frames = timeline::load_frames(path).map_err(|error| error.to_string())?;
+                let (frames, unreadable) =
+                    timeline::load_venue_frames(*venue, path).map_err(|error| error.to_string())?;
+                if let Some(first) = unreadable.first() {
+                    eprintln!(
+                        "mergebook replay: {}: {} line(s) without a receive time before the \
+                         message, left out (the first: line {first})",
+                        path.display(),
+                        unreadable.len()
+                    );
+                }
                 replay::check_mode(*venue, &frames, mode)
                     .map_err(|mismatch| format!("{}: {mismatch}", path.display()))?;
                 Ok((*venue, frames))

@@ -37,6 +37,8 @@ pub enum TimelineError {
         "{path}: not a recorded connection's directory (`<venue>-<connection>`, as `[record]` writes them)"
     )]
     NotAConnection { path: PathBuf },
+    #[error("{path}: {} line(s) without a receive time before the message (line {})", lines.len(), lines[0])]
+    UnreadableLines { path: PathBuf, lines: Vec<usize> },
 }
 
 #[derive(serde::Deserialize)]
@@ -83,6 +85,23 @@ pub struct TimedEvent {
 pub struct Timeline {
     pub events: Vec<TimedEvent>,
     pub truncated: bool,
+    /// A market-data archive's lines that could not be read (no receive time before the
+    /// message), by number from 1: left out of `events`, for the caller to report.
+    pub unreadable_lines: Vec<usize>,
+}
+
+/// Whether `line` is a market-data archive's (Tardis.dev's exchange-native files): the
+/// local receive time in UTC (`2019-06-01T00:03:03.1238784Z`), a space, the message as the
+/// venue sent it.
+fn is_archive_line(line: &str) -> bool {
+    archive_line(line).is_some()
+}
+
+/// An archive line's receive time (Unix ns) and message.
+fn archive_line(line: &str) -> Option<(u64, &str)> {
+    let (time, message) = line.split_once(' ')?;
+    let shaped = time.len() >= 20 && time.as_bytes()[10] == b'T' && time.ends_with('Z');
+    Some((parse_time(time).filter(|_| shaped)?, message))
 }
 
 /// Whether `line` is a timeline entry: a JSON object with `recv_ts` and `kind`,
@@ -121,17 +140,28 @@ fn unix_seconds_ns(number: &str) -> Option<u64> {
         .checked_add(nanos)
 }
 
-/// The file's text: zstd-compressed when its name ends in `.zst` (`[record]`'s files).
-/// A compressed file cut short yields the lines before the cut.
+/// The file's text: zstd-compressed when its name ends in `.zst` (`[record]`'s files),
+/// gzip-compressed when it starts with gzip's magic bytes (market-data archives). A
+/// compressed file cut short yields the lines before the cut.
 fn read_text(path: &Path) -> Result<(String, bool), TimelineError> {
     let error = |source| TimelineError::Read {
         path: path.into(),
         source,
     };
     if path.extension().is_none_or(|extension| extension != "zst") {
-        return std::fs::read_to_string(path)
+        let bytes = std::fs::read(path).map_err(error)?;
+        let bytes = match bytes.starts_with(&[0x1f, 0x8b]) {
+            false => bytes,
+            true => {
+                let mut text = Vec::new();
+                let mut decoder = flate2::read::MultiGzDecoder::new(bytes.as_slice());
+                std::io::Read::read_to_end(&mut decoder, &mut text).map_err(error)?;
+                text
+            }
+        };
+        return String::from_utf8(bytes)
             .map(|text| (text, false))
-            .map_err(error);
+            .map_err(|utf8| error(std::io::Error::new(std::io::ErrorKind::InvalidData, utf8)));
     }
     let file = std::fs::File::open(path).map_err(error)?;
     let mut decoder = zstd::stream::read::Decoder::new(file).map_err(error)?;
@@ -153,8 +183,11 @@ fn read_text(path: &Path) -> Result<(String, bool), TimelineError> {
     Ok((text, truncated))
 }
 
-/// Reads a plain file, a timeline, or a compressed timeline. A file is a timeline when its
-/// first line is a timeline entry; then every line must be one. Kinds other than
+/// Reads a plain file, a timeline, a compressed timeline, or a market-data archive (plain
+/// or gzip). A file is a timeline when its first line is a timeline entry; then every line
+/// must be one. It is an archive when its first line is an archive's: each line's message
+/// is then a frame received at its time, and a line without a time is left out, named in
+/// `unreadable_lines`. Kinds other than
 /// `ws_connect`, `ws_sent`, `ws_recv`, `ws_recv_binary`, `rest_response`,
 /// `rest_audit_request` and `rest_audit` are passed over (what failed, why a connection ended: for the reader of the file).
 pub fn load_timeline(path: &Path) -> Result<Timeline, TimelineError> {
@@ -167,6 +200,26 @@ pub fn load_timeline(path: &Path) -> Result<Timeline, TimelineError> {
     let is_timeline = lines
         .peek()
         .is_some_and(|(_, first)| is_timeline_entry(first));
+    if lines
+        .peek()
+        .is_some_and(|(_, first)| is_archive_line(first))
+    {
+        let (mut events, mut unreadable_lines) = (Vec::new(), Vec::new());
+        for (index, line) in lines {
+            match archive_line(line) {
+                Some((received_ns, message)) => events.push(TimedEvent {
+                    received_ns,
+                    event: TimelineEvent::Text(message.to_owned()),
+                }),
+                None => unreadable_lines.push(index + 1),
+            }
+        }
+        return Ok(Timeline {
+            events,
+            truncated,
+            unreadable_lines,
+        });
+    }
     if !is_timeline {
         let events = lines
             .map(|(index, line)| TimedEvent {
@@ -174,7 +227,11 @@ pub fn load_timeline(path: &Path) -> Result<Timeline, TimelineError> {
                 event: TimelineEvent::Text(line.to_owned()),
             })
             .collect();
-        return Ok(Timeline { events, truncated });
+        return Ok(Timeline {
+            events,
+            truncated,
+            unreadable_lines: Vec::new(),
+        });
     }
     let mut events = Vec::new();
     for (index, line) in lines {
@@ -208,13 +265,54 @@ pub fn load_timeline(path: &Path) -> Result<Timeline, TimelineError> {
         };
         events.push(TimedEvent { received_ns, event });
     }
-    Ok(Timeline { events, truncated })
+    Ok(Timeline {
+        events,
+        truncated,
+        unreadable_lines: Vec::new(),
+    })
 }
 
-/// The text frames and REST responses of a plain file or a timeline (what the per-venue
-/// replays take).
+/// The text frames and REST responses of a plain file, a timeline or an archive (what the
+/// per-venue replays take). An archive's unreadable line is an error here
+/// ([`load_venue_frames`] reports them and goes on).
 pub fn load_frames(path: &Path) -> Result<Vec<RecordedFrame>, TimelineError> {
-    Ok(load_timeline(path)?
+    let timeline = load_timeline(path)?;
+    if !timeline.unreadable_lines.is_empty() {
+        return Err(TimelineError::UnreadableLines {
+            path: path.into(),
+            lines: timeline.unreadable_lines,
+        });
+    }
+    Ok(frames_of(timeline))
+}
+
+/// `venue`'s frames in a file, as [`load_frames`] reads them, with the archive's lines it
+/// could not read (numbers from 1). A snapshot an archive took by REST and stored among
+/// the messages (`Snapshots::archived_snapshot`) is a REST response here, as the service's
+/// own recordings hold one.
+pub fn load_venue_frames(
+    venue: crate::venue::VenueId,
+    path: &Path,
+) -> Result<(Vec<RecordedFrame>, Vec<usize>), TimelineError> {
+    let mut timeline = load_timeline(path)?;
+    let unreadable = std::mem::take(&mut timeline.unreadable_lines);
+    let mut frames = frames_of(timeline);
+    for frame in frames.iter_mut().filter(|frame| frame.rest_url.is_none()) {
+        if let Some((symbol, body)) = venue.snapshots().archived_snapshot(&frame.raw) {
+            let url = venue.snapshots().snapshot_url(
+                venue.facts().default_rest_url,
+                &symbol,
+                crate::config::defaults::SNAPSHOT_DEPTH.default as usize,
+            );
+            frame.raw = body;
+            frame.rest_url = Some(url);
+        }
+    }
+    Ok((frames, unreadable))
+}
+
+fn frames_of(timeline: Timeline) -> Vec<RecordedFrame> {
+    timeline
         .events
         .into_iter()
         .filter_map(|TimedEvent { received_ns, event }| {
@@ -233,7 +331,7 @@ pub fn load_frames(path: &Path) -> Result<Vec<RecordedFrame>, TimelineError> {
                 rest_url,
             })
         })
-        .collect())
+        .collect()
 }
 
 /// One connection's recording, as `[record]` wrote it: its directory's events in time.

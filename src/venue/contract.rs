@@ -349,6 +349,14 @@ pub trait Snapshots: Sync {
     /// takes a limit).
     fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String;
 
+    /// A REST snapshot a market-data archive took and stored among the venue's messages
+    /// (Tardis.dev's `"generated": true` messages): its symbol and the response's body.
+    /// `None` for any other message, and where the venue's snapshots come on its stream.
+    fn archived_snapshot(&self, message: &str) -> Option<(String, String)> {
+        let _ = message;
+        None
+    }
+
     /// The symbol a snapshot URL asks for (the simulator's REST server; matching recorded
     /// REST responses to streams in a replay); `None` for an in-band venue.
     fn snapshot_symbol(&self, url: &str) -> Option<String> {

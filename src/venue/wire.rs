@@ -283,3 +283,31 @@ pub(crate) fn interleaved_checksum(
     }
     crc32fast::hash(&buffer[..len.saturating_sub(1)])
 }
+
+/// The members of a REST snapshot a market-data archive stored among a venue's messages
+/// (Tardis.dev's `"generated": true` messages, each venue's shape in docs/history.md):
+/// each member's text as stored (strings still quoted), or `None` where `message` is not
+/// such a message. A venue's messages never say `"generated"`: any other is passed over
+/// before a parse.
+pub(crate) fn archived_members(
+    message: &str,
+) -> Option<std::collections::HashMap<&str, &serde_json::value::RawValue>> {
+    if !message.contains(r#""generated""#) {
+        return None;
+    }
+    let members: std::collections::HashMap<&str, &serde_json::value::RawValue> =
+        serde_json::from_str(message).ok()?;
+    (members.get("generated")?.get() == "true").then_some(members)
+}
+
+/// A member's JSON string, unquoted (archives' names hold no escapes).
+pub(crate) fn archived_string<'a>(
+    members: &std::collections::HashMap<&str, &'a serde_json::value::RawValue>,
+    name: &str,
+) -> Option<&'a str> {
+    members
+        .get(name)?
+        .get()
+        .strip_prefix('"')?
+        .strip_suffix('"')
+}

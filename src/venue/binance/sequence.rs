@@ -29,6 +29,14 @@ impl Sequencing for UpdateIdRanges {
 impl Checksum for Binance {}
 
 impl Snapshots for Binance {
+    /// `{"stream":"btcusdt@depthSnapshot","generated":true,"data":<the /depth response>}`.
+    fn archived_snapshot(&self, message: &str) -> Option<(String, String)> {
+        let members = crate::venue::wire::archived_members(message)?;
+        let stream = crate::venue::wire::archived_string(&members, "stream")?;
+        let symbol = stream.strip_suffix("@depthSnapshot")?.to_ascii_uppercase();
+        Some((symbol, members.get("data")?.get().to_owned()))
+    }
+
     fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {
         let symbol = symbol.to_ascii_uppercase();
         format!("{rest_base}/api/v3/depth?symbol={symbol}&limit={limit}")

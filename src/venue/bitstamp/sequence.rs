@@ -38,6 +38,18 @@ impl Sequencing for Microtimestamps {
 impl Checksum for Bitstamp {}
 
 impl Snapshots for Bitstamp {
+    /// `{"data":<the order_book response>,"event":"snapshot","channel":
+    /// "diff_order_book_btcusd","generated":true}`.
+    fn archived_snapshot(&self, message: &str) -> Option<(String, String)> {
+        let members = crate::venue::wire::archived_members(message)?;
+        if crate::venue::wire::archived_string(&members, "event")? != "snapshot" {
+            return None;
+        }
+        let channel = crate::venue::wire::archived_string(&members, "channel")?;
+        let pair = channel.strip_prefix("diff_order_book_")?;
+        Some((pair.to_owned(), members.get("data")?.get().to_owned()))
+    }
+
     fn snapshot_url(&self, rest_base: &str, symbol: &str, _limit: usize) -> String {
         format!(
             "{rest_base}/api/v2/order_book/{}/",

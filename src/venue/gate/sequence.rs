@@ -7,6 +7,20 @@ use super::*;
 impl<M: Market> Checksum for Gate<M> {}
 
 impl<M: Market> Snapshots for Gate<M> {
+    /// Spot: `{"result":<the order_book response>,"event":"snapshot","channel":
+    /// "spot.order_book_update","symbol":"BTC_USDT","generated":true}`; the futures'
+    /// archived shape is not documented.
+    fn archived_snapshot(&self, message: &str) -> Option<(String, String)> {
+        let members = crate::venue::wire::archived_members(message)?;
+        let spot =
+            crate::venue::wire::archived_string(&members, "channel")? == "spot.order_book_update";
+        if !spot || crate::venue::wire::archived_string(&members, "event")? != "snapshot" {
+            return None;
+        }
+        let symbol = crate::venue::wire::archived_string(&members, "symbol")?;
+        Some((symbol.to_owned(), members.get("result")?.get().to_owned()))
+    }
+
     /// `order_book_update` keeps the top 100 levels a side, and sends no delete for a level
     /// pushed out of them.
     fn kept_depth(&self, _requested: usize) -> Option<usize> {
