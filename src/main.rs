@@ -217,30 +217,6 @@ struct Recordings {
     parquet: Option<PathBuf>,
 }
 
-impl Recordings {
-    /// Each venue's frames, checked to fit `mode`.
-    fn load(&self, mode: replay::Mode) -> Result<Vec<(VenueId, Vec<RecordedFrame>)>, String> {
-        self.venues
-            .iter()
-            .map(|(venue, path)| {
-                let (frames, unreadable) =
-                    timeline::load_venue_frames(*venue, path).map_err(|error| error.to_string())?;
-                if let Some(first) = unreadable.first() {
-                    eprintln!(
-                        "mergebook replay: {}: {} line(s) without a receive time before the \
-                         message, left out (the first: line {first})",
-                        path.display(),
-                        unreadable.len()
-                    );
-                }
-                replay::check_mode(*venue, &frames, mode)
-                    .map_err(|mismatch| format!("{}: {mismatch}", path.display()))?;
-                Ok((*venue, frames))
-            })
-            .collect()
-    }
-}
-
 fn parse_time(text: &str) -> Result<u64, String> {
     timeline::parse_time(text).ok_or_else(|| {
         format!("{text:?}: expected Unix seconds or a UTC time like 2026-11-27T14:03:00Z")
@@ -402,18 +378,17 @@ fn run_recording_replay(
     let config = RawConfig::load(config_path)
         .and_then(|raw| raw.validate())
         .map_err(|error| error.to_string())?;
-    let recordings = timeline::load_recording(dir).map_err(|error| error.to_string())?;
-    for recording in recordings.iter().filter(|r| r.truncated_files > 0) {
-        eprintln!(
-            "mergebook replay: {}-{}: {} file(s) cut short (being written, or a crash): replayed up to the cut",
-            recording.venue, recording.connection, recording.truncated_files
-        );
-    }
+    // Read as it is replayed: memory for a line a connection, whatever the recording's size.
+    let (connections, read) = timeline::open_recording(dir).map_err(|error| error.to_string())?;
+    let connections = connections
+        .into_iter()
+        .map(|events| (events.venue, events.connection, events))
+        .collect();
     let mut printer = SummarySink::open(parquet, config.depth, &config.instruments)?;
     let mut pace = replay::Pace::new(until_ns, speed);
-    let stats = replay::replay_recording(
+    let stats = replay::replay_connections(
         &config,
-        &recordings,
+        connections,
         |received_ns| pace.wait_for(received_ns),
         |summary| printer.print(&config.instruments[summary.instrument], summary),
         |_, _, _| {},
@@ -421,11 +396,21 @@ fn run_recording_replay(
     )
     .map_err(|error| format!("{}: {error}", dir.display()))?;
     printer.finish()?;
+    let read = read.borrow();
+    if read.truncated_files > 0 {
+        eprintln!(
+            "mergebook replay: {} file(s) cut short (being written, or a crash): replayed up to the cut",
+            read.truncated_files
+        );
+    }
     eprintln!(
         "mergebook replay: {} events, {} books, {} decode errors, {} summaries",
         stats.events, stats.books, stats.decode_errors, stats.summaries
     );
-    Ok(())
+    match &read.error {
+        Some(error) => Err(format!("{error}: replayed up to it")),
+        None => Ok(()),
+    }
 }
 
 fn run_service(args: &RunArgs) -> Result<(), String> {
@@ -721,10 +706,100 @@ fn report_decode_error(venue: VenueId, frame: usize, error: &replay::BadFrame) {
     eprintln!("mergebook replay: {venue} frame {}: {error}", frame + 1);
 }
 
+/// The recordings' files read as they are replayed, a line at a time: memory for a line a
+/// file, whatever their size. What the reading met is kept for the end: the first error
+/// (which ends that file's frames) and each file's unreadable lines.
+struct FileFrames<'a> {
+    recordings: &'a Recordings,
+    error: std::cell::RefCell<Option<String>>,
+    /// Per file: how many lines could not be read, and the first.
+    unreadable: std::cell::RefCell<Vec<(usize, usize)>>,
+}
+
+type Frames<'a> = Box<dyn Iterator<Item = RecordedFrame> + 'a>;
+
+impl<'a> FileFrames<'a> {
+    fn new(recordings: &'a Recordings) -> FileFrames<'a> {
+        FileFrames {
+            recordings,
+            error: Default::default(),
+            unreadable: std::cell::RefCell::new(vec![(0, 0); recordings.venues.len()]),
+        }
+    }
+
+    /// The frames of the `index`th file, from its start.
+    fn open(&self, index: usize) -> Result<Frames<'_>, String> {
+        let (venue, path) = &self.recordings.venues[index];
+        let mut reader =
+            timeline::FrameReader::open(Some(*venue), path).map_err(|error| error.to_string())?;
+        let mut ended = false;
+        Ok(Box::new(std::iter::from_fn(move || {
+            if ended {
+                return None;
+            }
+            let frame = reader.next();
+            ended = !matches!(frame, Some(Ok(_)));
+            match frame {
+                Some(Ok(frame)) => return Some(frame),
+                Some(Err(error)) => *self.error.borrow_mut() = Some(error.to_string()),
+                None => {
+                    if let (count @ 1.., named) = reader.unreadable() {
+                        self.unreadable.borrow_mut()[index] = (count, named[0]);
+                    }
+                }
+            }
+            None
+        })))
+    }
+
+    /// A first read of every file: each checked to fit `mode`, and `look` at its frames
+    /// (what a replay plans from); the files' unreadable lines reported.
+    fn survey<T>(
+        &self,
+        mode: replay::Mode,
+        mut look: impl FnMut(usize, &mut dyn Iterator<Item = RecordedFrame>) -> T,
+    ) -> Result<Vec<T>, String> {
+        let mut found = Vec::new();
+        for (index, (venue, path)) in self.recordings.venues.iter().enumerate() {
+            let mut check = replay::ModeCheck::new(*venue, mode);
+            let mut frames = self.open(index)?.inspect(|frame| check.see(frame));
+            found.push(look(index, &mut frames));
+            frames.for_each(drop);
+            self.ended()?;
+            check
+                .finish()
+                .map_err(|mismatch| format!("{}: {mismatch}", path.display()))?;
+            if let (count @ 1.., first) = self.unreadable.borrow()[index] {
+                eprintln!(
+                    "mergebook replay: {}: {count} line(s) without a receive time before the \
+                     message, left out (the first: line {first})",
+                    path.display()
+                );
+            }
+        }
+        Ok(found)
+    }
+
+    /// The error a reading met, if one did.
+    fn ended(&self) -> Result<(), String> {
+        match self.error.borrow_mut().take() {
+            Some(error) => Err(format!("{error}: replayed up to it")),
+            None => Ok(()),
+        }
+    }
+}
+
 fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
-    let inputs = recordings.load(replay::Mode::Snapshot)?;
+    let files = FileFrames::new(recordings);
+    let venues: Vec<VenueId> = recordings.venues.iter().map(|(venue, _)| *venue).collect();
+    let streams = files.survey(replay::Mode::Snapshot, |index, frames| {
+        replay::first_book_stream(venues[index], frames)
+    })?;
+    let sources = (0..venues.len())
+        .map(|index| files.open(index))
+        .collect::<Result<_, _>>()?;
     // Its books named as an instrument's: a venue given twice, by its files' names.
-    let files: Vec<(VenueId, String)> = recordings
+    let names: Vec<(VenueId, String)> = recordings
         .venues
         .iter()
         .map(|(venue, path)| {
@@ -737,7 +812,7 @@ fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
             )
         })
         .collect();
-    let books: Vec<(VenueId, &str)> = files.iter().map(|(v, f)| (*v, f.as_str())).collect();
+    let books: Vec<(VenueId, &str)> = names.iter().map(|(v, f)| (*v, f.as_str())).collect();
     let instrument = Instrument::of_books(instrument, &books);
     let depth = usize::from(recordings.depth);
     let mut printer = SummarySink::open(
@@ -745,9 +820,11 @@ fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
         depth,
         std::slice::from_ref(&instrument),
     )?;
-    let stats = replay::replay(
-        &inputs,
-        usize::from(recordings.depth),
+    let stats = replay::replay_frames(
+        &venues,
+        streams,
+        sources,
+        depth,
         |summary| printer.print(&instrument, summary),
         report_decode_error,
     );
@@ -756,7 +833,7 @@ fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
         "mergebook replay: {} frames, {} books, {} out of order, {} decode errors, {} summaries",
         stats.frames, stats.books, stats.out_of_order, stats.decode_errors, stats.summaries
     );
-    Ok(())
+    files.ended()
 }
 
 fn run_diff_replay(
@@ -765,33 +842,58 @@ fn run_diff_replay(
     snapshots: &[(VenueId, String)],
     depths: replay::DiffDepths,
 ) -> Result<(), String> {
-    let mut inputs: Vec<replay::DiffRecording> = recordings
-        .load(replay::Mode::Diff)?
-        .into_iter()
-        .map(|(venue, frames)| replay::DiffRecording {
-            venue,
-            frames,
-            symbols: symbols
-                .iter()
-                .filter(|(v, _)| *v == venue)
-                .map(|(_, symbol)| symbol.clone())
-                .collect(),
+    let venues: Vec<VenueId> = recordings.venues.iter().map(|(venue, _)| *venue).collect();
+    let wanted: Vec<Vec<String>> = venues
+        .iter()
+        .map(|venue| {
+            let of_venue = symbols.iter().filter(|(v, _)| v == venue);
+            of_venue.map(|(_, symbol)| symbol.clone()).collect()
         })
         .collect();
-    let mut plan = replay::plan_diff(&inputs, depths.max_levels)
-        .map_err(|(index, error)| format!("{}: {error}", recordings.venues[index].1.display()))?;
-    for (venue, snapshot) in snapshots {
-        let mut books = plan.books.iter().filter(|book| book.venue == *venue);
-        let (Some(book), None) = (books.next(), books.next()) else {
-            return Err(format!(
-                "--snapshot {venue}=…: give it with a {venue} recording of one symbol"
-            ));
-        };
-        let body = std::fs::read_to_string(snapshot)
-            .map_err(|error| format!("cannot read {snapshot}: {error}"))?;
-        let frames = &mut inputs[book.recording].frames;
-        replay::insert_snapshot(*venue, &book.symbol, frames, body);
-    }
+    let in_file = |index: usize| {
+        let path = recordings.venues[index].1.display().to_string();
+        move |error: &dyn std::fmt::Display| format!("{path}: {error}")
+    };
+    let files = FileFrames::new(recordings);
+    let (mut plan, sources): (replay::DiffPlan, Vec<Frames<'_>>) = if snapshots.is_empty() {
+        // Planned from a first read of the files, replayed from a second.
+        let mut plan = replay::DiffPlan::empty();
+        let planned = files.survey(replay::Mode::Diff, |index, frames| {
+            let (venue, symbols) = (venues[index], &wanted[index][..]);
+            plan.add_recording(index, venue, symbols, frames, depths.max_levels)
+                .map_err(|error| in_file(index)(&error))
+        })?;
+        planned.into_iter().collect::<Result<(), _>>()?;
+        let sources = (0..venues.len())
+            .map(|index| files.open(index))
+            .collect::<Result<_, _>>()?;
+        (plan, sources)
+    } else {
+        // A snapshot given apart goes in among the frames: read whole.
+        let mut inputs =
+            files.survey(replay::Mode::Diff, |_, frames| frames.collect::<Vec<_>>())?;
+        let planned = (venues.iter().zip(&inputs).zip(&wanted))
+            .map(|((venue, frames), symbols)| (*venue, &symbols[..], frames.iter()));
+        let plan = replay::plan_diff_of(planned, depths.max_levels)
+            .map_err(|(index, error)| in_file(index)(&error))?;
+        for (venue, snapshot) in snapshots {
+            let mut books = plan.books.iter().filter(|book| book.venue == *venue);
+            let (Some(book), None) = (books.next(), books.next()) else {
+                return Err(format!(
+                    "--snapshot {venue}=…: give it with a {venue} recording of one symbol"
+                ));
+            };
+            let body = std::fs::read_to_string(snapshot)
+                .map_err(|error| format!("cannot read {snapshot}: {error}"))?;
+            let frames = &mut inputs[book.recording];
+            replay::insert_snapshot(*venue, &book.symbol, frames, body);
+        }
+        let sources = inputs
+            .into_iter()
+            .map(|frames| Box::new(frames.into_iter()) as Frames<'_>)
+            .collect();
+        (plan, sources)
+    };
     let instruments: Vec<Instrument> = plan
         .instruments
         .iter()
@@ -807,8 +909,9 @@ fn run_diff_replay(
         })
         .collect();
     let mut printer = SummarySink::open(recordings.parquet.as_deref(), depths.depth, &instruments)?;
-    replay::replay_diff(
-        &inputs,
+    replay::replay_diff_frames(
+        &venues,
+        sources,
         &mut plan,
         depths,
         |instrument, summary| printer.print(&instruments[instrument], summary),
@@ -846,7 +949,7 @@ fn run_diff_replay(
             stats.decode_errors
         );
     }
-    Ok(())
+    files.ended()
 }
 
 fn healthcheck(address: std::net::SocketAddr) -> Result<(), String> {

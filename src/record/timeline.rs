@@ -37,8 +37,14 @@ pub enum TimelineError {
         "{path}: not a recorded connection's directory (`<venue>-<connection>`, as `[record]` writes them)"
     )]
     NotAConnection { path: PathBuf },
-    #[error("{path}: {} line(s) without a receive time before the message (line {})", lines.len(), lines[0])]
-    UnreadableLines { path: PathBuf, lines: Vec<usize> },
+    #[error(
+        "{path}: {count} line(s) without a receive time before the message (the first: line {first})"
+    )]
+    UnreadableLines {
+        path: PathBuf,
+        count: usize,
+        first: usize,
+    },
 }
 
 #[derive(serde::Deserialize)]
@@ -85,9 +91,6 @@ pub struct TimedEvent {
 pub struct Timeline {
     pub events: Vec<TimedEvent>,
     pub truncated: bool,
-    /// A market-data archive's lines that could not be read (no receive time before the
-    /// message), by number from 1: left out of `events`, for the caller to report.
-    pub unreadable_lines: Vec<usize>,
 }
 
 /// Whether `line` is a market-data archive's (Tardis.dev's exchange-native files): the
@@ -140,182 +143,275 @@ fn unix_seconds_ns(number: &str) -> Option<u64> {
         .checked_add(nanos)
 }
 
-/// The file's text: zstd-compressed when its name ends in `.zst` (`[record]`'s files),
-/// gzip-compressed when it starts with gzip's magic bytes (market-data archives). A
-/// compressed file cut short yields the lines before the cut.
-fn read_text(path: &Path) -> Result<(String, bool), TimelineError> {
-    let error = |source| TimelineError::Read {
-        path: path.into(),
-        source,
-    };
-    if path.extension().is_none_or(|extension| extension != "zst") {
-        let bytes = std::fs::read(path).map_err(error)?;
-        let bytes = match bytes.starts_with(&[0x1f, 0x8b]) {
-            false => bytes,
-            true => {
-                let mut text = Vec::new();
-                let mut decoder = flate2::read::MultiGzDecoder::new(bytes.as_slice());
-                std::io::Read::read_to_end(&mut decoder, &mut text).map_err(error)?;
-                text
-            }
+/// How a file's lines are read: told by its first line that is not empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// One raw frame a line, stamped with its line's index.
+    Plain,
+    /// `{"recv_ts","kind","url","raw"}` a line.
+    Timeline,
+    /// A market-data archive's: a receive time, a space, the message.
+    Archive,
+}
+
+/// How many of an archive's unreadable lines are named (`TimelineReader::unreadable`).
+const UNREADABLE_LINES_NAMED: usize = 10;
+
+/// A file's events, read a line at a time: memory for one line, whatever the file's size.
+/// zstd-compressed when its name ends in `.zst` (`[record]`'s files), gzip-compressed when
+/// it starts with gzip's magic bytes (market-data archives). A compressed file cut short
+/// yields the lines before the cut ([`TimelineReader::truncated`]).
+pub struct TimelineReader {
+    path: PathBuf,
+    lines: Box<dyn std::io::BufRead + Send>,
+    /// Compressed by zstd: an error reading it is a cut (a file being written, a crash).
+    zstd: bool,
+    format: Option<Format>,
+    /// Lines read so far.
+    line: usize,
+    text: String,
+    truncated: bool,
+    unreadable: (usize, Vec<usize>),
+    done: bool,
+}
+
+impl TimelineReader {
+    pub fn open(path: &Path) -> Result<TimelineReader, TimelineError> {
+        use std::io::{BufRead, BufReader};
+        let error = |source| TimelineError::Read {
+            path: path.into(),
+            source,
         };
-        return String::from_utf8(bytes)
-            .map(|text| (text, false))
-            .map_err(|utf8| error(std::io::Error::new(std::io::ErrorKind::InvalidData, utf8)));
+        let zstd = path.extension().is_some_and(|extension| extension == "zst");
+        let mut file = BufReader::new(std::fs::File::open(path).map_err(error)?);
+        let lines: Box<dyn BufRead + Send> = if zstd {
+            let decoder = zstd::stream::read::Decoder::new(file.into_inner()).map_err(error)?;
+            Box::new(BufReader::new(decoder))
+        } else if file.fill_buf().map_err(error)?.starts_with(&[0x1f, 0x8b]) {
+            Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(file)))
+        } else {
+            Box::new(file)
+        };
+        Ok(TimelineReader {
+            path: path.into(),
+            lines,
+            zstd,
+            format: None,
+            line: 0,
+            text: String::new(),
+            truncated: false,
+            unreadable: (0, Vec::new()),
+            done: false,
+        })
     }
-    let file = std::fs::File::open(path).map_err(error)?;
-    let mut decoder = zstd::stream::read::Decoder::new(file).map_err(error)?;
-    let mut bytes = Vec::new();
-    let truncated = match std::io::Read::read_to_end(&mut decoder, &mut bytes) {
-        Ok(_) => false,
-        Err(_) if !bytes.is_empty() || path.metadata().is_ok_and(|m| m.len() > 0) => {
-            let complete = bytes
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |at| at + 1);
-            bytes.truncate(complete);
-            true
+
+    /// Whether the file's end was cut off (the events before the cut were read).
+    pub fn truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// An archive's lines read so far that could not be read (no receive time before the
+    /// message), left out: how many, and the numbers (from 1) of the first few.
+    pub fn unreadable(&self) -> (usize, &[usize]) {
+        (self.unreadable.0, &self.unreadable.1)
+    }
+
+    /// The next line into `self.text`, without its line break; `false` at the end.
+    fn next_line(&mut self) -> Result<bool, TimelineError> {
+        self.text.clear();
+        match self.lines.read_line(&mut self.text) {
+            Ok(0) => Ok(false),
+            Ok(_) => {
+                self.line += 1;
+                let trimmed = self.text.trim_end_matches(['\n', '\r']).len();
+                self.text.truncate(trimmed);
+                Ok(true)
+            }
+            // A compressed file cut short: what came before its last whole line is kept.
+            Err(_) if self.zstd && self.path.metadata().is_ok_and(|m| m.len() > 0) => {
+                self.truncated = true;
+                Ok(false)
+            }
+            Err(source) => Err(TimelineError::Read {
+                path: self.path.clone(),
+                source,
+            }),
         }
-        Err(source) => return Err(error(source)),
+    }
+
+    /// The event of the line in `self.text`, `None` where it holds none.
+    fn event(&mut self, format: Format) -> Result<Option<TimedEvent>, TimelineError> {
+        let line = self.text.as_str();
+        match format {
+            Format::Plain => Ok(Some(TimedEvent {
+                received_ns: self.line as u64 - 1,
+                event: TimelineEvent::Text(line.to_owned()),
+            })),
+            Format::Archive => match archive_line(line) {
+                Some((received_ns, message)) => Ok(Some(TimedEvent {
+                    received_ns,
+                    event: TimelineEvent::Text(message.to_owned()),
+                })),
+                None => {
+                    self.unreadable.0 += 1;
+                    if self.unreadable.1.len() < UNREADABLE_LINES_NAMED {
+                        self.unreadable.1.push(self.line);
+                    }
+                    Ok(None)
+                }
+            },
+            Format::Timeline => timeline_event(line, &self.path, self.line),
+        }
+    }
+}
+
+impl Iterator for TimelineReader {
+    type Item = Result<TimedEvent, TimelineError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            match self.next_line() {
+                Ok(true) => {}
+                Ok(false) => self.done = true,
+                Err(error) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+            }
+            if self.done || self.text.trim().is_empty() {
+                continue;
+            }
+            let format = *self.format.get_or_insert_with(|| {
+                if is_timeline_entry(&self.text) {
+                    Format::Timeline
+                } else if is_archive_line(&self.text) {
+                    Format::Archive
+                } else {
+                    Format::Plain
+                }
+            });
+            match self.event(format) {
+                Ok(Some(event)) => return Some(Ok(event)),
+                Ok(None) => {}
+                Err(error) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The event of a timeline's line `number` (from 1), `None` for a kind replay passes over.
+fn timeline_event(
+    line: &str,
+    path: &Path,
+    number: usize,
+) -> Result<Option<TimedEvent>, TimelineError> {
+    let malformed = || TimelineError::Timeline {
+        path: path.into(),
+        line: number,
     };
-    let text = String::from_utf8(bytes)
-        .map_err(|utf8| error(std::io::Error::new(std::io::ErrorKind::InvalidData, utf8)))?;
-    Ok((text, truncated))
+    let entry: TimelineEntry = serde_json::from_str(line).map_err(|_| malformed())?;
+    let received_ns = unix_seconds_ns(entry.recv_ts.get()).ok_or_else(malformed)?;
+    let event = match entry.kind.as_str() {
+        "ws_connect" => TimelineEvent::Connected,
+        "ws_sent" => TimelineEvent::Sent(entry.raw),
+        "ws_recv" => TimelineEvent::Text(entry.raw),
+        "ws_recv_binary" => TimelineEvent::Binary(
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, &entry.raw)
+                .map_err(|_| TimelineError::Base64 {
+                    path: path.into(),
+                    line: number,
+                })?,
+        ),
+        "rest_response" => TimelineEvent::Rest {
+            url: entry.url,
+            body: entry.raw,
+        },
+        "rest_audit_request" => TimelineEvent::AuditRequest { url: entry.url },
+        "rest_audit" => TimelineEvent::Audit {
+            url: entry.url,
+            body: entry.raw,
+        },
+        _ => return Ok(None),
+    };
+    Ok(Some(TimedEvent { received_ns, event }))
 }
 
 /// Reads a plain file, a timeline, a compressed timeline, or a market-data archive (plain
-/// or gzip). A file is a timeline when its first line is a timeline entry; then every line
-/// must be one. It is an archive when its first line is an archive's: each line's message
-/// is then a frame received at its time, and a line without a time is left out, named in
-/// `unreadable_lines`. Kinds other than
-/// `ws_connect`, `ws_sent`, `ws_recv`, `ws_recv_binary`, `rest_response`,
-/// `rest_audit_request` and `rest_audit` are passed over (what failed, why a connection ended: for the reader of the file).
+/// or gzip) whole ([`TimelineReader`] a line at a time). A file is a timeline when its
+/// first line is a timeline entry; then every line must be one. It is an archive when its
+/// first line is an archive's: each line's message is then a frame received at its time,
+/// and a line without a time is an error here ([`FrameReader`] counts them and goes on).
+/// Kinds other than `ws_connect`, `ws_sent`, `ws_recv`, `ws_recv_binary`, `rest_response`,
+/// `rest_audit_request` and `rest_audit` are passed over (what failed, why a connection
+/// ended: for the reader of the file).
 pub fn load_timeline(path: &Path) -> Result<Timeline, TimelineError> {
-    let (text, truncated) = read_text(path)?;
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .peekable();
-    let is_timeline = lines
-        .peek()
-        .is_some_and(|(_, first)| is_timeline_entry(first));
-    if lines
-        .peek()
-        .is_some_and(|(_, first)| is_archive_line(first))
-    {
-        let (mut events, mut unreadable_lines) = (Vec::new(), Vec::new());
-        for (index, line) in lines {
-            match archive_line(line) {
-                Some((received_ns, message)) => events.push(TimedEvent {
-                    received_ns,
-                    event: TimelineEvent::Text(message.to_owned()),
-                }),
-                None => unreadable_lines.push(index + 1),
-            }
-        }
-        return Ok(Timeline {
-            events,
-            truncated,
-            unreadable_lines,
-        });
-    }
-    if !is_timeline {
-        let events = lines
-            .map(|(index, line)| TimedEvent {
-                received_ns: index as u64,
-                event: TimelineEvent::Text(line.to_owned()),
-            })
-            .collect();
-        return Ok(Timeline {
-            events,
-            truncated,
-            unreadable_lines: Vec::new(),
-        });
-    }
-    let mut events = Vec::new();
-    for (index, line) in lines {
-        let malformed = || TimelineError::Timeline {
+    let mut reader = TimelineReader::open(path)?;
+    let events = reader.by_ref().collect::<Result<Vec<_>, _>>()?;
+    if let (count @ 1.., named) = reader.unreadable() {
+        return Err(TimelineError::UnreadableLines {
             path: path.into(),
-            line: index + 1,
-        };
-        let entry: TimelineEntry = serde_json::from_str(line).map_err(|_| malformed())?;
-        let received_ns = unix_seconds_ns(entry.recv_ts.get()).ok_or_else(malformed)?;
-        let event = match entry.kind.as_str() {
-            "ws_connect" => TimelineEvent::Connected,
-            "ws_sent" => TimelineEvent::Sent(entry.raw),
-            "ws_recv" => TimelineEvent::Text(entry.raw),
-            "ws_recv_binary" => TimelineEvent::Binary(
-                base64::Engine::decode(&base64::engine::general_purpose::STANDARD, &entry.raw)
-                    .map_err(|_| TimelineError::Base64 {
-                        path: path.into(),
-                        line: index + 1,
-                    })?,
-            ),
-            "rest_response" => TimelineEvent::Rest {
-                url: entry.url,
-                body: entry.raw,
-            },
-            "rest_audit_request" => TimelineEvent::AuditRequest { url: entry.url },
-            "rest_audit" => TimelineEvent::Audit {
-                url: entry.url,
-                body: entry.raw,
-            },
-            _ => continue,
-        };
-        events.push(TimedEvent { received_ns, event });
+            count,
+            first: named[0],
+        });
     }
     Ok(Timeline {
         events,
-        truncated,
-        unreadable_lines: Vec::new(),
+        truncated: reader.truncated(),
     })
 }
 
 /// The text frames and REST responses of a plain file, a timeline or an archive (what the
-/// per-venue replays take). An archive's unreadable line is an error here
-/// ([`load_venue_frames`] reports them and goes on).
+/// per-venue replays take), whole. An archive's unreadable line is an error here
+/// ([`FrameReader`] counts them and goes on).
 pub fn load_frames(path: &Path) -> Result<Vec<RecordedFrame>, TimelineError> {
-    let timeline = load_timeline(path)?;
-    if !timeline.unreadable_lines.is_empty() {
-        return Err(TimelineError::UnreadableLines {
+    let mut reader = FrameReader::open(None, path)?;
+    let frames = reader.by_ref().collect::<Result<Vec<_>, _>>()?;
+    match reader.unreadable() {
+        (0, _) => Ok(frames),
+        (count, named) => Err(TimelineError::UnreadableLines {
             path: path.into(),
-            lines: timeline.unreadable_lines,
-        });
+            count,
+            first: named[0],
+        }),
     }
-    Ok(frames_of(timeline))
 }
 
-/// `venue`'s frames in a file, as [`load_frames`] reads them, with the archive's lines it
-/// could not read (numbers from 1). A snapshot an archive took by REST and stored among
-/// the messages (`Snapshots::archived_snapshot`) is a REST response here, as the service's
-/// own recordings hold one.
-pub fn load_venue_frames(
-    venue: crate::venue::VenueId,
-    path: &Path,
-) -> Result<(Vec<RecordedFrame>, Vec<usize>), TimelineError> {
-    let mut timeline = load_timeline(path)?;
-    let unreadable = std::mem::take(&mut timeline.unreadable_lines);
-    let mut frames = frames_of(timeline);
-    for frame in frames.iter_mut().filter(|frame| frame.rest_url.is_none()) {
-        if let Some((symbol, body)) = venue.snapshots().archived_snapshot(&frame.raw) {
-            let url = venue.snapshots().snapshot_url(
-                venue.facts().default_rest_url,
-                &symbol,
-                crate::config::defaults::SNAPSHOT_DEPTH.default as usize,
-            );
-            frame.raw = body;
-            frame.rest_url = Some(url);
-        }
-    }
-    Ok((frames, unreadable))
+/// A file's text frames and REST responses, read a line at a time. Given the file's venue,
+/// a snapshot a market-data archive took by REST and stored among the messages
+/// (`Snapshots::archived_snapshot`) is a REST response, as the service's own recordings
+/// hold one.
+pub struct FrameReader {
+    events: TimelineReader,
+    venue: Option<VenueId>,
 }
 
-fn frames_of(timeline: Timeline) -> Vec<RecordedFrame> {
-    timeline
-        .events
-        .into_iter()
-        .filter_map(|TimedEvent { received_ns, event }| {
+impl FrameReader {
+    pub fn open(venue: Option<VenueId>, path: &Path) -> Result<FrameReader, TimelineError> {
+        Ok(FrameReader {
+            events: TimelineReader::open(path)?,
+            venue,
+        })
+    }
+
+    /// See [`TimelineReader::unreadable`].
+    pub fn unreadable(&self) -> (usize, &[usize]) {
+        self.events.unreadable()
+    }
+}
+
+impl Iterator for FrameReader {
+    type Item = Result<RecordedFrame, TimelineError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let TimedEvent { received_ns, event } = match self.events.next()? {
+                Ok(event) => event,
+                Err(error) => return Some(Err(error)),
+            };
             let (raw, rest_url) = match event {
                 TimelineEvent::Text(raw) => (raw, None),
                 TimelineEvent::Rest { url, body } => (body, Some(url)),
@@ -323,15 +419,26 @@ fn frames_of(timeline: Timeline) -> Vec<RecordedFrame> {
                 | TimelineEvent::Sent(_)
                 | TimelineEvent::Binary(_)
                 | TimelineEvent::AuditRequest { .. }
-                | TimelineEvent::Audit { .. } => return None,
+                | TimelineEvent::Audit { .. } => continue,
             };
-            Some(RecordedFrame {
+            let mut frame = RecordedFrame {
                 received_ns,
                 raw,
                 rest_url,
-            })
-        })
-        .collect()
+            };
+            if let Some(venue) = self.venue.filter(|_| frame.rest_url.is_none())
+                && let Some((symbol, body)) = venue.snapshots().archived_snapshot(&frame.raw)
+            {
+                frame.rest_url = Some(venue.snapshots().snapshot_url(
+                    venue.facts().default_rest_url,
+                    &symbol,
+                    crate::config::defaults::SNAPSHOT_DEPTH.default as usize,
+                ));
+                frame.raw = body;
+            }
+            return Some(Ok(frame));
+        }
+    }
 }
 
 /// One connection's recording, as `[record]` wrote it: its directory's events in time.
@@ -345,9 +452,108 @@ pub struct ConnectionRecording {
     pub truncated_files: usize,
 }
 
-/// Reads a recording directory (`record.dir`): every connection's directory, its files
-/// in the order they were started.
+/// What reading a recording as it is replayed met ([`open_recording`]): the first error,
+/// which ended its connection's events, and the files whose end was cut off.
+#[derive(Debug, Default)]
+pub struct ReadReport {
+    pub error: Option<TimelineError>,
+    pub truncated_files: usize,
+}
+
+/// One connection of a recording, read as it is replayed: its files one after another, a
+/// line at a time. An error ends its events, kept in the shared [`ReadReport`].
+pub struct ConnectionEvents {
+    pub venue: VenueId,
+    pub connection: usize,
+    files: std::collections::VecDeque<PathBuf>,
+    current: Option<TimelineReader>,
+    report: std::rc::Rc<std::cell::RefCell<ReadReport>>,
+}
+
+impl Iterator for ConnectionEvents {
+    type Item = TimedEvent;
+
+    fn next(&mut self) -> Option<TimedEvent> {
+        loop {
+            if let Some(reader) = &mut self.current {
+                match reader.next() {
+                    Some(Ok(event)) => return Some(event),
+                    Some(Err(error)) => {
+                        let mut report = self.report.borrow_mut();
+                        report.error.get_or_insert(error);
+                        self.files.clear();
+                        self.current = None;
+                        return None;
+                    }
+                    None => {
+                        self.report.borrow_mut().truncated_files += usize::from(reader.truncated());
+                        self.current = None;
+                    }
+                }
+            }
+            let file = self.files.pop_front()?;
+            match TimelineReader::open(&file) {
+                Ok(reader) => self.current = Some(reader),
+                Err(error) => {
+                    self.report.borrow_mut().error.get_or_insert(error);
+                    self.files.clear();
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// A recording directory (`record.dir`) to be read as it is replayed: every connection's
+/// directory, its files in the order they were started; what the reading met, shared.
+#[allow(clippy::type_complexity)]
+pub fn open_recording(
+    dir: &Path,
+) -> Result<
+    (
+        Vec<ConnectionEvents>,
+        std::rc::Rc<std::cell::RefCell<ReadReport>>,
+    ),
+    TimelineError,
+> {
+    let report = std::rc::Rc::new(std::cell::RefCell::new(ReadReport::default()));
+    let connections = recording_files(dir)?
+        .into_iter()
+        .map(|(venue, connection, files)| ConnectionEvents {
+            venue,
+            connection,
+            files: files.into(),
+            current: None,
+            report: std::rc::Rc::clone(&report),
+        })
+        .collect();
+    Ok((connections, report))
+}
+
+/// Reads a recording directory (`record.dir`) whole: every connection's directory, its
+/// files in the order they were started.
 pub fn load_recording(dir: &Path) -> Result<Vec<ConnectionRecording>, TimelineError> {
+    let mut recordings = Vec::new();
+    for (venue, connection, files) in recording_files(dir)? {
+        let mut recording = ConnectionRecording {
+            venue,
+            connection,
+            events: Vec::new(),
+            truncated_files: 0,
+        };
+        for file in files {
+            let timeline = load_timeline(&file)?;
+            recording.events.extend(timeline.events);
+            recording.truncated_files += usize::from(timeline.truncated);
+        }
+        recordings.push(recording);
+    }
+    Ok(recordings)
+}
+
+/// A recording directory's connections, and each one's files in the order they were
+/// started.
+fn recording_files(dir: &Path) -> Result<Vec<(VenueId, usize, Vec<PathBuf>)>, TimelineError> {
     let read_dir = |path: &Path| {
         std::fs::read_dir(path)
             .and_then(|entries| entries.map(|entry| Ok(entry?.path())).collect())
@@ -372,18 +578,7 @@ pub fn load_recording(dir: &Path) -> Result<Vec<ConnectionRecording>, TimelineEr
         let mut files: Vec<PathBuf> = read_dir(&path)?;
         files.retain(|file| file.is_file());
         files.sort();
-        let mut recording = ConnectionRecording {
-            venue,
-            connection,
-            events: Vec::new(),
-            truncated_files: 0,
-        };
-        for file in files {
-            let timeline = load_timeline(&file)?;
-            recording.events.extend(timeline.events);
-            recording.truncated_files += usize::from(timeline.truncated);
-        }
-        recordings.push(recording);
+        recordings.push((venue, connection, files));
     }
     Ok(recordings)
 }

@@ -1,6 +1,6 @@
 //! Diff-mode replay: the planned books' diff events and their REST snapshots.
 
-use super::{ReplayOutlet, Tally, diff_event_stream, replay_frame, time_order};
+use super::{ReplayOutlet, Tally, TimeMerge, diff_event_stream, replay_frame};
 use crate::book::BookUpdate;
 use crate::book::diff_sync::BookSync;
 use crate::config::DiffSettings;
@@ -90,17 +90,69 @@ pub fn plan_diff(
     recordings: &[DiffRecording],
     max_levels: usize,
 ) -> Result<DiffPlan, (usize, DiffPlanError)> {
+    let recordings = recordings.iter().map(|recording| {
+        (
+            recording.venue,
+            &recording.symbols[..],
+            recording.frames.iter(),
+        )
+    });
+    plan_diff_of(recordings, max_levels)
+}
+
+/// [`plan_diff`] of recordings read as they are planned: each one's venue, the symbols
+/// to follow (none: every one), its frames.
+pub fn plan_diff_of<'s, F: std::borrow::Borrow<RecordedFrame>>(
+    recordings: impl IntoIterator<Item = (VenueId, &'s [String], impl Iterator<Item = F>)>,
+    max_levels: usize,
+) -> Result<DiffPlan, (usize, DiffPlanError)> {
     let mut plan = DiffPlan {
         instruments: Vec::new(),
         books: Vec::new(),
     };
-    let mut update = BookUpdate::default();
-    for (index, recording) in recordings.iter().enumerate() {
-        let venue = recording.venue;
+    for (index, (venue, symbols, frames)) in recordings.into_iter().enumerate() {
+        plan.add_recording(index, venue, symbols, frames, max_levels)
+            .map_err(|error| (index, error))?;
+    }
+    Ok(plan)
+}
+
+impl DiffPlan {
+    /// A plan of no book yet ([`DiffPlan::add_recording`]).
+    pub fn empty() -> DiffPlan {
+        DiffPlan {
+            instruments: Vec::new(),
+            books: Vec::new(),
+        }
+    }
+
+    /// Plans the `index`th recording of a replay ([`plan_diff`]): `venue`'s, following
+    /// `symbols` (none: every one), read from `frames`.
+    pub fn add_recording<F: std::borrow::Borrow<RecordedFrame>>(
+        &mut self,
+        index: usize,
+        venue: VenueId,
+        symbols: &[String],
+        frames: impl Iterator<Item = F>,
+        max_levels: usize,
+    ) -> Result<(), DiffPlanError> {
+        let plan = self;
+        let mut update = BookUpdate::default();
         // (symbol, stream as named in the recording), in order of first appearance.
         let mut seen: Vec<(String, String)> = Vec::new();
+        // The symbols of its REST snapshots, in order.
+        let mut snapshots: Vec<String> = Vec::new();
         let mut unnamed = false;
-        for frame in recording.frames.iter().filter(|f| f.rest_url.is_none()) {
+        for frame in frames {
+            let frame = frame.borrow();
+            if let Some(url) = &frame.rest_url {
+                if let Some(symbol) = venue.snapshots().snapshot_symbol(url)
+                    && !snapshots.contains(&symbol)
+                {
+                    snapshots.push(symbol);
+                }
+                continue;
+            }
             match diff_event_stream(venue, &frame.raw, max_levels, &mut update) {
                 Ok(Some(b"")) => unnamed = true,
                 Ok(Some(stream)) => {
@@ -119,27 +171,20 @@ pub fn plan_diff(
         }
         // A book whose snapshot was fetched and that had no event (a quiet market) is
         // followed too: it is published from its snapshot.
-        for url in recording
-            .frames
-            .iter()
-            .filter_map(|f| f.rest_url.as_deref())
-        {
-            let Some(symbol) = venue.snapshots().snapshot_symbol(url) else {
-                continue;
-            };
+        for symbol in snapshots {
             if !seen.iter().any(|(s, _)| s.eq_ignore_ascii_case(&symbol)) {
                 let stream = venue.streams().diff_stream_name(&symbol);
                 seen.push((symbol, stream));
             }
         }
-        let followed = if recording.symbols.is_empty() {
+        let followed = if symbols.is_empty() {
             if seen.is_empty() && unnamed {
-                return Err((index, DiffPlanError::UnnamedStream { venue }));
+                return Err(DiffPlanError::UnnamedStream { venue });
             }
             seen
         } else {
             let mut followed = Vec::new();
-            for symbol in &recording.symbols {
+            for symbol in symbols {
                 let named = seen.iter().find(|(s, _)| s.eq_ignore_ascii_case(symbol));
                 let stream = match named {
                     Some((_, stream)) => stream.clone(),
@@ -147,7 +192,7 @@ pub fn plan_diff(
                     None if unnamed => String::new(),
                     None => {
                         let symbol = symbol.clone();
-                        return Err((index, DiffPlanError::NoSuchSymbol { venue, symbol }));
+                        return Err(DiffPlanError::NoSuchSymbol { venue, symbol });
                     }
                 };
                 followed.push((symbol.clone(), stream));
@@ -173,8 +218,8 @@ pub fn plan_diff(
                 sync: BookSync::new(venue.facts().sequencing, max_levels, usize::MAX),
             });
         }
+        Ok(())
     }
-    Ok(plan)
 }
 
 /// Inserts a separately recorded snapshot body (`--snapshot`, for per-pair files) right
@@ -217,6 +262,24 @@ pub fn replay_diff(
     recordings: &[DiffRecording],
     plan: &mut DiffPlan,
     depths: DiffDepths,
+    emit: impl FnMut(usize, &Summary),
+    on_error: impl FnMut(VenueId, usize, &BadFrame),
+) {
+    let venues: Vec<VenueId> = recordings.iter().map(|recording| recording.venue).collect();
+    let frames = recordings
+        .iter()
+        .map(|recording| recording.frames.iter().cloned())
+        .collect();
+    replay_diff_frames(&venues, frames, plan, depths, emit, on_error);
+}
+
+/// [`replay_diff`] of recordings read as they are replayed: each one's venue and frames
+/// (in its own time order), as [`plan_diff_of`] planned them.
+pub fn replay_diff_frames<I: Iterator<Item = RecordedFrame>>(
+    venues: &[VenueId],
+    sources: Vec<I>,
+    plan: &mut DiffPlan,
+    depths: DiffDepths,
     mut emit: impl FnMut(usize, &Summary),
     mut on_error: impl FnMut(VenueId, usize, &BadFrame),
 ) {
@@ -233,10 +296,10 @@ pub fn replay_diff(
         })
         .collect();
     let settings = replay_settings(depths);
-    let mut cores: Vec<RecordingCore> = recordings
+    let mut cores: Vec<RecordingCore> = venues
         .iter()
         .enumerate()
-        .map(|(index, recording)| {
+        .map(|(index, &venue)| {
             let books: Vec<usize> = (0..plan.books.len())
                 .filter(|&book| plan.books[book].recording == index)
                 .collect();
@@ -260,7 +323,7 @@ pub fn replay_diff(
                 })
                 .collect();
             RecordingCore {
-                core: FeedCore::new(recording.venue, depth, streams, Some(&settings), 0),
+                core: FeedCore::new(venue, depth, streams, Some(&settings), 0),
                 stats: vec![DiffStats::default(); books.len()],
                 books,
                 sources,
@@ -268,11 +331,11 @@ pub fn replay_diff(
         })
         .collect();
     let mut tally = Tally::default();
-    for (received_ns, recording, index) in
-        time_order(recordings.iter().map(|r| &r.frames[..]), |f| f.received_ns)
+    for (received_ns, recording, index, frame) in
+        TimeMerge::new(sources, |frame: &RecordedFrame| frame.received_ns)
     {
-        let venue = recordings[recording].venue;
-        let frame = &recordings[recording].frames[index];
+        let venue = venues[recording];
+        let frame = &frame;
         let RecordingCore {
             core,
             books,

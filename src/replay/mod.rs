@@ -22,9 +22,11 @@ mod recording;
 
 pub use diff::{
     DiffBook, DiffDepths, DiffPlan, DiffPlanError, DiffRecording, DiffStats, insert_snapshot,
-    plan_diff, replay_diff,
+    plan_diff, plan_diff_of, replay_diff, replay_diff_frames,
 };
-pub use recording::{AuditCounts, Pace, RecordingMismatch, RecordingStats, replay_recording};
+pub use recording::{
+    AuditCounts, Pace, RecordingMismatch, RecordingStats, replay_connections, replay_recording,
+};
 
 use crate::book::diff_sync::{ResyncReason, UpdateOutcome};
 use crate::book::{BookUpdate, MAX_DEPTH, TopBook};
@@ -109,28 +111,64 @@ pub fn check_mode(
     frames: &[RecordedFrame],
     mode: Mode,
 ) -> Result<(), ModeMismatch> {
-    let mut book = TopBook::default();
-    let mut update = BookUpdate::default();
-    let mut snapshots = frames
-        .iter()
-        .filter(|frame| is_book_snapshot(venue, frame, &mut book));
-    let mut diffs = frames.iter().filter(|frame| {
-        frame.rest_url.is_none()
-            && diff_event_stream(venue, &frame.raw, MAX_DEPTH, &mut update)
-                .is_ok_and(|s| s.is_some())
-    });
-    let (fits, other_fits) = match mode {
-        Mode::Snapshot => (snapshots.next().is_some(), diffs.next().is_some()),
-        Mode::Diff => (diffs.next().is_some(), snapshots.next().is_some()),
-    };
-    match (fits, other_fits, mode) {
-        (true, _, _) => Ok(()),
-        (false, true, Mode::Snapshot) => Err(ModeMismatch::DiffEvents { venue }),
-        (false, true, Mode::Diff) => Err(ModeMismatch::BookSnapshots { venue }),
-        (false, false, _) => Err(ModeMismatch::NoBooks {
+    let mut check = ModeCheck::new(venue, mode);
+    frames.iter().for_each(|frame| check.see(frame));
+    check.finish()
+}
+
+/// [`check_mode`] of a recording read a frame at a time: [`ModeCheck::see`] each, then
+/// [`ModeCheck::finish`]. Decodes only until the recording is known to fit.
+pub struct ModeCheck {
+    venue: VenueId,
+    mode: Mode,
+    fits: bool,
+    other_fits: bool,
+    frames: usize,
+    book: TopBook,
+    update: BookUpdate,
+}
+
+impl ModeCheck {
+    pub fn new(venue: VenueId, mode: Mode) -> ModeCheck {
+        ModeCheck {
             venue,
-            frames: frames.len(),
-        }),
+            mode,
+            fits: false,
+            other_fits: false,
+            frames: 0,
+            book: TopBook::default(),
+            update: BookUpdate::default(),
+        }
+    }
+
+    pub fn see(&mut self, frame: &RecordedFrame) {
+        self.frames += 1;
+        if self.fits {
+            return;
+        }
+        let snapshot = is_book_snapshot(self.venue, frame, &mut self.book);
+        let diff = frame.rest_url.is_none()
+            && diff_event_stream(self.venue, &frame.raw, MAX_DEPTH, &mut self.update)
+                .is_ok_and(|s| s.is_some());
+        let (fits, other) = match self.mode {
+            Mode::Snapshot => (snapshot, diff),
+            Mode::Diff => (diff, snapshot),
+        };
+        self.fits |= fits;
+        self.other_fits |= other;
+    }
+
+    pub fn finish(self) -> Result<(), ModeMismatch> {
+        let venue = self.venue;
+        match (self.fits, self.other_fits, self.mode) {
+            (true, _, _) => Ok(()),
+            (false, true, Mode::Snapshot) => Err(ModeMismatch::DiffEvents { venue }),
+            (false, true, Mode::Diff) => Err(ModeMismatch::BookSnapshots { venue }),
+            (false, false, _) => Err(ModeMismatch::NoBooks {
+                venue,
+                frames: self.frames,
+            }),
+        }
     }
 }
 
@@ -146,25 +184,59 @@ pub struct ReplayStats {
     pub summaries: u64,
 }
 
-/// The order the frames or events of several recordings are replayed in: by receive
-/// time (`received_ns` of each), then by recording, then by position. Yields (receive
-/// time, recording, index).
-fn time_order<'a, T: 'a>(
-    recordings: impl Iterator<Item = &'a [T]>,
-    received_ns: impl Fn(&T) -> u64,
-) -> Vec<(u64, usize, usize)> {
-    let received_ns = &received_ns;
-    let mut order: Vec<(u64, usize, usize)> = recordings
-        .enumerate()
-        .flat_map(|(recording, frames)| {
-            frames
-                .iter()
-                .enumerate()
-                .map(move |(index, frame)| (received_ns(frame), recording, index))
-        })
-        .collect();
-    order.sort_unstable();
-    order
+/// The order several recordings' frames or events are replayed in: by receive time, then
+/// by recording, each recording's own order kept (an item whose time is below its
+/// recording's previous is taken in its place there). Sources are read as they are
+/// replayed, one item a source in memory. Yields (receive time, source, the item's index
+/// in its source, the item).
+pub struct TimeMerge<T, I> {
+    sources: Vec<I>,
+    /// Each source's next item, its index, and the time it is ordered by.
+    heads: Vec<Option<(T, usize, u64)>>,
+    /// Items taken from each source so far.
+    taken: Vec<usize>,
+    received_ns: fn(&T) -> u64,
+}
+
+impl<T, I: Iterator<Item = T>> TimeMerge<T, I> {
+    pub fn new(sources: Vec<I>, received_ns: fn(&T) -> u64) -> TimeMerge<T, I> {
+        let mut merge = TimeMerge {
+            heads: (0..sources.len()).map(|_| None).collect(),
+            taken: vec![0; sources.len()],
+            sources,
+            received_ns,
+        };
+        for source in 0..merge.sources.len() {
+            merge.advance(source, 0);
+        }
+        merge
+    }
+
+    /// Reads `source`'s next item into its head, ordered no earlier than `floor_ns`.
+    fn advance(&mut self, source: usize, floor_ns: u64) {
+        self.heads[source] = self.sources[source].next().map(|item| {
+            let at = (self.received_ns)(&item).max(floor_ns);
+            let index = self.taken[source];
+            self.taken[source] += 1;
+            (item, index, at)
+        });
+    }
+}
+
+impl<T, I: Iterator<Item = T>> Iterator for TimeMerge<T, I> {
+    type Item = (u64, usize, usize, T);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // A linear pick: the sources are a recording's connections or a replay's files
+        // (a few dozen at most), where a heap's upkeep would cost as much.
+        let source = (0..self.heads.len())
+            .filter_map(|source| Some((self.heads[source].as_ref()?.2, source)))
+            .min()?
+            .1;
+        let (item, index, at) = self.heads[source].take().expect("picked");
+        self.advance(source, at);
+        Some(((self.received_ns)(&item), source, index, item))
+    }
 }
 
 /// Replays `inputs` (venue and its frames) for one instrument, calling `emit` with every
@@ -175,23 +247,52 @@ fn time_order<'a, T: 'a>(
 pub fn replay(
     inputs: &[(VenueId, Vec<RecordedFrame>)],
     depth: usize,
+    emit: impl FnMut(&Summary),
+    on_error: impl FnMut(VenueId, usize, &BadFrame),
+) -> ReplayStats {
+    let venues: Vec<VenueId> = inputs.iter().map(|(venue, _)| *venue).collect();
+    let streams = inputs
+        .iter()
+        .map(|(venue, frames)| first_book_stream(*venue, frames.iter()))
+        .collect();
+    let sources = inputs
+        .iter()
+        .map(|(_, frames)| frames.iter().cloned())
+        .collect();
+    replay_frames(&venues, streams, sources, depth, emit, on_error)
+}
+
+/// The stream of the first book snapshot among `venue`'s `frames` (empty: none, or a raw
+/// stream): the one a snapshot replay follows.
+pub fn first_book_stream<F: std::borrow::Borrow<RecordedFrame>>(
+    venue: VenueId,
+    frames: impl Iterator<Item = F>,
+) -> String {
+    let mut scratch = TopBook::default();
+    frames
+        .filter(|frame| frame.borrow().rest_url.is_none())
+        .find_map(|frame| {
+            let stream = snapshot_stream(venue, &frame.borrow().raw, &mut scratch)?;
+            Some(String::from_utf8_lossy(stream).into_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// [`replay`] of recordings read as they are replayed: each one's venue, the stream it
+/// follows ([`first_book_stream`]) and its frames (in its own time order).
+pub fn replay_frames<I: Iterator<Item = RecordedFrame>>(
+    venues: &[VenueId],
+    streams: Vec<String>,
+    sources: Vec<I>,
+    depth: usize,
     mut emit: impl FnMut(&Summary),
     mut on_error: impl FnMut(VenueId, usize, &BadFrame),
 ) -> ReplayStats {
-    let venues: Vec<VenueId> = inputs.iter().map(|(venue, _)| *venue).collect();
-    let mut consolidations = vec![Consolidation::new(0, depth, &venues)];
-    let mut scratch = TopBook::default();
-    let mut cores: Vec<FeedCore> = inputs
+    let mut consolidations = vec![Consolidation::new(0, depth, venues)];
+    let mut cores: Vec<FeedCore> = venues
         .iter()
-        .map(|(venue, frames)| {
-            let stream = frames
-                .iter()
-                .filter(|frame| frame.rest_url.is_none())
-                .find_map(|frame| {
-                    let stream = snapshot_stream(*venue, &frame.raw, &mut scratch)?;
-                    Some(String::from_utf8_lossy(stream).into_owned())
-                })
-                .unwrap_or_default();
+        .zip(streams)
+        .map(|(venue, stream)| {
             let streams = vec![CoreStream {
                 name: stream,
                 symbol: String::new(),
@@ -202,28 +303,27 @@ pub fn replay(
         .collect();
     let mut stats = ReplayStats::default();
     let mut tally = Tally::default();
-    for (received_ns, input, index) in
-        time_order(inputs.iter().map(|(_, f)| &f[..]), |f| f.received_ns)
+    for (received_ns, input, index, frame) in
+        TimeMerge::new(sources, |frame: &RecordedFrame| frame.received_ns)
     {
-        let (venue, frames) = &inputs[input];
-        let frame = &frames[index];
+        let venue = venues[input];
         if frame.rest_url.is_some() {
             continue;
         }
         stats.frames += 1;
         let mut outlet = ReplayOutlet {
-            venue: *venue,
+            venue,
             books: &[(0, input)],
             consolidations: &mut consolidations,
             received_ns,
             emit: &mut |_, summary: &Summary| emit(summary),
-            on_error: &mut |error: &BadFrame| on_error(*venue, index, error),
+            on_error: &mut |error: &BadFrame| on_error(venue, index, error),
             tally: &mut tally,
             diff_stats: &mut [],
             on_feed: &mut |_, _, _| {},
             rate_links: &RateLinks::default(),
         };
-        replay_frame(&mut cores[input], frame, received_ns, &mut outlet);
+        replay_frame(&mut cores[input], &frame, received_ns, &mut outlet);
     }
     stats.books = tally.books;
     stats.out_of_order = tally.out_of_order;

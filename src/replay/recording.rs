@@ -1,13 +1,13 @@
 //! The service's own recordings replayed: its twin, connection by connection.
 
-use super::{ReplayOutlet, Tally, time_order};
+use super::{ReplayOutlet, Tally, TimeMerge};
 pub use crate::feed::core::BadFrame;
 use crate::feed::core::audit::AuditOutcome;
 use crate::feed::core::{CoreStream, FeedCore};
 use crate::feed::handoff::VenueFeed;
 use crate::merger::summary::Summary;
 use crate::merger::{Consolidation, RateLinks};
-use crate::record::timeline::{ConnectionRecording, TimelineEvent};
+use crate::record::timeline::{ConnectionRecording, TimedEvent, TimelineEvent};
 use crate::venue::VenueId;
 
 /// Why a recording cannot be replayed with a configuration.
@@ -63,6 +63,26 @@ impl AuditCounts {
 pub fn replay_recording(
     config: &crate::config::Config,
     recordings: &[ConnectionRecording],
+    before: impl FnMut(u64) -> bool,
+    emit: impl FnMut(&Summary),
+    on_feed: impl FnMut(usize, VenueId, &VenueFeed),
+    on_error: impl FnMut(VenueId, &BadFrame),
+) -> Result<RecordingStats, RecordingMismatch> {
+    let connections = recordings
+        .iter()
+        .map(|recording| {
+            let events = recording.events.iter().cloned();
+            (recording.venue, recording.connection, events)
+        })
+        .collect();
+    replay_connections(config, connections, before, emit, on_feed, on_error)
+}
+
+/// [`replay_recording`] of connections read as they are replayed (`timeline::open_recording`):
+/// each connection's venue, index and events, in its own time order.
+pub fn replay_connections<E: Iterator<Item = TimedEvent>>(
+    config: &crate::config::Config,
+    connections: Vec<(VenueId, usize, E)>,
     mut before: impl FnMut(u64) -> bool,
     mut emit: impl FnMut(&Summary),
     mut on_feed: impl FnMut(usize, VenueId, &VenueFeed),
@@ -74,8 +94,9 @@ pub fn replay_recording(
         .collect();
     let rate_links = RateLinks::new(config);
     let mut cores = Vec::new();
-    for recording in recordings {
-        let (venue, connection) = (recording.venue, recording.connection);
+    let mut sources = Vec::new();
+    for (venue, connection, events) in connections {
+        let mut events = events.peekable();
         let planned = plan
             .iter()
             .find(|planned| planned.venue == venue && planned.index == connection)
@@ -93,10 +114,8 @@ pub fn replay_recording(
             crate::config::FeedMode::Snapshot => None,
             crate::config::FeedMode::Diff(settings) => Some(settings),
         };
-        let first_ns = recording
-            .events
-            .first()
-            .map_or(0, |event| event.received_ns);
+        let first_ns = events.peek().map_or(0, |event| event.received_ns);
+        sources.push(events);
         let core = FeedCore::new(venue, config.depth, streams, diff, first_ns);
         let books: Vec<(usize, usize)> = planned
             .streams
@@ -104,18 +123,18 @@ pub fn replay_recording(
             .map(|s| (s.instrument, s.source))
             .collect();
         let symbols: Vec<&str> = planned.streams.iter().map(|s| s.symbol.as_str()).collect();
-        cores.push((core, books, symbols));
+        cores.push((venue, core, books, symbols));
     }
     let mut tally = Tally::default();
     let mut events = 0;
-    let order = time_order(recordings.iter().map(|r| &r.events[..]), |e| e.received_ns);
-    for (received_ns, recording, index) in order {
+    let order = TimeMerge::new(sources, |event: &TimedEvent| event.received_ns);
+    for (received_ns, recording, _, event) in order {
         if !before(received_ns) {
             break;
         }
         events += 1;
-        let venue = recordings[recording].venue;
-        let (core, books, symbols) = &mut cores[recording];
+        let (venue, core, books, symbols) = &mut cores[recording];
+        let venue = *venue;
         let mut outlet = ReplayOutlet {
             venue,
             books,
@@ -131,7 +150,7 @@ pub fn replay_recording(
         // An audit settled by now is compared before this event, as the service's timer
         // compared it.
         core.finish_audit(received_ns, &mut outlet);
-        match &recordings[recording].events[index].event {
+        match &event.event {
             TimelineEvent::Connected => {
                 core.connecting(&mut outlet);
                 core.connected(received_ns, &mut outlet);
