@@ -167,6 +167,10 @@ enum ReplayCommand {
         /// (docs/history.md: the columns).
         #[arg(long, value_name = "FILE")]
         parquet: Option<PathBuf>,
+        /// Write no summary published before this time: Unix seconds or UTC (the books
+        /// are built from the start all the same).
+        #[arg(long, value_parser = parse_time)]
+        from: Option<u64>,
     },
     /// Snapshot streams: every book frame replaces its venue's book.
     Snapshot {
@@ -215,6 +219,14 @@ struct Recordings {
     /// (docs/history.md: the columns).
     #[arg(long, value_name = "FILE")]
     parquet: Option<PathBuf>,
+    /// Write no summary published before this time: Unix seconds or UTC (the books are
+    /// built from the start all the same).
+    #[arg(long, value_parser = parse_time)]
+    from: Option<u64>,
+    /// Stop after the last frame received at or before this time: Unix seconds
+    /// (1764251000.5) or UTC (2026-11-27T14:03:00Z).
+    #[arg(long, value_parser = parse_time)]
+    until: Option<u64>,
 }
 
 fn parse_time(text: &str) -> Result<u64, String> {
@@ -283,9 +295,10 @@ fn main() -> ExitCode {
             until,
             speed,
             parquet,
+            from,
         })) => (
             "mergebook replay",
-            run_recording_replay(&dir, &config, until, speed, parquet.as_deref()),
+            run_recording_replay(&dir, &config, (from, until), speed, parquet.as_deref()),
         ),
         Some(Command::Record { run, dir }) => ("mergebook record", run_recorder(&run, dir)),
         Some(Command::Healthcheck { address }) => ("mergebook healthcheck", healthcheck(address)),
@@ -371,7 +384,7 @@ fn run_recorder(args: &RunArgs, dir: Option<PathBuf>) -> Result<(), String> {
 fn run_recording_replay(
     dir: &std::path::Path,
     config_path: &std::path::Path,
-    until_ns: Option<u64>,
+    (from_ns, until_ns): (Option<u64>, Option<u64>),
     speed: Option<f64>,
     parquet: Option<&std::path::Path>,
 ) -> Result<(), String> {
@@ -379,23 +392,30 @@ fn run_recording_replay(
         .and_then(|raw| raw.validate())
         .map_err(|error| error.to_string())?;
     // Read as it is replayed: memory for a line a connection, whatever the recording's size.
-    let (connections, read) = timeline::open_recording(dir).map_err(|error| error.to_string())?;
+    let (mut size, bytes_read) = (0, timeline::BytesRead::default());
+    let (connections, read) =
+        timeline::open_recording(dir, &mut size, &bytes_read).map_err(|error| error.to_string())?;
     let connections = connections
         .into_iter()
         .map(|events| (events.venue, events.connection, events))
         .collect();
-    let mut printer = SummarySink::open(parquet, config.depth, &config.instruments)?;
+    let mut printer = SummarySink::open(parquet, config.depth, &config.instruments)?.from(from_ns);
     let mut pace = replay::Pace::new(until_ns, speed);
+    let mut progress = Progress::new(size, bytes_read);
     let stats = replay::replay_connections(
         &config,
         connections,
-        |received_ns| pace.wait_for(received_ns),
+        |received_ns| {
+            progress.tick(received_ns);
+            pace.wait_for(received_ns)
+        },
         |summary| printer.print(&config.instruments[summary.instrument], summary),
         |_, _, _| {},
         |venue, error| eprintln!("mergebook replay: {venue}: {error}"),
     )
     .map_err(|error| format!("{}: {error}", dir.display()))?;
     printer.finish()?;
+    progress.finish();
     let read = read.borrow();
     if read.truncated_files > 0 {
         eprintln!(
@@ -646,7 +666,13 @@ impl<W: Write> SummaryPrinter<W> {
 
 /// Where a replay's summaries go: JSON lines on stdout, or a Parquet file (`--parquet`),
 /// keeping the first error.
-enum SummarySink {
+struct SummarySink {
+    out: SummaryOut,
+    /// Summaries published before this are not written (`--from`).
+    from_ns: u64,
+}
+
+enum SummaryOut {
     Lines(SummaryPrinter<BufWriter<std::io::StdoutLock<'static>>>),
     Parquet {
         writer: Box<SummaryParquet>,
@@ -662,25 +688,35 @@ impl SummarySink {
         depth: usize,
         instruments: &[Instrument],
     ) -> Result<SummarySink, String> {
-        Ok(match parquet {
-            None => SummarySink::Lines(SummaryPrinter {
+        let out = match parquet {
+            None => SummaryOut::Lines(SummaryPrinter {
                 out: BufWriter::new(std::io::stdout().lock()),
                 error: None,
             }),
-            Some(path) => SummarySink::Parquet {
+            Some(path) => SummaryOut::Parquet {
                 writer: Box::new(
                     SummaryParquet::create(path, depth, instruments)
                         .map_err(|error| error.to_string())?,
                 ),
                 error: None,
             },
-        })
+        };
+        Ok(SummarySink { out, from_ns: 0 })
+    }
+
+    /// Writes no summary published before `from_ns`.
+    fn from(mut self, from_ns: Option<u64>) -> SummarySink {
+        self.from_ns = from_ns.unwrap_or(0);
+        self
     }
 
     fn print(&mut self, instrument: &Instrument, summary: &mergebook::merger::summary::Summary) {
-        match self {
-            SummarySink::Lines(printer) => printer.print(instrument, summary),
-            SummarySink::Parquet { writer, error } => {
+        if summary.published_ns < self.from_ns {
+            return;
+        }
+        match &mut self.out {
+            SummaryOut::Lines(printer) => printer.print(instrument, summary),
+            SummaryOut::Parquet { writer, error } => {
                 if error.is_none() {
                     *error = writer.write(instrument, summary).err();
                 }
@@ -689,12 +725,12 @@ impl SummarySink {
     }
 
     fn finish(self) -> Result<(), String> {
-        match self {
-            SummarySink::Lines(printer) => printer.finish(),
-            SummarySink::Parquet {
+        match self.out {
+            SummaryOut::Lines(printer) => printer.finish(),
+            SummaryOut::Parquet {
                 error: Some(error), ..
             } => Err(error.to_string()),
-            SummarySink::Parquet {
+            SummaryOut::Parquet {
                 writer,
                 error: None,
             } => writer.finish().map_err(|error| error.to_string()),
@@ -706,6 +742,62 @@ fn report_decode_error(venue: VenueId, frame: usize, error: &replay::BadFrame) {
     eprintln!("mergebook replay: {venue} frame {}: {error}", frame + 1);
 }
 
+/// A replay's progress, on one line of stderr rewritten twice a second where stderr is a
+/// terminal (nothing in a log or a pipe): the share of its files' bytes read, the events
+/// replayed, and the replay's time.
+struct Progress {
+    size: u64,
+    read: timeline::BytesRead,
+    events: u64,
+    shown_at: Option<std::time::Instant>,
+}
+
+impl Progress {
+    fn new(size: u64, read: timeline::BytesRead) -> Progress {
+        use std::io::IsTerminal;
+        Progress {
+            size,
+            read,
+            events: 0,
+            shown_at: std::io::stderr()
+                .is_terminal()
+                .then(std::time::Instant::now),
+        }
+    }
+
+    /// An event received at `received_ns` replayed.
+    fn tick(&mut self, received_ns: u64) {
+        self.events += 1;
+        let Some(shown_at) = self.shown_at else {
+            return;
+        };
+        if !self.events.is_multiple_of(4096) || shown_at.elapsed() < Duration::from_millis(500) {
+            return;
+        }
+        self.shown_at = Some(std::time::Instant::now());
+        let read = self.read.load(std::sync::atomic::Ordering::Relaxed);
+        let share = (read as f64 / self.size.max(1) as f64).min(1.0);
+        let filled = (share * 30.0) as usize;
+        let mut time = Vec::new();
+        mergebook::venue::write_timestamp(received_ns / 1_000, &mut time);
+        eprint!(
+            "\r[{}{}] {:3.0}%  {} events  at {}",
+            "#".repeat(filled),
+            ".".repeat(30 - filled),
+            share * 100.0,
+            self.events,
+            String::from_utf8_lossy(&time)
+        );
+    }
+
+    /// Ends the progress line, where one was shown.
+    fn finish(&self) {
+        if self.shown_at.is_some() && self.events >= 4096 {
+            eprintln!();
+        }
+    }
+}
+
 /// The recordings' files read as they are replayed, a line at a time: memory for a line a
 /// file, whatever their size. What the reading met is kept for the end: the first error
 /// (which ends that file's frames) and each file's unreadable lines.
@@ -714,24 +806,47 @@ struct FileFrames<'a> {
     error: std::cell::RefCell<Option<String>>,
     /// Per file: how many lines could not be read, and the first.
     unreadable: std::cell::RefCell<Vec<(usize, usize)>>,
+    /// The bytes read from the files, for the progress of the replay's read.
+    read: timeline::BytesRead,
+    progress: std::cell::RefCell<Progress>,
 }
 
 type Frames<'a> = Box<dyn Iterator<Item = RecordedFrame> + 'a>;
 
 impl<'a> FileFrames<'a> {
     fn new(recordings: &'a Recordings) -> FileFrames<'a> {
+        let size = (recordings.venues.iter())
+            .filter_map(|(_, path)| path.metadata().ok())
+            .map(|metadata| metadata.len())
+            .sum();
+        let read = timeline::BytesRead::default();
         FileFrames {
             recordings,
             error: Default::default(),
             unreadable: std::cell::RefCell::new(vec![(0, 0); recordings.venues.len()]),
+            progress: std::cell::RefCell::new(Progress::new(
+                size,
+                timeline::BytesRead::clone(&read),
+            )),
+            read,
         }
     }
 
-    /// The frames of the `index`th file, from its start.
-    fn open(&self, index: usize) -> Result<Frames<'_>, String> {
+    /// The frames of the `index`th file to replay, up to `--until`, the progress shown.
+    fn replayed(&self, index: usize) -> Result<Frames<'_>, String> {
+        let until = self.recordings.until.unwrap_or(u64::MAX);
+        let frames = self.open(index, timeline::BytesRead::clone(&self.read))?;
+        Ok(Box::new(
+            (frames.take_while(move |frame| frame.received_ns <= until))
+                .inspect(|frame| self.progress.borrow_mut().tick(frame.received_ns)),
+        ))
+    }
+
+    /// The frames of the `index`th file, from its start, its bytes counted in `read`.
+    fn open(&self, index: usize, read: timeline::BytesRead) -> Result<Frames<'_>, String> {
         let (venue, path) = &self.recordings.venues[index];
-        let mut reader =
-            timeline::FrameReader::open(Some(*venue), path).map_err(|error| error.to_string())?;
+        let mut reader = timeline::FrameReader::open_counted(Some(*venue), path, read)
+            .map_err(|error| error.to_string())?;
         let mut ended = false;
         Ok(Box::new(std::iter::from_fn(move || {
             if ended {
@@ -762,7 +877,8 @@ impl<'a> FileFrames<'a> {
         let mut found = Vec::new();
         for (index, (venue, path)) in self.recordings.venues.iter().enumerate() {
             let mut check = replay::ModeCheck::new(*venue, mode);
-            let mut frames = self.open(index)?.inspect(|frame| check.see(frame));
+            let read = timeline::BytesRead::default();
+            let mut frames = self.open(index, read)?.inspect(|frame| check.see(frame));
             found.push(look(index, &mut frames));
             frames.for_each(drop);
             self.ended()?;
@@ -780,8 +896,9 @@ impl<'a> FileFrames<'a> {
         Ok(found)
     }
 
-    /// The error a reading met, if one did.
+    /// The replay's end: the progress line ended, and the error a reading met, if one did.
     fn ended(&self) -> Result<(), String> {
+        self.progress.borrow().finish();
         match self.error.borrow_mut().take() {
             Some(error) => Err(format!("{error}: replayed up to it")),
             None => Ok(()),
@@ -796,7 +913,7 @@ fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
         replay::first_book_stream(venues[index], frames)
     })?;
     let sources = (0..venues.len())
-        .map(|index| files.open(index))
+        .map(|index| files.replayed(index))
         .collect::<Result<_, _>>()?;
     // Its books named as an instrument's: a venue given twice, by its files' names.
     let names: Vec<(VenueId, String)> = recordings
@@ -819,7 +936,8 @@ fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
         recordings.parquet.as_deref(),
         depth,
         std::slice::from_ref(&instrument),
-    )?;
+    )?
+    .from(recordings.from);
     let stats = replay::replay_frames(
         &venues,
         streams,
@@ -865,7 +983,7 @@ fn run_diff_replay(
         })?;
         planned.into_iter().collect::<Result<(), _>>()?;
         let sources = (0..venues.len())
-            .map(|index| files.open(index))
+            .map(|index| files.replayed(index))
             .collect::<Result<_, _>>()?;
         (plan, sources)
     } else {
@@ -908,7 +1026,8 @@ fn run_diff_replay(
             Instrument::of_books(name, &books)
         })
         .collect();
-    let mut printer = SummarySink::open(recordings.parquet.as_deref(), depths.depth, &instruments)?;
+    let mut printer = SummarySink::open(recordings.parquet.as_deref(), depths.depth, &instruments)?
+        .from(recordings.from);
     replay::replay_diff_frames(
         &venues,
         sources,

@@ -154,6 +154,23 @@ enum Format {
     Archive,
 }
 
+/// The bytes read from a replay's files so far, shared by their readers.
+pub type BytesRead = std::sync::Arc<std::sync::atomic::AtomicU64>;
+
+/// A file whose reads are added to a [`BytesRead`].
+struct Counted<R> {
+    inner: R,
+    read: BytesRead,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buffer)?;
+        (self.read).fetch_add(read as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(read)
+    }
+}
+
 /// How many of an archive's unreadable lines are named (`TimelineReader::unreadable`).
 const UNREADABLE_LINES_NAMED: usize = 10;
 
@@ -177,13 +194,23 @@ pub struct TimelineReader {
 
 impl TimelineReader {
     pub fn open(path: &Path) -> Result<TimelineReader, TimelineError> {
+        TimelineReader::open_counted(path, BytesRead::default())
+    }
+
+    /// [`TimelineReader::open`], adding the bytes it reads from the file (compressed, where
+    /// it is) to `read`: a replay's progress.
+    pub fn open_counted(path: &Path, read: BytesRead) -> Result<TimelineReader, TimelineError> {
         use std::io::{BufRead, BufReader};
         let error = |source| TimelineError::Read {
             path: path.into(),
             source,
         };
         let zstd = path.extension().is_some_and(|extension| extension == "zst");
-        let mut file = BufReader::new(std::fs::File::open(path).map_err(error)?);
+        let file = Counted {
+            inner: std::fs::File::open(path).map_err(error)?,
+            read,
+        };
+        let mut file = BufReader::new(file);
         let lines: Box<dyn BufRead + Send> = if zstd {
             let decoder = zstd::stream::read::Decoder::new(file.into_inner()).map_err(error)?;
             Box::new(BufReader::new(decoder))
@@ -391,8 +418,17 @@ pub struct FrameReader {
 
 impl FrameReader {
     pub fn open(venue: Option<VenueId>, path: &Path) -> Result<FrameReader, TimelineError> {
+        FrameReader::open_counted(venue, path, BytesRead::default())
+    }
+
+    /// [`FrameReader::open`], counting the bytes it reads ([`TimelineReader::open_counted`]).
+    pub fn open_counted(
+        venue: Option<VenueId>,
+        path: &Path,
+        read: BytesRead,
+    ) -> Result<FrameReader, TimelineError> {
         Ok(FrameReader {
-            events: TimelineReader::open(path)?,
+            events: TimelineReader::open_counted(path, read)?,
             venue,
         })
     }
@@ -468,6 +504,7 @@ pub struct ConnectionEvents {
     files: std::collections::VecDeque<PathBuf>,
     current: Option<TimelineReader>,
     report: std::rc::Rc<std::cell::RefCell<ReadReport>>,
+    read: BytesRead,
 }
 
 impl Iterator for ConnectionEvents {
@@ -492,7 +529,7 @@ impl Iterator for ConnectionEvents {
                 }
             }
             let file = self.files.pop_front()?;
-            match TimelineReader::open(&file) {
+            match TimelineReader::open_counted(&file, BytesRead::clone(&self.read)) {
                 Ok(reader) => self.current = Some(reader),
                 Err(error) => {
                     self.report.borrow_mut().error.get_or_insert(error);
@@ -505,10 +542,13 @@ impl Iterator for ConnectionEvents {
 }
 
 /// A recording directory (`record.dir`) to be read as it is replayed: every connection's
-/// directory, its files in the order they were started; what the reading met, shared.
+/// directory, its files in the order they were started; what the reading met, shared. The
+/// bytes its files hold are added to `size`, those read to `read`.
 #[allow(clippy::type_complexity)]
 pub fn open_recording(
     dir: &Path,
+    size: &mut u64,
+    read: &BytesRead,
 ) -> Result<
     (
         Vec<ConnectionEvents>,
@@ -519,12 +559,17 @@ pub fn open_recording(
     let report = std::rc::Rc::new(std::cell::RefCell::new(ReadReport::default()));
     let connections = recording_files(dir)?
         .into_iter()
-        .map(|(venue, connection, files)| ConnectionEvents {
-            venue,
-            connection,
-            files: files.into(),
-            current: None,
-            report: std::rc::Rc::clone(&report),
+        .map(|(venue, connection, files)| {
+            let bytes = files.iter().filter_map(|file| file.metadata().ok());
+            *size += bytes.map(|metadata| metadata.len()).sum::<u64>();
+            ConnectionEvents {
+                venue,
+                connection,
+                files: files.into(),
+                current: None,
+                report: std::rc::Rc::clone(&report),
+                read: BytesRead::clone(read),
+            }
         })
         .collect();
     Ok((connections, report))

@@ -14,6 +14,7 @@ pub use contract::{
     SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts,
 };
 pub use level_texts::LevelTexts;
+pub use timestamps::write_timestamp;
 
 use crate::book::{BookUpdate, DepthBook, TopBook, WireDecimals};
 

@@ -220,7 +220,7 @@ fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
 }
 
 /// Unix microseconds as `2026-08-12T19:28:08.631028Z` (the simulator's timestamps).
-pub(crate) fn write_timestamp(micros: u64, out: &mut Vec<u8>) {
+pub fn write_timestamp(micros: u64, out: &mut Vec<u8>) {
     use std::io::Write;
     let (days, rest) = (micros / 86_400_000_000, micros % 86_400_000_000);
     // Howard Hinnant's `civil_from_days`.

@@ -290,3 +290,29 @@ fn archives_replay_to_the_rows_of_the_same_messages_recorded() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--from` writes no summary published before it (the books built from the start all
+/// the same) and `--until` stops after the last frame at or before it: the summaries of
+/// the window are those of the whole replay that fall in it.
+#[test]
+fn a_window_of_a_replay_is_the_whole_replay_s_summaries_in_it() {
+    let venue = format!("bitstamp={BITSTAMP_TIMELINE}");
+    let (whole, _) = common::run_ok(&["replay", "diff", "--venue", &venue]);
+    let (from, until) = ("2022-01-05T00:48:30Z", "1641343715");
+    let (window, _) = common::run_ok(&[
+        "replay", "diff", "--venue", &venue, "--from", from, "--until", until,
+    ]);
+    let from_ns = mergebook::record::timeline::parse_time(from).unwrap();
+    let until_ns = 1_641_343_715_000_000_000;
+    let in_window: Vec<&str> = whole
+        .lines()
+        .filter(|line| {
+            let ts: u64 = serde_json::from_str::<Value>(line).unwrap()["ts_ns"]
+                .as_u64()
+                .unwrap();
+            (from_ns..=until_ns).contains(&ts)
+        })
+        .collect();
+    assert!(in_window.len() > 20 && in_window.len() + 100 < whole.lines().count());
+    assert_eq!(window.lines().collect::<Vec<_>>(), in_window);
+}
