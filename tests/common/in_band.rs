@@ -250,6 +250,18 @@ impl Harness {
         .await;
     }
 
+    /// The series of the venue's subscriptions made again for silence.
+    fn silent_resubscriptions(&self) -> String {
+        let venue = self.venue;
+        format!(r#"orderbook_silent_resubscriptions_total{{exchange="{venue}"}}"#)
+    }
+
+    /// The series of the venue's connections recycled for silence.
+    fn idle_timeouts(&self) -> String {
+        let venue = self.venue;
+        format!(r#"orderbook_connection_errors_total{{exchange="{venue}",reason="idle_timeout"}}"#)
+    }
+
     pub fn metric(&self, series: &str) -> f64 {
         super::service_metric(&self.service, series)
     }
@@ -300,12 +312,9 @@ impl Harness {
         let venue = self.venue;
         let connections = self.simulator.connections(venue);
         self.simulator.pause(venue, true);
-        let idle_timeouts = format!(
-            r#"orderbook_connection_errors_total{{exchange="{venue}",reason="idle_timeout"}}"#
-        );
+        let idle_timeouts = self.idle_timeouts();
         self.counted(&idle_timeouts, 1.0).await;
-        let resubscriptions =
-            format!(r#"orderbook_silent_resubscriptions_total{{exchange="{venue}"}}"#);
+        let resubscriptions = self.silent_resubscriptions();
         assert!(
             self.metric(&resubscriptions) >= 1.0,
             "subscribed again first"
@@ -326,8 +335,7 @@ impl Harness {
     /// Coinbase Exchange's carry no id), and a heartbeat is no book's data.
     pub async fn a_silenced_subscription_is_revived_without_its_gap(&self) {
         let venue = self.venue;
-        let resubscriptions =
-            format!(r#"orderbook_silent_resubscriptions_total{{exchange="{venue}"}}"#);
+        let resubscriptions = self.silent_resubscriptions();
         let silence_resyncs =
             format!(r#"orderbook_resyncs_total{{exchange="{venue}",reason="silence"}}"#);
         let (resubscribed, resynced) =
@@ -357,11 +365,8 @@ impl Harness {
         if endpoint(self.symbol) != endpoint(self.other) {
             return;
         }
-        let resubscriptions =
-            format!(r#"orderbook_silent_resubscriptions_total{{exchange="{venue}"}}"#);
-        let idle_timeouts = format!(
-            r#"orderbook_connection_errors_total{{exchange="{venue}",reason="idle_timeout"}}"#
-        );
+        let resubscriptions = self.silent_resubscriptions();
+        let idle_timeouts = self.idle_timeouts();
         let (resubscribed, timed_out) =
             (self.metric(&resubscriptions), self.metric(&idle_timeouts));
         let connections = self.simulator.connections(venue);
@@ -387,11 +392,8 @@ impl Harness {
     /// connection. Heartbeats keep no book alive.
     pub async fn a_connection_of_heartbeats_only_is_recycled(&self) {
         let venue = self.venue;
-        let resubscriptions =
-            format!(r#"orderbook_silent_resubscriptions_total{{exchange="{venue}"}}"#);
-        let idle_timeouts = format!(
-            r#"orderbook_connection_errors_total{{exchange="{venue}",reason="idle_timeout"}}"#
-        );
+        let resubscriptions = self.silent_resubscriptions();
+        let idle_timeouts = self.idle_timeouts();
         let (resubscribed, timed_out) =
             (self.metric(&resubscriptions), self.metric(&idle_timeouts));
         let connections = self.simulator.connections(venue);

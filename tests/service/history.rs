@@ -222,7 +222,7 @@ fn archive_times_are_written_as_archives_write_them() {
     );
 }
 
-/// The recorded sessions of three REST-seeded venues rewritten as archives (the same
+/// The recorded timelines of three REST-seeded venues rewritten as archives (the same
 /// messages in the archive's lines, snapshots as it stores them; two gzip-compressed, an
 /// unreadable line in each) replay to the summaries of the recordings themselves: the same
 /// JSON lines, the same Parquet rows. Each unreadable line is named.

@@ -377,7 +377,7 @@ fn mergebook_replay_diff_joins_a_snapshot_given_apart() {
     );
 }
 
-/// A quiet book: the real Bitstamp session with every change of `batbtc` taken out, its
+/// A quiet book: the real Bitstamp timeline with every change of `batbtc` taken out, its
 /// subscription and REST snapshot kept (a pair whose market did not move). The replay
 /// publishes it, synced, from the snapshot alone.
 #[test]
