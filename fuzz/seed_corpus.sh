@@ -20,25 +20,25 @@ for f in "$fixtures"/bybit/*; do seed bybit_book "$f"; done
 for f in "$fixtures"/okx/*; do seed okx_books "$f"; done
 for f in "$fixtures"/bitget/*; do seed bitget_books "$f"; seed bitget_futures_books "$f"; done
 # Deribit's plain files (its timeline's lines are the recorder's, not frames).
-for f in "$fixtures"/deribit/*; do [[ "$f" == *session_timeline* ]] || seed deribit_book "$f"; done
+for f in "$fixtures"/deribit/*; do [[ "$f" == *timeline* ]] || seed deribit_book "$f"; done
 for f in "$fixtures"/coinbase/exchange_*; do seed coinbase_exchange_level2 "$f"; done
 for f in "$fixtures"/coinbase/advanced_trade_*; do seed coinbase_level2 "$f"; done
 mkdir -p corpus/fixed_point
 for n in 35496.06000000 0.29859300 9328.28 0 1.000000000 184467440737.09551615 1e5 -1; do
   printf '%s' "$n" > "corpus/fixed_point/$n"
 done
-# diff_books: a venue byte, then a recorded session: the first diff event, `S` and the REST
+# diff_books: a venue byte, then a recording: the first diff event, `S` and the REST
 # snapshot, the remaining events.
 mkdir -p corpus/diff_books
-seed_session() { # venue byte, diffs file, snapshot file
+seed_recording() { # venue byte, diffs file, snapshot file
   { printf "$1"; head -n 2 "$2"; printf 'S'; cat "$3"; echo; tail -n +3 "$2"; } \
     > "corpus/diff_books/$(basename "$2")"
 }
 for pair in NKNUSDT LRCBTC; do
-  seed_session '\x00' "$fixtures/binance/diff_depth_${pair}_combined_stream.jsonl" \
+  seed_recording '\x00' "$fixtures/binance/diff_depth_${pair}_combined_stream.jsonl" \
     "$fixtures/binance/rest_depth_snapshot_${pair}_limit1000.json"
 done
 for pair in ethusd batbtc usdteur; do
-  seed_session '\x01' "$fixtures/bitstamp/diff_order_book_$pair.jsonl" \
+  seed_recording '\x01' "$fixtures/bitstamp/diff_order_book_$pair.jsonl" \
     "$fixtures/bitstamp/rest_order_book_$pair.json"
 done

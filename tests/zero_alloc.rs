@@ -780,9 +780,8 @@ fn reading_frames_from_the_socket_allocates_nothing_after_warm_up() {
 /// service's depth.
 #[test]
 fn hyperliquid_books_allocate_nothing() {
-    const RECORDING: &str = include_str!(
-        "fixtures/hyperliquid/session_timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl"
-    );
+    const RECORDING: &str =
+        include_str!("fixtures/hyperliquid/timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl");
     let frames: Vec<String> = RECORDING
         .lines()
         .map(|line| {
@@ -865,7 +864,7 @@ fn joined_and_the_events_after(
 #[test]
 fn binance_futures_events_allocate_nothing() {
     const RECORDING: &str = include_str!(
-        "fixtures/binance_futures/usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
+        "fixtures/binance_futures/usdm_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
     );
     let venue = VenueId::BinanceUsdm;
     let is_event = |raw: &str| raw.contains("@depth@0ms");
@@ -879,7 +878,7 @@ fn binance_futures_events_allocate_nothing() {
 #[test]
 fn gate_futures_events_allocate_nothing() {
     const RECORDING: &str = include_str!(
-        "fixtures/gate/futures_usdt_session_timeline_order_book_update_7contracts_2023-05-24.jsonl"
+        "fixtures/gate/futures_usdt_timeline_order_book_update_7contracts_2023-05-24.jsonl"
     );
     let venue = VenueId::GateFutures;
     let is_snapshot = |url: &str| url.contains("contract=PHB_USDT&");

@@ -871,7 +871,7 @@ pub fn coinbase_update() -> &'static [u8] {
 /// side, 2.3 KB), out of its timeline's wrapper.
 pub fn hyperliquid_20() -> Vec<u8> {
     let line = include_str!(
-        "../../tests/fixtures/hyperliquid/session_timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl"
+        "../../tests/fixtures/hyperliquid/timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl"
     )
     .lines()
     .next()
@@ -888,7 +888,7 @@ pub fn hyperliquid_20() -> Vec<u8> {
 /// event of the median size (levels of both sides), out of its timeline's wrapper.
 pub fn binance_futures_event() -> Vec<u8> {
     let mut events: Vec<(usize, String)> = include_str!(
-        "../../tests/fixtures/binance_futures/usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
+        "../../tests/fixtures/binance_futures/usdm_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
     )
     .lines()
     .filter_map(|line| {
@@ -941,12 +941,12 @@ fn has_unheld_number(raw: &str) -> bool {
 
 pub fn gate_spot_event() -> Vec<u8> {
     gate_event(include_str!(
-        "../../tests/fixtures/gate/spot_session_timeline_order_book_update_7pairs_2021-04-22.jsonl"
+        "../../tests/fixtures/gate/spot_timeline_order_book_update_7pairs_2021-04-22.jsonl"
     ))
 }
 
 pub fn gate_futures_event() -> Vec<u8> {
     gate_event(include_str!(
-        "../../tests/fixtures/gate/futures_usdt_session_timeline_order_book_update_7contracts_2023-05-24.jsonl"
+        "../../tests/fixtures/gate/futures_usdt_timeline_order_book_update_7contracts_2023-05-24.jsonl"
     ))
 }

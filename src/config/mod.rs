@@ -141,7 +141,7 @@ pub struct Config {
 }
 
 /// `[record]`: every frame, REST response and connection event of every venue connection,
-/// written as session timelines (`record/`).
+/// written as timelines (`record/`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordConfig {
     /// One directory per connection under it.

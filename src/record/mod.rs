@@ -1,6 +1,6 @@
 //! Recording what the venues sent (`[record]`, `mergebook record`): every frame, REST
 //! snapshot and connection event of each reader's connection, with its receive time, as a
-//! session timeline, the format of the recorded fixtures that `replay/` reads: one JSON
+//! timeline, the format of the recorded fixtures that `replay/` reads: one JSON
 //! object per line, `{"recv_ts": <Unix seconds>, "kind": …, "url": …, "raw": …}`.
 //!
 //! On disk: one directory per connection (`<venue>-<connection>`, as `service.rs`

@@ -1,4 +1,4 @@
-//! The recordings' file formats, read: plain files, session timelines and recording
+//! The recordings' file formats, read: plain files, timelines and recording
 //! directories (what `record/` writes, what replay and the simulator's playback read).
 //!
 //! Two file formats, told apart by the keys of the first line:

@@ -5,9 +5,8 @@
 use crate::common;
 use serde_json::Value;
 
-const BINANCE_TIMELINE: &str = "tests/fixtures/binance/session_timeline_NKNUSDT_LRCBTC.jsonl";
-const BITSTAMP_TIMELINE: &str =
-    "tests/fixtures/bitstamp/session_timeline_ethusd_batbtc_usdteur.jsonl";
+const BINANCE_TIMELINE: &str = "tests/fixtures/binance/timeline_NKNUSDT_LRCBTC.jsonl";
+const BITSTAMP_TIMELINE: &str = "tests/fixtures/bitstamp/timeline_ethusd_batbtc_usdteur.jsonl";
 
 /// Reads a Parquet file with pyarrow and prints each row as the JSON line mergebook
 /// writes for a summary (the members both hold): decimals as their text, times in ns.
@@ -117,7 +116,7 @@ fn a_replay_to_parquet_holds_the_json_lines_row_for_row() {
 }
 
 const GATE_TIMELINE: &str =
-    "tests/fixtures/gate/spot_session_timeline_order_book_update_7pairs_2021-04-22.jsonl";
+    "tests/fixtures/gate/spot_timeline_order_book_update_7pairs_2021-04-22.jsonl";
 
 /// `ns` since the Unix epoch as an archive writes a receive time:
 /// `2021-10-12T00:28:33.2644690Z` (100 ns steps).

@@ -104,7 +104,7 @@ fn replay_refuses_an_unknown_venue_with_a_clear_message() {
     assert!(stderr.contains(&message), "{stderr}");
 }
 
-const DIFF_TIMELINE: &str = "tests/fixtures/binance/session_timeline_NKNUSDT_LRCBTC.jsonl";
+const DIFF_TIMELINE: &str = "tests/fixtures/binance/timeline_NKNUSDT_LRCBTC.jsonl";
 
 #[test]
 fn a_recording_of_the_other_mode_is_refused_naming_the_mode_that_fits() {
@@ -292,7 +292,7 @@ fn replay_reads_bitget_and_deribit_recordings() {
         "replay",
         "diff",
         "--venue",
-        "deribit=tests/fixtures/deribit/session_timeline_options_raw_2021-07-22.jsonl",
+        "deribit=tests/fixtures/deribit/timeline_options_raw_2021-07-22.jsonl",
     ]);
     assert_eq!(
         last_top(&stdout, "BTC24SEP218000P"),

@@ -46,7 +46,7 @@ const RECORDINGS: [Recording; 6] = [
     Recording {
         venue: USDM,
         symbol: "AKROUSDT",
-        file: "usdm_session_timeline_AKROUSDT_2021-07-22.jsonl",
+        file: "usdm_timeline_AKROUSDT_2021-07-22.jsonl",
         snapshot: None,
         best_bid: ("0.01734", "502"),
         best_ask: ("0.01735", "50697"),
@@ -64,7 +64,7 @@ const RECORDINGS: [Recording; 6] = [
     Recording {
         venue: USDM,
         symbol: "BTCUSDT",
-        file: "usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl",
+        file: "usdm_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl",
         snapshot: None,
         best_bid: ("61807.90", "3.598"),
         best_ask: ("61808.00", "1.914"),
@@ -73,7 +73,7 @@ const RECORDINGS: [Recording; 6] = [
     Recording {
         venue: COINM,
         symbol: "BTCUSD_PERP",
-        file: "coinm_session_timeline_BTCUSD_PERP_depth0ms_2024-08-08_prefix.jsonl",
+        file: "coinm_timeline_BTCUSD_PERP_depth0ms_2024-08-08_prefix.jsonl",
         snapshot: None,
         best_bid: ("61811.2", "963"),
         best_ask: ("61811.3", "1388"),
@@ -82,7 +82,7 @@ const RECORDINGS: [Recording; 6] = [
     Recording {
         venue: COINM,
         symbol: "BTCUSD_211231",
-        file: "coinm_session_timeline_BTCUSD_211231_2021-07-21.jsonl",
+        file: "coinm_timeline_BTCUSD_211231_2021-07-21.jsonl",
         snapshot: None,
         best_bid: ("32627.7", "77"),
         best_ask: ("32627.8", "14"),
@@ -91,7 +91,7 @@ const RECORDINGS: [Recording; 6] = [
     Recording {
         venue: COINM,
         symbol: "TRXUSD_PERP",
-        file: "coinm_session_timeline_TRXUSD_PERP_2021-07-21.jsonl",
+        file: "coinm_timeline_TRXUSD_PERP_2021-07-21.jsonl",
         snapshot: None,
         best_bid: ("0.05345", "594"),
         best_ask: ("0.05346", "1515"),

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 const DERIBIT: VenueId = VenueId::Deribit;
 
-const TIMELINE_2021: &str = "session_timeline_options_raw_2021-07-22.jsonl";
+const TIMELINE_2021: &str = "timeline_options_raw_2021-07-22.jsonl";
 const BOOK_2021: &str = "book_BTC-24SEP21-8000-P_raw_snapshot_then_changes_2021-07-22.jsonl";
 const TRIMMED_2026: &str = "trimmed_frames_2026-09-23_probe_notes.jsonl";
 const WINDOW_2026: &str = "grouped_book_BTC-PERPETUAL_none_10_100ms_2026-01-24.json";

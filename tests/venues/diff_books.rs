@@ -28,9 +28,8 @@ struct Expected {
     best_ask: (&'static str, Option<&'static str>),
 }
 
-const BINANCE_TIMELINE: &str = "tests/fixtures/binance/session_timeline_NKNUSDT_LRCBTC.jsonl";
-const BITSTAMP_TIMELINE: &str =
-    "tests/fixtures/bitstamp/session_timeline_ethusd_batbtc_usdteur.jsonl";
+const BINANCE_TIMELINE: &str = "tests/fixtures/binance/timeline_NKNUSDT_LRCBTC.jsonl";
+const BITSTAMP_TIMELINE: &str = "tests/fixtures/bitstamp/timeline_ethusd_batbtc_usdteur.jsonl";
 
 const EXPECTED: &[Expected] = &[
     Expected {
@@ -191,7 +190,7 @@ fn per_pair_recordings_reach_the_listed_final_books() {
 }
 
 #[test]
-fn session_timelines_reach_the_listed_final_books() {
+fn timelines_reach_the_listed_final_books() {
     for expected in EXPECTED {
         let frames = timeline::load_frames(&path(expected.timeline)).unwrap();
         let (outcome, _) = run(expected, frames);

@@ -42,7 +42,7 @@ struct Recording {
 const RECORDINGS: [Recording; 2] = [
     Recording {
         venue: SPOT,
-        file: "spot_session_timeline_order_book_update_7pairs_2021-04-22.jsonl",
+        file: "spot_timeline_order_book_update_7pairs_2021-04-22.jsonl",
         symbols: &[
             Recorded {
                 symbol: "OMG_USDT",
@@ -76,7 +76,7 @@ const RECORDINGS: [Recording; 2] = [
     },
     Recording {
         venue: FUTURES,
-        file: "futures_usdt_session_timeline_order_book_update_7contracts_2023-05-24.jsonl",
+        file: "futures_usdt_timeline_order_book_update_7contracts_2023-05-24.jsonl",
         symbols: &[
             Recorded {
                 symbol: "PHB_USDT",

@@ -26,7 +26,7 @@ fn fixture(name: &str) -> String {
     )
 }
 
-const RECORDING: &str = "session_timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl";
+const RECORDING: &str = "timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl";
 const PROBE: &str = "trimmed_frames_2026-09-24_probe_notes.jsonl";
 
 /// The WebSocket frames of the 2025 recording, in arrival order.

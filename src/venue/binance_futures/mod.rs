@@ -14,7 +14,7 @@
 //! one payload, the futures `depthUpdate`, on the diff streams (`<symbol>@depth@100ms`)
 //! and on the top-N streams (`<symbol>@depth<5|10|20>@100ms`, whose payload is a whole
 //! top N to replace, though it carries ids). A real diff frame
-//! (`tests/fixtures/binance_futures/usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl`,
+//! (`tests/fixtures/binance_futures/usdm_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl`,
 //! shortened):
 //!
 //! ```text

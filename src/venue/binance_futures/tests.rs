@@ -144,10 +144,10 @@ fn snapshot_limits_are_the_ones_the_endpoint_takes() {
 
 const RECORDINGS: [&str; 3] = [
     include_str!(
-        "../../../tests/fixtures/binance_futures/usdm_session_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
+        "../../../tests/fixtures/binance_futures/usdm_timeline_BTCUSDT_depth0ms_2024-08-08_prefix.jsonl"
     ),
     include_str!(
-        "../../../tests/fixtures/binance_futures/coinm_session_timeline_BTCUSD_PERP_depth0ms_2024-08-08_prefix.jsonl"
+        "../../../tests/fixtures/binance_futures/coinm_timeline_BTCUSD_PERP_depth0ms_2024-08-08_prefix.jsonl"
     ),
     include_str!(
         "../../../tests/fixtures/binance_futures/usdm_diff_depth_SUSHIUSDT_100ms_combined_stream_2021-07-22.jsonl"

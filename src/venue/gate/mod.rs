@@ -15,7 +15,7 @@
 //! covers `id + 1`, then each starts at the previous `u + 1` (Binance spot's rule,
 //! [`UpdateIdRanges`](super::binance::UpdateIdRanges)). Since 2025 the channel may push a
 //! `"full":true` book, which replaces the book. A real event
-//! (`tests/fixtures/gate/spot_session_timeline_order_book_update_7pairs_2021-04-22.jsonl`,
+//! (`tests/fixtures/gate/spot_timeline_order_book_update_7pairs_2021-04-22.jsonl`,
 //! shortened):
 //!
 //! ```text

@@ -202,8 +202,8 @@ fn requests_name_their_channel_payload_and_id() {
 /// Every recorded message of a market, as the venue sent it.
 fn recorded(market: &str) -> Vec<String> {
     let files = [
-        "spot_session_timeline_order_book_update_7pairs_2021-04-22.jsonl",
-        "futures_usdt_session_timeline_order_book_update_7contracts_2023-05-24.jsonl",
+        "spot_timeline_order_book_update_7pairs_2021-04-22.jsonl",
+        "futures_usdt_timeline_order_book_update_7contracts_2023-05-24.jsonl",
         "docs_examples_spot_futures_order_book_update_obu_rest.jsonl",
         "futures_obu_and_order_book_update_trimmed_frames_2026-09-15_probe_notes.jsonl",
     ];

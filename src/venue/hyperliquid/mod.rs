@@ -9,7 +9,7 @@
 //! object of strings (`px`, `sz`) and its order count `n`; there are no sequence numbers
 //! and no checksum, and a missed frame costs only freshness. `time` (unix milliseconds,
 //! never decreasing) is the book's `venue_sequence`: an older frame never replaces a newer
-//! one. A real frame (`tests/fixtures/hyperliquid/session_timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl`,
+//! one. A real frame (`tests/fixtures/hyperliquid/timeline_l2Book_trades_BTC_2025-01-26_first30.jsonl`,
 //! shortened):
 //!
 //! ```text
