@@ -47,6 +47,22 @@ for row in table.to_pylist():
     }))
 "#;
 
+/// What `script` prints, run by `python` with `arguments`; its failure fails the test.
+fn run_python(python: &std::path::Path, script: &str, arguments: &[&str]) -> String {
+    let run = std::process::Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(arguments)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    String::from_utf8(run.stdout).unwrap()
+}
+
 /// The members of a JSON line both outputs hold.
 fn comparable(line: &Value) -> Value {
     let keep = [
@@ -89,17 +105,7 @@ fn a_replay_to_parquet_holds_the_json_lines_row_for_row() {
         .concat(),
     );
     assert!(stdout.is_empty(), "the summaries go to the file: {stdout}");
-    let read = std::process::Command::new(python)
-        .args(["-c", PARQUET_TO_LINES, &file_text])
-        .output()
-        .unwrap();
-    assert!(
-        read.status.success(),
-        "{}",
-        String::from_utf8_lossy(&read.stderr)
-    );
-    let from_parquet: Vec<Value> = String::from_utf8(read.stdout)
-        .unwrap()
+    let from_parquet: Vec<Value> = run_python(&python, PARQUET_TO_LINES, &[&file_text])
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
@@ -119,24 +125,13 @@ const GATE_TIMELINE: &str =
     "tests/fixtures/gate/spot_timeline_order_book_update_7pairs_2021-04-22.jsonl";
 
 /// `ns` since the Unix epoch as an archive writes a receive time:
-/// `2021-10-12T00:28:33.2644690Z` (100 ns steps).
+/// `2021-10-12T00:28:33.2644690Z` (100 ns steps): the simulator's microsecond timestamp,
+/// and the tenth of a microsecond after it.
 fn archive_time(ns: u64) -> String {
-    let (days, rest) = ((ns / 86_400_000_000_000) as i64, ns % 86_400_000_000_000);
-    // H. Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let mp = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    let seconds = rest / 1_000_000_000;
-    let (hour, minute, second) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
-    let ticks = rest % 1_000_000_000 / 100;
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{ticks:07}Z")
+    let mut text = Vec::new();
+    mergebook::venue::write_timestamp(ns / 1_000, &mut text);
+    text.insert(text.len() - 1, b'0' + (ns / 100 % 10) as u8);
+    String::from_utf8(text).unwrap()
 }
 
 /// The message an archive stores for `venue`'s REST snapshot of `url` (docs/history.md).
@@ -278,15 +273,7 @@ fn archives_replay_to_the_rows_of_the_same_messages_recorded() {
     let compare = "import sys, pyarrow.parquet as pq\n\
                    a, b = pq.read_table(sys.argv[1]), pq.read_table(sys.argv[2])\n\
                    assert a.num_rows > 400 and a.equals(b), (a.num_rows, b.num_rows)";
-    let compared = std::process::Command::new(python)
-        .args(["-c", compare, &a, &b])
-        .output()
-        .unwrap();
-    assert!(
-        compared.status.success(),
-        "{}",
-        String::from_utf8_lossy(&compared.stderr)
-    );
+    run_python(&python, compare, &[&a, &b]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

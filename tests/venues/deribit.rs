@@ -571,12 +571,14 @@ async fn refused_credentials_are_counted_and_retried_until_accepted() {
     harness.simulator.disconnect(DERIBIT);
     let refused = r#"orderbook_connection_errors_total{exchange="deribit",reason="auth_refused"}"#;
     harness.counted(refused, 2.0).await;
-    // No subscription is made on a connection not authorised: nothing can have synced.
-    let latest = harness.summaries().borrow().clone();
-    assert_ne!(
-        latest.venue_state(DERIBIT),
-        mergebook::merger::summary::VenueState::Synced
-    );
+    // No subscription is tried on a connection not authorised (the simulator would refuse
+    // it with 13778, counted), so the venue stays out of the merge until it is.
+    assert_eq!(harness.simulator.refused_unauthorised(DERIBIT), 0);
+    harness
+        .wait_for("Deribit out of the merge", |s| {
+            s.venue_state(DERIBIT) != mergebook::merger::summary::VenueState::Synced
+        })
+        .await;
     harness.simulator.refuse_credentials(DERIBIT, false);
     harness.synced().await;
     harness
