@@ -77,7 +77,8 @@ struct LevelColumns {
 
 /// One source name's columns.
 struct SourceColumns {
-    name: String,
+    /// Per instrument, which of its sources has this name, if one does.
+    source_of: Vec<Option<usize>>,
     state: StringBuilder,
     received: TimestampNanosecondBuilder,
     exchange: TimestampNanosecondBuilder,
@@ -180,7 +181,9 @@ impl SummaryParquet {
             sources: source_names
                 .into_iter()
                 .map(|name| SourceColumns {
-                    name,
+                    source_of: (instruments.iter())
+                        .map(|i| i.source_names.iter().position(|source| *source == name))
+                        .collect(),
                     state: StringBuilder::new(),
                     received: timestamp_builder(),
                     exchange: timestamp_builder(),
@@ -191,7 +194,8 @@ impl SummaryParquet {
         })
     }
 
-    /// Adds `summary` of `instrument` as a row.
+    /// Adds `summary` of `instrument` (the `summary.instrument`th of those the writer was
+    /// created for) as a row.
     pub fn write(
         &mut self,
         instrument: &Instrument,
@@ -228,11 +232,7 @@ impl SummaryParquet {
             }
         }
         for column in &mut self.sources {
-            let source = instrument
-                .source_names
-                .iter()
-                .position(|name| *name == column.name);
-            match source {
+            match column.source_of.get(summary.instrument).copied().flatten() {
                 Some(source) => {
                     column
                         .state

@@ -104,20 +104,9 @@ fn is_diff_stream(venue: VenueId, stream: &[u8]) -> bool {
     std::str::from_utf8(stream).is_ok_and(|stream| venue.streams().is_diff_stream(stream))
 }
 
-/// Checks that `venue`'s recording holds books of `mode`'s kind; if it holds only the
-/// other mode's, the error names that mode.
-pub fn check_mode(
-    venue: VenueId,
-    frames: &[RecordedFrame],
-    mode: Mode,
-) -> Result<(), ModeMismatch> {
-    let mut check = ModeCheck::new(venue, mode);
-    frames.iter().for_each(|frame| check.see(frame));
-    check.finish()
-}
-
-/// [`check_mode`] of a recording read a frame at a time: [`ModeCheck::see`] each, then
-/// [`ModeCheck::finish`]. Decodes only until the recording is known to fit.
+/// Checks that a venue's recording holds books of a mode's kind (if it holds only the
+/// other mode's, the error names that mode), read a frame at a time: [`ModeCheck::see`]
+/// each, then [`ModeCheck::finish`]. Decodes only until the recording is known to fit.
 pub struct ModeCheck {
     venue: VenueId,
     mode: Mode,
