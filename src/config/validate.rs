@@ -658,7 +658,8 @@ fn api_key(
     let env = raw.and_then(|raw| raw.api_key_env.as_deref());
     let file = raw.and_then(|raw| raw.api_key_file.as_deref());
     let credentials = venue.facts().credentials;
-    let (header, required) = match credentials {
+    // The header a key is required for (none where the key is optional).
+    let required = match credentials {
         Credentials::None => {
             return match (env, file) {
                 (Some(name), _) => Err(invalid(key("api_key_env"), format!("{name:?}"), NO_KEY)),
@@ -666,12 +667,14 @@ fn api_key(
                 (None, None) => Ok(None),
             };
         }
-        Credentials::UpgradeHeader(header) => (header, !simulated),
-        Credentials::AuthRequest => ("an authentication request", false),
+        Credentials::UpgradeHeader(header) => (!simulated).then_some(header),
+        Credentials::AuthRequest => None,
     };
     let (text, at, source) = match (env, file) {
-        (None, None) if !required => return Ok(None),
         (None, None) => {
+            let Some(header) = required else {
+                return Ok(None);
+            };
             return Err(invalid(
                 key("api_key_env"),
                 "(unset)",
