@@ -3,9 +3,9 @@
 
 use clap::{Parser, Subcommand};
 use mergebook::book::MAX_DEPTH;
-use mergebook::config::{Config, ConfigError, Instrument, LogFormat, RawConfig};
+use mergebook::config::{Config, ConfigError, FeedMode, Instrument, LogFormat, RawConfig};
 use mergebook::publish::jsonl;
-use mergebook::publish::parquet::SummaryParquet;
+use mergebook::publish::parquet::{SourceBookParquet, SummaryParquet};
 use mergebook::record::timeline::{self, RecordedFrame};
 use mergebook::replay;
 use mergebook::service::{Listeners, Service};
@@ -143,8 +143,9 @@ enum Command {
     },
 }
 
-/// Replay's modes: the service's own recordings, and recorded files of one venue each in
-/// either feed mode (each mode takes only its own flags).
+/// Replay's modes: the service's own recordings, venues' files with a configuration, and
+/// recorded files of one venue each in either feed mode (each mode takes only its own
+/// flags).
 #[derive(Subcommand)]
 enum ReplayCommand {
     /// A recording made by the service or `mergebook record` ([record]): every connection,
@@ -156,21 +157,29 @@ enum ReplayCommand {
         /// The configuration the recording was made with.
         #[arg(long, env = "MERGEBOOK_CONFIG", default_value = "config/default.toml")]
         config: PathBuf,
-        /// Stop after the last event received at or before this time: Unix seconds
-        /// (1764251000.5) or UTC (2026-11-27T14:03:00Z).
-        #[arg(long, value_parser = parse_time)]
-        until: Option<u64>,
         /// Replay at this many times the recorded pace (default: as fast as possible).
         #[arg(long, value_parser = parse_speed)]
         speed: Option<f64>,
-        /// Write the summaries to this Parquet file instead of JSON lines on stdout
-        /// (docs/history.md: the columns).
-        #[arg(long, value_name = "FILE")]
-        parquet: Option<PathBuf>,
-        /// Write no summary published before this time: Unix seconds or UTC (the books
-        /// are built from the start all the same).
-        #[arg(long, value_parser = parse_time)]
-        from: Option<u64>,
+        #[command(flatten)]
+        output: Output,
+        #[command(flatten)]
+        sampling: Sampling,
+    },
+    /// Venues' files — Tardis.dev exchange-native archives (plain or gzip) or single-file
+    /// timelines, one a venue — replayed with the service's configuration: its
+    /// instruments, units, conversions, depth and each venue's mode, as the live service
+    /// would have merged the same messages (docs/history.md).
+    Archive {
+        /// The configuration whose instruments the files are merged into.
+        #[arg(long, env = "MERGEBOOK_CONFIG", default_value = "config/default.toml")]
+        config: PathBuf,
+        /// A venue and its file, `binance=FILE` (repeatable; one file a venue).
+        #[arg(long = "venue", value_name = "VENUE=FILE", required = true, value_parser = parse_venue_file)]
+        venues: Vec<(VenueId, PathBuf)>,
+        #[command(flatten)]
+        output: Output,
+        #[command(flatten)]
+        sampling: Sampling,
     },
     /// Snapshot streams: every book frame replaces its venue's book.
     Snapshot {
@@ -215,6 +224,13 @@ struct Recordings {
     /// Levels per side, per venue and in the merged book.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=MAX_DEPTH as i64))]
     depth: u16,
+    #[command(flatten)]
+    output: Output,
+}
+
+/// Where every replay's summaries go, and the window written.
+#[derive(clap::Args)]
+struct Output {
     /// Write the summaries to this Parquet file instead of JSON lines on stdout
     /// (docs/history.md: the columns).
     #[arg(long, value_name = "FILE")]
@@ -227,6 +243,18 @@ struct Recordings {
     /// (1764251000.5) or UTC (2026-11-27T14:03:00Z).
     #[arg(long, value_parser = parse_time)]
     until: Option<u64>,
+}
+
+/// Each source's own book sampled at fixed times, beside the summaries.
+#[derive(clap::Args)]
+struct Sampling {
+    /// Write each source's own book, sampled every --every-ms, to this Parquet file
+    /// (docs/history.md: the columns).
+    #[arg(long, value_name = "FILE")]
+    venue_books: Option<PathBuf>,
+    /// The sampling interval of --venue-books, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    every_ms: u64,
 }
 
 fn parse_time(text: &str) -> Result<u64, String> {
@@ -292,13 +320,21 @@ fn main() -> ExitCode {
         Some(Command::Replay(ReplayCommand::Recording {
             dir,
             config,
-            until,
             speed,
-            parquet,
-            from,
+            output,
+            sampling,
         })) => (
             "mergebook replay",
-            run_recording_replay(&dir, &config, (from, until), speed, parquet.as_deref()),
+            run_recording_replay(&dir, &config, &output, &sampling, speed),
+        ),
+        Some(Command::Replay(ReplayCommand::Archive {
+            config,
+            venues,
+            output,
+            sampling,
+        })) => (
+            "mergebook replay",
+            run_archive_replay(&venues, &config, &output, &sampling),
         ),
         Some(Command::Record { run, dir }) => ("mergebook record", run_recorder(&run, dir)),
         Some(Command::Healthcheck { address }) => ("mergebook healthcheck", healthcheck(address)),
@@ -384,13 +420,11 @@ fn run_recorder(args: &RunArgs, dir: Option<PathBuf>) -> Result<(), String> {
 fn run_recording_replay(
     dir: &std::path::Path,
     config_path: &std::path::Path,
-    (from_ns, until_ns): (Option<u64>, Option<u64>),
+    output: &Output,
+    sampling: &Sampling,
     speed: Option<f64>,
-    parquet: Option<&std::path::Path>,
 ) -> Result<(), String> {
-    let config = RawConfig::load(config_path)
-        .and_then(|raw| raw.validate())
-        .map_err(|error| error.to_string())?;
+    let config = load_replay_config(config_path)?;
     // Read as it is replayed: memory for a line a connection, whatever the recording's size.
     let (mut size, bytes_read) = (0, timeline::BytesRead::default());
     let (connections, read) =
@@ -399,14 +433,18 @@ fn run_recording_replay(
         .into_iter()
         .map(|events| (events.venue, events.connection, events))
         .collect();
-    let mut printer = SummarySink::open(parquet, config.depth, &config.instruments)?.from(from_ns);
-    let mut pace = replay::Pace::new(until_ns, speed);
+    let mut printer =
+        SummarySink::open(output.parquet.as_deref(), config.depth, &config.instruments)?
+            .from(output.from);
+    let mut samples = VenueBookSink::open(sampling, output, &config)?;
+    let mut pace = replay::Pace::new(output.until, speed);
     let mut progress = Progress::new(size, bytes_read);
     let stats = replay::replay_connections(
         &config,
         connections,
-        |received_ns| {
+        |received_ns, consolidations| {
             progress.tick(received_ns);
+            samples.before(received_ns, consolidations);
             pace.wait_for(received_ns)
         },
         |summary| printer.print(&config.instruments[summary.instrument], summary),
@@ -415,6 +453,7 @@ fn run_recording_replay(
     )
     .map_err(|error| format!("{}: {error}", dir.display()))?;
     printer.finish()?;
+    samples.finish()?;
     progress.finish();
     let read = read.borrow();
     if read.truncated_files > 0 {
@@ -430,6 +469,147 @@ fn run_recording_replay(
     match &read.error {
         Some(error) => Err(format!("{error}: replayed up to it")),
         None => Ok(()),
+    }
+}
+
+fn load_replay_config(path: &std::path::Path) -> Result<Config, String> {
+    RawConfig::load(path)
+        .and_then(|raw| raw.validate())
+        .map_err(|error| error.to_string())
+}
+
+fn run_archive_replay(
+    venues: &[(VenueId, PathBuf)],
+    config_path: &std::path::Path,
+    output: &Output,
+    sampling: &Sampling,
+) -> Result<(), String> {
+    let config = load_replay_config(config_path)?;
+    let files = FileFrames::new(venues, output.until);
+    // A first read finds the diff streams each file holds, by symbol: the configured books
+    // follow them whatever their update speed.
+    let diff_streams = files.survey(None, |index, frames| {
+        let venue = venues[index].0;
+        let max_levels = config
+            .venues
+            .iter()
+            .find(|settings| settings.venue == venue)
+            .and_then(|settings| match &settings.mode {
+                FeedMode::Diff(diff) => Some(diff.max_levels),
+                FeedMode::Snapshot => None,
+            });
+        let Some(max_levels) = max_levels else {
+            return Vec::new();
+        };
+        let mut plan = replay::DiffPlan::empty();
+        // A venue whose events do not name their stream follows the configured ones.
+        let _ = plan.add_recording(index, venue, &[], frames, max_levels);
+        (plan.books.into_iter())
+            .map(|book| (book.symbol, book.stream))
+            .collect::<Vec<_>>()
+    })?;
+    let sources = (venues.iter().zip(diff_streams).enumerate())
+        .map(|(index, ((venue, _), diff_streams))| {
+            Ok(replay::VenueFile {
+                venue: *venue,
+                diff_streams,
+                frames: files.replayed(index)?,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut printer =
+        SummarySink::open(output.parquet.as_deref(), config.depth, &config.instruments)?
+            .from(output.from);
+    let mut samples = VenueBookSink::open(sampling, output, &config)?;
+    let (stats, consolidations) = replay::replay_venue_files(
+        &config,
+        sources,
+        |received_ns, consolidations| {
+            samples.before(received_ns, consolidations);
+            true
+        },
+        |summary| printer.print(&config.instruments[summary.instrument], summary),
+        report_decode_error,
+    )
+    .map_err(|error| error.to_string())?;
+    printer.finish()?;
+    samples.finish()?;
+    // A book the files never fed says so: its venue's file holds another stream of it, or
+    // none (Binance's snapshot streams are named by their depth).
+    for (instrument, consolidation) in config.instruments.iter().zip(&consolidations) {
+        for (source, (venue, symbol)) in instrument.symbols.iter().enumerate() {
+            let given = venues.iter().any(|(file_venue, _)| file_venue == venue);
+            let (state, _) = consolidation.source_book(source);
+            if given && state == mergebook::merger::summary::VenueState::Connecting {
+                eprintln!(
+                    "mergebook replay: {}: its {venue} book ({symbol}) got nothing from the file \
+                     (does it hold that symbol's stream as this configuration subscribes it?)",
+                    instrument.name
+                );
+            }
+        }
+    }
+    eprintln!(
+        "mergebook replay: {} events, {} books, {} decode errors, {} summaries",
+        stats.events, stats.books, stats.decode_errors, stats.summaries
+    );
+    files.ended()
+}
+
+/// Where a replay's samples of each source's own book go (`--venue-books`), keeping the
+/// first error; nothing without `--venue-books`.
+struct VenueBookSink<'a> {
+    sampled: Option<(replay::BookSampler, Box<SourceBookParquet>)>,
+    instruments: &'a [Instrument],
+    error: Option<mergebook::publish::parquet::ParquetError>,
+}
+
+impl<'a> VenueBookSink<'a> {
+    fn open(
+        sampling: &Sampling,
+        output: &Output,
+        config: &'a Config,
+    ) -> Result<VenueBookSink<'a>, String> {
+        let sampled = match &sampling.venue_books {
+            None => None,
+            Some(path) => {
+                let writer = SourceBookParquet::create(path, config.depth)
+                    .map_err(|error| error.to_string())?;
+                let every_ns = sampling.every_ms.saturating_mul(1_000_000);
+                let sampler = replay::BookSampler::new(every_ns, (output.from, output.until));
+                Some((sampler, Box::new(writer)))
+            }
+        };
+        Ok(VenueBookSink {
+            sampled,
+            instruments: &config.instruments,
+            error: None,
+        })
+    }
+
+    /// Before the event received at `received_ns`: the samples due by then.
+    fn before(&mut self, received_ns: u64, consolidations: &[mergebook::merger::Consolidation]) {
+        let Some((sampler, writer)) = &mut self.sampled else {
+            return;
+        };
+        let (instruments, error) = (self.instruments, &mut self.error);
+        sampler.before(received_ns, consolidations, |sampled_ns, index, books| {
+            for source in 0..instruments[index].symbols.len() {
+                let (state, book) = books.source_book(source);
+                if error.is_none() {
+                    *error =
+                        (writer.write(sampled_ns, &instruments[index], source, state, book)).err();
+                }
+            }
+        });
+    }
+
+    fn finish(self) -> Result<(), String> {
+        match (self.sampled, self.error) {
+            (_, Some(error)) => Err(error.to_string()),
+            (Some((_, writer)), None) => writer.finish().map_err(|error| error.to_string()),
+            (None, None) => Ok(()),
+        }
     }
 }
 
@@ -802,7 +982,10 @@ impl Progress {
 /// file, whatever their size. What the reading met is kept for the end: the first error
 /// (which ends that file's frames) and each file's unreadable lines.
 struct FileFrames<'a> {
-    recordings: &'a Recordings,
+    /// Each file and its venue.
+    venues: &'a [(VenueId, PathBuf)],
+    /// `--until`: frames received after it are not replayed.
+    until: Option<u64>,
     error: std::cell::RefCell<Option<String>>,
     /// Per file: how many lines could not be read, and the first.
     unreadable: std::cell::RefCell<Vec<(usize, usize)>>,
@@ -814,16 +997,17 @@ struct FileFrames<'a> {
 type Frames<'a> = Box<dyn Iterator<Item = RecordedFrame> + 'a>;
 
 impl<'a> FileFrames<'a> {
-    fn new(recordings: &'a Recordings) -> FileFrames<'a> {
-        let size = (recordings.venues.iter())
+    fn new(venues: &'a [(VenueId, PathBuf)], until: Option<u64>) -> FileFrames<'a> {
+        let size = (venues.iter())
             .filter_map(|(_, path)| path.metadata().ok())
             .map(|metadata| metadata.len())
             .sum();
         let read = timeline::BytesRead::default();
         FileFrames {
-            recordings,
+            venues,
+            until,
             error: Default::default(),
-            unreadable: std::cell::RefCell::new(vec![(0, 0); recordings.venues.len()]),
+            unreadable: std::cell::RefCell::new(vec![(0, 0); venues.len()]),
             progress: std::cell::RefCell::new(Progress::new(
                 size,
                 timeline::BytesRead::clone(&read),
@@ -834,7 +1018,7 @@ impl<'a> FileFrames<'a> {
 
     /// The frames of the `index`th file to replay, up to `--until`, the progress shown.
     fn replayed(&self, index: usize) -> Result<Frames<'_>, String> {
-        let until = self.recordings.until.unwrap_or(u64::MAX);
+        let until = self.until.unwrap_or(u64::MAX);
         let frames = self.open(index, timeline::BytesRead::clone(&self.read))?;
         Ok(Box::new(
             (frames.take_while(move |frame| frame.received_ns <= until))
@@ -844,7 +1028,7 @@ impl<'a> FileFrames<'a> {
 
     /// The frames of the `index`th file, from its start, its bytes counted in `read`.
     fn open(&self, index: usize, read: timeline::BytesRead) -> Result<Frames<'_>, String> {
-        let (venue, path) = &self.recordings.venues[index];
+        let (venue, path) = &self.venues[index];
         let mut reader = timeline::FrameReader::open_counted(Some(*venue), path, read)
             .map_err(|error| error.to_string())?;
         let mut ended = false;
@@ -867,24 +1051,31 @@ impl<'a> FileFrames<'a> {
         })))
     }
 
-    /// A first read of every file: each checked to fit `mode`, and `look` at its frames
-    /// (what a replay plans from); the files' unreadable lines reported.
+    /// A first read of every file: each checked to fit `mode` (where one is asked for),
+    /// and `look` at its frames (what a replay plans from); the files' unreadable lines
+    /// reported.
     fn survey<T>(
         &self,
-        mode: replay::Mode,
+        mode: Option<replay::Mode>,
         mut look: impl FnMut(usize, &mut dyn Iterator<Item = RecordedFrame>) -> T,
     ) -> Result<Vec<T>, String> {
         let mut found = Vec::new();
-        for (index, (venue, path)) in self.recordings.venues.iter().enumerate() {
-            let mut check = replay::ModeCheck::new(*venue, mode);
+        for (index, (venue, path)) in self.venues.iter().enumerate() {
+            let mut check = mode.map(|mode| replay::ModeCheck::new(*venue, mode));
             let read = timeline::BytesRead::default();
-            let mut frames = self.open(index, read)?.inspect(|frame| check.see(frame));
+            let mut frames = self.open(index, read)?.inspect(|frame| {
+                if let Some(check) = &mut check {
+                    check.see(frame);
+                }
+            });
             found.push(look(index, &mut frames));
             frames.for_each(drop);
             self.ended()?;
-            check
-                .finish()
-                .map_err(|mismatch| format!("{}: {mismatch}", path.display()))?;
+            if let Some(check) = check {
+                check
+                    .finish()
+                    .map_err(|mismatch| format!("{}: {mismatch}", path.display()))?;
+            }
             if let (count @ 1.., first) = self.unreadable.borrow()[index] {
                 eprintln!(
                     "mergebook replay: {}: {count} line(s) without a receive time before the \
@@ -907,9 +1098,9 @@ impl<'a> FileFrames<'a> {
 }
 
 fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
-    let files = FileFrames::new(recordings);
+    let files = FileFrames::new(&recordings.venues, recordings.output.until);
     let venues: Vec<VenueId> = recordings.venues.iter().map(|(venue, _)| *venue).collect();
-    let streams = files.survey(replay::Mode::Snapshot, |index, frames| {
+    let streams = files.survey(Some(replay::Mode::Snapshot), |index, frames| {
         replay::first_book_stream(venues[index], frames)
     })?;
     let sources = (0..venues.len())
@@ -933,11 +1124,11 @@ fn run_replay(recordings: &Recordings, instrument: &str) -> Result<(), String> {
     let instrument = Instrument::of_books(instrument, &books);
     let depth = usize::from(recordings.depth);
     let mut printer = SummarySink::open(
-        recordings.parquet.as_deref(),
+        recordings.output.parquet.as_deref(),
         depth,
         std::slice::from_ref(&instrument),
     )?
-    .from(recordings.from);
+    .from(recordings.output.from);
     let stats = replay::replay_frames(
         &venues,
         streams,
@@ -972,11 +1163,11 @@ fn run_diff_replay(
         let path = recordings.venues[index].1.display().to_string();
         move |error: &dyn std::fmt::Display| format!("{path}: {error}")
     };
-    let files = FileFrames::new(recordings);
+    let files = FileFrames::new(&recordings.venues, recordings.output.until);
     let (mut plan, sources): (replay::DiffPlan, Vec<Frames<'_>>) = if snapshots.is_empty() {
         // Planned from a first read of the files, replayed from a second.
         let mut plan = replay::DiffPlan::empty();
-        let planned = files.survey(replay::Mode::Diff, |index, frames| {
+        let planned = files.survey(Some(replay::Mode::Diff), |index, frames| {
             let (venue, symbols) = (venues[index], &wanted[index][..]);
             plan.add_recording(index, venue, symbols, frames, depths.max_levels)
                 .map_err(|error| in_file(index)(&error))
@@ -988,8 +1179,9 @@ fn run_diff_replay(
         (plan, sources)
     } else {
         // A snapshot given apart goes in among the frames: read whole.
-        let mut inputs =
-            files.survey(replay::Mode::Diff, |_, frames| frames.collect::<Vec<_>>())?;
+        let mut inputs = files.survey(Some(replay::Mode::Diff), |_, frames| {
+            frames.collect::<Vec<_>>()
+        })?;
         let planned = (venues.iter().zip(&inputs).zip(&wanted))
             .map(|((venue, frames), symbols)| (*venue, &symbols[..], frames.iter()));
         let plan = replay::plan_diff_of(planned, depths.max_levels)
@@ -1026,8 +1218,12 @@ fn run_diff_replay(
             Instrument::of_books(name, &books)
         })
         .collect();
-    let mut printer = SummarySink::open(recordings.parquet.as_deref(), depths.depth, &instruments)?
-        .from(recordings.from);
+    let mut printer = SummarySink::open(
+        recordings.output.parquet.as_deref(),
+        depths.depth,
+        &instruments,
+    )?
+    .from(recordings.output.from);
     replay::replay_diff_frames(
         &venues,
         sources,

@@ -219,6 +219,14 @@ impl Consolidation {
         }
     }
 
+    /// The state of `source` and its latest synced book as its venue quotes it (before
+    /// any conversion): the book is the source's own while the state is `Synced`,
+    /// `OneSided` or `Crossed`, and an older one otherwise.
+    pub fn source_book(&self, source: usize) -> (VenueState, &TopBook) {
+        let slot = &self.sources[source];
+        (slot.state, &slot.book)
+    }
+
     /// The venue of `source` and its venue's time of the source's latest synced book (0:
     /// none sent).
     pub fn exchange_time_ns(&self, source: usize) -> (VenueId, u64) {

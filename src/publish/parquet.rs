@@ -1,5 +1,6 @@
 //! Consolidated summaries as a Parquet file (`mergebook replay … --parquet FILE`): one row
-//! a summary, in the order they were published, for pandas, polars and DuckDB.
+//! a summary, in the order they were published, for pandas, polars and DuckDB; and each
+//! source's own book sampled at fixed times (`--venue-books FILE`, [`SourceBookParquet`]).
 //!
 //! Columns (docs/history.md has the table and example queries):
 //!
@@ -20,9 +21,9 @@
 //! [`ROWS_PER_BATCH`] and row groups of [`ROWS_PER_GROUP`]: memory stays bounded whatever
 //! the replay's length; zstd as the recordings use.
 
-use crate::book::Side;
+use crate::book::{Side, TopBook};
 use crate::config::Instrument;
-use crate::merger::summary::Summary;
+use crate::merger::summary::{Summary, VenueState};
 use arrow_array::builder::{
     Decimal128Builder, StringBuilder, TimestampNanosecondBuilder, UInt64Builder,
 };
@@ -143,22 +144,7 @@ impl SummaryParquet {
         fields.push(Field::new("currency", DataType::Utf8, true));
         fields.push(Field::new("amount_unit", DataType::Utf8, true));
         let schema = Arc::new(Schema::new(fields));
-        let properties = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
-            .set_max_row_group_row_count(Some(ROWS_PER_GROUP))
-            // Without statistics and page indexes: with them, the writer keeps about 36 KB
-            // a column chunk until the file closes (measured with parquet 60: 1.1 GB more
-            // at 11 million rows), which a file of any length must not. Readers scan; a
-            // filter on `ts` or a price still works, without skipping groups.
-            .set_statistics_enabled(EnabledStatistics::None)
-            .set_offset_index_disabled(true)
-            .set_created_by(format!("mergebook {}", env!("CARGO_PKG_VERSION")))
-            .build();
-        let file = std::fs::File::create(path).map_err(|source| ParquetError::Create {
-            path: path.display().to_string(),
-            source,
-        })?;
-        let writer = ArrowWriter::try_new(file, Arc::clone(&schema), Some(properties))?;
+        let writer = create_writer(path, &schema)?;
         let levels = || {
             (0..depth)
                 .map(|_| LevelColumns {
@@ -301,6 +287,204 @@ impl SummaryParquet {
         self.writer.close()?;
         Ok(())
     }
+}
+
+/// One side's columns of one level of a source's own book.
+struct BookLevelColumns {
+    price: Decimal128Builder,
+    amount: Decimal128Builder,
+}
+
+/// Writes each source's own book sampled at fixed times (`mergebook replay …
+/// --venue-books FILE`): one row a source and sample, [`SourceBookParquet::write`] each,
+/// then [`SourceBookParquet::finish`]. Columns: `ts` (the sample's time), `instrument`,
+/// `source` (its source name), `venue`, `symbol`, `state`, `received_ts` and
+/// `exchange_ts` of the book, `venue_seq` (the venue's own sequence of it, null where it
+/// has none), and per level `1..=depth`: `bid_price_<n>`, `bid_amount_<n>`,
+/// `ask_price_<n>`, `ask_amount_<n>`; the levels are null past the book's, and all of them
+/// while the source has no book of its own (any state but `synced`, `one_sided` and
+/// `crossed`). The book is the venue's as its reader published it: prices in the currency
+/// the venue quotes, amounts in the base currency (contracts times their size); the
+/// instrument's conversions and `unit` apply to the merged book only.
+pub struct SourceBookParquet {
+    writer: ArrowWriter<std::fs::File>,
+    schema: Arc<Schema>,
+    rows: usize,
+    sampled: TimestampNanosecondBuilder,
+    instrument: StringBuilder,
+    source: StringBuilder,
+    venue: StringBuilder,
+    symbol: StringBuilder,
+    state: StringBuilder,
+    received: TimestampNanosecondBuilder,
+    exchange: TimestampNanosecondBuilder,
+    venue_sequence: UInt64Builder,
+    bids: Vec<BookLevelColumns>,
+    asks: Vec<BookLevelColumns>,
+}
+
+impl SourceBookParquet {
+    /// A writer of books `depth` levels deep into a new file at `path`.
+    pub fn create(path: &std::path::Path, depth: usize) -> Result<SourceBookParquet, ParquetError> {
+        let mut fields = vec![
+            Field::new("ts", timestamp(), false),
+            Field::new("instrument", DataType::Utf8, false),
+            Field::new("source", DataType::Utf8, false),
+            Field::new("venue", DataType::Utf8, false),
+            Field::new("symbol", DataType::Utf8, false),
+            Field::new("state", DataType::Utf8, false),
+            Field::new("received_ts", timestamp(), true),
+            Field::new("exchange_ts", timestamp(), true),
+            Field::new("venue_seq", DataType::UInt64, true),
+        ];
+        for side in ["bid", "ask"] {
+            for level in 1..=depth {
+                fields.push(Field::new(format!("{side}_price_{level}"), decimal(), true));
+                fields.push(Field::new(
+                    format!("{side}_amount_{level}"),
+                    decimal(),
+                    true,
+                ));
+            }
+        }
+        let schema = Arc::new(Schema::new(fields));
+        let writer = create_writer(path, &schema)?;
+        let levels = || {
+            (0..depth)
+                .map(|_| BookLevelColumns {
+                    price: decimal_builder(),
+                    amount: decimal_builder(),
+                })
+                .collect()
+        };
+        Ok(SourceBookParquet {
+            writer,
+            schema,
+            rows: 0,
+            sampled: timestamp_builder(),
+            instrument: StringBuilder::new(),
+            source: StringBuilder::new(),
+            venue: StringBuilder::new(),
+            symbol: StringBuilder::new(),
+            state: StringBuilder::new(),
+            received: timestamp_builder(),
+            exchange: timestamp_builder(),
+            venue_sequence: UInt64Builder::new(),
+            bids: levels(),
+            asks: levels(),
+        })
+    }
+
+    /// Adds the `source`th book of `instrument`, in `state`, as sampled at `sampled_ns`
+    /// (ns since the Unix epoch, as are the book's times).
+    pub fn write(
+        &mut self,
+        sampled_ns: u64,
+        instrument: &Instrument,
+        source: usize,
+        state: VenueState,
+        book: &TopBook,
+    ) -> Result<(), ParquetError> {
+        let (venue, symbol) = &instrument.symbols[source];
+        self.sampled.append_value(unix_ns(sampled_ns));
+        self.instrument.append_value(&instrument.name);
+        self.source.append_value(&instrument.source_names[source]);
+        self.venue.append_value(venue.name());
+        self.symbol.append_value(symbol);
+        self.state.append_value(state.name());
+        let own = matches!(
+            state,
+            VenueState::Synced | VenueState::OneSided | VenueState::Crossed
+        );
+        let time = |ns: u64| (own && ns != 0).then(|| unix_ns(ns));
+        self.received.append_option(time(book.received_ns));
+        self.exchange.append_option(time(book.exchange_time_ns));
+        self.venue_sequence
+            .append_option((own && book.venue_sequence != 0).then_some(book.venue_sequence));
+        for (side, columns) in [(Side::Bid, &mut self.bids), (Side::Ask, &mut self.asks)] {
+            let levels = book.side(side).as_slice();
+            for (index, column) in columns.iter_mut().enumerate() {
+                match levels.get(index).filter(|_| own) {
+                    Some(level) => {
+                        column.price.append_value(i128::from(level.price.raw()));
+                        column.amount.append_value(i128::from(level.amount.raw()));
+                    }
+                    None => {
+                        column.price.append_null();
+                        column.amount.append_null();
+                    }
+                }
+            }
+        }
+        self.rows += 1;
+        if self.rows == ROWS_PER_BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the gathered rows to the writer as one batch.
+    fn flush(&mut self) -> Result<(), ParquetError> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(self.sampled.finish()),
+            Arc::new(self.instrument.finish()),
+            Arc::new(self.source.finish()),
+            Arc::new(self.venue.finish()),
+            Arc::new(self.symbol.finish()),
+            Arc::new(self.state.finish()),
+            Arc::new(self.received.finish()),
+            Arc::new(self.exchange.finish()),
+            Arc::new(self.venue_sequence.finish()),
+        ];
+        for side in [&mut self.bids, &mut self.asks] {
+            for level in side.iter_mut() {
+                columns.push(Arc::new(level.price.finish()));
+                columns.push(Arc::new(level.amount.finish()));
+            }
+        }
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
+        self.writer.write(&batch)?;
+        self.rows = 0;
+        Ok(())
+    }
+
+    /// Writes the last rows and the file's footer.
+    pub fn finish(mut self) -> Result<(), ParquetError> {
+        self.flush()?;
+        self.writer.close()?;
+        Ok(())
+    }
+}
+
+/// A Parquet writer of `schema` into a new file at `path`: zstd, row groups of
+/// [`ROWS_PER_GROUP`].
+fn create_writer(
+    path: &std::path::Path,
+    schema: &Arc<Schema>,
+) -> Result<ArrowWriter<std::fs::File>, ParquetError> {
+    let properties = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+        .set_max_row_group_row_count(Some(ROWS_PER_GROUP))
+        // Without statistics and page indexes: with them, the writer keeps about 36 KB a
+        // column chunk until the file closes (measured with parquet 60: 1.1 GB more at 11
+        // million rows), which a file of any length must not. Readers scan; a filter on
+        // `ts` or a price still works, without skipping groups.
+        .set_statistics_enabled(EnabledStatistics::None)
+        .set_offset_index_disabled(true)
+        .set_created_by(format!("mergebook {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let file = std::fs::File::create(path).map_err(|source| ParquetError::Create {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(ArrowWriter::try_new(
+        file,
+        Arc::clone(schema),
+        Some(properties),
+    )?)
 }
 
 fn decimal_builder() -> Decimal128Builder {

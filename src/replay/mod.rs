@@ -17,9 +17,12 @@
 //! produces one summary. A venue's request to reconnect is followed as the service
 //! follows it: its books are `Connecting`, then start over.
 
+mod archive;
 pub(crate) mod diff;
 mod recording;
+mod sample;
 
+pub use archive::{ArchiveMismatch, VenueFile, replay_venue_files};
 pub use diff::{
     DiffBook, DiffDepths, DiffPlan, DiffPlanError, DiffRecording, DiffStats, insert_snapshot,
     plan_diff, plan_diff_of, replay_diff, replay_diff_frames,
@@ -27,6 +30,7 @@ pub use diff::{
 pub use recording::{
     AuditCounts, Pace, RecordingMismatch, RecordingStats, replay_connections, replay_recording,
 };
+pub use sample::BookSampler;
 
 use crate::book::diff_sync::{ResyncReason, UpdateOutcome};
 use crate::book::{BookUpdate, MAX_DEPTH, TopBook};

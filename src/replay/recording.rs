@@ -75,15 +75,25 @@ pub fn replay_recording(
             (recording.venue, recording.connection, events)
         })
         .collect();
-    replay_connections(config, connections, before, emit, on_feed, on_error)
+    let mut before = before;
+    replay_connections(
+        config,
+        connections,
+        |received_ns, _| before(received_ns),
+        emit,
+        on_feed,
+        on_error,
+    )
 }
 
 /// [`replay_recording`] of connections read as they are replayed (`timeline::open_recording`):
-/// each connection's venue, index and events, in its own time order.
+/// each connection's venue, index and events, in its own time order. `before` also sees
+/// the instruments' consolidations as they stand before the event (what a sample of
+/// each source's book reads: `BookSampler`).
 pub fn replay_connections<E: Iterator<Item = TimedEvent>>(
     config: &crate::config::Config,
     connections: Vec<(VenueId, usize, E)>,
-    mut before: impl FnMut(u64) -> bool,
+    mut before: impl FnMut(u64, &[Consolidation]) -> bool,
     mut emit: impl FnMut(&Summary),
     mut on_feed: impl FnMut(usize, VenueId, &VenueFeed),
     mut on_error: impl FnMut(VenueId, &BadFrame),
@@ -129,7 +139,7 @@ pub fn replay_connections<E: Iterator<Item = TimedEvent>>(
     let mut events = 0;
     let order = TimeMerge::new(sources, |event: &TimedEvent| event.received_ns);
     for (received_ns, recording, _, event) in order {
-        if !before(received_ns) {
+        if !before(received_ns, &consolidations) {
             break;
         }
         events += 1;
@@ -191,7 +201,7 @@ pub fn replay_connections<E: Iterator<Item = TimedEvent>>(
 }
 
 /// The stream among `symbols` whose REST snapshot `url` asks for.
-fn stream_of(venue: VenueId, symbols: &[&str], url: &str) -> Option<usize> {
+pub(super) fn stream_of(venue: VenueId, symbols: &[&str], url: &str) -> Option<usize> {
     let asked = venue.snapshots().snapshot_symbol(url)?;
     symbols
         .iter()

@@ -101,6 +101,11 @@ impl TestConfig {
         self
     }
 
+    /// As a configuration file holds it.
+    pub fn toml(&self) -> String {
+        toml::to_string(&self.table).expect("a table serialises")
+    }
+
     /// Parsed and validated, as the service reads a file.
     pub fn build(&self) -> Config {
         self.try_build().unwrap_or_else(|error| panic!("{error}"))
@@ -108,8 +113,7 @@ impl TestConfig {
 
     /// [`TestConfig::build`], its error returned.
     pub fn try_build(&self) -> Result<Config, ConfigError> {
-        let text = toml::to_string(&self.table).expect("a table serialises");
-        RawConfig::parse(&text, "test").and_then(|raw| raw.validate())
+        RawConfig::parse(&self.toml(), "test").and_then(|raw| raw.validate())
     }
 }
 

@@ -123,6 +123,10 @@ fn a_replay_to_parquet_holds_the_json_lines_row_for_row() {
 
 const GATE_TIMELINE: &str =
     "tests/fixtures/gate/spot_timeline_order_book_update_7pairs_2021-04-22.jsonl";
+const USDM_TIMELINE: &str =
+    "tests/fixtures/binance_futures/usdm_timeline_AKROUSDT_2021-07-22.jsonl";
+const COINM_TIMELINE: &str =
+    "tests/fixtures/binance_futures/coinm_timeline_TRXUSD_PERP_2021-07-21.jsonl";
 
 /// `ns` since the Unix epoch as an archive writes a receive time:
 /// `2021-10-12T00:28:33.2644690Z` (100 ns steps): the simulator's microsecond timestamp,
@@ -143,7 +147,8 @@ fn archived_snapshot(venue: &str, url: &str, body: &str) -> String {
             .to_owned()
     };
     match venue {
-        "binance" => format!(
+        // Binance's spot and futures alike (tardis-node's one Binance feed).
+        "binance" | "binance_usdm" | "binance_coinm" => format!(
             r#"{{"stream":"{}@depthSnapshot","generated":true,"data":{body}}}"#,
             query("symbol=").to_ascii_lowercase()
         ),
@@ -216,10 +221,11 @@ fn archive_times_are_written_as_archives_write_them() {
     );
 }
 
-/// The recorded timelines of three REST-seeded venues rewritten as archives (the same
-/// messages in the archive's lines, snapshots as it stores them; two gzip-compressed, an
-/// unreadable line in each) replay to the summaries of the recordings themselves: the same
-/// JSON lines, the same Parquet rows. Each unreadable line is named.
+/// The recorded timelines of five REST-seeded venues (Binance spot, USDⓈ-M and COIN-M
+/// futures, Bitstamp, Gate spot) rewritten as archives (the same messages in the
+/// archive's lines, snapshots as it stores them; three gzip-compressed, an unreadable line
+/// in each) replay to the summaries of the recordings themselves: the same JSON lines, the
+/// same Parquet rows. Each unreadable line is named.
 #[test]
 fn archives_replay_to_the_rows_of_the_same_messages_recorded() {
     let dir = std::env::temp_dir().join(format!("mergebook-archives-{}", std::process::id()));
@@ -231,6 +237,10 @@ fn archives_replay_to_the_rows_of_the_same_messages_recorded() {
         &format!("bitstamp={BITSTAMP_TIMELINE}"),
         "--venue",
         &format!("gate={GATE_TIMELINE}"),
+        "--venue",
+        &format!("binance_usdm={USDM_TIMELINE}"),
+        "--venue",
+        &format!("binance_coinm={COINM_TIMELINE}"),
     ];
     let archived = [
         "--venue",
@@ -245,17 +255,37 @@ fn archives_replay_to_the_rows_of_the_same_messages_recorded() {
         ),
         "--venue",
         &format!("gate={}", archive_of("gate", GATE_TIMELINE, &dir, true)),
+        "--venue",
+        &format!(
+            "binance_usdm={}",
+            archive_of("binance_usdm", USDM_TIMELINE, &dir, false)
+        ),
+        "--venue",
+        &format!(
+            "binance_coinm={}",
+            archive_of("binance_coinm", COINM_TIMELINE, &dir, true)
+        ),
     ];
     let (from_recordings, _) = common::run_ok(&[&["replay", "diff"][..], &recorded[..]].concat());
     let (from_archives, stderr) =
         common::run_ok(&[&["replay", "diff"][..], &archived[..]].concat());
-    for venue in ["binance.archive.gz", "bitstamp.archive", "gate.archive.gz"] {
+    for venue in [
+        "binance.archive.gz",
+        "bitstamp.archive",
+        "gate.archive.gz",
+        "binance_usdm.archive",
+        "binance_coinm.archive.gz",
+    ] {
         let named = format!(
             "{venue}: 1 line(s) without a receive time before the message, left out (the first: line 2)"
         );
         assert!(stderr.contains(&named), "{named}\n{stderr}");
     }
-    assert!(from_recordings.lines().count() > 400);
+    assert!(from_recordings.lines().count() > 700);
+    for symbol in ["AKROUSDT", "TRXUSDPERP"] {
+        let of_symbol = format!(r#""instrument":"{symbol}""#);
+        assert!(from_archives.matches(&of_symbol).count() > 100, "{symbol}");
+    }
     assert_eq!(from_archives, from_recordings, "the same summaries");
 
     let Some(python) = common::python_with("pyarrow") else {
@@ -301,4 +331,195 @@ fn a_window_of_a_replay_is_the_whole_replay_s_summaries_in_it() {
         .collect();
     assert!(in_window.len() > 20 && in_window.len() + 100 < whole.lines().count());
     assert_eq!(window.lines().collect::<Vec<_>>(), in_window);
+}
+
+/// The configuration the archive replays below merge with: five levels, both venues in
+/// diff mode, three instruments named as the configuration names them, NKN/USDT's amounts
+/// in USDT (`unit = "quote"`); Bitstamp's `batbtc` and `usdteur` not followed.
+fn archive_config(dir: &std::path::Path) -> String {
+    use mergebook::venue::VenueId::{Binance, Bitstamp};
+    let config = common::config::TestConfig::new()
+        .set("service.depth", 5)
+        .set("venues.binance.mode", "diff")
+        .set("venues.bitstamp.mode", "diff")
+        .instrument("NKN/USDT", &[(Binance, "NKNUSDT")])
+        .last_instrument("unit", "quote")
+        .instrument("LRC/BTC", &[(Binance, "LRCBTC")])
+        .instrument("ETH/USD", &[(Bitstamp, "ethusd")]);
+    let path = dir.join("archive.toml");
+    std::fs::write(&path, config.toml()).unwrap();
+    path.display().to_string()
+}
+
+/// A decimal's text as an integer of 10⁻⁸.
+fn units_of(text: &str) -> i128 {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let fraction = format!("{fraction:0<8}");
+    whole.parse::<i128>().unwrap() * 100_000_000 + fraction.parse::<i128>().unwrap()
+}
+
+/// Archives replayed with a configuration (`replay archive`) merge as it says: its
+/// instruments' names, its depth, its units. Each instrument's summaries are those the
+/// symbol-by-symbol replay (`replay diff`) makes of the same messages at the same depth,
+/// number for number, with NKN/USDT's amounts each level's value in USDT (price times
+/// amount, rounded down to 10⁻⁸); the books it does not follow are not in it.
+#[test]
+fn archives_replayed_with_a_configuration_merge_its_instruments_in_its_units() {
+    let dir = std::env::temp_dir().join(format!("mergebook-configured-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = archive_config(&dir);
+    let binance = archive_of("binance", BINANCE_TIMELINE, &dir, true);
+    let bitstamp = archive_of("bitstamp", BITSTAMP_TIMELINE, &dir, false);
+    let (configured, _) = common::run_ok(&[
+        "replay",
+        "archive",
+        "--config",
+        &config,
+        "--venue",
+        &format!("binance={binance}"),
+        "--venue",
+        &format!("bitstamp={bitstamp}"),
+    ]);
+    let (by_symbol, _) = common::run_ok(&[
+        "replay",
+        "diff",
+        "--depth",
+        "5",
+        "--venue",
+        &format!("binance={BINANCE_TIMELINE}"),
+        "--venue",
+        &format!("bitstamp={BITSTAMP_TIMELINE}"),
+        "--symbol",
+        "binance=NKNUSDT",
+        "--symbol",
+        "binance=LRCBTC",
+        "--symbol",
+        "bitstamp=ethusd",
+    ]);
+    let of = |lines: &str, name: &str| -> Vec<Value> {
+        (lines.lines())
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|line| line["instrument"] == name)
+            .map(|line| comparable(&line))
+            .collect()
+    };
+    let configured_names: std::collections::BTreeSet<String> = (configured.lines())
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["instrument"].to_string())
+        .collect();
+    assert_eq!(
+        configured_names.into_iter().collect::<Vec<_>>(),
+        [r#""ETH/USD""#, r#""LRC/BTC""#, r#""NKN/USDT""#]
+    );
+    for (name, symbol) in [
+        ("NKN/USDT", "NKNUSDT"),
+        ("LRC/BTC", "LRCBTC"),
+        ("ETH/USD", "ETHUSD"),
+    ] {
+        let (mine, theirs) = (of(&configured, name), of(&by_symbol, symbol));
+        assert!(theirs.len() > 10, "{symbol}: {} summaries", theirs.len());
+        assert_eq!(mine.len(), theirs.len(), "{name}");
+        let most = theirs
+            .iter()
+            .map(|line| line["bids"].as_array().unwrap().len());
+        assert_eq!(most.max(), Some(5), "{symbol}: five levels deep");
+        for (index, (mine, theirs)) in mine.iter().zip(&theirs).enumerate() {
+            let mut expected = theirs.clone();
+            expected["instrument"] = name.into();
+            if name == "NKN/USDT" {
+                for side in ["bids", "asks"] {
+                    for level in expected[side].as_array_mut().unwrap() {
+                        let price = units_of(level["price"].as_str().unwrap());
+                        let amount = units_of(level["amount"].as_str().unwrap());
+                        let value = price * amount / 100_000_000;
+                        level["amount"] =
+                            format!("{}.{:08}", value / 100_000_000, value % 100_000_000).into();
+                    }
+                }
+            }
+            assert_eq!(mine, &expected, "{name} summary {index}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--venue-books` samples each source's own book every `--every-ms`: at every whole
+/// second from the first message to the last, one row a source; each synced book sampled
+/// at T is the one its instrument's latest summary at or before T merged (read back with
+/// pyarrow from both files). The Bitstamp timeline's three books, each an instrument.
+#[test]
+fn each_source_s_own_book_is_sampled_at_fixed_times() {
+    use mergebook::venue::VenueId::Bitstamp;
+    let Some(python) = common::python_with("pyarrow") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("mergebook-sampled-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = common::config::TestConfig::new()
+        .set("service.depth", 5)
+        .set("venues.bitstamp.mode", "diff")
+        .instrument("ETH/USD", &[(Bitstamp, "ethusd")])
+        .instrument("BAT/BTC", &[(Bitstamp, "batbtc")])
+        .instrument("USDT/EUR", &[(Bitstamp, "usdteur")]);
+    let config_path = dir.join("sampled.toml");
+    std::fs::write(&config_path, config.toml()).unwrap();
+    let (summaries, books) = (dir.join("summaries.parquet"), dir.join("books.parquet"));
+    let (summaries, books) = (summaries.display().to_string(), books.display().to_string());
+    common::run_ok(&[
+        "replay",
+        "archive",
+        "--config",
+        &config_path.display().to_string(),
+        "--venue",
+        &format!(
+            "bitstamp={}",
+            archive_of("bitstamp", BITSTAMP_TIMELINE, &dir, true)
+        ),
+        "--parquet",
+        &summaries,
+        "--venue-books",
+        &books,
+        "--every-ms",
+        "1000",
+    ]);
+    let check = r#"
+import sys, bisect, pyarrow as pa, pyarrow.parquet as pq
+def rows(path):
+    table = pq.read_table(path)
+    for index, field in enumerate(table.schema):
+        if pa.types.is_timestamp(field.type):
+            table = table.set_column(index, field.name, table.column(index).cast(pa.int64()))
+    return table.to_pylist()
+summaries, books = rows(sys.argv[1]), rows(sys.argv[2])
+assert str(pq.read_schema(sys.argv[2]).field("bid_price_1").type) == "decimal128(38, 8)"
+instruments = {"ETH/USD", "BAT/BTC", "USDT/EUR"}
+times = sorted({row["ts"] for row in books})
+# Every whole second from the archive's first message (at 1641343696.46) to its last (at
+# 1641343721.56), no gap, three rows (one a source) each.
+assert times == list(range(1641343697_000_000_000, 1641343721_000_000_001, 1_000_000_000))
+assert len(books) == 3 * len(times), len(books)
+by_instrument = {}
+for row in summaries:
+    by_instrument.setdefault(row["instrument"], []).append(row)
+compared = 0
+for book in books:
+    assert book["instrument"] in instruments
+    merged = by_instrument[book["instrument"]]
+    at = bisect.bisect_right([row["ts"] for row in merged], book["ts"]) - 1
+    if book["state"] != "synced":
+        assert book["bid_price_1"] is None and book["received_ts"] is None
+        continue
+    assert at >= 0 and merged[at]["state_" + book["source"]] == "synced", book
+    assert book["received_ts"] <= book["ts"], book
+    for side in ("bid", "ask"):
+        for n in range(1, 6):
+            for part in ("price", "amount"):
+                name = f"{side}_{part}_{n}"
+                assert book[name] == merged[at][name], (book["ts"], name)
+    compared += 1
+assert compared > 60, compared
+print(compared)
+"#;
+    let compared = run_python(&python, check, &[&summaries, &books]);
+    assert!(!compared.trim().is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

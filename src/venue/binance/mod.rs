@@ -43,6 +43,7 @@ mod sim;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use sequence::archived_depth_snapshot;
 pub use sequence::UpdateIdRanges;
 
 pub struct Binance;

@@ -28,13 +28,19 @@ impl Sequencing for UpdateIdRanges {
 
 impl Checksum for Binance {}
 
+/// A depth snapshot as Tardis.dev's archives store it for Binance spot and futures alike:
+/// `{"stream":"btcusdt@depthSnapshot","generated":true,"data":<the /depth response>}`; its
+/// symbol and the response.
+pub(crate) fn archived_depth_snapshot(message: &str) -> Option<(String, String)> {
+    let members = crate::venue::wire::archived_members(message)?;
+    let stream = crate::venue::wire::archived_string(&members, "stream")?;
+    let symbol = stream.strip_suffix("@depthSnapshot")?.to_ascii_uppercase();
+    Some((symbol, members.get("data")?.get().to_owned()))
+}
+
 impl Snapshots for Binance {
-    /// `{"stream":"btcusdt@depthSnapshot","generated":true,"data":<the /depth response>}`.
     fn archived_snapshot(&self, message: &str) -> Option<(String, String)> {
-        let members = crate::venue::wire::archived_members(message)?;
-        let stream = crate::venue::wire::archived_string(&members, "stream")?;
-        let symbol = stream.strip_suffix("@depthSnapshot")?.to_ascii_uppercase();
-        Some((symbol, members.get("data")?.get().to_owned()))
+        archived_depth_snapshot(message)
     }
 
     fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {

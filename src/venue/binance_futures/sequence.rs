@@ -52,6 +52,11 @@ fn endpoint_limit(limit: usize) -> usize {
 }
 
 impl<M: Market> Snapshots for BinanceFutures<M> {
+    /// As Binance spot's (`binance::archived_depth_snapshot`).
+    fn archived_snapshot(&self, message: &str) -> Option<(String, String)> {
+        crate::venue::binance::archived_depth_snapshot(message)
+    }
+
     fn snapshot_url(&self, rest_base: &str, symbol: &str, limit: usize) -> String {
         let symbol = symbol.to_ascii_uppercase();
         let limit = endpoint_limit(limit);
