@@ -484,5 +484,39 @@ fn the_record_command_records_what_replay_recording_and_replay_snapshot_read() {
     let venue = format!("bitstamp={}", bitstamp.display());
     let (stdout, _) = common::run_ok(&["replay", "snapshot", "--venue", &venue]);
     assert!(stdout.lines().count() > 10);
+
+    // --venue-books: every source of every instrument at each 100 ms, the last sample of
+    // each synced (read back with pyarrow, where it is installed).
+    if let Some(python) = common::python_with("pyarrow") {
+        let books = dir.join("books.parquet").display().to_string();
+        let sampling = ["--venue-books", &books, "--every-ms", "100"];
+        common::run_ok(&[&replay[..], &sampling[..]].concat());
+        let sources: usize = (mergebook::config::RawConfig::load("config/sim.toml".as_ref()))
+            .and_then(|raw| raw.validate())
+            .unwrap()
+            .instruments
+            .iter()
+            .map(|instrument| instrument.symbols.len())
+            .sum();
+        let check = "import sys, pyarrow as pa, pyarrow.parquet as pq\n\
+                     table = pq.read_table(sys.argv[1])\n\
+                     for name in ('ts', 'received_ts', 'exchange_ts'):\n\
+                     \x20   index = table.schema.get_field_index(name)\n\
+                     \x20   table = table.set_column(index, name, table[name].cast(pa.int64()))\n\
+                     rows = table.to_pylist()\n\
+                     times = sorted({row['ts'] for row in rows})\n\
+                     assert len(times) > 5 and len(rows) == int(sys.argv[2]) * len(times)\n\
+                     last = [row for row in rows if row['ts'] == times[-1]]\n\
+                     assert all(row['state'] == 'synced' and row['bid_price_1'] for row in last)";
+        let output = std::process::Command::new(python)
+            .args(["-c", check, &books, &sources.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
