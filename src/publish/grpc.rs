@@ -172,22 +172,29 @@ impl OrderbookAggregator for Aggregator {
         &self,
         request: Request<proto::SummaryRequest>,
     ) -> Result<Response<Self::BookSummaryExactStream>, Status> {
-        let wanted = request.into_inner().instrument;
-        let index = if wanted.is_empty() {
-            0
-        } else {
-            self.config
-                .instruments
-                .iter()
-                .position(|instrument| instrument.name == wanted)
-                .ok_or_else(|| Status::not_found(unknown_instrument(&wanted)))?
-        };
+        let index = self.instrument_index(&request.into_inner().instrument)?;
         let config = Arc::clone(&self.config);
         let slot = self.clients.admit()?;
         let stream = stream_of(self.summaries[index].clone(), slot, move |summary| {
             proto::exact_summary(&config.instruments[index], summary)
         });
         Ok(Response::new(stream))
+    }
+
+    async fn book(
+        &self,
+        request: Request<proto::SummaryRequest>,
+    ) -> Result<Response<proto::ExactSummary>, Status> {
+        let index = self.instrument_index(&request.into_inner().instrument)?;
+        let instrument = &self.config.instruments[index];
+        let summary = Arc::clone(&self.summaries[index].borrow());
+        if summary.sequence == 0 {
+            return Err(Status::unavailable(format!(
+                "no summary of {:?} yet: none of its venues has sent a book",
+                instrument.name
+            )));
+        }
+        Ok(Response::new(proto::exact_summary(instrument, &summary)))
     }
 
     async fn instruments(
@@ -198,6 +205,18 @@ impl OrderbookAggregator for Aggregator {
         Ok(Response::new(proto::InstrumentList {
             names: names.map(|instrument| instrument.name.clone()).collect(),
         }))
+    }
+}
+
+impl Aggregator {
+    /// The configured instrument a request names (empty: the first), or NOT_FOUND.
+    fn instrument_index(&self, wanted: &str) -> Result<usize, Status> {
+        if wanted.is_empty() {
+            return Ok(0);
+        }
+        (self.config.instruments.iter())
+            .position(|instrument| instrument.name == wanted)
+            .ok_or_else(|| Status::not_found(unknown_instrument(wanted)))
     }
 }
 
@@ -495,5 +514,37 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    /// `Book` answers the instrument's latest summary once: UNAVAILABLE before its first,
+    /// NOT_FOUND for an instrument not configured.
+    #[tokio::test]
+    async fn a_book_on_request_is_the_latest_summary_once_there_is_one() {
+        let config = crate::config::RawConfig::parse(
+            "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n",
+            "test.toml",
+        )
+        .and_then(|raw| raw.validate())
+        .unwrap();
+        let (publish, latest) = watch::channel(Arc::new(Summary::default()));
+        let aggregator = Aggregator {
+            config: Arc::new(config),
+            summaries: vec![latest],
+            clients: ClientLimit::new(1, &Metrics::new()),
+        };
+        let ask = |instrument: &str| {
+            Request::new(proto::SummaryRequest {
+                instrument: instrument.into(),
+            })
+        };
+        let before = aggregator.book(ask("ETH/BTC")).await.unwrap_err();
+        assert_eq!(before.code(), tonic::Code::Unavailable);
+        publish.send(summary(7)).unwrap();
+        let book = aggregator.book(ask("ETH/BTC")).await.unwrap().into_inner();
+        assert_eq!((book.instrument.as_str(), book.seq), ("ETH/BTC", 7));
+        let first = aggregator.book(ask("")).await.unwrap().into_inner();
+        assert_eq!(first.seq, 7);
+        let unknown = aggregator.book(ask("XRP/EUR")).await.unwrap_err();
+        assert_eq!(unknown.code(), tonic::Code::NotFound);
     }
 }

@@ -123,6 +123,15 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
     assert_eq!(exact_levels(&summary.asks), expected_asks);
     assert_eq!(summary.seq, last_sequence);
     assert_eq!(summary.venues["binance"], "synced");
+    // The same summary once, on request.
+    let once = client
+        .book(proto::SummaryRequest {
+            instrument: "ETH/BTC".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(once, summary);
     let instruments = client.instruments(proto::Empty {}).await.unwrap();
     assert_eq!(instruments.into_inner().names, ["ETH/BTC"]);
     // Each venue's own best prices: its first level on each side of the merged book.
@@ -179,6 +188,12 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
     // An unknown instrument is refused by name.
     let missing = client
         .book_summary_exact(proto::SummaryRequest {
+            instrument: "XRP/EUR".into(),
+        })
+        .await;
+    assert_eq!(missing.unwrap_err().code(), tonic::Code::NotFound);
+    let missing = client
+        .book(proto::SummaryRequest {
             instrument: "XRP/EUR".into(),
         })
         .await;
@@ -255,7 +270,10 @@ async fn grpc_reflection_lists_the_services_and_describes_them() {
         .iter()
         .map(|method| method.name().to_owned())
         .collect();
-    assert_eq!(methods, ["BookSummary", "BookSummaryExact", "Instruments"]);
+    assert_eq!(
+        methods,
+        ["BookSummary", "BookSummaryExact", "Book", "Instruments"]
+    );
     harness.service.stop().await;
 }
 
