@@ -399,7 +399,7 @@ impl Service {
             Arc::clone(&metrics),
         ))];
         for (index, fanout) in fanouts.into_iter().enumerate() {
-            let gauges = VenueGauges::new(&metrics, &config, index);
+            let mut gauges = VenueGauges::new(&metrics, &config, index);
             let any_summary = Arc::clone(&any_summary);
             tasks.push(tokio::spawn(fanout.run(move |summary| {
                 gauges.update(summary);
@@ -512,6 +512,9 @@ impl Service {
 /// `Instrument::source_names`), resolved once.
 struct VenueGauges {
     venues: Vec<VenueGauge>,
+    /// The states the gauges show: a summary whose states are these sets nothing (most
+    /// summaries, at thousands a second).
+    shown: Option<[VenueState; MAX_SOURCES]>,
 }
 
 struct VenueGauge {
@@ -551,7 +554,10 @@ impl VenueGauges {
                 VenueGauge { up, states }
             })
             .collect();
-        let gauges = VenueGauges { venues };
+        let mut gauges = VenueGauges {
+            venues,
+            shown: None,
+        };
         gauges.update(&Summary {
             source_states: [VenueState::Connecting; MAX_SOURCES],
             ..Summary::default()
@@ -559,7 +565,11 @@ impl VenueGauges {
         gauges
     }
 
-    fn update(&self, summary: &Summary) {
+    fn update(&mut self, summary: &Summary) {
+        if self.shown == Some(summary.source_states) {
+            return;
+        }
+        self.shown = Some(summary.source_states);
         for (VenueGauge { up, states }, &current) in self.venues.iter().zip(&summary.source_states)
         {
             up.set(i64::from(current == VenueState::Synced));

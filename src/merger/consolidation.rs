@@ -24,14 +24,17 @@ struct VenueSlot {
 }
 
 impl VenueSlot {
-    /// Whether this venue's state comes from a book received before `oldest_ns`: what the
-    /// stale age evicts. Merged or not: a one-sided or crossed book left out of the merge
-    /// ages too, so its state never shows an old book as the venue's current one.
-    fn is_stale(&self, oldest_ns: u64) -> bool {
-        matches!(
-            self.state,
-            VenueState::Synced | VenueState::OneSided | VenueState::Crossed
-        ) && self.book.received_ns < oldest_ns
+    /// When the book this venue's state comes from was received, or `u64::MAX` where its
+    /// state comes from no book. What the stale age evicts is a book received before it:
+    /// merged or not (a one-sided or crossed book left out of the merge ages too, so its
+    /// state never shows an old book as the venue's current one).
+    fn live_since_ns(&self) -> u64 {
+        match self.state {
+            VenueState::Synced | VenueState::OneSided | VenueState::Crossed => {
+                self.book.received_ns
+            }
+            _ => u64::MAX,
+        }
     }
 }
 
@@ -81,6 +84,9 @@ pub struct Consolidation {
     /// Each source's venue, in the instrument's order.
     source_venues: Vec<VenueId>,
     sources: [VenueSlot; MAX_SOURCES],
+    /// Each slot's `live_since_ns`, side by side: the stale check reads these lines, not
+    /// a whole book's.
+    live_since_ns: [u64; MAX_SOURCES],
     sequence: u64,
     /// Sources whose one-sided books are merged (`venues.<name>.allow_one_sided`).
     one_sided_allowed: [bool; MAX_SOURCES],
@@ -112,6 +118,7 @@ impl Consolidation {
             depth,
             source_venues,
             sources: slots,
+            live_since_ns: [u64::MAX; MAX_SOURCES],
             sequence: 0,
             one_sided_allowed: [false; MAX_SOURCES],
             latest_received_ns: 0,
@@ -217,6 +224,7 @@ impl Consolidation {
                 converted.current = false;
             }
         }
+        self.live_since_ns[source] = slot.live_since_ns();
     }
 
     /// The state of `source` and its latest synced book as its venue quotes it (before
@@ -236,8 +244,15 @@ impl Consolidation {
 
     /// Whether a book was received before `oldest_ns` (`evict_stale` would evict it).
     pub fn any_stale(&self, oldest_ns: u64) -> bool {
-        let sources = &self.sources[..self.source_venues.len()];
-        sources.iter().any(|slot| slot.is_stale(oldest_ns))
+        self.oldest_live_ns() < oldest_ns
+    }
+
+    /// When the oldest book a source's state comes from was received (`u64::MAX`: no
+    /// source's state comes from a book): the instrument has nothing to evict before the
+    /// stale age has passed since.
+    pub fn oldest_live_ns(&self) -> u64 {
+        let sources = &self.live_since_ns[..self.source_venues.len()];
+        sources.iter().copied().min().unwrap_or(u64::MAX)
     }
 
     /// Marks `Stale` every source whose book was received before `oldest_ns`, and calls
@@ -245,8 +260,9 @@ impl Consolidation {
     pub fn evict_stale(&mut self, oldest_ns: u64, mut evicted: impl FnMut(usize, VenueId)) {
         for (source, (slot, &venue)) in self.sources.iter_mut().zip(&self.source_venues).enumerate()
         {
-            if slot.is_stale(oldest_ns) {
+            if self.live_since_ns[source] < oldest_ns {
                 slot.state = VenueState::Stale;
+                self.live_since_ns[source] = u64::MAX;
                 evicted(source, venue);
             }
         }

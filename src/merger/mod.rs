@@ -144,6 +144,10 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         .collect();
     let host_clock = Arc::clone(&spec.host_clock);
     let mut next_flush = 0;
+    // Each instrument's `Consolidation::oldest_live_ns`, as of its last serve.
+    let mut oldest_live_ns: Vec<u64> = (spec.instruments.iter())
+        .map(|instrument| instrument.consolidation.oldest_live_ns())
+        .collect();
     loop {
         // The service stops the readers before the merger: the round that sees the stop
         // still takes what they handed over after the last one, so that the last
@@ -252,9 +256,13 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         let rate_links = &spec.rate_links;
         // An instrument served, and where it published, its rate handed on to the
         // instruments converting through it: those whose summary that changes publish in
-        // the same round.
-        let mut serve_and_hand_on = |instruments: &mut [WiredInstrument], index: usize, pass| {
+        // the same round. Each one served has its oldest book's time noted.
+        let mut serve_and_hand_on = |instruments: &mut [WiredInstrument],
+                                     oldest_live_ns: &mut [u64],
+                                     index: usize,
+                                     pass| {
             let published = serve(&mut instruments[index], &bytes_read[index], pass);
+            oldest_live_ns[index] = instruments[index].consolidation.oldest_live_ns();
             if published && !rate_links.of(index).is_empty() {
                 let rate = instruments[index].consolidation.rate();
                 for &(dependent, rate_index) in rate_links.of(index) {
@@ -267,6 +275,8 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                             &bytes_read[dependent],
                             Pass::Rate,
                         );
+                        oldest_live_ns[dependent] =
+                            instruments[dependent].consolidation.oldest_live_ns();
                     }
                 }
             }
@@ -274,15 +284,20 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         };
         // Every instrument's ages, every `STALE_CHECK_EVERY_NS`: the one pass over them all,
         // on the merger's own copies, before the ready pass, so that nothing it publishes
-        // holds a book past the stale age by more than that period.
+        // holds a book past the stale age by more than that period. It reads the times
+        // noted side by side, and visits only an instrument with a book to evict (at
+        // 1,000 instruments, reading each one's own sources took a tenth of the merger).
         if check_stale {
             for index in 0..instruments.len() {
-                worked |= serve_and_hand_on(instruments, index, Pass::Ages);
+                if oldest_live_ns[index] < oldest_ns {
+                    worked |=
+                        serve_and_hand_on(instruments, &mut oldest_live_ns, index, Pass::Ages);
+                }
             }
         }
         // The instruments the readers marked, and no other.
         ready.take_each(|index| {
-            worked |= serve_and_hand_on(instruments, index, Pass::Ready);
+            worked |= serve_and_hand_on(instruments, &mut oldest_live_ns, index, Pass::Ready);
         });
         if stopping {
             break;

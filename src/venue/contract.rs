@@ -170,6 +170,10 @@ pub trait Decode {
     fn names_stream(stream: &str, named: &[u8]) -> bool {
         stream.as_bytes() == named
     }
+
+    /// Whether [`Decode::names_stream`] is the names' equality (a connection's streams
+    /// can then be found by name in a map): false where a venue overrides it.
+    const NAMES_STREAMS_BY_NAME: bool = true;
 }
 
 /// The venue's checksum of a diff book, where it has one; computed after every message,

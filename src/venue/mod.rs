@@ -200,6 +200,11 @@ impl VenueId {
         dispatch!(self, V => V::names_stream(stream, named))
     }
 
+    /// See [`Decode::NAMES_STREAMS_BY_NAME`].
+    pub fn names_streams_by_name(self) -> bool {
+        dispatch!(self, V => V::NAMES_STREAMS_BY_NAME)
+    }
+
     /// See [`Checksum::checksum`].
     pub fn checksum(self, book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
         dispatch!(self, V => V::checksum(book, decimals))

@@ -196,12 +196,21 @@ fn publishable_state(exact: bool) -> VenueState {
 /// at the default 30 s): a quiet book is re-proved by a resubscription at least that often.
 pub const QUIET_DOUBLINGS_MAX: u32 = 4;
 
+/// Streams a connection's frames are matched against one by one; beyond, by a map of
+/// their names (`FeedCore::slots_by_name`).
+const SLOTS_SCANNED: usize = 16;
+
 /// One venue connection's books and rules.
 pub struct FeedCore {
     venue: VenueId,
     /// Levels a side handed to the merger.
     depth: usize,
     streams: Vec<CoreStream>,
+    /// Each stream's slot by its name, where the connection carries more than
+    /// [`SLOTS_SCANNED`] and the venue names them by name: a frame's stream found in one
+    /// lookup, not a compare per stream (at hundreds of streams a connection, the scan
+    /// was a reader's largest cost after the decode).
+    slots_by_name: Option<std::collections::HashMap<Box<[u8]>, usize>>,
     scratch: TopBook,
     /// Per stream, the venue sequence of the last book published (snapshot mode).
     last_sequence: Vec<u64>,
@@ -283,10 +292,19 @@ impl FeedCore {
             request_weight: venue.snapshots().snapshot_weight(settings.snapshot_depth),
             settings: settings.clone(),
         });
+        let slots_by_name =
+            (streams.len() > SLOTS_SCANNED && venue.names_streams_by_name()).then(|| {
+                // Reversed: of two streams of one name, the first is the one found, as by
+                // the scan.
+                (streams.iter().enumerate().rev())
+                    .map(|(slot, stream)| (Box::from(stream.name.as_bytes()), slot))
+                    .collect()
+            });
         FeedCore {
             venue,
             depth,
             streams,
+            slots_by_name,
             scratch: TopBook::default(),
             last_sequence: vec![0; count],
             regressions: vec![0; count],
@@ -654,9 +672,12 @@ impl FeedCore {
     /// The slot of the stream a message names `stream`, if the connection asked for it.
     #[inline]
     fn slot_of(&self, stream: &[u8]) -> Option<usize> {
-        self.streams
-            .iter()
-            .position(|spec| self.venue.names_stream(&spec.name, stream))
+        match &self.slots_by_name {
+            Some(slots) => slots.get(stream).copied(),
+            None => {
+                (self.streams.iter()).position(|spec| self.venue.names_stream(&spec.name, stream))
+            }
+        }
     }
 
     /// A book (or diff event) of the stream named `stream`, decoded into `scratch` (or the

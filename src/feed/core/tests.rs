@@ -124,6 +124,30 @@ fn books_wait_for_the_acknowledgement_of_their_own_request() {
     assert!(core.ack_overdue(100, timeout));
 }
 
+/// A connection of many streams finds each frame's stream by name (`slots_by_name`)
+/// as one of a few finds it by scanning: every book to its own stream, a stream not asked
+/// for to none.
+#[test]
+fn each_book_goes_to_its_stream_however_many_the_connection_carries() {
+    let venue = VenueId::Binance;
+    let symbols: Vec<String> = (0..SLOTS_SCANNED * 2)
+        .map(|i| format!("COIN{i}USDT"))
+        .collect();
+    for count in [SLOTS_SCANNED, SLOTS_SCANNED * 2] {
+        let chosen: Vec<&str> = symbols[..count].iter().map(String::as_str).collect();
+        let (mut core, _, mut out) = connected(venue, &chosen);
+        assert_eq!(core.slots_by_name.is_some(), count > SLOTS_SCANNED);
+        core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
+        for (slot, symbol) in chosen.iter().enumerate().rev() {
+            core.on_frame(&book_frame(venue, symbol, 10), 2, &mut out);
+            assert_eq!(out.published.last(), Some(&(slot, VenueState::Synced)));
+        }
+        let published = out.published.len();
+        core.on_frame(&book_frame(venue, "NOTASKEDUSDT", 10), 3, &mut out);
+        assert_eq!(out.published.len(), published, "a stream not asked for");
+    }
+}
+
 /// A venue that acknowledges each stream by name: one stream's acknowledgement lets
 /// its books through, not the others'.
 #[test]

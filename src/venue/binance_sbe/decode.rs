@@ -55,6 +55,8 @@ impl Decode for BinanceSbe {
 
     /// A book message names its symbol (`BTCUSDT`); the stream is `btcusdt@depth20` or
     /// `btcusdt@depth`, and a connection carries one of the two for a symbol.
+    const NAMES_STREAMS_BY_NAME: bool = false;
+
     #[inline]
     fn names_stream(stream: &str, named: &[u8]) -> bool {
         let stream = stream.as_bytes();
