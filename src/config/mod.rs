@@ -348,6 +348,16 @@ pub enum FeedMode {
     Diff(DiffSettings),
 }
 
+impl FeedMode {
+    /// Diff mode's settings; `None` in snapshot mode.
+    pub fn diff_settings(&self) -> Option<&DiffSettings> {
+        match self {
+            FeedMode::Snapshot => None,
+            FeedMode::Diff(settings) => Some(settings),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiffSettings {
     /// The venue's REST base URL (the simulator's in simulator mode).

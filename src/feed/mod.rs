@@ -332,10 +332,7 @@ impl Reader {
                 (core, stream.sender)
             })
             .unzip();
-        let diff = match &spec.mode {
-            FeedMode::Snapshot => None,
-            FeedMode::Diff(settings) => Some(settings),
-        };
+        let diff = spec.mode.diff_settings();
         Reader {
             venue: spec.venue,
             url: spec.url,

@@ -23,6 +23,7 @@
 
 use crate::book::{Side, TopBook};
 use crate::config::Instrument;
+use crate::fixed::FixedPoint;
 use crate::merger::summary::{Summary, VenueState};
 use arrow_array::builder::{
     Decimal128Builder, StringBuilder, TimestampNanosecondBuilder, UInt64Builder,
@@ -69,10 +70,37 @@ pub enum ParquetError {
     Batch(#[from] arrow_schema::ArrowError),
 }
 
-/// One side's columns of one level.
-struct LevelColumns {
+/// One level's price and amount columns (null past a book's levels).
+struct LevelPriceAmount {
     price: Decimal128Builder,
     amount: Decimal128Builder,
+}
+
+impl LevelPriceAmount {
+    fn new() -> LevelPriceAmount {
+        LevelPriceAmount {
+            price: decimal_builder(),
+            amount: decimal_builder(),
+        }
+    }
+
+    /// A row's level: its price and amount, or none.
+    fn append(&mut self, level: Option<(FixedPoint, FixedPoint)>) {
+        self.price
+            .append_option(level.map(|(price, _)| i128::from(price.raw())));
+        self.amount
+            .append_option(level.map(|(_, amount)| i128::from(amount.raw())));
+    }
+
+    fn finish_into(&mut self, columns: &mut Vec<ArrayRef>) {
+        columns.push(Arc::new(self.price.finish()));
+        columns.push(Arc::new(self.amount.finish()));
+    }
+}
+
+/// One side's columns of one level of a summary.
+struct LevelColumns {
+    level: LevelPriceAmount,
     venue: StringBuilder,
 }
 
@@ -88,9 +116,7 @@ struct SourceColumns {
 /// Writes summaries into a Parquet file: [`SummaryParquet::write`] each, then
 /// [`SummaryParquet::finish`] (a file not finished has no footer and reads as corrupt).
 pub struct SummaryParquet {
-    writer: ArrowWriter<std::fs::File>,
-    schema: Arc<Schema>,
-    rows: usize,
+    batches: Batches,
     instrument: StringBuilder,
     sequence: UInt64Builder,
     published: TimestampNanosecondBuilder,
@@ -143,21 +169,16 @@ impl SummaryParquet {
         }
         fields.push(Field::new("currency", DataType::Utf8, true));
         fields.push(Field::new("amount_unit", DataType::Utf8, true));
-        let schema = Arc::new(Schema::new(fields));
-        let writer = create_writer(path, &schema)?;
         let levels = || {
             (0..depth)
                 .map(|_| LevelColumns {
-                    price: decimal_builder(),
-                    amount: decimal_builder(),
+                    level: LevelPriceAmount::new(),
                     venue: StringBuilder::new(),
                 })
                 .collect()
         };
         Ok(SummaryParquet {
-            writer,
-            schema,
-            rows: 0,
+            batches: Batches::create(path, fields)?,
             instrument: StringBuilder::new(),
             sequence: UInt64Builder::new(),
             published: timestamp_builder(),
@@ -201,20 +222,13 @@ impl SummaryParquet {
         for (side, columns) in [(Side::Bid, &mut self.bids), (Side::Ask, &mut self.asks)] {
             let levels = summary.book.side(side).as_slice();
             for (index, column) in columns.iter_mut().enumerate() {
-                match levels.get(index) {
-                    Some(level) => {
-                        column.price.append_value(i128::from(level.price.raw()));
-                        column.amount.append_value(i128::from(level.amount.raw()));
-                        column
-                            .venue
-                            .append_value(&instrument.source_names[usize::from(level.source)]);
-                    }
-                    None => {
-                        column.price.append_null();
-                        column.amount.append_null();
-                        column.venue.append_null();
-                    }
-                }
+                let level = levels.get(index);
+                column
+                    .level
+                    .append(level.map(|level| (level.price, level.amount)));
+                column.venue.append_option(
+                    level.map(|level| &instrument.source_names[usize::from(level.source)]),
+                );
             }
         }
         for column in &mut self.sources {
@@ -243,18 +257,15 @@ impl SummaryParquet {
             .append_option(summary.currency.map(|c| c.to_string()));
         self.amount_unit
             .append_option(summary.amount_unit.map(|c| c.to_string()));
-        self.rows += 1;
-        if self.rows == ROWS_PER_BATCH {
-            self.flush()?;
+        if self.batches.row_added() {
+            let columns = self.columns();
+            self.batches.write(columns)?;
         }
         Ok(())
     }
 
-    /// Hands the gathered rows to the writer as one batch.
-    fn flush(&mut self) -> Result<(), ParquetError> {
-        if self.rows == 0 {
-            return Ok(());
-        }
+    /// The gathered rows' columns, the builders emptied.
+    fn columns(&mut self) -> Vec<ArrayRef> {
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(self.instrument.finish()),
             Arc::new(self.sequence.finish()),
@@ -263,8 +274,7 @@ impl SummaryParquet {
         ];
         for side in [&mut self.bids, &mut self.asks] {
             for level in side.iter_mut() {
-                columns.push(Arc::new(level.price.finish()));
-                columns.push(Arc::new(level.amount.finish()));
+                level.level.finish_into(&mut columns);
                 columns.push(Arc::new(level.venue.finish()));
             }
         }
@@ -275,24 +285,14 @@ impl SummaryParquet {
         }
         columns.push(Arc::new(self.currency.finish()));
         columns.push(Arc::new(self.amount_unit.finish()));
-        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
-        self.writer.write(&batch)?;
-        self.rows = 0;
-        Ok(())
+        columns
     }
 
     /// Writes the last rows and the file's footer.
     pub fn finish(mut self) -> Result<(), ParquetError> {
-        self.flush()?;
-        self.writer.close()?;
-        Ok(())
+        let columns = self.columns();
+        self.batches.finish(columns)
     }
-}
-
-/// One side's columns of one level of a source's own book.
-struct BookLevelColumns {
-    price: Decimal128Builder,
-    amount: Decimal128Builder,
 }
 
 /// Writes each source's own book sampled at fixed times (`mergebook replay …
@@ -307,9 +307,7 @@ struct BookLevelColumns {
 /// the venue quotes, amounts in the base currency (contracts times their size); the
 /// instrument's conversions and `unit` apply to the merged book only.
 pub struct SourceBookParquet {
-    writer: ArrowWriter<std::fs::File>,
-    schema: Arc<Schema>,
-    rows: usize,
+    batches: Batches,
     sampled: TimestampNanosecondBuilder,
     instrument: StringBuilder,
     source: StringBuilder,
@@ -319,8 +317,8 @@ pub struct SourceBookParquet {
     received: TimestampNanosecondBuilder,
     exchange: TimestampNanosecondBuilder,
     venue_sequence: UInt64Builder,
-    bids: Vec<BookLevelColumns>,
-    asks: Vec<BookLevelColumns>,
+    bids: Vec<LevelPriceAmount>,
+    asks: Vec<LevelPriceAmount>,
 }
 
 impl SourceBookParquet {
@@ -347,20 +345,9 @@ impl SourceBookParquet {
                 ));
             }
         }
-        let schema = Arc::new(Schema::new(fields));
-        let writer = create_writer(path, &schema)?;
-        let levels = || {
-            (0..depth)
-                .map(|_| BookLevelColumns {
-                    price: decimal_builder(),
-                    amount: decimal_builder(),
-                })
-                .collect()
-        };
+        let levels = || (0..depth).map(|_| LevelPriceAmount::new()).collect();
         Ok(SourceBookParquet {
-            writer,
-            schema,
-            rows: 0,
+            batches: Batches::create(path, fields)?,
             sampled: timestamp_builder(),
             instrument: StringBuilder::new(),
             source: StringBuilder::new(),
@@ -404,30 +391,19 @@ impl SourceBookParquet {
         for (side, columns) in [(Side::Bid, &mut self.bids), (Side::Ask, &mut self.asks)] {
             let levels = book.side(side).as_slice();
             for (index, column) in columns.iter_mut().enumerate() {
-                match levels.get(index).filter(|_| own) {
-                    Some(level) => {
-                        column.price.append_value(i128::from(level.price.raw()));
-                        column.amount.append_value(i128::from(level.amount.raw()));
-                    }
-                    None => {
-                        column.price.append_null();
-                        column.amount.append_null();
-                    }
-                }
+                let level = levels.get(index).filter(|_| own);
+                column.append(level.map(|level| (level.price, level.amount)));
             }
         }
-        self.rows += 1;
-        if self.rows == ROWS_PER_BATCH {
-            self.flush()?;
+        if self.batches.row_added() {
+            let columns = self.columns();
+            self.batches.write(columns)?;
         }
         Ok(())
     }
 
-    /// Hands the gathered rows to the writer as one batch.
-    fn flush(&mut self) -> Result<(), ParquetError> {
-        if self.rows == 0 {
-            return Ok(());
-        }
+    /// The gathered rows' columns, the builders emptied.
+    fn columns(&mut self) -> Vec<ArrayRef> {
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(self.sampled.finish()),
             Arc::new(self.instrument.finish()),
@@ -441,9 +417,49 @@ impl SourceBookParquet {
         ];
         for side in [&mut self.bids, &mut self.asks] {
             for level in side.iter_mut() {
-                columns.push(Arc::new(level.price.finish()));
-                columns.push(Arc::new(level.amount.finish()));
+                level.finish_into(&mut columns);
             }
+        }
+        columns
+    }
+
+    /// Writes the last rows and the file's footer.
+    pub fn finish(mut self) -> Result<(), ParquetError> {
+        let columns = self.columns();
+        self.batches.finish(columns)
+    }
+}
+
+/// A Parquet file written a batch of [`ROWS_PER_BATCH`] rows at a time: its writer and
+/// how many rows its owner's builders hold.
+struct Batches {
+    writer: ArrowWriter<std::fs::File>,
+    schema: Arc<Schema>,
+    rows: usize,
+}
+
+impl Batches {
+    /// A new file at `path` of the columns `fields`.
+    fn create(path: &std::path::Path, fields: Vec<Field>) -> Result<Batches, ParquetError> {
+        let schema = Arc::new(Schema::new(fields));
+        Ok(Batches {
+            writer: create_writer(path, &schema)?,
+            schema,
+            rows: 0,
+        })
+    }
+
+    /// A row added to the builders; true when they hold a whole batch, to [`Batches::write`].
+    fn row_added(&mut self) -> bool {
+        self.rows += 1;
+        self.rows == ROWS_PER_BATCH
+    }
+
+    /// Hands the gathered rows (`columns`, the builders' contents) to the writer as one
+    /// batch.
+    fn write(&mut self, columns: Vec<ArrayRef>) -> Result<(), ParquetError> {
+        if self.rows == 0 {
+            return Ok(());
         }
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
         self.writer.write(&batch)?;
@@ -452,8 +468,8 @@ impl SourceBookParquet {
     }
 
     /// Writes the last rows and the file's footer.
-    pub fn finish(mut self) -> Result<(), ParquetError> {
-        self.flush()?;
+    fn finish(mut self, columns: Vec<ArrayRef>) -> Result<(), ParquetError> {
+        self.write(columns)?;
         self.writer.close()?;
         Ok(())
     }

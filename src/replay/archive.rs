@@ -2,7 +2,7 @@
 //! service's configuration: its instruments, their units and conversions, the depth and
 //! each venue's mode, as the live service would have merged the same messages.
 
-use super::{ReplayOutlet, Tally, TimeMerge, replay_frame};
+use super::{ReplayOutlet, Tally, TimeMerge, configured_consolidations, replay_frame};
 pub use crate::feed::core::BadFrame;
 use crate::feed::core::{CoreStream, FeedCore};
 use crate::merger::summary::Summary;
@@ -62,9 +62,7 @@ pub fn replay_venue_files<I: Iterator<Item = RecordedFrame>>(
     mut on_error: impl FnMut(VenueId, usize, &BadFrame),
 ) -> Result<(RecordingStats, Vec<Consolidation>), ArchiveMismatch> {
     let plan = crate::service::plan_connections(config);
-    let mut consolidations: Vec<Consolidation> = (0..config.instruments.len())
-        .map(|index| Consolidation::configured(config, index))
-        .collect();
+    let mut consolidations = configured_consolidations(config);
     let rate_links = RateLinks::new(config);
     let mut cores = Vec::new();
     let mut sources = Vec::new();
@@ -92,10 +90,7 @@ pub fn replay_venue_files<I: Iterator<Item = RecordedFrame>>(
                 }
             })
             .collect();
-        let diff = match &config.venues[first.venue_config].mode {
-            crate::config::FeedMode::Snapshot => None,
-            crate::config::FeedMode::Diff(settings) => Some(settings),
-        };
+        let diff = config.venues[first.venue_config].mode.diff_settings();
         let mut frames = file.frames.peekable();
         let first_ns = frames.peek().map_or(0, |frame| frame.received_ns);
         sources.push(frames);
@@ -151,12 +146,6 @@ pub fn replay_venue_files<I: Iterator<Item = RecordedFrame>>(
             }
         }
     }
-    let stats = RecordingStats {
-        events,
-        books: tally.books,
-        decode_errors: tally.decode_errors,
-        summaries: tally.summaries,
-        audits: tally.audits,
-    };
+    let stats = tally.recording_stats(events);
     Ok((stats, consolidations))
 }

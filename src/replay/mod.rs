@@ -351,6 +351,27 @@ struct Tally {
     audits: AuditCounts,
 }
 
+impl Tally {
+    /// A configured replay's statistics, after `events` events.
+    fn recording_stats(&self, events: u64) -> RecordingStats {
+        RecordingStats {
+            events,
+            books: self.books,
+            decode_errors: self.decode_errors,
+            summaries: self.summaries,
+            audits: self.audits,
+        }
+    }
+}
+
+/// A `Consolidation` of each of `config`'s instruments, as the service's merger starts
+/// them.
+fn configured_consolidations(config: &crate::config::Config) -> Vec<Consolidation> {
+    (0..config.instruments.len())
+        .map(|index| Consolidation::configured(config, index))
+        .collect()
+}
+
 /// Where a replay's cores publish: each stream's instrument, merged and summarized at
 /// once (`emit`), as the merger thread would.
 struct ReplayOutlet<'a> {

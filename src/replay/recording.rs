@@ -1,6 +1,6 @@
 //! The service's own recordings replayed: its twin, connection by connection.
 
-use super::{ReplayOutlet, Tally, TimeMerge};
+use super::{ReplayOutlet, Tally, TimeMerge, configured_consolidations};
 pub use crate::feed::core::BadFrame;
 use crate::feed::core::audit::AuditOutcome;
 use crate::feed::core::{CoreStream, FeedCore};
@@ -99,9 +99,7 @@ pub fn replay_connections<E: Iterator<Item = TimedEvent>>(
     mut on_error: impl FnMut(VenueId, &BadFrame),
 ) -> Result<RecordingStats, RecordingMismatch> {
     let plan = crate::service::plan_connections(config);
-    let mut consolidations: Vec<Consolidation> = (0..config.instruments.len())
-        .map(|index| Consolidation::configured(config, index))
-        .collect();
+    let mut consolidations = configured_consolidations(config);
     let rate_links = RateLinks::new(config);
     let mut cores = Vec::new();
     let mut sources = Vec::new();
@@ -120,10 +118,7 @@ pub fn replay_connections<E: Iterator<Item = TimedEvent>>(
                 contract_size: stream.contract_size,
             })
             .collect();
-        let diff = match &config.venues[planned.venue_config].mode {
-            crate::config::FeedMode::Snapshot => None,
-            crate::config::FeedMode::Diff(settings) => Some(settings),
-        };
+        let diff = config.venues[planned.venue_config].mode.diff_settings();
         let first_ns = events.peek().map_or(0, |event| event.received_ns);
         sources.push(events);
         let core = FeedCore::new(venue, config.depth, streams, diff, first_ns);
@@ -191,13 +186,7 @@ pub fn replay_connections<E: Iterator<Item = TimedEvent>>(
             }
         }
     }
-    Ok(RecordingStats {
-        events,
-        books: tally.books,
-        decode_errors: tally.decode_errors,
-        summaries: tally.summaries,
-        audits: tally.audits,
-    })
+    Ok(tally.recording_stats(events))
 }
 
 /// The stream among `symbols` whose REST snapshot `url` asks for.
