@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use mergebook::book::MAX_DEPTH;
-use mergebook::config::{Config, ConfigError, FeedMode, Instrument, LogFormat, RawConfig};
+use mergebook::config::{Config, ConfigError, Instrument, LogFormat, RawConfig};
 use mergebook::publish::jsonl;
 use mergebook::publish::parquet::{SourceBookParquet, SummaryParquet};
 use mergebook::record::timeline::{self, RecordedFrame};
@@ -490,14 +490,10 @@ fn run_archive_replay(
     // follow them whatever their update speed.
     let diff_streams = files.survey(None, |index, frames| {
         let venue = venues[index].0;
-        let max_levels = config
-            .venues
-            .iter()
+        let max_levels = (config.venues.iter())
             .find(|settings| settings.venue == venue)
-            .and_then(|settings| match &settings.mode {
-                FeedMode::Diff(diff) => Some(diff.max_levels),
-                FeedMode::Snapshot => None,
-            });
+            .and_then(|settings| settings.mode.diff_settings())
+            .map(|diff| diff.max_levels);
         let Some(max_levels) = max_levels else {
             return Vec::new();
         };
