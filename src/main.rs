@@ -538,8 +538,9 @@ fn run_archive_replay(
             let (state, _) = consolidation.source_book(source);
             if given && state == mergebook::merger::summary::VenueState::Connecting {
                 eprintln!(
-                    "mergebook replay: {}: its {venue} book ({symbol}) got nothing from the file \
-                     (does it hold that symbol's stream as this configuration subscribes it?)",
+                    "mergebook replay: {}: its {venue} book ({symbol}) got nothing from the file: \
+                     does the file hold that symbol's stream of the mode venues.{venue}.mode \
+                     names (a snapshot stream's name also carries service.depth)?",
                     instrument.name
                 );
             }

@@ -598,3 +598,37 @@ fn in_band_venues_archives_replay_to_the_books_of_their_recordings() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// What `replay archive` cannot do it says: a venue given twice, a venue the
+/// configuration does not follow (refused, nothing replayed), and a book its file never
+/// fed (named at the end: here the configuration's Binance book is a snapshot stream and
+/// the file holds diff events).
+#[test]
+fn an_archive_replay_names_what_its_configuration_and_files_do_not_match() {
+    use mergebook::venue::VenueId::Binance;
+    let dir = std::env::temp_dir().join(format!("mergebook-mismatch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = common::config::TestConfig::new().instrument("NKN/USDT", &[(Binance, "NKNUSDT")]);
+    let config_path = dir.join("snapshot.toml");
+    std::fs::write(&config_path, config.toml()).unwrap();
+    let config = config_path.display().to_string();
+    let binance = format!("binance={BINANCE_TIMELINE}");
+    let archive = [
+        "replay", "archive", "--config", &config, "--venue", &binance,
+    ];
+    let twice = common::run_failing(&[&archive[..], &["--venue", &binance]].concat());
+    assert!(twice.contains("binance is given twice"), "{twice}");
+    let bitstamp = format!("bitstamp={BITSTAMP_TIMELINE}");
+    let unfollowed = common::run_failing(&[&archive[..], &["--venue", &bitstamp]].concat());
+    assert!(
+        unfollowed.contains("the configuration follows no bitstamp book"),
+        "{unfollowed}"
+    );
+    let (summaries, stderr) = common::run_ok(&archive);
+    assert!(summaries.is_empty(), "{summaries}");
+    assert!(
+        stderr.contains("NKN/USDT: its binance book (NKNUSDT) got nothing from the file"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
