@@ -285,8 +285,9 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         // Every instrument's ages, every `STALE_CHECK_EVERY_NS`: the one pass over them all,
         // on the merger's own copies, before the ready pass, so that nothing it publishes
         // holds a book past the stale age by more than that period. It reads the times
-        // noted side by side, and visits only an instrument with a book to evict (at
-        // 1,000 instruments, reading each one's own sources took a tenth of the merger).
+        // noted side by side, and visits only an instrument with a book to evict (reading
+        // every source slot of 1,000 instruments each time was a fifth of the merger's
+        // samples in a profile of 9,000 books).
         if check_stale {
             for index in 0..instruments.len() {
                 if oldest_live_ns[index] < oldest_ns {

@@ -134,8 +134,7 @@ pub fn replay_venue_files<I: Iterator<Item = RecordedFrame>>(
         match &frame.rest_url {
             None => replay_frame(core, &frame, received_ns, &mut outlet),
             Some(url) => {
-                let symbols: Vec<&str> = symbols.iter().map(String::as_str).collect();
-                if let Some(stream) = stream_of(venue, &symbols, url) {
+                if let Some(stream) = stream_of(venue, symbols, url) {
                     core.on_recorded_snapshot(
                         stream,
                         frame.raw.as_bytes(),

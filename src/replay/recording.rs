@@ -190,11 +190,11 @@ pub fn replay_connections<E: Iterator<Item = TimedEvent>>(
 }
 
 /// The stream among `symbols` whose REST snapshot `url` asks for.
-pub(super) fn stream_of(venue: VenueId, symbols: &[&str], url: &str) -> Option<usize> {
+pub(super) fn stream_of(venue: VenueId, symbols: &[impl AsRef<str>], url: &str) -> Option<usize> {
     let asked = venue.snapshots().snapshot_symbol(url)?;
     symbols
         .iter()
-        .position(|symbol| symbol.eq_ignore_ascii_case(&asked))
+        .position(|symbol| symbol.as_ref().eq_ignore_ascii_case(&asked))
 }
 
 /// Paces a replay (`replay_recording`'s `before`): stops after `until_ns`, and at `speed`

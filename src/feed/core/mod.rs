@@ -208,8 +208,8 @@ pub struct FeedCore {
     streams: Vec<CoreStream>,
     /// Each stream's slot by its name, where the connection carries more than
     /// [`SLOTS_SCANNED`] and the venue names them by name: a frame's stream found in one
-    /// lookup, not a compare per stream (at hundreds of streams a connection, the scan
-    /// was a reader's largest cost after the decode).
+    /// lookup, not a compare per stream (a cost that grows with the streams a
+    /// connection carries: hundreds at a whole market).
     slots_by_name: Option<std::collections::HashMap<Box<[u8]>, usize>>,
     scratch: TopBook,
     /// Per stream, the venue sequence of the last book published (snapshot mode).
