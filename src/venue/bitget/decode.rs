@@ -330,8 +330,9 @@ pub(super) fn decode_usual_top<'a>(
     if walker.skip_exactly(br#","pseq":"#) {
         walker.unsigned().ok()?;
     }
+    // The message's own time is skipped, as the general walk skips it: a JSON number.
     walker.skip_exactly(br#"}],"ts":"#).then_some(())?;
-    walker.unsigned().ok()?;
+    walker.skip_value().ok()?;
     walker.skip_exactly(b"}").then_some(())?;
     walker.finish().ok()?;
     Some(Message::Book { stream: inst_id })
