@@ -893,6 +893,57 @@ fn gate(c: &mut Criterion) {
     });
 }
 
+/// KuCoin: a recorded `trade.l2update` message decoded (its change and the change's own
+/// sequence), beside serde_json's decode of it into owned values, its numbers parsed as
+/// f64 (the Binance reference's way).
+fn kucoin(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)] // read by serde, kept to mirror the frame
+    struct Frame {
+        data: Data,
+        subject: String,
+        topic: String,
+        r#type: String,
+    }
+    #[derive(serde::Deserialize)]
+    #[allow(non_snake_case, dead_code)] // the wire's names, read by serde
+    struct Data {
+        sequenceStart: u64,
+        sequenceEnd: u64,
+        symbol: String,
+        changes: Changes,
+    }
+    #[derive(serde::Deserialize)]
+    struct Changes {
+        asks: Vec<(String, String, String)>,
+        bids: Vec<(String, String, String)>,
+    }
+    let frame = kucoin_event();
+    let mut event = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    c.bench_function("kucoin_diff_decode", |b| {
+        b.iter(|| {
+            VenueId::Kucoin
+                .decode_diff(black_box(&frame), MAX_BOOK_LEVELS, &mut event)
+                .map(drop)
+        })
+    });
+    c.bench_function("kucoin_diff_decode_serde_json", |b| {
+        b.iter(|| {
+            let frame: Frame = serde_json::from_slice(black_box(&frame)).unwrap();
+            let levels = |side: &[(String, String, String)]| -> Vec<(f64, f64, u64)> {
+                let parse = |(p, a, id): &(String, String, String)| {
+                    (p.parse().unwrap(), a.parse().unwrap(), id.parse().unwrap())
+                };
+                side.iter().map(parse).collect()
+            };
+            (
+                levels(&frame.data.changes.bids),
+                levels(&frame.data.changes.asks),
+            )
+        })
+    });
+}
+
 /// Hyperliquid: the recorded 20-level `l2Book` frame decoded, beside serde_json's decode
 /// of it into owned values, its numbers parsed as f64 (the Binance reference's way).
 fn hyperliquid(c: &mut Criterion) {
@@ -1024,6 +1075,7 @@ criterion_group!(
     bitget_serde_reference,
     deribit,
     deribit_serde_reference,
+    kucoin,
     merging,
     mailboxes,
     cross_core_takes,

@@ -22,6 +22,14 @@ for f in "$fixtures"/bitget/*; do seed bitget_books "$f"; seed bitget_futures_bo
 # Deribit's plain files (its timeline's lines are the recorder's, not frames).
 for f in "$fixtures"/deribit/*; do [[ "$f" == *timeline* ]] || seed deribit_book "$f"; done
 for f in "$fixtures"/coinbase/exchange_*; do seed coinbase_exchange_level2 "$f"; done
+# KuCoin's documented frames, and its timelines' frames and REST bodies as sent.
+for f in "$fixtures"/kucoin/docs_*; do seed kucoin_level2 "$f"; done
+for f in "$fixtures"/kucoin/timeline_*; do
+  python3 -c 'import json, sys
+frames = [json.loads(line)["raw"] for line in open(sys.argv[1]) if "raw" in line]
+print("\n".join(frames[:40]))' "$f" > "/tmp/kucoin_frames_$(basename "$f")"
+  seed kucoin_level2 "/tmp/kucoin_frames_$(basename "$f")"
+done
 for f in "$fixtures"/coinbase/advanced_trade_*; do seed coinbase_level2 "$f"; done
 mkdir -p corpus/fixed_point
 for n in 35496.06000000 0.29859300 9328.28 0 1.000000000 184467440737.09551615 1e5 -1; do

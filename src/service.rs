@@ -206,6 +206,7 @@ fn spawn_readers(
             mode: venue_config.mode.clone(),
             client_ping: venue_config.client_ping,
             api_key: venue_config.api_key.clone(),
+            token_url: venue_config.token_url.clone(),
             renew_after: venue_config.renew_after,
             streams,
             recorder: recorders.next(),

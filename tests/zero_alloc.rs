@@ -886,3 +886,18 @@ fn gate_futures_events_allocate_nothing() {
     let (sync, frames) = joined_and_the_events_after(venue, RECORDING, is_snapshot, is_event);
     synced_events_allocate_nothing(venue, sync, &frames, "Gate futures' diff path");
 }
+
+/// KuCoin's diff path on the 2021 SNX-BTC recording: the messages up to the REST snapshot
+/// buffered and joined, then every further one decoded (each change with its own
+/// sequence, the changes priced "0" left out) → checked to follow the last → its changes
+/// applied by their sequences → its top into the mailbox.
+#[test]
+fn kucoin_events_allocate_nothing() {
+    const RECORDING: &str =
+        include_str!("fixtures/kucoin/timeline_level2_SNX-BTC_2021-04-25.jsonl");
+    let venue = VenueId::Kucoin;
+    let is_snapshot = |url: &str| url.ends_with("symbol=SNX-BTC");
+    let is_event = |raw: &str| raw.contains(r#""symbol":"SNX-BTC""#);
+    let (sync, frames) = joined_and_the_events_after(venue, RECORDING, is_snapshot, is_event);
+    synced_events_allocate_nothing(venue, sync, &frames, "KuCoin's diff path");
+}

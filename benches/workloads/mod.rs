@@ -950,3 +950,20 @@ pub fn gate_futures_event() -> Vec<u8> {
         "../../tests/fixtures/gate/futures_usdt_timeline_order_book_update_7contracts_2023-05-24.jsonl"
     ))
 }
+
+/// A KuCoin recording's `trade.l2update` message that changes a level (each recorded one
+/// carries one change), out of its timeline's wrapper: `kucoin_diff_decode`.
+pub fn kucoin_event() -> Vec<u8> {
+    const RECORDING: &str =
+        include_str!("../../tests/fixtures/kucoin/timeline_level2_SNX-BTC_2021-04-25.jsonl");
+    RECORDING
+        .lines()
+        .filter_map(|line| {
+            let entry: serde_json::Value = serde_json::from_str(line).ok()?;
+            let raw = entry["raw"].as_str()?.to_owned();
+            (raw.contains("trade.l2update") && !raw.contains(r#"["0","0""#)).then_some(raw)
+        })
+        .nth(10)
+        .expect("a recorded message")
+        .into_bytes()
+}

@@ -36,6 +36,24 @@ pub struct BookUpdate {
     /// sends there (Coinbase Advanced Trade's `sequence_num`): set for every message the
     /// decoder accepts, books or not, so that the feed core sees one go missing.
     pub message_number: Option<u64>,
+    /// Each level's own id, in the order of `bids` and `asks`, where the venue numbers
+    /// every change of an event (KuCoin's per-change sequence): an event applied after a
+    /// snapshot it overlaps sets only the levels numbered after the book's last id. Empty
+    /// elsewhere.
+    pub change_ids: ChangeIds,
+}
+
+/// The ids of an event's changes, side by side with its levels ([`BookUpdate::change_ids`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeIds {
+    pub bids: Vec<u64>,
+    pub asks: Vec<u64>,
+}
+
+impl ChangeIds {
+    pub fn is_empty(&self) -> bool {
+        self.bids.is_empty() && self.asks.is_empty()
+    }
 }
 
 /// The most fractional digits among the prices, and among the amounts, as written on the
@@ -60,6 +78,10 @@ impl BookUpdate {
         BookUpdate {
             bids: Vec::with_capacity(levels),
             asks: Vec::with_capacity(levels),
+            change_ids: ChangeIds {
+                bids: Vec::with_capacity(levels),
+                asks: Vec::with_capacity(levels),
+            },
             ..BookUpdate::default()
         }
     }
@@ -75,6 +97,8 @@ impl BookUpdate {
         self.checksum = None;
         self.decimals = WireDecimals::default();
         self.message_number = None;
+        self.change_ids.bids.clear();
+        self.change_ids.asks.clear();
     }
 
     /// Copies `other` into `self`, reusing `self`'s buffers.
@@ -89,6 +113,7 @@ impl BookUpdate {
         self.checksum = other.checksum;
         self.decimals = other.decimals;
         self.message_number = other.message_number;
+        self.change_ids.clone_from(&other.change_ids);
     }
 }
 
@@ -216,6 +241,37 @@ impl DepthBook {
                 self.absent_deletes += 1;
             }
         }
+    }
+
+    /// Applies the changes of an event whose changes are numbered ([`BookUpdate::change_ids`])
+    /// that come after `last_id`, each price at its latest change: what the venue's
+    /// sequence says, whatever order the changes are written in (KuCoin writes a side's
+    /// changes by price, not by sequence).
+    pub fn apply_changes_after(&mut self, update: &BookUpdate, last_id: u64) {
+        let sides = [
+            (&update.bids, &update.change_ids.bids, &mut self.bids),
+            (&update.asks, &update.change_ids.asks, &mut self.asks),
+        ];
+        for (levels, ids, side) in sides {
+            for (index, (&level, &id)) in levels.iter().zip(ids).enumerate() {
+                // A later change of the same price in this event supersedes this one. The
+                // search is quadratic in the event's changes, a handful on this venue.
+                let superseded =
+                    (levels.iter().zip(ids).enumerate()).any(|(other, (at, &later))| {
+                        other != index && at.price == level.price && later > id
+                    });
+                if id > last_id && !superseded && !side.set(level, self.max_levels) {
+                    self.absent_deletes += 1;
+                }
+            }
+        }
+    }
+
+    /// How many levels of `side` are at `bound` or better.
+    pub fn levels_at_or_better(&self, side: Side, bound: crate::fixed::FixedPoint) -> usize {
+        let levels = &self.side(side).levels;
+        let worse = levels.partition_point(|level| side.is_better(bound, level.price));
+        levels.len() - worse
     }
 
     /// Keeps the best `levels` a side: a venue that sends only its top N and no deletes

@@ -21,7 +21,7 @@
 //! is false and the reader publishes the venue as out of sync: a book with a hole in it is
 //! never published.
 
-use crate::book::{BookUpdate, DepthBook};
+use crate::book::{BookUpdate, DepthBook, Side};
 use std::collections::VecDeque;
 
 /// How a venue's diff stream is sequenced: when an event is already in the book, when one
@@ -90,10 +90,14 @@ pub enum ResyncReason {
     /// The venue's REST snapshot disagreed with the book where no event could have changed
     /// it since (`feed/core/audit.rs`): an event was lost that its stream could not show.
     Audit,
+    /// The book built from a snapshot that held only the venue's top levels holds fewer
+    /// than the published depth of levels it knows on a side
+    /// ([`BookSync::proves`]): what lies beyond is unknown, and a new snapshot is asked for.
+    Unproven,
 }
 
 impl ResyncReason {
-    pub const ALL: [ResyncReason; 7] = [
+    pub const ALL: [ResyncReason; 8] = [
         ResyncReason::Connect,
         ResyncReason::Gap,
         ResyncReason::Crossed,
@@ -101,6 +105,7 @@ impl ResyncReason {
         ResyncReason::Checksum,
         ResyncReason::Silence,
         ResyncReason::Audit,
+        ResyncReason::Unproven,
     ];
 
     pub fn name(self) -> &'static str {
@@ -112,6 +117,7 @@ impl ResyncReason {
             ResyncReason::Checksum => "checksum",
             ResyncReason::Silence => "silence",
             ResyncReason::Audit => "audit",
+            ResyncReason::Unproven => "unproven_depth",
         }
     }
 }
@@ -166,6 +172,12 @@ pub struct BookSync {
     pub stale_events: u64,
     /// Buffered events dropped because the buffer was full.
     pub overflowed_events: u64,
+    /// The levels a side a snapshot holds where it may hold less than the whole book
+    /// ([`BookSync::with_partial_snapshots`]).
+    snapshot_cap: Option<usize>,
+    /// Where the last snapshot's sides ended, bids then asks, where a side was cut at
+    /// `snapshot_cap`: the venue's levels beyond are unknown until they change.
+    known_to: [Option<crate::fixed::FixedPoint>; 2],
 }
 
 impl BookSync {
@@ -184,7 +196,28 @@ impl BookSync {
             book: DepthBook::new(max_levels),
             stale_events: 0,
             overflowed_events: 0,
+            snapshot_cap: None,
+            known_to: [None; 2],
         }
+    }
+
+    /// A book whose snapshots hold at most `levels` a side, which may be less than the
+    /// venue's whole book (KuCoin's public top 100): a side a snapshot filled is known
+    /// only to its last level ([`BookSync::proves`]).
+    pub fn with_partial_snapshots(mut self, levels: Option<usize>) -> BookSync {
+        self.snapshot_cap = levels;
+        self
+    }
+
+    /// Whether the book's top `depth` levels a side are all known: on a side its snapshot
+    /// filled, `depth` levels at or better than the snapshot's last. A level beyond it
+    /// that an event set is known, but the venue's levels between it and the snapshot's
+    /// last are not.
+    pub fn proves(&self, depth: usize) -> bool {
+        let sides = [(Side::Bid, self.known_to[0]), (Side::Ask, self.known_to[1])];
+        sides.into_iter().all(|(side, known_to)| {
+            known_to.is_none_or(|bound| self.book.levels_at_or_better(side, bound) >= depth)
+        })
     }
 
     pub fn is_synced(&self) -> bool {
@@ -216,6 +249,7 @@ impl BookSync {
         self.last_id = 0;
         self.snapshot_id = 0;
         self.exchange_time_ns = 0;
+        self.known_to = [None; 2];
         self.book.clear();
         self.clear_buffer();
     }
@@ -243,7 +277,10 @@ impl BookSync {
 
     /// Applies an event: the book, its id and its venue time.
     fn apply(&mut self, update: &BookUpdate) {
-        self.book.apply(update);
+        match update.change_ids.is_empty() {
+            true => self.book.apply(update),
+            false => self.book.apply_changes_after(update, self.last_id),
+        }
         self.last_id = update.last_id;
         self.exchange_time_ns = update.exchange_time_ns;
     }
@@ -301,6 +338,11 @@ impl BookSync {
             return SnapshotOutcome::TooOld;
         }
         self.book.replace(snapshot);
+        let cut = |levels: &[crate::book::Level]| {
+            let cap = self.snapshot_cap?;
+            (levels.len() >= cap).then(|| levels.last().map(|level| level.price))?
+        };
+        self.known_to = [cut(&snapshot.bids), cut(&snapshot.asks)];
         self.last_id = snapshot_id;
         self.snapshot_id = snapshot_id;
         self.exchange_time_ns = snapshot.exchange_time_ns;
@@ -438,5 +480,57 @@ mod tests {
         }
         assert_eq!((sync.buffered(), sync.overflowed_events), (2, 1));
         assert_eq!(sync.on_snapshot(&snapshot(0)), SnapshotOutcome::TooOld);
+    }
+
+    fn level(price: u64, amount: u64) -> crate::book::Level {
+        crate::book::Level {
+            price: crate::fixed::FixedPoint::from_raw(price),
+            amount: crate::fixed::FixedPoint::from_raw(amount),
+        }
+    }
+
+    /// Of an event whose changes are numbered, those the book has (numbered at or before
+    /// its last id) are skipped, and a price changed twice takes its later change,
+    /// whatever the order they are written in.
+    #[test]
+    fn numbered_changes_apply_after_the_book_s_id_each_price_at_its_latest() {
+        let mut sync = BookSync::new(&Consecutive, 100, 100);
+        let mut start = snapshot(16);
+        start.bids = vec![level(50, 1), level(40, 1)];
+        assert!(matches!(
+            sync.on_snapshot(&start),
+            SnapshotOutcome::Synced { .. }
+        ));
+        let mut overlapping = event(15, 19, 50, 9);
+        overlapping.change_ids.bids.push(16); // the book has it: skipped
+        overlapping.bids.extend([level(45, 7), level(45, 3)]);
+        overlapping.change_ids.bids.extend([19, 18]); // 45 at 7, its later change
+        sync.book.apply_changes_after(&overlapping, sync.last_id());
+        let bids: Vec<_> = sync.book.levels(Side::Bid).copied().collect();
+        assert_eq!(bids, vec![level(50, 1), level(45, 7), level(40, 1)]);
+    }
+
+    /// A book whose snapshot filled a side proves its depth there only while it holds that
+    /// many levels at or better than the snapshot's last; a side the snapshot did not fill
+    /// is whole.
+    #[test]
+    fn a_partial_snapshot_proves_the_depth_it_still_covers() {
+        let mut sync = BookSync::new(&Consecutive, 100, 100).with_partial_snapshots(Some(3));
+        let mut start = snapshot(1);
+        start.bids = vec![level(50, 1), level(40, 1), level(30, 1)];
+        assert!(matches!(
+            sync.on_snapshot(&start),
+            SnapshotOutcome::Synced { .. }
+        ));
+        assert!(sync.proves(3));
+        // A level below the snapshot's range is known, but what lies between is not.
+        assert_eq!(sync.on_update(&event(2, 2, 20, 1)), UpdateOutcome::Applied);
+        assert_eq!(sync.on_update(&event(3, 3, 50, 0)), UpdateOutcome::Applied);
+        assert!(!sync.proves(3) && sync.proves(2));
+        // A new best level is known.
+        assert_eq!(sync.on_update(&event(4, 4, 60, 1)), UpdateOutcome::Applied);
+        assert!(sync.proves(3));
+        // The asks (one level, not a full side) are the whole side, whatever the depth.
+        assert_eq!(sync.book.len(Side::Ask), 1);
     }
 }

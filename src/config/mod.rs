@@ -268,6 +268,10 @@ pub struct VenueConfig {
     /// `Streams::listing_path`), for a venue that drops a connection over a name it does
     /// not list: asked before any connection (`feed::listing`).
     pub listing_url: Option<String>,
+    /// Where each connection's address and token are asked for (`rest_url` and
+    /// `Streams::token_path`), for a venue that hands them out: its connections go where
+    /// the answer says, and `url` is not used.
+    pub token_url: Option<String>,
 }
 
 /// A venue's API key, read at start-up: sent in the venue's upgrade header or its

@@ -41,6 +41,7 @@ fn a_minimal_file_gets_the_documented_defaults() {
             renew_after: Some(Duration::from_secs(23 * 3600 + 1800)),
             api_key: None,
             listing_url: None,
+            token_url: None,
         }]
     );
     // Safe defaults (docs/reliability.md): loopback only, bounded clients.
@@ -613,7 +614,12 @@ fn the_shipped_files_state_every_default() {
     for &venue in VenueId::ALL {
         let key = |name: &str| format!("venues.{venue}.{name}");
         let text_at = |name: &str| at(&file, &key(name)).and_then(toml::Value::as_str);
-        assert_eq!(text_at("url"), Some(venue.facts().default_url), "{venue}");
+        match venue.streams().token_path() {
+            // Its token request names where to connect: `url` is refused, and the file
+            // says where that is.
+            "" => assert_eq!(text_at("url"), Some(venue.facts().default_url), "{venue}"),
+            path => assert!(text.contains(&format!("rest_url + {path}")), "{venue}"),
+        }
         let mode = text_at(defaults::MODE.key);
         assert_eq!(mode, Some(defaults::default_mode(venue)), "{venue}");
         let allow = at(&file, &key(defaults::ALLOW_ONE_SIDED.key));

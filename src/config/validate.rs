@@ -441,6 +441,18 @@ impl RawConfig {
                     "a [simulator] section replaces the venues' URLs: remove one of the two",
                 ));
             }
+            if configured.is_some() && !venue.streams().token_path().is_empty() {
+                // Its token request's answer names where to connect.
+                return Err(invalid(
+                    format!("venues.{venue}.url"),
+                    format!("{:?}", configured.unwrap_or_default()),
+                    format!(
+                        "{venue}'s connections go where its token request \
+                         (rest_url + {}) answers: set rest_url",
+                        venue.streams().token_path()
+                    ),
+                ));
+            }
             let url = configured.unwrap_or_else(|| venue.facts().default_url.to_owned());
             if !is_websocket_url(&url) {
                 return Err(invalid(
@@ -500,6 +512,10 @@ impl RawConfig {
                 renew_after,
                 api_key: api_key(venue, raw, &self.dir, self.simulator.is_some())?,
                 listing_url: match venue.streams().listing_path() {
+                    "" => None,
+                    path => Some(format!("{}{path}", rest_url(venue, settings)?)),
+                },
+                token_url: match venue.streams().token_path() {
                     "" => None,
                     path => Some(format!("{}{path}", rest_url(venue, settings)?)),
                 },

@@ -39,7 +39,7 @@ use crate::log_limit::LogLimiter;
 use crate::metrics::VenueMetrics;
 use crate::record::{ConnectionRecorder, EventKind};
 use crate::rng::Rng;
-use crate::venue::{AuthAnswer, AuthRequest, VenueId};
+use crate::venue::{AuthAnswer, AuthRequest, TokenConnection, VenueId};
 use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,6 +62,9 @@ pub(crate) struct ReaderSpec {
     pub client_ping: Option<(Duration, &'static str)>,
     /// The venue's API key, where it needs one (`VenueConfig::api_key`).
     pub api_key: Option<ApiKey>,
+    /// Where each connection's address and token are asked for first, where the venue
+    /// hands them out (`VenueConfig::token_url`).
+    pub token_url: Option<String>,
     /// How long a connection runs before it is renewed (`VenueConfig::renew_after`).
     pub renew_after: Option<Duration>,
     pub streams: Vec<StreamSpec>,
@@ -203,6 +206,9 @@ struct Reader {
     /// The request each connection is authorised by, first, where the venue takes its
     /// credentials so and they are configured (`Streams::auth_request`).
     auth: Option<Arc<AuthRequest>>,
+    /// Where each connection's address and token are asked for, and the client that asks
+    /// (`ReaderSpec::token_url`).
+    token: Option<(String, SnapshotClient)>,
     settings: FeedSettings,
     core: FeedCore,
     outlet: Outlet,
@@ -345,6 +351,10 @@ impl Reader {
             auth: (spec.api_key.as_ref())
                 .and_then(|key| spec.venue.streams().auth_request(key))
                 .map(Arc::new),
+            token: spec.token_url.map(|url| {
+                let client = SnapshotClient::new(spec.settings.connect_timeout);
+                (url, client.expect("TLS backend"))
+            }),
             settings: spec.settings,
             core: FeedCore::new(spec.venue, spec.depth, streams, diff, clock::monotonic_ns()),
             outlet: Outlet {
@@ -457,7 +467,23 @@ impl Reader {
     ) -> Result<Disconnect, ConnectionError> {
         let settings = self.settings;
         let config = websocket_config(settings.max_frame_bytes);
-        let mut request = tungstenite::client::IntoClientRequest::into_client_request(&self.url)
+        let mut client_ping = self.client_ping;
+        let (url, recorded_url) = match self.token.clone() {
+            None => (self.url.clone(), self.url.clone()),
+            Some((token_url, client)) => {
+                let connection = tokio::select! {
+                    connection = self.connection_token(&token_url, &client) => connection?,
+                    _ = shutdown.wait_for(|stop| *stop) => return Ok(Disconnect::Shutdown),
+                };
+                // At least as often as the venue asks, which it may change from one
+                // connection to the next: twice in its interval.
+                if let (Some((every, ping)), Some(asked)) = (client_ping, connection.ping_every) {
+                    client_ping = Some((every.min(asked / 2), ping));
+                }
+                (connection.url, connection.recorded_url)
+            }
+        };
+        let mut request = tungstenite::client::IntoClientRequest::into_client_request(&url)
             .map_err(ConnectionError::Connect)?;
         if let Some((name, value)) = &self.api_key_header {
             request.headers_mut().insert(name.clone(), value.clone());
@@ -473,7 +499,13 @@ impl Reader {
         };
         let connected_ns = clock::monotonic_ns();
         if let Some(recorder) = &mut self.recorder {
-            recorder.record(EventKind::Connected, connected_ns, &self.url, b"");
+            recorder.record(EventKind::Connected, connected_ns, &recorded_url, b"");
+        }
+        if self.venue.streams().awaits_welcome() {
+            tokio::select! {
+                welcomed = self.welcome(&mut socket) => welcomed?,
+                _ = shutdown.wait_for(|stop| *stop) => return Ok(Disconnect::Shutdown),
+            }
         }
         let authorised_for = match self.auth.clone() {
             None => None,
@@ -485,7 +517,7 @@ impl Reader {
         let requests = self.core.connected(connected_ns, &mut self.outlet);
         self.send(&mut socket, requests).await?;
         if let Some(suppressed) = self.connected_log.allow(clock::monotonic_ns()) {
-            tracing::info!(venue = %self.venue, url = %self.url, suppressed, "connected, subscribing");
+            tracing::info!(venue = %self.venue, url = %recorded_url, suppressed, "connected, subscribing");
         }
 
         let mut flush = tokio::time::interval(crate::metrics::FLUSH_EVERY);
@@ -498,7 +530,6 @@ impl Reader {
         let idle_timer = tokio::time::sleep(settings.read_idle_timeout);
         tokio::pin!(idle_timer);
         // The venue's application-level ping, where it wants one.
-        let client_ping = self.client_ping;
         let mut client_pinger = tokio::time::interval(
             client_ping.map_or(Duration::from_secs(3600), |(every, _)| every),
         );
@@ -752,6 +783,46 @@ impl Reader {
         }
     }
 
+    /// Asks the venue where to connect (`Streams::token_path`): the URL with its token, and
+    /// how often to ping. A failed request ends the attempt like a failed connect: the
+    /// next is paced by the backoff and the venue's budget of connection attempts.
+    async fn connection_token(
+        &mut self,
+        token_url: &str,
+        client: &SnapshotClient,
+    ) -> Result<TokenConnection, ConnectionError> {
+        let body = (client.post(token_url).await)
+            .map_err(|error| ConnectionError::Token(format!("{token_url}: {error}")))?;
+        let connect_id = format!("mergebook-{:016x}", self.rng.below(u64::MAX));
+        let connection = self.venue.streams().token_connection(&body, &connect_id);
+        connection.map_err(|why| ConnectionError::Token(format!("{token_url}: {why}")))
+    }
+
+    /// Reads frames until the venue's greeting (`Streams::awaits_welcome`), within the
+    /// connect timeout; they are recorded, and nothing else is made of them.
+    async fn welcome(&mut self, socket: &mut Socket) -> Result<(), ConnectionError> {
+        let deadline = tokio::time::Instant::now() + self.settings.connect_timeout;
+        loop {
+            let next = tokio::time::timeout_at(deadline, socket.next()).await;
+            let text = match next.map_err(|_| ConnectionError::NoWelcome)? {
+                Some(Ok(tungstenite::Message::Text(text))) => text,
+                Some(Ok(tungstenite::Message::Close(_))) | None => {
+                    return Err(ConnectionError::Closed);
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(error)) => return Err(error.into()),
+            };
+            if let Some(recorder) = &mut self.recorder {
+                let received_ns = clock::monotonic_ns();
+                recorder.record(EventKind::Received, received_ns, "", text.as_bytes());
+            }
+            if self.venue.streams().is_welcome(text.as_bytes()) {
+                return Ok(());
+            }
+            tracing::debug!(venue = %self.venue, "a frame before the venue's welcome: ignored");
+        }
+    }
+
     /// Makes the snapshot or audit request the core says is due: a REST fetch on this
     /// thread's runtime, or the frames to send on the connection (a subscription again).
     fn start_snapshot_request(&mut self) -> Option<Vec<String>> {
@@ -845,6 +916,7 @@ impl Reader {
             client_ping: self.client_ping,
             api_key_header: self.api_key_header.clone(),
             auth: self.auth.clone(),
+            token: self.token.clone(),
             settings: self.settings,
             core: self.core.fresh(clock::monotonic_ns()),
             outlet: Outlet {
@@ -945,6 +1017,10 @@ enum ConnectionError {
     AuthRefused(String),
     #[error("the venue closed the connection before answering its authorisation")]
     ClosedUnauthorised,
+    #[error("the venue's token request failed: {0}")]
+    Token(String),
+    #[error("the venue sent no welcome in time")]
+    NoWelcome,
     #[error(transparent)]
     WebSocket(#[from] tungstenite::Error),
 }
@@ -972,6 +1048,8 @@ impl ConnectionError {
             ConnectionError::Refused => "subscription_refused",
             ConnectionError::AuthRefused(_) => "auth_refused",
             ConnectionError::ClosedUnauthorised => "closed",
+            ConnectionError::Token(_) => "token",
+            ConnectionError::NoWelcome => "no_welcome",
             ConnectionError::WebSocket(WsError::Capacity(_)) => "oversized_frame",
             ConnectionError::WebSocket(WsError::Utf8(_)) => "invalid_utf8",
             ConnectionError::WebSocket(WsError::Protocol(_)) => "protocol",

@@ -1,4 +1,5 @@
-//! The REST client of the diff-mode books' snapshots: reqwest over rustls, with timeouts.
+//! The REST client of the diff-mode books' snapshots and the venues' token requests:
+//! reqwest over rustls, with timeouts.
 //! When to ask is the core's (`feed/core/snapshot_schedule.rs`).
 
 use crate::feed::core::snapshot_schedule::FetchOutcome;
@@ -51,7 +52,15 @@ impl SnapshotClient {
     /// GETs `url`; the body of a 200, or why not. `Retry-After` is read in its
     /// delta-seconds form (what Binance sends).
     pub async fn fetch(&self, url: &str) -> Result<Vec<u8>, FetchError> {
-        let response = self.http.get(url).send().await?;
+        Self::body(self.http.get(url).send().await?).await
+    }
+
+    /// POSTs an empty body to `url` (a venue's token request); answered as [`Self::fetch`].
+    pub async fn post(&self, url: &str) -> Result<Vec<u8>, FetchError> {
+        Self::body(self.http.post(url).send().await?).await
+    }
+
+    async fn body(response: reqwest::Response) -> Result<Vec<u8>, FetchError> {
         let status = response.status().as_u16();
         match status {
             200 => Ok(response.bytes().await?.to_vec()),

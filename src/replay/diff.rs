@@ -50,6 +50,9 @@ pub struct DiffStats {
     /// Messages after which the book disagreed with the venue's checksum.
     pub checksum_mismatches: u64,
     pub decode_errors: u64,
+    /// Resyncs of a book built from a snapshot of the venue's top levels that came to
+    /// know fewer than the published depth (`ResyncReason::Unproven`).
+    pub unproven: u64,
 }
 
 /// One book a diff replay follows, and in the end its state.

@@ -446,6 +446,7 @@ impl FeedOutput for ReplayOutlet<'_> {
             }
             FeedEvent::Resync(ResyncReason::Gap) => stats.gaps += 1,
             FeedEvent::Resync(ResyncReason::Crossed) => stats.crossings += 1,
+            FeedEvent::Resync(ResyncReason::Unproven) => stats.unproven += 1,
             FeedEvent::ChecksumMismatch => stats.checksum_mismatches += 1,
             FeedEvent::Snapshot {
                 outcome,

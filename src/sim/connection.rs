@@ -10,7 +10,7 @@ pub(super) const SERVER_READ_BUFFER_BYTES: usize = 4 * 1024;
 #[allow(clippy::result_large_err)]
 pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), Error> {
     stream.set_nodelay(true)?;
-    let mut path = String::new();
+    let (mut path, mut query) = (String::new(), String::new());
     // Frames are written when flushed, never earlier (`BookFrames::send` stamps each
     // tick's frames just before their one write): no tick's frames come near 1 GiB.
     // tungstenite zeroes its read buffer's spare room before every read attempt, and a
@@ -24,7 +24,9 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
         stream,
         |request: &Request, response: Response| {
             path = request.uri().path().to_owned();
+            query = request.uri().query().unwrap_or_default().to_owned();
             check_api_key(request, &shared)?;
+            check_token(request, &shared)?;
             Ok(response)
         },
         Some(config),
@@ -41,6 +43,9 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     }
     if control.closing.load(Ordering::Relaxed) {
         return Ok(());
+    }
+    if let Some(welcome) = venue.simulated().welcome(connect_id(&query)) {
+        socket.send(Message::text(welcome)).await?;
     }
     let mut commands = control.commands.subscribe();
     let mut paused = control.paused.subscribe();

@@ -501,6 +501,24 @@ impl Simulator {
             .load(Ordering::Relaxed)
     }
 
+    /// Makes `venue`'s next `count` token requests fail (HTTP 503), as a venue's REST API
+    /// does while it is down.
+    pub fn fail_token_requests(&self, venue: VenueId, count: u64) {
+        (self.control(venue).token_failures_left).store(count, Ordering::Relaxed);
+    }
+
+    /// The token requests `venue` has had, answered or failed.
+    pub fn token_requests(&self, venue: VenueId) -> u64 {
+        self.control(venue).token_requests.load(Ordering::Relaxed)
+    }
+
+    /// Connections of `venue` refused at the upgrade for a token it did not hand out.
+    pub fn refused_for_token(&self, venue: VenueId) -> u64 {
+        self.control(venue)
+            .refused_for_token
+            .load(Ordering::Relaxed)
+    }
+
     /// Makes `venue` refuse (`true`) or grant its authorisation requests from now on, as
     /// the exchange refuses a key it does not know.
     pub fn refuse_credentials(&self, venue: VenueId, refuse: bool) {

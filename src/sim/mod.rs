@@ -120,6 +120,12 @@ struct VenueControl {
     refused_for_api_key: AtomicU64,
     /// Authorisations are refused (`Simulator::refuse_credentials`).
     refuse_credentials: AtomicBool,
+    /// Token requests answered (`Streams::token_path`), and how many more to refuse
+    /// (`Simulator::fail_token_requests`).
+    token_requests: AtomicU64,
+    token_failures_left: AtomicU64,
+    /// Connections refused at the upgrade for a token the simulator did not hand out.
+    refused_for_token: AtomicU64,
     /// Requests refused because their connection was not authorised.
     refused_unauthorised: AtomicU64,
     faults: DiffFaults,
@@ -352,6 +358,8 @@ struct Shared {
     sent: Mutex<HashMap<(VenueId, String), SentBooks>>,
     diff_streams: Mutex<HashMap<(VenueId, String), Arc<DiffStream>>>,
     rest_addr: SocketAddr,
+    /// The WebSocket port's address: what token answers send clients to.
+    ws_addr: SocketAddr,
     /// Where connections opened from now on report each book frame they send.
     send_log: Mutex<Option<std::sync::mpsc::SyncSender<SentFrame>>>,
     /// Frames sent but not logged because the log was full.
@@ -454,6 +462,9 @@ impl Simulator {
                 in_band_form: AtomicBool::new(false),
                 refused_for_api_key: AtomicU64::new(0),
                 refuse_credentials: AtomicBool::new(false),
+                token_requests: AtomicU64::new(0),
+                token_failures_left: AtomicU64::new(0),
+                refused_for_token: AtomicU64::new(0),
                 refused_unauthorised: AtomicU64::new(0),
                 faults: DiffFaults::default(),
             }),
@@ -461,6 +472,7 @@ impl Simulator {
             sent: Mutex::new(HashMap::new()),
             diff_streams: Mutex::new(HashMap::new()),
             rest_addr: rest_listener.local_addr()?,
+            ws_addr: addr,
             send_log: Mutex::new(None),
             unlogged_sends: AtomicU64::new(0),
             playback: Mutex::new(None),
@@ -477,6 +489,11 @@ impl Simulator {
             let path = venue.streams().listing_path();
             if !path.is_empty() {
                 let answer = move |state, body| rest::serve_listing(venue, state, body);
+                rest = rest.route(&format!("/{venue}{path}"), axum::routing::post(answer));
+            }
+            let path = venue.streams().token_path();
+            if !path.is_empty() {
+                let answer = move |state| rest::serve_token(venue, state);
                 rest = rest.route(&format!("/{venue}{path}"), axum::routing::post(answer));
             }
         }
@@ -591,6 +608,10 @@ impl Simulator {
             if venue.listing_url.is_some() {
                 let path = venue.venue.streams().listing_path();
                 venue.listing_url = Some(format!("{}{path}", self.rest_url(venue.venue)));
+            }
+            if venue.token_url.is_some() {
+                let path = venue.venue.streams().token_path();
+                venue.token_url = Some(format!("{}{path}", self.rest_url(venue.venue)));
             }
         }
     }

@@ -41,6 +41,77 @@ pub(super) fn check_api_key(
     Err(response)
 }
 
+/// The prefix of every token the simulator hands out: a connection whose URL carries
+/// another is refused (`check_token`).
+const TOKEN_PREFIX: &str = "simulated-token-";
+
+/// The simulator's answer to a venue's token request (`Streams::token_path`): a new token
+/// and its WebSocket, or a failure where `Simulator::fail_token_requests` asks for one.
+pub(super) async fn serve_token(
+    venue: VenueId,
+    axum::extract::State(shared): axum::extract::State<std::sync::Weak<Shared>>,
+) -> axum::response::Response {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let Some(shared) = shared.upgrade() else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let control = &shared.venues[venue.index()];
+    let issued = control.token_requests.fetch_add(1, Ordering::Relaxed);
+    if take_one(&control.token_failures_left) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable").into_response();
+    }
+    let url = format!("ws://{}/{venue}", shared.ws_addr);
+    match venue
+        .simulated()
+        .token_answer(&url, &format!("{TOKEN_PREFIX}{issued}"))
+    {
+        Some(answer) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            answer,
+        )
+            .into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// A venue that hands out tokens refuses an upgrade without one it handed out, with HTTP
+/// 401 (counted by `Simulator::refused_for_token`).
+#[allow(clippy::result_large_err)]
+pub(super) fn check_token(
+    request: &Request,
+    shared: &Shared,
+) -> Result<(), tokio_tungstenite::tungstenite::handshake::server::ErrorResponse> {
+    let Some(venue) = venue_of_path(request.uri().path()) else {
+        return Ok(());
+    };
+    if venue.streams().token_path().is_empty() {
+        return Ok(());
+    }
+    let query = request.uri().query().unwrap_or_default();
+    let token = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token="));
+    if token.is_some_and(|token| token.starts_with(TOKEN_PREFIX)) {
+        return Ok(());
+    }
+    shared.venues[venue.index()]
+        .refused_for_token
+        .fetch_add(1, Ordering::Relaxed);
+    let body = Some("simulator: no token handed out by the venue".to_owned());
+    let mut response = tokio_tungstenite::tungstenite::handshake::server::ErrorResponse::new(body);
+    *response.status_mut() = tokio_tungstenite::tungstenite::http::StatusCode::UNAUTHORIZED;
+    Err(response)
+}
+
+/// The connect id a connection's URL names (`connectId=`), for the venue's welcome.
+pub(super) fn connect_id(query: &str) -> &str {
+    let id = query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("connectId="));
+    id.unwrap_or_default()
+}
+
 /// The simulator's REST server: `/<venue>/<the venue's snapshot path>`, answered from the
 /// stream's book (or a fault).
 pub(super) async fn serve_snapshot(

@@ -266,6 +266,33 @@ pub trait Streams: Sync {
         None
     }
 
+    /// Where the venue hands out each connection's address and token (KuCoin's
+    /// `bullet-public`): the path under its REST URL that is POSTed before every
+    /// connection, whose answer [`Streams::token_connection`] reads; empty where the
+    /// configured URL is connected to as it is.
+    fn token_path(&self) -> &'static str {
+        ""
+    }
+
+    /// The connection the venue's answer to its token request describes, for a
+    /// connection named `connect_id`; or why the answer cannot be used.
+    fn token_connection(&self, body: &[u8], connect_id: &str) -> Result<TokenConnection, String> {
+        let _ = (body, connect_id);
+        Err("the venue hands out no tokens".to_owned())
+    }
+
+    /// Whether the venue greets each connection before it takes requests (KuCoin's
+    /// `welcome`): the reader sends nothing until [`Streams::is_welcome`] reads it.
+    fn awaits_welcome(&self) -> bool {
+        false
+    }
+
+    /// Whether `frame` is the venue's greeting of a new connection.
+    fn is_welcome(&self, frame: &[u8]) -> bool {
+        let _ = frame;
+        false
+    }
+
     /// An application-level ping the venue wants from its clients, and how often; `None`
     /// where WebSocket pings, or the venue's own heartbeats, keep the connection alive.
     /// [`PING_TIME`] in it is replaced by the Unix time in seconds when it is sent.
@@ -373,6 +400,16 @@ pub trait Snapshots: Sync {
     fn snapshot_weight(&self, limit: usize) -> u32 {
         let _ = limit;
         1
+    }
+
+    /// The levels a side a REST snapshot of `limit` levels holds where that may be less
+    /// than the venue's whole book (KuCoin's public top 100, its whole book needing an
+    /// API key): a book built from one is published only while it knows the published
+    /// depth on each side (`BookSync::proves`), and rebuilt from a new snapshot before.
+    /// `None`: the snapshot is as deep as the book is kept.
+    fn partial_snapshot_levels(&self, limit: usize) -> Option<usize> {
+        let _ = limit;
+        None
     }
 
     /// Whether the venue's diff stream cannot show a lost event, so that its books are
@@ -486,6 +523,20 @@ pub trait Simulated: Sync {
         false
     }
 
+    /// The venue's answer to its token request (`Streams::token_path`), naming `url` (the
+    /// simulator's WebSocket for the venue) and `token`; `None` where it hands out none.
+    fn token_answer(&self, url: &str, token: &str) -> Option<String> {
+        let _ = (url, token);
+        None
+    }
+
+    /// The frame the venue greets a new connection named `connect_id` with, where it greets
+    /// one (`Streams::awaits_welcome`).
+    fn welcome(&self, connect_id: &str) -> Option<String> {
+        let _ = connect_id;
+        None
+    }
+
     /// The venue's answer to the listing request `request` (`Streams::listing_requests`)
     /// of a venue that lists `names`; `None` for a request it would not understand.
     fn listing_answer(&self, request: &str, names: &[String]) -> Option<String> {
@@ -540,6 +591,18 @@ impl Credentials {
             Credentials::None | Credentials::AuthRequest => None,
         }
     }
+}
+
+/// Where a connection goes and how it is kept alive, as the venue's answer to its token
+/// request says ([`Streams::token_connection`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenConnection {
+    /// The URL connected to, the token in it.
+    pub url: String,
+    /// The same URL as a recording keeps it, the token left out.
+    pub recorded_url: String,
+    /// How often the venue wants the client's ping, where it says.
+    pub ping_every: Option<std::time::Duration>,
 }
 
 /// A request that authorises a connection ([`Streams::auth_request`]).

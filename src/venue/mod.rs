@@ -11,7 +11,7 @@ pub use crate::json::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker}
 pub use contract::{
     Acked, Answer, AuthAnswer, AuthRequest, Checksum, ConnectBudget, Credentials, Decode, Message,
     PING_TIME, RestBudget, Simulated, SnapshotSource, Snapshots, StreamKind, Streams,
-    SubscribeRequest, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts,
+    SubscribeRequest, TokenConnection, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts,
 };
 pub use level_texts::LevelTexts;
 pub use timestamps::write_timestamp;
@@ -93,6 +93,7 @@ venues! {
     Bitget => bitget_spot::BitgetSpot,
     BitgetFutures => bitget_futures::BitgetFutures,
     Deribit => deribit::Deribit,
+    Kucoin => kucoin::Kucoin,
 }
 
 /// The venue's facts, and its hot-path behaviour by enum dispatch. Each frame's decode call
@@ -270,6 +271,7 @@ mod tests {
             (VenueId::BitgetFutures, "BTCPERP", Some("USDC")),
             (VenueId::Deribit, "BTC-PERPETUAL", Some("USD")),
             (VenueId::Deribit, "BTC_USDC-PERPETUAL", Some("USDC")),
+            (VenueId::Kucoin, "BTC-USDT", Some("USDT")),
         ];
         for &(venue, symbol, expected) in cases {
             assert_eq!(

@@ -97,6 +97,7 @@ fn rows() -> Vec<Row> {
         crate::bitget::row(VenueId::Bitget),
         crate::bitget::row(VenueId::BitgetFutures),
         crate::deribit::row(),
+        crate::kucoin::row(),
     ]
 }
 

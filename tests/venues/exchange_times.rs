@@ -51,6 +51,8 @@ fn reference_time(venue: VenueId, frame: &Value) -> Option<u64> {
         VenueId::Gate | VenueId::GateFutures => millis(frame.get("result")?.get("t")),
         VenueId::Bitget | VenueId::BitgetFutures => millis(payload.get(0)?.get("ts")),
         VenueId::Deribit => millis(frame.get("params")?.get("data")?.get("timestamp")),
+        // A diff message's time (absent before 2024), a top-N push's timestamp.
+        VenueId::Kucoin => millis(payload.get("time")).or_else(|| millis(payload.get("timestamp"))),
         VenueId::BinanceSbe => unreachable!("binary frames: tests/venues/binance_sbe.rs"),
     }
 }

@@ -101,6 +101,11 @@ fn venue_row(venue: VenueId) -> VenueRow {
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":13778,"message":"raw_subscriptions_not_available_for_unauthorized"},"usIn":1790133842785065,"usOut":1790133842785140,"usDiff":75,"testnet":false}"#,
             None,
         ),
+        VenueId::Kucoin => row(
+            ("BTC-USDT", "ETH-USDT"),
+            r#"{"id":"1","type":"error","code":404,"data":"topic does not exist"}"#,
+            None,
+        ),
         VenueId::Hyperliquid => row(
             ("BTC", "ETH"),
             r#"{"channel":"error","data":"Already subscribed: {\"type\":\"l2Book\",\"coin\":\"SOL\",\"nSigFigs\":null,\"mantissa\":null,\"fast\":false}"}"#,
@@ -151,6 +156,8 @@ live_rows! {
     bitget_futures_snapshots => (BitgetFutures, Snapshots),
     deribit_diff => (Deribit, Diff),
     deribit_snapshots => (Deribit, Snapshots),
+    kucoin_diff => (Kucoin, Diff),
+    kucoin_snapshots => (Kucoin, Snapshots),
 }
 
 #[test]
@@ -175,7 +182,7 @@ const COMPARED: usize = 5;
 
 /// The venues whose diff streams show a lost event by their ids or message numbers (the
 /// others see one only as a crossing, or by their checksum).
-const NUMBERED: [VenueId; 12] = [
+const NUMBERED: [VenueId; 13] = [
     VenueId::Binance,
     VenueId::BinanceSbe,
     VenueId::BinanceUsdm,
@@ -188,6 +195,7 @@ const NUMBERED: [VenueId; 12] = [
     VenueId::Bitget,
     VenueId::BitgetFutures,
     VenueId::Deribit,
+    VenueId::Kucoin,
 ];
 
 /// The venues whose diff streams carry the venue's checksum: always (Kraken), or in the

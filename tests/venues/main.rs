@@ -20,6 +20,7 @@ mod gate;
 mod generated;
 mod hyperliquid;
 mod kraken;
+mod kucoin;
 mod live_conformance;
 mod okx;
 mod reference;

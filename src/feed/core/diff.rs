@@ -185,6 +185,10 @@ impl FeedCore {
             let outcome = book.sync.on_update(&diff.update);
             out.note(Some(slot), FeedEvent::DiffEvent(outcome));
             match outcome {
+                UpdateOutcome::Applied if !book.sync.proves(self.depth) => {
+                    tracing::info!(%venue, stream = %self.streams[slot].name, "fewer levels known than the depth published, beyond the snapshot's; resyncing");
+                    Some(ResyncReason::Unproven)
+                }
                 UpdateOutcome::Applied => {
                     if let Some(audits) = &mut diff.audits {
                         audit_due = audits.touch(slot, &diff.update, book.sync.last_id());
@@ -261,10 +265,12 @@ impl FeedCore {
         }
         book.generation += 1;
         book.out_of_sync_since_ns = now_ns;
-        // An audit's mismatch asks at once too: the book may be quiet, and its rebuild
-        // needs no event first.
-        let request_now = matches!(reason, ResyncReason::Gap | ResyncReason::Audit)
-            || diff.source == SnapshotSource::InBand;
+        // An audit's mismatch and a depth no longer proved ask at once too: the book may
+        // be quiet, and its rebuild needs no event first.
+        let request_now = matches!(
+            reason,
+            ResyncReason::Gap | ResyncReason::Audit | ResyncReason::Unproven
+        ) || diff.source == SnapshotSource::InBand;
         diff.scheduler.lost(slot, now_ns, request_now);
         out.publish(slot, |feed| feed.state = VenueState::OutOfSync);
     }

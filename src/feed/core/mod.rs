@@ -273,6 +273,11 @@ impl FeedCore {
                         venue.facts().sequencing,
                         settings.max_levels,
                         settings.max_buffered,
+                    )
+                    .with_partial_snapshots(
+                        venue
+                            .snapshots()
+                            .partial_snapshot_levels(settings.snapshot_depth),
                     ),
                     generation: 0,
                     out_of_sync_since_ns: now_ns,
