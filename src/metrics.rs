@@ -187,7 +187,7 @@ impl Metrics {
         let resyncs = labelled(
             "orderbook_resyncs_total",
             "Diff mode: book rebuilds, by reason (connect, gap, crossed, decode_error, checksum, \
-             silence, audit).",
+             silence, audit, unproven_depth).",
             &["exchange", "reason"],
         );
         let checksum_mismatches = labelled(
@@ -221,7 +221,7 @@ impl Metrics {
         );
         let connection_errors = labelled(
             "orderbook_connection_errors_total",
-            "Connections lost or never made, by reason (connect, connect_timeout, tls, handshake_rejected, subscription_refused, ack_timeout, idle_timeout, closed, oversized_frame, invalid_utf8, protocol, io).",
+            "Connections lost or never made, by reason (connect, connect_timeout, tls, handshake_rejected, subscription_refused, auth_refused, token, no_welcome, ack_timeout, idle_timeout, closed, oversized_frame, invalid_utf8, protocol, io).",
             &["exchange", "reason"],
         );
         let connection_renewals = labelled(
