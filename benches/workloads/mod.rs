@@ -825,6 +825,7 @@ impl CoinbaseExchangeCore {
                 every: Duration::from_secs(60),
                 settle: Duration::from_secs(1),
             }),
+            whole_book: false,
         };
         let stream = CoreStream {
             name: "BAND-GBP".to_owned(),

@@ -306,6 +306,18 @@ impl ApiKey {
 }
 
 impl ApiKey {
+    /// The key as `key:secret:passphrase` (`Credentials::SignedRest`): the three parts, if
+    /// it has that form.
+    pub fn signing_parts(&self) -> Option<(&str, &str, &str)> {
+        let (key, rest) = self.0.split_once(':')?;
+        let (secret, passphrase) = rest.split_once(':')?;
+        let parts = [key, secret, passphrase];
+        parts
+            .iter()
+            .all(|part| !part.is_empty())
+            .then_some((key, secret, passphrase))
+    }
+
     /// The key as `client_id:client_secret` (`Credentials::AuthRequest`): both parts, if
     /// it has that form.
     pub fn client_credentials(&self) -> Option<(&str, &str)> {
@@ -376,6 +388,9 @@ pub struct DiffSettings {
     pub snapshot_timeout: Duration,
     /// Where the venue's books are audited (`Snapshots::audited`) and audits are on.
     pub audit: Option<crate::feed::core::audit::AuditSettings>,
+    /// Whether snapshots are the venue's whole book, asked for with the configured key,
+    /// where its public snapshot is only its top (`Snapshots::whole_book_url`).
+    pub whole_book: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -542,6 +542,47 @@ fn client_credentials_are_optional_and_need_both_parts() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A key that signs REST requests (KuCoin's) is optional, must be `key:secret:passphrase`,
+/// and turns the venue's diff snapshots into its whole book; its secret is never shown.
+#[test]
+fn a_signing_key_is_optional_needs_three_parts_and_asks_for_the_whole_book() {
+    let config = |venue_keys: &str| {
+        validate(&format!(
+            "[venues.kucoin]\nmode = \"diff\"\n{venue_keys}\n[[instruments]]\n\
+             name = \"BTC/USDT\"\nsymbols = {{ kucoin = \"BTC-USDT\" }}\n"
+        ))
+    };
+    let whole_book = |config: &Config| config.venues[0].mode.diff_settings().unwrap().whole_book;
+    let public = config("").unwrap();
+    assert_eq!(
+        (public.venues[0].api_key.is_none(), whole_book(&public)),
+        (true, false)
+    );
+    let dir = std::env::temp_dir().join(format!("mergebook-signing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        format!("api_key_file = {:?}", path.display().to_string())
+    };
+    let secret = "a-signing-secret";
+    let keyed = config(&file("all", &format!("the-key:{secret}:the-passphrase\n"))).unwrap();
+    assert!(whole_book(&keyed));
+    let parts = keyed.venues[0].api_key.as_ref().unwrap().signing_parts();
+    assert_eq!(parts, Some(("the-key", secret, "the-passphrase")));
+    assert!(!format!("{keyed:?}").contains(secret));
+    for part in [
+        "the-key",
+        "the-key:a-signing-secret",
+        "the-key::the-passphrase",
+    ] {
+        let error = config(&file("part", part)).unwrap_err().to_string();
+        assert!(error.contains("key:secret:passphrase"), "{part}: {error}");
+        assert!(!error.contains(secret), "{error}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn unknown_keys_are_refused_by_name() {
     let error = validate(&format!("[service]\ndepht = 10\n{MINIMAL}"))

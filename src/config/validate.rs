@@ -463,7 +463,12 @@ impl RawConfig {
             }
             let raw = self.venues.get(venue.name());
             let settings = raw.unwrap_or(&no_settings);
-            let mode = venue_mode(venue, settings, depth)?;
+            let mut mode = venue_mode(venue, settings, depth)?;
+            let api_key = api_key(venue, raw, &self.dir, self.simulator.is_some())?;
+            if let FeedMode::Diff(diff) = &mut mode {
+                diff.whole_book =
+                    api_key.is_some() && venue.facts().credentials == Credentials::SignedRest;
+            }
             let allow_one_sided = raw
                 .and_then(|raw| raw.allow_one_sided)
                 .unwrap_or(defaults::ALLOW_ONE_SIDED.default);
@@ -510,7 +515,7 @@ impl RawConfig {
                 client_ping,
                 read_idle_timeout,
                 renew_after,
-                api_key: api_key(venue, raw, &self.dir, self.simulator.is_some())?,
+                api_key,
                 listing_url: match venue.streams().listing_path() {
                     "" => None,
                     path => Some(format!("{}{path}", rest_url(venue, settings)?)),
@@ -684,7 +689,7 @@ fn api_key(
             };
         }
         Credentials::UpgradeHeader(header) => (!simulated).then_some(header),
-        Credentials::AuthRequest => None,
+        Credentials::AuthRequest | Credentials::SignedRest => None,
     };
     let (text, at, source) = match (env, file) {
         (None, None) => {
@@ -734,6 +739,13 @@ fn api_key(
             at,
             source,
             "expected the API key's client id and client secret as client_id:client_secret",
+        ));
+    }
+    if credentials == Credentials::SignedRest && parsed.signing_parts().is_none() {
+        return Err(invalid(
+            at,
+            source,
+            "expected the API key, its secret and its passphrase as key:secret:passphrase",
         ));
     }
     Ok(Some(parsed))
@@ -850,6 +862,8 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
         snapshot_timeout: read(&defaults::SNAPSHOT_TIMEOUT_MS, raw.snapshot_timeout_ms)
             .map(milliseconds)?,
         audit,
+        // Set once the key is read (`venues`).
+        whole_book: false,
     }))
 }
 

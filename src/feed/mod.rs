@@ -39,7 +39,7 @@ use crate::log_limit::LogLimiter;
 use crate::metrics::VenueMetrics;
 use crate::record::{ConnectionRecorder, EventKind};
 use crate::rng::Rng;
-use crate::venue::{AuthAnswer, AuthRequest, TokenConnection, VenueId};
+use crate::venue::{AuthAnswer, AuthRequest, Credentials, TokenConnection, VenueId};
 use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -209,6 +209,9 @@ struct Reader {
     /// Where each connection's address and token are asked for, and the client that asks
     /// (`ReaderSpec::token_url`).
     token: Option<(String, SnapshotClient)>,
+    /// The key REST snapshots are signed with, where the venue signs them
+    /// (`Credentials::SignedRest`) and one is configured.
+    rest_key: Option<Arc<ApiKey>>,
     settings: FeedSettings,
     core: FeedCore,
     outlet: Outlet,
@@ -350,6 +353,9 @@ impl Reader {
             api_key_header: api_key_header(spec.venue, spec.api_key.as_ref()),
             auth: (spec.api_key.as_ref())
                 .and_then(|key| spec.venue.streams().auth_request(key))
+                .map(Arc::new),
+            rest_key: (spec.api_key.clone())
+                .filter(|_| spec.venue.facts().credentials == Credentials::SignedRest)
                 .map(Arc::new),
             token: spec.token_url.map(|url| {
                 let client = SnapshotClient::new(spec.settings.connect_timeout);
@@ -846,8 +852,15 @@ impl Reader {
             SnapshotRequest::Resubscribe { frames } => return Some(frames),
         };
         let client = self.client.clone()?;
+        let headers = match &self.rest_key {
+            Some(key) => {
+                let unix_ms = clock::unix_ns() / 1_000_000;
+                self.venue.snapshots().signed_headers(key, &url, unix_ms)
+            }
+            None => Vec::new(),
+        };
         self.outlet.fetches.spawn(async move {
-            let result = client.fetch(&url).await;
+            let result = client.fetch(&url, &headers).await;
             Fetched {
                 stream,
                 generation,
@@ -917,6 +930,7 @@ impl Reader {
             api_key_header: self.api_key_header.clone(),
             auth: self.auth.clone(),
             token: self.token.clone(),
+            rest_key: self.rest_key.clone(),
             settings: self.settings,
             core: self.core.fresh(clock::monotonic_ns()),
             outlet: Outlet {

@@ -49,10 +49,18 @@ impl SnapshotClient {
         Ok(SnapshotClient { http })
     }
 
-    /// GETs `url`; the body of a 200, or why not. `Retry-After` is read in its
-    /// delta-seconds form (what Binance sends).
-    pub async fn fetch(&self, url: &str) -> Result<Vec<u8>, FetchError> {
-        Self::body(self.http.get(url).send().await?).await
+    /// GETs `url` with `headers` (a signed request's, or none); the body of a 200, or why
+    /// not. `Retry-After` is read in its delta-seconds form (what Binance sends).
+    pub async fn fetch(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+    ) -> Result<Vec<u8>, FetchError> {
+        let mut request = self.http.get(url);
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        Self::body(request.send().await?).await
     }
 
     /// POSTs an empty body to `url` (a venue's token request); answered as [`Self::fetch`].

@@ -501,6 +501,21 @@ impl Simulator {
             .load(Ordering::Relaxed)
     }
 
+    /// Makes `venue` check that each whole-book REST request is signed with `secret` and
+    /// `passphrase` (`Credentials::SignedRest`), refusing it (HTTP 401) otherwise; without
+    /// this, every such request is refused, as the venue refuses an unknown key.
+    pub fn check_signatures(&self, venue: VenueId, secret: &str, passphrase: &str) {
+        let signing = (secret.to_owned(), passphrase.to_owned());
+        *self.control(venue).signing.lock().expect("not poisoned") = Some(signing);
+    }
+
+    /// `venue`'s whole-book REST requests that were signed right, and that were refused.
+    pub fn signed_snapshots(&self, venue: VenueId) -> (u64, u64) {
+        let control = self.control(venue);
+        let signed = control.signed_snapshots.load(Ordering::Relaxed);
+        (signed, control.unsigned_snapshots.load(Ordering::Relaxed))
+    }
+
     /// Makes `venue`'s next `count` token requests fail (HTTP 503), as a venue's REST API
     /// does while it is down.
     pub fn fail_token_requests(&self, venue: VenueId, count: u64) {

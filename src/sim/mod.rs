@@ -126,6 +126,11 @@ struct VenueControl {
     token_failures_left: AtomicU64,
     /// Connections refused at the upgrade for a token the simulator did not hand out.
     refused_for_token: AtomicU64,
+    /// The secret and passphrase a whole-book request must be signed with
+    /// (`Simulator::check_signatures`), and the requests that were, and were not.
+    signing: Mutex<Option<(String, String)>>,
+    signed_snapshots: AtomicU64,
+    unsigned_snapshots: AtomicU64,
     /// Requests refused because their connection was not authorised.
     refused_unauthorised: AtomicU64,
     faults: DiffFaults,
@@ -465,6 +470,9 @@ impl Simulator {
                 token_requests: AtomicU64::new(0),
                 token_failures_left: AtomicU64::new(0),
                 refused_for_token: AtomicU64::new(0),
+                signing: Mutex::new(None),
+                signed_snapshots: AtomicU64::new(0),
+                unsigned_snapshots: AtomicU64::new(0),
                 refused_unauthorised: AtomicU64::new(0),
                 faults: DiffFaults::default(),
             }),

@@ -117,6 +117,7 @@ pub(super) fn connect_id(query: &str) -> &str {
 pub(super) async fn serve_snapshot(
     axum::extract::State(shared): axum::extract::State<std::sync::Weak<Shared>>,
     uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
 ) -> axum::response::Response {
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
@@ -132,6 +133,22 @@ pub(super) async fn serve_snapshot(
     else {
         return (StatusCode::NOT_FOUND, "no such snapshot").into_response();
     };
+    let asked_levels = venue.snapshots().asked_levels(&rest);
+    if venue.facts().credentials == crate::venue::Credentials::SignedRest && asked_levels.is_none()
+    {
+        let control = &shared.venues[venue.index()];
+        let signing = control.signing.lock().expect("not poisoned").clone();
+        match signing.is_some_and(|(secret, passphrase)| {
+            signed_as_kucoin_signs(&headers, path_and_query, &secret, &passphrase)
+        }) {
+            true => control.signed_snapshots.fetch_add(1, Ordering::Relaxed),
+            false => {
+                control.unsigned_snapshots.fetch_add(1, Ordering::Relaxed);
+                let refusal = r#"{"code":"400005","msg":"Invalid KC-API-SIGN"}"#;
+                return (StatusCode::UNAUTHORIZED, refusal).into_response();
+            }
+        };
+    }
     let playback = shared.playback.lock().expect("not poisoned").clone();
     if let Some(body) = playback.and_then(|playback| playback.snapshot(venue, &symbol)) {
         return (
@@ -175,15 +192,7 @@ pub(super) async fn serve_snapshot(
         None,
     );
     drop(shared);
-    let limit = uri
-        .query()
-        .and_then(|query| {
-            query
-                .split('&')
-                .find_map(|pair| pair.strip_prefix("limit="))
-        })
-        .and_then(|limit| limit.parse().ok())
-        .unwrap_or(usize::MAX);
+    let limit = asked_levels.unwrap_or(usize::MAX);
     let mut snapshot = BookUpdate::default();
     let stale = diff.stale_snapshot.lock().expect("not poisoned").take();
     match stale {
@@ -213,6 +222,30 @@ pub(super) async fn serve_snapshot(
         body,
     )
         .into_response()
+}
+
+/// Whether a request of `path_and_query` carries KuCoin's signature (its API keys of
+/// version 2) made with `secret` and `passphrase`: the simulator's check of what
+/// `Snapshots::signed_headers` writes, written apart from it.
+fn signed_as_kucoin_signs(
+    headers: &axum::http::HeaderMap,
+    path_and_query: &str,
+    secret: &str,
+    passphrase: &str,
+) -> bool {
+    use base64::Engine;
+    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+    let mac = |text: &str| {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+        base64::engine::general_purpose::STANDARD.encode(ring::hmac::sign(&key, text.as_bytes()))
+    };
+    let Some(timestamp) = header("KC-API-TIMESTAMP") else {
+        return false;
+    };
+    header("KC-API-KEY").is_some_and(|key| !key.is_empty())
+        && header("KC-API-KEY-VERSION") == Some("2")
+        && header("KC-API-PASSPHRASE") == Some(mac(passphrase).as_str())
+        && header("KC-API-SIGN") == Some(mac(&format!("{timestamp}GET{path_and_query}")).as_str())
 }
 
 /// The simulator's answer to a venue's listing request (`Streams::listing_path`): what

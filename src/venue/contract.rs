@@ -412,6 +412,31 @@ pub trait Snapshots: Sync {
         None
     }
 
+    /// The REST URL of `symbol`'s whole book, where the venue's public snapshot is only its
+    /// top (`partial_snapshot_levels`) and an API key gets the whole (KuCoin's, its
+    /// requests signed: [`Snapshots::signed_headers`]); asked for when a key is configured.
+    fn whole_book_url(&self, rest_base: &str, symbol: &str) -> Option<String> {
+        let _ = (rest_base, symbol);
+        None
+    }
+
+    /// The headers that sign the request of `url` at `unix_ms` with `key`, where the venue's
+    /// whole book needs a signed request (`Credentials::SignedRest`).
+    fn signed_headers(&self, key: &ApiKey, url: &str, unix_ms: u64) -> Vec<(&'static str, String)> {
+        let _ = (key, url, unix_ms);
+        Vec::new()
+    }
+
+    /// How many levels a side the snapshot request `url` asks for, where it says: what the
+    /// simulator's REST server answers with (its `limit`, by default).
+    fn asked_levels(&self, url: &str) -> Option<usize> {
+        let query = url.split_once('?')?.1;
+        let limit = query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("limit="));
+        limit?.parse().ok()
+    }
+
     /// Whether the venue's diff stream cannot show a lost event, so that its books are
     /// audited against its REST snapshots (`feed/core/audit.rs`, `venues.<name>.audit_every_ms`):
     /// [`Snapshots::snapshot_url`] is then its REST book, and `Decode::decode_snapshot`
@@ -581,6 +606,11 @@ pub enum Credentials {
     /// venue's authorised diff streams ([`Streams::authorised_diff_stream_name`]);
     /// without them, its public ones (Deribit's `raw` and `100ms` books).
     AuthRequest,
+    /// Optional `key:secret:passphrase`: with them, REST snapshots are the venue's whole
+    /// book ([`Snapshots::whole_book_url`]), each request signed
+    /// ([`Snapshots::signed_headers`]); without them, its public top
+    /// ([`Snapshots::partial_snapshot_levels`]).
+    SignedRest,
 }
 
 impl Credentials {
@@ -588,7 +618,7 @@ impl Credentials {
     pub fn upgrade_header(self) -> Option<&'static str> {
         match self {
             Credentials::UpgradeHeader(header) => Some(header),
-            Credentials::None | Credentials::AuthRequest => None,
+            Credentials::None | Credentials::AuthRequest | Credentials::SignedRest => None,
         }
     }
 }

@@ -752,3 +752,41 @@ fn answers_and_greetings_are_classified() {
         .unwrap();
     assert_eq!(read(classic), message(Message::Ignored));
 }
+
+/// With a key's `key:secret:passphrase` configured, diff books start from the venue's whole
+/// book, each request signed: the simulator checks every signature, refusing a wrong one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_key_books_start_from_the_whole_book_by_signed_requests() {
+    let simulator = Simulator::start(
+        tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        50,
+        5,
+    )
+    .unwrap();
+    simulator.check_signatures(KUCOIN, "kucoin-test-secret", "test-passphrase");
+    let key_file =
+        std::env::temp_dir().join(format!("mergebook-kucoin-key-{}", std::process::id()));
+    std::fs::write(&key_file, "kucoin-key:kucoin-test-secret:test-passphrase\n").unwrap();
+    let mut config = TestConfig::new()
+        .set("venues.kucoin.mode", "diff")
+        .set("venues.kucoin.api_key_file", key_file.display().to_string())
+        .instrument("BTC-USDT", &[(KUCOIN, "BTC-USDT")])
+        .instrument("ETH-USDT", &[(KUCOIN, "ETH-USDT")])
+        .build();
+    simulator.point(&mut config);
+    let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
+    for instrument in 0..2 {
+        let mut summaries = service.summaries(instrument);
+        let synced = summaries.wait_for(|summary| {
+            summary.venue_state(KUCOIN) == mergebook::merger::summary::VenueState::Synced
+        });
+        tokio::time::timeout(WAIT, synced).await.unwrap().unwrap();
+    }
+    let (signed, refused) = simulator.signed_snapshots(KUCOIN);
+    assert!(
+        signed >= 2 && refused == 0,
+        "{signed} signed, {refused} refused"
+    );
+    service.stop().await;
+    let _ = std::fs::remove_file(key_file);
+}

@@ -368,11 +368,18 @@ impl FeedCore {
         let book = &mut diff.books[slot];
         Some(match diff.source {
             SnapshotSource::Rest => {
-                let url = self.venue.snapshots().snapshot_url(
-                    &diff.settings.rest_url,
-                    &stream.symbol,
-                    diff.settings.snapshot_depth,
-                );
+                let settings = &diff.settings;
+                let snapshots = self.venue.snapshots();
+                let whole_book = (settings.whole_book)
+                    .then(|| snapshots.whole_book_url(&settings.rest_url, &stream.symbol))
+                    .flatten();
+                let url = whole_book.unwrap_or_else(|| {
+                    snapshots.snapshot_url(
+                        &settings.rest_url,
+                        &stream.symbol,
+                        settings.snapshot_depth,
+                    )
+                });
                 tracing::debug!(venue = %self.venue, %url, "requesting snapshot");
                 SnapshotRequest::Fetch {
                     stream: slot,

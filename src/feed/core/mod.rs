@@ -274,11 +274,12 @@ impl FeedCore {
                         settings.max_levels,
                         settings.max_buffered,
                     )
-                    .with_partial_snapshots(
-                        venue
+                    .with_partial_snapshots(match settings.whole_book {
+                        true => None,
+                        false => venue
                             .snapshots()
                             .partial_snapshot_levels(settings.snapshot_depth),
-                    ),
+                    }),
                     generation: 0,
                     out_of_sync_since_ns: now_ns,
                     awaiting_since_ns: None,

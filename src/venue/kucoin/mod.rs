@@ -26,10 +26,11 @@
 //!  "subject":"trade.l2update","topic":"/market/level2:SNX-BTC","type":"message"}
 //! ```
 //!
-//! The public REST book is the top 100 (`/api/v1/market/orderbook/level2_100`; the whole
-//! book needs an API key): a book built from it knows a side only down to the snapshot's
-//! last level, and is rebuilt when it holds fewer than the published depth there
-//! (`Snapshots::partial_snapshot_levels`). Snapshot mode reads
+//! The public REST book is the top 100 (`/api/v1/market/orderbook/level2_100`): a book
+//! built from it knows a side only down to the snapshot's last level, and is rebuilt when
+//! it holds fewer than the published depth there (`Snapshots::partial_snapshot_levels`).
+//! With an API key (`key:secret:passphrase`) the whole book is asked for, each request
+//! signed (`Snapshots::whole_book_url`, `signed_headers`). Snapshot mode reads
 //! `/spotMarket/level2Depth5|50:<symbol>`, a whole top 5 or 50 each push. KuCoin has no
 //! checksum.
 //!
@@ -42,6 +43,7 @@ use super::{
     RestBudget, Simulated, SnapshotSource, Snapshots, StreamKind, Streams, SubscribeRequest,
     TokenConnection, Venue, VenueFacts,
 };
+use crate::config::ApiKey;
 use crate::book::{BookUpdate, Side, TopBook};
 use crate::json::Walker;
 
@@ -80,7 +82,8 @@ impl Venue for Kucoin {
         snapshot_streams: true,
         diff_streams: true,
         binary_books: false,
-        credentials: Credentials::None,
+        // With `key:secret:passphrase`, snapshots are the whole book, their requests signed.
+        credentials: Credentials::SignedRest,
         snapshots: SnapshotSource::Rest,
         // The public resource pool: 2,000 weight per 30 s (a top-100 book weighs 4).
         rest_budget: Some(RestBudget {

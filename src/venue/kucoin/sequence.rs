@@ -32,6 +32,42 @@ impl Snapshots for Kucoin {
         Some(symbol.to_owned())
     }
 
+    /// `GET /api/v3/market/orderbook/level2`: the whole book, for a signed request.
+    fn whole_book_url(&self, rest_base: &str, symbol: &str) -> Option<String> {
+        Some(format!("{rest_base}/api/v3/market/orderbook/level2?symbol={symbol}"))
+    }
+
+    /// KuCoin's signature (its API keys of version 2): `KC-API-SIGN`, the HMAC-SHA256 of
+    /// the time (ms), the method and the URL's path and query, with the secret, in base64;
+    /// `KC-API-PASSPHRASE`, the passphrase's HMAC with the secret, in base64.
+    fn signed_headers(&self, key: &ApiKey, url: &str, unix_ms: u64) -> Vec<(&'static str, String)> {
+        use base64::Engine;
+        let Some((key, secret, passphrase)) = key.signing_parts() else {
+            return Vec::new();
+        };
+        let secret = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+        let signed = |text: &str| {
+            let tag = ring::hmac::sign(&secret, text.as_bytes());
+            base64::engine::general_purpose::STANDARD.encode(tag.as_ref())
+        };
+        // The path and query: what follows the scheme and host.
+        let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let endpoint = after_scheme.find('/').map_or("/", |at| &after_scheme[at..]);
+        vec![
+            ("KC-API-KEY", key.to_owned()),
+            ("KC-API-SIGN", signed(&format!("{unix_ms}GET{endpoint}"))),
+            ("KC-API-TIMESTAMP", unix_ms.to_string()),
+            ("KC-API-PASSPHRASE", signed(passphrase)),
+            ("KC-API-KEY-VERSION", "2".to_owned()),
+        ]
+    }
+
+    /// `level2_20` and `level2_100` say their depth; the whole book none.
+    fn asked_levels(&self, url: &str) -> Option<usize> {
+        let path = url.split_once('?').map_or(url, |(path, _)| path);
+        path.rsplit_once("/level2_")?.1.parse().ok()
+    }
+
     /// A top-100 book weighs 4 in the public pool.
     fn snapshot_weight(&self, _limit: usize) -> u32 {
         4

@@ -91,3 +91,36 @@ proptest::proptest! {
         }
     }
 }
+
+/// KuCoin's signature of a whole-book request, against Python's `hmac` and `base64` over the
+/// same text (`base64(HMAC-SHA256(secret, "1729816425625GET/api/v3/…"))`).
+#[test]
+fn a_whole_book_request_is_signed_as_kucoin_documents() {
+    let key = crate::config::ApiKey::stand_in_credentials(
+        "kucoin-key",
+        "kucoin-test-secret:test-passphrase",
+    );
+    let url = Kucoin
+        .whole_book_url("https://api.kucoin.com", "BTC-USDT")
+        .unwrap();
+    let headers = Kucoin.signed_headers(&key, &url, 1_729_816_425_625);
+    let header = |name: &str| {
+        let found = headers.iter().find(|(header, _)| *header == name);
+        found.map(|(_, value)| value.as_str())
+    };
+    assert_eq!(header("KC-API-KEY"), Some("kucoin-key"));
+    assert_eq!(header("KC-API-TIMESTAMP"), Some("1729816425625"));
+    assert_eq!(
+        header("KC-API-SIGN"),
+        Some("auUyqxZzUgjFMAHO8atw6eKgeULkgj1giuBHbWC4e0o=")
+    );
+    assert_eq!(
+        header("KC-API-PASSPHRASE"),
+        Some("0Wpi8gpr9X47G/MwEvr45u/0wioEHnHd+TWyj9Zo9BM=")
+    );
+    assert_eq!(header("KC-API-KEY-VERSION"), Some("2"));
+    // The public top 100 says its depth; the whole book none.
+    let public = Kucoin.snapshot_url("https://api.kucoin.com", "BTC-USDT", 1000);
+    assert_eq!(Kucoin.asked_levels(&public), Some(100));
+    assert_eq!(Kucoin.asked_levels(&url), None);
+}
