@@ -944,6 +944,49 @@ fn kucoin(c: &mut Criterion) {
     });
 }
 
+/// KuCoin futures: the recorded `obu` delta decoded, beside serde_json's decode of it into
+/// owned values, its numbers parsed as f64 (the Binance reference's way).
+fn kucoin_futures(c: &mut Criterion) {
+    #[derive(serde::Deserialize)]
+    #[allow(non_snake_case, dead_code)] // the wire's names, read by serde
+    struct Frame {
+        T: String,
+        dp: String,
+        t: String,
+        P: u64,
+        d: Data,
+    }
+    #[derive(serde::Deserialize)]
+    #[allow(non_snake_case, dead_code)] // the wire's names, read by serde
+    struct Data {
+        a: Vec<(String, String)>,
+        b: Vec<(String, String)>,
+        C: u64,
+        s: String,
+        M: u64,
+        O: u64,
+    }
+    let frame = kucoin_futures_delta();
+    let mut event = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
+    c.bench_function("kucoin_futures_diff_decode", |b| {
+        b.iter(|| {
+            VenueId::KucoinFutures
+                .decode_diff_binary(black_box(&frame), MAX_BOOK_LEVELS, &mut event)
+                .map(drop)
+        })
+    });
+    c.bench_function("kucoin_futures_diff_decode_serde_json", |b| {
+        b.iter(|| {
+            let frame: Frame = serde_json::from_slice(black_box(&frame)).unwrap();
+            let levels = |side: &[(String, String)]| -> Vec<(f64, f64)> {
+                let parse = |(p, a): &(String, String)| (p.parse().unwrap(), a.parse().unwrap());
+                side.iter().map(parse).collect()
+            };
+            (levels(&frame.d.b), levels(&frame.d.a))
+        })
+    });
+}
+
 /// Hyperliquid: the recorded 20-level `l2Book` frame decoded, beside serde_json's decode
 /// of it into owned values, its numbers parsed as f64 (the Binance reference's way).
 fn hyperliquid(c: &mut Criterion) {
@@ -1076,6 +1119,7 @@ criterion_group!(
     deribit,
     deribit_serde_reference,
     kucoin,
+    kucoin_futures,
     merging,
     mailboxes,
     cross_core_takes,

@@ -42,7 +42,7 @@ fn main() {
     let futures_frame = binance_futures_event();
     let mut futures_event = mergebook::book::BookUpdate::with_capacity(MAX_BOOK_LEVELS);
     let (gate_spot_frame, gate_futures_frame) = (gate_spot_event(), gate_futures_event());
-    let kucoin_frame = kucoin_event();
+    let (kucoin_frame, kucoin_futures_frame) = (kucoin_event(), kucoin_futures_delta());
     let bitstamp_100 = bitstamp_100();
     let binance_book = decode(VenueId::Binance, BINANCE_20, KEEP);
     let bitstamp_book = decode(VenueId::Bitstamp, bitstamp_100, KEEP);
@@ -320,6 +320,14 @@ fn main() {
             );
             black_box(result.expect("decodes"));
         }),
+        "kucoin_futures_diff_decode" => Box::new(|| {
+            let result = VenueId::KucoinFutures.decode_diff_binary(
+                black_box(&kucoin_futures_frame),
+                MAX_BOOK_LEVELS,
+                &mut futures_event,
+            );
+            black_box(result.expect("decodes"));
+        }),
         _ => {
             eprintln!(
                 "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
@@ -336,7 +344,8 @@ fn main() {
                  coinbase_exchange_decode_snapshot | coinbase_exchange_update | \
                  coinbase_decode_snapshot | coinbase_update | binance_sbe_decode_depth20 | \
                  hyperliquid_decode_20 | binance_futures_diff_decode | gate_diff_decode | \
-                 gate_futures_diff_decode | kucoin_diff_decode>"
+                 gate_futures_diff_decode | kucoin_diff_decode | \
+                 kucoin_futures_diff_decode>"
             );
             std::process::exit(2);
         }

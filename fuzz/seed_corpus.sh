@@ -24,6 +24,7 @@ for f in "$fixtures"/deribit/*; do [[ "$f" == *timeline* ]] || seed deribit_book
 for f in "$fixtures"/coinbase/exchange_*; do seed coinbase_exchange_level2 "$f"; done
 # KuCoin's documented frames, and its timelines' frames and REST bodies as sent.
 for f in "$fixtures"/kucoin/docs_*; do seed kucoin_level2 "$f"; done
+for f in "$fixtures"/kucoin/futures_*; do seed kucoin_futures_obu "$f"; done
 for f in "$fixtures"/kucoin/timeline_*; do
   python3 -c 'import json, sys
 frames = [json.loads(line)["raw"] for line in open(sys.argv[1]) if "raw" in line]

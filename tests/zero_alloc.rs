@@ -901,3 +901,52 @@ fn kucoin_events_allocate_nothing() {
     let (sync, frames) = joined_and_the_events_after(venue, RECORDING, is_snapshot, is_event);
     synced_events_allocate_nothing(venue, sync, &frames, "KuCoin's diff path");
 }
+
+/// KuCoin futures' `obu` path in steady state: decode a delta (a binary frame's JSON) →
+/// check its `O..C` follows the book → apply it → its top into the mailbox. The recording
+/// holds one snapshot and two deltas of other books: the deltas here are the simulator's
+/// encoding of a walk of 200 changes from the recorded snapshot.
+#[test]
+fn a_kucoin_futures_delta_allocates_nothing() {
+    use mergebook::book::{BookUpdate, Level};
+    use mergebook::fixed::FixedPoint;
+    const PROBE: &str = include_str!(
+        "fixtures/kucoin/futures_uta_obu_and_classic_trimmed_frames_2026-09-22_probe_notes.jsonl"
+    );
+    let venue = VenueId::KucoinFutures;
+    let snapshot = PROBE
+        .lines()
+        .find(|line| line.contains(r#""t":"snapshot""#))
+        .unwrap();
+    let first = 1_736_604_716_204u64;
+    let frames: Vec<Vec<u8>> = (0..200u64)
+        .map(|step| {
+            let update = BookUpdate {
+                first_id: first + step,
+                last_id: first + step,
+                bids: vec![Level {
+                    price: FixedPoint::from_raw(274_961_000_000 - (step % 7) * 1_000_000),
+                    amount: FixedPoint::from_raw((1 + step % 5) * 100_000_000),
+                }],
+                ..BookUpdate::default()
+            };
+            let mut frame = Vec::new();
+            venue.simulated().encode_diff(
+                "ETHUSDTM",
+                &update,
+                None,
+                2,
+                1_790_114_460_661,
+                &mut frame,
+            );
+            frame
+        })
+        .collect();
+    a_diff_path_allocates_nothing(
+        venue,
+        snapshot.as_bytes(),
+        &frames,
+        |_, _| {},
+        "KuCoin futures' path",
+    );
+}

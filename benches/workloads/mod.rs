@@ -968,3 +968,15 @@ pub fn kucoin_event() -> Vec<u8> {
         .expect("a recorded message")
         .into_bytes()
 }
+
+/// The recorded KuCoin futures `obu` delta of two levels (`increment@10ms`, XBTUSDTM):
+/// `kucoin_futures_diff_decode`.
+pub fn kucoin_futures_delta() -> Vec<u8> {
+    const PROBE: &str = include_str!(
+        "../../tests/fixtures/kucoin/futures_uta_obu_and_classic_trimmed_frames_2026-09-22_probe_notes.jsonl"
+    );
+    let delta = PROBE
+        .lines()
+        .find(|line| line.contains(r#""dp":"increment@10ms", "t":"delta""#));
+    delta.expect("a recorded delta").as_bytes().to_vec()
+}

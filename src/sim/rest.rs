@@ -138,8 +138,13 @@ pub(super) async fn serve_snapshot(
     {
         let control = &shared.venues[venue.index()];
         let signing = control.signing.lock().expect("not poisoned").clone();
+        let header = |name: &str| {
+            let value = headers.get(name)?.to_str().ok()?;
+            Some(value.to_owned())
+        };
         match signing.is_some_and(|(secret, passphrase)| {
-            signed_as_kucoin_signs(&headers, path_and_query, &secret, &passphrase)
+            let signed = venue.simulated();
+            signed.is_signed(&header, path_and_query, &secret, &passphrase)
         }) {
             true => control.signed_snapshots.fetch_add(1, Ordering::Relaxed),
             false => {
@@ -222,30 +227,6 @@ pub(super) async fn serve_snapshot(
         body,
     )
         .into_response()
-}
-
-/// Whether a request of `path_and_query` carries KuCoin's signature (its API keys of
-/// version 2) made with `secret` and `passphrase`: the simulator's check of what
-/// `Snapshots::signed_headers` writes, written apart from it.
-fn signed_as_kucoin_signs(
-    headers: &axum::http::HeaderMap,
-    path_and_query: &str,
-    secret: &str,
-    passphrase: &str,
-) -> bool {
-    use base64::Engine;
-    let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-    let mac = |text: &str| {
-        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
-        base64::engine::general_purpose::STANDARD.encode(ring::hmac::sign(&key, text.as_bytes()))
-    };
-    let Some(timestamp) = header("KC-API-TIMESTAMP") else {
-        return false;
-    };
-    header("KC-API-KEY").is_some_and(|key| !key.is_empty())
-        && header("KC-API-KEY-VERSION") == Some("2")
-        && header("KC-API-PASSPHRASE") == Some(mac(passphrase).as_str())
-        && header("KC-API-SIGN") == Some(mac(&format!("{timestamp}GET{path_and_query}")).as_str())
 }
 
 /// The simulator's answer to a venue's listing request (`Streams::listing_path`): what

@@ -548,6 +548,20 @@ pub trait Simulated: Sync {
         false
     }
 
+    /// Whether a REST request of `path_and_query`, whose headers `header` reads, is signed as
+    /// the venue signs with `secret` and `passphrase` (`Credentials::SignedRest`): the
+    /// simulator's check of what `Snapshots::signed_headers` writes, written apart from it.
+    fn is_signed(
+        &self,
+        header: &dyn Fn(&str) -> Option<String>,
+        path_and_query: &str,
+        secret: &str,
+        passphrase: &str,
+    ) -> bool {
+        let _ = (header, path_and_query, secret, passphrase);
+        false
+    }
+
     /// The venue's answer to its token request (`Streams::token_path`), naming `url` (the
     /// simulator's WebSocket for the venue) and `token`; `None` where it hands out none.
     fn token_answer(&self, url: &str, token: &str) -> Option<String> {

@@ -94,6 +94,7 @@ venues! {
     BitgetFutures => bitget_futures::BitgetFutures,
     Deribit => deribit::Deribit,
     Kucoin => kucoin::Kucoin,
+    KucoinFutures => kucoin_futures::KucoinFutures,
 }
 
 /// The venue's facts, and its hot-path behaviour by enum dispatch. Each frame's decode call
@@ -272,6 +273,8 @@ mod tests {
             (VenueId::Deribit, "BTC-PERPETUAL", Some("USD")),
             (VenueId::Deribit, "BTC_USDC-PERPETUAL", Some("USDC")),
             (VenueId::Kucoin, "BTC-USDT", Some("USDT")),
+            (VenueId::KucoinFutures, "XBTUSDTM", Some("USDT")),
+            (VenueId::KucoinFutures, "XBTUSDM", Some("USD")),
         ];
         for &(venue, symbol, expected) in cases {
             assert_eq!(

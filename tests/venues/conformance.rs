@@ -98,6 +98,7 @@ fn rows() -> Vec<Row> {
         crate::bitget::row(VenueId::BitgetFutures),
         crate::deribit::row(),
         crate::kucoin::row(),
+        crate::kucoin::futures_row(),
     ]
 }
 

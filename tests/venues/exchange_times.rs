@@ -53,6 +53,8 @@ fn reference_time(venue: VenueId, frame: &Value) -> Option<u64> {
         VenueId::Deribit => millis(frame.get("params")?.get("data")?.get("timestamp")),
         // A diff message's time (absent before 2024), a top-N push's timestamp.
         VenueId::Kucoin => millis(payload.get("time")).or_else(|| millis(payload.get("timestamp"))),
+        // The matching engine's time, in ns.
+        VenueId::KucoinFutures => integer(frame.get("d")?.get("M")?),
         VenueId::BinanceSbe => unreachable!("binary frames: tests/venues/binance_sbe.rs"),
     }
 }
@@ -87,6 +89,11 @@ fn venues_of(folder: &str, name: &str) -> Vec<VenueId> {
             ("advanced_trade", VenueId::Coinbase),
         ]),
         "gate" => by_prefix(&[("spot", VenueId::Gate), ("futures", VenueId::GateFutures)]),
+        "kucoin" => by_prefix(&[
+            ("timeline", VenueId::Kucoin),
+            ("docs", VenueId::Kucoin),
+            ("futures", VenueId::KucoinFutures),
+        ]),
         // The v2 files and the docs' examples hold both markets' frames.
         "bitget" => by_prefix(&[
             ("v1_spot", VenueId::Bitget),

@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// Each venue's target: its name, the venue, the contract it checks.
 type VenueContract = fn(VenueId, &[u8]);
-const VENUE_TARGETS: [(&str, VenueId, VenueContract); 17] = [
+const VENUE_TARGETS: [(&str, VenueId, VenueContract); 18] = [
     ("binance_depth", VenueId::Binance, every_decoder),
     ("bitstamp_order_book", VenueId::Bitstamp, every_decoder),
     ("kraken_book", VenueId::Kraken, diff_decoder),
@@ -41,6 +41,7 @@ const VENUE_TARGETS: [(&str, VenueId, VenueContract); 17] = [
     ),
     ("deribit_book", VenueId::Deribit, every_decoder),
     ("kucoin_level2", VenueId::Kucoin, every_decoder),
+    ("kucoin_futures_obu", VenueId::KucoinFutures, every_decoder),
 ];
 
 /// A target's check, for any target.

@@ -790,3 +790,280 @@ async fn with_a_key_books_start_from_the_whole_book_by_signed_requests() {
     service.stop().await;
     let _ = std::fs::remove_file(key_file);
 }
+
+// ---- futures, on the unified sockets' `obu` channel ----
+
+const FUTURES: VenueId = VenueId::KucoinFutures;
+const PROBE: &str = "futures_uta_obu_and_classic_trimmed_frames_2026-09-22_probe_notes.jsonl";
+
+/// The probe's frames, as sent and received.
+fn probe_frames() -> Vec<String> {
+    let text = std::fs::read_to_string(fixture(PROBE)).unwrap();
+    text.lines().map(str::to_owned).collect()
+}
+
+/// A side as serde_json reads it: `[["price","size"],…]`.
+fn pairs(side: &serde_json::Value) -> Vec<Level> {
+    let side = side.as_array().unwrap();
+    let level = |pair: &serde_json::Value| Level {
+        price: fp(pair[0].as_str().unwrap()),
+        amount: fp(pair[1].as_str().unwrap()),
+    };
+    side.iter().map(level).collect()
+}
+
+/// Every recorded `obu` message decodes to what serde_json reads in it (levels, `O..C`,
+/// the matching time `M`, snapshot or delta), in a text frame and a binary one alike; the
+/// answers, the pong and the welcome are what they say; the classic feed's frames are no
+/// books of this venue.
+#[test]
+fn recorded_obu_messages_decode_to_their_levels_sequences_and_times() {
+    let mut books = 0;
+    let mut update = BookUpdate::default();
+    for frame in probe_frames() {
+        let value: serde_json::Value = serde_json::from_str(&frame).unwrap();
+        let message = FUTURES.decode_diff(frame.as_bytes(), 5000, &mut update);
+        let binary = format!(
+            "{:?}",
+            FUTURES.decode_diff_binary(frame.as_bytes(), 5000, &mut BookUpdate::default())
+        );
+        assert_eq!(format!("{message:?}"), binary, "{frame}");
+        if value["T"] == "obu.FUTURES" {
+            let data = &value["d"];
+            let symbol = data["s"].as_str().unwrap();
+            assert_eq!(
+                message,
+                Ok(Message::Book {
+                    stream: symbol.as_bytes()
+                }),
+                "{frame}"
+            );
+            assert_eq!(update.bids, pairs(&data["b"]), "{frame}");
+            assert_eq!(update.asks, pairs(&data["a"]), "{frame}");
+            let ids = (data["O"].as_u64().unwrap(), data["C"].as_u64().unwrap());
+            assert_eq!((update.first_id, update.last_id), ids, "{frame}");
+            assert_eq!(
+                update.exchange_time_ns,
+                data["M"].as_u64().unwrap(),
+                "{frame}"
+            );
+            assert_eq!(update.is_snapshot, value["t"] == "snapshot", "{frame}");
+            books += 1;
+            continue;
+        }
+        let expected = if value.get("action").is_some() || value["type"] == "ping" {
+            continue; // a request of the client's
+        } else if let Some(accepted) = value["result"].as_bool() {
+            // The probe's ids are its own words ("p1"): the oldest request waiting.
+            Message::SubscribeResult {
+                accepted,
+                acked: mergebook::venue::Acked::Oldest,
+            }
+        } else if value["type"] == "pong" {
+            Message::Heartbeat
+        } else {
+            Message::Ignored
+        };
+        assert_eq!(message, Ok(expected), "{frame}");
+    }
+    assert_eq!(books, 3);
+}
+
+/// A snapshot-then-delta frame of `obu`, of XBTUSDTM.
+fn obu(kind: &str, (first, last): (u64, u64), bids: &str, asks: &str) -> String {
+    format!(
+        r#"{{"T":"obu.FUTURES","dp":"increment@10ms","t":"{kind}","P":1790114459840641662,"d":{{"a":[{asks}],"b":[{bids}],"C":{last},"s":"XBTUSDTM","M":1790114459839000000,"O":{first}}}}}"#
+    )
+}
+
+/// The `obu` rule (docs/protocols.md, KuCoin futures) replayed: a snapshot replaces the
+/// book; a delta applies where `O <= last + 1` and `C > last`; one the book has is dropped;
+/// a delta after a gap takes the book out of sync until the next snapshot.
+#[test]
+fn obu_deltas_follow_their_snapshot_by_their_sequences() {
+    let frames = vec![
+        obu(
+            "snapshot",
+            (100, 100),
+            r#"["99","5"],["98","1"]"#,
+            r#"["101","5"]"#,
+        ),
+        obu("delta", (101, 102), r#"["99","7"]"#, ""),
+        obu("delta", (101, 102), r#"["99","1"]"#, ""),
+        obu("delta", (103, 103), "", r#"["101","0"],["102","2"]"#),
+        obu("delta", (105, 105), r#"["97","1"]"#, ""),
+        obu("snapshot", (200, 200), r#"["90","1"]"#, r#"["91","1"]"#),
+    ];
+    let (published, stats) = common::in_band::replay(FUTURES, &frames, 10, 50);
+    let level = |price: &str, amount: &str| Level {
+        price: fp(price),
+        amount: fp(amount),
+    };
+    let synced: Vec<&Sides> = published.iter().flatten().collect();
+    assert_eq!(
+        synced[..3],
+        [
+            &(
+                vec![level("99", "5"), level("98", "1")],
+                vec![level("101", "5")]
+            ),
+            &(
+                vec![level("99", "7"), level("98", "1")],
+                vec![level("101", "5")]
+            ),
+            &(
+                vec![level("99", "7"), level("98", "1")],
+                vec![level("102", "2")]
+            ),
+        ]
+    );
+    assert_eq!(
+        published.last(),
+        Some(&Some((vec![level("90", "1")], vec![level("91", "1")])))
+    );
+    assert_eq!(
+        (stats.gaps, stats.dropped, stats.applied),
+        (1, 1, 2),
+        "{stats:?}"
+    );
+    // Out of sync between the gap and the new snapshot.
+    assert!(published.iter().any(Option::is_none));
+}
+
+/// Both modes against the simulator: a lost delta found by its sequences, only that
+/// symbol subscribed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_obu_delta_resyncs_that_symbol_only() {
+    let harness = Harness::start(FUTURES, "XBTUSDTM", "ETHUSDTM").await;
+    harness
+        .a_lost_event_rebuilds_that_book_alone("XBTUSDTM")
+        .await;
+    harness.service.stop().await;
+}
+
+/// KuCoin's USDT perpetual beside Binance USDⓈ-M's, in base coins: KuCoin's levels are
+/// its whole contracts times the contract's 0.001 BTC (its `multiplier`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn futures_contracts_merge_as_coins_beside_another_perpetual() {
+    let config = TestConfig::new()
+        .instrument(
+            "BTC/USDT",
+            &[(FUTURES, "XBTUSDTM"), (VenueId::BinanceUsdm, "BTCUSDT")],
+        )
+        .contract_size(FUTURES, "0.001");
+    let (_simulator, service, summary) =
+        common::in_band::first_synced_summary(config, "90000", &[FUTURES, VenueId::BinanceUsdm])
+            .await;
+    let kucoin_levels: Vec<_> = (summary.book.bids.as_slice().iter())
+        .chain(summary.book.asks.as_slice())
+        .filter(|level| level.venue == FUTURES)
+        .collect();
+    assert!(!kucoin_levels.is_empty());
+    for level in kucoin_levels {
+        assert_eq!(level.amount.raw() % 100_000, 0, "{level:?}");
+    }
+    service.stop().await;
+}
+
+pub fn futures_row() -> Row {
+    let mut frames: Vec<(Read, Vec<u8>)> = probe_frames()
+        .into_iter()
+        .filter(|frame| frame.contains("obu.FUTURES") || frame.contains(r#""result""#))
+        .map(|frame| (Read::Diff, frame.into_bytes()))
+        .collect();
+    let mut book = TopBook::default();
+    book.bids.push(Level {
+        price: fp("83614"),
+        amount: fp("11"),
+    });
+    book.venue_sequence = 1_747_821_025_294;
+    book.exchange_time_ns = 1_790_113_097_768_000_000;
+    let mut push = Vec::new();
+    FUTURES
+        .simulated()
+        .encode_book("obu50:XBTUSDTM", &book, 1, &mut push);
+    frames.push((Read::Snapshot, push.clone()));
+    frames.push((Read::Binary, push));
+    let message = |kind: &str, data: &str| {
+        format!(r#"{{"T":"obu.FUTURES","dp":"increment@10ms","t":"{kind}","P":1,"d":{{{data}}}}}"#)
+    };
+    let all = r#""s":"XBTUSDTM","O":5,"C":9,"M":1,"a":[],"b":[]"#;
+    let case = |read, frame: String, error| Malformed {
+        exact: false,
+        ..Malformed::exact(read, frame, 5000, error)
+    };
+    let diff = |frame, error| case(Read::Diff, frame, error);
+    let malformed = vec![
+        diff(
+            message("delta", r#""s":"XBTUSDTM","C":9,"M":1,"a":[],"b":[]"#),
+            DecodeError::MissingKey("O"),
+        ),
+        diff(
+            message("delta", r#""s":"XBTUSDTM","O":5,"M":1,"a":[],"b":[]"#),
+            DecodeError::MissingKey("C"),
+        ),
+        diff(
+            message("delta", r#""O":5,"C":9,"M":1,"a":[],"b":[]"#),
+            DecodeError::MissingKey("s"),
+        ),
+        diff(
+            message("delta", r#""s":"XBTUSDTM","O":5,"C":9,"a":[],"b":[]"#),
+            DecodeError::MissingKey("M"),
+        ),
+        diff(
+            message("delta", r#""s":"XBTUSDTM","O":5,"C":9,"M":1,"a":[]"#),
+            DecodeError::MissingKey("b"),
+        ),
+        diff(
+            message("delta", &format!(r#"{all},"O":5"#)),
+            DecodeError::DuplicateKey("O"),
+        ),
+        diff(
+            message("delta", r#""s":"XBTUSDTM","O":9,"C":5,"M":1,"a":[],"b":[]"#),
+            DecodeError::Invalid("a message with O greater than C"),
+        ),
+        diff(
+            message("change", all),
+            DecodeError::Invalid("t must be snapshot or delta"),
+        ),
+        diff(
+            message(
+                "snapshot",
+                r#""s":"XBTUSDTM","O":9,"C":9,"M":1,"a":[],"b":[["1","1"],["2","1"]]"#,
+            ),
+            DecodeError::Unsorted(Side::Bid),
+        ),
+        diff(
+            message(
+                "delta",
+                r#""s":"XBTUSDTM","O":5,"C":9,"M":1,"a":[["1e3","1"]],"b":[]"#,
+            ),
+            DecodeError::Number {
+                at: 0,
+                error: FixedPointError::Exponent,
+            },
+        ),
+        diff(
+            r#"{"T":"obu.FUTURES","dp":"increment@10ms","P":1,"d":{"s":"XBTUSDTM"}}"#.to_owned(),
+            DecodeError::MissingKey("t"),
+        ),
+        diff(
+            r#"{"T":"obu.FUTURES","dp":"increment@10ms","t":"delta","P":1}"#.to_owned(),
+            DecodeError::MissingKey("d"),
+        ),
+        diff(
+            format!("{} x", message("delta", all)),
+            DecodeError::TrailingBytes { at: 0 },
+        ),
+        case(
+            Read::Snapshot,
+            message("delta", all),
+            DecodeError::Invalid("a delta where whole books are subscribed"),
+        ),
+    ];
+    Row {
+        venue: FUTURES,
+        frames,
+        malformed,
+    }
+}

@@ -106,6 +106,11 @@ fn venue_row(venue: VenueId) -> VenueRow {
             r#"{"id":"1","type":"error","code":404,"data":"topic does not exist"}"#,
             None,
         ),
+        VenueId::KucoinFutures => row(
+            ("XBTUSDTM", "ETHUSDTM"),
+            r#"{"id":"1","result":false,"reason":"symbols are not supported for topic obu"}"#,
+            None,
+        ),
         VenueId::Hyperliquid => row(
             ("BTC", "ETH"),
             r#"{"channel":"error","data":"Already subscribed: {\"type\":\"l2Book\",\"coin\":\"SOL\",\"nSigFigs\":null,\"mantissa\":null,\"fast\":false}"}"#,
@@ -158,6 +163,8 @@ live_rows! {
     deribit_snapshots => (Deribit, Snapshots),
     kucoin_diff => (Kucoin, Diff),
     kucoin_snapshots => (Kucoin, Snapshots),
+    kucoin_futures_diff => (KucoinFutures, Diff),
+    kucoin_futures_snapshots => (KucoinFutures, Snapshots),
 }
 
 #[test]
@@ -182,7 +189,7 @@ const COMPARED: usize = 5;
 
 /// The venues whose diff streams show a lost event by their ids or message numbers (the
 /// others see one only as a crossing, or by their checksum).
-const NUMBERED: [VenueId; 13] = [
+const NUMBERED: [VenueId; 14] = [
     VenueId::Binance,
     VenueId::BinanceSbe,
     VenueId::BinanceUsdm,
@@ -196,6 +203,7 @@ const NUMBERED: [VenueId; 13] = [
     VenueId::BitgetFutures,
     VenueId::Deribit,
     VenueId::Kucoin,
+    VenueId::KucoinFutures,
 ];
 
 /// The venues whose diff streams carry the venue's checksum: always (Kraken), or in the

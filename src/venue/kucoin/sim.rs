@@ -198,6 +198,31 @@ impl Simulated for Kucoin {
         Some(answer.to_string())
     }
 
+    /// KuCoin's signature of its API keys of version 2: the key, the version, the
+    /// passphrase's HMAC-SHA256 with the secret, and the HMAC of the timestamp, `GET` and
+    /// the path and query, each in base64.
+    fn is_signed(
+        &self,
+        header: &dyn Fn(&str) -> Option<String>,
+        path_and_query: &str,
+        secret: &str,
+        passphrase: &str,
+    ) -> bool {
+        use base64::Engine;
+        let mac = |text: &str| {
+            let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret.as_bytes());
+            let tag = ring::hmac::sign(&key, text.as_bytes());
+            base64::engine::general_purpose::STANDARD.encode(tag)
+        };
+        let Some(timestamp) = header("KC-API-TIMESTAMP") else {
+            return false;
+        };
+        header("KC-API-KEY").is_some_and(|key| !key.is_empty())
+            && header("KC-API-KEY-VERSION").as_deref() == Some("2")
+            && header("KC-API-PASSPHRASE") == Some(mac(passphrase))
+            && header("KC-API-SIGN") == Some(mac(&format!("{timestamp}GET{path_and_query}")))
+    }
+
     fn welcome(&self, connect_id: &str) -> Option<String> {
         Some(serde_json::json!({"id": connect_id, "type": "welcome"}).to_string())
     }
