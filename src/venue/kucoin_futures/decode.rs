@@ -126,6 +126,131 @@ fn read_ids(
     Ok(true)
 }
 
+/// Moves past `,` and the one space the probe's frames write after a top-level comma.
+fn comma(walker: &mut Walker<'_>) -> Option<()> {
+    walker.skip_exactly(b",").then_some(())?;
+    walker.skip_exactly(b" ");
+    Some(())
+}
+
+/// A side without whitespace, `[["price","size"],…]`, every level in wire order.
+fn fast_side(walker: &mut Walker<'_>, max_levels: usize, out: &mut Vec<crate::book::Level>) -> Option<()> {
+    walker
+        .all_shaped_levels(LevelShape::Pair, None, max_levels, out, None)
+        .ok()
+}
+
+/// An `increment@10ms` message in the layout KuCoin sends (the probe's, with or without a
+/// space after each top-level comma; the simulator's): `{"T":"obu.FUTURES","dp":"…",
+/// "t":"…","P":…,"d":{"a":[…],"b":[…],"C":…,"s":"…","M":…,"O":…}}` (`s` before `C` in the
+/// recorded snapshot), read by comparing the bytes between values with it, as KuCoin spot's messages are. `None` for any other frame,
+/// or an error in this one; then the general walk reads it, and gives the same answer for
+/// every frame this accepts.
+pub(super) fn fast_diff<'a>(
+    frame: &'a [u8],
+    max_levels: usize,
+    out: &mut BookUpdate,
+) -> Option<Message<'a>> {
+    let mut walker = Walker::new(frame);
+    out.clear();
+    walker.skip_exactly(br#"{"T":"obu.FUTURES""#).then_some(())?;
+    comma(&mut walker)?;
+    walker.skip_exactly(br#""dp":"increment"#).then_some(())?;
+    walker.skip_exactly(b"@10ms");
+    walker.skip_exactly(b"\"").then_some(())?;
+    comma(&mut walker)?;
+    out.is_snapshot = match () {
+        _ if walker.skip_exactly(br#""t":"delta""#) => false,
+        _ if walker.skip_exactly(br#""t":"snapshot""#) => true,
+        _ => return None,
+    };
+    comma(&mut walker)?;
+    walker.skip_exactly(br#""P":"#).then_some(())?;
+    walker.skip_value().ok()?;
+    comma(&mut walker)?;
+    walker.skip_exactly(br#""d":{"a":"#).then_some(())?;
+    fast_side(&mut walker, max_levels, &mut out.asks)?;
+    walker.skip_exactly(br#","b":"#).then_some(())?;
+    fast_side(&mut walker, max_levels, &mut out.bids)?;
+    // `C` then `s` (deltas), or `s` then `C` (the recorded snapshot).
+    let symbol = match walker.skip_exactly(br#","C":"#) {
+        true => {
+            out.last_id = walker.unsigned().ok()?;
+            walker.skip_exactly(br#","s":"#).then_some(())?;
+            walker.string().ok()?
+        }
+        false => {
+            walker.skip_exactly(br#","s":"#).then_some(())?;
+            let symbol = walker.string().ok()?;
+            walker.skip_exactly(br#","C":"#).then_some(())?;
+            out.last_id = walker.unsigned().ok()?;
+            symbol
+        }
+    };
+    walker.skip_exactly(br#","M":"#).then_some(())?;
+    out.exchange_time_ns = walker.unsigned().ok()?;
+    walker.skip_exactly(br#","O":"#).then_some(())?;
+    out.first_id = walker.unsigned().ok()?;
+    walker.skip_exactly(b"}}").then_some(())?;
+    walker.finish().ok()?;
+    (out.first_id <= out.last_id).then_some(())?;
+    if out.is_snapshot {
+        check_sorted(Side::Bid, &out.bids).ok()?;
+        check_sorted(Side::Ask, &out.asks).ok()?;
+    }
+    Some(Message::Book { stream: symbol })
+}
+
+/// A message read by the general object walk, which reads every frame.
+pub(super) fn general_diff<'a>(
+    frame: &'a [u8],
+    max_levels: usize,
+    out: &mut BookUpdate,
+) -> Result<Message<'a>, DecodeError> {
+    out.clear();
+    let (mut symbol, mut unheld): (&[u8], _) = (b"", None);
+    let envelope = walk(frame, |walker, key, seen| {
+        let (levels, bit, name) = match key {
+            b"s" => {
+                symbol = seen.string(walker, SYMBOL, "s")?;
+                return Ok(true);
+            }
+            b"b" => (&mut out.bids, BIDS, "b"),
+            b"a" => (&mut out.asks, ASKS, "a"),
+            _ => {
+                let time = &mut out.exchange_time_ns;
+                return read_ids(walker, key, seen, &mut out.first_id, &mut out.last_id, time);
+            }
+        };
+        seen.mark(bit, name)?;
+        side_unless_unheld(walker, &mut unheld, |walker| {
+            walker.all_shaped_levels(LevelShape::Pair, None, max_levels, levels, None)
+        })?;
+        Ok(true)
+    })?;
+    if let Some(message) = classify(&envelope)? {
+        return Ok(message);
+    }
+    if !envelope.depth.starts_with(b"increment") {
+        // A top-N subscription's push: no diff stream's.
+        return Ok(Message::Ignored);
+    }
+    envelope.seen.require(&BOOK_KEYS)?;
+    out.is_snapshot = match envelope.kind {
+        b"snapshot" => true,
+        b"delta" => false,
+        _ => return Err(DecodeError::Invalid("t must be snapshot or delta")),
+    };
+    if out.first_id > out.last_id {
+        return Err(DecodeError::Invalid("a message with O greater than C"));
+    }
+    if out.is_snapshot && unheld.is_none() {
+        check_sorted(Side::Bid, &out.bids)?;
+        check_sorted(Side::Ask, &out.asks)?;
+    }
+    Ok(book_or_loss(symbol, unheld))
+}
+
 impl Decode for KucoinFutures {
     /// A top-N subscription's push (depth `1`, `5` or `50`): a whole book, numbered by `C`.
     fn decode<'a>(
@@ -180,48 +305,10 @@ impl Decode for KucoinFutures {
         max_levels: usize,
         out: &mut BookUpdate,
     ) -> Result<Message<'a>, DecodeError> {
-        out.clear();
-        let (mut symbol, mut unheld): (&[u8], _) = (b"", None);
-        let envelope = walk(frame, |walker, key, seen| {
-            let (levels, bit, name) = match key {
-                b"s" => {
-                    symbol = seen.string(walker, SYMBOL, "s")?;
-                    return Ok(true);
-                }
-                b"b" => (&mut out.bids, BIDS, "b"),
-                b"a" => (&mut out.asks, ASKS, "a"),
-                _ => {
-                    let time = &mut out.exchange_time_ns;
-                    return read_ids(walker, key, seen, &mut out.first_id, &mut out.last_id, time);
-                }
-            };
-            seen.mark(bit, name)?;
-            side_unless_unheld(walker, &mut unheld, |walker| {
-                walker.all_shaped_levels(LevelShape::Pair, None, max_levels, levels, None)
-            })?;
-            Ok(true)
-        })?;
-        if let Some(message) = classify(&envelope)? {
-            return Ok(message);
+        match fast_diff(frame, max_levels, out) {
+            Some(message) => Ok(message),
+            None => general_diff(frame, max_levels, out),
         }
-        if !envelope.depth.starts_with(b"increment") {
-            // A top-N subscription's push: no diff stream's.
-            return Ok(Message::Ignored);
-        }
-        envelope.seen.require(&BOOK_KEYS)?;
-        out.is_snapshot = match envelope.kind {
-            b"snapshot" => true,
-            b"delta" => false,
-            _ => return Err(DecodeError::Invalid("t must be snapshot or delta")),
-        };
-        if out.first_id > out.last_id {
-            return Err(DecodeError::Invalid("a message with O greater than C"));
-        }
-        if out.is_snapshot && unheld.is_none() {
-            check_sorted(Side::Bid, &out.bids)?;
-            check_sorted(Side::Ask, &out.asks)?;
-        }
-        Ok(book_or_loss(symbol, unheld))
     }
 
     fn decode_diff_binary<'a>(
