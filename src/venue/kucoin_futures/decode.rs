@@ -133,11 +133,50 @@ fn comma(walker: &mut Walker<'_>) -> Option<()> {
     Some(())
 }
 
-/// A side without whitespace, `[["price","size"],…]`, every level in wire order.
+/// A side without whitespace, `[["price","size"],…]`, every level in wire order, read a
+/// number at a time: a delta holds a level or two, for which the pattern reader's set-up
+/// costs more than its levels.
 fn fast_side(walker: &mut Walker<'_>, max_levels: usize, out: &mut Vec<crate::book::Level>) -> Option<()> {
-    walker
-        .all_shaped_levels(LevelShape::Pair, None, max_levels, out, None)
-        .ok()
+    walker.skip_exactly(b"[").then_some(())?;
+    if walker.skip_exactly(b"]") {
+        return Some(());
+    }
+    for _ in 0..max_levels {
+        walker.skip_exactly(b"[").then_some(())?;
+        let price = walker.fixed_point().ok()?;
+        walker.skip_exactly(b",").then_some(())?;
+        let amount = walker.fixed_point().ok()?;
+        walker.skip_exactly(b"]").then_some(())?;
+        out.push(crate::book::Level { price, amount });
+        if !walker.skip_exactly(b",") {
+            return walker.skip_exactly(b"]").then_some(());
+        }
+    }
+    None
+}
+
+/// The JSON integer of up to 19 digits at `frame[walker's position..]` (a time in ns), the
+/// walker moved past it: its last 16 digits by the two-word reader
+/// (`fixed::leading_integer`), the few before them one by one (19 digits cannot overflow a
+/// `u64`). `None` for anything else, a leading zero included.
+fn nanos(walker: &mut Walker<'_>, frame: &[u8]) -> Option<u64> {
+    const TEN_TO_16: u64 = 10_000_000_000_000_000;
+    let at = walker.position();
+    let rest = frame.get(at..)?;
+    let digits = rest.iter().take_while(|byte| byte.is_ascii_digit()).count();
+    if digits == 0 || digits > 19 || (digits > 1 && rest[0] == b'0') {
+        return None;
+    }
+    let head_len = digits.saturating_sub(16);
+    let head = (rest[..head_len].iter()).fold(0u64, |value, &digit| value * 10 + u64::from(digit - b'0'));
+    let (tail, tail_len) = crate::fixed::leading_integer(&rest[head_len..])?;
+    (head_len + tail_len == digits).then_some(())?;
+    let value = match head_len {
+        0 => tail,
+        _ => head * TEN_TO_16 + tail,
+    };
+    *walker = walker.resumed_at(at + digits);
+    Some(value)
 }
 
 /// An `increment@10ms` message in the layout KuCoin sends (the probe's, with or without a
@@ -166,7 +205,7 @@ pub(super) fn fast_diff<'a>(
     };
     comma(&mut walker)?;
     walker.skip_exactly(br#""P":"#).then_some(())?;
-    walker.skip_value().ok()?;
+    nanos(&mut walker, frame)?;
     comma(&mut walker)?;
     walker.skip_exactly(br#""d":{"a":"#).then_some(())?;
     fast_side(&mut walker, max_levels, &mut out.asks)?;
@@ -188,7 +227,7 @@ pub(super) fn fast_diff<'a>(
         }
     };
     walker.skip_exactly(br#","M":"#).then_some(())?;
-    out.exchange_time_ns = walker.unsigned().ok()?;
+    out.exchange_time_ns = nanos(&mut walker, frame)?;
     walker.skip_exactly(br#","O":"#).then_some(())?;
     out.first_id = walker.unsigned().ok()?;
     walker.skip_exactly(b"}}").then_some(())?;

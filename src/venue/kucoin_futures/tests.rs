@@ -104,3 +104,4 @@ proptest::proptest! {
         }
     }
 }
+
