@@ -311,3 +311,31 @@ pub(crate) fn archived_string<'a>(
         .strip_prefix('"')?
         .strip_suffix('"')
 }
+
+/// An `id` member's value where it is a number, bare or quoted (a request of ours, as the
+/// venue echoes it); any other id (a connection's, a client's own) is skipped: `None`.
+pub(crate) fn numbered_id(walker: &mut Walker<'_>) -> Result<Option<u64>, DecodeError> {
+    let at = walker.position();
+    if let Ok(id) = walker.unsigned() {
+        return Ok(Some(id));
+    }
+    walker.rewind(at);
+    walker.skip_value()?;
+    Ok(None)
+}
+
+/// Writes a side as `[["price","amount"],…]`, each number at its shortest (the
+/// simulator's KuCoin frames).
+pub(crate) fn write_shortest_pairs(levels: &[Level], out: &mut Vec<u8>) {
+    use std::io::Write;
+    out.push(b'[');
+    for (index, level) in levels.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        let (price, amount) = (shortest_text(level.price), shortest_text(level.amount));
+        write!(out, r#"["{}","{}"]"#, price.as_str(), amount.as_str())
+            .expect("writing to a Vec cannot fail");
+    }
+    out.push(b']');
+}

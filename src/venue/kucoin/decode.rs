@@ -51,15 +51,7 @@ fn walk<'a>(
         match key {
             b"type" => envelope.kind = envelope.seen.string(walker, TYPE, "type")?,
             b"topic" => envelope.topic = envelope.seen.string(walker, TOPIC, "topic")?,
-            b"id" => {
-                let at = walker.position();
-                envelope.request_id = walker.unsigned().ok();
-                if envelope.request_id.is_none() {
-                    // A connection's id (the welcome's) or a ping's: not a request of ours.
-                    walker.rewind(at);
-                    walker.skip_value()?;
-                }
-            }
+            b"id" => envelope.request_id = crate::venue::wire::numbered_id(walker)?,
             b"data" if walker.peek()? == b'{' => walker.object(|walker, key| {
                 if !data_member(walker, key, &mut envelope.seen)? {
                     walker.skip_value()?;

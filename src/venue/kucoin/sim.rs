@@ -3,25 +3,12 @@
 
 use super::*;
 use crate::book::Level;
-use crate::venue::wire::shortest_text;
+use crate::venue::wire::{shortest_text, write_shortest_pairs};
 use std::io::Write;
 
 /// The time the simulator's REST snapshots carry, in milliseconds.
 const UNIX_MS: u64 = 1_770_123_456_789;
 
-/// Writes a side of top-N levels, `[["price","size"],…]`.
-fn write_side(levels: &[Level], out: &mut Vec<u8>) {
-    out.push(b'[');
-    for (index, level) in levels.iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        let (price, amount) = (shortest_text(level.price), shortest_text(level.amount));
-        write!(out, r#"["{}","{}"]"#, price.as_str(), amount.as_str())
-            .expect("writing to a Vec cannot fail");
-    }
-    out.push(b']');
-}
 
 /// Writes a side of changes, `[["price","size","sequence"],…]`, numbered from `*next`.
 fn write_changes(levels: &[Level], next: &mut u64, zero_change: Option<u64>, out: &mut Vec<u8>) {
@@ -64,9 +51,9 @@ impl Simulated for Kucoin {
             r#"{{"type":"message","topic":"/spotMarket/{name}:{symbol}","subject":"level2","data":{{"asks":"#
         )
         .expect("writing to a Vec cannot fail");
-        write_side(book.asks.as_slice(), out);
+        write_shortest_pairs(book.asks.as_slice(), out);
         out.extend_from_slice(br#","bids":"#);
-        write_side(book.bids.as_slice(), out);
+        write_shortest_pairs(book.bids.as_slice(), out);
         write!(out, r#","timestamp":{}}}}}"#, book.venue_sequence)
             .expect("writing to a Vec cannot fail");
     }
@@ -167,9 +154,9 @@ impl Simulated for Kucoin {
             snapshot.last_id
         )
         .expect("writing to a Vec cannot fail");
-        write_side(&snapshot.bids, out);
+        write_shortest_pairs(&snapshot.bids, out);
         out.extend_from_slice(br#","asks":"#);
-        write_side(&snapshot.asks, out);
+        write_shortest_pairs(&snapshot.asks, out);
         out.extend_from_slice(b"}}");
     }
 

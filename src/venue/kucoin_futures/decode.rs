@@ -58,14 +58,7 @@ fn walk<'a>(
             b"dp" => envelope.depth = walker.string()?,
             b"result" => envelope.result = Some(walker.boolean()?),
             b"type" => envelope.answer_type = walker.string()?,
-            b"id" => {
-                let at = walker.position();
-                envelope.request_id = walker.unsigned().ok();
-                if envelope.request_id.is_none() {
-                    walker.rewind(at);
-                    walker.skip_value()?;
-                }
-            }
+            b"id" => envelope.request_id = crate::venue::wire::numbered_id(walker)?,
             b"d" if walker.peek()? == b'{' => {
                 envelope.seen.mark(DATA, "d")?;
                 walker.object(|walker, key| {

@@ -4,25 +4,12 @@
 
 use super::*;
 use crate::book::Level;
-use crate::venue::wire::shortest_text;
+use crate::venue::wire::write_shortest_pairs;
 use std::io::Write;
 
 /// The time the simulator's answers carry, in nanoseconds.
 const UNIX_NS: u64 = 1_790_113_097_769_363_986;
 
-/// Writes a side, `[["price","size"],…]`.
-fn write_side(levels: &[Level], out: &mut Vec<u8>) {
-    out.push(b'[');
-    for (index, level) in levels.iter().enumerate() {
-        if index > 0 {
-            out.push(b',');
-        }
-        let (price, amount) = (shortest_text(level.price), shortest_text(level.amount));
-        write!(out, r#"["{}","{}"]"#, price.as_str(), amount.as_str())
-            .expect("writing to a Vec cannot fail");
-    }
-    out.push(b']');
-}
 
 /// An `obu` message, as the venue writes it (members in the recorded order).
 #[allow(clippy::too_many_arguments)]
@@ -41,9 +28,9 @@ fn write_message(
         r#"{{"T":"obu.FUTURES","dp":"{depth}","t":"{kind}","P":{time_ns},"d":{{"a":"#
     )
     .expect("writing to a Vec cannot fail");
-    write_side(asks, out);
+    write_shortest_pairs(asks, out);
     out.extend_from_slice(br#","b":"#);
-    write_side(bids, out);
+    write_shortest_pairs(bids, out);
     write!(
         out,
         r#","C":{last},"s":"{symbol}","M":{time_ns},"O":{first}}}}}"#
