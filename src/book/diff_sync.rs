@@ -527,10 +527,10 @@ mod tests {
         assert_eq!(sync.on_update(&event(2, 2, 20, 1)), UpdateOutcome::Applied);
         assert_eq!(sync.on_update(&event(3, 3, 50, 0)), UpdateOutcome::Applied);
         assert!(!sync.proves(3) && sync.proves(2));
-        // A new best level is known.
+        // A new best level is known; the asks, one level (a side the snapshot did not
+        // fill), are the whole side and prove any depth.
         assert_eq!(sync.on_update(&event(4, 4, 60, 1)), UpdateOutcome::Applied);
-        assert!(sync.proves(3));
-        // The asks (one level, not a full side) are the whole side, whatever the depth.
         assert_eq!(sync.book.len(Side::Ask), 1);
+        assert!(sync.proves(3));
     }
 }

@@ -51,6 +51,7 @@ mod decode;
 mod sequence;
 mod sim;
 mod subscribe;
+pub(super) use subscribe::request_ids;
 #[cfg(test)]
 mod tests;
 

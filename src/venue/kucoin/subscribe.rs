@@ -36,7 +36,7 @@ fn channel(kind: StreamKind, depth: usize) -> &'static str {
 }
 
 /// `type` (`subscribe` or `unsubscribe`) requests of at most 100 symbols each, numbered
-/// from `first_id`.
+/// from `first_id` (every unsubscription numbered `UNSUBSCRIBE_REQUEST_ID`).
 fn requests(
     kind_of_request: &str,
     streams: &[String],
@@ -45,26 +45,23 @@ fn requests(
     first_id: u64,
 ) -> Vec<SubscribeRequest> {
     let channel = channel(kind, depth);
-    let chunks = streams.chunks(SYMBOLS_PER_REQUEST).enumerate();
-    chunks
-        .map(|(index, symbols)| {
-            let id = match first_id {
-                super::super::UNSUBSCRIBE_REQUEST_ID => first_id,
-                first => first + index as u64,
-            };
-            let start = index * SYMBOLS_PER_REQUEST;
-            let frame = serde_json::json!({
-                "id": id.to_string(), "type": kind_of_request,
-                "topic": format!("{channel}:{}", symbols.join(",")),
-                "privateChannel": false, "response": true,
-            });
-            SubscribeRequest {
-                frame: frame.to_string(),
-                id: Some(id),
-                streams: start..start + symbols.len(),
-            }
-        })
-        .collect()
+    let mut ids = request_ids(first_id);
+    crate::venue::wire::chunked_requests(streams, SYMBOLS_PER_REQUEST, Some(first_id), |symbols| {
+        let frame = serde_json::json!({
+            "id": ids.next().expect("endless").to_string(), "type": kind_of_request,
+            "topic": format!("{channel}:{}", symbols.join(",")),
+            "privateChannel": false, "response": true,
+        });
+        frame.to_string()
+    })
+}
+
+/// The ids requests from `first_id` on carry in their frames, as `chunked_requests`
+/// numbers them: `first_id`, `first_id + 1`…, or `UNSUBSCRIBE_REQUEST_ID` for all of an
+/// unsubscription's, whose answers name no subscription.
+pub(in crate::venue) fn request_ids(first_id: u64) -> impl Iterator<Item = u64> {
+    let step = u64::from(first_id != super::super::UNSUBSCRIBE_REQUEST_ID);
+    std::iter::successors(Some(first_id), move |id| Some(id + step))
 }
 
 impl Streams for Kucoin {

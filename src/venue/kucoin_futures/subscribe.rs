@@ -25,7 +25,8 @@ fn depth_named(kind: StreamKind, depth: usize) -> String {
     }
 }
 
-/// One `action` (`SUBSCRIBE` or `UNSUBSCRIBE`) request a symbol, numbered from `first_id`.
+/// One `action` (`SUBSCRIBE` or `UNSUBSCRIBE`) request a symbol, numbered from `first_id`
+/// as KuCoin spot's are (`kucoin::subscribe::request_ids`).
 fn requests(
     action: &str,
     streams: &[String],
@@ -34,22 +35,14 @@ fn requests(
     first_id: u64,
 ) -> Vec<SubscribeRequest> {
     let depth = depth_named(kind, depth);
-    let requests = streams.iter().enumerate().map(|(index, symbol)| {
-        let id = match first_id {
-            super::super::UNSUBSCRIBE_REQUEST_ID => first_id,
-            first => first + index as u64,
-        };
+    let mut ids = super::super::kucoin::request_ids(first_id);
+    crate::venue::wire::chunked_requests(streams, 1, Some(first_id), |symbol| {
         let frame = serde_json::json!({
-            "id": id.to_string(), "action": action, "channel": "obu",
-            "tradeType": "FUTURES", "symbol": symbol, "depth": depth,
+            "id": ids.next().expect("endless").to_string(), "action": action, "channel": "obu",
+            "tradeType": "FUTURES", "symbol": symbol[0], "depth": depth,
         });
-        SubscribeRequest {
-            frame: frame.to_string(),
-            id: Some(id),
-            streams: index..index + 1,
-        }
-    });
-    requests.collect()
+        frame.to_string()
+    })
 }
 
 /// `symbol` less its `M` (`XBTUSDTM`: `XBTUSDT`), with Bitcoin's `XBT` read as `BTC`.
