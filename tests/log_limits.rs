@@ -146,6 +146,7 @@ async fn bad_frames_and_reconnect_storms_write_a_line_a_second() {
         .unwrap();
     let request = || proto::SummaryRequest {
         instrument: "ETH/BTC".into(),
+        ..Default::default()
     };
     let _held = client.book_summary_exact(request()).await.unwrap();
     let started = std::time::Instant::now();

@@ -46,6 +46,7 @@ async fn subscribe(
     let mut client = connect(port).await;
     let request = SummaryRequest {
         instrument: String::new(),
+        ..Default::default()
     };
     client
         .book_summary_exact(request)

@@ -7,6 +7,7 @@
 //! `defaults.rs` holds every key's default and range, once.
 
 pub mod defaults;
+mod fees;
 mod raw;
 mod units;
 mod validate;
@@ -14,7 +15,7 @@ mod validate;
 pub use raw::RawConfig;
 
 use crate::fixed::FixedPoint;
-use crate::units::{Conversion, Currency};
+use crate::units::{Conversion, Currency, TakerFee};
 use crate::venue::VenueId;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -421,6 +422,9 @@ pub struct Instrument {
     /// How each source whose book is not merged as it comes is converted: one quoted in
     /// another currency, and in a quote-notional instrument one sized in the base coin.
     pub conversions: Vec<SourceConversion>,
+    /// Each source's taker fee (`venues.<name>.taker_fee_bps`, or the instrument's
+    /// `taker_fees_bps` for that book), in source order; zero where none is set.
+    pub taker_fees: Vec<TakerFee>,
 }
 
 /// Each book's name (`Instrument::source_names`): its venue's, or `venue:symbol` where
@@ -519,6 +523,7 @@ impl Instrument {
         Instrument {
             name: name.to_owned(),
             source_names: source_names(&symbols),
+            taker_fees: vec![TakerFee::default(); symbols.len()],
             symbols,
             contract_sizes: Vec::new(),
             currency: None,

@@ -129,6 +129,9 @@ pub struct RawVenue {
     pub audit_every_ms: Option<i64>,
     pub audit_settle_ms: Option<i64>,
     pub allow_one_sided: Option<bool>,
+    /// Its taker fee in basis points, a decimal text (`"10"`, `"7.5"`): what the all-in
+    /// book and quotes net out of its prices.
+    pub taker_fee_bps: Option<String>,
     pub ping_interval_ms: Option<i64>,
     pub read_idle_timeout_ms: Option<i64>,
     pub renew_after_ms: Option<i64>,
@@ -163,6 +166,10 @@ pub struct RawInstrument {
     /// not say (`"USDC"`).
     #[serde(default)]
     pub quotes: BTreeMap<String, String>,
+    /// Book name → its taker fee in basis points, where it differs from its venue's
+    /// `taker_fee_bps`.
+    #[serde(default)]
+    pub taker_fees_bps: BTreeMap<String, String>,
 }
 
 /// A venue's symbol of an instrument, or its symbols.

@@ -216,6 +216,21 @@ fn errors_name_the_key_and_the_value() {
             "venues.binance.ping_interval_ms = 1000: the venue takes no application pings",
         ),
         (
+            "[venues.binance]\ntaker_fee_bps = \"1000.5\"\n",
+            "venues.binance.taker_fee_bps = \"1000.5\": basis points from \"0\" to \"1000\", \
+             at most 4 fractional digits (\"7.5\")",
+        ),
+        (
+            "[venues.kraken]\ntaker_fee_bps = \"2.00001\"\n",
+            "venues.kraken.taker_fee_bps = \"2.00001\": basis points from \"0\" to \"1000\", \
+             at most 4 fractional digits (\"7.5\")",
+        ),
+        (
+            "[venues.kraken]\ntaker_fee_bps = \"-1\"\n",
+            "venues.kraken.taker_fee_bps = \"-1\": basis points from \"0\" to \"1000\", \
+             at most 4 fractional digits (\"7.5\")",
+        ),
+        (
             "[venues.binance]\nread_idle_timeout_ms = 50\n",
             "venues.binance.read_idle_timeout_ms = 50: must be between 100 and 600000",
         ),
@@ -1082,4 +1097,27 @@ fn books_on_streams_that_cannot_show_a_loss_are_audited_by_default() {
     );
     let off = "[venues.bitstamp]\nmode = \"diff\"\naudit_every_ms = 0\n";
     assert_eq!(audit(off, VenueId::Bitstamp), None);
+}
+
+#[test]
+fn an_instruments_fee_names_one_of_its_books() {
+    let text = "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n\
+                taker_fees_bps = { okx = \"8\" }\n";
+    assert_eq!(
+        validate(text).unwrap_err().to_string(),
+        "instruments[0].taker_fees_bps.okx = \"8\": no book of this name: a venue of the \
+         instrument, or venue:symbol where it takes several books of the venue"
+    );
+    let text = "[venues.okx]\ntaker_fee_bps = \"8\"\n[[instruments]]\nname = \"BTC/USDT\"\n\
+                symbols = { okx = [\"BTC-USDT\", \"BTC-USDT-SWAP\"] }\n\
+                contract_sizes = { \"okx:BTC-USDT-SWAP\" = \"0.01\" }\n\
+                taker_fees_bps = { \"okx:BTC-USDT-SWAP\" = \"5.25\" }\n";
+    let config = validate(text).expect("valid");
+    let bps: Vec<FixedPoint> = config.instruments[0]
+        .taker_fees
+        .iter()
+        .map(|fee| fee.bps())
+        .collect();
+    let expected = ["8", "5.25"].map(|text| text.parse::<FixedPoint>().unwrap());
+    assert_eq!(bps, expected, "the venue's, then the book's own");
 }

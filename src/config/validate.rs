@@ -71,6 +71,7 @@ impl RawConfig {
         })?;
         let feed = self.feed_settings()?;
         let shard = self.shard()?;
+        super::fees::check_venue_fees(&self.venues)?;
         let (instruments, rates, used) = self.instruments(shard)?;
         let venues = self.venue_configs(&used, depth, feed.read_idle_timeout)?;
         let simulator = self.simulator_config()?;
@@ -377,6 +378,8 @@ impl RawConfig {
             let contract_sizes = contract_sizes(&key, raw, &symbols, &source_names)?;
             let units =
                 super::units::instrument_units(&key, raw, &symbols, &source_names, &rate_plans)?;
+            let taker_fees =
+                super::fees::taker_fees(&key, raw, &self.venues, &symbols, &source_names)?;
             instruments.push(Instrument {
                 name: raw.name.clone(),
                 symbols,
@@ -387,6 +390,7 @@ impl RawConfig {
                 quotes: units.quotes,
                 unit: units.unit,
                 conversions: units.conversions,
+                taker_fees,
             });
         }
         let mut rates = super::units::resolve_rates(rate_plans, &instruments)?;

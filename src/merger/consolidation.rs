@@ -14,7 +14,7 @@ use crate::feed::handoff::VenueFeed;
 use crate::fixed::FixedPoint;
 use crate::merger::kway::{Origin, VenueBook, merge};
 use crate::merger::summary::{AppliedRate, BestPrices, MAX_SOURCES, Summary, VenueState};
-use crate::units::{Conversion, Currency, NativePrices, Rate};
+use crate::units::{Conversion, Currency, Direction, NativePrices, Rate, TakerFee};
 use crate::venue::VenueId;
 
 #[derive(Clone, Copy, Default)]
@@ -77,6 +77,49 @@ impl Converted {
     }
 }
 
+/// A source's book net of its taker fee: each price through the fee's rate
+/// (`TakerFee::rate`), rounded to the instrument's price step against the trader, made
+/// again only when the book it nets changed.
+struct Netted {
+    fee: TakerFee,
+    conversion: Conversion,
+    book: TopBook,
+    /// What the conversion writes beside the book, unread: a netted level's price before
+    /// the fee is its level of the book summarized.
+    natives: NativePrices,
+    /// Whether `book` nets the source's current book.
+    current: bool,
+    /// Whether that gave a book (prices in range).
+    netted: bool,
+}
+
+impl Netted {
+    fn new(fee: TakerFee, price_step: u64) -> Netted {
+        Netted {
+            fee,
+            conversion: Conversion::new(Direction::Multiply, price_step),
+            book: TopBook::default(),
+            natives: NativePrices::default(),
+            current: false,
+            netted: false,
+        }
+    }
+
+    /// `book` (the source's book as it is merged: converted where it is) net of the fee,
+    /// netting it first where it changed; `None` where a price goes out of range.
+    fn book(&mut self, book: &TopBook, depth: usize) -> Option<&TopBook> {
+        if !self.current {
+            self.current = true;
+            let rate = self.fee.rate();
+            self.netted = self
+                .conversion
+                .book(book, depth, &rate, &mut self.book, &mut self.natives)
+                .is_ok();
+        }
+        self.netted.then_some(&self.book)
+    }
+}
+
 /// One instrument's sources and its next summary number.
 pub struct Consolidation {
     instrument: usize,
@@ -102,6 +145,11 @@ pub struct Consolidation {
     converted: [Option<Box<Converted>>; MAX_SOURCES],
     /// What `rate` returns.
     rate: Option<Rate>,
+    /// Each source's taker fee (zero past its sources).
+    fees: [TakerFee; MAX_SOURCES],
+    /// The sources with a fee, netted for the all-in book; all `None` where no source has
+    /// one, and the instrument's summaries carry no all-in book of their own.
+    netted: [Option<Box<Netted>>; MAX_SOURCES],
 }
 
 impl Consolidation {
@@ -126,6 +174,20 @@ impl Consolidation {
             amount_unit: None,
             converted: Default::default(),
             rate: None,
+            fees: [TakerFee::default(); MAX_SOURCES],
+            netted: Default::default(),
+        }
+    }
+
+    /// Sets each source's taker fee (in source order): the summaries then carry the book
+    /// net of them (`Summary::all_in`) where any is above zero. Prices are netted to
+    /// `price_step` (raw units).
+    pub fn set_taker_fees(&mut self, fees: &[TakerFee], price_step: u64) {
+        let count = self.source_venues.len();
+        self.fees = [TakerFee::default(); MAX_SOURCES];
+        self.fees[..count].copy_from_slice(&fees[..count]);
+        for (netted, fee) in self.netted.iter_mut().zip(&self.fees) {
+            *netted = (!fee.is_zero()).then(|| Box::new(Netted::new(*fee, price_step)));
         }
     }
 
@@ -141,6 +203,7 @@ impl Consolidation {
         }
         consolidation.currency = instrument.currency;
         consolidation.amount_unit = instrument.amount_unit();
+        consolidation.set_taker_fees(&instrument.taker_fees, instrument.price_step);
         for planned in &instrument.conversions {
             let rate = planned.rate.map(|rate_index| {
                 let source = &config.rates[rate_index];
@@ -187,6 +250,14 @@ impl Consolidation {
                 changed = true;
             }
         }
+        if changed {
+            // The netted books of converted sources net their converted books.
+            for (netted, converted) in self.netted.iter_mut().zip(&self.converted) {
+                if let (Some(netted), Some(_)) = (netted, converted) {
+                    netted.current = false;
+                }
+            }
+        }
         changed
     }
 
@@ -222,6 +293,9 @@ impl Consolidation {
             self.latest_received_ns = self.latest_received_ns.max(feed.book.received_ns);
             if let Some(converted) = &mut self.converted[source] {
                 converted.current = false;
+            }
+            if let Some(netted) = &mut self.netted[source] {
+                netted.current = false;
             }
         }
         self.live_since_ns[source] = slot.live_since_ns();
@@ -277,12 +351,16 @@ impl Consolidation {
             origin: Origin::default(),
             book: &self.sources[0].book,
         }; MAX_SOURCES];
+        let charges_fees = self.netted.iter().any(Option::is_some);
+        let mut all_in = inputs;
+        let mut all_in_count = 0;
         let mut count = 0;
-        for (source, ((&venue, slot), converted)) in self
+        for (source, (((&venue, slot), converted), netted)) in self
             .source_venues
             .iter()
             .zip(&self.sources)
             .zip(&mut self.converted)
+            .zip(&mut self.netted)
             .enumerate()
         {
             states[source] = slot.state;
@@ -299,14 +377,29 @@ impl Consolidation {
                     }
                 },
             };
-            let source = source as u8; // below MAX_SOURCES
-            inputs[count] = VenueBook {
-                origin: Origin { venue, source },
-                book,
+            let origin = Origin {
+                venue,
+                source: source as u8, // below MAX_SOURCES
             };
+            inputs[count] = VenueBook { origin, book };
             count += 1;
+            // A source without a fee is in the all-in book as it is merged; one whose
+            // netted prices go out of range is left out of it.
+            let netted = match netted {
+                _ if !charges_fees => None,
+                None => Some(book),
+                Some(netted) => netted.book(book, self.depth),
+            };
+            if let Some(book) = netted {
+                all_in[all_in_count] = VenueBook { origin, book };
+                all_in_count += 1;
+            }
         }
         merge(&inputs[..count], self.depth, &mut out.book);
+        out.charges_fees = charges_fees;
+        if charges_fees {
+            merge(&all_in[..all_in_count], self.depth, &mut out.all_in);
+        }
         if self.converted[..self.source_venues.len()]
             .iter()
             .any(Option::is_some)
@@ -338,6 +431,7 @@ impl Consolidation {
         out.source_sequence[count..].fill(0);
         out.source_exchange_time_ns[count..].fill(0);
         out.source_best[count..].fill(BestPrices::default());
+        out.source_taker_fees = self.fees;
         out.currency = self.currency;
         out.amount_unit = self.amount_unit;
         for (rate, converted) in out.source_rate[..count].iter_mut().zip(&self.converted) {
@@ -425,7 +519,7 @@ mod tests {
     use super::*;
     use crate::book::Level;
     use crate::fixed::FixedPoint;
-    use crate::merger::kway::MergedLevel;
+    use crate::merger::kway::{MergedBook, MergedLevel};
 
     fn feed(bid: u64, ask: u64, received_ns: u64) -> VenueFeed {
         let mut book = TopBook {
@@ -740,5 +834,224 @@ mod tests {
         btc.summarize(5, &mut summary);
         assert_eq!(summary.venue_state(VenueId::Binance), VenueState::NoRate);
         assert!(bids_only_from(&summary, VenueId::Kraken));
+    }
+
+    /// Each level of `book`'s `side`: its price and its venue.
+    fn levels(book: &MergedBook, side: Side) -> Vec<(String, VenueId)> {
+        let levels = book.side(side).as_slice().iter();
+        levels.map(|l| (l.price.to_string(), l.venue)).collect()
+    }
+
+    #[test]
+    fn the_all_in_book_nets_each_venue_of_its_fee_against_the_trader_and_merges_again() {
+        // Kraken charges 26 bp, Binance (converted from USDT) 10 bp on this instrument,
+        // Bitstamp nothing.
+        let text = "[venues.kraken]\ntaker_fee_bps = \"40\"\n\
+            [venues.binance]\ntaker_fee_bps = \"10\"\n\
+            [[instruments]]\nname = \"BTC/USD\"\nprice_step = \"0.01\"\n\
+            symbols = { kraken = \"BTC/USD\", binance = \"BTCUSDT\", bitstamp = \"btcusd\" }\n\
+            taker_fees_bps = { kraken = \"26\" }\n\
+            [[rates]]\npair = \"USDT/USD\"\nfixed = \"1.0001\"\n";
+        let config = crate::config::RawConfig::parse(text, "test.toml")
+            .and_then(|raw| raw.validate())
+            .expect("valid");
+        let mut btc = Consolidation::configured(&config, 0);
+        btc.apply_venue(VenueId::Kraken, &decimal_feed(&["90100"], &["90101"], 1));
+        btc.apply_venue(VenueId::Binance, &decimal_feed(&["90050"], &["90060"], 2));
+        btc.apply_venue(VenueId::Bitstamp, &decimal_feed(&["90000"], &["90200"], 3));
+        let mut summary = Summary::default();
+        btc.summarize(1, &mut summary);
+        assert!(summary.charges_fees);
+        let fee = |venue| summary.source_taker_fees[summary.source_of(venue).unwrap()].bps();
+        assert_eq!(fee(VenueId::Kraken), decimal("26"), "the instrument's own");
+        assert_eq!(fee(VenueId::Binance), decimal("10"), "the venue's");
+        assert_eq!(fee(VenueId::Bitstamp), FixedPoint::ZERO);
+        let text = |s: &str| decimal(s).to_string();
+        assert_eq!(
+            levels(&summary.book, Side::Bid),
+            [
+                (text("90100"), VenueId::Kraken),
+                // 90050 × 1.0001 = 90059.005 → 90059.00
+                (text("90059"), VenueId::Binance),
+                (text("90000"), VenueId::Bitstamp),
+            ],
+            "the raw book is as it was"
+        );
+        // Kraken: 90100 × 0.9974 = 89865.74, 90101 × 1.0026 = 90335.2626 → 90335.27.
+        // Binance: 90059 × 0.999 = 89968.941 → 89968.94, 90069.01 × 1.001 = 90159.07901
+        // → 90159.08 (its converted ask: 90060 × 1.0001 = 90069.006 → 90069.01).
+        assert_eq!(
+            levels(&summary.all_in, Side::Bid),
+            [
+                (text("90000"), VenueId::Bitstamp),
+                (text("89968.94"), VenueId::Binance),
+                (text("89865.74"), VenueId::Kraken),
+            ]
+        );
+        assert_eq!(
+            levels(&summary.all_in, Side::Ask),
+            [
+                (text("90159.08"), VenueId::Binance),
+                (text("90200"), VenueId::Bitstamp),
+                (text("90335.27"), VenueId::Kraken),
+            ]
+        );
+        assert_eq!(summary.all_in_book(), &summary.all_in);
+
+        // A new book nets again.
+        btc.apply_venue(VenueId::Kraken, &decimal_feed(&["90300"], &["90301"], 4));
+        btc.summarize(2, &mut summary);
+        assert_eq!(
+            levels(&summary.all_in, Side::Bid)[0],
+            (text("90065.22"), VenueId::Kraken),
+            "90300 × 0.9974 = 90065.22"
+        );
+    }
+
+    #[test]
+    fn without_fees_the_book_is_its_own_all_in_book() {
+        let mut summary = Summary::default();
+        let mut btc = Consolidation::configured(&btc_usd_config(), 1);
+        btc.apply_venue(VenueId::Kraken, &decimal_feed(&["90000"], &["90001"], 1));
+        btc.summarize(1, &mut summary);
+        assert!(!summary.charges_fees);
+        assert_eq!(summary.all_in_book(), &summary.book);
+        assert_eq!(summary.all_in, MergedBook::default(), "not written");
+    }
+
+    /// The all-in book as a reference computes it apart, in `u128` from each level's raw
+    /// price: a bid times (1 - fee) rounded down to the step, an ask times (1 + fee) up
+    /// (a book without a fee as it is), a bid at zero left out with what is below it, a book's levels at one price summed,
+    /// then every book's levels sorted by the merge's order (better price, larger amount,
+    /// lower venue), the best `depth` kept: (price, amount, source).
+    fn all_in_reference(
+        books: &[(VenueId, Vec<u64>, u32)],
+        side: Side,
+        step: u128,
+        depth: usize,
+    ) -> Vec<(u64, u64, u8)> {
+        const SCALE: u128 = 100_000_000;
+        let mut levels: Vec<(u64, u64, u8)> = Vec::new();
+        for (source, (_, prices, fee)) in books.iter().enumerate() {
+            // The fee in 10^-4 bp: a fraction of fee / 10^8.
+            let fee = u128::from(*fee);
+            let mut netted: Vec<(u64, u64, u8)> = Vec::new();
+            for &price in prices.iter().take(depth) {
+                let price = u128::from(price);
+                let net = match side {
+                    _ if fee == 0 => price,
+                    Side::Bid => price * (SCALE - fee) / (SCALE * step) * step,
+                    Side::Ask => (price * (SCALE + fee)).div_ceil(SCALE * step) * step,
+                };
+                if net == 0 {
+                    break;
+                }
+                let net = u64::try_from(net).unwrap();
+                match netted.last_mut() {
+                    Some(last) if last.0 == net => last.1 += 1_000,
+                    _ => netted.push((net, 1_000, source as u8)),
+                }
+            }
+            levels.extend(netted);
+        }
+        levels.sort_by(|a, b| {
+            let price = match side {
+                Side::Bid => b.0.cmp(&a.0),
+                Side::Ask => a.0.cmp(&b.0),
+            };
+            let venue = |level: &(u64, u64, u8)| books[usize::from(level.2)].0.index();
+            price.then(b.1.cmp(&a.1)).then(venue(a).cmp(&venue(b)))
+        });
+        levels.truncate(depth);
+        levels
+    }
+
+    /// Up to `n` distinct raw prices in `range`, best first for `side`.
+    fn side_prices(side: Side, n: usize) -> impl Strategy<Value = Vec<u64>> {
+        proptest::collection::btree_set(1u64..2_000_000_000, 1..=n).prop_map(move |set| {
+            let mut prices: Vec<u64> = set.into_iter().collect();
+            if side == Side::Bid {
+                prices.reverse();
+            }
+            prices
+        })
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Random books of up to four venues, random fees (to 10^-4 bp, up to 100 bp)
+        /// and price steps: the all-in book is the reference's, and never better for the
+        /// trader than the book it nets.
+        #[test]
+        fn the_all_in_book_equals_an_independent_netting_and_merge(
+            books in proptest::collection::vec(
+                (
+                    side_prices(Side::Bid, 12),
+                    side_prices(Side::Ask, 12),
+                    prop_oneof![Just(0u32), 0u32..=1_000_000],
+                ),
+                1..=4,
+            ),
+            step in prop_oneof![Just(1u64), Just(1_000), Just(1_000_000)],
+            depth in 1usize..=10,
+        ) {
+            let venues = [VenueId::Binance, VenueId::Bitstamp, VenueId::Kraken, VenueId::Okx];
+            let sources = &venues[..books.len()];
+            let mut consolidation = Consolidation::new(0, depth, sources);
+            let fees: Vec<TakerFee> = books
+                .iter()
+                .map(|(_, _, fee)| {
+                    TakerFee::from_bps(FixedPoint::from_raw(u64::from(*fee) * 10_000)).unwrap()
+                })
+                .collect();
+            consolidation.set_taker_fees(&fees, step);
+            for (source, (bids, asks, _)) in books.iter().enumerate() {
+                let mut book = TopBook { received_ns: 1, ..TopBook::default() };
+                let level = |price: &u64| Level {
+                    price: FixedPoint::from_raw(*price),
+                    amount: FixedPoint::from_raw(1_000),
+                };
+                // A book may be crossed or one-sided: keep it merged either way.
+                for price in bids.iter().take(depth) {
+                    book.bids.push(level(price));
+                }
+                for price in asks.iter().take(depth) {
+                    book.asks.push(level(price));
+                }
+                consolidation.one_sided_allowed[source] = true;
+                consolidation.apply(source, &VenueFeed { state: VenueState::Synced, book });
+                consolidation.sources[source].state = VenueState::Synced;
+            }
+            let mut summary = Summary::default();
+            consolidation.summarize(1, &mut summary);
+            let fee_units: Vec<_> = books.iter().map(|(_, _, fee)| *fee).collect();
+            for side in [Side::Bid, Side::Ask] {
+                let books: Vec<(VenueId, Vec<u64>, u32)> = books
+                    .iter()
+                    .zip(sources)
+                    .zip(&fee_units)
+                    .map(|(((bids, asks, _), venue), fee)| {
+                        let prices = match side { Side::Bid => bids, Side::Ask => asks };
+                        (*venue, prices.clone(), *fee)
+                    })
+                    .collect();
+                let expected = all_in_reference(&books, side, u128::from(step), depth);
+                let all_in: Vec<(u64, u64, u8)> = summary
+                    .all_in_book()
+                    .side(side)
+                    .as_slice()
+                    .iter()
+                    .map(|l| (l.price.raw(), l.amount.raw(), l.source))
+                    .collect();
+                prop_assert_eq!(&all_in, &expected, "{:?}", side);
+                if let (Some(net), Some(raw)) = (all_in.first(), summary.book.side(side).best()) {
+                    match side {
+                        Side::Bid => prop_assert!(net.0 <= raw.price.raw()),
+                        Side::Ask => prop_assert!(net.0 >= raw.price.raw()),
+                    }
+                }
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@
 use crate::book::Side;
 use crate::fixed::FixedPoint;
 use crate::merger::kway::MergedBook;
-use crate::units::{Currency, NativePrices, Rate};
+use crate::units::{Currency, NativePrices, Rate, TakerFee};
 use crate::venue::VenueId;
 
 /// The most books one instrument merges (`instruments[].symbols`, counted per symbol).
@@ -104,6 +104,16 @@ pub struct Summary {
     /// only by an instrument that converts a venue, read through `native_price` (the merge
     /// itself, and an instrument that converts nothing, never touch it).
     pub native_prices: NativePrices,
+    /// Whether any source has a taker fee (`Config`'s `taker_fees`): then `all_in` is the
+    /// book net of them; otherwise it is not written, and the book is its own all-in
+    /// book (`all_in_book`).
+    pub charges_fees: bool,
+    /// The all-in book: every merged source's levels net of its taker fee (bids lowered,
+    /// asks raised, each rounded to the instrument's price step against the trader),
+    /// merged again, since fees reorder the venues.
+    pub all_in: MergedBook,
+    /// Each source's taker fee (zero past its sources).
+    pub source_taker_fees: [TakerFee; MAX_SOURCES],
 }
 
 /// The rate a venue's book was converted at: what its levels' native prices are in, and
@@ -148,6 +158,9 @@ impl Summary {
             amount_unit,
             source_rate,
             native_prices: _, // what `native_price` reads of it is always written first
+            charges_fees,
+            all_in,
+            source_taker_fees,
         } = self;
         *instrument = 0;
         *sequence = 0;
@@ -165,6 +178,19 @@ impl Summary {
         *currency = None;
         *amount_unit = None;
         *source_rate = [None; MAX_SOURCES];
+        if *charges_fees {
+            all_in.clear_writing(depth);
+        }
+        *charges_fees = false;
+        *source_taker_fees = [TakerFee::default(); MAX_SOURCES];
+    }
+
+    /// The book net of taker fees: `all_in` where a source charges one, else the book.
+    pub fn all_in_book(&self) -> &MergedBook {
+        match self.charges_fees {
+            true => &self.all_in,
+            false => &self.book,
+        }
     }
 
     /// The native price of the `index`-th level of `side`, where its venue's book was
@@ -261,8 +287,11 @@ mod tests {
             currency: crate::units::Currency::parse("USD"),
             amount_unit: crate::units::Currency::parse("BTC"),
             source_rate: [Some(AppliedRate::default()); MAX_SOURCES],
+            charges_fees: true,
+            source_taker_fees: [TakerFee::from_bps(FixedPoint::ONE).unwrap(); MAX_SOURCES],
             ..Summary::default()
         };
+        summary.all_in.asks.push(level(11));
         for raw in 1..=3 {
             summary.book.bids.push(level(raw));
         }

@@ -172,11 +172,12 @@ impl OrderbookAggregator for Aggregator {
         &self,
         request: Request<proto::SummaryRequest>,
     ) -> Result<Response<Self::BookSummaryExactStream>, Status> {
-        let index = self.instrument_index(&request.into_inner().instrument)?;
+        let request = request.into_inner();
+        let index = self.instrument_index(&request.instrument)?;
         let config = Arc::clone(&self.config);
         let slot = self.clients.admit()?;
         let stream = stream_of(self.summaries[index].clone(), slot, move |summary| {
-            proto::exact_summary(&config.instruments[index], summary)
+            proto::exact_summary(&config.instruments[index], summary, request.all_in)
         });
         Ok(Response::new(stream))
     }
@@ -185,7 +186,8 @@ impl OrderbookAggregator for Aggregator {
         &self,
         request: Request<proto::SummaryRequest>,
     ) -> Result<Response<proto::ExactSummary>, Status> {
-        let index = self.instrument_index(&request.into_inner().instrument)?;
+        let request = request.into_inner();
+        let index = self.instrument_index(&request.instrument)?;
         let instrument = &self.config.instruments[index];
         let summary = Arc::clone(&self.summaries[index].borrow());
         if summary.sequence == 0 {
@@ -194,7 +196,11 @@ impl OrderbookAggregator for Aggregator {
                 instrument.name
             )));
         }
-        Ok(Response::new(proto::exact_summary(instrument, &summary)))
+        Ok(Response::new(proto::exact_summary(
+            instrument,
+            &summary,
+            request.all_in,
+        )))
     }
 
     async fn instruments(
@@ -535,6 +541,7 @@ mod tests {
         let ask = |instrument: &str| {
             Request::new(proto::SummaryRequest {
                 instrument: instrument.into(),
+                ..Default::default()
             })
         };
         let before = aggregator.book(ask("ETH/BTC")).await.unwrap_err();

@@ -27,6 +27,17 @@
 //!  "native_price":"89990.50000000"},…],…,"currency":"USD","rates":{"binance":
 //!  {"currency":"USDT","pair":"USDT/USD","bid":"1.00010000","ask":"1.00030000","age_ns":1200}}}
 //! ```
+//!
+//! Where a venue of the instrument charges a taker fee, `"fees_bps"` gives each book's
+//! (basis points, `"0"` where none) and `"all_in"` the book net of them, as
+//! `ExactSummary`'s `all_in_*` fields: each level priced at what taking it yields or costs
+//! after its venue's fee, the venues merged again.
+//!
+//! ```text
+//! …,"fees_bps":{"binance":"10","kraken":"26"},"all_in":{"spread":"181.20000000",
+//!  "bids":[{"exchange":"binance","price":"89909.50000000","amount":"1.00000000"},…],
+//!  "asks":[…]}}
+//! ```
 
 use crate::book::Side;
 use crate::config::Instrument;
@@ -51,9 +62,9 @@ pub fn write_summary(
         None => out.write_all(b"null")?,
     }
     out.write_all(br#","bids":"#)?;
-    write_levels(out, names, summary, Side::Bid)?;
+    write_levels(out, names, summary, false, Side::Bid)?;
     out.write_all(br#","asks":"#)?;
-    write_levels(out, names, summary, Side::Ask)?;
+    write_levels(out, names, summary, false, Side::Ask)?;
     out.write_all(br#","venues":{"#)?;
     for (index, (source, _, state)) in summary.sources().enumerate() {
         let separator = if index == 0 { "" } else { "," };
@@ -108,17 +119,47 @@ pub fn write_summary(
     if written > 0 {
         out.write_all(b"}")?;
     }
+    if summary.charges_fees {
+        write_all_in(out, names, summary)?;
+    }
     out.write_all(b"}\n")
 }
 
+/// `"fees_bps"` and `"all_in"`.
+fn write_all_in(out: &mut impl Write, names: &[String], summary: &Summary) -> io::Result<()> {
+    out.write_all(br#","fees_bps":{"#)?;
+    for (index, (source, _, _)) in summary.sources().enumerate() {
+        let separator = if index == 0 { "" } else { "," };
+        let fee = summary.source_taker_fees[source];
+        write!(out, r#"{separator}"{}":"{fee}""#, names[source])?;
+    }
+    out.write_all(br#"},"all_in":{"spread":"#)?;
+    match summary.all_in.spread {
+        Some(spread) => write!(out, "\"{spread}\"")?,
+        None => out.write_all(b"null")?,
+    }
+    out.write_all(br#","bids":"#)?;
+    write_levels(out, names, summary, true, Side::Bid)?;
+    out.write_all(br#","asks":"#)?;
+    write_levels(out, names, summary, true, Side::Ask)?;
+    out.write_all(b"}")
+}
+
+/// The levels of `side` of `summary`'s book, whose converted levels add their native
+/// prices, or of its all-in book (`all_in`).
 fn write_levels(
     out: &mut impl Write,
     names: &[String],
     summary: &Summary,
+    all_in: bool,
     side: Side,
 ) -> io::Result<()> {
+    let (book, natives) = match all_in {
+        true => (&summary.all_in, false),
+        false => (&summary.book, true),
+    };
     out.write_all(b"[")?;
-    for (index, level) in summary.book.side(side).as_slice().iter().enumerate() {
+    for (index, level) in book.side(side).as_slice().iter().enumerate() {
         let separator = if index == 0 { "" } else { "," };
         write!(
             out,
@@ -127,7 +168,7 @@ fn write_levels(
             level.price,
             level.amount
         )?;
-        if let Some(native) = summary.native_price(side, index) {
+        if let Some(native) = summary.native_price(side, index).filter(|_| natives) {
             write!(out, r#","native_price":"{native}""#)?;
         }
         out.write_all(b"}")?;
@@ -286,5 +327,58 @@ mod tests {
                            "exchange_unix_ns": 1_699_999_999_950_000_123_u64},
             })
         );
+    }
+
+    /// Where a venue charges a fee, the line carries each book's fee and the book net of
+    /// them; where none does, neither.
+    #[test]
+    fn fees_and_the_all_in_book_are_written_where_a_venue_charges_one() {
+        let text = "[venues.binance]\ntaker_fee_bps = \"10\"\n[[instruments]]\n\
+                    name = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\", kraken = \"ETH/BTC\" }\n";
+        let config = crate::config::RawConfig::parse(text, "test.toml")
+            .and_then(|raw| raw.validate())
+            .expect("valid");
+        let mut consolidation = crate::merger::Consolidation::configured(&config, 0);
+        let book = |bid: &str, ask: &str| {
+            let mut book = crate::book::TopBook::default();
+            let level = |price: &str| crate::book::Level {
+                price: decimal(price),
+                amount: decimal("2"),
+            };
+            book.bids.push(level(bid));
+            book.asks.push(level(ask));
+            crate::feed::handoff::VenueFeed {
+                state: VenueState::Synced,
+                book,
+            }
+        };
+        consolidation.apply(0, &book("0.05", "0.0501"));
+        consolidation.apply(1, &book("0.04999", "0.05011"));
+        let mut summary = Summary::default();
+        consolidation.summarize(1, &mut summary);
+        let mut line = Vec::new();
+        write_summary(&mut line, &config.instruments[0], &summary).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&line).expect("JSON");
+        assert_eq!(
+            value["fees_bps"],
+            serde_json::json!({"binance": "10", "kraken": "0"})
+        );
+        assert_eq!(value["bids"][0]["exchange"], "binance");
+        // 0.05 × 0.999 = 0.04995 sits below Kraken's 0.04999; 0.0501 × 1.001 = 0.0501501.
+        let all_in = &value["all_in"];
+        assert_eq!(all_in["bids"][0]["exchange"], "kraken");
+        assert_eq!(all_in["bids"][1]["price"], "0.04995000");
+        assert_eq!(all_in["asks"][0]["price"], "0.05011000");
+        assert_eq!(all_in["asks"][1]["price"], "0.05015010");
+        assert_eq!(all_in["spread"], "0.00012000");
+        assert_eq!(all_in["bids"][1].get("native_price"), None);
+
+        consolidation.set_taker_fees(&[Default::default(); 2], 1);
+        consolidation.summarize(2, &mut summary);
+        line.clear();
+        write_summary(&mut line, &config.instruments[0], &summary).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&line).expect("JSON");
+        assert_eq!(value.get("all_in"), None);
+        assert_eq!(value.get("fees_bps"), None);
     }
 }

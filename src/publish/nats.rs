@@ -168,7 +168,8 @@ impl Publisher {
 pub fn encode(format: NatsFormat, instrument: &Instrument, summary: &Summary, out: &mut Vec<u8>) {
     match format {
         NatsFormat::Protobuf => {
-            let message = super::proto::exact_summary(instrument, summary);
+            // Subscribers cannot ask: the all-in book travels where a venue charges a fee.
+            let message = super::proto::exact_summary(instrument, summary, summary.charges_fees);
             message.encode(out).expect("a Vec grows as needed");
         }
         NatsFormat::Json => {

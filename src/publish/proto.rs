@@ -25,6 +25,19 @@ fn legacy_levels(names: &[String], levels: &[MergedLevel]) -> Vec<Level> {
         .collect()
 }
 
+/// The all-in book's levels of `side`: net prices, no native ones.
+fn all_in_levels(names: &[String], summary: &summary::Summary, side: Side) -> Vec<ExactLevel> {
+    let levels = summary.all_in_book().side(side).as_slice().iter();
+    levels
+        .map(|level| ExactLevel {
+            exchange: names[usize::from(level.source)].clone(),
+            price: level.price.to_string(),
+            amount: level.amount.to_string(),
+            native_price: String::new(),
+        })
+        .collect()
+}
+
 fn exact_levels(names: &[String], summary: &summary::Summary, side: Side) -> Vec<ExactLevel> {
     let levels = summary.book.side(side).as_slice().iter().enumerate();
     levels
@@ -51,11 +64,30 @@ pub fn legacy_summary(instrument: &Instrument, summary: &summary::Summary) -> Su
     }
 }
 
-/// `summary`, a summary of `instrument`, exactly. Its books are named as the
-/// instrument names them (`Instrument::source_names`).
-pub fn exact_summary(instrument: &Instrument, summary: &summary::Summary) -> ExactSummary {
+/// `summary`, a summary of `instrument`, exactly, and its all-in book where `all_in`
+/// asks for it. Its books are named as the instrument names them
+/// (`Instrument::source_names`).
+pub fn exact_summary(
+    instrument: &Instrument,
+    summary: &summary::Summary,
+    all_in: bool,
+) -> ExactSummary {
     let names = &instrument.source_names;
+    let all_in_side = |side| match all_in {
+        true => all_in_levels(names, summary, side),
+        false => Vec::new(),
+    };
     ExactSummary {
+        all_in_bids: all_in_side(Side::Bid),
+        all_in_asks: all_in_side(Side::Ask),
+        all_in_spread: match all_in {
+            true => summary
+                .all_in_book()
+                .spread
+                .map(|spread| spread.to_string()),
+            false => None,
+        }
+        .unwrap_or_default(),
         instrument: instrument.name.clone(),
         seq: summary.sequence,
         ts_ns: summary.published_ns,
@@ -102,6 +134,7 @@ pub fn exact_summary(instrument: &Instrument, summary: &summary::Summary) -> Exa
                     rate_age_ns: rate.map_or(0, |rate| summary.age_ns(rate.received_ns)),
                     received_unix_ns: summary.received_unix_ns(received),
                     exchange_unix_ns: summary.source_exchange_time_ns[source],
+                    taker_fee_bps: summary.source_taker_fees[source].to_string(),
                 }
             })
             .collect(),
@@ -142,7 +175,7 @@ mod tests {
             source: 0,
         });
         summary.native_prices.bids[0] = decimal("90000");
-        let exact = exact_summary(&instrument, &summary);
+        let exact = exact_summary(&instrument, &summary, false);
         assert_eq!(
             (exact.currency.as_str(), exact.amount_unit.as_str()),
             ("USD", "USD")

@@ -89,6 +89,68 @@ impl Rate {
     }
 }
 
+/// A venue's taker fee: what a trader pays on the value of every order that takes
+/// liquidity, in basis points (1 bp = 0.01 %). Applied to a level it is a rate: a bid sold
+/// into yields its price times `1 - fee`, an ask bought costs its price times `1 + fee`
+/// (`TakerFee::rate`), rounded against the trader as a conversion is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TakerFee {
+    bps: FixedPoint,
+}
+
+impl TakerFee {
+    /// The highest fee a configuration may set: 10 %.
+    pub const MAX_BPS: FixedPoint = FixedPoint::from_raw(1_000 * SCALE);
+    /// A fee's basis points keep at most this many fractional digits, so that the
+    /// fraction (bps / 10,000) is exact in a `FixedPoint`'s eight.
+    pub const BPS_DECIMALS: u32 = 4;
+
+    /// `bps` basis points; `None` above `MAX_BPS` or with more than `BPS_DECIMALS`
+    /// fractional digits.
+    pub fn from_bps(bps: FixedPoint) -> Option<TakerFee> {
+        let exact = bps
+            .raw()
+            .is_multiple_of(10u64.pow(crate::fixed::DECIMALS - Self::BPS_DECIMALS));
+        (exact && bps <= Self::MAX_BPS).then_some(TakerFee { bps })
+    }
+
+    pub fn bps(&self) -> FixedPoint {
+        self.bps
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.bps.is_zero()
+    }
+
+    /// The fee as a fraction of a price (10 bps is 0.001).
+    pub fn fraction(&self) -> FixedPoint {
+        FixedPoint::from_raw(self.bps.raw() / 10_000)
+    }
+
+    /// The fee as the rate a level's price is multiplied by (`Direction::Multiply`): a
+    /// bid by `1 - fee`, an ask by `1 + fee`.
+    pub fn rate(&self) -> Rate {
+        let fraction = self.fraction().raw();
+        Rate {
+            bid: FixedPoint::from_raw(SCALE - fraction),
+            ask: FixedPoint::from_raw(SCALE + fraction),
+            received_ns: 0,
+        }
+    }
+}
+
+/// The basis points in the fewest digits: `10`, `7.5`.
+impl fmt::Display for TakerFee {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = self.bps.with_decimals(Self::BPS_DECIMALS);
+        let text = text.as_str();
+        match text.contains('.') {
+            true => f.write_str(text.trim_end_matches('0').trim_end_matches('.')),
+            false => f.write_str(text),
+        }
+    }
+}
+
 /// Which way a venue's prices go through its rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Direction {

@@ -239,3 +239,25 @@ proptest! {
         prop_assert!(converted.next().is_none());
     }
 }
+
+#[test]
+fn a_taker_fee_is_a_rate_either_side_of_one_and_prints_in_its_fewest_digits() {
+    let fee = |text: &str| TakerFee::from_bps(text.parse().unwrap());
+    let ten = fee("10").expect("a fee");
+    assert_eq!(ten.fraction(), "0.001".parse().unwrap());
+    assert_eq!(
+        (ten.rate().bid, ten.rate().ask),
+        ("0.999".parse().unwrap(), "1.001".parse().unwrap())
+    );
+    assert_eq!(ten.to_string(), "10");
+    assert_eq!(fee("7.5").unwrap().to_string(), "7.5");
+    assert_eq!(
+        fee("0.0001").unwrap().fraction().raw(),
+        1,
+        "the finest fee is exact"
+    );
+    assert_eq!(fee("0").unwrap().to_string(), "0");
+    assert_eq!(fee("0.00001"), None, "a fraction finer than 10^-8");
+    assert_eq!(fee("1000").unwrap().to_string(), "1000");
+    assert_eq!(fee("1000.0001"), None, "above 10 %");
+}

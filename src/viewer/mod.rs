@@ -313,6 +313,7 @@ async fn stream(
         .await;
     let request = SummaryRequest {
         instrument: instrument.to_owned(),
+        ..Default::default()
     };
     let mut summaries = client
         .book_summary_exact(request)

@@ -494,6 +494,7 @@ mod tests {
             ],
             currency: String::new(),
             amount_unit: "ETH".into(),
+            ..ExactSummary::default()
         }
     }
 

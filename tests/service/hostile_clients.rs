@@ -117,6 +117,7 @@ async fn a_huge_request_is_refused_unread_and_a_long_name_not_echoed() {
     let mut client = ports.grpc_client().await;
     let huge = proto::SummaryRequest {
         instrument: "x".repeat(64 << 10),
+        ..Default::default()
     };
     let status = client.book_summary_exact(huge).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
@@ -124,6 +125,7 @@ async fn a_huge_request_is_refused_unread_and_a_long_name_not_echoed() {
     // Under the request limit, but no instrument: named back in 40 characters at most.
     let long = proto::SummaryRequest {
         instrument: "y".repeat(900),
+        ..Default::default()
     };
     let status = client.book_summary_exact(long).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::NotFound);
@@ -164,6 +166,7 @@ async fn a_huge_request_is_refused_unread_and_a_long_name_not_echoed() {
     // The connection, and the service, are fine.
     let known = proto::SummaryRequest {
         instrument: "ETH/BTC".into(),
+        ..Default::default()
     };
     assert!(client.book_summary_exact(known).await.is_ok());
     ports.service.stop().await;
@@ -181,6 +184,7 @@ async fn the_metrics_port_bounds_its_connections_and_their_idle_time() {
     // The flood holds the metrics port's places only: gRPC serves meanwhile.
     let request = proto::SummaryRequest {
         instrument: "ETH/BTC".into(),
+        ..Default::default()
     };
     assert!(
         ports
@@ -220,6 +224,7 @@ async fn the_grpc_port_bounds_its_connections_and_their_handshake_time() {
     let mut client = ports.grpc_client().await;
     let request = proto::SummaryRequest {
         instrument: "ETH/BTC".into(),
+        ..Default::default()
     };
     let mut summaries = client
         .book_summary_exact(request)

@@ -12,11 +12,32 @@ use mergebook::sim::Simulator;
 use mergebook::venue::VenueId;
 use serde_json::Value;
 
-use crate::service::{DEPTH, both_synced, eventually, http_get, start, wait_for};
+use crate::service::{DEPTH, both_synced, eventually, http_get, start, start_with_fee, wait_for};
 
 /// (exchange, price, amount) — the independent merge of the simulator's last frames:
 /// serde_json, concatenate, sort by price, larger amount, venue; take DEPTH.
 fn independent_merge(simulator: &Simulator, side: &str) -> Vec<(String, String, String)> {
+    independent_all_in(simulator, side, 0)
+}
+
+/// `independent_merge` with Binance's levels net of `binance_fee_bps` (whole basis
+/// points), in integers: a bid times (10,000 - fee) / 10,000 rounded down, an ask times
+/// (10,000 + fee) / 10,000 rounded up, to 10^-8.
+fn independent_all_in(
+    simulator: &Simulator,
+    side: &str,
+    binance_fee_bps: u128,
+) -> Vec<(String, String, String)> {
+    let raw = |text: &str| -> u128 {
+        let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+        let fraction = format!("{fraction:0<8}");
+        whole.parse::<u128>().unwrap() * 100_000_000 + fraction.parse::<u128>().unwrap()
+    };
+    let text = |raw: u128| format!("{}.{:08}", raw / 100_000_000, raw % 100_000_000);
+    let net = |price: u128| match side {
+        "bids" => price * (10_000 - binance_fee_bps) / 10_000,
+        _ => (price * (10_000 + binance_fee_bps)).div_ceil(10_000),
+    };
     let mut levels = Vec::new();
     for (venue, stream) in [
         (VenueId::Binance, "ethbtc@depth10@100ms"),
@@ -29,8 +50,12 @@ fn independent_merge(simulator: &Simulator, side: &str) -> Vec<(String, String, 
         )
         .unwrap();
         for level in frame["data"][side].as_array().unwrap().iter().take(DEPTH) {
-            let text = |index: usize| level[index].as_str().unwrap().to_owned();
-            levels.push((venue.name().to_owned(), text(0), text(1)));
+            let field = |index: usize| raw(level[index].as_str().unwrap());
+            let price = match venue {
+                VenueId::Binance => net(field(0)),
+                _ => field(0),
+            };
+            levels.push((venue.name().to_owned(), text(price), text(field(1))));
         }
     }
     let number = |text: &String| text.parse::<f64>().unwrap();
@@ -108,6 +133,7 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
         .unwrap();
     let request = proto::SummaryRequest {
         instrument: "ETH/BTC".into(),
+        ..Default::default()
     };
     let mut exact = client
         .book_summary_exact(request)
@@ -127,6 +153,7 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
     let once = client
         .book(proto::SummaryRequest {
             instrument: "ETH/BTC".into(),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -189,12 +216,14 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
     let missing = client
         .book_summary_exact(proto::SummaryRequest {
             instrument: "XRP/EUR".into(),
+            ..Default::default()
         })
         .await;
     assert_eq!(missing.unwrap_err().code(), tonic::Code::NotFound);
     let missing = client
         .book(proto::SummaryRequest {
             instrument: "XRP/EUR".into(),
+            ..Default::default()
         })
         .await;
     assert_eq!(missing.unwrap_err().code(), tonic::Code::NotFound);
@@ -206,6 +235,78 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
         })
         .await;
     }
+}
+
+/// Asked for it, the exact stream and `Book` carry the all-in book: Binance's levels net
+/// of its 25 bp fee, merged again with Bitstamp's (no fee), against the simulator's last
+/// frames netted apart; the JSON line carries the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_all_in_book_nets_each_venue_of_its_fee_where_asked() {
+    let harness = start_with_fee(60_000, "25").await;
+    let mut summaries = harness.service.summaries(0);
+    wait_for(&mut summaries, both_synced).await;
+    harness.simulator.pause_until_silent(VenueId::Binance).await;
+    harness
+        .simulator
+        .pause_until_silent(VenueId::Bitstamp)
+        .await;
+    let instrument = &harness.service.config().instruments[0];
+    let holds_the_last_frames = |summary: &Summary| {
+        ["bids", "asks"].iter().all(|side| {
+            line_levels(instrument, summary, side) == independent_merge(&harness.simulator, side)
+        })
+    };
+    let last = wait_for(&mut summaries, holds_the_last_frames).await;
+    let expected_bids = independent_all_in(&harness.simulator, "bids", 25);
+    let expected_asks = independent_all_in(&harness.simulator, "asks", 25);
+    assert_ne!(
+        expected_bids,
+        independent_merge(&harness.simulator, "bids"),
+        "the fee changes the book"
+    );
+
+    let mut client = OrderbookAggregatorClient::connect(format!("http://{}", harness.grpc))
+        .await
+        .unwrap();
+    let request = |all_in| proto::SummaryRequest {
+        instrument: "ETH/BTC".into(),
+        all_in,
+    };
+    let book = client.book(request(true)).await.unwrap().into_inner();
+    assert_eq!(book.seq, last.sequence);
+    assert_eq!(exact_levels(&book.all_in_bids), expected_bids);
+    assert_eq!(exact_levels(&book.all_in_asks), expected_asks);
+    let fees: Vec<_> = book
+        .venue_quotes
+        .iter()
+        .map(|quote| (quote.exchange.as_str(), quote.taker_fee_bps.as_str()))
+        .collect();
+    assert_eq!(fees, [("binance", "25"), ("bitstamp", "0")]);
+    let mut stream = client
+        .book_summary_exact(request(true))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(stream.message().await.unwrap(), Some(book.clone()));
+    // Not asked for, not sent.
+    let plain = client.book(request(false)).await.unwrap().into_inner();
+    assert!(plain.all_in_bids.is_empty() && plain.all_in_spread.is_empty());
+    assert_eq!(plain.bids, book.bids);
+
+    let mut line = Vec::new();
+    jsonl::write_summary(&mut line, instrument, &last).unwrap();
+    let line: Value = serde_json::from_slice(&line).unwrap();
+    let all_in_bids: Vec<_> = line["all_in"]["bids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|level| {
+            let field = |key: &str| level[key].as_str().unwrap().to_owned();
+            (field("exchange"), field("price"), field("amount"))
+        })
+        .collect();
+    assert_eq!(all_in_bids, expected_bids);
+    harness.service.stop().await;
 }
 
 /// grpcurl, grpcui and Postman find the services and their messages by server

@@ -33,6 +33,15 @@ pub(crate) async fn start(stale_after_ms: u64) -> Harness {
     start_with(stale_after_ms, |_| {}).await
 }
 
+/// As `start`, Binance charging `binance_fee_bps` (`venues.binance.taker_fee_bps`).
+pub(crate) async fn start_with_fee(stale_after_ms: u64, binance_fee_bps: &str) -> Harness {
+    let simulator = simulator().await;
+    let binance_url = simulator.url(VenueId::Binance);
+    let config = harness_config(&simulator, stale_after_ms, &binance_url)
+        .set("venues.binance.taker_fee_bps", binance_fee_bps);
+    serve_config(simulator, &config).await
+}
+
 /// `setup` configures the simulator before the service connects to it.
 async fn start_with(stale_after_ms: u64, setup: impl FnOnce(&Simulator)) -> Harness {
     let simulator = simulator().await;
@@ -47,7 +56,13 @@ async fn simulator() -> Simulator {
 
 /// The service on `simulator`, its Binance reader connecting to `binance_url`.
 async fn serve(simulator: Simulator, stale_after_ms: u64, binance_url: &str) -> Harness {
-    let config = TestConfig::new()
+    let config = harness_config(&simulator, stale_after_ms, binance_url);
+    serve_config(simulator, &config).await
+}
+
+/// ETH/BTC on Binance (at `binance_url`) and Bitstamp.
+fn harness_config(simulator: &Simulator, stale_after_ms: u64, binance_url: &str) -> TestConfig {
+    TestConfig::new()
         .set("service.depth", DEPTH as i64)
         .set("service.stale_after_ms", stale_after_ms as i64)
         .set("feed.backoff_initial_ms", 20)
@@ -58,7 +73,10 @@ async fn serve(simulator: Simulator, stale_after_ms: u64, binance_url: &str) -> 
             "ETH/BTC",
             &[(VenueId::Binance, "ETHBTC"), (VenueId::Bitstamp, "ethbtc")],
         )
-        .build();
+}
+
+async fn serve_config(simulator: Simulator, config: &TestConfig) -> Harness {
+    let config = config.build();
     let listeners = Listeners::loopback().await.unwrap();
     let grpc_addr = listeners.grpc.local_addr().unwrap();
     let metrics_addr = listeners.metrics.local_addr().unwrap();

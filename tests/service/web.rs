@@ -139,7 +139,11 @@ async fn the_page_and_each_instrument_s_latest_book_are_served() {
                 .iter()
                 .find(|s| s.instrument == index && s.sequence == sequence)
                 .unwrap_or_else(|| panic!("{instrument}: no summary {sequence} written"));
-            let exact = exact_summary(&service.config().instruments[index], summary);
+            let exact = exact_summary(
+                &service.config().instruments[index],
+                summary,
+                summary.charges_fees,
+            );
             let expected = |side: &[mergebook::publish::proto::ExactLevel]| {
                 let side = side.iter();
                 side.map(|l| (l.exchange.clone(), l.price.clone(), l.amount.clone()))
@@ -256,7 +260,7 @@ async fn the_page_in_a_browser_follows_the_book_and_the_service_s_restart() {
             .iter()
             .find(|s| s.instrument == 0 && s.sequence == sequence)
             .expect("the page's book was written");
-        let exact = exact_summary(&config.instruments[0], summary);
+        let exact = exact_summary(&config.instruments[0], summary, summary.charges_fees);
         let row = |level: &mergebook::publish::proto::ExactLevel| {
             vec![
                 level.exchange.clone(),

@@ -370,6 +370,7 @@ pub fn run(spec: &SoakSpec) -> Result<SoakReport, String> {
         };
         let request = SummaryRequest {
             instrument: String::new(),
+            ..Default::default()
         };
         let Ok(response) = client.book_summary_exact(request).await else {
             return;

@@ -68,7 +68,8 @@ impl Books {
     fn event_text(&self, index: usize, summary: &Summary) -> Arc<str> {
         let mut written = self.written[index].lock().expect("not poisoned");
         if written.1.is_empty() || written.0 != summary.sequence {
-            let json = summary_json(&exact_summary(&self.instruments[index], summary));
+            let exact = exact_summary(&self.instruments[index], summary, summary.charges_fees);
+            let json = summary_json(&exact);
             *written = (summary.sequence, json.to_string().into());
         }
         Arc::clone(&written.1)
