@@ -361,6 +361,8 @@ impl Service {
         let connections = plan_connections(&config);
         let (recorder, connection_recorders) = start_recorder(&config, &connections, &metrics)?;
 
+        let (quotes, quote_inbox, merger_thread) =
+            merger::quote::quote_queue(config.grpc_max_queued_quotes);
         let stop_merger = Arc::new(AtomicBool::new(false));
         let merger_heartbeat_ns = Arc::new(AtomicU64::new(crate::clock::monotonic_ns()));
         let merger = merger::spawn(
@@ -374,6 +376,7 @@ impl Service {
                 observer,
                 rate_links: merger::RateLinks::new(&config),
                 host_clock: Arc::clone(&host_clock),
+                quotes: Some((quote_inbox, merger_thread)),
             },
             Arc::clone(&metrics),
             Arc::clone(&stop_merger),
@@ -418,7 +421,14 @@ impl Service {
         let grpc_config = Arc::clone(&config);
         let grpc_summaries = summaries.clone();
         tasks.push(tokio::spawn(async move {
-            grpc::serve(listeners.grpc, grpc_config, grpc_summaries, &grpc_metrics).await;
+            grpc::serve(
+                listeners.grpc,
+                grpc_config,
+                grpc_summaries,
+                quotes,
+                &grpc_metrics,
+            )
+            .await;
         }));
         if let Some(nats) = &config.nats {
             tasks.push(tokio::spawn(publish::nats::run(

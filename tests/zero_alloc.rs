@@ -238,28 +238,31 @@ fn applying_diff_events_allocates_nothing_in_steady_state() {
 }
 
 /// From a synced book on, each of `frames` decoded → applied (each must be) → its top
-/// into the mailbox: nothing allocates once warm.
+/// and its whole book into the mailbox: nothing allocates once warm.
 fn synced_events_allocate_nothing<F: AsRef<[u8]>>(
     venue: VenueId,
-    mut sync: mergebook::book::diff_sync::BookSync,
+    sync: mergebook::book::diff_sync::BookSync,
     frames: &[F],
     what: &str,
 ) {
     use mergebook::book::diff_sync::UpdateOutcome;
     const MAX_LEVELS: usize = 5000;
+    let mut sync = sync.with_full_depth(true);
     let mut update = mergebook::book::BookUpdate::with_capacity(MAX_LEVELS);
-    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let (mut sender, mut receiver) = mailbox(VenueFeed::default());
     let apply = |frame: &[u8]| {
         let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
         assert!(matches!(message, Message::Book { .. }));
         assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
         sender
-            .publish_with(|top| -> Result<(), ()> {
-                sync.book.top(10, top);
+            .publish_with(|feed| -> Result<(), ()> {
+                sync.write_top(10, 0, &mut feed.book);
+                sync.write_full_depth(&mut feed.full_depth);
                 Ok(())
             })
             .unwrap();
         assert!(receiver.take());
+        assert!(receiver.latest().full_depth.is_present());
     };
     allocates_nothing_after_warm_up(frames, apply, what);
 }
@@ -281,21 +284,23 @@ fn a_diff_path_allocates_nothing<F: AsRef<[u8]>>(
     venue
         .decode_diff(snapshot, MAX_LEVELS, &mut update)
         .unwrap();
-    let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000);
+    let mut sync = BookSync::new(venue.facts().sequencing, MAX_LEVELS, 1000).with_full_depth(true);
     sync.on_snapshot(&update);
-    let (mut sender, mut receiver) = mailbox(TopBook::default());
+    let (mut sender, mut receiver) = mailbox(VenueFeed::default());
     let apply = |frame: &[u8]| {
         let message = venue.decode_diff(frame, MAX_LEVELS, &mut update).unwrap();
         assert!(matches!(message, Message::Book { .. }));
         assert_eq!(sync.on_update(&update), UpdateOutcome::Applied);
         then(&mut sync, &update);
         sender
-            .publish_with(|top| -> Result<(), ()> {
-                sync.book.top(10, top);
+            .publish_with(|feed| -> Result<(), ()> {
+                sync.write_top(10, 0, &mut feed.book);
+                sync.write_full_depth(&mut feed.full_depth);
                 Ok(())
             })
             .unwrap();
         assert!(receiver.take());
+        assert!(receiver.latest().full_depth.is_present());
     };
     allocates_nothing_after_warm_up(frames, apply, what);
 }

@@ -826,6 +826,7 @@ impl CoinbaseExchangeCore {
                 settle: Duration::from_secs(1),
             }),
             whole_book: false,
+            full_depth: false,
         };
         let stream = CoreStream {
             name: "BAND-GBP".to_owned(),

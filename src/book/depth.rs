@@ -8,6 +8,7 @@
 //! for a level near the top, `log2(depth)` at worst). The arrays are allocated once, with
 //! room for `max_levels`; applying an event never allocates.
 
+use super::full_depth::Journal;
 use super::{Level, Levels, Side, TopBook};
 
 /// One decoded diff event or snapshot: the levels it sets, in wire order, and the venue's
@@ -197,7 +198,7 @@ impl DepthSide {
 
 /// A full-depth book (see the module docs). Levels beyond `max_levels` a side are dropped,
 /// worst first: they are as unknown as the levels beyond the snapshot's depth.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct DepthBook {
     bids: DepthSide,
     asks: DepthSide,
@@ -205,6 +206,15 @@ pub struct DepthBook {
     /// Deletes of a price the book did not hold (harmless, but a sign of a bad sync when
     /// frequent; the recordings have none).
     pub absent_deletes: u64,
+    /// Its changes, where copies of it are kept up to date (`full_depth::FullDepth`).
+    journal: Option<Box<Journal>>,
+}
+
+/// No room: a book that is only ever a copy of another (`copy_levels_from`).
+impl Default for DepthBook {
+    fn default() -> Self {
+        DepthBook::new(0)
+    }
 }
 
 impl DepthBook {
@@ -214,32 +224,82 @@ impl DepthBook {
             asks: DepthSide::new(Side::Ask, max_levels),
             max_levels,
             absent_deletes: 0,
+            journal: None,
+        }
+    }
+
+    /// The book journaling its changes, so that copies of it can follow
+    /// (`full_depth::FullDepth::update_from`).
+    pub fn with_journal(mut self) -> DepthBook {
+        self.journal = Some(Box::default());
+        self
+    }
+
+    pub(super) fn journal(&self) -> Option<&Journal> {
+        self.journal.as_deref()
+    }
+
+    /// Makes this book's levels `other`'s, with its room (reserved whole, so that
+    /// following it never allocates); the journal is not copied.
+    pub(super) fn copy_levels_from(&mut self, other: &DepthBook) {
+        self.max_levels = other.max_levels;
+        for (side, of) in [(&mut self.bids, &other.bids), (&mut self.asks, &other.asks)] {
+            side.levels.clear();
+            side.levels.reserve(other.max_levels);
+            side.levels.extend_from_slice(&of.levels);
         }
     }
 
     pub fn clear(&mut self) {
         self.bids.levels.clear();
         self.asks.levels.clear();
+        if let Some(journal) = &mut self.journal {
+            journal.new_epoch();
+        }
     }
 
     /// Replaces the book with a snapshot whose sides are sorted best first.
     pub fn replace(&mut self, snapshot: &BookUpdate) {
         self.bids.replace(&snapshot.bids, self.max_levels);
         self.asks.replace(&snapshot.asks, self.max_levels);
+        if let Some(journal) = &mut self.journal {
+            journal.new_epoch();
+        }
+    }
+
+    /// Sets one level of `side` (a copy following its book's journal).
+    #[inline]
+    pub(super) fn set(&mut self, side: Side, level: Level) {
+        let max_levels = self.max_levels;
+        let _ = match side {
+            Side::Bid => self.bids.set(level, max_levels),
+            Side::Ask => self.asks.set(level, max_levels),
+        };
+    }
+
+    /// Sets `level` of `side`, journaled, counting a delete of a price not there.
+    #[inline]
+    fn set_journaled(&mut self, side: Side, level: Level) {
+        let of = match side {
+            Side::Bid => &mut self.bids,
+            Side::Ask => &mut self.asks,
+        };
+        if !of.set(level, self.max_levels) {
+            self.absent_deletes += 1;
+        }
+        if let Some(journal) = &mut self.journal {
+            journal.set(side, level);
+        }
     }
 
     /// Applies one diff event's levels in wire order.
     #[inline]
     pub fn apply(&mut self, update: &BookUpdate) {
         for &level in &update.bids {
-            if !self.bids.set(level, self.max_levels) {
-                self.absent_deletes += 1;
-            }
+            self.set_journaled(Side::Bid, level);
         }
         for &level in &update.asks {
-            if !self.asks.set(level, self.max_levels) {
-                self.absent_deletes += 1;
-            }
+            self.set_journaled(Side::Ask, level);
         }
     }
 
@@ -249,8 +309,8 @@ impl DepthBook {
     /// changes by price, not by sequence).
     pub fn apply_changes_after(&mut self, update: &BookUpdate, last_id: u64) {
         let sides = [
-            (&update.bids, &update.change_ids.bids, &mut self.bids),
-            (&update.asks, &update.change_ids.asks, &mut self.asks),
+            (&update.bids, &update.change_ids.bids, Side::Bid),
+            (&update.asks, &update.change_ids.asks, Side::Ask),
         ];
         for (levels, ids, side) in sides {
             for (index, (&level, &id)) in levels.iter().zip(ids).enumerate() {
@@ -260,8 +320,8 @@ impl DepthBook {
                     (levels.iter().zip(ids).enumerate()).any(|(other, (at, &later))| {
                         other != index && at.price == level.price && later > id
                     });
-                if id > last_id && !superseded && !side.set(level, self.max_levels) {
-                    self.absent_deletes += 1;
+                if id > last_id && !superseded {
+                    self.set_journaled(side, level);
                 }
             }
         }
@@ -280,6 +340,9 @@ impl DepthBook {
         for side in [&mut self.bids, &mut self.asks] {
             let excess = side.levels.len().saturating_sub(levels);
             side.levels.drain(..excess);
+        }
+        if let Some(journal) = &mut self.journal {
+            journal.truncate(levels);
         }
     }
 
@@ -314,8 +377,16 @@ impl DepthBook {
         self.asks.top(depth, &mut out.asks);
     }
 
-    /// The whole side, best first (tests and the simulator).
-    pub fn levels(&self, side: Side) -> impl Iterator<Item = &Level> {
+    /// The whole side, worst first: the order it is kept in.
+    pub fn worst_first(&self, side: Side) -> &[Level] {
+        &self.side(side).levels
+    }
+
+    /// The whole side, best first.
+    pub fn levels(
+        &self,
+        side: Side,
+    ) -> impl DoubleEndedIterator<Item = &Level> + ExactSizeIterator {
         self.side(side).levels.iter().rev()
     }
 

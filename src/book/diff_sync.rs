@@ -201,6 +201,15 @@ impl BookSync {
         }
     }
 
+    /// A book that journals its changes, where `full_depth`, so that its whole book can
+    /// be handed over beside its top (`BookSync::write_full_depth`).
+    pub fn with_full_depth(mut self, full_depth: bool) -> BookSync {
+        if full_depth {
+            self.book = std::mem::take(&mut self.book).with_journal();
+        }
+        self
+    }
+
     /// A book whose snapshots hold at most `levels` a side, which may be less than the
     /// venue's whole book (KuCoin's public top 100): a side a snapshot filled is known
     /// only to its last level ([`BookSync::proves`]).
@@ -236,6 +245,12 @@ impl BookSync {
         out.venue_sequence = self.last_id;
         out.received_ns = received_ns;
         out.exchange_time_ns = self.exchange_time_ns;
+    }
+
+    /// Brings `out` to the synced book whole, where it journals its changes (empty
+    /// otherwise).
+    pub fn write_full_depth(&self, out: &mut crate::book::full_depth::FullDepth) {
+        out.update_from(&self.book);
     }
 
     pub fn buffered(&self) -> usize {

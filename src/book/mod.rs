@@ -5,6 +5,7 @@
 
 pub mod depth;
 pub mod diff_sync;
+pub mod full_depth;
 
 pub use depth::{BookUpdate, DepthBook, WireDecimals};
 

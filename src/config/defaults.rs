@@ -39,6 +39,7 @@ pub const BACKOFF_RESET_AFTER_MS: IntKey =
     int("feed.backoff_reset_after_ms", 30_000, 1_000, 3_600_000);
 pub const GRPC_LISTEN: TextKey = text("grpc.listen", "127.0.0.1:50051");
 pub const GRPC_MAX_CLIENTS: IntKey = int("grpc.max_clients", 1024, 1, 65_536);
+pub const GRPC_MAX_QUEUED_QUOTES: IntKey = int("grpc.max_queued_quotes", 64, 1, 4096);
 pub const GRPC_CLIENT_BUFFER_BYTES: IntKey =
     int("grpc.client_buffer_bytes", 262_144, 16_384, 67_108_864);
 /// Above `grpc.max_clients`: a client beyond those gets `RESOURCE_EXHAUSTED`, not a
@@ -70,6 +71,7 @@ pub const SERVICE_INTS: &[&IntKey] = &[
     &BACKOFF_MAX_MS,
     &BACKOFF_RESET_AFTER_MS,
     &GRPC_MAX_CLIENTS,
+    &GRPC_MAX_QUEUED_QUOTES,
     &GRPC_CLIENT_BUFFER_BYTES,
     &GRPC_MAX_CONNECTIONS,
     &GRPC_HANDSHAKE_TIMEOUT_MS,
@@ -91,6 +93,10 @@ pub fn default_mode(venue: crate::venue::VenueId) -> &'static str {
         false => "diff",
     }
 }
+pub const FULL_DEPTH: BoolKey = BoolKey {
+    key: "service.full_depth",
+    default: true,
+};
 pub const ALLOW_ONE_SIDED: BoolKey = BoolKey {
     key: "allow_one_sided",
     default: false,

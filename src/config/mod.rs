@@ -117,6 +117,8 @@ pub struct Config {
     pub grpc_listen: SocketAddr,
     /// gRPC streams served at once; more are refused (`RESOURCE_EXHAUSTED`).
     pub grpc_max_clients: usize,
+    /// Quote requests waiting for the merger; more are refused (`RESOURCE_EXHAUSTED`).
+    pub grpc_max_queued_quotes: usize,
     /// Bytes of summaries that may wait for one gRPC client that reads slower than they
     /// come (HTTP/2's send buffer and the socket's); past it, the client skips to the
     /// latest summary.
@@ -392,6 +394,9 @@ pub struct DiffSettings {
     /// Whether snapshots are the venue's whole book, asked for with the configured key,
     /// where its public snapshot is only its top (`Snapshots::whole_book_url`).
     pub whole_book: bool,
+    /// Whether its readers hand the merger each book whole beside its top
+    /// (`service.full_depth`), for quotes over full depth (`book::full_depth`).
+    pub full_depth: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

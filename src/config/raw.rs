@@ -41,6 +41,8 @@ pub struct RawService {
     pub stale_after_ms: Option<i64>,
     pub max_feed_delay_ms: Option<i64>,
     pub max_instruments: Option<i64>,
+    /// Whether readers in diff mode hand the merger their whole books for quotes.
+    pub full_depth: Option<bool>,
     pub output: Option<String>,
     pub log_format: Option<String>,
     pub shard: Option<String>,
@@ -107,6 +109,7 @@ pub struct RawWeb {
 pub struct RawGrpc {
     pub listen: Option<String>,
     pub max_clients: Option<i64>,
+    pub max_queued_quotes: Option<i64>,
     pub client_buffer_bytes: Option<i64>,
     pub max_connections: Option<i64>,
     pub handshake_timeout_ms: Option<i64>,

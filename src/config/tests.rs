@@ -667,6 +667,10 @@ fn the_shipped_files_state_every_default() {
         let value = at(&file, setting.key).and_then(toml::Value::as_str);
         assert_eq!(value, Some(setting.default), "{}", setting.key);
     }
+    for setting in [&defaults::FULL_DEPTH, &defaults::WEB_ENABLED] {
+        let value = at(&file, setting.key).and_then(toml::Value::as_bool);
+        assert_eq!(value, Some(setting.default), "{}", setting.key);
+    }
     for &venue in VenueId::ALL {
         let key = |name: &str| format!("venues.{venue}.{name}");
         let text_at = |name: &str| at(&file, &key(name)).and_then(toml::Value::as_str);

@@ -89,6 +89,8 @@ impl RawConfig {
             feed,
             grpc_listen: defaults::GRPC_LISTEN.socket_address(self.grpc.listen.as_deref())?,
             grpc_max_clients: defaults::GRPC_MAX_CLIENTS.get(self.grpc.max_clients)? as usize,
+            grpc_max_queued_quotes: defaults::GRPC_MAX_QUEUED_QUOTES
+                .get(self.grpc.max_queued_quotes)? as usize,
             grpc_client_buffer_bytes: defaults::GRPC_CLIENT_BUFFER_BYTES
                 .get(self.grpc.client_buffer_bytes)? as usize,
             grpc_connections: ConnectionLimits {
@@ -472,6 +474,10 @@ impl RawConfig {
             if let FeedMode::Diff(diff) = &mut mode {
                 diff.whole_book =
                     api_key.is_some() && venue.facts().credentials == Credentials::SignedRest;
+                diff.full_depth = self
+                    .service
+                    .full_depth
+                    .unwrap_or(defaults::FULL_DEPTH.default);
             }
             let allow_one_sided = raw
                 .and_then(|raw| raw.allow_one_sided)
@@ -866,8 +872,9 @@ fn venue_mode(venue: VenueId, raw: &RawVenue, depth: usize) -> Result<FeedMode, 
         snapshot_timeout: read(&defaults::SNAPSHOT_TIMEOUT_MS, raw.snapshot_timeout_ms)
             .map(milliseconds)?,
         audit,
-        // Set once the key is read (`venues`).
+        // Set once the key and the service's settings are read (`venues`).
         whole_book: false,
+        full_depth: false,
     }))
 }
 

@@ -2,6 +2,7 @@
 //! state ([`VenueFeed`]), through a single-slot mailbox whose reader end is the merger's
 //! and whose writer end is a [`FeedSender`].
 
+use crate::book::full_depth::FullDepth;
 use crate::book::{TopBook, field_bytes};
 use crate::mailbox::Sender;
 use crate::merger::summary::VenueState;
@@ -13,11 +14,39 @@ use tokio::sync::Notify;
 
 /// What a reader hands the merger for one (venue, instrument): the latest book and the
 /// state of the feed. Latest value wins, so a state change and a book travel together.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Debug, Default)]
 pub struct VenueFeed {
     pub state: VenueState,
     /// Meaningful when `state` is `Synced` (it carries its own receive time).
     pub book: TopBook,
+    /// The whole book `book` is the top of, where the reader keeps one and hands it over
+    /// (diff mode, `service.full_depth`): what quotes walk. Off the merge's path: the
+    /// merger reads it only to answer a quote.
+    pub full_depth: FullDepth,
+}
+
+impl Clone for VenueFeed {
+    fn clone(&self) -> Self {
+        VenueFeed {
+            state: self.state,
+            book: self.book,
+            full_depth: self.full_depth.clone(),
+        }
+    }
+
+    /// Reuses the full-depth copy's room.
+    fn clone_from(&mut self, source: &Self) {
+        self.state = source.state;
+        self.book = source.book;
+        self.full_depth.clone_from(&source.full_depth);
+    }
+}
+
+/// Feeds compare by state and top book: the full-depth copy follows the top.
+impl PartialEq for VenueFeed {
+    fn eq(&self, other: &Self) -> bool {
+        self.state == other.state && self.book == other.book
+    }
 }
 
 impl VenueFeed {

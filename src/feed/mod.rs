@@ -980,7 +980,7 @@ impl Reader {
         std::mem::swap(&mut self.outlet.fetches, &mut successor.outlet.fetches);
         if let Books::Held(feeds) = &successor.outlet.books {
             for (stream, feed) in feeds.iter().enumerate() {
-                self.outlet.publish(stream, |slot| *slot = *feed);
+                self.outlet.publish(stream, |slot| slot.clone_from(feed));
             }
         }
         // A close frame, not waited on for long: the new connection's frames are waiting.

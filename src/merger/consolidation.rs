@@ -8,13 +8,13 @@
 //! book is older than the stale age is shown with that state and left out, so a partial
 //! or stale book is never presented as live.
 
-use crate::book::{Side, TopBook};
+use crate::book::{Level, Side, TopBook};
 use crate::config::{Config, RateFrom};
 use crate::feed::handoff::VenueFeed;
 use crate::fixed::FixedPoint;
 use crate::merger::kway::{Origin, VenueBook, merge};
 use crate::merger::summary::{AppliedRate, BestPrices, MAX_SOURCES, Summary, VenueState};
-use crate::units::{Conversion, Currency, Direction, NativePrices, Rate, TakerFee};
+use crate::units::{Conversion, Currency, Direction, NativePrices, OutOfRange, Rate, TakerFee};
 use crate::venue::VenueId;
 
 #[derive(Clone, Copy, Default)]
@@ -140,6 +140,8 @@ pub struct Consolidation {
     currency: Option<Currency>,
     /// What its amounts are counted in, where known.
     amount_unit: Option<Currency>,
+    /// Whether its amounts are notionals in its currency (`unit = "quote"`).
+    counts_notionals: bool,
     /// The sources quoted in another currency (boxed: most books of most instruments are
     /// not, and a slot is a whole book).
     converted: [Option<Box<Converted>>; MAX_SOURCES],
@@ -172,6 +174,7 @@ impl Consolidation {
             latest_received_ns: 0,
             currency: None,
             amount_unit: None,
+            counts_notionals: false,
             converted: Default::default(),
             rate: None,
             fees: [TakerFee::default(); MAX_SOURCES],
@@ -203,6 +206,7 @@ impl Consolidation {
         }
         consolidation.currency = instrument.currency;
         consolidation.amount_unit = instrument.amount_unit();
+        consolidation.counts_notionals = instrument.unit == crate::config::AmountUnit::Quote;
         consolidation.set_taker_fees(&instrument.taker_fees, instrument.price_step);
         for planned in &instrument.conversions {
             let rate = planned.rate.map(|rate_index| {
@@ -299,6 +303,50 @@ impl Consolidation {
             }
         }
         self.live_since_ns[source] = slot.live_since_ns();
+    }
+
+    /// The sequence of the last summary written (0: none yet).
+    pub fn sequence(&self) -> u64 {
+        self.sequence
+    }
+
+    /// Whether its amounts are notionals in its currency (`unit = "quote"`).
+    pub fn counts_notionals(&self) -> bool {
+        self.counts_notionals
+    }
+
+    /// How many sources the instrument has.
+    pub fn source_count(&self) -> usize {
+        self.source_venues.len()
+    }
+
+    /// How `source`'s levels become the instrument's, where it is in the merge: synced
+    /// (or one-sided where allowed), and converted where it needs to be (its rate there).
+    /// `None` where it is left out, as `summarize` leaves it out.
+    pub fn merged_source(&self, source: usize) -> Option<SourceTerms<'_>> {
+        let slot = &self.sources[source];
+        if !is_merged(slot.state, self.one_sided_allowed[source]) {
+            return None;
+        }
+        let conversion = match &self.converted[source] {
+            None => None,
+            Some(converted) => {
+                let rate = match &converted.rate {
+                    Some((_, applied)) => applied.rate?,
+                    None => Rate::fixed(FixedPoint::ONE),
+                };
+                Some((converted.conversion, rate))
+            }
+        };
+        let fee = self.netted[source]
+            .as_ref()
+            .map(|netted| (netted.conversion, netted.fee.rate()));
+        Some(SourceTerms {
+            venue: self.source_venues[source],
+            book: &slot.book,
+            conversion,
+            fee,
+        })
     }
 
     /// The state of `source` and its latest synced book as its venue quotes it (before
@@ -463,6 +511,41 @@ impl Consolidation {
     }
 }
 
+/// How a merged source's levels become the instrument's: its venue, its book as the
+/// venue quotes it (contracts already in the base coin), and the conversion and fee netting
+/// its levels go through, where they do. What a quote walks (`merger::quote`).
+pub struct SourceTerms<'a> {
+    pub venue: VenueId,
+    pub book: &'a TopBook,
+    conversion: Option<(Conversion, Rate)>,
+    fee: Option<(Conversion, Rate)>,
+}
+
+impl SourceTerms<'_> {
+    /// `level` of `side`, as the venue quotes it, in the instrument's terms: converted
+    /// where the source is, and net of its fee where `all_in`; `None` where its price
+    /// comes to zero (see `Conversion::level`).
+    #[inline]
+    pub fn level(
+        &self,
+        side: Side,
+        level: Level,
+        all_in: bool,
+    ) -> Result<Option<Level>, OutOfRange> {
+        let level = match &self.conversion {
+            None => level,
+            Some((conversion, rate)) => match conversion.level(side, level, rate)? {
+                Some(level) => level,
+                None => return Ok(None),
+            },
+        };
+        match (&self.fee, all_in) {
+            (Some((netting, fee)), true) => netting.level(side, level, fee),
+            _ => Ok(Some(level)),
+        }
+    }
+}
+
 /// Which instruments convert through which instrument's book.
 #[derive(Clone, Debug, Default)]
 pub struct RateLinks {
@@ -535,6 +618,7 @@ mod tests {
         VenueFeed {
             state: VenueState::Synced,
             book,
+            ..VenueFeed::default()
         }
     }
 
@@ -730,6 +814,7 @@ mod tests {
         VenueFeed {
             state: VenueState::Synced,
             book,
+            ..VenueFeed::default()
         }
     }
 
@@ -1020,7 +1105,7 @@ mod tests {
                     book.asks.push(level(price));
                 }
                 consolidation.one_sided_allowed[source] = true;
-                consolidation.apply(source, &VenueFeed { state: VenueState::Synced, book });
+                consolidation.apply(source, &VenueFeed { state: VenueState::Synced, book, ..VenueFeed::default() });
                 consolidation.sources[source].state = VenueState::Synced;
             }
             let mut summary = Summary::default();

@@ -5,6 +5,7 @@
 
 pub mod consolidation;
 pub mod kway;
+pub mod quote;
 pub mod summary;
 
 pub use consolidation::{Consolidation, RateLinks};
@@ -49,6 +50,12 @@ pub struct MergerSpec<O: PublishObserver = ()> {
     pub rate_links: RateLinks,
     /// The host's clock, for the venues' delays to publish.
     pub host_clock: Arc<HostClock>,
+    /// Quotes to answer between passes (`quote`), and where the merger's thread is made
+    /// known to those who ask them (they wake it).
+    pub quotes: Option<(
+        quote::QuoteInbox,
+        Arc<std::sync::OnceLock<std::thread::Thread>>,
+    )>,
 }
 
 /// What hears of each publish, with the frames in it and its times: the load harness
@@ -117,6 +124,9 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         } else {
             tracing::error!(core, "could not pin the merger thread; running unpinned");
         }
+    }
+    if let Some((_, thread)) = &spec.quotes {
+        let _ = thread.set(std::thread::current());
     }
     let stale_after_ns = spec.stale_after.as_nanos() as u64;
     let evictions: Vec<_> = VenueId::ALL
@@ -300,6 +310,18 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         ready.take_each(|index| {
             worked |= serve_and_hand_on(instruments, &mut oldest_live_ns, index, Pass::Ready);
         });
+        // Between passes every instrument's mailboxes hold the books of its last summary.
+        if let Some((inbox, _)) = &spec.quotes {
+            worked |= inbox.answer_some(|request| {
+                let instrument = &instruments[request.instrument];
+                let inputs = &instrument.inputs;
+                quote::quote(
+                    &instrument.consolidation,
+                    |source| &inputs[source].latest().full_depth,
+                    request,
+                )
+            });
+        }
         if stopping {
             break;
         }

@@ -9,6 +9,7 @@
 //! (`OpenStreams`): a client cannot keep places by connecting and asking for nothing.
 
 use crate::config::Config;
+use crate::merger::quote::{QuoteError, QuoteSender};
 use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
 use futures_util::Stream;
@@ -29,6 +30,7 @@ pub struct Aggregator {
     config: Arc<Config>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
     clients: Arc<ClientLimit>,
+    quotes: QuoteSender,
 }
 
 /// The streams open at once, at most `config.grpc_max_clients`.
@@ -203,6 +205,28 @@ impl OrderbookAggregator for Aggregator {
         )))
     }
 
+    async fn quote(
+        &self,
+        request: Request<proto::QuoteRequest>,
+    ) -> Result<Response<proto::QuoteReply>, Status> {
+        let request = request.into_inner();
+        let index = self.instrument_index(&request.instrument)?;
+        let instrument = &self.config.instruments[index];
+        let ask = proto::quote_request(index, &request).map_err(Status::invalid_argument)?;
+        match self.quotes.ask(ask).await {
+            Ok(quote) => Ok(Response::new(proto::quote_reply(instrument, &ask, &quote))),
+            Err(error @ QuoteError::Overloaded) => {
+                Err(Status::resource_exhausted(error.to_string()))
+            }
+            Err(error @ QuoteError::NotionalOfNotionals) => {
+                Err(Status::invalid_argument(error.to_string()))
+            }
+            Err(error @ (QuoteError::NoSummary | QuoteError::Stopped)) => {
+                Err(Status::unavailable(error.to_string()))
+            }
+        }
+    }
+
     async fn instruments(
         &self,
         _: Request<proto::Empty>,
@@ -270,6 +294,7 @@ pub async fn serve(
     listener: TcpListener,
     config: Arc<Config>,
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    quotes: QuoteSender,
     metrics: &Metrics,
 ) {
     let clients = ClientLimit::new(config.grpc_max_clients, metrics);
@@ -282,6 +307,7 @@ pub async fn serve(
         config,
         summaries,
         clients,
+        quotes,
     })
     .max_decoding_message_size(MAX_REQUEST_BYTES);
     let routes = tonic::service::Routes::new(aggregator);
@@ -537,6 +563,7 @@ mod tests {
             config: Arc::new(config),
             summaries: vec![latest],
             clients: ClientLimit::new(1, &Metrics::new()),
+            quotes: crate::merger::quote::quote_queue(1).0,
         };
         let ask = |instrument: &str| {
             Request::new(proto::SummaryRequest {

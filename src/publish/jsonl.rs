@@ -350,6 +350,7 @@ mod tests {
             crate::feed::handoff::VenueFeed {
                 state: VenueState::Synced,
                 book,
+                ..crate::feed::handoff::VenueFeed::default()
             }
         };
         consolidation.apply(0, &book("0.05", "0.0501"));

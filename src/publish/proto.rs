@@ -6,7 +6,7 @@ use crate::book::Side;
 use crate::config::Instrument;
 use crate::fixed::FixedPoint;
 use crate::merger::kway::MergedLevel;
-use crate::merger::summary;
+use crate::merger::{quote, summary};
 
 tonic::include_proto!("orderbook");
 
@@ -138,6 +138,68 @@ pub fn exact_summary(
                 }
             })
             .collect(),
+    }
+}
+
+/// What a `QuoteRequest` asks of instrument `index`, or why it asks nothing clear.
+pub fn quote_request(index: usize, request: &QuoteRequest) -> Result<quote::QuoteRequest, String> {
+    let side = match quote_request::Side::try_from(request.side) {
+        Ok(quote_request::Side::Buy) => quote::QuoteSide::Buy,
+        Ok(quote_request::Side::Sell) => quote::QuoteSide::Sell,
+        _ => return Err("side: BUY or SELL".into()),
+    };
+    let amount = |text: &str, what: &str| match text.parse::<FixedPoint>() {
+        Ok(value) if !value.is_zero() => Ok(value),
+        _ => Err(format!(
+            "{what}: a positive decimal of at most 8 fractional digits, not {:?}",
+            text.chars().take(40).collect::<String>()
+        )),
+    };
+    let target = match (request.quantity.as_str(), request.notional.as_str()) {
+        (quantity, "") if !quantity.is_empty() => {
+            quote::Target::Quantity(amount(quantity, "quantity")?)
+        }
+        ("", notional) if !notional.is_empty() => {
+            quote::Target::Notional(amount(notional, "notional")?)
+        }
+        _ => return Err("set one of quantity and notional".into()),
+    };
+    Ok(quote::QuoteRequest {
+        instrument: index,
+        side,
+        target,
+        all_in: request.all_in,
+    })
+}
+
+/// The reply to `request`, a quote of `instrument`.
+pub fn quote_reply(
+    instrument: &Instrument,
+    request: &quote::QuoteRequest,
+    answer: &quote::Quote,
+) -> QuoteReply {
+    let price = |price: Option<FixedPoint>| price.map(|p| p.to_string()).unwrap_or_default();
+    QuoteReply {
+        instrument: instrument.name.clone(),
+        seq: answer.sequence,
+        filled: quote::decimal_text(answer.filled, 8),
+        notional: quote::decimal_text(answer.notional, 16),
+        average_price: price(answer.average_price),
+        worst_price: price(answer.worst_price),
+        depth_exhausted: answer.exhausted,
+        venues: (answer.fills[..answer.sources].iter())
+            .zip(&instrument.source_names)
+            .map(|(fill, name)| VenueFill {
+                exchange: name.clone(),
+                merged: fill.merged,
+                full_depth: fill.full_depth,
+                book_seq: fill.sequence,
+                filled: quote::decimal_text(fill.filled, 8),
+                notional: quote::decimal_text(fill.notional, 16),
+                levels: fill.levels,
+            })
+            .collect(),
+        all_in: request.all_in,
     }
 }
 

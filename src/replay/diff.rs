@@ -429,5 +429,6 @@ pub(crate) fn replay_settings(depths: DiffDepths) -> DiffSettings {
         snapshot_timeout: std::time::Duration::ZERO,
         audit: None,
         whole_book: false,
+        full_depth: false,
     }
 }

@@ -272,6 +272,28 @@ impl Conversion {
         })
     }
 
+    /// One level of `side` converted, as `side` converts each (for a walk of a whole book,
+    /// level by level): `None` where its price rounds to zero (a bid worth nothing, as is
+    /// every bid below it). Its amount may round down to nothing.
+    pub fn level(
+        &self,
+        side: Side,
+        level: Level,
+        rate: &Rate,
+    ) -> Result<Option<Level>, OutOfRange> {
+        let price = FixedPoint::from_raw(self.price(side, level.price, rate)?);
+        if price.is_zero() {
+            return Ok(None);
+        }
+        let amount = self
+            .amount(level.amount, level.price, price)
+            .ok_or(OutOfRange)?;
+        Ok(Some(Level {
+            price,
+            amount: FixedPoint::from_raw(amount),
+        }))
+    }
+
     /// Writes the best `depth` levels of `native`'s `side` converted into `out`, and each
     /// converted level's native price into `natives`. Levels that round to one price are
     /// one level: their amounts summed, its native price the worse of theirs (what an

@@ -15,6 +15,7 @@ mod history;
 mod hostile_clients;
 mod nats;
 mod outputs;
+mod quotes;
 mod recording;
 mod replay;
 mod replay_twin;

@@ -373,7 +373,13 @@ async fn grpc_reflection_lists_the_services_and_describes_them() {
         .collect();
     assert_eq!(
         methods,
-        ["BookSummary", "BookSummaryExact", "Book", "Instruments"]
+        [
+            "BookSummary",
+            "BookSummaryExact",
+            "Book",
+            "Instruments",
+            "Quote"
+        ]
     );
     harness.service.stop().await;
 }

@@ -171,12 +171,14 @@ fn merged(config: &Config, instrument: usize, venues: &[VenueStanding]) -> Summa
             let synced = VenueFeed {
                 state: VenueState::Synced,
                 book,
+                ..VenueFeed::default()
             };
             merger.apply(venue, &synced);
         }
         let feed = VenueFeed {
             state,
             book: book.unwrap_or_default(),
+            ..VenueFeed::default()
         };
         merger.apply(venue, &feed);
     }

@@ -315,6 +315,8 @@ impl FeedCore {
             sync.write_top(depth, received_ns, &mut feed.book);
             exact = in_base_currency(&mut feed.book, contract_size);
             feed.state = publishable_state(exact);
+            sync.write_full_depth(&mut feed.full_depth);
+            feed.full_depth.contract_size = contract_size;
         });
         self.after_publish(slot, exact, received_ns, out);
     }

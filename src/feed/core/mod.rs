@@ -274,6 +274,7 @@ impl FeedCore {
                         settings.max_levels,
                         settings.max_buffered,
                     )
+                    .with_full_depth(settings.full_depth)
                     .with_partial_snapshots(match settings.whole_book {
                         true => None,
                         false => venue
