@@ -14,7 +14,8 @@
 //! Exact: amounts in 10^-8 (a `FixedPoint`'s raw units) and notionals in 10^-16 (a price
 //! times an amount, unrounded), both in `u128`; the average price is rounded against the
 //! trader (up for a buy, down for a sell). A notional target takes the last level's
-//! amount rounded down, so a quote never spends more than it was asked to.
+//! amount rounded down, so a quote never spends (or raises) more than it was asked to;
+//! the walk ends at that level.
 
 use super::consolidation::{Consolidation, SourceTerms};
 use super::summary::MAX_SOURCES;
@@ -542,6 +543,12 @@ mod tests {
             by_levels[source] += 1;
             by_filled[source] += take;
             worst = Some(price as u64);
+            if take < amount {
+                // A level taken in part ends the walk: a notional's last fraction of a
+                // unit is not sought in worse levels.
+                exhausted = false;
+                break;
+            }
         }
         if left == 0 {
             exhausted = false;
