@@ -376,6 +376,7 @@ impl Service {
                 observer,
                 rate_links: merger::RateLinks::new(&config),
                 host_clock: Arc::clone(&host_clock),
+                bands_bps: config.bands_bps.clone(),
                 quotes: Some((quote_inbox, merger_thread)),
             },
             Arc::clone(&metrics),

@@ -93,6 +93,9 @@ pub fn default_mode(venue: crate::venue::VenueId) -> &'static str {
         false => "diff",
     }
 }
+/// `service.bands_bps`: what a user of such a book asks for first.
+pub const BANDS_BPS: [u16; 5] = [5, 10, 25, 50, 100];
+pub const BANDS_BPS_MAX: u16 = 5_000;
 pub const FULL_DEPTH: BoolKey = BoolKey {
     key: "service.full_depth",
     default: true,

@@ -104,6 +104,9 @@ pub enum LogFormat {
 pub struct Config {
     /// Levels per side kept per venue and published.
     pub depth: usize,
+    /// The distances from the mid, in basis points, ascending, that every summary counts
+    /// each side's depth within (`merger::bands`).
+    pub bands_bps: Vec<u16>,
     /// A venue whose latest book is older than this is evicted from the merge.
     pub stale_after: Duration,
     /// A synced book whose venue's time is further behind its receipt than this makes

@@ -43,6 +43,9 @@ pub struct RawService {
     pub max_instruments: Option<i64>,
     /// Whether readers in diff mode hand the merger their whole books for quotes.
     pub full_depth: Option<bool>,
+    /// The distances from the mid, in basis points, that summaries count each side's
+    /// depth within.
+    pub bands_bps: Option<Vec<i64>>,
     pub output: Option<String>,
     pub log_format: Option<String>,
     pub shard: Option<String>,

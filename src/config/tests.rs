@@ -216,6 +216,16 @@ fn errors_name_the_key_and_the_value() {
             "venues.binance.ping_interval_ms = 1000: the venue takes no application pings",
         ),
         (
+            "[service]\nbands_bps = [10, 5]\n",
+            "service.bands_bps = [10, 5]: at most 8 distances in basis points, ascending, \
+             each from 1 to 5000",
+        ),
+        (
+            "[service]\nbands_bps = [0]\n",
+            "service.bands_bps = [0]: at most 8 distances in basis points, ascending, \
+             each from 1 to 5000",
+        ),
+        (
             "[venues.binance]\ntaker_fee_bps = \"1000.5\"\n",
             "venues.binance.taker_fee_bps = \"1000.5\": basis points from \"0\" to \"1000\", \
              at most 4 fractional digits (\"7.5\")",
@@ -667,6 +677,14 @@ fn the_shipped_files_state_every_default() {
         let value = at(&file, setting.key).and_then(toml::Value::as_str);
         assert_eq!(value, Some(setting.default), "{}", setting.key);
     }
+    let bands = at(&file, "service.bands_bps").and_then(toml::Value::as_array);
+    let bands: Option<Vec<i64>> =
+        bands.map(|bands| bands.iter().filter_map(toml::Value::as_integer).collect());
+    let default: Vec<i64> = defaults::BANDS_BPS
+        .iter()
+        .map(|&bp| i64::from(bp))
+        .collect();
+    assert_eq!(bands, Some(default), "service.bands_bps");
     for setting in [&defaults::FULL_DEPTH, &defaults::WEB_ENABLED] {
         let value = at(&file, setting.key).and_then(toml::Value::as_bool);
         assert_eq!(value, Some(setting.default), "{}", setting.key);

@@ -69,6 +69,7 @@ impl RawConfig {
                 "expected \"spin\", \"spin-then-yield\" or \"park\"",
             )
         })?;
+        let bands_bps = self.bands_bps()?;
         let feed = self.feed_settings()?;
         let shard = self.shard()?;
         super::fees::check_venue_fees(&self.venues)?;
@@ -80,6 +81,7 @@ impl RawConfig {
 
         Ok(Config {
             depth,
+            bands_bps,
             stale_after,
             max_feed_delay,
             output,
@@ -230,6 +232,31 @@ impl RawConfig {
                 .unwrap_or(defaults::NATS_TLS_REQUIRED.default),
             health_every: defaults::NATS_HEALTH_EVERY_MS.get_millis(raw.health_every_ms)?,
         }))
+    }
+
+    /// `service.bands_bps`: at most `MAX_BANDS` distances, ascending, each from 1 bp to
+    /// `BANDS_BPS_MAX`.
+    fn bands_bps(&self) -> Result<Vec<u16>, ConfigError> {
+        let Some(bands) = &self.service.bands_bps else {
+            return Ok(defaults::BANDS_BPS.to_vec());
+        };
+        let valid = bands.len() <= crate::merger::summary::MAX_BANDS
+            && bands
+                .iter()
+                .all(|bp| (1..=i64::from(defaults::BANDS_BPS_MAX)).contains(bp))
+            && bands.windows(2).all(|pair| pair[0] < pair[1]);
+        if !valid {
+            return Err(invalid(
+                "service.bands_bps",
+                format!("{bands:?}"),
+                format!(
+                    "at most {} distances in basis points, ascending, each from 1 to {}",
+                    crate::merger::summary::MAX_BANDS,
+                    defaults::BANDS_BPS_MAX
+                ),
+            ));
+        }
+        Ok(bands.iter().map(|&bp| bp as u16).collect())
     }
 
     /// `[feed]`.

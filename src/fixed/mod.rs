@@ -673,6 +673,18 @@ impl FixedPoint {
     }
 }
 
+/// `value` in units of 10^-`decimals`, as exact decimal text: sums of amounts (10^-8) and
+/// of prices times amounts (10^-16), which outgrow a `FixedPoint`.
+pub fn wide_decimal_text(value: u128, decimals: u32) -> String {
+    let scale = 10u128.pow(decimals);
+    format!(
+        "{}.{:0width$}",
+        value / scale,
+        value % scale,
+        width = decimals as usize
+    )
+}
+
 impl FixedPoint {
     /// The exact decimal text, with `decimals` fractional digits (as a venue prints a
     /// pair's prices: Bitstamp sends `9328.28`) when the digits past them are zeros, and

@@ -3,6 +3,7 @@
 //! book to its instrument's [`Consolidation`], k-way merges the synced venues' books
 //! ([`kway`]) and publishes the [`Summary`](summary::Summary).
 
+pub mod bands;
 pub mod consolidation;
 pub mod kway;
 pub mod quote;
@@ -50,6 +51,8 @@ pub struct MergerSpec<O: PublishObserver = ()> {
     pub rate_links: RateLinks,
     /// The host's clock, for the venues' delays to publish.
     pub host_clock: Arc<HostClock>,
+    /// The bands every summary carries (`service.bands_bps`).
+    pub bands_bps: Vec<u16>,
     /// Quotes to answer between passes (`quote`), and where the merger's thread is made
     /// known to those who ask them (they wake it).
     pub quotes: Option<(
@@ -212,10 +215,17 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                 return false;
             }
             let consolidation = &mut instrument.consolidation;
+            let inputs = &instrument.inputs;
             let mut received_ns = 0;
             let mut record = None;
             instrument.output.publish_with(|summary| {
                 consolidation.summarize(clock::unix_ns(), summary);
+                bands::write(
+                    consolidation,
+                    |source| &inputs[source].latest().full_depth,
+                    &spec.bands_bps,
+                    summary,
+                );
                 // Read after the take: a book handed over since `now` is younger than
                 // `now`, and its age is reported as of this write.
                 let written_ns = clock::monotonic_ns();

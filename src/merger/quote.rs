@@ -368,17 +368,6 @@ pub fn average(notional: u128, filled: u128, side: QuoteSide) -> Option<FixedPoi
     u64::try_from(price).ok().map(FixedPoint::from_raw)
 }
 
-/// `value` in units of 10^-`decimals`, as exact decimal text.
-pub fn decimal_text(value: u128, decimals: u32) -> String {
-    let scale = 10u128.pow(decimals);
-    format!(
-        "{}.{:0width$}",
-        value / scale,
-        value % scale,
-        width = decimals as usize
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

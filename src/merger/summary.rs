@@ -114,6 +114,40 @@ pub struct Summary {
     pub all_in: MergedBook,
     /// Each source's taker fee (zero past its sources).
     pub source_taker_fees: [TakerFee; MAX_SOURCES],
+    /// What each side holds within the configured distances of the mid
+    /// (`merger::bands`).
+    pub bands: Bands,
+}
+
+/// The most bands a summary carries (`service.bands_bps`).
+pub const MAX_BANDS: usize = 8;
+
+/// One side's depth within one band: the amount (raw, 10^-8) and its notional (price
+/// times amount, 10^-16), exact.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BandDepth {
+    pub amount: u128,
+    pub notional: u128,
+}
+
+/// A summary's bands: `count` distances from the mid in basis points, ascending, and each
+/// side's depth within each (a band holds the ones inside it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bands {
+    pub count: usize,
+    pub bps: [u16; MAX_BANDS],
+    pub bids: [BandDepth; MAX_BANDS],
+    pub asks: [BandDepth; MAX_BANDS],
+    /// Whether every merged venue's whole book was counted (`false`: some only to the
+    /// published depth, their readers keeping no whole book).
+    pub full_depth: bool,
+}
+
+impl Bands {
+    /// (distance in bp, bids' depth, asks' depth) of each band, narrowest first.
+    pub fn each(&self) -> impl Iterator<Item = (u16, BandDepth, BandDepth)> + '_ {
+        (0..self.count).map(|band| (self.bps[band], self.bids[band], self.asks[band]))
+    }
 }
 
 /// The rate a venue's book was converted at: what its levels' native prices are in, and
@@ -161,6 +195,7 @@ impl Summary {
             charges_fees,
             all_in,
             source_taker_fees,
+            bands,
         } = self;
         *instrument = 0;
         *sequence = 0;
@@ -183,6 +218,7 @@ impl Summary {
         }
         *charges_fees = false;
         *source_taker_fees = [TakerFee::default(); MAX_SOURCES];
+        *bands = Bands::default();
     }
 
     /// The book net of taker fees: `all_in` where a source charges one, else the book.
@@ -289,6 +325,11 @@ mod tests {
             source_rate: [Some(AppliedRate::default()); MAX_SOURCES],
             charges_fees: true,
             source_taker_fees: [TakerFee::from_bps(FixedPoint::ONE).unwrap(); MAX_SOURCES],
+            bands: Bands {
+                count: 1,
+                full_depth: true,
+                ..Bands::default()
+            },
             ..Summary::default()
         };
         summary.all_in.asks.push(level(11));

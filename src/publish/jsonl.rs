@@ -28,6 +28,16 @@
 //!  {"currency":"USDT","pair":"USDT/USD","bid":"1.00010000","ask":"1.00030000","age_ns":1200}}}
 //! ```
 //!
+//! `"bands"` gives what each side holds within each configured distance of the mid
+//! (`service.bands_bps`; `ExactSummary`'s `bands`), narrowest first, and whether every
+//! merged venue's whole book was counted:
+//!
+//! ```text
+//! …,"bands":{"full_depth":true,"within":[{"bps":5,"bid_amount":"3.20000000",
+//!  "bid_notional":"0.2182400000000000","ask_amount":"1.50000000",
+//!  "ask_notional":"0.1023450000000000"},…]}}
+//! ```
+//!
 //! Where a venue of the instrument charges a taker fee, `"fees_bps"` gives each book's
 //! (basis points, `"0"` where none) and `"all_in"` the book net of them, as
 //! `ExactSummary`'s `all_in_*` fields: each level priced at what taking it yields or costs
@@ -122,7 +132,36 @@ pub fn write_summary(
     if summary.charges_fees {
         write_all_in(out, names, summary)?;
     }
+    write_bands(out, summary)?;
     out.write_all(b"}\n")
+}
+
+/// `"bands"`, where the summary has any.
+fn write_bands(out: &mut impl Write, summary: &Summary) -> io::Result<()> {
+    let wide = crate::fixed::wide_decimal_text;
+    for (index, (bps, bids, asks)) in summary.bands.each().enumerate() {
+        if index == 0 {
+            write!(
+                out,
+                r#","bands":{{"full_depth":{},"within":["#,
+                summary.bands.full_depth
+            )?;
+        } else {
+            out.write_all(b",")?;
+        }
+        write!(
+            out,
+            r#"{{"bps":{bps},"bid_amount":"{}","bid_notional":"{}","ask_amount":"{}","ask_notional":"{}"}}"#,
+            wide(bids.amount, 8),
+            wide(bids.notional, 16),
+            wide(asks.amount, 8),
+            wide(asks.notional, 16)
+        )?;
+    }
+    if summary.bands.count > 0 {
+        out.write_all(b"]}")?;
+    }
+    Ok(())
 }
 
 /// `"fees_bps"` and `"all_in"`.

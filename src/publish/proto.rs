@@ -77,7 +77,18 @@ pub fn exact_summary(
         true => all_in_levels(names, summary, side),
         false => Vec::new(),
     };
+    let wide = crate::fixed::wide_decimal_text;
     ExactSummary {
+        bands: (summary.bands.each())
+            .map(|(bps, bids, asks)| Band {
+                bps: u32::from(bps),
+                bid_amount: wide(bids.amount, 8),
+                bid_notional: wide(bids.notional, 16),
+                ask_amount: wide(asks.amount, 8),
+                ask_notional: wide(asks.notional, 16),
+            })
+            .collect(),
+        bands_full_depth: summary.bands.full_depth,
         all_in_bids: all_in_side(Side::Bid),
         all_in_asks: all_in_side(Side::Ask),
         all_in_spread: match all_in {
@@ -182,8 +193,8 @@ pub fn quote_reply(
     QuoteReply {
         instrument: instrument.name.clone(),
         seq: answer.sequence,
-        filled: quote::decimal_text(answer.filled, 8),
-        notional: quote::decimal_text(answer.notional, 16),
+        filled: crate::fixed::wide_decimal_text(answer.filled, 8),
+        notional: crate::fixed::wide_decimal_text(answer.notional, 16),
         average_price: price(answer.average_price),
         worst_price: price(answer.worst_price),
         depth_exhausted: answer.exhausted,
@@ -194,8 +205,8 @@ pub fn quote_reply(
                 merged: fill.merged,
                 full_depth: fill.full_depth,
                 book_seq: fill.sequence,
-                filled: quote::decimal_text(fill.filled, 8),
-                notional: quote::decimal_text(fill.notional, 16),
+                filled: crate::fixed::wide_decimal_text(fill.filled, 8),
+                notional: crate::fixed::wide_decimal_text(fill.notional, 16),
                 levels: fill.levels,
             })
             .collect(),

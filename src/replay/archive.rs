@@ -130,6 +130,7 @@ pub fn replay_venue_files<I: Iterator<Item = RecordedFrame>>(
             diff_stats: &mut [],
             on_feed: &mut |_, _, _| {},
             rate_links: &rate_links,
+            bands_bps: &config.bands_bps,
         };
         match &frame.rest_url {
             None => replay_frame(core, &frame, received_ns, &mut outlet),

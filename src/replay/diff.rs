@@ -356,6 +356,7 @@ pub fn replay_diff_frames<I: Iterator<Item = RecordedFrame>>(
             diff_stats: stats,
             on_feed: &mut |_, _, _| {},
             rate_links: &crate::merger::RateLinks::default(),
+            bands_bps: &[],
         };
         match &frame.rest_url {
             None => replay_frame(core, frame, received_ns, &mut outlet),

@@ -315,6 +315,8 @@ pub fn replay_frames<I: Iterator<Item = RecordedFrame>>(
             diff_stats: &mut [],
             on_feed: &mut |_, _, _| {},
             rate_links: &RateLinks::default(),
+            // The service's, as it runs without them configured.
+            bands_bps: &crate::config::defaults::BANDS_BPS,
         };
         replay_frame(&mut cores[input], &frame, received_ns, &mut outlet);
     }
@@ -389,6 +391,9 @@ struct ReplayOutlet<'a> {
     diff_stats: &'a mut [DiffStats],
     /// Hears each feed a core publishes, before it is merged: (instrument, venue, feed).
     on_feed: &'a mut dyn FnMut(usize, VenueId, &VenueFeed),
+    /// The bands each summary counts (`service.bands_bps`), over the books' published
+    /// depth: a replay keeps no venue's whole book beside the top it merges.
+    bands_bps: &'a [u16],
 }
 
 impl FeedOutput for ReplayOutlet<'_> {
@@ -404,6 +409,8 @@ impl FeedOutput for ReplayOutlet<'_> {
         merger.apply(source, &feed);
         let mut summary = Summary::default();
         merger.summarize(self.received_ns, &mut summary);
+        let tops_only = crate::book::full_depth::FullDepth::default();
+        crate::merger::bands::write(merger, |_| &tops_only, self.bands_bps, &mut summary);
         self.tally.summaries += 1;
         (self.emit)(instrument, &summary);
         let rate = self.consolidations[instrument].rate();
@@ -411,6 +418,7 @@ impl FeedOutput for ReplayOutlet<'_> {
             let merger = &mut self.consolidations[dependent];
             if merger.set_rate(rate_index, rate) {
                 merger.summarize(self.received_ns, &mut summary);
+                crate::merger::bands::write(merger, |_| &tops_only, self.bands_bps, &mut summary);
                 self.tally.summaries += 1;
                 (self.emit)(dependent, &summary);
             }

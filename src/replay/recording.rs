@@ -151,6 +151,7 @@ pub fn replay_connections<E: Iterator<Item = TimedEvent>>(
             diff_stats: &mut [],
             on_feed: &mut on_feed,
             rate_links: &rate_links,
+            bands_bps: &config.bands_bps,
         };
         // An audit settled by now is compared before this event, as the service's timer
         // compared it.

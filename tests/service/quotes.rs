@@ -1,6 +1,7 @@
-//! Quotes against the simulator during a busy market: both venues in diff mode, their
-//! readers handing over their whole books; every answer checked against a walk computed
-//! apart from the simulator's own books at the sequences the answer names.
+//! Quotes and bands against the simulator during a busy market: both venues in diff
+//! mode, their readers handing over their whole books; every answer checked against a
+//! walk computed apart from the simulator's own books at the sequences the answer names,
+//! every summary's bands against a count of those books.
 
 use crate::common;
 use common::config::TestConfig;
@@ -25,6 +26,8 @@ const WAIT: Duration = Duration::from_secs(20);
 const SCALE: u128 = 100_000_000;
 /// Binance's fee, in basis points.
 const BINANCE_FEE_BPS: u128 = 10;
+/// Narrow bands: within the twenty levels the simulator remembers of each book.
+const BANDS_BPS: [u16; 3] = [1, 2, 3];
 const SYMBOLS: [(VenueId, &str); 2] = [(VenueId::Binance, "ETHBTC"), (VenueId::Bitstamp, "ethbtc")];
 
 /// A level of the reference: price and amount (raw) and its venue's index in `SYMBOLS`.
@@ -77,6 +80,45 @@ fn reference(
     (filled == quantity).then_some((filled, notional, worst, taken))
 }
 
+/// Each band's (bid amount, bid notional, ask amount, ask notional), counted apart from
+/// both venues' tops; `None` where a band reaches past what they remember.
+fn bands_reference(tops: [&TopBook; 2], summary: &Summary) -> Option<Vec<[u128; 4]>> {
+    let (bid, ask) = (summary.book.bids.best()?, summary.book.asks.best()?);
+    let mids = u128::from(bid.price.raw()) + u128::from(ask.price.raw());
+    let mut bands = Vec::new();
+    for bp in BANDS_BPS.map(u128::from) {
+        let mut band = [0u128; 4];
+        for top in tops {
+            let bids = top.bids.as_slice();
+            let asks = top.asks.as_slice();
+            let bid_within = |p: u128| 2 * p * 10_000 >= mids * (10_000 - bp);
+            let ask_within = |p: u128| 2 * p * 10_000 <= mids * (10_000 + bp);
+            let last = |levels: &[mergebook::book::Level]| -> Option<u128> {
+                Some(u128::from(levels.last()?.price.raw()))
+            };
+            if last(bids).is_none_or(bid_within) || last(asks).is_none_or(ask_within) {
+                return None;
+            }
+            for level in bids
+                .iter()
+                .filter(|l| bid_within(u128::from(l.price.raw())))
+            {
+                band[0] += u128::from(level.amount.raw());
+                band[1] += u128::from(level.amount.raw()) * u128::from(level.price.raw());
+            }
+            for level in asks
+                .iter()
+                .filter(|l| ask_within(u128::from(l.price.raw())))
+            {
+                band[2] += u128::from(level.amount.raw());
+                band[3] += u128::from(level.amount.raw()) * u128::from(level.price.raw());
+            }
+        }
+        bands.push(band);
+    }
+    Some(bands)
+}
+
 fn raw(text: &str, decimals: usize) -> u128 {
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     let fraction = format!("{fraction:0<decimals$}");
@@ -95,6 +137,7 @@ async fn start() -> (Simulator, Service, std::net::SocketAddr) {
         .set("venues.binance.taker_fee_bps", BINANCE_FEE_BPS.to_string())
         .set("venues.bitstamp.mode", "diff")
         .set("venues.bitstamp.snapshot_spacing_ms", 20)
+        .set("service.bands_bps", BANDS_BPS.map(i64::from).to_vec())
         .instrument("ETH/BTC", &SYMBOLS)
         .build();
     simulator.point(&mut config);
@@ -117,16 +160,17 @@ async fn both_synced(summaries: &mut watch::Receiver<Arc<Summary>>) -> Arc<Summa
 /// Twenty quotes while the venues' books move, buys and sells, all-in and not, each the
 /// size of nine levels or so: each answer equals the walk of the simulator's books at
 /// the sequences it names, and names a summary that was published; quotes take more of a
-/// venue's levels than the summaries publish (its whole book walked).
+/// venue's levels than the summaries publish (its whole book walked). Each summary's bands
+/// equal a count of its books, where they lie within what the simulator remembers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quotes_in_a_busy_market_equal_a_walk_of_the_books_they_name() {
+async fn quotes_and_bands_in_a_busy_market_equal_the_books_they_name() {
     let (simulator, service, grpc) = start().await;
     let mut summaries = service.summaries(0);
     both_synced(&mut summaries).await;
     let mut client = OrderbookAggregatorClient::connect(format!("http://{grpc}"))
         .await
         .unwrap();
-    let (mut decided, mut beyond_published) = (0, 0);
+    let (mut decided, mut beyond_published, mut bands_decided) = (0, 0, 0);
     for round in 0..20 {
         // Each quote on books the market has moved since the last.
         summaries.borrow_and_update();
@@ -134,6 +178,34 @@ async fn quotes_in_a_busy_market_equal_a_walk_of_the_books_they_name() {
         moved.expect("the market moves").unwrap();
         let summary = both_synced(&mut summaries).await;
         let (buy, all_in) = (round % 2 == 0, round % 4 < 2);
+        // The summary's bands: its books' counts.
+        let summary_tops: Vec<TopBook> = SYMBOLS
+            .iter()
+            .map(|&(venue, symbol)| {
+                let sequence = summary.venue_sequence(venue);
+                let top = simulator.with_diff_history(venue, symbol, |truths| {
+                    truths
+                        .iter()
+                        .find(|top| top.venue_sequence == sequence)
+                        .copied()
+                });
+                top.unwrap_or_else(|| panic!("{venue} had no book {sequence}"))
+            })
+            .collect();
+        assert!(summary.bands.full_depth);
+        if let Some(expected) = bands_reference([&summary_tops[0], &summary_tops[1]], &summary) {
+            let bands: Vec<[u128; 4]> = summary
+                .bands
+                .each()
+                .map(|(_, bids, asks)| [bids.amount, bids.notional, asks.amount, asks.notional])
+                .collect();
+            assert_eq!(
+                bands, expected,
+                "round {round}'s summary {}",
+                summary.sequence
+            );
+            bands_decided += 1;
+        }
         // About three published levels' worth: nine levels or so of the whole books.
         let side = if buy {
             &summary.book.asks
@@ -208,6 +280,10 @@ async fn quotes_in_a_busy_market_equal_a_walk_of_the_books_they_name() {
     assert!(
         beyond_published > 0,
         "no quote took more than a venue's published levels"
+    );
+    assert!(
+        bands_decided >= 10,
+        "only {bands_decided} of 20 summaries' bands decided"
     );
 
     // What cannot be quoted is refused by name.
