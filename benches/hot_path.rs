@@ -534,6 +534,51 @@ fn merging(c: &mut Criterion) {
             black_box(parse_merge.run(black_box(BINANCE_20), black_box(bitstamp_frame)));
         })
     });
+    // The same, through the merger's own summary, without and with the default bands.
+    let mut parse_summarize = ParseSummarize::new();
+    let bands = mergebook::config::defaults::BANDS_BPS;
+    for (name, bands) in [
+        ("e2e_parse_summarize", &[][..]),
+        ("e2e_parse_summarize_bands", &bands[..]),
+    ] {
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                black_box(parse_summarize.run(
+                    black_box(BINANCE_20),
+                    black_box(bitstamp_frame),
+                    bands,
+                ));
+            })
+        });
+    }
+    c.bench_function("bands_2x10", |b| {
+        b.iter(|| {
+            black_box(parse_summarize.bands(black_box(&bands)));
+        })
+    });
+}
+
+/// Quotes and bands over eight venues' whole books of 1,000 levels a side.
+fn whole_books(c: &mut Criterion) {
+    use mergebook::merger::quote::{QuoteRequest, QuoteSide, Target};
+    let mut books = EightWholeBooks::new();
+    let request = QuoteRequest {
+        instrument: 0,
+        side: QuoteSide::Buy,
+        target: Target::Quantity(FixedPoint::from_raw(25 * 100_000_000)),
+        all_in: false,
+    };
+    let answer = books.quote(&request);
+    assert!(!answer.exhausted && answer.fills.iter().map(|f| f.levels).sum::<u32>() > 100);
+    c.bench_function("quote_25btc_8x1000", |b| {
+        b.iter(|| black_box(books.quote(black_box(&request))))
+    });
+    let bands = mergebook::config::defaults::BANDS_BPS;
+    c.bench_function("bands_8x1000", |b| {
+        b.iter(|| {
+            black_box(books.bands(black_box(&bands)));
+        })
+    });
 }
 
 fn mailboxes(c: &mut Criterion) {
@@ -658,6 +703,10 @@ fn diff_books(c: &mut Criterion) {
     book.apply(&event);
     c.bench_function("book_apply_diff", |b| {
         b.iter(|| book.apply(black_box(&event)))
+    });
+    let mut handover = WholeBookHandover::new();
+    c.bench_function("book_apply_diff_full_depth", |b| {
+        b.iter(|| handover.apply(black_box(&event)))
     });
 }
 
@@ -1100,6 +1149,7 @@ fn recording(c: &mut Criterion) {
 criterion_group!(
     benches,
     decoders,
+    whole_books,
     diff_books,
     kraken,
     bybit,

@@ -981,3 +981,157 @@ pub fn kucoin_futures_delta() -> Vec<u8> {
         .find(|line| line.contains(r#""dp":"increment@10ms", "t":"delta""#));
     delta.expect("a recorded delta").as_bytes().to_vec()
 }
+
+/// `e2e_parse_summarize` and `…_bands`: Binance 20 and Bitstamp 100 decoded into their
+/// feeds, applied to an instrument of the two, summarized; with bands, the summary's
+/// bands (the default five) counted too, over the two tops: the work a snapshot-mode
+/// instrument's publish adds.
+pub struct ParseSummarize {
+    consolidation: mergebook::merger::Consolidation,
+    feeds: [VenueFeed; 2],
+    summary: mergebook::merger::summary::Summary,
+    no_whole_book: mergebook::book::full_depth::FullDepth,
+}
+
+impl ParseSummarize {
+    pub fn new() -> ParseSummarize {
+        let synced = || VenueFeed {
+            state: VenueState::Synced,
+            ..VenueFeed::default()
+        };
+        ParseSummarize {
+            consolidation: mergebook::merger::Consolidation::new(
+                0,
+                KEEP,
+                &[VenueId::Binance, VenueId::Bitstamp],
+            ),
+            feeds: [synced(), synced()],
+            summary: Default::default(),
+            no_whole_book: Default::default(),
+        }
+    }
+
+    pub fn run(
+        &mut self,
+        binance_frame: &[u8],
+        bitstamp_frame: &[u8],
+        bands: &[u16],
+    ) -> &mergebook::merger::summary::Summary {
+        VenueId::Binance
+            .decode(binance_frame, KEEP, &mut self.feeds[0].book)
+            .expect("bench frame decodes");
+        VenueId::Bitstamp
+            .decode(bitstamp_frame, KEEP, &mut self.feeds[1].book)
+            .expect("bench frame decodes");
+        self.consolidation.apply(0, &self.feeds[0]);
+        self.consolidation.apply(1, &self.feeds[1]);
+        self.consolidation.summarize(1, &mut self.summary);
+        if !bands.is_empty() {
+            self.bands(bands);
+        }
+        &self.summary
+    }
+
+    /// The bands alone, over the books `run` left (`bands_2x10`).
+    pub fn bands(&mut self, bands: &[u16]) -> &mergebook::merger::summary::Summary {
+        let whole = &self.no_whole_book;
+        mergebook::merger::bands::write(&self.consolidation, |_| whole, bands, &mut self.summary);
+        &self.summary
+    }
+}
+
+/// `quote_25btc_8x1000` and `bands_8x1000`: an instrument of eight venues, each handing
+/// over a whole book of 1,000 levels a side around 90,000 (a cent apart, 0.001 to 0.1 BTC
+/// each, so that 25 BTC takes some 500 levels over the eight), summarized once.
+pub struct EightWholeBooks {
+    consolidation: mergebook::merger::Consolidation,
+    wholes: Vec<mergebook::book::full_depth::FullDepth>,
+    summary: mergebook::merger::summary::Summary,
+}
+
+impl EightWholeBooks {
+    pub fn new() -> EightWholeBooks {
+        const LEVELS: u64 = 1_000;
+        let mut consolidation = mergebook::merger::Consolidation::new(0, KEEP, EIGHT_VENUES);
+        let mut wholes = Vec::new();
+        let mut rng = mergebook::rng::Rng::new(7);
+        for (source, _) in EIGHT_VENUES.iter().enumerate() {
+            let mid = 9_000_000_000_000 + source as u64 * 1_000_000;
+            let level = |rng: &mut mergebook::rng::Rng, price| {
+                Level::from_raw(price, 100_000 + rng.below(9_900_000))
+            };
+            let mut snapshot = BookUpdate::default();
+            for step in 1..=LEVELS {
+                snapshot.bids.push(level(&mut rng, mid - step * 1_000_000));
+                snapshot.asks.push(level(&mut rng, mid + step * 1_000_000));
+            }
+            let mut book = DepthBook::new(MAX_BOOK_LEVELS).with_journal();
+            book.replace(&snapshot);
+            let mut feed = VenueFeed {
+                state: VenueState::Synced,
+                ..VenueFeed::default()
+            };
+            feed.book.received_ns = 1;
+            book.top(KEEP, &mut feed.book);
+            feed.full_depth.update_from(&book);
+            consolidation.apply(source, &feed);
+            wholes.push(feed.full_depth);
+        }
+        let mut summary = Default::default();
+        consolidation.summarize(1, &mut summary);
+        EightWholeBooks {
+            consolidation,
+            wholes,
+            summary,
+        }
+    }
+
+    pub fn quote(
+        &self,
+        request: &mergebook::merger::quote::QuoteRequest,
+    ) -> mergebook::merger::quote::Quote {
+        let wholes = &self.wholes;
+        mergebook::merger::quote::quote(&self.consolidation, |source| &wholes[source], request)
+            .expect("a summary")
+    }
+
+    pub fn bands(&mut self, bands: &[u16]) -> &mergebook::merger::summary::Summary {
+        let wholes = &self.wholes;
+        mergebook::merger::bands::write(
+            &self.consolidation,
+            |source| &wholes[source],
+            bands,
+            &mut self.summary,
+        );
+        &self.summary
+    }
+}
+
+/// `book_apply_diff_full_depth`: `book_apply_diff`'s event applied to the recorded book
+/// journaling its changes, and the book handed over into the next of three mailbox slots
+/// (each two events behind, as a triple buffer's are when the merger keeps up).
+pub struct WholeBookHandover {
+    book: DepthBook,
+    slots: [mergebook::book::full_depth::FullDepth; 3],
+    next: usize,
+}
+
+impl WholeBookHandover {
+    pub fn new() -> WholeBookHandover {
+        let mut handover = WholeBookHandover {
+            book: std::mem::take(&mut nknusdt_book()).with_journal(),
+            slots: Default::default(),
+            next: 0,
+        };
+        for slot in &mut handover.slots {
+            slot.update_from(&handover.book);
+        }
+        handover
+    }
+
+    pub fn apply(&mut self, event: &BookUpdate) {
+        self.book.apply(event);
+        self.next = (self.next + 1) % 3;
+        self.slots[self.next].update_from(&self.book);
+    }
+}

@@ -162,21 +162,35 @@ impl DepthSide {
     /// Sets one level; returns false when it deleted a price that was not there.
     #[inline]
     fn set(&mut self, level: Level, max_levels: usize) -> bool {
-        match self.find(level.price) {
+        self.set_at(level, max_levels).is_some()
+    }
+
+    /// Sets one level; returns the lowest index whose level changed (the side's length
+    /// where none did), or `None` when it deleted a price that was not there.
+    #[inline]
+    fn set_at(&mut self, level: Level, max_levels: usize) -> Option<usize> {
+        Some(match self.find(level.price) {
             Ok(index) if level.amount.is_zero() => {
                 self.levels.remove(index);
+                index
             }
-            Ok(index) => self.levels[index].amount = level.amount,
-            Err(_) if level.amount.is_zero() => return false,
-            Err(index) if self.levels.len() < max_levels => self.levels.insert(index, level),
+            Ok(index) => {
+                self.levels[index].amount = level.amount;
+                index
+            }
+            Err(_) if level.amount.is_zero() => return None,
+            Err(index) if self.levels.len() < max_levels => {
+                self.levels.insert(index, level);
+                index
+            }
             // Full: the worst level makes room, unless the new one would be the worst.
-            Err(0) => {}
+            Err(0) => self.levels.len(),
             Err(index) => {
                 self.levels.remove(0);
                 self.levels.insert(index - 1, level);
+                0
             }
-        }
-        true
+        })
     }
 
     /// Replaces the side with `best_first` (a snapshot side, sorted best first), keeping
@@ -267,14 +281,17 @@ impl DepthBook {
         }
     }
 
-    /// Sets one level of `side` (a copy following its book's journal).
+    /// Sets one level of `side` (a copy following its book's journal); returns the lowest
+    /// index (worst first) whose level changed, the side's length where none did.
     #[inline]
-    pub(super) fn set(&mut self, side: Side, level: Level) {
+    pub(super) fn set(&mut self, side: Side, level: Level) -> usize {
         let max_levels = self.max_levels;
-        let _ = match side {
-            Side::Bid => self.bids.set(level, max_levels),
-            Side::Ask => self.asks.set(level, max_levels),
+        let of = match side {
+            Side::Bid => &mut self.bids,
+            Side::Ask => &mut self.asks,
         };
+        let len = of.levels.len();
+        of.set_at(level, max_levels).unwrap_or(len)
     }
 
     /// Sets `level` of `side`, journaled, counting a delete of a price not there.
@@ -375,6 +392,11 @@ impl DepthBook {
     pub fn top(&self, depth: usize, out: &mut TopBook) {
         self.bids.top(depth, &mut out.bids);
         self.asks.top(depth, &mut out.asks);
+    }
+
+    /// The levels a side it keeps at most.
+    pub fn max_levels(&self) -> usize {
+        self.max_levels
     }
 
     /// The whole side, worst first: the order it is kept in.

@@ -11,6 +11,11 @@
 //!
 //! The merger reads the copy in its front slot, which is the book of the top it merged
 //! last: a quote over full depth is computed from the books of the summary it names.
+//!
+//! Each copy also keeps its sides' running totals from the worst level up (amount, and
+//! price times amount), so that what lies at or better than a price is two lookups and a
+//! subtraction, not a walk: the summaries' bands reach hundreds of levels deep. A change
+//! near the top, where changes cluster, refreshes only the totals above it.
 
 use super::depth::DepthBook;
 use super::{Level, Side};
@@ -99,6 +104,17 @@ pub struct FullDepth {
     at: Position,
     book: DepthBook,
     pub contract_size: Option<FixedPoint>,
+    /// Per side (bids, asks), each level's running totals from the worst level up: the
+    /// amount (raw) and the notional (raw price times raw amount) of it and every worse
+    /// level.
+    totals: [Vec<(u128, u128)>; 2],
+}
+
+/// What some levels of a side hold: the amount (10^-8) and its notional (10^-16).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    pub amount: u128,
+    pub notional: u128,
 }
 
 impl Clone for FullDepth {
@@ -113,6 +129,7 @@ impl Clone for FullDepth {
         self.at = source.at;
         self.book.copy_levels_from(&source.book);
         self.contract_size = source.contract_size;
+        self.refresh_totals([0, 0]);
     }
 }
 
@@ -139,6 +156,49 @@ impl FullDepth {
     pub fn clear(&mut self) {
         self.at = Position::default();
         self.book.clear();
+        self.totals.iter_mut().for_each(Vec::clear);
+    }
+
+    /// What `side` holds at `bound` or better (a bid at or above it, an ask at or below):
+    /// its amount and notional, from the running totals.
+    pub fn held_within(&self, side: Side, bound: u64) -> Held {
+        let levels = self.book.worst_first(side);
+        let totals = &self.totals[side as usize];
+        // Worst first: the levels beyond the bound come first.
+        let beyond = levels.partition_point(|level| match side {
+            Side::Bid => level.price.raw() < bound,
+            Side::Ask => level.price.raw() > bound,
+        });
+        let all = totals.last().copied().unwrap_or_default();
+        let below = match beyond {
+            0 => (0, 0),
+            at => totals[at - 1],
+        };
+        Held {
+            amount: all.0 - below.0,
+            notional: all.1 - below.1,
+        }
+    }
+
+    /// Recomputes each side's running totals from its index in `from` (worst first) up.
+    fn refresh_totals(&mut self, from: [usize; 2]) {
+        for side in [Side::Bid, Side::Ask] {
+            let levels = self.book.worst_first(side);
+            let totals = &mut self.totals[side as usize];
+            if totals.capacity() < levels.len() {
+                // Once, as the book's own room is reserved: following it never allocates.
+                totals.reserve(self.book.max_levels().max(levels.len()) - totals.len());
+            }
+            let from = from[side as usize].min(levels.len()).min(totals.len());
+            totals.truncate(from);
+            let mut running = totals.last().copied().unwrap_or_default();
+            for level in &levels[from..] {
+                let amount = u128::from(level.amount.raw());
+                running.0 += amount;
+                running.1 += amount * u128::from(level.price.raw());
+                totals.push(running);
+            }
+        }
     }
 
     /// Brings the copy to `book`'s current state: its changes since replayed, or the
@@ -156,16 +216,27 @@ impl FullDepth {
             && self.at.epoch == now.epoch
             && self.at.changes <= now.changes
             && behind <= JOURNAL_CHANGES as u64;
+        // The lowest index of each side whose level changed: the totals above it follow.
+        let mut changed = [usize::MAX; 2];
         if replayable {
             for change in self.at.changes..now.changes {
                 match journal.ring[(change % JOURNAL_CHANGES as u64) as usize] {
-                    Change::Set(side, level) => self.book.set(side, level),
-                    Change::Truncate(levels) => self.book.truncate(levels),
+                    Change::Set(side, level) => {
+                        let at = self.book.set(side, level);
+                        changed[side as usize] = changed[side as usize].min(at);
+                    }
+                    Change::Truncate(levels) => {
+                        // The worst levels go: every total changes.
+                        self.book.truncate(levels);
+                        changed = [0, 0];
+                    }
                 }
             }
         } else {
             self.book.copy_levels_from(book);
+            changed = [0, 0];
         }
+        self.refresh_totals(changed);
         self.at = now;
     }
 }
@@ -243,6 +314,24 @@ mod tests {
                     Step::Publish(slot) => {
                         copies[slot].update_from(&book);
                         prop_assert_eq!(copy_sides(&copies[slot]), sides(&book));
+                        // What each side holds at or better than every price, against
+                        // a sum of the book's levels.
+                        for side in [Side::Bid, Side::Ask] {
+                            for bound in 0..170 {
+                                let within = book.levels(side).filter(|level| match side {
+                                    Side::Bid => level.price.raw() >= bound,
+                                    Side::Ask => level.price.raw() <= bound,
+                                });
+                                let expected = within.fold(Held::default(), |held, level| {
+                                    let amount = u128::from(level.amount.raw());
+                                    Held {
+                                        amount: held.amount + amount,
+                                        notional: held.notional + amount * u128::from(level.price.raw()),
+                                    }
+                                });
+                                prop_assert_eq!(copies[slot].held_within(side, bound), expected);
+                            }
+                        }
                     }
                 }
             }

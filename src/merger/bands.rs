@@ -16,9 +16,41 @@ use crate::book::{Level, Side};
 
 const BP: u128 = 10_000;
 
+/// `mids × factor / 2BP`, rounded up or down, as a price (`u64::MAX` past one). Without a
+/// 128-bit division where `mids` fits 64 bits (any real book): such a division is a call
+/// of tens of nanoseconds, and a summary makes two a band. With `mids = q × 2BP + r`,
+/// `mids × factor / 2BP` is `q × factor + r × factor / 2BP`, and `r × factor` is small.
+#[inline]
+fn scaled(mids: u128, factor: u128, up: bool) -> u64 {
+    const TWICE_BP: u64 = 2 * BP as u64;
+    let factor = factor as u64; // at most 15,000
+    let Ok(mids) = u64::try_from(mids) else {
+        let value = match up {
+            true => (mids * u128::from(factor)).div_ceil(u128::from(TWICE_BP)),
+            false => mids * u128::from(factor) / u128::from(TWICE_BP),
+        };
+        return u64::try_from(value).unwrap_or(u64::MAX);
+    };
+    let (quotient, remainder) = (mids / TWICE_BP, mids % TWICE_BP);
+    let part = remainder * factor;
+    let part = match up {
+        true => part.div_ceil(TWICE_BP),
+        false => part / TWICE_BP,
+    };
+    quotient
+        .checked_mul(factor)
+        .and_then(|whole| whole.checked_add(part))
+        .unwrap_or(u64::MAX)
+}
+
 /// Writes `summary`'s bands at `bps` (ascending, at most `MAX_BANDS`), from
 /// `consolidation`'s merged sources, `full_depth(source)` being each source's whole book
 /// as its reader last handed it over. No bands while either side of the book is empty.
+///
+/// A whole book merged as it comes is counted from its running totals
+/// (`FullDepth::held_within`): a lookup a band, however deep. Every other book is walked
+/// level by level, each level in the instrument's terms: a top of a few levels, or a whole
+/// book converted or sized in contracts.
 pub fn write<'a>(
     consolidation: &'a Consolidation,
     full_depth: impl Fn(usize) -> &'a FullDepth,
@@ -28,18 +60,27 @@ pub fn write<'a>(
     let bands = &mut summary.bands;
     let count = bps.len().min(MAX_BANDS);
     bands.count = count;
-    bands.bps[..count].copy_from_slice(&bps[..count]);
-    bands.bids = [BandDepth::default(); MAX_BANDS];
-    bands.asks = [BandDepth::default(); MAX_BANDS];
+    // Element by element: a copy of a few bytes is otherwise a call to `memmove`, and the
+    // slot's other bands are never read.
+    for (band, &bp) in bands.bps.iter_mut().zip(&bps[..count]) {
+        *band = bp;
+    }
     let (Some(bid), Some(ask)) = (summary.book.bids.best(), summary.book.asks.best()) else {
         bands.count = 0;
         return;
     };
-    if count == 0 {
-        return;
-    }
-    // Twice the mid, in raw units.
+    // Each band's bound, raw: the least bid and the greatest ask within it.
+    // `2 × price × BP ≥ mids × (BP - bp)` is `price ≥ ⌈mids × (BP - bp) / 2BP⌉`; an ask's
+    // `2 × price × BP ≤ mids × (BP + bp)` is `price ≤ ⌊mids × (BP + bp) / 2BP⌋`.
     let mids = u128::from(bid.price.raw()) + u128::from(ask.price.raw());
+    let mut bounds = [[0u64; MAX_BANDS]; 2];
+    for (band, &bp) in bps[..count].iter().enumerate() {
+        bounds[Side::Bid as usize][band] = scaled(mids, BP - u128::from(bp), true);
+        bounds[Side::Ask as usize][band] = scaled(mids, BP + u128::from(bp), false);
+    }
+    // What each side holds in each band and not in a narrower one, summed outwards at the
+    // end.
+    let mut narrowest = [[BandDepth::default(); MAX_BANDS]; 2];
     let mut full = true;
     for source in 0..consolidation.source_count() {
         let Some(terms) = consolidation.merged_source(source) else {
@@ -48,37 +89,51 @@ pub fn write<'a>(
         let whole = full_depth(source);
         full &= whole.is_present();
         for side in [Side::Bid, Side::Ask] {
-            let depths = match side {
-                Side::Bid => &mut bands.bids,
-                Side::Ask => &mut bands.asks,
-            };
-            // Each level in the narrowest band it is within; summed outwards after.
-            let mut add = |level: Level| -> bool {
-                let price = u128::from(level.price.raw());
-                let within = |bp: u16| match side {
-                    Side::Bid => 2 * price * BP >= mids * (BP - u128::from(bp)),
-                    Side::Ask => 2 * price * BP <= mids * (BP + u128::from(bp)),
-                };
-                match bps[..count].iter().position(|&bp| within(bp)) {
-                    Some(band) => {
-                        let amount = u128::from(level.amount.raw());
-                        depths[band].amount += amount;
-                        depths[band].notional += amount * price;
-                        true
-                    }
-                    None => false,
+            let own = &mut narrowest[side as usize];
+            let bounds = &bounds[side as usize][..count];
+            if whole.is_present() && whole.contract_size.is_none() && !terms.converts() {
+                let mut inner = crate::book::full_depth::Held::default();
+                for (depth, &bound) in own.iter_mut().zip(bounds) {
+                    let held = whole.held_within(side, bound);
+                    depth.amount += held.amount - inner.amount;
+                    depth.notional += held.notional - inner.notional;
+                    inner = held;
                 }
+                continue;
+            }
+            // Each level into the narrowest band it is within, until one is beyond them
+            // all; levels come best first.
+            let mut band = 0;
+            let mut add = |level: Level| -> bool {
+                let price = level.price.raw();
+                let within = |bound: u64| match side {
+                    Side::Bid => price >= bound,
+                    Side::Ask => price <= bound,
+                };
+                while band < count && !within(bounds[band]) {
+                    band += 1;
+                }
+                if band == count {
+                    return false;
+                }
+                let amount = u128::from(level.amount.raw());
+                own[band].amount += amount;
+                own[band].notional += amount * u128::from(price);
+                true
             };
-            let mut take = |level: Level| match terms.level(side, level, false) {
-                Ok(Some(level)) => add(level),
-                // A bid worth nothing, or out of range: nothing within a band beyond.
-                Ok(None) | Err(_) => false,
+            let converts = terms.converts();
+            let mut take = |level: Level| match converts {
+                false => add(level),
+                true => match terms.level(side, level, false) {
+                    Ok(Some(level)) => add(level),
+                    // A bid worth nothing, or out of range: nothing within a band beyond.
+                    Ok(None) | Err(_) => false,
+                },
             };
             match whole.is_present() {
                 true => {
-                    let scale = whole.contract_size;
                     for &level in whole.worst_first(side).iter().rev() {
-                        let level = match scale {
+                        let level = match whole.contract_size {
                             None => level,
                             Some(size) => match level.amount.checked_mul(size) {
                                 Some(amount) => Level { amount, ..level },
@@ -100,13 +155,15 @@ pub fn write<'a>(
             }
         }
     }
-    for depths in [&mut bands.bids, &mut bands.asks] {
+    // Every wider band holds what a narrower one does.
+    for depths in &mut narrowest {
         for band in 1..count {
             let inner = depths[band - 1];
             depths[band].amount += inner.amount;
             depths[band].notional += inner.notional;
         }
     }
+    [bands.bids, bands.asks] = narrowest;
     bands.full_depth = full;
 }
 

@@ -522,6 +522,12 @@ pub struct SourceTerms<'a> {
 }
 
 impl SourceTerms<'_> {
+    /// Whether its levels are converted into the instrument's terms (not merged as they
+    /// come).
+    pub fn converts(&self) -> bool {
+        self.conversion.is_some()
+    }
+
     /// `level` of `side`, as the venue quotes it, in the instrument's terms: converted
     /// where the source is, and net of its fee where `all_in`; `None` where its price
     /// comes to zero (see `Conversion::level`).
