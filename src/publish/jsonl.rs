@@ -64,17 +64,10 @@ pub fn write_summary(
     let names = &instrument.source_names;
     write!(
         out,
-        r#"{{"instrument":"{}","seq":{},"ts_ns":{},"spread":"#,
+        r#"{{"instrument":"{}","seq":{},"ts_ns":{},"#,
         instrument.name, summary.sequence, summary.published_ns
     )?;
-    match summary.book.spread {
-        Some(spread) => write!(out, "\"{spread}\"")?,
-        None => out.write_all(b"null")?,
-    }
-    out.write_all(br#","bids":"#)?;
-    write_levels(out, names, summary, false, Side::Bid)?;
-    out.write_all(br#","asks":"#)?;
-    write_levels(out, names, summary, false, Side::Ask)?;
+    write_book(out, names, summary, false)?;
     out.write_all(br#","venues":{"#)?;
     for (index, (source, _, state)) in summary.sources().enumerate() {
         let separator = if index == 0 { "" } else { "," };
@@ -172,16 +165,32 @@ fn write_all_in(out: &mut impl Write, names: &[String], summary: &Summary) -> io
         let fee = summary.source_taker_fees[source];
         write!(out, r#"{separator}"{}":"{fee}""#, names[source])?;
     }
-    out.write_all(br#"},"all_in":{"spread":"#)?;
-    match summary.all_in.spread {
+    out.write_all(br#"},"all_in":{"#)?;
+    write_book(out, names, summary, true)?;
+    out.write_all(b"}")
+}
+
+/// `"spread"`, `"bids"` and `"asks"` of `summary`'s book, or of its all-in book
+/// (`all_in`).
+fn write_book(
+    out: &mut impl Write,
+    names: &[String],
+    summary: &Summary,
+    all_in: bool,
+) -> io::Result<()> {
+    let book = match all_in {
+        true => &summary.all_in,
+        false => &summary.book,
+    };
+    out.write_all(br#""spread":"#)?;
+    match book.spread {
         Some(spread) => write!(out, "\"{spread}\"")?,
         None => out.write_all(b"null")?,
     }
     out.write_all(br#","bids":"#)?;
-    write_levels(out, names, summary, true, Side::Bid)?;
+    write_levels(out, names, summary, all_in, Side::Bid)?;
     out.write_all(br#","asks":"#)?;
-    write_levels(out, names, summary, true, Side::Ask)?;
-    out.write_all(b"}")
+    write_levels(out, names, summary, all_in, Side::Ask)
 }
 
 /// The levels of `side` of `summary`'s book, whose converted levels add their native

@@ -81,10 +81,20 @@ fn line_levels(
     summary: &Summary,
     side: &str,
 ) -> Vec<(String, String, String)> {
+    levels_at(instrument, summary, &format!("/{side}"))
+}
+
+/// The levels at `pointer` (a JSON pointer: `/all_in/bids`) of `summary`'s JSON line.
+fn levels_at(
+    instrument: &Instrument,
+    summary: &Summary,
+    pointer: &str,
+) -> Vec<(String, String, String)> {
     let mut line = Vec::new();
     jsonl::write_summary(&mut line, instrument, summary).unwrap();
     let line: Value = serde_json::from_slice(&line).unwrap();
-    line[side]
+    line.pointer(pointer)
+        .expect("the levels")
         .as_array()
         .unwrap()
         .iter()
@@ -293,19 +303,7 @@ async fn the_all_in_book_nets_each_venue_of_its_fee_where_asked() {
     assert!(plain.all_in_bids.is_empty() && plain.all_in_spread.is_empty());
     assert_eq!(plain.bids, book.bids);
 
-    let mut line = Vec::new();
-    jsonl::write_summary(&mut line, instrument, &last).unwrap();
-    let line: Value = serde_json::from_slice(&line).unwrap();
-    let all_in_bids: Vec<_> = line["all_in"]["bids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|level| {
-            let field = |key: &str| level[key].as_str().unwrap().to_owned();
-            (field("exchange"), field("price"), field("amount"))
-        })
-        .collect();
-    assert_eq!(all_in_bids, expected_bids);
+    assert_eq!(levels_at(instrument, &last, "/all_in/bids"), expected_bids);
     harness.service.stop().await;
 }
 
