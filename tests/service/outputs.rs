@@ -105,22 +105,14 @@ fn levels_at(
         .collect()
 }
 
-fn exact_levels(levels: &[proto::ExactLevel]) -> Vec<(String, String, String)> {
-    levels
-        .iter()
-        .map(|l| (l.exchange.clone(), l.price.clone(), l.amount.clone()))
-        .collect()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
-    let harness = start(60_000).await;
-    let mut summaries = harness.service.summaries(0);
-    wait_for(&mut summaries, both_synced).await;
-
-    // Freeze the market (a frame being written when paused goes out first); compare the
-    // summary that holds the frames each venue sent last. (Waited for as a condition, not
-    // a time: a loaded machine delivers them late.)
+/// Both venues synced, then the market frozen (a frame being written when paused goes out
+/// first): the summary that holds the frames each venue sent last. (Waited for as a
+/// condition, not a time: a loaded machine delivers them late.)
+async fn frozen(
+    harness: &crate::service::Harness,
+    summaries: &mut tokio::sync::watch::Receiver<std::sync::Arc<Summary>>,
+) -> std::sync::Arc<Summary> {
+    wait_for(summaries, both_synced).await;
     harness.simulator.pause_until_silent(VenueId::Binance).await;
     harness
         .simulator
@@ -132,9 +124,22 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
             line_levels(instrument, summary, side) == independent_merge(&harness.simulator, side)
         })
     };
-    let last_sequence = wait_for(&mut summaries, holds_the_last_frames)
-        .await
-        .sequence;
+    wait_for(summaries, holds_the_last_frames).await
+}
+
+fn exact_levels(levels: &[proto::ExactLevel]) -> Vec<(String, String, String)> {
+    levels
+        .iter()
+        .map(|l| (l.exchange.clone(), l.price.clone(), l.amount.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
+    let harness = start(60_000).await;
+    let mut summaries = harness.service.summaries(0);
+    let last_sequence = frozen(&harness, &mut summaries).await.sequence;
+    let instrument = &harness.service.config().instruments[0];
     let expected_bids = independent_merge(&harness.simulator, "bids");
     let expected_asks = independent_merge(&harness.simulator, "asks");
 
@@ -254,19 +259,8 @@ async fn grpc_and_json_lines_carry_the_merge_of_what_the_venues_sent() {
 async fn the_all_in_book_nets_each_venue_of_its_fee_where_asked() {
     let harness = start_with_fee(60_000, "25").await;
     let mut summaries = harness.service.summaries(0);
-    wait_for(&mut summaries, both_synced).await;
-    harness.simulator.pause_until_silent(VenueId::Binance).await;
-    harness
-        .simulator
-        .pause_until_silent(VenueId::Bitstamp)
-        .await;
+    let last = frozen(&harness, &mut summaries).await;
     let instrument = &harness.service.config().instruments[0];
-    let holds_the_last_frames = |summary: &Summary| {
-        ["bids", "asks"].iter().all(|side| {
-            line_levels(instrument, summary, side) == independent_merge(&harness.simulator, side)
-        })
-    };
-    let last = wait_for(&mut summaries, holds_the_last_frames).await;
     let expected_bids = independent_all_in(&harness.simulator, "bids", 25);
     let expected_asks = independent_all_in(&harness.simulator, "asks", 25);
     assert_ne!(
