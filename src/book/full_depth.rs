@@ -139,14 +139,6 @@ impl FullDepth {
         self.at.book != 0
     }
 
-    /// The book's side, best first; empty where it holds none.
-    pub fn levels(
-        &self,
-        side: Side,
-    ) -> impl DoubleEndedIterator<Item = &Level> + ExactSizeIterator {
-        self.book.levels(side)
-    }
-
     /// The book's side, worst first: the order it is kept in.
     pub fn worst_first(&self, side: Side) -> &[Level] {
         self.book.worst_first(side)
@@ -253,7 +245,7 @@ mod tests {
     }
 
     fn copy_sides(copy: &FullDepth) -> (Vec<Level>, Vec<Level>) {
-        let side = |side| copy.levels(side).copied().collect();
+        let side = |side| copy.worst_first(side).iter().rev().copied().collect();
         (side(Side::Bid), side(Side::Ask))
     }
 
@@ -345,7 +337,7 @@ mod tests {
         let mut copy = FullDepth::default();
         copy.update_from(&book);
         assert!(!copy.is_present());
-        assert_eq!(copy.levels(Side::Bid).count(), 0);
+        assert!(copy.worst_first(Side::Bid).is_empty());
     }
 
     #[test]

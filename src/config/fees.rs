@@ -7,24 +7,18 @@ use crate::units::TakerFee;
 use std::collections::BTreeMap;
 
 /// Each source's taker fee, in the instrument's source order: the instrument's own where
-/// it sets one for that book, else its venue's, else none.
+/// it sets one for that book, else its venue's (`venue_fees`), else none.
 pub(super) fn taker_fees(
     key: &str,
     raw: &RawInstrument,
-    venues: &BTreeMap<String, RawVenue>,
+    venue_fees: &BTreeMap<String, TakerFee>,
     symbols: &[(VenueId, String)],
     names: &[String],
 ) -> Result<Vec<TakerFee>, ConfigError> {
-    let mut fees = Vec::with_capacity(symbols.len());
-    for (venue, _) in symbols {
-        let configured = venues
-            .get(venue.name())
-            .and_then(|v| v.taker_fee_bps.as_ref());
-        fees.push(match configured {
-            Some(text) => fee(format!("venues.{venue}.taker_fee_bps"), text)?,
-            None => TakerFee::default(),
-        });
-    }
+    let mut fees: Vec<TakerFee> = symbols
+        .iter()
+        .map(|(venue, _)| venue_fees.get(venue.name()).copied().unwrap_or_default())
+        .collect();
     for entry in &raw.taker_fees_bps {
         let (source, name) = super::validate::named_source(names, key, "taker_fees_bps", entry)?;
         fees[source] = fee(name, entry.1)?;
@@ -32,15 +26,21 @@ pub(super) fn taker_fees(
     Ok(fees)
 }
 
-/// Each configured `taker_fee_bps` of a venue the configuration reads nowhere else still
-/// has to be a fee: a typo is an error even where no instrument takes that venue.
-pub(super) fn check_venue_fees(venues: &BTreeMap<String, RawVenue>) -> Result<(), ConfigError> {
+/// Each venue's `taker_fee_bps`, by the venue's name: every one read, so that a typo is an
+/// error even where no instrument takes that venue.
+pub(super) fn venue_fees(
+    venues: &BTreeMap<String, RawVenue>,
+) -> Result<BTreeMap<String, TakerFee>, ConfigError> {
+    let mut fees = BTreeMap::new();
     for (name, venue) in venues {
         if let Some(text) = &venue.taker_fee_bps {
-            fee(format!("venues.{name}.taker_fee_bps"), text)?;
+            fees.insert(
+                name.clone(),
+                fee(format!("venues.{name}.taker_fee_bps"), text)?,
+            );
         }
     }
-    Ok(())
+    Ok(fees)
 }
 
 fn fee(key: String, text: &str) -> Result<TakerFee, ConfigError> {

@@ -72,7 +72,6 @@ impl RawConfig {
         let bands_bps = self.bands_bps()?;
         let feed = self.feed_settings()?;
         let shard = self.shard()?;
-        super::fees::check_venue_fees(&self.venues)?;
         let (instruments, rates, used) = self.instruments(shard)?;
         let venues = self.venue_configs(&used, depth, feed.read_idle_timeout)?;
         let simulator = self.simulator_config()?;
@@ -287,6 +286,7 @@ impl RawConfig {
     /// instruments use each venue.
     /// The instruments, every one checked; with a `shard`, those it serves.
     fn instruments(&self, shard: Option<Shard>) -> Result<ConfiguredInstruments, ConfigError> {
+        let venue_fees = super::fees::venue_fees(&self.venues)?;
         for name in self.venues.keys() {
             if VenueId::from_name(name).is_none() {
                 return Err(invalid(
@@ -408,7 +408,7 @@ impl RawConfig {
             let units =
                 super::units::instrument_units(&key, raw, &symbols, &source_names, &rate_plans)?;
             let taker_fees =
-                super::fees::taker_fees(&key, raw, &self.venues, &symbols, &source_names)?;
+                super::fees::taker_fees(&key, raw, &venue_fees, &symbols, &source_names)?;
             instruments.push(Instrument {
                 name: raw.name.clone(),
                 symbols,
