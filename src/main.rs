@@ -122,7 +122,7 @@ enum Command {
         dir: Option<PathBuf>,
     },
     /// A running mergebook's consolidated book in this terminal (keys: ←/→ instrument,
-    /// +/- depth, p pause, q quit).
+    /// +/- depth, s size: what a quantity costs across the venues, p pause, q quit).
     Watch {
         /// The gRPC address of the running service (grpc.listen).
         #[arg(long, default_value = "127.0.0.1:50051")]

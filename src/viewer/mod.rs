@@ -2,16 +2,16 @@
 //! `BookSummaryExact` gRPC stream or from NATS, where the service publishes the same
 //! message (exact decimals either way). Three parts: the state of what is shown
 //! (`state.rs`, pure), the drawing of it (`render.rs`, ratatui), and here the loop that
-//! feeds the state from the keyboard and the source and redraws: a lost connection is
-//! shown and retried, never an exit.
+//! feeds the state from the keyboard and the source, asks the size box's quotes, and
+//! redraws: a lost connection is shown and retried, never an exit.
 
 pub mod render;
 pub mod state;
 
 use self::render::Context;
-use self::state::{Action, WatchState};
+use self::state::{Action, SizeBox, WatchState};
 use crate::publish::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
-use crate::publish::proto::{Empty, ExactSummary, SummaryRequest};
+use crate::publish::proto::{Empty, ExactSummary, QuoteReply, SummaryRequest};
 use prost::Message;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use std::collections::BTreeSet;
@@ -62,6 +62,8 @@ enum Update {
     Instruments(Vec<String>),
     Started,
     Summary(Box<ExactSummary>),
+    /// The answer to the size box's quote asked at a generation.
+    Quote(u64, Result<QuoteReply, String>),
     Lost {
         error: String,
         retry_at: Option<Instant>,
@@ -137,6 +139,13 @@ async fn event_loop(
             }
         })?;
     let mut state = WatchState::new(instrument);
+    // Quotes go over a channel of their own, connected when the first is asked; NATS
+    // carries none.
+    let quotes = match &connector {
+        Connector::Grpc(endpoint) => Some(OrderbookAggregatorClient::new(endpoint.connect_lazy())),
+        Connector::Nats(..) => None,
+    };
+    state.size.available = quotes.is_some();
     let (update_sender, mut updates) = mpsc::channel(256);
     let mut follower = tokio::spawn(follow(
         connector.clone(),
@@ -148,6 +157,15 @@ async fn event_loop(
         tokio::select! {
             _ = redraw.tick() => {
                 let now = Instant::now();
+                if let (Some(client), Some((generation, request))) = (&quotes, state.quote_due(now)) {
+                    let mut client = client.clone();
+                    let answers = update_sender.clone();
+                    tokio::spawn(async move {
+                        let answer = client.quote(request).await;
+                        let answer = answer.map(tonic::Response::into_inner).map_err(status_text);
+                        let _ = answers.send(Update::Quote(generation, answer)).await;
+                    });
+                }
                 let context = Context {
                     address,
                     now,
@@ -156,7 +174,7 @@ async fn event_loop(
                 terminal.draw(|frame| render::draw(frame, &state, &context))?;
             }
             Some(event) = keys.recv() => {
-                let Some(action) = action_of(&event) else { continue };
+                let Some(action) = action_of(&event, &state.size) else { continue };
                 if action == Action::Quit {
                     break;
                 }
@@ -174,6 +192,7 @@ async fn event_loop(
                 Update::Instruments(names) => state.set_instruments(names),
                 Update::Started => state.stream_started(),
                 Update::Summary(summary) => state.on_summary(*summary, Instant::now()),
+                Update::Quote(generation, answer) => state.on_quote(generation, answer),
                 Update::Lost { error, retry_at } => state.lost(error, retry_at),
             },
         }
@@ -182,15 +201,36 @@ async fn event_loop(
     Ok(())
 }
 
-/// The action of a key press, if it has one. Resizes redraw on the next tick.
-fn action_of(event: &Event) -> Option<Action> {
+/// The action of a key press, if it has one. Resizes redraw on the next tick. While the
+/// size box is typed into, keys go to it (Esc closes it; only Ctrl-C quits).
+fn action_of(event: &Event, size: &SizeBox) -> Option<Action> {
     let Event::Key(key) = event else { return None };
     if key.kind == KeyEventKind::Release {
         return None;
     }
+    if key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+        return Some(Action::Quit);
+    }
+    let either = match key.code {
+        KeyCode::Char('b') => Some(Action::ToggleSide),
+        KeyCode::Char('f') => Some(Action::ToggleAllIn),
+        KeyCode::Esc if size.shown() => Some(Action::CloseSize),
+        _ => None,
+    };
+    if size.editing {
+        return either.or(match key.code {
+            KeyCode::Char(typed) => Some(Action::TypeSize(typed)),
+            KeyCode::Backspace => Some(Action::EraseSize),
+            KeyCode::Enter => Some(Action::EnterSize),
+            _ => None,
+        });
+    }
+    if either.is_some() {
+        return either;
+    }
     Some(match key.code {
-        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => Action::Quit,
         KeyCode::Char('q') | KeyCode::Esc => Action::Quit,
+        KeyCode::Char('s') => Action::EditSize,
         KeyCode::Right | KeyCode::Tab | KeyCode::Char('n') => Action::NextInstrument,
         KeyCode::Left | KeyCode::BackTab | KeyCode::Char('N') => Action::PreviousInstrument,
         KeyCode::Char('+' | '=') | KeyCode::Up => Action::MoreDepth,

@@ -1,11 +1,12 @@
 //! Draws a [`WatchState`]: a header line, the ladder (asks above, bids below, the spread
-//! between them), the venue panel, and the keys. Prices, sizes and the spread are the
+//! between them), the venue panel, the size box where it is open, and the keys. Prices, sizes and the spread are the
 //! service's exact decimal text; only the bars' lengths and the spread in basis points,
 //! which are proportions, are computed in floating point.
 
-use super::state::{Link, WatchState};
+use super::state::{Link, SizeBox, WatchState};
 use crate::fixed::FixedPoint;
-use crate::publish::proto::{ExactLevel, ExactSummary, VenueQuote};
+use crate::publish::proto::quote_request::Side;
+use crate::publish::proto::{ExactLevel, ExactSummary, QuoteReply, VenueQuote};
 use crate::venue::VenueId;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -80,12 +81,23 @@ pub fn draw(frame: &mut Frame, state: &WatchState, context: &Context) {
     ])
     .areas(area);
     frame.render_widget(Paragraph::new(header_lines(state, context)), header);
-    frame.render_widget(
-        Paragraph::new(Line::from(
-            "←/→ instrument · +/- depth · p pause · q quit".dark_gray(),
-        )),
-        keys,
-    );
+    let key_help = match state.size.editing {
+        true => "type a quantity · enter ask · b buy/sell · f fees · esc close",
+        false => "←/→ instrument · +/- depth · s size · p pause · q quit",
+    };
+    frame.render_widget(Paragraph::new(Line::from(key_help.dark_gray())), keys);
+    let body = match state.size.shown() {
+        true => {
+            let lines = size_lines(&state.size, state.summary.as_ref(), &state.instrument);
+            let height = (lines.len() as u16 + 2).min(body.height / 2);
+            let [body, size] =
+                Layout::vertical([Constraint::Min(0), Constraint::Length(height)]).areas(body);
+            let block = Block::bordered().title(" size ");
+            frame.render_widget(Paragraph::new(lines).block(block), size);
+            body
+        }
+        false => body,
+    };
     let venues_height = state
         .summary
         .as_ref()
@@ -434,6 +446,106 @@ fn draw_venues(frame: &mut Frame, state: &WatchState, area: Rect) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
+/// The size box's lines: what is asked (the quantity with a cursor while typed, the
+/// side, raw or net of fees), then the answer: average and worst prices, filled and
+/// notional, and a line for each venue it fills at.
+fn size_lines(
+    size: &SizeBox,
+    summary: Option<&ExactSummary>,
+    instrument: &str,
+) -> Vec<Line<'static>> {
+    let unit = match summary {
+        Some(summary) if !summary.amount_unit.is_empty() => summary.amount_unit.clone(),
+        _ => instrument
+            .split_once('/')
+            .map_or(instrument, |(base, _)| base)
+            .to_owned(),
+    };
+    let (side, colour) = match size.side {
+        Side::Sell => ("sell", Color::Red),
+        _ => ("buy", Color::Green),
+    };
+    let cursor = if size.editing { "▏" } else { "" };
+    let prices = match size.all_in {
+        true => "  prices net of fees",
+        false => "  raw prices",
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("{side} "), Style::new().fg(colour).bold()),
+        format!("{}{cursor} {unit}", size.text).bold(),
+        prices.dark_gray(),
+    ])];
+    let answer = match &size.answer {
+        _ if !size.available => {
+            lines.push(Line::from(
+                "quotes are asked over gRPC: mergebook watch --grpc HOST:PORT".yellow(),
+            ));
+            return lines;
+        }
+        None if size.editing => "enter asks the service what it costs".dark_gray().into(),
+        None => "asking…".dark_gray().into(),
+        Some(Err(error)) => Line::from(format!("refused: {error}").red()),
+        Some(Ok(reply)) => {
+            lines.extend(quote_lines(reply));
+            lines.extend(fill_lines(reply));
+            return lines;
+        }
+    };
+    lines.push(answer);
+    lines
+}
+
+/// The quote's prices, then its totals, exact as the service sends them.
+fn quote_lines(reply: &QuoteReply) -> [Line<'static>; 2] {
+    if reply.average_price.is_empty() {
+        return [
+            "nothing to fill: the side is empty".yellow().into(),
+            Line::default(),
+        ];
+    }
+    let prices = Line::from(vec![
+        Span::raw("average "),
+        Span::raw(trim(&reply.average_price).to_owned()).bold(),
+        Span::raw(format!(
+            " · worst {} · seq {}",
+            trim(&reply.worst_price),
+            reply.seq
+        )),
+    ]);
+    let mut totals = vec![Span::raw(format!(
+        "filled {} · notional {}",
+        trim(&reply.filled),
+        trim(&reply.notional)
+    ))];
+    if reply.depth_exhausted {
+        totals.push(" · the books ran out".yellow().bold());
+    }
+    [prices, Line::from(totals)]
+}
+
+/// A line for each venue the quote fills at: its amount, its levels taken, whether its
+/// whole book was walked.
+fn fill_lines(reply: &QuoteReply) -> impl Iterator<Item = Line<'static>> + '_ {
+    let filling = || reply.venues.iter().filter(|fill| trim(&fill.filled) != "0");
+    let name_width = column_width(filling().map(|fill| fill.exchange.as_str()), "");
+    let amount_width = column_width(filling().map(|fill| trim(&fill.filled)), "");
+    filling().map(move |fill| {
+        let plural = if fill.levels == 1 { "" } else { "s" };
+        let depth = if fill.full_depth { ", whole book" } else { "" };
+        Line::from(vec![
+            Span::styled(
+                format!("  {:<name_width$} ", fill.exchange),
+                Style::new().fg(venue_colour(&fill.exchange)),
+            ),
+            Span::raw(format!(
+                "{:>amount_width$}  {} level{plural}{depth}",
+                trim(&fill.filled),
+                fill.levels
+            )),
+        ])
+    })
+}
+
 /// A book's age: `-` before the first book, then ms below 10 s, then s.
 fn age(nanos: u64) -> String {
     match nanos {
@@ -707,5 +819,75 @@ mod tests {
         let coinbase = venue_colour("coinbase");
         assert_ne!(coinbase, Color::White);
         assert_eq!(colour_of(&lines, &buffer, "coinbase:BTC-USDC"), coinbase);
+    }
+
+    /// The size box: what is asked, the answer's prices and totals, and a line for each
+    /// venue it fills at, in the venue's colour; a refusal said as the service said it.
+    #[test]
+    fn the_size_box_shows_the_quote_and_the_venues_it_fills_at() {
+        use crate::publish::proto::VenueFill;
+        use crate::viewer::state::Action;
+        let fill = |exchange: &str, filled: &str, levels: u32, full_depth: bool| VenueFill {
+            exchange: exchange.into(),
+            merged: true,
+            full_depth,
+            filled: filled.into(),
+            levels,
+            ..VenueFill::default()
+        };
+        let mut state = state(summary());
+        state.act(Action::EditSize);
+        for key in "2.5".chars() {
+            state.act(Action::TypeSize(key));
+        }
+        let (lines, _) = render(&state, 120, 24);
+        find(&lines, "buy 2.5▏ ETH  raw prices");
+        find(&lines, "type a quantity · enter ask");
+        state.act(Action::EnterSize);
+        state.act(Action::ToggleSide);
+        let (generation, _) = state.quote_due(Instant::now()).expect("asked");
+        let reply = QuoteReply {
+            instrument: "ETH/BTC".into(),
+            seq: 42,
+            filled: "2.50000000".into(),
+            notional: "0.1705100000000000".into(),
+            average_price: "0.06820400".into(),
+            worst_price: "0.06818000".into(),
+            depth_exhausted: false,
+            venues: vec![
+                fill("binance", "1.75000000", 2, true),
+                fill("bitstamp", "0.75000000", 1, false),
+                fill("kraken", "0.00000000", 0, false),
+            ],
+            all_in: false,
+        };
+        state.on_quote(generation, Ok(reply));
+        let (lines, buffer) = render(&state, 120, 24);
+        let screen = lines.join("\n");
+        let asked = find(&lines, "sell 2.5 ETH  raw prices");
+        let prices = find(&lines, "average 0.068204 · worst 0.06818 · seq 42");
+        let totals = find(&lines, "filled 2.5 · notional 0.17051");
+        assert_eq!((prices, totals), (asked + 1, asked + 2), "{screen}");
+        assert!(
+            lines[asked + 3].contains("binance  1.75  2 levels, whole book"),
+            "{screen}"
+        );
+        assert!(
+            lines[asked + 4].contains("bitstamp 0.75  1 level"),
+            "{screen}"
+        );
+        assert!(!lines[asked + 5].contains("kraken"), "{screen}");
+        assert_eq!(
+            colour_of(&lines, &buffer, "bitstamp 0.75"),
+            venue_colour("bitstamp")
+        );
+        find(&lines, "s size");
+
+        state.act(Action::ToggleAllIn);
+        let (generation, _) = state.quote_due(Instant::now()).expect("asked again");
+        state.on_quote(generation, Err("instrument ETH/BTC: no book yet".into()));
+        let (lines, _) = render(&state, 120, 24);
+        find(&lines, "sell 2.5 ETH  prices net of fees");
+        find(&lines, "refused: instrument ETH/BTC: no book yet");
     }
 }

@@ -219,10 +219,42 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
     let spread = text.find("── spread ").unwrap();
     let ask = text.find(" 0.0").unwrap();
     assert!(ask < spread, "asks above the spread:\n{text}");
+
+    // The size box: 25 ETH bought across the venues, the service's quote of it, each
+    // venue's share adding up to what was filled; Esc closes it.
+    terminal.press("s25\r");
+    let text = terminal.wait_for("the quote of 25 ETH", |text| text.contains("average "));
     // The README's picture of it.
     if let Some(path) = std::env::var_os("MERGEBOOK_WATCH_SCREEN") {
         std::fs::write(path, &text).unwrap();
     }
+    let box_lines: Vec<&str> = text
+        .lines()
+        .skip_while(|line| !line.contains("buy 25 ETH"))
+        .take_while(|line| !line.starts_with('└'))
+        .map(|line| line.trim_matches(|c: char| c == '│' || c.is_whitespace()))
+        .collect();
+    let decimal = |text: &str| text.parse::<mergebook::fixed::FixedPoint>().unwrap();
+    let filled = box_lines
+        .get(2)
+        .and_then(|line| line.strip_prefix("filled "));
+    let filled = filled.and_then(|rest| rest.split(' ').next());
+    assert_eq!(filled, Some("25"), "{text}");
+    let venues = &box_lines[3..];
+    let shares = venues.iter().map(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert!(
+            common::demo_venues("ETH/BTC")
+                .iter()
+                .any(|venue| venue.as_str() == words[0])
+                && words[3].starts_with("level"),
+            "a venue's share: {line:?}\n{text}"
+        );
+        decimal(words[1]).raw()
+    });
+    assert_eq!(shares.sum::<u64>(), decimal("25").raw(), "{text}");
+    terminal.press("\x1b");
+    terminal.wait_for("the size box closed", |text| !text.contains("┌ size "));
 
     // A narrower, taller terminal: the venue panel moves below the ladder.
     terminal.resize(40, 70);
@@ -317,6 +349,11 @@ fn watch_reads_every_shard_s_instruments_from_nats() {
             &position("BTC/USD"),
             &["binance", "bitstamp"],
         )
+    });
+    // NATS carries no quotes: the size box says where to ask them.
+    terminal.press("s1\r");
+    terminal.wait_for("quotes asked over gRPC", |text| {
+        text.contains("quotes are asked over gRPC: mergebook watch --grpc HOST:PORT")
     });
     terminal.quit();
 }
