@@ -102,8 +102,11 @@ pub fn write<'a>(
                 continue;
             }
             // Each level into the narrowest band it is within, until one is beyond them
-            // all; levels come best first.
+            // all; levels come best first. The band being filled is summed in locals and
+            // written once it is left: summing into the array made each level wait for
+            // the last one's store.
             let mut band = 0;
+            let mut held = BandDepth::default();
             let mut add = |level: Level| -> bool {
                 let price = level.price.raw();
                 let within = |bound: u64| match side {
@@ -111,14 +114,17 @@ pub fn write<'a>(
                     Side::Ask => price <= bound,
                 };
                 while band < count && !within(bounds[band]) {
+                    own[band].amount += held.amount;
+                    own[band].notional += held.notional;
+                    held = BandDepth::default();
                     band += 1;
                 }
                 if band == count {
                     return false;
                 }
                 let amount = u128::from(level.amount.raw());
-                own[band].amount += amount;
-                own[band].notional += amount * u128::from(price);
+                held.amount += amount;
+                held.notional += amount * u128::from(price);
                 true
             };
             let converts = terms.converts();
@@ -152,6 +158,10 @@ pub fn write<'a>(
                         }
                     }
                 }
+            }
+            if band < count {
+                own[band].amount += held.amount;
+                own[band].notional += held.notional;
             }
         }
     }
