@@ -127,6 +127,10 @@ struct LoadtestArgs {
     /// take it).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=1000))]
     web_clients: u16,
+    /// `Quote` requests a second on the first instrument for the whole run (25 of its base
+    /// coin, buying and selling in turn, over gRPC): the merger answers them between passes.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    quotes_per_second: u32,
 }
 
 fn parse_venue(name: &str) -> Result<VenueId, String> {
@@ -256,6 +260,7 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
             rss_every: args.rss_every,
             cpu_wake_latency_us: args.cpu_wake_latency_us,
             web_clients: usize::from(args.web_clients),
+            quotes_per_second: args.quotes_per_second,
         };
         return match loadtest::run(&spec) {
             Ok(report) => {
@@ -363,7 +368,8 @@ fn loadtest_child(args: &LoadtestArgs, rate: u32, instruments: u16) -> Option<Lo
         .args(["--depth", &args.depth.to_string()])
         .args(["--idle", args.idle.name()])
         .args(["--rss-every", &args.rss_every.as_secs_f64().to_string()])
-        .args(["--web-clients", &args.web_clients.to_string()]);
+        .args(["--web-clients", &args.web_clients.to_string()])
+        .args(["--quotes-per-second", &args.quotes_per_second.to_string()]);
     if let Some(core) = args.merger_core {
         command.args(["--merger-core", &core.to_string()]);
     }

@@ -29,8 +29,10 @@ fn a_short_run_accounts_for_every_frame_sent() {
         // CPUs halt as they did (1 ms; less if a process already holds less), and the
         // report must show it in force.
         cpu_wake_latency_us: limit_before.map(|before| before.clamp(0, 1000) as u32),
-        // Pages of the web view alongside: every frame is still accounted for.
+        // Pages of the web view and a client asking quotes alongside: every frame is
+        // still accounted for, every quote answered (the run fails on a refusal).
         web_clients: 2,
+        quotes_per_second: 50,
     };
     let report = loadtest::run(&spec).unwrap();
     assert_eq!(
@@ -59,6 +61,7 @@ fn a_short_run_accounts_for_every_frame_sent() {
     );
     assert!(report.e2e_histogram_count > 0);
     assert!(report.peak_rss_bytes > 0 && report.rss_samples.len() >= 2);
+    assert!(report.quotes_per_second > 0.0, "{report:?}");
 }
 
 /// `mergebook-tools loadtest` prints its tables: the figures add up, one row a rate.

@@ -83,6 +83,10 @@ pub struct LoadSpec {
     /// on when above 0): event streams read on the simulator's runtime, their bytes
     /// dropped, as browsers elsewhere would take them.
     pub web_clients: usize,
+    /// `Quote` requests a second on the first instrument for the whole run, over gRPC from
+    /// the simulator's runtime as a client elsewhere would ask them (25 of its base coin,
+    /// buying and selling in turn).
+    pub quotes_per_second: u32,
 }
 
 /// A multi-threaded runtime whose threads are named `name` (the CPU accounting tells
@@ -253,6 +257,44 @@ async fn web_page(metrics: std::net::SocketAddr, bytes: Arc<AtomicU64>) {
     }
 }
 
+/// What `quote_client` asked and how it went.
+#[derive(Default)]
+struct QuoteCounts {
+    answered: AtomicU64,
+    refused: AtomicU64,
+}
+
+/// A client asking the first instrument's `Quote` `per_second` times a second until the
+/// service goes away: each request waits for its answer, so a slow merger slows the
+/// client, never piles requests up.
+async fn quote_client(grpc: std::net::SocketAddr, per_second: u32, counts: Arc<QuoteCounts>) {
+    use mergebook::publish::proto::orderbook_aggregator_client::OrderbookAggregatorClient;
+    use mergebook::publish::proto::{QuoteRequest, quote_request::Side};
+    let Ok(mut client) = OrderbookAggregatorClient::connect(format!("http://{grpc}")).await else {
+        return;
+    };
+    let mut every = tokio::time::interval(Duration::from_secs(1) / per_second);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    for turn in 0u64.. {
+        every.tick().await;
+        let request = QuoteRequest {
+            instrument: "ETH/BTC".into(),
+            side: match turn % 2 {
+                0 => Side::Buy,
+                _ => Side::Sell,
+            } as i32,
+            quantity: "25".into(),
+            ..QuoteRequest::default()
+        };
+        let counter = match client.quote(request).await {
+            Ok(_) => &counts.answered,
+            Err(status) if status.code() == tonic::Code::Unavailable => return,
+            Err(_) => &counts.refused,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Runs one load run in this process.
 pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
     let _cpu_latency_request = spec
@@ -292,17 +334,23 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         overflowed: Arc::clone(&overflowed),
     };
     let started = Instant::now();
-    let (service, metrics_address) = service_runtime.block_on(async {
+    let (service, metrics_address, grpc_address) = service_runtime.block_on(async {
         let listeners = Listeners::loopback()
             .await
             .map_err(|error| error.to_string())?;
         let metrics_address = listeners.metrics.local_addr().map_err(|e| e.to_string())?;
+        let grpc_address = listeners.grpc.local_addr().map_err(|e| e.to_string())?;
         let service = Service::start_observed(config, listeners, tap).map_err(|e| e.to_string())?;
-        Ok::<_, String>((service, metrics_address))
+        Ok::<_, String>((service, metrics_address, grpc_address))
     })?;
     let web_bytes = Arc::new(AtomicU64::new(0));
     for _ in 0..spec.web_clients {
         simulator_runtime.spawn(web_page(metrics_address, Arc::clone(&web_bytes)));
+    }
+    let quotes = Arc::new(QuoteCounts::default());
+    if spec.quotes_per_second > 0 {
+        let client = quote_client(grpc_address, spec.quotes_per_second, Arc::clone(&quotes));
+        simulator_runtime.spawn(client);
     }
     let metrics = service.metrics();
 
@@ -377,6 +425,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         drain(&mut accounting);
         std::thread::sleep(Duration::from_millis(1));
     }
+    let quotes_before_window = quotes.answered.load(Ordering::Relaxed);
     let window_start_ns = clock::monotonic_ns();
     accounting.measure_from_ns = window_start_ns;
     let sent_before_window = accounting.sent;
@@ -403,6 +452,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         simulator.pause(venue, true);
     }
     let window_seconds = window_started.elapsed().as_secs_f64();
+    let quotes_in_window = quotes.answered.load(Ordering::Relaxed) - quotes_before_window;
     let machine_after = machine_cpu_ticks();
     // Frames the simulator stamped before the pause took effect still count as sent in
     // the window; give them time to be logged, then wait for their publishes.
@@ -427,6 +477,13 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
     // Pages that read nothing would measure nothing of what pages cost.
     if spec.web_clients > 0 && web_bytes.load(Ordering::Relaxed) == 0 {
         return Err("the web view's pages received nothing".into());
+    }
+    // A quote refused (the queue full, no book) or none answered is not a run with quotes.
+    let refused = quotes.refused.load(Ordering::Relaxed);
+    if spec.quotes_per_second > 0 && (refused > 0 || quotes_in_window == 0) {
+        return Err(format!(
+            "quotes: {quotes_in_window} answered in the window, {refused} refused"
+        ));
     }
     drain(&mut accounting);
     let superseded: u64 = spec
@@ -497,6 +554,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
         steal_percent: 100.0 * machine_after.0.saturating_sub(machine_before.0) as f64
             / machine_after.1.saturating_sub(machine_before.1).max(1) as f64,
         rss_samples,
+        quotes_per_second: quotes_in_window as f64 / window_seconds,
     };
     drop(simulator);
     simulator_runtime.shutdown_timeout(Duration::from_secs(1));

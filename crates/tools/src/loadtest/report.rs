@@ -127,6 +127,9 @@ pub struct LoadReport {
     pub steal_percent: f64,
     /// (seconds since the window opened, resident bytes).
     pub rss_samples: Vec<(f64, u64)>,
+    /// `Quote` requests answered a second in the window.
+    #[serde(default)]
+    pub quotes_per_second: f64,
 }
 
 pub(super) fn one() -> usize {
@@ -225,6 +228,22 @@ pub fn table(reports: &[LoadReport]) -> String {
         "\nCPU wake-latency limit ({DEVICE}) in each run: {}; cpuidle driver: {driver}\n",
         limits.join("; ")
     ));
+    let quotes: Vec<String> = reports
+        .iter()
+        .filter(|report| report.quotes_per_second > 0.0)
+        .map(|report| {
+            format!(
+                "{} frames/s: {:.1} quotes/s answered",
+                report.rate_per_venue, report.quotes_per_second
+            )
+        })
+        .collect();
+    if !quotes.is_empty() {
+        out.push_str(&format!(
+            "Quotes on the first instrument: {}\n",
+            quotes.join("; ")
+        ));
+    }
     out
 }
 
