@@ -66,6 +66,11 @@ pub struct Metrics {
     pub grpc_clients: prometheus::IntGauge,
     pub grpc_clients_rejected: IntCounter,
     pub grpc_summaries_skipped: IntCounter,
+    /// `Quote` calls by outcome (answered, invalid, overloaded, unavailable), and the
+    /// answered ones' time from the request to the answer (the wait for the merger's round
+    /// and the walk).
+    pub quotes: IntCounterVec,
+    pub quote_seconds: Histogram,
     /// Connections closed as they were accepted, by port (`grpc`, `metrics`): the port's
     /// `max_connections` were open.
     pub connections_refused: IntCounterVec,
@@ -291,6 +296,22 @@ impl Metrics {
              it) was slower than the merger.",
         )
         .expect("valid");
+        let quotes = IntCounterVec::new(
+            Opts::new(
+                "orderbook_quotes_total",
+                "Quote calls by outcome: answered, invalid (a request that asks nothing clear \
+                 or names no instrument), overloaded (grpc.max_queued_quotes waiting), \
+                 unavailable (no summary of the instrument yet, or the merger stopped).",
+            ),
+            &["outcome"],
+        )
+        .expect("valid");
+        let quote_seconds = Histogram::with_opts(histogram(
+            "orderbook_quote_duration_seconds",
+            "An answered Quote's time from its request to its answer: the wait for the \
+             merger's round and the walk of the books.",
+        ))
+        .expect("valid");
         let connections_refused = IntCounterVec::new(
             prometheus::Opts::new(
                 "orderbook_connections_refused_total",
@@ -398,6 +419,8 @@ impl Metrics {
             Box::new(grpc_clients.clone()),
             Box::new(grpc_clients_rejected.clone()),
             Box::new(grpc_summaries_skipped.clone()),
+            Box::new(quotes.clone()),
+            Box::new(quote_seconds.clone()),
             Box::new(connection_errors.clone()),
             Box::new(pings.clone()),
             Box::new(books_repeated.clone()),
@@ -468,6 +491,8 @@ impl Metrics {
             grpc_clients,
             grpc_clients_rejected,
             grpc_summaries_skipped,
+            quotes,
+            quote_seconds,
             connections_refused,
             connections_stalled,
             nats_published,

@@ -31,6 +31,9 @@ pub struct Aggregator {
     summaries: Vec<watch::Receiver<Arc<Summary>>>,
     clients: Arc<ClientLimit>,
     quotes: QuoteSender,
+    /// `orderbook_quotes_total` and `orderbook_quote_duration_seconds`.
+    quote_outcomes: prometheus::IntCounterVec,
+    quote_seconds: prometheus::Histogram,
 }
 
 /// The streams open at once, at most `config.grpc_max_clients`.
@@ -209,7 +212,55 @@ impl OrderbookAggregator for Aggregator {
         &self,
         request: Request<proto::QuoteRequest>,
     ) -> Result<Response<proto::QuoteReply>, Status> {
-        let request = request.into_inner();
+        let started = std::time::Instant::now();
+        let answer = self.answer_quote(request.into_inner()).await;
+        let outcome = match &answer {
+            Ok(_) => {
+                self.quote_seconds.observe(started.elapsed().as_secs_f64());
+                "answered"
+            }
+            Err(status) => match status.code() {
+                tonic::Code::ResourceExhausted => "overloaded",
+                tonic::Code::Unavailable => "unavailable",
+                _ => "invalid",
+            },
+        };
+        self.quote_outcomes.with_label_values(&[outcome]).inc();
+        answer
+    }
+
+    async fn instruments(
+        &self,
+        _: Request<proto::Empty>,
+    ) -> Result<Response<proto::InstrumentList>, Status> {
+        let names = self.config.instruments.iter();
+        Ok(Response::new(proto::InstrumentList {
+            names: names.map(|instrument| instrument.name.clone()).collect(),
+        }))
+    }
+}
+
+impl Aggregator {
+    fn new(
+        config: Arc<Config>,
+        summaries: Vec<watch::Receiver<Arc<Summary>>>,
+        quotes: QuoteSender,
+        metrics: &Metrics,
+    ) -> Aggregator {
+        Aggregator {
+            clients: ClientLimit::new(config.grpc_max_clients, metrics),
+            config,
+            summaries,
+            quotes,
+            quote_outcomes: metrics.quotes.clone(),
+            quote_seconds: metrics.quote_seconds.clone(),
+        }
+    }
+
+    async fn answer_quote(
+        &self,
+        request: proto::QuoteRequest,
+    ) -> Result<Response<proto::QuoteReply>, Status> {
         let index = self.instrument_index(&request.instrument)?;
         let instrument = &self.config.instruments[index];
         let ask = proto::quote_request(index, &request).map_err(Status::invalid_argument)?;
@@ -227,18 +278,6 @@ impl OrderbookAggregator for Aggregator {
         }
     }
 
-    async fn instruments(
-        &self,
-        _: Request<proto::Empty>,
-    ) -> Result<Response<proto::InstrumentList>, Status> {
-        let names = self.config.instruments.iter();
-        Ok(Response::new(proto::InstrumentList {
-            names: names.map(|instrument| instrument.name.clone()).collect(),
-        }))
-    }
-}
-
-impl Aggregator {
     /// The configured instrument a request names (empty: the first), or NOT_FOUND.
     fn instrument_index(&self, wanted: &str) -> Result<usize, Status> {
         if wanted.is_empty() {
@@ -297,19 +336,14 @@ pub async fn serve(
     quotes: QuoteSender,
     metrics: &Metrics,
 ) {
-    let clients = ClientLimit::new(config.grpc_max_clients, metrics);
     // What may wait for a client that reads slower than summaries come (its stream holds
     // only the latest): half the budget in HTTP/2's send buffer, in the service, and half
     // in the socket's, in the kernel. SO_SNDBUF gets a quarter because Linux doubles it.
     let client_buffer = config.grpc_client_buffer_bytes;
     let config_limits = config.grpc_connections;
-    let aggregator = OrderbookAggregatorServer::new(Aggregator {
-        config,
-        summaries,
-        clients,
-        quotes,
-    })
-    .max_decoding_message_size(MAX_REQUEST_BYTES);
+    let aggregator = Aggregator::new(config, summaries, quotes, metrics);
+    let aggregator =
+        OrderbookAggregatorServer::new(aggregator).max_decoding_message_size(MAX_REQUEST_BYTES);
     let routes = tonic::service::Routes::new(aggregator);
     let routes = with_reflection(routes).prepare();
     // hyper's HTTP/2 server under tonic's routes rather than tonic's own server, because
@@ -559,12 +593,8 @@ mod tests {
         .and_then(|raw| raw.validate())
         .unwrap();
         let (publish, latest) = watch::channel(Arc::new(Summary::default()));
-        let aggregator = Aggregator {
-            config: Arc::new(config),
-            summaries: vec![latest],
-            clients: ClientLimit::new(1, &Metrics::new()),
-            quotes: crate::merger::quote::quote_queue(1).0,
-        };
+        let quotes = crate::merger::quote::quote_queue(1).0;
+        let aggregator = Aggregator::new(Arc::new(config), vec![latest], quotes, &Metrics::new());
         let ask = |instrument: &str| {
             Request::new(proto::SummaryRequest {
                 instrument: instrument.into(),
@@ -580,5 +610,64 @@ mod tests {
         assert_eq!(first.seq, 7);
         let unknown = aggregator.book(ask("XRP/EUR")).await.unwrap_err();
         assert_eq!(unknown.code(), tonic::Code::NotFound);
+    }
+
+    /// Each `Quote` is counted by its outcome, and an answered one's time observed.
+    #[tokio::test]
+    async fn quotes_are_counted_by_outcome() {
+        use crate::merger::quote::{Quote, SourceFill, quote_queue};
+        let config = crate::config::RawConfig::parse(
+            "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n",
+            "test.toml",
+        )
+        .and_then(|raw| raw.validate())
+        .unwrap();
+        let metrics = Metrics::new();
+        let (_publish, latest) = watch::channel(Arc::new(Summary::default()));
+        let (quotes, inbox, _) = quote_queue(1);
+        let aggregator = Aggregator::new(Arc::new(config), vec![latest], quotes, &metrics);
+        let ask = |quantity: &str| {
+            Request::new(proto::QuoteRequest {
+                instrument: "ETH/BTC".into(),
+                side: proto::quote_request::Side::Buy as i32,
+                quantity: quantity.into(),
+                ..Default::default()
+            })
+        };
+        // The merger's round, as a task: the first waiting quote answered, the next refused
+        // for want of a summary.
+        let merger = tokio::spawn(async move {
+            let mut answers = [
+                Ok(Quote {
+                    sequence: 3,
+                    filled: 0,
+                    notional: 0,
+                    average_price: None,
+                    worst_price: None,
+                    exhausted: true,
+                    fills: [SourceFill::default(); crate::merger::summary::MAX_SOURCES],
+                    sources: 1,
+                }),
+                Err(QuoteError::NoSummary),
+            ]
+            .into_iter();
+            while answers.len() > 0 {
+                inbox.answer_some(|_| answers.next().unwrap());
+                tokio::task::yield_now().await;
+            }
+        });
+        let answered = aggregator.quote(ask("1")).await.unwrap().into_inner();
+        assert_eq!((answered.seq, answered.depth_exhausted), (3, true));
+        let unavailable = aggregator.quote(ask("1")).await.unwrap_err();
+        assert_eq!(unavailable.code(), tonic::Code::Unavailable);
+        merger.await.unwrap();
+        let invalid = aggregator.quote(ask("-1")).await.unwrap_err();
+        assert_eq!(invalid.code(), tonic::Code::InvalidArgument);
+        let count = |outcome: &str| metrics.quotes.with_label_values(&[outcome]).get();
+        assert_eq!(
+            ["answered", "unavailable", "invalid", "overloaded"].map(count),
+            [1, 1, 1, 0]
+        );
+        assert_eq!(metrics.quote_seconds.get_sample_count(), 1);
     }
 }
