@@ -157,7 +157,8 @@ async fn event_loop(
         tokio::select! {
             _ = redraw.tick() => {
                 let now = Instant::now();
-                if let (Some(client), Some((generation, request))) = (&quotes, state.quote_due(now)) {
+                let due = quotes.as_ref().zip(state.quote_due(now));
+                if let Some((client, (generation, request))) = due {
                     let mut client = client.clone();
                     let answers = update_sender.clone();
                     tokio::spawn(async move {

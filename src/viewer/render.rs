@@ -1,7 +1,8 @@
 //! Draws a [`WatchState`]: a header line, the ladder (asks above, bids below, the spread
-//! between them), the venue panel, the size box where it is open, and the keys. Prices, sizes and the spread are the
-//! service's exact decimal text; only the bars' lengths and the spread in basis points,
-//! which are proportions, are computed in floating point.
+//! between them), the venue panel, the size box where it is open, and the keys. Prices,
+//! sizes, the spread and quotes are the service's exact decimal text; only the bars'
+//! lengths and the spread in basis points, which are proportions, are computed in floating
+//! point.
 
 use super::state::{Link, SizeBox, WatchState};
 use crate::fixed::FixedPoint;
