@@ -582,19 +582,20 @@ mod tests {
         );
     }
 
+    /// A configuration of one instrument, ETH/BTC on Binance.
+    fn eth_btc() -> Arc<Config> {
+        let text = "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n";
+        let config = crate::config::RawConfig::parse(text, "test.toml");
+        Arc::new(config.and_then(|raw| raw.validate()).unwrap())
+    }
+
     /// `Book` answers the instrument's latest summary once: UNAVAILABLE before its first,
     /// NOT_FOUND for an instrument not configured.
     #[tokio::test]
     async fn a_book_on_request_is_the_latest_summary_once_there_is_one() {
-        let config = crate::config::RawConfig::parse(
-            "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n",
-            "test.toml",
-        )
-        .and_then(|raw| raw.validate())
-        .unwrap();
         let (publish, latest) = watch::channel(Arc::new(Summary::default()));
         let quotes = crate::merger::quote::quote_queue(1).0;
-        let aggregator = Aggregator::new(Arc::new(config), vec![latest], quotes, &Metrics::new());
+        let aggregator = Aggregator::new(eth_btc(), vec![latest], quotes, &Metrics::new());
         let ask = |instrument: &str| {
             Request::new(proto::SummaryRequest {
                 instrument: instrument.into(),
@@ -616,16 +617,10 @@ mod tests {
     #[tokio::test]
     async fn quotes_are_counted_by_outcome() {
         use crate::merger::quote::{Quote, SourceFill, quote_queue};
-        let config = crate::config::RawConfig::parse(
-            "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n",
-            "test.toml",
-        )
-        .and_then(|raw| raw.validate())
-        .unwrap();
         let metrics = Metrics::new();
         let (_publish, latest) = watch::channel(Arc::new(Summary::default()));
         let (quotes, inbox, _) = quote_queue(1);
-        let aggregator = Aggregator::new(Arc::new(config), vec![latest], quotes, &metrics);
+        let aggregator = Aggregator::new(eth_btc(), vec![latest], quotes, &metrics);
         let ask = |quantity: &str| {
             Request::new(proto::QuoteRequest {
                 instrument: "ETH/BTC".into(),
