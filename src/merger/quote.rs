@@ -189,13 +189,24 @@ impl QuoteSender {
 
 impl QuoteInbox {
     /// Answers up to `QUOTES_PER_ROUND` waiting requests with `answer`; whether any was.
+    #[inline]
     pub fn answer_some(
         &self,
-        mut answer: impl FnMut(&QuoteRequest) -> Result<Quote, QuoteError>,
+        answer: impl FnMut(&QuoteRequest) -> Result<Quote, QuoteError>,
     ) -> bool {
         if self.waiting.load(Ordering::Acquire) == 0 {
             return false;
         }
+        self.answer_waiting(answer)
+    }
+
+    /// `answer_some` once a request waits: apart, so that the idle loop's check is inlined
+    /// into it and the rest is not.
+    #[inline(never)]
+    fn answer_waiting(
+        &self,
+        mut answer: impl FnMut(&QuoteRequest) -> Result<Quote, QuoteError>,
+    ) -> bool {
         let mut answered = 0;
         for job in self.queue.try_iter().take(QUOTES_PER_ROUND) {
             // A requester that gave up has dropped its end: nothing to tell it.
