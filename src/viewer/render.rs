@@ -89,7 +89,7 @@ pub fn draw(frame: &mut Frame, state: &WatchState, context: &Context) {
     frame.render_widget(Paragraph::new(Line::from(key_help.dark_gray())), keys);
     let body = match state.size.shown() {
         true => {
-            let lines = size_lines(&state.size, state.summary.as_ref(), &state.instrument);
+            let lines = size_lines(&state.size, state.summary.as_ref());
             let height = (lines.len() as u16 + 2).min(body.height / 2);
             let [body, size] =
                 Layout::vertical([Constraint::Min(0), Constraint::Length(height)]).areas(body);
@@ -450,18 +450,9 @@ fn draw_venues(frame: &mut Frame, state: &WatchState, area: Rect) {
 /// The size box's lines: what is asked (the quantity with a cursor while typed, the
 /// side, raw or net of fees), then the answer: average and worst prices, filled and
 /// notional, and a line for each venue it fills at.
-fn size_lines(
-    size: &SizeBox,
-    summary: Option<&ExactSummary>,
-    instrument: &str,
-) -> Vec<Line<'static>> {
-    let unit = match summary {
-        Some(summary) if !summary.amount_unit.is_empty() => summary.amount_unit.clone(),
-        _ => instrument
-            .split_once('/')
-            .map_or(instrument, |(base, _)| base)
-            .to_owned(),
-    };
+/// The amount unit is the summary's (the service derives it from the instrument).
+fn size_lines(size: &SizeBox, summary: Option<&ExactSummary>) -> Vec<Line<'static>> {
+    let unit = summary.map_or("", |summary| summary.amount_unit.as_str());
     let (side, colour) = match size.side {
         Side::Sell => ("sell", Color::Red),
         _ => ("buy", Color::Green),
@@ -496,13 +487,11 @@ fn size_lines(
     lines
 }
 
-/// The quote's prices, then its totals, exact as the service sends them.
-fn quote_lines(reply: &QuoteReply) -> [Line<'static>; 2] {
+/// The quote's prices, then its totals, exact as the service sends them; a line saying
+/// so where nothing filled.
+fn quote_lines(reply: &QuoteReply) -> Vec<Line<'static>> {
     if reply.average_price.is_empty() {
-        return [
-            "nothing to fill: the side is empty".yellow().into(),
-            Line::default(),
-        ];
+        return vec!["nothing to fill: the side is empty".yellow().into()];
     }
     let prices = Line::from(vec![
         Span::raw("average "),
@@ -521,7 +510,7 @@ fn quote_lines(reply: &QuoteReply) -> [Line<'static>; 2] {
     if reply.depth_exhausted {
         totals.push(" · the books ran out".yellow().bold());
     }
-    [prices, Line::from(totals)]
+    vec![prices, Line::from(totals)]
 }
 
 /// A line for each venue the quote fills at: its amount, its levels taken, whether its
