@@ -163,18 +163,24 @@ pub trait Decode {
         ))
     }
 
-    /// Whether a book message naming `named` (what [`Message::Book`]'s `stream` holds) is
-    /// of the stream `stream`: the same name, unless the venue's messages name their
-    /// books otherwise (Binance SBE: by the symbol alone).
-    #[inline]
-    fn names_stream(stream: &str, named: &[u8]) -> bool {
-        stream.as_bytes() == named
+    /// What a connection finds the stream `stream` by: a book message is of the stream
+    /// whose key equals [`Decode::named_key`] of what the message names (what
+    /// [`Message::Book`]'s `stream` holds). The stream's name, unless the venue's messages
+    /// name their books otherwise (Binance SBE: by the symbol alone).
+    fn stream_key(stream: &str) -> Box<[u8]> {
+        Box::from(stream.as_bytes())
     }
 
-    /// Whether [`Decode::names_stream`] is the names' equality (a connection's streams
-    /// can then be found by name in a map): false where a venue overrides it.
-    const NAMES_STREAMS_BY_NAME: bool = true;
+    /// The key of a book message naming `named` (see [`Decode::stream_key`]), written into
+    /// `buffer` where it is not `named` itself.
+    #[inline]
+    fn named_key<'a>(named: &'a [u8], _buffer: &'a mut [u8; NAMED_KEY_BYTES]) -> &'a [u8] {
+        named
+    }
 }
+
+/// Room for a key [`Decode::named_key`] writes (a Binance SBE symbol's length is a byte).
+pub const NAMED_KEY_BYTES: usize = 256;
 
 /// The venue's checksum of a diff book, where it has one; computed after every message,
 /// so enum-dispatched like [`Decode`]. A venue without one implements it empty.

@@ -10,8 +10,8 @@ pub use crate::book::diff_sync::Sequencing;
 pub use crate::json::{DecodeError, LevelShape, MAX_NESTING, TaggedShape, Walker};
 pub use contract::{
     Acked, Answer, AuthAnswer, AuthRequest, Checksum, ConnectBudget, Credentials, Decode, Message,
-    PING_TIME, RestBudget, Simulated, SnapshotSource, Snapshots, StreamKind, Streams,
-    SubscribeRequest, TokenConnection, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts,
+    NAMED_KEY_BYTES, PING_TIME, RestBudget, Simulated, SnapshotSource, Snapshots, StreamKind,
+    Streams, SubscribeRequest, TokenConnection, UNSUBSCRIBE_REQUEST_ID, Venue, VenueFacts,
 };
 pub use level_texts::LevelTexts;
 pub use timestamps::write_timestamp;
@@ -196,15 +196,15 @@ impl VenueId {
         dispatch!(self, V => V::decode_snapshot(body, max_levels, out))
     }
 
-    /// See [`Decode::names_stream`].
-    #[inline]
-    pub fn names_stream(self, stream: &str, named: &[u8]) -> bool {
-        dispatch!(self, V => V::names_stream(stream, named))
+    /// See [`Decode::stream_key`].
+    pub fn stream_key(self, stream: &str) -> Box<[u8]> {
+        dispatch!(self, V => V::stream_key(stream))
     }
 
-    /// See [`Decode::NAMES_STREAMS_BY_NAME`].
-    pub fn names_streams_by_name(self) -> bool {
-        dispatch!(self, V => V::NAMES_STREAMS_BY_NAME)
+    /// See [`Decode::named_key`].
+    #[inline]
+    pub fn named_key<'a>(self, named: &'a [u8], buffer: &'a mut [u8; NAMED_KEY_BYTES]) -> &'a [u8] {
+        dispatch!(self, V => V::named_key(named, buffer))
     }
 
     /// See [`Checksum::checksum`].

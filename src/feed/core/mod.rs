@@ -41,8 +41,8 @@ use crate::fixed::FixedPoint;
 use crate::log_limit::LogLimiter;
 use crate::merger::summary::VenueState;
 use crate::venue::{
-    Acked, DecodeError, LevelTexts, Message, SnapshotSource, StreamKind, UNSUBSCRIBE_REQUEST_ID,
-    VenueId,
+    Acked, DecodeError, LevelTexts, Message, NAMED_KEY_BYTES, SnapshotSource, StreamKind,
+    UNSUBSCRIBE_REQUEST_ID, VenueId,
 };
 
 /// Books in a row with a sequence below the last one published after which the core
@@ -197,7 +197,7 @@ fn publishable_state(exact: bool) -> VenueState {
 pub const QUIET_DOUBLINGS_MAX: u32 = 4;
 
 /// Streams a connection's frames are matched against one by one; beyond, by a map of
-/// their names (`FeedCore::slots_by_name`).
+/// their keys (`FeedCore::slots_by_key`).
 const SLOTS_SCANNED: usize = 16;
 
 /// One venue connection's books and rules.
@@ -206,11 +206,13 @@ pub struct FeedCore {
     /// Levels a side handed to the merger.
     depth: usize,
     streams: Vec<CoreStream>,
-    /// Each stream's slot by its name, where the connection carries more than
-    /// [`SLOTS_SCANNED`] and the venue names them by name: a frame's stream found in one
-    /// lookup, not a compare per stream (a cost that grows with the streams a
-    /// connection carries: hundreds at a whole market).
-    slots_by_name: Option<std::collections::HashMap<Box<[u8]>, usize>>,
+    /// Each stream's key (`Decode::stream_key`), by slot.
+    stream_keys: Vec<Box<[u8]>>,
+    /// Each stream's slot by its key, where the connection carries more than
+    /// [`SLOTS_SCANNED`]: a frame's stream found in one lookup, not a compare per stream
+    /// (a cost that grows with the streams a connection carries: a thousand at a whole
+    /// market).
+    slots_by_key: Option<std::collections::HashMap<Box<[u8]>, usize>>,
     scratch: TopBook,
     /// Per stream, the venue sequence of the last book published (snapshot mode).
     last_sequence: Vec<u64>,
@@ -299,19 +301,22 @@ impl FeedCore {
             request_weight: venue.snapshots().snapshot_weight(settings.snapshot_depth),
             settings: settings.clone(),
         });
-        let slots_by_name =
-            (streams.len() > SLOTS_SCANNED && venue.names_streams_by_name()).then(|| {
-                // Reversed: of two streams of one name, the first is the one found, as by
-                // the scan.
-                (streams.iter().enumerate().rev())
-                    .map(|(slot, stream)| (Box::from(stream.name.as_bytes()), slot))
-                    .collect()
-            });
+        let stream_keys: Vec<_> = (streams.iter())
+            .map(|stream| venue.stream_key(&stream.name))
+            .collect();
+        let slots_by_key = (streams.len() > SLOTS_SCANNED).then(|| {
+            // Reversed: of two streams of one key, the first is the one found, as by the
+            // scan.
+            (stream_keys.iter().enumerate().rev())
+                .map(|(slot, key)| (key.clone(), slot))
+                .collect()
+        });
         FeedCore {
             venue,
             depth,
             streams,
-            slots_by_name,
+            stream_keys,
+            slots_by_key,
             scratch: TopBook::default(),
             last_sequence: vec![0; count],
             regressions: vec![0; count],
@@ -679,11 +684,11 @@ impl FeedCore {
     /// The slot of the stream a message names `stream`, if the connection asked for it.
     #[inline]
     fn slot_of(&self, stream: &[u8]) -> Option<usize> {
-        match &self.slots_by_name {
-            Some(slots) => slots.get(stream).copied(),
-            None => {
-                (self.streams.iter()).position(|spec| self.venue.names_stream(&spec.name, stream))
-            }
+        let mut buffer = [0; NAMED_KEY_BYTES];
+        let key = self.venue.named_key(stream, &mut buffer);
+        match &self.slots_by_key {
+            Some(slots) => slots.get(key).copied(),
+            None => self.stream_keys.iter().position(|known| **known == *key),
         }
     }
 

@@ -124,26 +124,35 @@ fn books_wait_for_the_acknowledgement_of_their_own_request() {
     assert!(core.ack_overdue(100, timeout));
 }
 
-/// A connection of many streams finds each frame's stream by name (`slots_by_name`)
+/// A connection of many streams finds each frame's stream by its key (`slots_by_key`)
 /// as one of a few finds it by scanning: every book to its own stream, a stream not asked
-/// for to none.
+/// for to none; on Binance SBE too, whose messages name the symbol, not the stream.
 #[test]
 fn each_book_goes_to_its_stream_however_many_the_connection_carries() {
-    let venue = VenueId::Binance;
     let symbols: Vec<String> = (0..SLOTS_SCANNED * 2)
         .map(|i| format!("COIN{i}USDT"))
         .collect();
-    for count in [SLOTS_SCANNED, SLOTS_SCANNED * 2] {
+    for (venue, count) in [VenueId::Binance, VenueId::BinanceSbe]
+        .into_iter()
+        .flat_map(|venue| [(venue, SLOTS_SCANNED), (venue, SLOTS_SCANNED * 2)])
+    {
         let chosen: Vec<&str> = symbols[..count].iter().map(String::as_str).collect();
         let (mut core, _, mut out) = connected(venue, &chosen);
-        assert_eq!(core.slots_by_name.is_some(), count > SLOTS_SCANNED);
+        assert_eq!(core.slots_by_key.is_some(), count > SLOTS_SCANNED);
         core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
+        let on_book = |core: &mut FeedCore, symbol, at, out: &mut Recorder| {
+            let frame = book_frame(venue, symbol, 10);
+            match venue.facts().binary_books {
+                true => core.on_binary_frame(&frame, at, out),
+                false => core.on_frame(&frame, at, out),
+            }
+        };
         for (slot, symbol) in chosen.iter().enumerate().rev() {
-            core.on_frame(&book_frame(venue, symbol, 10), 2, &mut out);
+            on_book(&mut core, symbol, 2, &mut out);
             assert_eq!(out.published.last(), Some(&(slot, VenueState::Synced)));
         }
         let published = out.published.len();
-        core.on_frame(&book_frame(venue, "NOTASKEDUSDT", 10), 3, &mut out);
+        on_book(&mut core, "NOTASKEDUSDT", 3, &mut out);
         assert_eq!(out.published.len(), published, "a stream not asked for");
     }
 }

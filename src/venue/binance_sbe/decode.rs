@@ -1,6 +1,7 @@
 //! Binance SBE's frames decoded into books and typed errors ([`Decode`]).
 
 use super::*;
+use crate::venue::NAMED_KEY_BYTES;
 
 impl Decode for BinanceSbe {
     /// A text frame: a subscription's answer or `serverShutdown`. Books come in binary.
@@ -54,15 +55,22 @@ impl Decode for BinanceSbe {
     }
 
     /// A book message names its symbol (`BTCUSDT`); the stream is `btcusdt@depth20` or
-    /// `btcusdt@depth`, and a connection carries one of the two for a symbol.
-    const NAMES_STREAMS_BY_NAME: bool = false;
+    /// `btcusdt@depth`, and a connection carries one of the two for a symbol: the key is
+    /// the symbol, in upper case.
+    fn stream_key(stream: &str) -> Box<[u8]> {
+        let symbol = stream.split_once('@').map_or("", |(symbol, _)| symbol);
+        Box::from(symbol.to_ascii_uppercase().as_bytes())
+    }
 
     #[inline]
-    fn names_stream(stream: &str, named: &[u8]) -> bool {
-        let stream = stream.as_bytes();
-        stream.len() > named.len()
-            && stream[named.len()] == b'@'
-            && stream[..named.len()].eq_ignore_ascii_case(named)
+    fn named_key<'a>(named: &'a [u8], buffer: &'a mut [u8; NAMED_KEY_BYTES]) -> &'a [u8] {
+        // A symbol's length is a byte (`read_symbol`): it always fits.
+        let Some(key) = buffer.get_mut(..named.len()) else {
+            return named;
+        };
+        key.copy_from_slice(named);
+        key.make_ascii_uppercase();
+        key
     }
 
     fn decode_snapshot(
@@ -302,7 +310,7 @@ impl<'a> Group<'a> {
 
 /// The symbol that ends a book message, which must end the frame. Its bytes are not
 /// checked: a symbol names a book only where it is the symbol of a subscribed stream
-/// (`Decode::names_stream`), and the book of any other is dropped as not asked for.
+/// (`Decode::named_key`), and the book of any other is dropped as not asked for.
 pub(super) fn read_symbol(frame: &[u8], at: usize) -> Result<&[u8], DecodeError> {
     let len = usize::from(*frame.get(at).ok_or(DecodeError::Truncated)?);
     let symbol = frame

@@ -1,4 +1,5 @@
 use super::*;
+use crate::venue::{NAMED_KEY_BYTES, VenueId};
 use super::decode::{Decoded, ENTRY_LEN, HEADER_LEN, SNAPSHOT_BLOCK_LEN, decode_depth_diff, decode_depth_snapshot, scaled};
 use super::sim::{encode_depth_diff, encode_depth_snapshot};
 
@@ -215,4 +216,23 @@ fn malformed_frames_get_typed_errors() {
         decode_depth_snapshot(&trade, 20, &mut TopBook::default()),
         Ok(Decoded::Other { template_id: 10000 })
     );
+}
+
+/// A book message names its symbol; the connection finds the stream it subscribed by it,
+/// letter case aside, and no other (the depth a stream's name asks is not in the key).
+#[test]
+fn a_book_message_finds_its_stream_by_the_symbol_it_names() {
+    let mut buffer = [0; NAMED_KEY_BYTES];
+    for stream in ["btcusdt@depth20", "btcusdt@depth", "BtcUsdt@depth20"] {
+        let key = VenueId::BinanceSbe.stream_key(stream);
+        assert_eq!(*VenueId::BinanceSbe.named_key(b"BTCUSDT", &mut buffer), *key);
+        assert_eq!(*VenueId::BinanceSbe.named_key(b"btcusdt", &mut buffer), *key);
+        assert_ne!(*VenueId::BinanceSbe.named_key(b"BTCUSD", &mut buffer), *key);
+        assert_ne!(*VenueId::BinanceSbe.named_key(b"BTCUSDTX", &mut buffer), *key);
+    }
+    // The longest symbol a message can carry (its length is a byte).
+    let long = [b'a'; 255];
+    let stream = format!("{}@depth", std::str::from_utf8(&long).unwrap());
+    let key = VenueId::BinanceSbe.stream_key(&stream);
+    assert_eq!(*VenueId::BinanceSbe.named_key(&long, &mut buffer), *key);
 }
