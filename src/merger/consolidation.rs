@@ -462,6 +462,11 @@ impl Consolidation {
         out.received_ns = self.latest_received_ns;
         out.source_states = states;
         let count = self.source_venues.len();
+        // Whether the slots past its sources hold another instrument's (every writer of a
+        // summary clears them all, so the first says): a summary slot is only ever this
+        // instrument's in the service, and rewriting them unchanged cost a read of their
+        // lines from memory each time at a thousand instruments.
+        let tail_written = out.source_venues.get(count).is_some_and(Option::is_some);
         for (source, (slot, &venue)) in self.sources.iter().zip(&self.source_venues).enumerate() {
             out.source_venues[source] = Some(venue);
             out.source_received_ns[source] = slot.book.received_ns;
@@ -472,13 +477,15 @@ impl Consolidation {
                 ask: slot.book.asks.best().map(|level| level.price),
             };
         }
-        // The slots past its sources, as a summary of none (`out` may have been another
-        // instrument's).
-        out.source_venues[count..].fill(None);
-        out.source_received_ns[count..].fill(0);
-        out.source_sequence[count..].fill(0);
-        out.source_exchange_time_ns[count..].fill(0);
-        out.source_best[count..].fill(BestPrices::default());
+        // The slots past its sources, as a summary of none.
+        if tail_written {
+            out.source_venues[count..].fill(None);
+            out.source_received_ns[count..].fill(0);
+            out.source_sequence[count..].fill(0);
+            out.source_exchange_time_ns[count..].fill(0);
+            out.source_best[count..].fill(BestPrices::default());
+            out.source_rate[count..].fill(None);
+        }
         out.source_taker_fees = self.fees;
         out.currency = self.currency;
         out.amount_unit = self.amount_unit;
@@ -487,7 +494,6 @@ impl Consolidation {
                 .as_ref()
                 .and_then(|converted| converted.rate.map(|(_, applied)| applied));
         }
-        out.source_rate[count..].fill(None);
         self.rate = rate_of(out);
     }
 
@@ -690,6 +696,26 @@ mod tests {
             &feed,
             feed.book.asks.as_slice()
         ));
+    }
+
+    /// A summary written over one of an instrument of more sources is the one a fresh
+    /// summary would be: the slots past its sources cleared.
+    #[test]
+    fn a_summary_over_one_of_more_sources_clears_the_slots_past_its_own() {
+        let mut wide = Consolidation::new(0, 10, VenueId::ALL);
+        let mut narrow = Consolidation::new(1, 10, &[VenueId::Binance, VenueId::Bitstamp]);
+        for merger in [&mut wide, &mut narrow] {
+            merger.apply_venue(VenueId::Binance, &feed(100, 101, 10));
+            merger.apply_venue(VenueId::Bitstamp, &feed(99, 102, 20));
+        }
+        wide.apply_venue(VenueId::Kraken, &feed(98, 103, 30));
+        let (mut reused, mut fresh) = (Summary::default(), Summary::default());
+        wide.summarize(1, &mut reused);
+        assert!(reused.source_venues[2].is_some());
+        narrow.summarize(2, &mut reused);
+        narrow.sequence -= 1;
+        narrow.summarize(2, &mut fresh);
+        assert_eq!(reused, fresh);
     }
 
     #[test]

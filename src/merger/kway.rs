@@ -140,6 +140,15 @@ impl MergedBook {
         *spread = None;
         *cross = CrossState::default();
     }
+
+    /// Copies `other`'s live levels (not the whole inline arrays) and its spread.
+    #[inline]
+    pub fn copy_from(&mut self, other: &MergedBook) {
+        self.bids.copy_from(&other.bids);
+        self.asks.copy_from(&other.asks);
+        self.spread = other.spread;
+        self.cross = other.cross;
+    }
 }
 
 /// One book's input to a merge.

@@ -221,6 +221,72 @@ impl Summary {
         *bands = Bands::default();
     }
 
+    /// Copies what `other` holds, its books' live levels and its sources' slots only: a
+    /// whole summary is some 18 KB of inline arrays (two books of `MAX_DEPTH` levels a
+    /// side, the native prices, `MAX_SOURCES` of each source's fields), of which an
+    /// instrument of four venues' 20 levels uses a tenth, and the fan-out copies every
+    /// summary.
+    pub fn copy_from(&mut self, other: &Summary) {
+        // Every field named, so that a new one cannot be forgotten here.
+        let Summary {
+            instrument,
+            sequence,
+            published_ns,
+            polled_monotonic_ns,
+            published_monotonic_ns,
+            received_ns,
+            book,
+            source_states,
+            source_venues,
+            source_received_ns,
+            source_sequence,
+            source_exchange_time_ns,
+            source_best,
+            currency,
+            amount_unit,
+            source_rate,
+            native_prices,
+            charges_fees,
+            all_in,
+            source_taker_fees,
+            bands,
+        } = other;
+        self.instrument = *instrument;
+        self.sequence = *sequence;
+        self.published_ns = *published_ns;
+        self.polled_monotonic_ns = *polled_monotonic_ns;
+        self.published_monotonic_ns = *published_monotonic_ns;
+        self.received_ns = *received_ns;
+        self.book.copy_from(book);
+        // The slots past `other`'s sources are clear, as every writer of a summary leaves
+        // them (`Consolidation::summarize`); so are `self`'s past its own, the first says.
+        let sources = source_venues
+            .iter()
+            .take_while(|venue| venue.is_some())
+            .count();
+        let copied = match self.source_venues.get(sources).is_some_and(Option::is_some) {
+            true => MAX_SOURCES,
+            false => sources,
+        };
+        self.source_states[..copied].copy_from_slice(&source_states[..copied]);
+        self.source_venues[..copied].copy_from_slice(&source_venues[..copied]);
+        self.source_received_ns[..copied].copy_from_slice(&source_received_ns[..copied]);
+        self.source_sequence[..copied].copy_from_slice(&source_sequence[..copied]);
+        self.source_exchange_time_ns[..copied].copy_from_slice(&source_exchange_time_ns[..copied]);
+        self.source_best[..copied].copy_from_slice(&source_best[..copied]);
+        self.source_rate[..copied].copy_from_slice(&source_rate[..copied]);
+        self.source_taker_fees[..copied].copy_from_slice(&source_taker_fees[..copied]);
+        self.currency = *currency;
+        self.amount_unit = *amount_unit;
+        // What `native_price` reads: the positions of the book's levels.
+        let (bids, asks) = (book.bids.len(), book.asks.len());
+        self.native_prices.bids[..bids].copy_from_slice(&native_prices.bids[..bids]);
+        self.native_prices.asks[..asks].copy_from_slice(&native_prices.asks[..asks]);
+        self.charges_fees = *charges_fees;
+        self.all_in.copy_from(all_in);
+        self.bands = *bands;
+    }
+
     /// The book net of taker fees: `all_in` where a source charges one, else the book.
     pub fn all_in_book(&self) -> &MergedBook {
         match self.charges_fees {
@@ -345,5 +411,92 @@ mod tests {
         summary.book.cross = CrossState::Crossed;
         summary.clear_writing(3);
         assert_eq!(summary, Summary::default());
+    }
+
+    /// The fan-out's copy into a summary that held a deeper book of more sources: every
+    /// field equal, the native price of every level too, whatever the slots past the
+    /// books' ends held.
+    #[test]
+    fn copy_from_carries_every_field_over_a_deeper_book_of_more_sources() {
+        let level = |raw, source| MergedLevel {
+            price: FixedPoint::from_raw(raw),
+            amount: FixedPoint::from_raw(raw + 1),
+            venue: VenueId::Bitstamp,
+            source,
+        };
+        let mut deeper = Summary::default();
+        for raw in 1..=30 {
+            deeper.book.bids.push(level(raw, 0));
+            deeper.book.asks.push(level(raw, 0));
+            deeper.all_in.bids.push(level(raw, 0));
+            deeper.native_prices.bids[raw as usize] = FixedPoint::from_raw(raw);
+        }
+        for source in 0..5 {
+            deeper.source_states[source] = VenueState::Synced;
+            deeper.source_venues[source] = Some(VenueId::Binance);
+            deeper.source_received_ns[source] = 1;
+            deeper.source_sequence[source] = 1;
+            deeper.source_exchange_time_ns[source] = 1;
+            deeper.source_best[source].ask = Some(FixedPoint::ONE);
+            deeper.source_rate[source] = Some(AppliedRate::default());
+            deeper.source_taker_fees[source] = TakerFee::from_bps(FixedPoint::ONE).unwrap();
+        }
+        // Three sources, the slots past them clear.
+        fn sources<T: Copy + Default>(value: T) -> [T; MAX_SOURCES] {
+            std::array::from_fn(|source| if source < 3 { value } else { T::default() })
+        }
+        let mut summary = Summary {
+            instrument: 1,
+            sequence: 2,
+            published_ns: 3,
+            polled_monotonic_ns: 4,
+            published_monotonic_ns: 5,
+            received_ns: 6,
+            source_states: sources(VenueState::OneSided),
+            source_venues: sources(Some(VenueId::Kraken)),
+            source_received_ns: sources(7),
+            source_sequence: sources(8),
+            source_exchange_time_ns: sources(9),
+            source_best: sources(BestPrices {
+                bid: Some(FixedPoint::from_raw(10)),
+                ask: None,
+            }),
+            currency: crate::units::Currency::parse("USD"),
+            amount_unit: crate::units::Currency::parse("BTC"),
+            source_rate: sources(Some(AppliedRate::default())),
+            charges_fees: true,
+            source_taker_fees: sources(TakerFee::from_bps(FixedPoint::ONE).unwrap()),
+            bands: Bands {
+                count: 2,
+                full_depth: true,
+                ..Bands::default()
+            },
+            ..Summary::default()
+        };
+        for raw in 100..103 {
+            summary.book.bids.push(level(raw, 1));
+            summary.all_in.asks.push(level(raw + 5, 1));
+            summary.native_prices.bids[(raw - 100) as usize] = FixedPoint::from_raw(raw * 2);
+        }
+        summary.book.asks.push(level(200, 1));
+        summary.native_prices.asks[0] = FixedPoint::from_raw(400);
+        summary.book.spread = Some(SignedFixed {
+            negative: false,
+            magnitude: FixedPoint::from_raw(97),
+        });
+        summary.book.cross = CrossState::Locked;
+
+        deeper.copy_from(&summary);
+        for side in [Side::Bid, Side::Ask] {
+            for index in 0..summary.book.side(side).len() {
+                assert_eq!(
+                    deeper.native_price(side, index),
+                    summary.native_price(side, index)
+                );
+            }
+        }
+        // Past the books' ends the native prices are not read.
+        deeper.native_prices = summary.native_prices;
+        assert_eq!(deeper, summary);
     }
 }
