@@ -3,8 +3,8 @@
 //! again on shutdown. Listeners are passed in, so tests bind port 0.
 
 use crate::clock::HostClock;
-use crate::config::{Config, FeedMode, FeedSettings, Output};
-use crate::feed::handoff::{FeedSender, ReadySet, VenueFeed};
+use crate::config::{Config, FeedMode, FeedSettings, IdleStrategy, Output};
+use crate::feed::handoff::{FeedSender, Handoff, ReadySet, VenueFeed};
 use crate::feed::reconnect::ConnectAttempts;
 use crate::feed::{self, ReaderSpec, StreamSpec};
 use crate::mailbox;
@@ -161,8 +161,9 @@ async fn watch_host_clock(clock: Arc<HostClock>, metrics: Arc<Metrics>) {
     }
 }
 
-/// A reader thread per planned connection, its streams' books going to `senders` (per
-/// instrument and venue), and its events to its recorder, if any.
+/// A reader per planned connection, its streams' books going to `senders` (per instrument
+/// and venue), and its events to its recorder, if any: a thread each, or as many threads
+/// as `feed.reader_threads` says, the connections dealt out in turn.
 fn spawn_readers(
     config: &Config,
     connections: Vec<PlannedConnection>,
@@ -176,7 +177,7 @@ fn spawn_readers(
         .map(|venue| ConnectAttempts::shared(venue.facts().connect_budget))
         .collect();
     let mut recorders = recorders.into_iter();
-    let mut readers = Vec::new();
+    let mut specs = Vec::new();
     for connection in connections {
         let venue_config = &config.venues[connection.venue_config];
         let venue = venue_config.venue;
@@ -212,10 +213,32 @@ fn spawn_readers(
             recorder: recorders.next(),
             host_clock: Arc::clone(host_clock),
         };
-        let reader = feed::spawn(spec, merger.clone(), metrics.for_venue(venue), stop.clone());
-        readers.push(reader.map_err(ServiceError::Thread)?);
+        specs.push((spec, metrics.for_venue(venue)));
     }
-    Ok(readers)
+    let (threads, read_batch) = (config.feed.reader_threads, config.feed.read_batch);
+    if threads.is_none() && read_batch.is_none() {
+        return specs
+            .into_iter()
+            .map(|(spec, metrics)| feed::spawn(spec, merger.clone(), metrics, stop.clone()))
+            .collect::<Result<_, _>>()
+            .map_err(ServiceError::Thread);
+    }
+    let threads = threads
+        .map_or(specs.len(), usize::from)
+        .clamp(1, specs.len().max(1));
+    let mut shares: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
+    for (index, reader) in specs.into_iter().enumerate() {
+        shares[index % threads].push(reader);
+    }
+    shares
+        .into_iter()
+        .enumerate()
+        .map(|(index, share)| {
+            let name = format!("reader-pool-{index}");
+            feed::spawn_shared(name, share, merger.clone(), stop.clone(), read_batch)
+        })
+        .collect::<Result<_, _>>()
+        .map_err(ServiceError::Thread)
 }
 
 /// `mergebook record`: the readers alone, recording every connection (`[record]`), with
@@ -238,12 +261,11 @@ impl RecordingReaders {
         let mut senders = HashMap::new();
         let ready = ReadySet::new(config.instruments.len());
         for (index, instrument) in config.instruments.iter().enumerate() {
-            let (_, fanout) = publish::summary_channel();
             for source in 0..instrument.symbols.len() {
                 let (sender, _) = mailbox::mailbox(VenueFeed::default());
                 senders.insert(
                     (index, source),
-                    FeedSender::new(sender, ready.mark_of(index), fanout.early_wake()),
+                    FeedSender::new(sender, ready.mark_of(index), Handoff::Batched),
                 );
             }
         }
@@ -340,14 +362,29 @@ impl Service {
         let ready = ReadySet::new(config.instruments.len());
         let mut wired_instruments = Vec::new();
         let mut fanouts = Vec::new();
+        // Where the merger batches, one fan-out task for every instrument.
+        let batched = config.idle == IdleStrategy::Batch;
+        let (published, fanout_wake) = (
+            ReadySet::new(config.instruments.len()),
+            Arc::new(Notify::new()),
+        );
+        let handoff = |fanout: &publish::SummaryFanout| match config.idle {
+            IdleStrategy::Batch => Handoff::Batched,
+            _ => Handoff::Immediate {
+                fanout_wake: fanout.early_wake(),
+            },
+        };
         for (index, instrument) in config.instruments.iter().enumerate() {
             let mut inputs = Vec::new();
-            let (output, fanout) = publish::summary_channel();
+            let (output, fanout) = match batched {
+                true => publish::shared_summary_channel(&published, index, &fanout_wake),
+                false => publish::summary_channel(),
+            };
             for source in 0..instrument.symbols.len() {
                 let (sender, receiver) = mailbox::mailbox(VenueFeed::default());
                 senders.insert(
                     (index, source),
-                    FeedSender::new(sender, ready.mark_of(index), fanout.early_wake()),
+                    FeedSender::new(sender, ready.mark_of(index), handoff(&fanout)),
                 );
                 inputs.push(receiver);
             }
@@ -370,6 +407,7 @@ impl Service {
                 instruments: wired_instruments,
                 ready,
                 idle: config.idle,
+                batch_period: config.merger_batch,
                 core: config.merger_core,
                 stale_after: config.stale_after,
                 heartbeat_ns: Arc::clone(&merger_heartbeat_ns),
@@ -403,13 +441,30 @@ impl Service {
             Arc::clone(&host_clock),
             Arc::clone(&metrics),
         ))];
-        for (index, fanout) in fanouts.into_iter().enumerate() {
-            let mut gauges = VenueGauges::new(&metrics, &config, index);
+        if batched {
+            let mut gauges: Vec<_> = (0..fanouts.len())
+                .map(|index| VenueGauges::new(&metrics, &config, index))
+                .collect();
             let any_summary = Arc::clone(&any_summary);
-            tasks.push(tokio::spawn(fanout.run(move |summary| {
-                gauges.update(summary);
-                any_summary.notify_one();
-            })));
+            let fanout = publish::run_shared_fanout(
+                fanouts,
+                published,
+                fanout_wake,
+                move |index, summary| {
+                    gauges[index].update(summary);
+                    any_summary.notify_one();
+                },
+            );
+            tasks.push(tokio::spawn(fanout));
+        } else {
+            for (index, fanout) in fanouts.into_iter().enumerate() {
+                let mut gauges = VenueGauges::new(&metrics, &config, index);
+                let any_summary = Arc::clone(&any_summary);
+                tasks.push(tokio::spawn(fanout.run(move |summary| {
+                    gauges.update(summary);
+                    any_summary.notify_one();
+                })));
+            }
         }
         tasks.push(tokio::spawn(crate::publish::http::serve(
             listeners.metrics,

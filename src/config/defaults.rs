@@ -25,12 +25,18 @@ pub const MAX_INSTRUMENTS_KEY: IntKey = int("service.max_instruments", 64, 1, MA
 pub const OUTPUT: TextKey = text("service.output", "jsonl");
 pub const LOG_FORMAT: TextKey = text("service.log_format", "text");
 pub const IDLE: TextKey = text("merger.idle", "park");
+/// How long the `batch` merger sleeps between passes.
+pub const BATCH_US: IntKey = int("merger.batch_us", 200, 10, 100_000);
 pub const MAX_FRAME_BYTES: IntKey = int("feed.max_frame_bytes", 1 << 20, 4096, 64 << 20);
 /// How long before a venue's connection lifetime runs out its connections are renewed
 /// (`venues.<name>.renew_after_ms` sets the whole time).
 pub const RENEWAL_MARGIN: std::time::Duration = std::time::Duration::from_secs(30 * 60);
 pub const READ_IDLE_TIMEOUT_MS: IntKey = int("feed.read_idle_timeout_ms", 30_000, 100, 600_000);
 pub const CONNECT_TIMEOUT_MS: IntKey = int("feed.connect_timeout_ms", 10_000, 100, 120_000);
+/// 0: a reader thread a connection.
+pub const READER_THREADS: IntKey = int("feed.reader_threads", 0, 0, 64);
+/// 0: readers woken by each read.
+pub const READ_BATCH_US: IntKey = int("feed.batch_us", 0, 0, 100_000);
 pub const BACKOFF_INITIAL_MS: IntKey = int("feed.backoff_initial_ms", 100, 1, 60_000);
 pub const BACKOFF_MAX_MS: IntKey = int("feed.backoff_max_ms", 30_000, 1, 600_000);
 /// At least a second: a reset after any connection at all brings back the reconnect storm
@@ -64,9 +70,12 @@ pub const SERVICE_INTS: &[&IntKey] = &[
     &DEPTH,
     &STALE_AFTER_MS,
     &MAX_INSTRUMENTS_KEY,
+    &BATCH_US,
     &MAX_FRAME_BYTES,
     &READ_IDLE_TIMEOUT_MS,
     &CONNECT_TIMEOUT_MS,
+    &READER_THREADS,
+    &READ_BATCH_US,
     &BACKOFF_INITIAL_MS,
     &BACKOFF_MAX_MS,
     &BACKOFF_RESET_AFTER_MS,

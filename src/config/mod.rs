@@ -61,14 +61,21 @@ pub enum IdleStrategy {
     /// Spin, yield, then park until a reader wakes it (or 1 ms passes). The default:
     /// on a 2-core machine a spinning merger would starve the readers.
     Park,
+    /// Sleep `merger.batch_us` after every pass that found nothing new, then serve
+    /// together what came meanwhile: a few thousand wake-ups a second whatever the frame
+    /// rate, and no reader waking the merger or the fan-out per book. For many books on
+    /// few cores; it adds up to that period (and the kernel's timer slack) to each book's
+    /// latency.
+    Batch,
 }
 
 impl IdleStrategy {
     /// The names `merger.idle` takes.
-    const NAMES: [(&'static str, IdleStrategy); 3] = [
+    const NAMES: [(&'static str, IdleStrategy); 4] = [
         ("spin", IdleStrategy::Spin),
         ("spin-then-yield", IdleStrategy::SpinThenYield),
         ("park", IdleStrategy::Park),
+        ("batch", IdleStrategy::Batch),
     ];
 
     pub fn parse(text: &str) -> Option<Self> {
@@ -116,6 +123,8 @@ pub struct Config {
     pub log_format: LogFormat,
     pub merger_core: Option<usize>,
     pub idle: IdleStrategy,
+    /// The `batch` merger's sleep between passes (`merger.batch_us`).
+    pub merger_batch: Duration,
     pub feed: FeedSettings,
     pub grpc_listen: SocketAddr,
     /// gRPC streams served at once; more are refused (`RESOURCE_EXHAUSTED`).
@@ -233,7 +242,7 @@ impl Config {
 fn workers_beside_merger(idle: IdleStrategy, cpus: usize) -> usize {
     let merger_cpus = match idle {
         IdleStrategy::Spin | IdleStrategy::SpinThenYield => 1,
-        IdleStrategy::Park => 0,
+        IdleStrategy::Park | IdleStrategy::Batch => 0,
     };
     cpus.saturating_sub(merger_cpus).max(1)
 }
@@ -247,6 +256,11 @@ pub struct FeedSettings {
     pub backoff_max: Duration,
     /// How long a connection must deliver books before the backoff starts over.
     pub backoff_reset_after: Duration,
+    /// The threads the connections' readers share (`None`: a thread a connection).
+    pub reader_threads: Option<std::num::NonZeroUsize>,
+    /// Where set, a reader thread reads its sockets once a period, taking together what
+    /// arrived on all of them, instead of waking for each read.
+    pub read_batch: Option<Duration>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

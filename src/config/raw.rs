@@ -78,12 +78,15 @@ pub struct RawRecord {
 pub struct RawMerger {
     pub core: Option<i64>,
     pub idle: Option<String>,
+    pub batch_us: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawFeed {
     pub max_frame_bytes: Option<i64>,
+    pub reader_threads: Option<i64>,
+    pub batch_us: Option<i64>,
     pub read_idle_timeout_ms: Option<i64>,
     pub connect_timeout_ms: Option<i64>,
     pub backoff_initial_ms: Option<i64>,

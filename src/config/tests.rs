@@ -14,13 +14,35 @@ fn a_merger_that_never_sleeps_takes_its_cpu_from_the_runtime() {
         assert_eq!(workers_beside_merger(idle, 2), 1, "{idle:?}");
         assert_eq!(workers_beside_merger(idle, 1), 1, "{idle:?}: never none");
     }
-    assert_eq!(workers_beside_merger(IdleStrategy::Park, 2), 2);
-    assert_eq!(workers_beside_merger(IdleStrategy::Park, 1), 1);
+    for idle in [IdleStrategy::Park, IdleStrategy::Batch] {
+        assert_eq!(workers_beside_merger(idle, 2), 2, "{idle:?}");
+        assert_eq!(workers_beside_merger(idle, 1), 1, "{idle:?}");
+    }
     // The service's configuration is what chooses the rule.
     let spinning = validate(&format!("[merger]\nidle = \"spin\"\n{MINIMAL}")).unwrap();
     let cpus = std::thread::available_parallelism().map_or(1, usize::from);
     assert_eq!(spinning.runtime_workers(), cpus.saturating_sub(1).max(1));
     assert_eq!(validate(MINIMAL).unwrap().runtime_workers(), cpus);
+}
+
+/// The whole market's settings: the merger in batches, the readers sharing threads that
+/// read their sockets once a period. By default, neither.
+#[test]
+fn the_batching_settings_are_read() {
+    let config = validate(&format!(
+        "[merger]\nidle = \"batch\"\nbatch_us = 500\n[feed]\nreader_threads = 2\nbatch_us = 1000\n{MINIMAL}"
+    ))
+    .unwrap();
+    assert_eq!(config.idle, IdleStrategy::Batch);
+    assert_eq!(config.merger_batch, Duration::from_micros(500));
+    assert_eq!(config.feed.reader_threads, std::num::NonZeroUsize::new(2));
+    assert_eq!(config.feed.read_batch, Some(Duration::from_millis(1)));
+    let default = validate(MINIMAL).unwrap();
+    assert_eq!(default.merger_batch, Duration::from_micros(200));
+    assert_eq!(
+        (default.feed.reader_threads, default.feed.read_batch),
+        (None, None)
+    );
 }
 
 #[test]
@@ -144,8 +166,20 @@ fn errors_name_the_key_and_the_value() {
             "service.output = \"xml\": expected \"jsonl\" or \"none\"",
         ),
         (
+            "[merger]\nbatch_us = 5\n",
+            "merger.batch_us = 5: must be between 10 and 100000",
+        ),
+        (
+            "[feed]\nreader_threads = 65\n",
+            "feed.reader_threads = 65: must be between 0 and 64",
+        ),
+        (
+            "[feed]\nbatch_us = -1\n",
+            "feed.batch_us = -1: must be between 0 and 100000",
+        ),
+        (
             "[merger]\nidle = \"nap\"\n",
-            "merger.idle = \"nap\": expected \"spin\", \"spin-then-yield\" or \"park\"",
+            "merger.idle = \"nap\": expected \"spin\", \"spin-then-yield\", \"park\" or \"batch\"",
         ),
         (
             "[grpc]\nmax_clients = 0\n",

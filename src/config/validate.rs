@@ -66,7 +66,7 @@ impl RawConfig {
             invalid(
                 defaults::IDLE.key,
                 format!("{idle_name:?}"),
-                "expected \"spin\", \"spin-then-yield\" or \"park\"",
+                "expected \"spin\", \"spin-then-yield\", \"park\" or \"batch\"",
             )
         })?;
         let bands_bps = self.bands_bps()?;
@@ -87,6 +87,9 @@ impl RawConfig {
             log_format,
             merger_core,
             idle,
+            merger_batch: Duration::from_micros(
+                defaults::BATCH_US.get(self.merger.batch_us)? as u64
+            ),
             feed,
             grpc_listen: defaults::GRPC_LISTEN.socket_address(self.grpc.listen.as_deref())?,
             grpc_max_clients: defaults::GRPC_MAX_CLIENTS.get(self.grpc.max_clients)? as usize,
@@ -271,6 +274,13 @@ impl RawConfig {
             backoff_max: defaults::BACKOFF_MAX_MS.get_millis(self.feed.backoff_max_ms)?,
             backoff_reset_after: defaults::BACKOFF_RESET_AFTER_MS
                 .get_millis(self.feed.backoff_reset_after_ms)?,
+            reader_threads: std::num::NonZeroUsize::new(
+                defaults::READER_THREADS.get(self.feed.reader_threads)? as usize,
+            ),
+            read_batch: match defaults::READ_BATCH_US.get(self.feed.batch_us)? {
+                0 => None,
+                us => Some(Duration::from_micros(us as u64)),
+            },
         };
         if feed.backoff_max < feed.backoff_initial {
             return Err(invalid(

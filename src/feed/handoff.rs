@@ -124,6 +124,19 @@ impl ReadyMark {
     }
 }
 
+/// What a reader does beyond the publish to have its book merged and sent on.
+pub enum Handoff {
+    /// The merger takes each book as it comes (`merger.idle` `spin`, `park`…): the
+    /// instrument's fan-out is woken early (its `SummaryFanout::early_wake`), and the
+    /// next slot is taken back.
+    Immediate { fanout_wake: Arc<Notify> },
+    /// The merger takes books in batches (`batch`), or there is none (`mergebook record`):
+    /// the summary comes up to a period later, and the fan-out would wake for nothing; at
+    /// the thousands of books batching is for, the next slot's lines would be evicted
+    /// long before the next book, and taking them back only reads them from memory.
+    Batched,
+}
+
 /// A reader's end of one mailbox to the merger. It counts the books the merger never
 /// took: a publish that replaced an unread value which was a book (state changes, such
 /// as `Connecting`, that are replaced unread are not books lost to latest-value).
@@ -140,25 +153,23 @@ impl ReadyMark {
 /// value replaced (or is busy). Waking it on every publish regardless costs a system call
 /// whenever the fan-out had just gone back to sleep (docs/decisions.md, "Readers wake the
 /// fan-out early").
+///
+/// Not under the merger's `batch` strategy ([`Handoff::Batched`]).
 pub struct FeedSender {
     sender: Sender<VenueFeed>,
     ready: ReadyMark,
-    fanout_wake: Arc<Notify>,
+    handoff: Handoff,
     holds_unread_book: bool,
     superseded_books: u64,
 }
 
 impl FeedSender {
-    /// `ready`: the instrument's mark; `fanout_wake`: its `SummaryFanout::early_wake`.
-    pub fn new(
-        sender: Sender<VenueFeed>,
-        ready: ReadyMark,
-        fanout_wake: Arc<Notify>,
-    ) -> FeedSender {
+    /// `ready`: the instrument's mark.
+    pub fn new(sender: Sender<VenueFeed>, ready: ReadyMark, handoff: Handoff) -> FeedSender {
         FeedSender {
             sender,
             ready,
-            fanout_wake,
+            handoff,
             holds_unread_book: false,
             superseded_books: 0,
         }
@@ -192,8 +203,11 @@ impl FeedSender {
         self.holds_unread_book = is_book;
         self.ready.mark();
         merger.unpark();
+        let Handoff::Immediate { fanout_wake } = &self.handoff else {
+            return;
+        };
         if !replaced_unread {
-            self.fanout_wake.notify_one();
+            fanout_wake.notify_one();
         }
         if is_book {
             self.sender
@@ -224,7 +238,13 @@ mod tests {
         let (sender, mut merger_end) = crate::mailbox::mailbox(VenueFeed::default());
         let fanout_wake = Arc::new(Notify::new());
         let ready = ReadySet::new(1);
-        let mut feed = FeedSender::new(sender, ready.mark_of(0), Arc::clone(&fanout_wake));
+        let mut feed = FeedSender::new(
+            sender,
+            ready.mark_of(0),
+            Handoff::Immediate {
+                fanout_wake: Arc::clone(&fanout_wake),
+            },
+        );
         let merger = std::thread::current();
         assert!(!woken(&fanout_wake).await);
         feed.publish_with(&merger, |feed| feed.state = VenueState::Synced);

@@ -133,6 +133,52 @@ pub(crate) fn spawn(
         })
 }
 
+/// Starts a thread that runs several connections' readers (`feed.reader_threads`), each a
+/// task of its runtime, until `shutdown` turns true. With `read_batch`, the thread sleeps
+/// that long between looks at its sockets and reads what came on all of them together:
+/// at thousands of books a wake-up of a thread costs more than the frame it delivers, and
+/// this bounds them to one a period whatever the frame rate. A frame waits up to the
+/// period longer.
+pub(crate) fn spawn_shared(
+    name: String,
+    readers: Vec<(ReaderSpec, VenueMetrics)>,
+    merger: std::thread::Thread,
+    shutdown: watch::Receiver<bool>,
+    read_batch: Option<Duration>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name(name).spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let tasks = tokio::task::LocalSet::new();
+        let running: Vec<_> = readers
+            .into_iter()
+            .map(|(spec, metrics)| {
+                let mut reader = Reader::new(spec, merger.clone(), metrics);
+                let shutdown = shutdown.clone();
+                tasks.spawn_local(async move { reader.run(shutdown).await })
+            })
+            .collect();
+        if let Some(period) = read_batch {
+            tasks.spawn_local(async move {
+                loop {
+                    // Blocks the thread on purpose: what arrives meanwhile waits in the
+                    // sockets. The yield lets the runtime look at them without blocking
+                    // and run every reader with something to read before this sleeps again.
+                    std::thread::sleep(period);
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+        runtime.block_on(tasks.run_until(async move {
+            for reader in running {
+                let _ = reader.await;
+            }
+        }));
+    })
+}
+
 /// How much tungstenite asks the socket for per read. It zeroes that much spare buffer
 /// before every read, so its default (128 KiB) costs a 128 KiB `memset` per frame, which
 /// profiles showed as a large share of a busy reader's CPU. 16 KiB still takes a dozen

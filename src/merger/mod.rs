@@ -38,6 +38,8 @@ pub struct MergerSpec<O: PublishObserver = ()> {
     /// into `instruments`).
     pub ready: Arc<ReadySet>,
     pub idle: IdleStrategy,
+    /// The sleep between passes of the `batch` strategy.
+    pub batch_period: Duration,
     /// Pin the thread to this CPU (validated against the process's affinity beforehand).
     pub core: Option<usize>,
     pub stale_after: Duration,
@@ -142,7 +144,8 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         .iter()
         .map(|instrument| VenueFeed::bytes_read(instrument.consolidation.depth()))
         .collect();
-    let mut idler = Idler::new(spec.idle);
+    let mut idler = Idler::new(spec.idle, spec.batch_period);
+    let takes_back_slots = spec.idle != IdleStrategy::Batch;
     let ready = Arc::clone(&spec.ready);
     let mut next_stale_check = 0;
     // Thread-local recording, flushed with the stale check's clock (see metrics.rs).
@@ -267,9 +270,14 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
                 record.published_ns = published_ns;
                 observer.published(&record);
             }
-            instrument
-                .output
-                .take_back_next_slot(instrument.consolidation.depth());
+            // Not when batching: the instrument's next summary is a batch or more away, and
+            // with many instruments the lines taken back would be evicted by then, each a
+            // read from memory for nothing.
+            if takes_back_slots {
+                instrument
+                    .output
+                    .take_back_next_slot(instrument.consolidation.depth());
+            }
             true
         };
         let instruments = &mut spec.instruments;
@@ -362,13 +370,15 @@ const PARK_TIMEOUT: Duration = Duration::from_millis(1);
 /// The merger's idle strategy (see `IdleStrategy`).
 struct Idler {
     strategy: IdleStrategy,
+    batch_period: Duration,
     idle_polls: u32,
 }
 
 impl Idler {
-    fn new(strategy: IdleStrategy) -> Idler {
+    fn new(strategy: IdleStrategy, batch_period: Duration) -> Idler {
         Idler {
             strategy,
+            batch_period,
             idle_polls: 0,
         }
     }
@@ -382,6 +392,9 @@ impl Idler {
         self.idle_polls = self.idle_polls.saturating_add(1);
         match self.strategy {
             IdleStrategy::Spin => std::hint::spin_loop(),
+            // A pass that found nothing: what comes next is served in one pass after the
+            // sleep (`thread::sleep`, which no reader's unpark cuts short).
+            IdleStrategy::Batch => std::thread::sleep(self.batch_period),
             _ if self.idle_polls < SPIN_POLLS => std::hint::spin_loop(),
             IdleStrategy::SpinThenYield => std::thread::yield_now(),
             IdleStrategy::Park if self.idle_polls < SPIN_POLLS + YIELD_POLLS => {

@@ -6,7 +6,9 @@
 //! fan-out task per instrument takes the newest summary and puts it in a `watch` channel,
 //! from which every consumer (gRPC streams, the JSON-lines writer, `/health`) reads the
 //! latest value at its own pace: a slow or stuck consumer skips summaries, it never slows
-//! the merger or the other consumers.
+//! the merger or the other consumers. Where the merger batches (`merger.idle = "batch"`),
+//! one task fans out every instrument instead, woken once a batch
+//! ([`shared_summary_channel`], [`run_shared_fanout`]).
 
 pub(crate) mod accept;
 pub mod grpc;
@@ -19,6 +21,7 @@ pub mod proto;
 pub(crate) mod web;
 
 use crate::clock;
+use crate::feed::handoff::{ReadyMark, ReadySet};
 use crate::mailbox::{self, Receiver, Sender};
 use crate::merger::summary::Summary;
 use std::sync::Arc;
@@ -36,6 +39,8 @@ pub const SUMMARY_AFTER_EARLY_WAKE_NS: u64 = 5_000;
 pub struct SummaryPublisher {
     sender: Sender<Summary>,
     notify: Arc<Notify>,
+    /// Its instrument's mark in the set the shared fan-out takes, where it has one.
+    published: Option<ReadyMark>,
 }
 
 /// The tokio end: moves the newest summary into the watch channel consumers read.
@@ -57,6 +62,7 @@ pub fn summary_channel() -> (SummaryPublisher, SummaryFanout) {
         SummaryPublisher {
             sender,
             notify: Arc::clone(&notify),
+            published: None,
         },
         SummaryFanout {
             receiver,
@@ -65,6 +71,41 @@ pub fn summary_channel() -> (SummaryPublisher, SummaryFanout) {
             spare: None,
         },
     )
+}
+
+/// A publisher/fan-out pair for the instrument `index` of the shared fan-out
+/// ([`run_shared_fanout`]): a publish marks it in `published` and wakes `wake`, which
+/// every instrument's publishes share. A batch of summaries costs the runtime one wake-up
+/// and one task's turn, where a task an instrument costs a turn a summary and, when the
+/// batch outruns one worker, wake-ups of the others.
+pub fn shared_summary_channel(
+    published: &Arc<ReadySet>,
+    index: usize,
+    wake: &Arc<Notify>,
+) -> (SummaryPublisher, SummaryFanout) {
+    let (mut publisher, mut fanout) = summary_channel();
+    publisher.notify = Arc::clone(wake);
+    publisher.published = Some(published.mark_of(index));
+    fanout.notify = Arc::clone(wake);
+    (publisher, fanout)
+}
+
+/// Runs the shared fan-out of `fanouts` (made by [`shared_summary_channel`] with
+/// `published` and `wake`) until the task is aborted: at each wake, every instrument
+/// marked has its newest summary handed on. `on_summary` sees each, with the instrument's
+/// index, before consumers do.
+pub async fn run_shared_fanout(
+    mut fanouts: Vec<SummaryFanout>,
+    published: Arc<ReadySet>,
+    wake: Arc<Notify>,
+    mut on_summary: impl FnMut(usize, &Summary),
+) {
+    loop {
+        wake.notified().await;
+        published.take_each(|index| {
+            fanouts[index].forward_latest(&mut |summary: &Summary| on_summary(index, summary));
+        });
+    }
 }
 
 impl SummaryPublisher {
@@ -80,6 +121,9 @@ impl SummaryPublisher {
             write(slot);
             Ok(())
         });
+        if let Some(published) = &self.published {
+            published.mark();
+        }
         self.notify.notify_one();
     }
 
@@ -145,7 +189,7 @@ impl SummaryFanout {
         let next = match self.spare.take() {
             Some(mut spare) => match Arc::get_mut(&mut spare) {
                 Some(unshared) => {
-                    *unshared = *summary;
+                    unshared.copy_from(summary);
                     spare
                 }
                 None => Arc::new(*summary),

@@ -564,3 +564,41 @@ async fn symbols_beyond_one_connection_s_limit_open_another() {
     assert_eq!(simulator.connections(venue), 2);
     service.stop().await;
 }
+
+/// The whole market's settings: the merger serving in batches, one reader thread reading
+/// the sockets of two connections once a millisecond. Every book is synced on both, and
+/// each keeps moving: the next summary of every instrument holds a newer book.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_batches_on_one_shared_reader_thread_every_book_is_synced_and_moves() {
+    let simulator =
+        Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
+    let venue = VenueId::Bitstamp;
+    let count = venue.facts().max_streams_per_connection + 1;
+    let config = (0..count)
+        .fold(
+            TestConfig::new()
+                .set("service.depth", 5)
+                .set("merger.idle", "batch")
+                .set("merger.batch_us", 1000)
+                .set("feed.reader_threads", 1)
+                .set("feed.batch_us", 1000)
+                .on(&simulator, &[venue]),
+            |config, n| config.instrument(&format!("I{n}"), &[(venue, &format!("p{n}usd"))]),
+        )
+        .build();
+    let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
+    for index in 0..count {
+        let mut summaries = service.summaries(index);
+        let synced = wait_for(&mut summaries, |s| {
+            s.venue_state(venue) == VenueState::Synced
+        })
+        .await;
+        let sequence = synced.source_sequence[0];
+        wait_for(&mut summaries, |s| {
+            s.venue_state(venue) == VenueState::Synced && s.source_sequence[0] > sequence
+        })
+        .await;
+    }
+    assert_eq!(simulator.connections(venue), 2);
+    service.stop().await;
+}
