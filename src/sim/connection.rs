@@ -54,8 +54,10 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
     // The timer cannot usefully tick faster than 1 kHz: above that, send several frames
     // per tick.
     let ticks_per_second = shared.rate_per_second.min(1000);
-    let frames_per_tick = shared.rate_per_second.div_ceil(ticks_per_second);
-    let mut ticker = tokio::time::interval(Duration::from_secs(1) / ticks_per_second);
+    let ticks_per_write = shared.ticks_per_write();
+    let frames_per_write = shared.rate_per_second.div_ceil(ticks_per_second) * ticks_per_write;
+    let mut ticker =
+        tokio::time::interval(Duration::from_secs(1) * ticks_per_write / ticks_per_second);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
 
     let ping_every = match control.ping_every_ms.load(Ordering::Relaxed) {
@@ -173,7 +175,7 @@ pub(super) async fn serve(stream: TcpStream, shared: Arc<Shared>) -> Result<(), 
                 Some(Err(error)) => return Err(error.into()),
             },
             _ = ticker.tick(), if !books.streams.is_empty() && !*paused.borrow() => {
-                books.send(&mut socket, &shared, frames_per_tick).await?;
+                books.send(&mut socket, &shared, frames_per_write).await?;
             }
             // Paused, a subscription's in-band snapshot waits too: a paused venue sends no
             // book data at all.

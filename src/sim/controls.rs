@@ -384,11 +384,20 @@ impl Simulator {
     /// if named in `hot`, and one in `cold_every` otherwise (the load harness: many books
     /// at a low rate spread over the ticks, one at a higher rate).
     pub fn set_stream_pacing(&self, hot: Vec<String>, hot_every: u32, cold_every: u32) {
-        *self.shared.stream_pacing.lock().expect("not poisoned") = StreamPacing {
-            hot,
-            hot_every,
-            cold_every,
-        };
+        let mut pacing = self.shared.stream_pacing.lock().expect("not poisoned");
+        pacing.hot = hot;
+        pacing.hot_every = hot_every;
+        pacing.cold_every = cold_every;
+    }
+
+    /// Makes connections opened from now on write the frames of `ticks` ticks together,
+    /// one write every `ticks` ticks (1: a write a tick). A load generator that writes
+    /// each frame alone pays a system call, a loopback delivery and a wake-up of its
+    /// reader per frame; a venue pushing hundreds of books on one connection sends them
+    /// as they are due, and a reader behind a busy link receives them together anyway.
+    pub fn set_ticks_per_write(&self, ticks: u32) {
+        let mut pacing = self.shared.stream_pacing.lock().expect("not poisoned");
+        pacing.ticks_per_write = ticks.max(1);
     }
 
     /// Frames sent that `record_sends`'s full log could not take.

@@ -388,6 +388,8 @@ struct StreamPacing {
     hot: Vec<String>,
     hot_every: u32,
     cold_every: u32,
+    /// Ticks whose frames a connection writes together (`Simulator::set_ticks_per_write`).
+    ticks_per_write: u32,
 }
 
 impl Shared {
@@ -411,6 +413,12 @@ impl Shared {
             false => pacing.cold_every,
         };
         every.max(1)
+    }
+
+    /// Ticks whose frames a new connection writes together.
+    fn ticks_per_write(&self) -> u32 {
+        let pacing = self.stream_pacing.lock().expect("not poisoned");
+        pacing.ticks_per_write.max(1)
     }
 }
 
@@ -489,6 +497,7 @@ impl Simulator {
                 hot: Vec::new(),
                 hot_every: 1,
                 cold_every: 1,
+                ticks_per_write: 1,
             }),
             price_grids: Mutex::new(Vec::new()),
         });

@@ -100,9 +100,18 @@ struct LoadtestArgs {
     /// Levels per side; 20 makes Binance send depth20 frames (about 1.2 KB).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=MAX_DEPTH as i64))]
     depth: u16,
-    /// The merger's idle strategy: spin, spin-then-yield, park.
+    /// The merger's idle strategy: spin, spin-then-yield, park, batch.
     #[arg(long, default_value = "spin", value_parser = parse_idle)]
     idle: IdleStrategy,
+    /// With --idle batch: the merger's sleep between passes, in µs.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(10..=100_000))]
+    batch_us: u32,
+    /// The threads the readers share (0: a thread a connection).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64))]
+    reader_threads: u32,
+    /// A reader thread's sleep between looks at its sockets, in µs (0: woken by each read).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    read_batch_us: u32,
     /// Pin the merger thread to this CPU.
     #[arg(long)]
     merger_core: Option<usize>,
@@ -131,6 +140,11 @@ struct LoadtestArgs {
     /// coin, buying and selling in turn, over gRPC): the merger answers them between passes.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=10_000))]
     quotes_per_second: u32,
+    /// Each connection of the simulator writes the frames due in this many milliseconds
+    /// together (never less often than the fastest book sends): what a load generator
+    /// writing each frame alone would cost it, and the readers, is left out.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    write_every_ms: u32,
 }
 
 fn parse_venue(name: &str) -> Result<VenueId, String> {
@@ -256,11 +270,15 @@ fn run_loadtest(args: &LoadtestArgs) -> ExitCode {
             warmup: args.warmup,
             duration: args.duration,
             idle: args.idle,
+            batch_us: args.batch_us,
+            reader_threads: args.reader_threads,
+            read_batch_us: args.read_batch_us,
             merger_core: args.merger_core,
             rss_every: args.rss_every,
             cpu_wake_latency_us: args.cpu_wake_latency_us,
             web_clients: usize::from(args.web_clients),
             quotes_per_second: args.quotes_per_second,
+            write_every: Duration::from_millis(u64::from(args.write_every_ms)),
         };
         return match loadtest::run(&spec) {
             Ok(report) => {
@@ -367,9 +385,13 @@ fn loadtest_child(args: &LoadtestArgs, rate: u32, instruments: u16) -> Option<Lo
         .args(["--warmup", &args.warmup.as_secs_f64().to_string()])
         .args(["--depth", &args.depth.to_string()])
         .args(["--idle", args.idle.name()])
+        .args(["--batch-us", &args.batch_us.to_string()])
+        .args(["--reader-threads", &args.reader_threads.to_string()])
+        .args(["--read-batch-us", &args.read_batch_us.to_string()])
         .args(["--rss-every", &args.rss_every.as_secs_f64().to_string()])
         .args(["--web-clients", &args.web_clients.to_string()])
-        .args(["--quotes-per-second", &args.quotes_per_second.to_string()]);
+        .args(["--quotes-per-second", &args.quotes_per_second.to_string()])
+        .args(["--write-every-ms", &args.write_every_ms.to_string()]);
     if let Some(core) = args.merger_core {
         command.args(["--merger-core", &core.to_string()]);
     }

@@ -23,6 +23,9 @@ fn a_short_run_accounts_for_every_frame_sent() {
         duration: Duration::from_secs(2),
         // The test machine has 2 cores: a spinning merger would take one from the tests.
         idle: IdleStrategy::Park,
+        batch_us: 200,
+        reader_threads: 0,
+        read_batch_us: 0,
         merger_core: None,
         rss_every: Duration::from_millis(500),
         // Where the limit can be read (root, as in CI), the run asks for one that lets idle
@@ -33,6 +36,7 @@ fn a_short_run_accounts_for_every_frame_sent() {
         // still accounted for, every quote answered (the run fails on a refusal).
         web_clients: 2,
         quotes_per_second: 50,
+        write_every: Duration::from_millis(1),
     };
     let report = loadtest::run(&spec).unwrap();
     assert_eq!(

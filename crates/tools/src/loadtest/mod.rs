@@ -72,6 +72,13 @@ pub struct LoadSpec {
     /// The measured window.
     pub duration: Duration,
     pub idle: IdleStrategy,
+    /// The sleep between the `batch` merger's passes (`merger.batch_us`).
+    pub batch_us: u32,
+    /// The threads the readers share (`feed.reader_threads`; 0: a thread a connection).
+    pub reader_threads: u32,
+    /// A reader thread's sleep between looks at its sockets (`feed.batch_us`; 0: woken
+    /// by each read).
+    pub read_batch_us: u32,
     pub merger_core: Option<usize>,
     /// How often memory is sampled.
     pub rss_every: Duration,
@@ -87,6 +94,9 @@ pub struct LoadSpec {
     /// the simulator's runtime as a client elsewhere would ask them (25 of its base coin,
     /// buying and selling in turn).
     pub quotes_per_second: u32,
+    /// Each connection writes what is due in this period together (`Simulator::set_ticks_per_write`),
+    /// never less often than the fastest book sends.
+    pub write_every: Duration,
 }
 
 /// A multi-threaded runtime whose threads are named `name` (the CPU accounting tells
@@ -129,6 +139,12 @@ fn ticks_per_second(spec: &LoadSpec) -> u32 {
         .unwrap_or(0)
         .max(spec.rate_per_venue)
         .max(1000)
+}
+
+/// The simulator's ticks in `spec.write_every` (at least one).
+fn ticks_per_write(spec: &LoadSpec) -> u32 {
+    let ticks = spec.write_every.as_secs_f64() * f64::from(ticks_per_second(spec));
+    (ticks.round() as u32).max(1)
 }
 
 /// Each instrument's symbol on `venue`: the first is ETH/BTC, the others made up.
@@ -198,7 +214,11 @@ fn config_for(spec: &LoadSpec) -> Result<mergebook::config::Config, String> {
         max_instruments = {count}
         [merger]
         idle = "{idle}"
+        batch_us = {batch_us}
         {core}
+        [feed]
+        reader_threads = {reader_threads}
+        batch_us = {read_batch_us}
         [grpc]
         listen = "127.0.0.1:0"
         [metrics]
@@ -213,6 +233,9 @@ fn config_for(spec: &LoadSpec) -> Result<mergebook::config::Config, String> {
         depth = spec.depth,
         count = spec.instruments,
         idle = spec.idle.name(),
+        batch_us = spec.batch_us,
+        reader_threads = spec.reader_threads,
+        read_batch_us = spec.read_batch_us,
         web = spec.web_clients > 0,
         connections = spec.web_clients + 64,
     );
@@ -324,6 +347,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
     };
     let hot_every = every(spec.hot_rate.unwrap_or(spec.rate_per_venue));
     simulator.set_stream_pacing(hot, hot_every, every(spec.rate_per_venue));
+    simulator.set_ticks_per_write(ticks_per_write(spec).min(hot_every));
     simulator.record_sends(sends);
     simulator.point(&mut config);
 
