@@ -254,20 +254,21 @@ pub fn table(reports: &[LoadReport]) -> String {
 pub fn books_table(reports: &[LoadReport]) -> String {
     let micros = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
     let mut out = String::from(
-        "| books | all synced after s | frames/s sent (asked) | lost | wire P50 µs | P99 | P99.9 | \
-         first instrument's P50 µs | P99 | readers % of a core | merger % | service runtime % | \
-         simulator and harness % | peak RSS MiB | steal % |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| books | all synced after s | frames/s sent (asked) | lost | service CPU µs a frame | \
+         wire P50 µs | P99 | P99.9 | first instrument's P50 µs | P99 | readers % of a core | \
+         merger % | service runtime % | simulator and harness % | peak RSS MiB | steal % |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for report in reports {
         let percent = |seconds| report.percent_of_a_core(seconds);
         out.push_str(&format!(
-            "| {} | {:.2} | {:.0} ({:.0}) | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
+            "| {} | {:.2} | {:.0} ({:.0}) | {} | {:.1} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |\n",
             report.instruments * report.venues.len(),
             report.synced_after_seconds,
             report.achieved_frames_per_second,
             report.expected_frames_per_second,
             report.lost,
+            report.service_cpu_seconds_per_million_frames,
             micros(report.wire_ns.p50),
             micros(report.wire_ns.p99),
             micros(report.wire_ns.p999),
@@ -284,15 +285,18 @@ pub fn books_table(reports: &[LoadReport]) -> String {
     out
 }
 
-/// Wire-to-publish latency (P50, P99, and the first instrument's P50) and CPU (readers,
-/// merger) against the number of books, as an SVG of two charts, books on a log scale.
+/// Wire-to-publish latency (P50, P99, and the first instrument's P50) and the service's CPU
+/// a frame (readers, merger, runtime) against the number of books, as an SVG of two
+/// charts, books on a log scale.
 pub fn books_plot(reports: &[LoadReport]) -> String {
     let books: Vec<f64> = reports
         .iter()
         .map(|r| (r.instruments * r.venues.len()) as f64)
         .collect();
     let micros = |ns: u64| (ns as f64 / 1e3).max(0.1);
-    let percent = |r: &LoadReport, seconds| r.percent_of_a_core(seconds);
+    let per_frame = |r: &LoadReport, seconds: f64| {
+        seconds * 1e6 / (r.achieved_frames_per_second * r.window_seconds).max(1.0)
+    };
     let latency = [
         (
             "wire P50",
@@ -322,7 +326,7 @@ pub fn books_plot(reports: &[LoadReport]) -> String {
             "#9467bd",
             reports
                 .iter()
-                .map(|r| percent(r, r.reader_cpu_seconds))
+                .map(|r| per_frame(r, r.reader_cpu_seconds))
                 .collect::<Vec<_>>(),
         ),
         (
@@ -330,7 +334,15 @@ pub fn books_plot(reports: &[LoadReport]) -> String {
             "#ff7f0e",
             reports
                 .iter()
-                .map(|r| percent(r, r.merger_cpu_seconds))
+                .map(|r| per_frame(r, r.merger_cpu_seconds))
+                .collect(),
+        ),
+        (
+            "service runtime",
+            "#8c564b",
+            reports
+                .iter()
+                .map(|r| per_frame(r, r.service_runtime_cpu_seconds))
                 .collect(),
         ),
     ];
@@ -346,7 +358,14 @@ pub fn books_plot(reports: &[LoadReport]) -> String {
         &latency,
         true,
     );
-    chart(&mut svg, 510.0, "CPU, % of a core", &books, &cpu, false);
+    chart(
+        &mut svg,
+        510.0,
+        "service CPU a frame, µs (log)",
+        &books,
+        &cpu,
+        true,
+    );
     svg.push_str("</svg>\n");
     svg
 }
