@@ -128,8 +128,9 @@ fn loadtest_prints_the_wire_to_publish_table() {
 }
 
 /// With several `--instruments`, one row a number of books, each book accounted apart (a
-/// hot first instrument among quiet ones), every book synced before the window, and the
-/// plot drawn.
+/// hot first instrument among quiet ones), every book synced before the window, the
+/// service's CPU a frame given, and the plot drawn; with the whole market's settings, as
+/// `scripts/loadtest books` runs them.
 #[test]
 fn loadtest_tables_and_plots_many_books() {
     let plot = std::env::temp_dir().join(format!("mergebook-books-{}.svg", std::process::id()));
@@ -143,7 +144,9 @@ fn loadtest_tables_and_plots_many_books() {
             "--hot-rate",
             "200",
         ])
-        .args(["--duration", "1", "--warmup", "1", "--idle", "park"])
+        .args(["--duration", "1", "--warmup", "1", "--idle", "batch"])
+        .args(["--reader-threads", "1", "--read-batch-us", "1000"])
+        .args(["--write-every-ms", "10"])
         .arg("--plot")
         .arg(&plot)
         .stderr(Stdio::inherit())
@@ -165,13 +168,17 @@ fn loadtest_tables_and_plots_many_books() {
             "synced after: {table}"
         );
         assert_eq!(row[4], "0", "lost: {table}");
+        assert!(
+            row[5].parse::<f64>().unwrap() > 0.0,
+            "service CPU a frame: {table}"
+        );
     }
     let svg = std::fs::read_to_string(&plot).unwrap();
     std::fs::remove_file(&plot).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert_eq!(
         svg.matches("<polyline").count(),
-        5,
-        "three latencies, two CPUs"
+        6,
+        "three latencies, three thread groups' CPU"
     );
 }
