@@ -184,6 +184,31 @@ fn in_base_currency(book: &mut TopBook, contract_size: Option<FixedPoint>) -> bo
     contract_size.is_none_or(|size| book.scale_amounts(size))
 }
 
+/// The most of a number's text a log line shows.
+const NUMBER_TEXT_BYTES: usize = 48;
+
+/// The text of the number a decode error is about (`DecodeError::Number`,
+/// `IntegerOverflow`), from a text frame, for the log line that names it: the value a
+/// venue lists that mergebook cannot hold exactly is what its operator needs to see. Cut
+/// at [`NUMBER_TEXT_BYTES`]; `None` for other errors and where the bytes are no number's.
+fn number_text<'a>(frame: &'a [u8], error: &DecodeError) -> Option<&'a str> {
+    let (DecodeError::Number { at, .. } | DecodeError::IntegerOverflow { at }) = *error else {
+        return None;
+    };
+    let rest = frame.get(at..)?;
+    let rest = rest.strip_prefix(b"\"").unwrap_or(rest);
+    let is_numeric = |byte: &u8| byte.is_ascii_digit() || b".eE+-".contains(byte);
+    let len = rest
+        .iter()
+        .take(NUMBER_TEXT_BYTES)
+        .take_while(|byte| is_numeric(byte))
+        .count();
+    match len {
+        0 => None,
+        len => std::str::from_utf8(&rest[..len]).ok(),
+    }
+}
+
 /// A book handed to the merger is merged when its sizes were exact.
 fn publishable_state(exact: bool) -> VenueState {
     match exact {
@@ -619,7 +644,7 @@ impl FeedCore {
     ) -> FrameVerdict {
         if !self.venue.facts().binary_books {
             let error = BadFrame::Binary { bytes: frame.len() };
-            self.on_bad_frame(error, received_ns, out);
+            self.on_bad_frame(error, None, received_ns, out);
             return FrameVerdict::Continue;
         }
         let decoded = match &mut self.diff {
@@ -674,9 +699,18 @@ impl FeedCore {
             Ok(Message::Heartbeat) => {}
             Ok(Message::Ignored) => out.note(None, FeedEvent::Ignored),
             Ok(Message::Unreadable { stream, error }) => {
-                self.on_unreadable_book(stream, error, received_ns, out);
+                self.on_unreadable_book(
+                    stream,
+                    error,
+                    number_text(frame, &error),
+                    received_ns,
+                    out,
+                );
             }
-            Err(error) => self.on_bad_frame(BadFrame::Decode(error), received_ns, out),
+            Err(error) => {
+                let value = number_text(frame, &error);
+                self.on_bad_frame(BadFrame::Decode(error), value, received_ns, out);
+            }
         }
         FrameVerdict::Continue
     }
@@ -746,7 +780,10 @@ impl FeedCore {
                         None => return,
                     }
                 }
-                Err(error) => return self.on_bad_frame(BadFrame::Decode(error), received_ns, out),
+                Err(error) => {
+                    let value = number_text(frame, &error);
+                    return self.on_bad_frame(BadFrame::Decode(error), value, received_ns, out);
+                }
             }
         }
     }
@@ -837,10 +874,12 @@ impl FeedCore {
     /// A message of the stream named `stream` that could not be held (`Message::Unreadable`):
     /// counted and logged as a bad frame of that stream, which alone is out of sync until
     /// its next good book (a diff book rebuilt).
+    /// `value`: the text of the number the error is about, where it is one.
     fn on_unreadable_book(
         &mut self,
         stream: &[u8],
         error: DecodeError,
+        value: Option<&str>,
         received_ns: u64,
         out: &mut impl FeedOutput,
     ) {
@@ -850,7 +889,9 @@ impl FeedCore {
         let error = BadFrame::Decode(error);
         out.note(Some(slot), FeedEvent::BadFrame(error));
         if let Some(suppressed) = self.bad_frame_log.allow(received_ns) {
-            tracing::warn!(venue = %self.venue, stream = %self.streams[slot].name, %error, suppressed, "book not held");
+            let CoreStream { name, symbol, .. } = &self.streams[slot];
+            let value = value.unwrap_or_default();
+            tracing::warn!(venue = %self.venue, stream = %name, %symbol, %error, %value, suppressed, "book not held");
         }
         match self.diff.is_some() {
             true => self.lose_sync(slot, ResyncReason::DecodeError, received_ns, out),
@@ -862,10 +903,18 @@ impl FeedCore {
     /// none): counted, logged, dropped. Which stream it was for is unknown, so every
     /// stream is out of sync until its next good book, and every diff book is rebuilt (a
     /// diff stream that lost a frame has a hole in it).
-    pub fn on_bad_frame(&mut self, error: BadFrame, received_ns: u64, out: &mut impl FeedOutput) {
+    /// `value`: the text of the number the error is about, where it is one.
+    fn on_bad_frame(
+        &mut self,
+        error: BadFrame,
+        value: Option<&str>,
+        received_ns: u64,
+        out: &mut impl FeedOutput,
+    ) {
         out.note(None, FeedEvent::BadFrame(error));
         if let Some(suppressed) = self.bad_frame_log.allow(received_ns) {
-            tracing::warn!(venue = %self.venue, %error, suppressed, "bad frame dropped");
+            let value = value.unwrap_or_default();
+            tracing::warn!(venue = %self.venue, %error, %value, suppressed, "bad frame dropped");
         }
         self.publish_state(VenueState::OutOfSync, out);
         self.reset_diff_books(ResyncReason::DecodeError, received_ns, out);

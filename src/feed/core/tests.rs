@@ -783,3 +783,69 @@ fn an_audit_waits_for_a_rebuild_s_snapshot() {
     );
     assert_eq!(audited.audits(), []);
 }
+
+/// Every line written to a tracing subscriber, as text.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A number a book cannot hold (an amount past `FixedPoint`'s range, as a venue listing a
+/// token by the trillion would send): the log line gives the number as the venue wrote
+/// it. Binance's decoder stops at it, so the frame is a bad one of the connection (where
+/// a decoder has read the book's name first and says so, `Message::Unreadable`, the line
+/// also names the stream and its symbol, and only that book is out of sync).
+#[test]
+fn a_number_it_cannot_hold_is_logged_with_its_text() {
+    let venue = VenueId::Binance;
+    let (mut core, _, mut out) = connected(venue, &["ETHBTC"]);
+    core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
+    let frame = String::from_utf8(book_frame(venue, "ETHBTC", 10)).unwrap();
+    let amount = "1.00000000";
+    assert!(frame.contains(amount), "{frame}");
+    let frame = frame.replacen(amount, "123456789012345.5", 1);
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        core.on_frame(frame.as_bytes(), 2, &mut out);
+    });
+    assert_eq!(out.published.last(), Some(&(0, VenueState::OutOfSync)));
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(log.contains("bad frame dropped venue=binance"), "{log}");
+    assert!(log.contains("value=123456789012345.5 "), "{log}");
+}
+
+#[test]
+fn the_text_of_a_number_an_error_is_about() {
+    fn number(frame: &[u8], at: usize) -> Option<&str> {
+        let error = DecodeError::Number {
+            at,
+            error: crate::fixed::FixedPointError::Overflow,
+        };
+        super::number_text(frame, &error)
+    }
+    assert_eq!(number(br#"["1e400",1]"#, 1), Some("1e400"));
+    assert_eq!(
+        number(br#"[12345678901234567890,1]"#, 1),
+        Some("12345678901234567890")
+    );
+    assert_eq!(number(br#"[x]"#, 1), None);
+    assert_eq!(number(b"[", 5), None);
+    let long = format!("[{}]", "9".repeat(100));
+    assert_eq!(number(long.as_bytes(), 1).map(str::len), Some(48));
+    let other = DecodeError::Truncated;
+    assert_eq!(super::number_text(b"123", &other), None);
+}
