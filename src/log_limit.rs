@@ -2,6 +2,46 @@
 //! reconnect storm, writes at most one line a second of each kind, and that line counts
 //! the ones suppressed since the last (the metrics count every event).
 
+/// What the logs say, for the unit tests: every line written at `level` and above while
+/// the guard of [`CapturedLogs::start`] lives on this thread.
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub(crate) struct CapturedLogs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl CapturedLogs {
+    /// Starts capturing this thread's lines at `level` and above, until the guard drops.
+    pub(crate) fn start(&self, level: tracing::Level) -> tracing::subscriber::DefaultGuard {
+        let writer = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(level)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    /// Every line captured so far.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("not poisoned")).into_owned()
+    }
+}
+
+#[cfg(test)]
+impl std::io::Write for CapturedLogs {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// One kind of repeated line.
 pub struct LogLimiter {
     period_ns: u64,

@@ -532,26 +532,10 @@ mod tests {
         level: tracing::Level,
         run: impl FnOnce() -> F,
     ) -> String {
-        #[derive(Clone, Default)]
-        struct Buffer(Arc<std::sync::Mutex<Vec<u8>>>);
-        impl std::io::Write for Buffer {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let buffer = Buffer::default();
-        let writer = buffer.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(level)
-            .with_writer(move || writer.clone())
-            .finish();
-        let _logging = tracing::subscriber::set_default(subscriber);
+        let logs = crate::log_limit::CapturedLogs::default();
+        let _logging = logs.start(level);
         run().await;
-        String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+        logs.text()
     }
 
     /// A client that reads fewer summaries than are published is what a latest-value

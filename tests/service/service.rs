@@ -538,21 +538,22 @@ async fn the_simulator_replays_recorded_frames_into_the_merged_book() {
 
 /// A venue's symbols beyond what one connection may carry go on another connection:
 /// every instrument gets its books, over as many connections as the limit asks for.
+/// `config` with `count` instruments on the simulator's Bitstamp alone, 5 levels deep.
+fn bitstamp_instruments(config: TestConfig, simulator: &Simulator, count: usize) -> TestConfig {
+    let venue = VenueId::Bitstamp;
+    (0..count).fold(
+        config.set("service.depth", 5).on(simulator, &[venue]),
+        |config, n| config.instrument(&format!("I{n}"), &[(venue, &format!("p{n}usd"))]),
+    )
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn symbols_beyond_one_connection_s_limit_open_another() {
     let simulator =
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 10, 7).unwrap();
     let venue = VenueId::Bitstamp;
-    let per_connection = venue.facts().max_streams_per_connection;
-    let count = per_connection + 1;
-    let config = (0..count)
-        .fold(
-            TestConfig::new()
-                .set("service.depth", 5)
-                .on(&simulator, &[venue]),
-            |config, n| config.instrument(&format!("I{n}"), &[(venue, &format!("p{n}usd"))]),
-        )
-        .build();
+    let count = venue.facts().max_streams_per_connection + 1;
+    let config = bitstamp_instruments(TestConfig::new(), &simulator, count).build();
     let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
     for index in 0..count {
         let mut summaries = service.summaries(index);
@@ -574,18 +575,12 @@ async fn in_batches_on_one_shared_reader_thread_every_book_is_synced_and_moves()
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
     let venue = VenueId::Bitstamp;
     let count = venue.facts().max_streams_per_connection + 1;
-    let config = (0..count)
-        .fold(
-            TestConfig::new()
-                .set("service.depth", 5)
-                .set("merger.idle", "batch")
-                .set("merger.batch_us", 1000)
-                .set("feed.reader_threads", 1)
-                .set("feed.batch_us", 1000)
-                .on(&simulator, &[venue]),
-            |config, n| config.instrument(&format!("I{n}"), &[(venue, &format!("p{n}usd"))]),
-        )
-        .build();
+    let whole_market = TestConfig::new()
+        .set("merger.idle", "batch")
+        .set("merger.batch_us", 1000)
+        .set("feed.reader_threads", 1)
+        .set("feed.batch_us", 1000);
+    let config = bitstamp_instruments(whole_market, &simulator, count).build();
     let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
     for index in 0..count {
         let mut summaries = service.summaries(index);

@@ -784,21 +784,6 @@ fn an_audit_waits_for_a_rebuild_s_snapshot() {
     assert_eq!(audited.audits(), []);
 }
 
-/// Every line written to a tracing subscriber, as text.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// A number a book cannot hold (an amount past `FixedPoint`'s range, as a venue listing a
 /// token by the trillion would send): the log line gives the number as the venue wrote
 /// it. Binance's decoder stops at it, so the frame is a bad one of the connection (where
@@ -813,17 +798,12 @@ fn a_number_it_cannot_hold_is_logged_with_its_text() {
     let amount = "1.00000000";
     assert!(frame.contains(amount), "{frame}");
     let frame = frame.replacen(amount, "123456789012345.5", 1);
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
-        core.on_frame(frame.as_bytes(), 2, &mut out);
-    });
+    let logs = crate::log_limit::CapturedLogs::default();
+    let logging = logs.start(tracing::Level::WARN);
+    core.on_frame(frame.as_bytes(), 2, &mut out);
+    drop(logging);
     assert_eq!(out.published.last(), Some(&(0, VenueState::OutOfSync)));
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let log = logs.text();
     assert!(log.contains("bad frame dropped venue=binance"), "{log}");
     assert!(log.contains("value=123456789012345.5 "), "{log}");
 }
