@@ -237,7 +237,7 @@ pub struct FeedCore {
     /// [`SLOTS_SCANNED`]: a frame's stream found in one lookup, not a compare per stream
     /// (a cost that grows with the streams a connection carries: a thousand at a whole
     /// market).
-    slots_by_key: Option<std::collections::HashMap<Box<[u8]>, usize>>,
+    slots_by_key: Option<foldhash::HashMap<Box<[u8]>, usize>>,
     scratch: TopBook,
     /// Per stream, the venue sequence of the last book published (snapshot mode).
     last_sequence: Vec<u64>,
