@@ -222,7 +222,7 @@ impl Summary {
     }
 
     /// Copies what `other` holds, its books' live levels and its sources' slots only: a
-    /// whole summary is some 18 KB of inline arrays (two books of `MAX_DEPTH` levels a
+    /// whole summary is some 15 KB of inline arrays (two books of `MAX_DEPTH` levels a
     /// side, the native prices, `MAX_SOURCES` of each source's fields), of which an
     /// instrument of four venues' 20 levels uses a tenth, and the fan-out copies every
     /// summary.
