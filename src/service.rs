@@ -362,23 +362,23 @@ impl Service {
         let ready = ReadySet::new(config.instruments.len());
         let mut wired_instruments = Vec::new();
         let mut fanouts = Vec::new();
-        // Where the merger batches, one fan-out task for every instrument.
-        let batched = config.idle == IdleStrategy::Batch;
-        let (published, fanout_wake) = (
-            ReadySet::new(config.instruments.len()),
-            Arc::new(Notify::new()),
-        );
-        let handoff = |fanout: &publish::SummaryFanout| match config.idle {
-            IdleStrategy::Batch => Handoff::Batched,
-            _ => Handoff::Immediate {
+        // Where the merger batches, one fan-out task for every instrument (the instruments
+        // published, and its wake), which the readers do not wake (`Handoff::Batched`).
+        let shared_fanout = (config.idle == IdleStrategy::Batch).then(|| {
+            let published = ReadySet::new(config.instruments.len());
+            (published, Arc::new(Notify::new()))
+        });
+        let handoff = |fanout: &publish::SummaryFanout| match shared_fanout {
+            Some(_) => Handoff::Batched,
+            None => Handoff::Immediate {
                 fanout_wake: fanout.early_wake(),
             },
         };
         for (index, instrument) in config.instruments.iter().enumerate() {
             let mut inputs = Vec::new();
-            let (output, fanout) = match batched {
-                true => publish::shared_summary_channel(&published, index, &fanout_wake),
-                false => publish::summary_channel(),
+            let (output, fanout) = match &shared_fanout {
+                Some((published, wake)) => publish::shared_summary_channel(published, index, wake),
+                None => publish::summary_channel(),
             };
             for source in 0..instrument.symbols.len() {
                 let (sender, receiver) = mailbox::mailbox(VenueFeed::default());
@@ -441,20 +441,16 @@ impl Service {
             Arc::clone(&host_clock),
             Arc::clone(&metrics),
         ))];
-        if batched {
+        if let Some((published, wake)) = shared_fanout {
             let mut gauges: Vec<_> = (0..fanouts.len())
                 .map(|index| VenueGauges::new(&metrics, &config, index))
                 .collect();
             let any_summary = Arc::clone(&any_summary);
-            let fanout = publish::run_shared_fanout(
-                fanouts,
-                published,
-                fanout_wake,
-                move |index, summary| {
+            let fanout =
+                publish::run_shared_fanout(fanouts, published, wake, move |index, summary| {
                     gauges[index].update(summary);
                     any_summary.notify_one();
-                },
-            );
+                });
             tasks.push(tokio::spawn(fanout));
         } else {
             for (index, fanout) in fanouts.into_iter().enumerate() {
