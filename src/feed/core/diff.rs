@@ -48,6 +48,32 @@ pub(super) struct DiffBook {
 /// Long enough for a snapshot the stream sends unasked (OKX's in-band form) to come first.
 pub const QUIET_BOOK_GRACE_NS: u64 = 1_000_000_000;
 
+impl DiffBook {
+    /// A book of `venue` under `settings`, out of sync since `now_ns`.
+    pub(super) fn new(venue: VenueId, settings: &DiffSettings, now_ns: u64) -> DiffBook {
+        DiffBook {
+            sync: BookSync::new(
+                venue.facts().sequencing,
+                settings.max_levels,
+                settings.max_buffered,
+            )
+            .with_full_depth(settings.full_depth)
+            .with_partial_snapshots(match settings.whole_book {
+                true => None,
+                false => venue
+                    .snapshots()
+                    .partial_snapshot_levels(settings.snapshot_depth),
+            }),
+            generation: 0,
+            out_of_sync_since_ns: now_ns,
+            awaiting_since_ns: None,
+            quiet_since_ns: None,
+            decimals: WireDecimals::default(),
+            checksum_texts: LevelTexts::default(),
+        }
+    }
+}
+
 impl DiffBooks {
     /// `slot`'s subscription is acknowledged at `now_ns`: a REST venue's book not in sync
     /// starts its quiet grace.
@@ -101,6 +127,9 @@ impl FeedCore {
         out.note(None, FeedEvent::SnapshotsCancelled);
         let resubscribe = reason != ResyncReason::Connect && diff.source == SnapshotSource::InBand;
         for (slot, book) in diff.books.iter_mut().enumerate() {
+            if !self.listed[slot] {
+                continue;
+            }
             if resubscribe {
                 diff.scheduler.lost(slot, now_ns, true);
             }

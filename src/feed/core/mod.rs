@@ -225,12 +225,30 @@ pub const QUIET_DOUBLINGS_MAX: u32 = 4;
 /// their keys (`FeedCore::slots_by_key`).
 const SLOTS_SCANNED: usize = 16;
 
+/// The key of a vacant slot: no stream's key, as none is made of bytes that are not UTF-8.
+const VACANT_KEY: &[u8] = &[0xFF];
+
+/// The map of `keys` to their slots, where there are more than [`SLOTS_SCANNED`].
+fn slots_by_key(keys: &[Box<[u8]>]) -> Option<foldhash::HashMap<Box<[u8]>, usize>> {
+    (keys.len() > SLOTS_SCANNED).then(|| {
+        // Reversed: of two streams of one key, the first is the one found, as by the scan.
+        (keys.iter().enumerate().rev())
+            .filter(|(_, key)| ***key != *VACANT_KEY)
+            .map(|(slot, key)| (key.clone(), slot))
+            .collect()
+    })
+}
+
 /// One venue connection's books and rules.
 pub struct FeedCore {
     venue: VenueId,
     /// Levels a side handed to the merger.
     depth: usize,
     streams: Vec<CoreStream>,
+    /// Whether each slot holds a stream: a reload that delists one leaves its slot vacant
+    /// (its key [`VACANT_KEY`]) until another is listed there, so that no other stream's
+    /// slot, and nothing in flight for it, moves ([`FeedCore::delist_stream`]).
+    listed: Vec<bool>,
     /// Each stream's key (`Decode::stream_key`), by slot.
     stream_keys: Vec<Box<[u8]>>,
     /// Each stream's slot by its key, where the connection carries more than
@@ -295,26 +313,7 @@ impl FeedCore {
         let diff = diff.map(|settings| DiffBooks {
             scheduler: SnapshotScheduler::new(settings.policy, count, now_ns),
             books: (0..count)
-                .map(|_| DiffBook {
-                    sync: BookSync::new(
-                        venue.facts().sequencing,
-                        settings.max_levels,
-                        settings.max_buffered,
-                    )
-                    .with_full_depth(settings.full_depth)
-                    .with_partial_snapshots(match settings.whole_book {
-                        true => None,
-                        false => venue
-                            .snapshots()
-                            .partial_snapshot_levels(settings.snapshot_depth),
-                    }),
-                    generation: 0,
-                    out_of_sync_since_ns: now_ns,
-                    awaiting_since_ns: None,
-                    quiet_since_ns: None,
-                    decimals: WireDecimals::default(),
-                    checksum_texts: LevelTexts::default(),
-                })
+                .map(|_| DiffBook::new(venue, settings, now_ns))
                 .collect(),
             source: venue.facts().snapshots,
             kept_depth: venue.snapshots().kept_depth(settings.snapshot_depth),
@@ -329,19 +328,13 @@ impl FeedCore {
         let stream_keys: Vec<_> = (streams.iter())
             .map(|stream| venue.stream_key(&stream.name))
             .collect();
-        let slots_by_key = (streams.len() > SLOTS_SCANNED).then(|| {
-            // Reversed: of two streams of one key, the first is the one found, as by the
-            // scan.
-            (stream_keys.iter().enumerate().rev())
-                .map(|(slot, key)| (key.clone(), slot))
-                .collect()
-        });
         FeedCore {
             venue,
             depth,
             streams,
+            listed: vec![true; count],
+            slots_by_key: slots_by_key(&stream_keys),
             stream_keys,
-            slots_by_key,
             scratch: TopBook::default(),
             last_sequence: vec![0; count],
             regressions: vec![0; count],
@@ -364,7 +357,120 @@ impl FeedCore {
     /// renewal's new connection's.
     pub fn fresh(&self, now_ns: u64) -> FeedCore {
         let diff = self.diff.as_ref().map(|diff| &diff.settings);
-        FeedCore::new(self.venue, self.depth, self.streams.clone(), diff, now_ns)
+        let mut fresh = FeedCore::new(self.venue, self.depth, self.streams.clone(), diff, now_ns);
+        for slot in (0..self.streams.len()).filter(|&slot| !self.listed[slot]) {
+            fresh.delist_stream(slot, now_ns, false);
+        }
+        fresh
+    }
+
+    /// The streams the connection carries (its vacant slots left out).
+    pub fn listed_streams(&self) -> usize {
+        self.listed.iter().filter(|&&listed| listed).count()
+    }
+
+    /// The slot of the stream named `name` for which `is_it` says yes, among those listed.
+    pub fn listed_slot(&self, name: &str, is_it: impl Fn(usize) -> bool) -> Option<usize> {
+        (0..self.streams.len())
+            .find(|&slot| self.listed[slot] && self.streams[slot].name == name && is_it(slot))
+    }
+
+    /// The slots that hold a stream.
+    fn listed_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.streams.len()).filter(|&slot| self.listed[slot])
+    }
+
+    /// Lists `stream` on the connection at `now_ns` (a reload adds its instrument): in the
+    /// first vacant slot, else in a new one. Returns the slot and, where the connection is
+    /// `open`, the frames that subscribe it (else the next connection's subscription
+    /// includes it). Its book starts as on a new connection; no other stream's is touched.
+    pub fn list_stream(
+        &mut self,
+        stream: CoreStream,
+        now_ns: u64,
+        open: bool,
+    ) -> (usize, Vec<String>) {
+        let key = self.venue.stream_key(&stream.name);
+        let slot = match self.listed.iter().position(|&listed| !listed) {
+            Some(slot) => {
+                self.streams[slot] = stream;
+                self.stream_keys[slot] = key;
+                slot
+            }
+            None => {
+                self.streams.push(stream);
+                self.stream_keys.push(key);
+                self.listed.push(false);
+                self.last_sequence.push(0);
+                self.regressions.push(0);
+                self.awaiting_ack.push(None);
+                self.last_data_ns.push(now_ns);
+                self.silent_rounds.push(0);
+                if let Some(diff) = &mut self.diff {
+                    diff.books
+                        .push(DiffBook::new(self.venue, &diff.settings, now_ns));
+                    diff.scheduler.add_stream();
+                }
+                self.streams.len() - 1
+            }
+        };
+        self.listed[slot] = true;
+        self.slots_by_key = slots_by_key(&self.stream_keys);
+        self.last_sequence[slot] = 0;
+        self.regressions[slot] = 0;
+        self.last_data_ns[slot] = now_ns;
+        self.silent_rounds[slot] = 0;
+        if let Some(diff) = &mut self.diff {
+            // A generation past the slot's last: whatever is still in flight for the
+            // stream delisted from it is dropped when it comes.
+            let generation = diff.books[slot].generation + 1;
+            diff.books[slot] = DiffBook::new(self.venue, &diff.settings, now_ns);
+            diff.books[slot].generation = generation;
+            // An in-band venue's subscription brings the snapshot, as on a new connection.
+            if open && diff.source == SnapshotSource::InBand {
+                diff.books[slot].awaiting_since_ns = Some(now_ns);
+            }
+        }
+        let frames = match open {
+            true => self.subscribe(&[slot], self.subscribed_depth(), now_ns),
+            false => Vec::new(),
+        };
+        (slot, frames)
+    }
+
+    /// Delists the stream in `slot` at `now_ns` (a reload removes its instrument): its slot
+    /// is left vacant, its book forgotten, its snapshot requests dropped (one in flight is
+    /// discarded when it comes, its generation past). Returns, where the connection is
+    /// `open`, the frames that unsubscribe it. No other stream's book is touched.
+    pub fn delist_stream(&mut self, slot: usize, now_ns: u64, open: bool) -> Vec<String> {
+        if !self.listed[slot] {
+            return Vec::new();
+        }
+        let frames = match open {
+            true => {
+                let names = [self.streams[slot].name.clone()];
+                let kind = self.stream_kind();
+                (self.venue.streams()).unsubscribe_frames(&names, kind, self.subscribed_depth())
+            }
+            false => Vec::new(),
+        };
+        self.listed[slot] = false;
+        self.stream_keys[slot] = Box::from(VACANT_KEY);
+        self.slots_by_key = slots_by_key(&self.stream_keys);
+        if self.awaiting_ack[slot].take().is_some() {
+            self.acks_pending -= 1;
+        }
+        self.silent_rounds[slot] = 0;
+        self.last_data_ns[slot] = now_ns;
+        if let Some(diff) = &mut self.diff {
+            let book = &mut diff.books[slot];
+            book.sync.reset();
+            book.generation += 1;
+            book.quiet_since_ns = None;
+            book.awaiting_since_ns = None;
+            diff.scheduler.forget(slot);
+        }
+        frames
     }
 
     /// When the connection's first book was published, if one was.
@@ -382,7 +488,8 @@ impl FeedCore {
     /// stream's silence reaches its allowance, or, once a stream was subscribed again for
     /// silence, when every stream would have been silent for one allowance.
     pub fn next_silence_check(&self, allowance_ns: u64) -> u64 {
-        let stream_due = (0..self.streams.len())
+        let stream_due = self
+            .listed_slots()
             .map(|slot| {
                 self.last_data_ns[slot]
                     .saturating_add(self.silence_allowance_ns(slot, allowance_ns))
@@ -391,10 +498,9 @@ impl FeedCore {
             .unwrap_or(u64::MAX);
         let connection_due = match self.silent_rounds.iter().any(|&rounds| rounds > 0) {
             true => self
-                .last_data_ns
-                .iter()
+                .listed_slots()
+                .map(|slot| self.last_data_ns[slot])
                 .max()
-                .copied()
                 .unwrap_or(0)
                 .saturating_add(allowance_ns),
             false => u64::MAX,
@@ -417,12 +523,14 @@ impl FeedCore {
         out: &mut impl FeedOutput,
     ) -> Silence {
         let silent_for = |slot: usize| now_ns.saturating_sub(self.last_data_ns[slot]);
-        let connection_silent =
-            (0..self.streams.len()).all(|slot| silent_for(slot) >= allowance_ns);
+        let connection_silent = self
+            .listed_slots()
+            .all(|slot| silent_for(slot) >= allowance_ns);
         if connection_silent && self.silent_rounds.iter().any(|&rounds| rounds > 0) {
             return Silence::Recycle;
         }
-        let silent: Vec<usize> = (0..self.streams.len())
+        let silent: Vec<usize> = self
+            .listed_slots()
             .filter(|&slot| silent_for(slot) >= self.silence_allowance_ns(slot, allowance_ns))
             .collect();
         if silent.is_empty() {
@@ -499,7 +607,7 @@ impl FeedCore {
         self.last_data_ns.fill(now_ns);
         self.silent_rounds.fill(0);
         self.reset_diff_books(ResyncReason::Connect, now_ns, out);
-        let slots: Vec<usize> = (0..self.streams.len()).collect();
+        let slots: Vec<usize> = self.listed_slots().collect();
         let mut frames = self.venue.streams().opening_frames();
         frames.extend(self.subscribe(&slots, self.subscribed_depth(), now_ns));
         frames
@@ -720,10 +828,12 @@ impl FeedCore {
     fn slot_of(&self, stream: &[u8]) -> Option<usize> {
         let mut buffer = [0; NAMED_KEY_BYTES];
         let key = self.venue.named_key(stream, &mut buffer);
-        match &self.slots_by_key {
+        let slot = match &self.slots_by_key {
             Some(slots) => slots.get(key).copied(),
             None => self.stream_keys.iter().position(|known| **known == *key),
-        }
+        };
+        // (A hostile binary frame could name a vacant slot's key.)
+        slot.filter(|&slot| self.listed[slot])
     }
 
     /// A book (or diff event) of the stream named `stream`, decoded into `scratch` (or the
@@ -924,7 +1034,9 @@ impl FeedCore {
     fn publish_state(&mut self, state: VenueState, out: &mut impl FeedOutput) {
         for slot in 0..self.streams.len() {
             // The merger reads a feed's book only when it is `Synced`.
-            out.publish(slot, |feed| feed.state = state);
+            if self.listed[slot] {
+                out.publish(slot, |feed| feed.state = state);
+            }
         }
     }
 }

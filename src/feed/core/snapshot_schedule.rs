@@ -126,6 +126,27 @@ impl SnapshotScheduler {
         }
     }
 
+    /// A stream added after the others (`FeedCore::list_stream`).
+    pub fn add_stream(&mut self) {
+        self.retry_at_ns.push(0);
+        self.retries.push(0);
+        self.synced_at_ns.push(None);
+        self.quick_losses.push(0);
+    }
+
+    /// Forgets `stream`, delisted: its pending request, the one in flight (whose answer is
+    /// discarded when it comes), its backoffs. Its slot may take another stream.
+    pub fn forget(&mut self, stream: usize) {
+        self.pending.retain(|&pending| pending != stream);
+        if self.in_flight == Some(stream) {
+            self.in_flight = None;
+        }
+        self.retry_at_ns[stream] = 0;
+        self.retries[stream] = 0;
+        self.synced_at_ns[stream] = None;
+        self.quick_losses[stream] = 0;
+    }
+
     /// Forgets every pending request and the one in flight (the connection is gone; the
     /// streams ask again once their new buffers start). Budget and blocks are kept.
     pub fn cancel_all(&mut self) {

@@ -829,3 +829,134 @@ fn the_text_of_a_number_an_error_is_about() {
     let other = DecodeError::Truncated;
     assert_eq!(super::number_text(b"123", &other), None);
 }
+
+/// A reload delists a stream from a live connection and lists another: the one delisted
+/// is unsubscribed, its books go nowhere and its silence is nobody's concern; the new
+/// one takes the vacant slot and waits for its own acknowledgement; the stream kept is
+/// never touched; a new connection subscribes the streams listed then.
+#[test]
+fn a_stream_delisted_and_another_listed_leave_the_others_alone() {
+    let venue = VenueId::Binance;
+    let (mut core, _, mut out) = connected(venue, &["ETHBTC", "BTCUSDT"]);
+    core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
+    core.on_frame(&book_frame(venue, "BTCUSDT", 1), 2, &mut out);
+    let frames = core.delist_stream(0, 3, true);
+    assert_eq!(
+        frames,
+        [r#"{"id":0,"method":"UNSUBSCRIBE","params":["ethbtc@depth10@100ms"]}"#]
+    );
+    assert_eq!(core.listed_streams(), 1);
+    core.on_frame(&book_frame(venue, "ETHBTC", 2), 4, &mut out);
+    assert!(
+        !out.published.iter().any(|&(slot, _)| slot == 0),
+        "a delisted stream's book goes nowhere: {:?}",
+        out.published
+    );
+    // Only the stream kept is watched: silent past the allowance, it alone is due.
+    let allowance = 100;
+    assert_eq!(core.next_silence_check(allowance), 102);
+    core.on_frame(&book_frame(venue, "BTCUSDT", 3), 90, &mut out);
+    assert_eq!(core.check_silence(150, allowance, &mut out), Silence::None);
+
+    let stream = CoreStream {
+        name: venue.streams().stream_name("LTCBTC", 10),
+        symbol: "LTCBTC".to_owned(),
+        contract_size: None,
+    };
+    let (slot, frames) = core.list_stream(stream, 160, true);
+    assert_eq!(slot, 0, "the vacant slot is taken");
+    assert_eq!(
+        frames,
+        [r#"{"id":2,"method":"SUBSCRIBE","params":["ltcbtc@depth10@100ms"]}"#]
+    );
+    core.on_frame(&book_frame(venue, "LTCBTC", 1), 161, &mut out);
+    assert!(out.events.contains(&FeedEvent::BookBeforeAck));
+    core.on_frame(br#"{"result":null,"id":2}"#, 162, &mut out);
+    core.on_frame(&book_frame(venue, "LTCBTC", 2), 163, &mut out);
+    assert_eq!(out.published.last(), Some(&(0, VenueState::Synced)));
+    core.on_frame(&book_frame(venue, "BTCUSDT", 4), 164, &mut out);
+    assert_eq!(out.published.last(), Some(&(1, VenueState::Synced)));
+    assert!(
+        (out.published.iter()).all(|&(_, state)| state == VenueState::Synced),
+        "the stream kept never left sync: {:?}",
+        out.published
+    );
+    // A new slot past the vacant ones; a new connection subscribes what is listed.
+    let stream = CoreStream {
+        name: venue.streams().stream_name("BNBBTC", 10),
+        symbol: "BNBBTC".to_owned(),
+        contract_size: None,
+    };
+    assert_eq!(core.list_stream(stream, 170, false), (2, Vec::new()));
+    core.delist_stream(1, 171, false);
+    let frames = core.connected(200, &mut out);
+    assert_eq!(
+        frames,
+        [
+            r#"{"id":3,"method":"SUBSCRIBE","params":["ltcbtc@depth10@100ms","bnbbtc@depth10@100ms"]}"#
+        ]
+    );
+}
+
+/// A diff book delisted while its REST snapshot is in flight: the answer, come after
+/// another stream took the slot, is dropped; the new stream's own snapshot syncs it; the
+/// other book stays in sync throughout.
+#[test]
+fn a_snapshot_in_flight_for_a_delisted_stream_is_dropped_when_it_comes() {
+    let venue = VenueId::Binance;
+    let settings = crate::replay::diff::replay_settings(crate::replay::DiffDepths {
+        depth: 10,
+        max_levels: 100,
+        snapshot_depth: 100,
+    });
+    let diff_stream = |symbol: &str| CoreStream {
+        name: venue.streams().diff_stream_name(symbol),
+        symbol: symbol.to_owned(),
+        contract_size: None,
+    };
+    let streams = vec![diff_stream("ETHBTC"), diff_stream("BTCUSDT")];
+    let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
+    let mut out = Recorder::default();
+    core.connected(0, &mut out);
+    core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
+    let body = br#"{"lastUpdateId":100,"bids":[["0.068","1.5"]],"asks":[["0.069","2"]]}"#;
+    let fetch = |core: &mut FeedCore, now| match core.start_snapshot(now) {
+        Some(SnapshotRequest::Fetch {
+            stream, generation, ..
+        }) => (stream, generation),
+        other => panic!("a snapshot request at {now}: {other:?}"),
+    };
+    let grace_ends = 1 + diff::QUIET_BOOK_GRACE_NS;
+    let first = fetch(&mut core, grace_ends);
+    core.on_snapshot(first.0, first.1, Ok(body), grace_ends, &mut out);
+    let second = fetch(&mut core, grace_ends + 1_000_000_000);
+    assert_ne!(first.0, second.0);
+    let (kept, delisted) = (first.0, second.0);
+    assert_eq!(out.published.last(), Some(&(kept, VenueState::Synced)));
+    let now = grace_ends + 2_000_000_000;
+    core.delist_stream(delisted, now, true);
+    let (slot, _) = core.list_stream(diff_stream("LTCBTC"), now, true);
+    assert_eq!(slot, delisted);
+    let published = out.published.len();
+    core.on_snapshot(second.0, second.1, Ok(body), now + 1, &mut out);
+    assert_eq!(
+        out.published.len(),
+        published,
+        "the old stream's answer is dropped"
+    );
+    core.on_frame(br#"{"result":null,"id":2}"#, now + 2, &mut out);
+    let at = now + 2 + diff::QUIET_BOOK_GRACE_NS;
+    let third = fetch(&mut core, at);
+    assert_eq!(third.0, slot);
+    assert_ne!(third.1, second.1);
+    core.on_snapshot(third.0, third.1, Ok(body), at, &mut out);
+    assert_eq!(out.published.last(), Some(&(slot, VenueState::Synced)));
+    assert!(
+        (out.published.iter())
+            .filter(|&&(stream, _)| stream == kept)
+            .skip_while(|&&(_, state)| state != VenueState::Synced)
+            .all(|&(_, state)| state == VenueState::Synced),
+        "the book kept stayed in sync: {:?}",
+        out.published
+    );
+}
