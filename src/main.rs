@@ -621,7 +621,7 @@ fn run_service(args: &RunArgs) -> Result<(), String> {
     }
     init_logging(config.log_format);
     let runtime = runtime(&config)?;
-    let result = runtime.block_on(serve(config));
+    let result = runtime.block_on(serve(config, args));
     // A write to a stuck stdout may still be in flight on a blocking thread: do not wait
     // for it forever.
     runtime.shutdown_timeout(Duration::from_secs(2));
@@ -676,23 +676,60 @@ async fn bind(
 
 /// Starts the embedded simulator where the configuration has one, and points the venues
 /// at it.
-async fn start_simulator(config: &mut Config) -> Result<(), String> {
-    if let Some(settings) = &config.simulator {
-        let listener = bind(settings.listen, "simulator.listen in the config file").await?;
-        let simulator = Simulator::start(listener, settings.rate_per_second, settings.seed)
-            .map_err(|error| format!("simulator: {error}"))?;
-        if let Some(recordings) = simulator_playback(config)? {
-            simulator.serve_recording(&recordings, 1.0);
-        }
-        for (venue, recording) in simulator_recordings(config)? {
-            simulator.replay(venue, recording);
-        }
-        simulator.set_prices(config, &settings.prices);
-        simulator.list_configured(config);
-        tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
-        simulator.point(config);
+async fn start_simulator(config: &mut Config) -> Result<Option<Simulator>, String> {
+    let Some(settings) = &config.simulator else {
+        return Ok(None);
+    };
+    let listener = bind(settings.listen, "simulator.listen in the config file").await?;
+    let simulator = Simulator::start(listener, settings.rate_per_second, settings.seed)
+        .map_err(|error| format!("simulator: {error}"))?;
+    if let Some(recordings) = simulator_playback(config)? {
+        simulator.serve_recording(&recordings, 1.0);
     }
-    Ok(())
+    for (venue, recording) in simulator_recordings(config)? {
+        simulator.replay(venue, recording);
+    }
+    tracing::info!(address = %simulator.addr(), "embedded exchange simulator serving");
+    serve_from_simulator(&simulator, config);
+    Ok(Some(simulator))
+}
+
+/// `config`'s instruments served by `simulator`, listed there and priced as configured,
+/// and its venues pointed at it.
+fn serve_from_simulator(simulator: &Simulator, config: &mut Config) {
+    if let Some(settings) = &config.simulator {
+        simulator.set_prices(config, &settings.prices);
+    }
+    simulator.list_configured(config);
+    simulator.point(config);
+}
+
+/// SIGHUP: the configuration read again, as at start (the file, the flags, the
+/// environment); its instruments listed and delisted (`Service::reload`). One that
+/// cannot be read, is invalid, or changes what only a restart applies is refused and
+/// logged, and the service runs on as it was.
+async fn reload(service: &mut Service, args: &RunArgs, simulator: Option<&Simulator>) {
+    let outcome = async {
+        let mut config = args.load().map_err(|error| error.to_string())?;
+        if let Some(simulator) = simulator {
+            serve_from_simulator(simulator, &mut config);
+        }
+        check_listings(&config).await?;
+        service.reload(config).map_err(|error| error.to_string())
+    };
+    let outcome = outcome.await;
+    let reloads = &service.metrics().config_reloads;
+    match outcome {
+        Ok(reloaded) => {
+            reloads.with_label_values(&["applied"]).inc();
+            let (listed, delisted) = (reloaded.listed, reloaded.delisted);
+            tracing::info!(?listed, ?delisted, "configuration reloaded");
+        }
+        Err(error) => {
+            reloads.with_label_values(&["refused"]).inc();
+            tracing::warn!(%error, "configuration reload refused: the service runs as it was");
+        }
+    }
 }
 
 /// The venues' listings (`feed::listing`), before any connection: a symbol a venue does
@@ -708,8 +745,8 @@ async fn check_listings(config: &Config) -> Result<(), String> {
     Ok(())
 }
 
-async fn serve(mut config: Config) -> Result<(), String> {
-    start_simulator(&mut config).await?;
+async fn serve(mut config: Config, args: &RunArgs) -> Result<(), String> {
+    let simulator = start_simulator(&mut config).await?;
     check_listings(&config).await?;
     raise_open_file_limit(&config);
     let listeners = Listeners {
@@ -733,13 +770,24 @@ async fn serve(mut config: Config) -> Result<(), String> {
             tracing::warn!(%address, "{setting} listens on every interface: anyone who can reach this host can connect (bind 127.0.0.1 or a private address unless that is meant)");
         }
     }
-    let service = Service::start(config, listeners).map_err(|error| error.to_string())?;
+    let mut service = Service::start(config, listeners).map_err(|error| error.to_string())?;
+    let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(|error| format!("listening for SIGHUP: {error}"))?;
     // systemd (Type=notify): ready once every listener is bound and every thread runs. Off
     // systemd NOTIFY_SOCKET is unset and these are no-ops.
     notify_systemd(sd_notify::NotifyState::Ready);
-    tokio::select! {
-        _ = shutdown_signal() => {}
-        _ = feed_systemd_watchdog(&service) => {}
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        let hangup = tokio::select! {
+            _ = &mut shutdown => false,
+            _ = feed_systemd_watchdog(&service) => false,
+            hangup = hangups.recv() => hangup.is_some(),
+        };
+        if !hangup {
+            break;
+        }
+        reload(&mut service, args, simulator.as_ref()).await;
     }
     notify_systemd(sd_notify::NotifyState::Stopping);
     tracing::info!("shutting down: closing connections");

@@ -75,6 +75,8 @@ pub struct Metrics {
     /// `max_connections` were open.
     pub connections_refused: IntCounterVec,
     pub connections_stalled: IntCounterVec,
+    /// Reloads of the configuration (SIGHUP), by outcome (`applied`, `refused`).
+    pub config_reloads: IntCounterVec,
     /// NATS (`publish/nats.rs`): summaries published, skipped for newer ones, dropped by
     /// reason, and the connection.
     pub nats_published: IntCounter,
@@ -321,6 +323,16 @@ impl Metrics {
             &["port"],
         )
         .expect("valid");
+        let config_reloads = IntCounterVec::new(
+            prometheus::Opts::new(
+                "orderbook_config_reloads_total",
+                "Reloads of the configuration (SIGHUP), by outcome: applied (its instruments \
+                 listed and delisted), refused (unreadable, invalid, or changing what only a \
+                 restart applies; the service runs as before).",
+            ),
+            &["outcome"],
+        )
+        .expect("valid");
         let connections_stalled = IntCounterVec::new(
             prometheus::Opts::new(
                 "orderbook_connections_stalled_total",
@@ -415,6 +427,7 @@ impl Metrics {
             Box::new(nats_connected.clone()),
             Box::new(nats_connects.clone()),
             Box::new(connections_refused.clone()),
+            Box::new(config_reloads.clone()),
             Box::new(connections_stalled.clone()),
             Box::new(grpc_clients.clone()),
             Box::new(grpc_clients_rejected.clone()),
@@ -494,6 +507,7 @@ impl Metrics {
             quotes,
             quote_seconds,
             connections_refused,
+            config_reloads,
             connections_stalled,
             nats_published,
             nats_skipped,

@@ -143,6 +143,9 @@ pub struct Config {
     pub web: Option<WebView>,
     /// The venues used by at least one instrument, with their URLs.
     pub venues: Vec<VenueConfig>,
+    /// The most instruments listed at once, a reload's included (`service.max_instruments`):
+    /// what the merger's set of ready instruments is sized for.
+    pub max_instruments: usize,
     pub instruments: Vec<Instrument>,
     /// `[[rates]]`: the currency pairs venues' prices are converted through.
     pub rates: Vec<RateSource>,
@@ -227,6 +230,95 @@ pub enum NatsFormat {
 }
 
 impl Config {
+    /// The first setting of `new` that differs from this configuration's, other than
+    /// `[[instruments]]` and which venues they use: what a reload cannot apply without a
+    /// restart (`Service::reload`). A venue configured in both must be configured alike;
+    /// the rates are compared by their instrument's name, as a reload moves the others.
+    pub fn reload_difference(&self, new: &Config) -> Option<&'static str> {
+        // Every field named: a new one does not compile until it is placed here.
+        let Config {
+            depth,
+            bands_bps,
+            stale_after,
+            max_feed_delay,
+            output,
+            log_format,
+            merger_core,
+            idle,
+            merger_batch,
+            feed,
+            grpc_listen,
+            grpc_max_clients,
+            grpc_max_queued_quotes,
+            grpc_client_buffer_bytes,
+            grpc_connections,
+            metrics_listen,
+            metrics_connections,
+            web,
+            venues: _,
+            max_instruments,
+            instruments: _,
+            rates: _,
+            simulator,
+            shard,
+            nats,
+            record,
+        } = self;
+        macro_rules! first_difference {
+            ($($field:ident => $key:literal),* $(,)?) => {
+                $(if *$field != new.$field { return Some($key); })*
+            };
+        }
+        first_difference!(
+            depth => "service.depth",
+            bands_bps => "service.bands_bps",
+            stale_after => "service.stale_after_ms",
+            max_feed_delay => "service.max_feed_delay_ms",
+            output => "service.output",
+            log_format => "service.log_format",
+            merger_core => "merger.core",
+            idle => "merger.idle",
+            merger_batch => "merger.batch_us",
+            feed => "[feed]",
+            grpc_listen => "grpc.listen",
+            grpc_max_clients => "grpc.max_clients",
+            grpc_max_queued_quotes => "grpc.max_queued_quotes",
+            grpc_client_buffer_bytes => "grpc.client_buffer_bytes",
+            grpc_connections => "[grpc]",
+            metrics_listen => "metrics.listen",
+            metrics_connections => "[metrics]",
+            web => "[web]",
+            max_instruments => "service.max_instruments",
+            simulator => "[simulator]",
+            shard => "service.shard",
+            nats => "[nats]",
+            record => "[record]",
+        );
+        let alike = |venue: &VenueConfig| {
+            (new.venues.iter())
+                .find(|other| other.venue == venue.venue)
+                .is_none_or(|other| other == venue)
+        };
+        if !self.venues.iter().all(alike) {
+            return Some("[venues]");
+        }
+        let named = |config: &Config| -> Vec<_> {
+            let from = |rate: &RateSource| match rate.from {
+                RateFrom::Instrument(index) => {
+                    format!("instrument {}", config.instruments[index].name)
+                }
+                RateFrom::Fixed(price) => format!("fixed {price}"),
+            };
+            (config.rates.iter())
+                .map(|rate| (rate.base, rate.quote, from(rate)))
+                .collect()
+        };
+        if named(self) != named(new) {
+            return Some("[[rates]]");
+        }
+        None
+    }
+
     /// Worker threads for the service's tokio runtime (gRPC, JSON lines, HTTP, the
     /// summaries' fan-out; each reader has a thread of its own): the CPUs the process may
     /// run on, less the one a merger that never sleeps (`spin`, `spin-then-yield`) takes.

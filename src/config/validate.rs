@@ -118,6 +118,8 @@ impl RawConfig {
                 })
             },
             venues,
+            max_instruments: defaults::MAX_INSTRUMENTS_KEY.get(self.service.max_instruments)?
+                as usize,
             instruments,
             rates,
             simulator,

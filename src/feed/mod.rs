@@ -43,7 +43,7 @@ use crate::venue::{AuthAnswer, AuthRequest, Credentials, TokenConnection, VenueI
 use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio_tungstenite::tungstenite::{self, protocol::WebSocketConfig};
 
 /// What one reader serves.
@@ -72,6 +72,17 @@ pub(crate) struct ReaderSpec {
     pub recorder: Option<ConnectionRecorder>,
     /// The host's clock, for the venue's delays.
     pub host_clock: Arc<HostClock>,
+    /// The changes a reload makes to the connection's streams, where it can change.
+    pub changes: Option<mpsc::UnboundedReceiver<StreamChange>>,
+}
+
+/// A change a reload makes to a running connection's streams (`Service::reload`).
+pub(crate) enum StreamChange {
+    /// Carry this stream too: subscribed on the open connection.
+    List(StreamSpec),
+    /// Stop carrying the stream named `stream` of the instrument `instrument`:
+    /// unsubscribed; the connection ends with its last stream.
+    Delist { instrument: String, stream: String },
 }
 
 /// One instrument on a reader's connection.
@@ -142,6 +153,7 @@ pub(crate) fn spawn(
 pub(crate) fn spawn_shared(
     name: String,
     readers: Vec<(ReaderSpec, VenueMetrics)>,
+    mut arrivals: mpsc::UnboundedReceiver<(ReaderSpec, VenueMetrics)>,
     merger: std::thread::Thread,
     shutdown: watch::Receiver<bool>,
     read_batch: Option<Duration>,
@@ -152,14 +164,6 @@ pub(crate) fn spawn_shared(
             .build()
             .expect("tokio runtime");
         let tasks = tokio::task::LocalSet::new();
-        let running: Vec<_> = readers
-            .into_iter()
-            .map(|(spec, metrics)| {
-                let mut reader = Reader::new(spec, merger.clone(), metrics);
-                let shutdown = shutdown.clone();
-                tasks.spawn_local(async move { reader.run(shutdown).await })
-            })
-            .collect();
         if let Some(period) = read_batch {
             tasks.spawn_local(async move {
                 loop {
@@ -172,9 +176,25 @@ pub(crate) fn spawn_shared(
             });
         }
         runtime.block_on(tasks.run_until(async move {
-            for reader in running {
-                let _ = reader.await;
+            let mut running = tokio::task::JoinSet::new();
+            let mut start = |(spec, metrics)| {
+                let mut reader = Reader::new(spec, merger.clone(), metrics);
+                let shutdown = shutdown.clone();
+                running.spawn_local(async move { reader.run(shutdown).await });
+            };
+            readers.into_iter().for_each(&mut start);
+            // Connections a reload adds join the thread's readers, until the service stops.
+            let mut stopped = shutdown.clone();
+            loop {
+                tokio::select! {
+                    arrival = arrivals.recv() => match arrival {
+                        Some(reader) => start(reader),
+                        None => break,
+                    },
+                    _ = stopped.wait_for(|stop| *stop) => break,
+                }
             }
+            while running.join_next().await.is_some() {}
         }));
     })
 }
@@ -205,6 +225,8 @@ enum Disconnect {
     /// A renewal's new connection has every book synced (held, not yet published): it
     /// takes over from the connection it renews.
     Synced(Box<Socket>),
+    /// A reload delisted the connection's last stream.
+    Delisted,
 }
 
 /// What a renewal's new connection gives back: its reader (its core, its held books) and
@@ -271,6 +293,8 @@ struct Reader {
     reconnect_log: LogLimiter,
     connected_log: LogLimiter,
     silence_log: LogLimiter,
+    /// The changes a reload makes to the streams (`ReaderSpec::changes`).
+    changes: Option<mpsc::UnboundedReceiver<StreamChange>>,
 }
 
 /// Where the core's results go in the service: the instruments' mailboxes and the venue's
@@ -280,24 +304,26 @@ struct Outlet {
     merger: std::thread::Thread,
     metrics: VenueMetrics,
     host_clock: Arc<HostClock>,
-    /// Per stream.
+    /// Per stream (slot of the core).
     checksum_mismatches: Vec<prometheus::IntCounter>,
+    /// Per stream, its instrument's name (a reload names a stream to delist by it).
+    instruments: Vec<String>,
     fetches: Fetches,
 }
 
-/// Where a core's books go: the instruments' mailboxes, or, while a renewal's new
-/// connection syncs beside the one it renews, held until it takes over.
+/// Where a core's books go, per stream (`None`: a slot a reload left vacant): the
+/// instruments' mailboxes, or, while a renewal's new connection syncs beside the one it
+/// renews, held until it takes over.
 enum Books {
-    Mailboxes(Vec<FeedSender>),
-    Held(Vec<VenueFeed>),
+    Mailboxes(Vec<Option<FeedSender>>),
+    Held(Vec<Option<VenueFeed>>),
 }
 
 impl Outlet {
     /// Whether every book is held synced: a renewal's new connection is ready.
     fn all_held_synced(&self) -> bool {
         match &self.books {
-            Books::Held(feeds) => feeds
-                .iter()
+            Books::Held(feeds) => (feeds.iter().flatten())
                 .all(|feed| feed.state == crate::merger::summary::VenueState::Synced),
             Books::Mailboxes(_) => false,
         }
@@ -316,8 +342,16 @@ impl FeedOutput for Outlet {
             }
         };
         match &mut self.books {
-            Books::Mailboxes(senders) => senders[stream].publish_with(&self.merger, write),
-            Books::Held(feeds) => write(&mut feeds[stream]),
+            Books::Mailboxes(senders) => {
+                if let Some(sender) = &mut senders[stream] {
+                    sender.publish_with(&self.merger, write);
+                }
+            }
+            Books::Held(feeds) => {
+                if let Some(feed) = &mut feeds[stream] {
+                    write(feed);
+                }
+            }
         }
         if let (exchange_ns @ 1.., received_ns) = stamps {
             self.metrics
@@ -375,6 +409,9 @@ impl Reader {
             .iter()
             .map(|stream| metrics.checksum_mismatches(&stream.instrument))
             .collect();
+        let instruments = (spec.streams.iter())
+            .map(|stream| stream.instrument.clone())
+            .collect();
         let (streams, senders) = spec
             .streams
             .into_iter()
@@ -384,7 +421,7 @@ impl Reader {
                     symbol: stream.symbol,
                     contract_size: stream.contract_size,
                 };
-                (core, stream.sender)
+                (core, Some(stream.sender))
             })
             .unzip();
         let diff = spec.mode.diff_settings();
@@ -415,6 +452,7 @@ impl Reader {
                 metrics,
                 host_clock: spec.host_clock,
                 checksum_mismatches,
+                instruments,
                 fetches: Fetches::new(),
             },
             client: diff.map(|settings| {
@@ -426,6 +464,72 @@ impl Reader {
             reconnect_log: LogLimiter::per_second(),
             connected_log: LogLimiter::per_second(),
             silence_log: LogLimiter::per_second(),
+            changes: spec.changes,
+        }
+    }
+
+    /// Applies a reload's `change` to the streams at `now_ns`; returns the frames to send
+    /// where the connection is `open`.
+    fn apply_change(&mut self, change: StreamChange, now_ns: u64, open: bool) -> Vec<String> {
+        let venue = self.venue;
+        if !matches!(self.outlet.books, Books::Mailboxes(_)) {
+            return Vec::new(); // (a renewal's new connection gets no changes)
+        }
+        match change {
+            StreamChange::List(spec) => {
+                let stream = CoreStream {
+                    name: spec.name,
+                    symbol: spec.symbol,
+                    contract_size: spec.contract_size,
+                };
+                tracing::info!(%venue, stream = %stream.name, instrument = %spec.instrument, "stream listed");
+                let (slot, frames) = self.core.list_stream(stream, now_ns, open);
+                let outlet = &mut self.outlet;
+                let counter = outlet.metrics.checksum_mismatches(&spec.instrument);
+                let Books::Mailboxes(senders) = &mut outlet.books else {
+                    unreachable!("checked above")
+                };
+                if slot == senders.len() {
+                    senders.push(Some(spec.sender));
+                    outlet.checksum_mismatches.push(counter);
+                    outlet.instruments.push(spec.instrument);
+                } else {
+                    senders[slot] = Some(spec.sender);
+                    outlet.checksum_mismatches[slot] = counter;
+                    outlet.instruments[slot] = spec.instrument;
+                }
+                frames
+            }
+            StreamChange::Delist { instrument, stream } => {
+                let instruments = &self.outlet.instruments;
+                let Some(slot) =
+                    (self.core).listed_slot(&stream, |slot| instruments[slot] == instrument)
+                else {
+                    tracing::warn!(%venue, %stream, %instrument, "no such stream to delist");
+                    return Vec::new();
+                };
+                tracing::info!(%venue, %stream, %instrument, "stream delisted");
+                // Its mailbox's count, reported first, leaves the sum the metric follows.
+                self.flush_metrics();
+                if let Books::Mailboxes(senders) = &mut self.outlet.books
+                    && let Some(sender) = senders[slot].take()
+                {
+                    self.superseded_reported -= sender.superseded_books();
+                }
+                self.core.delist_stream(slot, now_ns, open)
+            }
+        }
+    }
+
+    /// The changes a reload sent while the connection was not open, applied before it
+    /// opens.
+    fn apply_waiting_changes(&mut self) {
+        while let Some(change) = self
+            .changes
+            .as_mut()
+            .and_then(|changes| changes.try_recv().ok())
+        {
+            self.apply_change(change, clock::monotonic_ns(), false);
         }
     }
 
@@ -457,6 +561,10 @@ impl Reader {
                 _ = tokio::time::sleep(Duration::from_nanos(at - now)) => {}
                 _ = shutdown.wait_for(|stop| *stop) => return,
             }
+            self.apply_waiting_changes();
+            if self.core.listed_streams() == 0 {
+                return; // a reload delisted every stream while the connection was closed
+            }
             self.outlet.metrics.connect_attempts.inc();
             self.core.connecting(&mut self.outlet);
             let result = self.connection(&mut shutdown).await;
@@ -465,6 +573,7 @@ impl Reader {
             if let Some(recorder) = &mut self.recorder {
                 let why = match &result {
                     Ok(Disconnect::Shutdown) => "shutdown".to_owned(),
+                    Ok(Disconnect::Delisted) => "every stream delisted".to_owned(),
                     Ok(Disconnect::Reconnect | Disconnect::Synced(_)) => {
                         "the venue closed it or asked to reconnect".to_owned()
                     }
@@ -473,7 +582,7 @@ impl Reader {
                 recorder.record(EventKind::Closed, ended_ns, "", why.as_bytes());
             }
             let error = match result {
-                Ok(Disconnect::Shutdown) => return,
+                Ok(Disconnect::Shutdown | Disconnect::Delisted) => return,
                 // (Only a renewal's new connection, whose books are held, ends synced.)
                 Ok(Disconnect::Reconnect | Disconnect::Synced(_)) => None,
                 Err(error) => {
@@ -704,7 +813,7 @@ impl Reader {
                             renew_in
                         }
                         Ok(Disconnect::Shutdown) => return Ok(Disconnect::Shutdown),
-                        Ok(Disconnect::Reconnect) => {
+                        Ok(Disconnect::Reconnect | Disconnect::Delisted) => {
                             self.renewal_failed("the venue closed it");
                             retry_in
                         }
@@ -714,6 +823,24 @@ impl Reader {
                         }
                     };
                     renew_timer.as_mut().reset(tokio::time::Instant::now() + next);
+                    continue;
+                }
+                change = async { self.changes.as_mut()?.recv().await }, if self.changes.is_some() => {
+                    let Some(change) = change else {
+                        self.changes = None; // no reload will change this connection
+                        continue;
+                    };
+                    // A renewal's new connection carries the streams as they were: given
+                    // up, and tried again later with the streams as they are.
+                    if renewal.take().is_some() {
+                        renew_timer.as_mut().reset(tokio::time::Instant::now() + retry_in);
+                    }
+                    let frames = self.apply_change(change, clock::monotonic_ns(), true);
+                    self.send(&mut socket, frames).await?;
+                    if self.core.listed_streams() == 0 {
+                        let _ = tokio::time::timeout(CLOSE_ALLOWANCE, socket.close(None)).await;
+                        return Ok(Disconnect::Delisted);
+                    }
                     continue;
                 }
                 _ = shutdown.wait_for(|stop| *stop) => {
@@ -962,11 +1089,14 @@ impl Reader {
     /// The reader of a renewal's new connection: the same venue, URL, settings and
     /// streams, a fresh core, its books held; its metrics are the venue's.
     fn successor(&self) -> Reader {
-        let streams = match &self.outlet.books {
-            Books::Mailboxes(senders) => senders.len(),
-            Books::Held(feeds) => feeds.len(),
+        // A book held for each stream listed.
+        let held = match &self.outlet.books {
+            Books::Mailboxes(senders) => senders
+                .iter()
+                .map(|sender| sender.as_ref().map(|_| VenueFeed::default()))
+                .collect(),
+            Books::Held(feeds) => feeds.clone(),
         };
-        let held = vec![VenueFeed::default(); streams];
         Reader {
             venue: self.venue,
             url: self.url.clone(),
@@ -985,6 +1115,7 @@ impl Reader {
                 metrics: self.outlet.metrics.clone(),
                 host_clock: Arc::clone(&self.outlet.host_clock),
                 checksum_mismatches: self.outlet.checksum_mismatches.clone(),
+                instruments: self.outlet.instruments.clone(),
                 fetches: Fetches::new(),
             },
             client: self.client.clone(),
@@ -994,6 +1125,7 @@ impl Reader {
             reconnect_log: LogLimiter::per_second(),
             connected_log: LogLimiter::per_second(),
             silence_log: LogLimiter::per_second(),
+            changes: None,
         }
     }
 
@@ -1026,7 +1158,9 @@ impl Reader {
         std::mem::swap(&mut self.outlet.fetches, &mut successor.outlet.fetches);
         if let Books::Held(feeds) = &successor.outlet.books {
             for (stream, feed) in feeds.iter().enumerate() {
-                self.outlet.publish(stream, |slot| slot.clone_from(feed));
+                if let Some(feed) = feed {
+                    self.outlet.publish(stream, |slot| slot.clone_from(feed));
+                }
             }
         }
         // A close frame, not waited on for long: the new connection's frames are waiting.
@@ -1047,7 +1181,9 @@ impl Reader {
         let metrics = &self.outlet.metrics;
         metrics.flush();
         let superseded: u64 = match &self.outlet.books {
-            Books::Mailboxes(senders) => senders.iter().map(FeedSender::superseded_books).sum(),
+            Books::Mailboxes(senders) => (senders.iter().flatten())
+                .map(FeedSender::superseded_books)
+                .sum(),
             Books::Held(_) => 0,
         };
         metrics

@@ -240,6 +240,13 @@ impl Consolidation {
         consolidation
     }
 
+    /// Itself, its summaries numbered as the instrument in `slot` (the service's index of
+    /// an instrument, which is its place in the configuration only at start).
+    pub fn in_slot(mut self, slot: usize) -> Consolidation {
+        self.instrument = slot;
+        self
+    }
+
     /// Sets rate `rate_index` (of `Config::rates`) for the venues converted through it;
     /// whether that changed anything (the next summary then differs).
     pub fn set_rate(&mut self, rate_index: usize, rate: Option<Rate>) -> bool {
@@ -568,16 +575,23 @@ pub struct RateLinks {
 
 impl RateLinks {
     pub fn new(config: &Config) -> RateLinks {
-        let mut dependents = vec![Vec::new(); config.instruments.len()];
+        let slots: Vec<usize> = (0..config.instruments.len()).collect();
+        RateLinks::in_slots(config, &slots)
+    }
+
+    /// The links of `config`'s instruments, each in its slot (`slots`, by index of
+    /// `config.instruments`).
+    pub fn in_slots(config: &Config, slots: &[usize]) -> RateLinks {
+        let mut dependents = vec![Vec::new(); slots.iter().max().map_or(0, |last| last + 1)];
         for (index, instrument) in config.instruments.iter().enumerate() {
             for conversion in &instrument.conversions {
                 let Some(rate) = conversion.rate else {
                     continue;
                 };
                 if let RateFrom::Instrument(source) = config.rates[rate].from {
-                    let link = (index, rate);
-                    if !dependents[source].contains(&link) {
-                        dependents[source].push(link);
+                    let link = (slots[index], rate);
+                    if !dependents[slots[source]].contains(&link) {
+                        dependents[slots[source]].push(link);
                     }
                 }
             }

@@ -32,8 +32,26 @@ pub struct WiredInstrument {
     pub output: SummaryPublisher,
 }
 
+/// A change a reload makes to the merger's instruments (`Service::reload`), taken between
+/// passes within [`STALE_CHECK_EVERY_NS`].
+pub enum MergerChange {
+    /// Merge `instrument` in `slot`, vacant until now (its index in the `ReadySet` and
+    /// in every summary); the instruments' rates are linked by `rate_links` from now on.
+    List {
+        slot: usize,
+        instrument: Box<WiredInstrument>,
+        rate_links: RateLinks,
+    },
+    /// Stop merging the instrument in `slot`: its mailboxes and its publisher are dropped
+    /// (its consumers' streams end), and the slot left vacant.
+    Delist { slot: usize, rate_links: RateLinks },
+}
+
 pub struct MergerSpec<O: PublishObserver = ()> {
+    /// By slot: an instrument's index in the `ReadySet` and its summaries.
     pub instruments: Vec<WiredInstrument>,
+    /// The changes a reload makes, where the service can reload.
+    pub changes: Option<std::sync::mpsc::Receiver<MergerChange>>,
     /// The instruments whose readers published since the merger last looked (indexes
     /// into `instruments`).
     pub ready: Arc<ReadySet>,
@@ -138,10 +156,13 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         .iter()
         .map(|venue| metrics.stale_evictions.with_label_values(&[venue.name()]))
         .collect();
+    // By slot; `None` where a reload left it vacant.
+    let mut instruments: Vec<Option<WiredInstrument>> = std::mem::take(&mut spec.instruments)
+        .into_iter()
+        .map(Some)
+        .collect();
     // What each instrument's merge reads of a feed, fetched while the feed is taken.
-    let bytes_read: Vec<_> = spec
-        .instruments
-        .iter()
+    let mut bytes_read: Vec<_> = (instruments.iter().flatten())
         .map(|instrument| VenueFeed::bytes_read(instrument.consolidation.depth()))
         .collect();
     let mut idler = Idler::new(spec.idle, spec.batch_period);
@@ -161,7 +182,7 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
     let host_clock = Arc::clone(&spec.host_clock);
     let mut next_flush = 0;
     // Each instrument's `Consolidation::oldest_live_ns`, as of its last serve.
-    let mut oldest_live_ns: Vec<u64> = (spec.instruments.iter())
+    let mut oldest_live_ns: Vec<u64> = (instruments.iter().flatten())
         .map(|instrument| instrument.consolidation.oldest_live_ns())
         .collect();
     loop {
@@ -176,6 +197,18 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         if check_stale {
             next_stale_check = now + STALE_CHECK_EVERY_NS;
             spec.heartbeat_ns.store(now, Ordering::Relaxed);
+            if let Some(changes) = &spec.changes {
+                for change in changes.try_iter() {
+                    apply_change(
+                        change,
+                        &mut instruments,
+                        &mut bytes_read,
+                        &mut oldest_live_ns,
+                        &mut spec.rate_links,
+                        &spec.ready,
+                    );
+                }
+            }
             if now >= next_flush {
                 next_flush = now + crate::metrics::FLUSH_EVERY.as_nanos() as u64;
                 e2e_seconds.flush();
@@ -280,31 +313,35 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
             }
             true
         };
-        let instruments = &mut spec.instruments;
+        let instruments = &mut instruments;
         let rate_links = &spec.rate_links;
+        let bytes_read = &bytes_read;
         // An instrument served, and where it published, its rate handed on to the
         // instruments converting through it: those whose summary that changes publish in
         // the same round. Each one served has its oldest book's time noted.
-        let mut serve_and_hand_on = |instruments: &mut [WiredInstrument],
+        let mut serve_and_hand_on = |instruments: &mut [Option<WiredInstrument>],
                                      oldest_live_ns: &mut [u64],
                                      index: usize,
                                      pass| {
-            let published = serve(&mut instruments[index], &bytes_read[index], pass);
-            oldest_live_ns[index] = instruments[index].consolidation.oldest_live_ns();
+            // (A vacant slot's mark: a reader of an instrument just delisted.)
+            let Some(instrument) = &mut instruments[index] else {
+                return false;
+            };
+            let published = serve(instrument, &bytes_read[index], pass);
+            oldest_live_ns[index] = instrument.consolidation.oldest_live_ns();
             if published && !rate_links.of(index).is_empty() {
-                let rate = instruments[index].consolidation.rate();
+                let rate = instrument.consolidation.rate();
                 for &(dependent, rate_index) in rate_links.of(index) {
-                    if instruments[dependent]
+                    let Some(dependent_instrument) = &mut instruments[dependent] else {
+                        continue;
+                    };
+                    if dependent_instrument
                         .consolidation
                         .set_rate(rate_index, rate)
                     {
-                        serve(
-                            &mut instruments[dependent],
-                            &bytes_read[dependent],
-                            Pass::Rate,
-                        );
+                        serve(dependent_instrument, &bytes_read[dependent], Pass::Rate);
                         oldest_live_ns[dependent] =
-                            instruments[dependent].consolidation.oldest_live_ns();
+                            dependent_instrument.consolidation.oldest_live_ns();
                     }
                 }
             }
@@ -331,7 +368,9 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
         // Between passes every instrument's mailboxes hold the books of its last summary.
         if let Some((inbox, _)) = &spec.quotes {
             worked |= inbox.answer_some(|request| {
-                let instrument = &instruments[request.instrument];
+                let Some(Some(instrument)) = instruments.get(request.instrument) else {
+                    return Err(quote::QuoteError::Delisted);
+                };
                 let inputs = &instrument.inputs;
                 quote::quote(
                     &instrument.consolidation,
@@ -349,6 +388,63 @@ fn run<O: PublishObserver>(mut spec: MergerSpec<O>, metrics: &Metrics, stop: &At
     merges.flush();
     exchange_to_publish.iter().for_each(|local| local.flush());
 }
+
+/// Applies a reload's `change` to the merger's instruments (by slot), each one's bytes
+/// read and oldest book's time, and the rates' links. An instrument listed converting
+/// through another's book takes that book's rate at once; it is marked `ready`, so that a
+/// book its readers handed over before it was listed (their marks found its slot vacant)
+/// is taken.
+fn apply_change(
+    change: MergerChange,
+    instruments: &mut Vec<Option<WiredInstrument>>,
+    bytes_read: &mut Vec<BytesRead>,
+    oldest_live_ns: &mut Vec<u64>,
+    rate_links: &mut RateLinks,
+    ready: &Arc<ReadySet>,
+) {
+    match change {
+        MergerChange::List {
+            slot,
+            instrument,
+            rate_links: links,
+        } => {
+            if slot >= instruments.len() {
+                instruments.resize_with(slot + 1, || None);
+                bytes_read.resize(slot + 1, Default::default());
+                oldest_live_ns.resize(slot + 1, u64::MAX);
+            }
+            bytes_read[slot] = VenueFeed::bytes_read(instrument.consolidation.depth());
+            oldest_live_ns[slot] = instrument.consolidation.oldest_live_ns();
+            instruments[slot] = Some(*instrument);
+            *rate_links = links;
+            for source in 0..instruments.len() {
+                for &(dependent, rate_index) in rate_links.of(source) {
+                    let rate = instruments[source].as_ref().map(|s| s.consolidation.rate());
+                    if let (true, Some(rate)) = (dependent == slot, rate)
+                        && let Some(listed) = &mut instruments[slot]
+                    {
+                        listed.consolidation.set_rate(rate_index, rate);
+                    }
+                }
+            }
+            ready.mark_of(slot).mark();
+        }
+        MergerChange::Delist {
+            slot,
+            rate_links: links,
+        } => {
+            if let Some(vacated) = instruments.get_mut(slot) {
+                *vacated = None;
+                // Never past the stale age: the ages pass leaves the slot alone.
+                oldest_live_ns[slot] = u64::MAX;
+            }
+            *rate_links = links;
+        }
+    }
+}
+
+/// What an instrument's merge reads of a feed (`VenueFeed::bytes_read`).
+type BytesRead = [std::ops::Range<usize>; 8];
 
 /// The merger's two passes over its instruments.
 #[derive(Clone, Copy, PartialEq, Eq)]

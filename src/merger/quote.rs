@@ -111,6 +111,8 @@ pub enum QuoteError {
     Overloaded,
     #[error("the merger has stopped")]
     Stopped,
+    #[error("the instrument was delisted by a reload")]
+    Delisted,
 }
 
 /// A request and where its answer goes.

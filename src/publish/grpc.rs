@@ -23,12 +23,12 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::{Request, Response, Status};
 
+use crate::publish::catalog::{Catalog, Listed};
 use crate::publish::proto;
 use proto::orderbook_aggregator_server::{OrderbookAggregator, OrderbookAggregatorServer};
 
 pub struct Aggregator {
-    config: Arc<Config>,
-    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    catalog: Catalog,
     clients: Arc<ClientLimit>,
     quotes: QuoteSender,
     /// `orderbook_quotes_total` and `orderbook_quote_duration_seconds`.
@@ -164,12 +164,13 @@ impl OrderbookAggregator for Aggregator {
         &self,
         _: Request<proto::Empty>,
     ) -> Result<Response<Self::BookSummaryStream>, Status> {
+        let listed = self.listed("")?;
         let slot = self.clients.admit()?;
-        let config = Arc::clone(&self.config);
+        let instrument = listed.instrument;
         Ok(Response::new(stream_of(
-            self.summaries[0].clone(),
+            listed.summaries,
             slot,
-            move |summary| proto::legacy_summary(&config.instruments[0], summary),
+            move |summary| proto::legacy_summary(&instrument, summary),
         )))
     }
 
@@ -178,11 +179,11 @@ impl OrderbookAggregator for Aggregator {
         request: Request<proto::SummaryRequest>,
     ) -> Result<Response<Self::BookSummaryExactStream>, Status> {
         let request = request.into_inner();
-        let index = self.instrument_index(&request.instrument)?;
-        let config = Arc::clone(&self.config);
+        let listed = self.listed(&request.instrument)?;
         let slot = self.clients.admit()?;
-        let stream = stream_of(self.summaries[index].clone(), slot, move |summary| {
-            proto::exact_summary(&config.instruments[index], summary, request.all_in)
+        let instrument = listed.instrument;
+        let stream = stream_of(listed.summaries, slot, move |summary| {
+            proto::exact_summary(&instrument, summary, request.all_in)
         });
         Ok(Response::new(stream))
     }
@@ -192,9 +193,9 @@ impl OrderbookAggregator for Aggregator {
         request: Request<proto::SummaryRequest>,
     ) -> Result<Response<proto::ExactSummary>, Status> {
         let request = request.into_inner();
-        let index = self.instrument_index(&request.instrument)?;
-        let instrument = &self.config.instruments[index];
-        let summary = Arc::clone(&self.summaries[index].borrow());
+        let listed = self.listed(&request.instrument)?;
+        let instrument = &listed.instrument;
+        let summary = Arc::clone(&listed.summaries.borrow());
         if summary.sequence == 0 {
             return Err(Status::unavailable(format!(
                 "no summary of {:?} yet: none of its venues has sent a book",
@@ -233,24 +234,25 @@ impl OrderbookAggregator for Aggregator {
         &self,
         _: Request<proto::Empty>,
     ) -> Result<Response<proto::InstrumentList>, Status> {
-        let names = self.config.instruments.iter();
+        let listing = Arc::clone(&self.catalog.borrow());
         Ok(Response::new(proto::InstrumentList {
-            names: names.map(|instrument| instrument.name.clone()).collect(),
+            names: (listing.iter())
+                .map(|listed| listed.instrument.name.clone())
+                .collect(),
         }))
     }
 }
 
 impl Aggregator {
     fn new(
-        config: Arc<Config>,
-        summaries: Vec<watch::Receiver<Arc<Summary>>>,
+        config: &Config,
+        catalog: Catalog,
         quotes: QuoteSender,
         metrics: &Metrics,
     ) -> Aggregator {
         Aggregator {
             clients: ClientLimit::new(config.grpc_max_clients, metrics),
-            config,
-            summaries,
+            catalog,
             quotes,
             quote_outcomes: metrics.quotes.clone(),
             quote_seconds: metrics.quote_seconds.clone(),
@@ -261,11 +263,12 @@ impl Aggregator {
         &self,
         request: proto::QuoteRequest,
     ) -> Result<Response<proto::QuoteReply>, Status> {
-        let index = self.instrument_index(&request.instrument)?;
-        let instrument = &self.config.instruments[index];
-        let ask = proto::quote_request(index, &request).map_err(Status::invalid_argument)?;
+        let listed = self.listed(&request.instrument)?;
+        let instrument = &listed.instrument;
+        let ask = proto::quote_request(listed.slot, &request).map_err(Status::invalid_argument)?;
         match self.quotes.ask(ask).await {
             Ok(quote) => Ok(Response::new(proto::quote_reply(instrument, &ask, &quote))),
+            Err(error @ QuoteError::Delisted) => Err(Status::not_found(error.to_string())),
             Err(error @ QuoteError::Overloaded) => {
                 Err(Status::resource_exhausted(error.to_string()))
             }
@@ -278,13 +281,15 @@ impl Aggregator {
         }
     }
 
-    /// The configured instrument a request names (empty: the first), or NOT_FOUND.
-    fn instrument_index(&self, wanted: &str) -> Result<usize, Status> {
-        if wanted.is_empty() {
-            return Ok(0);
-        }
-        (self.config.instruments.iter())
-            .position(|instrument| instrument.name == wanted)
+    /// The listed instrument a request names (empty: the first), or NOT_FOUND.
+    fn listed(&self, wanted: &str) -> Result<Listed, Status> {
+        let listing = self.catalog.borrow();
+        let listed = match wanted.is_empty() {
+            true => listing.first(),
+            false => listing.find(wanted),
+        };
+        listed
+            .cloned()
             .ok_or_else(|| Status::not_found(unknown_instrument(wanted)))
     }
 }
@@ -332,7 +337,7 @@ fn with_reflection(routes: tonic::service::Routes) -> tonic::service::Routes {
 pub async fn serve(
     listener: TcpListener,
     config: Arc<Config>,
-    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    catalog: Catalog,
     quotes: QuoteSender,
     metrics: &Metrics,
 ) {
@@ -341,7 +346,7 @@ pub async fn serve(
     // in the socket's, in the kernel. SO_SNDBUF gets a quarter because Linux doubles it.
     let client_buffer = config.grpc_client_buffer_bytes;
     let config_limits = config.grpc_connections;
-    let aggregator = Aggregator::new(config, summaries, quotes, metrics);
+    let aggregator = Aggregator::new(&config, catalog, quotes, metrics);
     let aggregator =
         OrderbookAggregatorServer::new(aggregator).max_decoding_message_size(MAX_REQUEST_BYTES);
     let routes = tonic::service::Routes::new(aggregator);
@@ -567,10 +572,21 @@ mod tests {
     }
 
     /// A configuration of one instrument, ETH/BTC on Binance.
-    fn eth_btc() -> Arc<Config> {
+    fn eth_btc() -> Config {
         let text = "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n";
         let config = crate::config::RawConfig::parse(text, "test.toml");
-        Arc::new(config.and_then(|raw| raw.validate()).unwrap())
+        config.and_then(|raw| raw.validate()).unwrap()
+    }
+
+    /// A server of `config`'s instruments, each one's summaries from `summaries`.
+    fn aggregator(
+        config: &Config,
+        summaries: &[watch::Receiver<Arc<Summary>>],
+        quotes: QuoteSender,
+        metrics: &Metrics,
+    ) -> Aggregator {
+        let catalog = crate::publish::catalog::fixed(&config.instruments, summaries);
+        Aggregator::new(config, catalog, quotes, metrics)
     }
 
     /// `Book` answers the instrument's latest summary once: UNAVAILABLE before its first,
@@ -579,7 +595,7 @@ mod tests {
     async fn a_book_on_request_is_the_latest_summary_once_there_is_one() {
         let (publish, latest) = watch::channel(Arc::new(Summary::default()));
         let quotes = crate::merger::quote::quote_queue(1).0;
-        let aggregator = Aggregator::new(eth_btc(), vec![latest], quotes, &Metrics::new());
+        let aggregator = aggregator(&eth_btc(), &[latest], quotes, &Metrics::new());
         let ask = |instrument: &str| {
             Request::new(proto::SummaryRequest {
                 instrument: instrument.into(),
@@ -604,7 +620,7 @@ mod tests {
         let metrics = Metrics::new();
         let (_publish, latest) = watch::channel(Arc::new(Summary::default()));
         let (quotes, inbox, _) = quote_queue(1);
-        let aggregator = Aggregator::new(eth_btc(), vec![latest], quotes, &metrics);
+        let aggregator = aggregator(&eth_btc(), &[latest], quotes, &metrics);
         let ask = |quantity: &str| {
             Request::new(proto::QuoteRequest {
                 instrument: "ETH/BTC".into(),

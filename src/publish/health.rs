@@ -14,8 +14,7 @@
 use crate::clock::HostClock;
 use crate::config::Config;
 use crate::merger::summary::{Summary, VenueState};
-use std::sync::Arc;
-use tokio::sync::watch;
+use crate::publish::catalog::Listing;
 
 /// Overall health from each instrument's venue states.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,15 +51,16 @@ impl Health {
 /// `{"status": "OK", "instruments": {"ETH/BTC": {"binance": "synced", …}}}`.
 pub fn health_report(
     config: &Config,
-    summaries: &[watch::Receiver<Arc<Summary>>],
+    listing: &Listing,
     host_clock: &HostClock,
 ) -> (Health, serde_json::Value) {
     let clock_steady = host_clock.is_steady(crate::clock::monotonic_ns());
     let mut states = Vec::new();
     let mut body = serde_json::Map::new();
     let mut delayed = serde_json::Map::new();
-    for (instrument, latest) in config.instruments.iter().zip(summaries) {
-        let summary = latest.borrow();
+    for listed in listing.iter() {
+        let instrument = &listed.instrument;
+        let summary = listed.summaries.borrow();
         let late: serde_json::Map<_, _> =
             late_books(&summary, instrument.symbols.len(), config.max_feed_delay)
                 .map(|(source, delay_ms)| {

@@ -6,9 +6,9 @@
 
 use crate::clock::{self, HostClock};
 use crate::config::Config;
-use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
 use crate::publish::accept::WriteDeadline;
+use crate::publish::catalog::{Catalog, Listing};
 use crate::publish::health::{Health, health_report};
 use axum::Router;
 use axum::extract::State;
@@ -19,14 +19,13 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 #[derive(Clone)]
 struct Shared {
     config: Arc<Config>,
     metrics: Arc<Metrics>,
     host_clock: Arc<HostClock>,
-    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    catalog: Catalog,
 }
 
 /// Serves until the task is aborted.
@@ -35,7 +34,7 @@ pub async fn serve(
     config: Arc<Config>,
     metrics: Arc<Metrics>,
     host_clock: Arc<HostClock>,
-    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    catalog: Catalog,
 ) {
     let limits = config.metrics_connections;
     let refused = metrics.connections_refused.with_label_values(&["metrics"]);
@@ -44,18 +43,15 @@ pub async fn serve(
         .route("/metrics", get(metrics_text))
         .route("/health", get(health));
     if let Some(web) = config.web {
-        let books = crate::publish::web::Books::new(
-            config.instruments.clone(),
-            summaries.clone(),
-            web.interval,
-        );
+        let books =
+            crate::publish::web::Books::new(catalog.clone(), config.max_instruments, web.interval);
         app = app.merge(crate::publish::web::routes(books));
     }
     let app = app.with_state(Shared {
         config,
         metrics,
         host_clock,
-        summaries,
+        catalog,
     });
     // hyper's HTTP/1 server rather than `axum::serve`, which has no header timeout: a
     // connection that sends no complete request headers (new, or kept alive between
@@ -93,7 +89,7 @@ const MAX_REQUEST_HEAD_BYTES: usize = 16 * 1024;
 const SEND_BUFFER_BYTES: usize = 64 * 1024;
 
 async fn metrics_text(State(shared): State<Shared>) -> impl IntoResponse {
-    update_book_ages(&shared.metrics, &shared.config, &shared.summaries);
+    update_book_ages(&shared.metrics, &shared.catalog.borrow());
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         shared.metrics.render(),
@@ -101,14 +97,11 @@ async fn metrics_text(State(shared): State<Shared>) -> impl IntoResponse {
 }
 
 /// Refreshes the book-age gauges from the latest summaries (called before each scrape).
-fn update_book_ages(
-    metrics: &Metrics,
-    config: &Config,
-    summaries: &[watch::Receiver<Arc<Summary>>],
-) {
+fn update_book_ages(metrics: &Metrics, listing: &Listing) {
     let now = clock::monotonic_ns();
-    for (instrument, latest) in config.instruments.iter().zip(summaries) {
-        let summary = latest.borrow();
+    for listed in listing.iter() {
+        let instrument = &listed.instrument;
+        let summary = listed.summaries.borrow();
         for (source, name) in instrument.source_names.iter().enumerate() {
             let received = summary.source_received_ns[source];
             let age = if received == 0 {
@@ -125,7 +118,8 @@ fn update_book_ages(
 }
 
 async fn health(State(shared): State<Shared>) -> impl IntoResponse {
-    let (health, body) = health_report(&shared.config, &shared.summaries, &shared.host_clock);
+    let listing = Arc::clone(&shared.catalog.borrow());
+    let (health, body) = health_report(&shared.config, &listing, &shared.host_clock);
     let status = match health {
         Health::Down => StatusCode::SERVICE_UNAVAILABLE,
         Health::Ok | Health::Degraded => StatusCode::OK,

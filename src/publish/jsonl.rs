@@ -224,24 +224,30 @@ fn write_levels(
     out.write_all(b"]")
 }
 
-/// Writes every new summary of every instrument to stdout as JSON lines, until stdout
-/// closes. Reads the latest values, so a slow reader of stdout skips summaries and holds
-/// up nothing else.
+/// Writes every new summary of every instrument listed to stdout as JSON lines, until
+/// stdout closes. Reads the latest values, so a slow reader of stdout skips summaries and
+/// holds up nothing else.
 pub async fn write_to_stdout(
-    config: std::sync::Arc<crate::config::Config>,
-    mut summaries: Vec<tokio::sync::watch::Receiver<std::sync::Arc<Summary>>>,
+    mut catalog: crate::publish::catalog::Catalog,
     any_summary: std::sync::Arc<tokio::sync::Notify>,
 ) {
     use tokio::io::AsyncWriteExt;
     let mut stdout = tokio::io::stdout();
     let mut lines = Vec::new();
+    // The instruments followed, each with the receiver whose summaries were written; a
+    // reload's listing followed from its next summary on.
+    let mut followed = catalog.borrow_and_update().as_ref().clone();
     loop {
         any_summary.notified().await;
+        if catalog.has_changed().unwrap_or(false) {
+            followed = follow_listing(&followed, &catalog.borrow_and_update());
+        }
         lines.clear();
-        for (instrument, latest) in config.instruments.iter().zip(&mut summaries) {
+        for listed in followed.iter_mut() {
+            let latest = &mut listed.summaries;
             if latest.has_changed().unwrap_or(false) {
                 let summary = latest.borrow_and_update().clone();
-                write_summary(&mut lines, instrument, &summary)
+                write_summary(&mut lines, &listed.instrument, &summary)
                     .expect("writing to a Vec cannot fail");
             }
         }
@@ -250,6 +256,23 @@ pub async fn write_to_stdout(
             return;
         }
     }
+}
+
+/// `listing`, each instrument still followed with the receiver it had in `followed`: what
+/// was written of it stays written.
+fn follow_listing(
+    followed: &crate::publish::catalog::Listing,
+    listing: &crate::publish::catalog::Listing,
+) -> crate::publish::catalog::Listing {
+    let mut next = listing.clone();
+    for listed in next.iter_mut() {
+        if let Some(before) = followed.in_slot(listed.slot)
+            && before.summaries.same_channel(&listed.summaries)
+        {
+            listed.summaries = before.summaries.clone();
+        }
+    }
+    next
 }
 
 #[cfg(test)]

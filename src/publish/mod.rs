@@ -11,6 +11,7 @@
 //! ([`shared_summary_channel`], [`run_shared_fanout`]).
 
 pub(crate) mod accept;
+pub mod catalog;
 pub mod grpc;
 pub(crate) mod health;
 pub(crate) mod http;
@@ -73,7 +74,7 @@ pub fn summary_channel() -> (SummaryPublisher, SummaryFanout) {
     )
 }
 
-/// A publisher/fan-out pair for the instrument `index` of the shared fan-out
+/// A publisher/fan-out pair for the instrument in `index` of the shared fan-out
 /// ([`run_shared_fanout`]): a publish marks it in `published` and wakes `wake`, which
 /// every instrument's publishes share. A batch of summaries costs the runtime one wake-up
 /// and one task's turn, where a task an instrument costs a turn a summary and, when the
@@ -90,20 +91,66 @@ pub fn shared_summary_channel(
     (publisher, fanout)
 }
 
-/// Runs the shared fan-out of `fanouts` (made by [`shared_summary_channel`] with
-/// `published` and `wake`) until the task is aborted: at each wake, every instrument
-/// marked has its newest summary handed on. `on_summary` sees each, with the instrument's
-/// index, before consumers do.
+/// What an instrument's summaries go through before consumers see them (its gauges).
+pub type OnSummary = Box<dyn FnMut(&Summary) + Send>;
+
+/// A change of the instruments the shared fan-out serves.
+pub enum FanoutChange {
+    /// Serve `fanout` (made by [`shared_summary_channel`] for `slot`), each of its
+    /// summaries seen by `on_summary` first.
+    List {
+        slot: usize,
+        fanout: SummaryFanout,
+        on_summary: OnSummary,
+    },
+    /// Serve `slot`'s no more: its consumers' channel closes.
+    Delist { slot: usize },
+}
+
+/// Runs the shared fan-out (its instruments' channels made by [`shared_summary_channel`]
+/// with `published` and `wake`) until the task is aborted: at each wake, every instrument
+/// marked has its newest summary handed on. The instruments come and go by `changes`,
+/// each taken before the marks, so that an instrument's first summary finds it listed
+/// (the service sends its listing before the merger's).
 pub async fn run_shared_fanout(
-    mut fanouts: Vec<SummaryFanout>,
     published: Arc<ReadySet>,
     wake: Arc<Notify>,
-    mut on_summary: impl FnMut(usize, &Summary),
+    mut changes: tokio::sync::mpsc::UnboundedReceiver<FanoutChange>,
 ) {
+    let mut fanouts: Vec<Option<(SummaryFanout, OnSummary)>> = Vec::new();
+    let apply = |fanouts: &mut Vec<Option<_>>, change| match change {
+        FanoutChange::List {
+            slot,
+            fanout,
+            on_summary,
+        } => {
+            if slot >= fanouts.len() {
+                fanouts.resize_with(slot + 1, || None);
+            }
+            fanouts[slot] = Some((fanout, on_summary));
+        }
+        FanoutChange::Delist { slot } => {
+            if let Some(vacated) = fanouts.get_mut(slot) {
+                *vacated = None;
+            }
+        }
+    };
+    let mut open = true;
     loop {
-        wake.notified().await;
-        published.take_each(|index| {
-            fanouts[index].forward_latest(&mut |summary: &Summary| on_summary(index, summary));
+        tokio::select! {
+            change = changes.recv(), if open => match change {
+                Some(change) => apply(&mut fanouts, change),
+                None => open = false,
+            },
+            _ = wake.notified() => {}
+        }
+        while let Ok(change) = changes.try_recv() {
+            apply(&mut fanouts, change);
+        }
+        published.take_each(|slot| {
+            if let Some(Some((fanout, on_summary))) = fanouts.get_mut(slot) {
+                fanout.forward_latest(on_summary);
+            }
         });
     }
 }

@@ -15,6 +15,7 @@ use crate::clock::HostClock;
 use crate::config::{Config, Instrument, NatsConfig, NatsFormat};
 use crate::merger::summary::Summary;
 use crate::metrics::Metrics;
+use crate::publish::catalog::{Catalog, Listing};
 use async_nats::connection::State;
 use async_nats::{Client, ConnectOptions, Event};
 use prost::Message;
@@ -49,11 +50,12 @@ pub async fn connect_options(config: &NatsConfig) -> std::io::Result<ConnectOpti
         .retry_on_initial_connect())
 }
 
-/// Publishes every instrument's summaries and the health until aborted.
+/// Publishes every listed instrument's summaries and the health until aborted; an
+/// instrument a reload lists from its first summary, one it delists no more.
 pub async fn run(
     nats: NatsConfig,
     config: Arc<Config>,
-    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    mut catalog: Catalog,
     metrics: Arc<Metrics>,
     host_clock: Arc<HostClock>,
 ) {
@@ -76,22 +78,41 @@ pub async fn run(
         }
     };
     let mut publishers = JoinSet::new();
-    for (instrument, latest) in config.instruments.iter().zip(summaries.iter().cloned()) {
-        let subject = book_subject(&nats.subject_prefix, &instrument.name);
-        let publisher = Publisher {
-            client: client.clone(),
-            metrics: Arc::clone(&metrics),
-            format: nats.format,
-        };
-        let instrument = instrument.clone();
-        publishers.spawn(async move { publisher.follow(subject, instrument, latest).await });
-    }
     let health = Health {
         config,
-        summaries,
+        catalog: catalog.clone(),
         host_clock,
     };
-    publishers.spawn(publish_health(client, nats, health, metrics));
+    publishers.spawn(publish_health(
+        client.clone(),
+        nats.clone(),
+        health,
+        Arc::clone(&metrics),
+    ));
+    // A publisher per instrument listed (it ends when its instrument is delisted).
+    let mut followed = Listing::default();
+    loop {
+        let listing = Arc::clone(&catalog.borrow_and_update());
+        for listed in listing.iter() {
+            let known = (followed.iter()).any(|f| f.summaries.same_channel(&listed.summaries));
+            if known {
+                continue;
+            }
+            let subject = book_subject(&nats.subject_prefix, &listed.instrument.name);
+            let publisher = Publisher {
+                client: client.clone(),
+                metrics: Arc::clone(&metrics),
+                format: nats.format,
+            };
+            let (instrument, latest) = (Arc::clone(&listed.instrument), listed.summaries.clone());
+            publishers.spawn(async move { publisher.follow(subject, instrument, latest).await });
+        }
+        followed = listing.as_ref().clone();
+        tokio::select! {
+            changed = catalog.changed() => if changed.is_err() { break },
+            Some(_) = publishers.join_next() => {}
+        }
+    }
     while publishers.join_next().await.is_some() {}
 }
 
@@ -121,7 +142,7 @@ impl Publisher {
     async fn follow(
         self,
         subject: String,
-        instrument: Instrument,
+        instrument: Arc<Instrument>,
         mut latest: watch::Receiver<Arc<Summary>>,
     ) {
         let mut last_sequence = None;
@@ -182,7 +203,7 @@ pub fn encode(format: NatsFormat, instrument: &Instrument, summary: &Summary, ou
 /// What the health report is made of.
 struct Health {
     config: Arc<Config>,
-    summaries: Vec<watch::Receiver<Arc<Summary>>>,
+    catalog: Catalog,
     host_clock: Arc<HostClock>,
 }
 
@@ -194,11 +215,9 @@ async fn publish_health(client: Client, nats: NatsConfig, health: Health, metric
         if client.connection_state() != State::Connected {
             continue;
         }
-        let (_, report) = crate::publish::health::health_report(
-            &health.config,
-            &health.summaries,
-            &health.host_clock,
-        );
+        let listing = Arc::clone(&health.catalog.borrow());
+        let (_, report) =
+            crate::publish::health::health_report(&health.config, &listing, &health.host_clock);
         if client
             .publish(subject.clone(), report.to_string().into())
             .await

@@ -3,16 +3,17 @@
 //! again on shutdown. Listeners are passed in, so tests bind port 0.
 
 use crate::clock::HostClock;
-use crate::config::{Config, FeedMode, FeedSettings, IdleStrategy, Output};
+use crate::config::{Config, FeedMode, FeedSettings, IdleStrategy, Instrument, Output};
 use crate::feed::handoff::{FeedSender, Handoff, ReadySet, VenueFeed};
-use crate::feed::reconnect::ConnectAttempts;
-use crate::feed::{self, ReaderSpec, StreamSpec};
+use crate::feed::reconnect::{ConnectAttempts, SharedConnectAttempts};
+use crate::feed::{self, ReaderSpec, StreamChange, StreamSpec};
 use crate::mailbox;
 use crate::merger::summary::MAX_SOURCES;
 use crate::merger::summary::{Summary, VenueState};
-use crate::merger::{self, Consolidation, MergerSpec, WiredInstrument};
-use crate::metrics::Metrics;
-use crate::publish::{self, grpc, jsonl};
+use crate::merger::{self, Consolidation, MergerChange, MergerSpec, WiredInstrument};
+use crate::metrics::{Metrics, VenueMetrics};
+use crate::publish::catalog::{Catalog, Listed, Listing};
+use crate::publish::{self, FanoutChange, grpc, jsonl};
 use crate::record::{ConnectionRecorder, RecordMetrics, Recorder};
 use crate::venue::VenueId;
 use std::collections::HashMap;
@@ -20,8 +21,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::JoinHandle;
+
+mod reload;
+pub use reload::{ReloadError, Reloaded};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -52,8 +56,9 @@ impl Listeners {
 
 /// One instrument's stream on a planned connection.
 pub struct PlannedStream {
-    /// In `Config::instruments`.
+    /// Its instrument's slot: its index in `Config::instruments` at start.
     pub instrument: usize,
+    pub instrument_name: String,
     /// The book of the instrument it feeds (an index of `Instrument::symbols`).
     pub source: usize,
     /// The stream (channel) subscribed to.
@@ -79,52 +84,78 @@ pub struct PlannedConnection {
 /// new one, as many as the venue's limit of streams per connection asks for. The service
 /// and `replay::replay_recording` plan alike, so a recording's connections are the plan's.
 pub fn plan_connections(config: &Config) -> Vec<PlannedConnection> {
-    let mut connections: Vec<PlannedConnection> = Vec::new();
-    for (instrument_index, instrument) in config.instruments.iter().enumerate() {
-        for (source, (venue, symbol)) in instrument.symbols.iter().enumerate() {
-            let venue_config = config
-                .venues
-                .iter()
-                .position(|v| v.venue == *venue)
-                .expect("validated");
-            let settings = &config.venues[venue_config];
-            let stream = PlannedStream {
-                instrument: instrument_index,
-                source,
-                name: match settings.mode {
-                    FeedMode::Snapshot => venue.streams().stream_name(symbol, config.depth),
-                    FeedMode::Diff(_) => settings
-                        .api_key
-                        .as_ref()
-                        .and_then(|_| venue.streams().authorised_diff_stream_name(symbol))
-                        .unwrap_or_else(|| venue.streams().diff_stream_name(symbol)),
-                },
-                symbol: symbol.clone(),
-                contract_size: instrument.contract_size(source),
-            };
-            let url = venue.streams().endpoint(&settings.url, symbol);
-            let most = venue.facts().max_streams_per_connection;
-            let of_venue = connections
-                .iter()
-                .filter(|connection| connection.venue_config == venue_config)
-                .count();
-            match connections.iter_mut().find(|connection| {
-                connection.venue_config == venue_config
-                    && connection.url == url
-                    && connection.streams.len() < most
-            }) {
-                Some(connection) => connection.streams.push(stream),
-                None => connections.push(PlannedConnection {
-                    venue_config,
-                    venue: *venue,
-                    index: of_venue,
-                    url,
-                    streams: vec![stream],
-                }),
-            }
+    let mut connections = Vec::new();
+    for (index, instrument) in config.instruments.iter().enumerate() {
+        for source in 0..instrument.symbols.len() {
+            let planned = planned_stream(config, (index, index, source));
+            place_stream(&mut connections, config, planned, 0);
         }
     }
     connections
+}
+
+/// The venue settings (an index of `config.venues`), endpoint and stream of source
+/// `source` of `config.instruments[index]`, listed in `slot`.
+fn planned_stream(
+    config: &Config,
+    (index, slot, source): (usize, usize, usize),
+) -> (usize, String, PlannedStream) {
+    let instrument = &config.instruments[index];
+    let (venue, symbol) = &instrument.symbols[source];
+    let venue_config = (config.venues.iter())
+        .position(|v| v.venue == *venue)
+        .expect("validated");
+    let settings = &config.venues[venue_config];
+    let stream = PlannedStream {
+        instrument: slot,
+        instrument_name: instrument.name.clone(),
+        source,
+        name: match settings.mode {
+            FeedMode::Snapshot => venue.streams().stream_name(symbol, config.depth),
+            FeedMode::Diff(_) => settings
+                .api_key
+                .as_ref()
+                .and_then(|_| venue.streams().authorised_diff_stream_name(symbol))
+                .unwrap_or_else(|| venue.streams().diff_stream_name(symbol)),
+        },
+        symbol: symbol.clone(),
+        contract_size: instrument.contract_size(source),
+    };
+    let url = venue.streams().endpoint(&settings.url, symbol);
+    (venue_config, url, stream)
+}
+
+/// Plans `stream` (of `planned_stream`) on a connection of `connections` to its venue's
+/// endpoint with room left, or on a new one, numbered from `first_number` among the
+/// venue's.
+fn place_stream(
+    connections: &mut Vec<PlannedConnection>,
+    config: &Config,
+    (venue_config, url, stream): (usize, String, PlannedStream),
+    first_number: usize,
+) {
+    let venue = config.venues[venue_config].venue;
+    let most = venue.facts().max_streams_per_connection;
+    let room = connections.iter_mut().find(|connection| {
+        connection.venue_config == venue_config
+            && connection.url == url
+            && connection.streams.len() < most
+    });
+    match room {
+        Some(connection) => connection.streams.push(stream),
+        None => {
+            let of_venue = (connections.iter())
+                .filter(|connection| connection.venue_config == venue_config)
+                .count();
+            connections.push(PlannedConnection {
+                venue_config,
+                venue,
+                index: first_number + of_venue,
+                url,
+                streams: vec![stream],
+            })
+        }
+    }
 }
 
 /// The recorder of `connections`, where `[record]` is on, and each connection's end.
@@ -161,84 +192,181 @@ async fn watch_host_clock(clock: Arc<HostClock>, metrics: Arc<Metrics>) {
     }
 }
 
-/// A reader per planned connection, its streams' books going to `senders` (per instrument
-/// and venue), and its events to its recorder, if any: a thread each, or as many threads
-/// as `feed.reader_threads` says, the connections dealt out in turn.
-fn spawn_readers(
-    config: &Config,
-    connections: Vec<PlannedConnection>,
-    mut senders: HashMap<(usize, usize), FeedSender>,
-    recorders: Vec<ConnectionRecorder>,
-    (merger, metrics, host_clock): (&std::thread::Thread, &Metrics, &Arc<HostClock>),
-    stop: &watch::Receiver<bool>,
-) -> Result<Vec<std::thread::JoinHandle<()>>, ServiceError> {
-    let attempts: Vec<_> = VenueId::ALL
-        .iter()
-        .map(|venue| ConnectAttempts::shared(venue.facts().connect_budget))
-        .collect();
-    let mut recorders = recorders.into_iter();
-    let mut specs = Vec::new();
-    for connection in connections {
-        let venue_config = &config.venues[connection.venue_config];
-        let venue = venue_config.venue;
-        let streams = connection
-            .streams
-            .into_iter()
-            .map(|stream| StreamSpec {
-                sender: senders
-                    .remove(&(stream.instrument, stream.source))
-                    .expect("one stream per (instrument, source)"),
-                instrument: config.instruments[stream.instrument].name.clone(),
-                name: stream.name,
-                symbol: stream.symbol,
-                contract_size: stream.contract_size,
-            })
-            .collect();
-        let spec = ReaderSpec {
-            venue,
-            connection: connection.index,
-            url: connection.url,
-            connect_attempts: Arc::clone(&attempts[venue.index()]),
-            depth: config.depth,
-            settings: FeedSettings {
-                read_idle_timeout: venue_config.read_idle_timeout,
-                ..config.feed
-            },
-            mode: venue_config.mode.clone(),
-            client_ping: venue_config.client_ping,
-            api_key: venue_config.api_key.clone(),
-            token_url: venue_config.token_url.clone(),
-            renew_after: venue_config.renew_after,
-            streams,
-            recorder: recorders.next(),
-            host_clock: Arc::clone(host_clock),
+/// A reader's connection as the service runs it: what it carries, and where a reload's
+/// changes to it go.
+struct RunningConnection {
+    venue: VenueId,
+    url: String,
+    /// Each stream it carries: (instrument slot, source, stream name).
+    streams: Vec<(usize, usize, String)>,
+    changes: mpsc::UnboundedSender<StreamChange>,
+}
+
+/// What the readers share, and what a reader of a new connection is made with.
+struct ReaderContext<'a> {
+    merger: &'a std::thread::Thread,
+    metrics: &'a Metrics,
+    host_clock: &'a Arc<HostClock>,
+    stop: &'a watch::Receiver<bool>,
+}
+
+/// The readers running, and what a reload needs to change them.
+struct Readers {
+    threads: Vec<std::thread::JoinHandle<()>>,
+    connections: Vec<RunningConnection>,
+    /// Per venue, the connection attempts its readers share (its budget).
+    attempts: Vec<SharedConnectAttempts>,
+    /// Where connections share threads (`feed.reader_threads`, `feed.batch_us`): each
+    /// thread's door for the readers of new connections, and the one the next goes to.
+    pools: Vec<mpsc::UnboundedSender<(ReaderSpec, VenueMetrics)>>,
+    next_pool: usize,
+}
+
+impl Readers {
+    /// A reader per planned connection, its streams' books going to `senders` (by
+    /// instrument slot and source), and its events to its recorder, if any: a thread
+    /// each, or as many threads as `feed.reader_threads` says, the connections dealt out
+    /// in turn.
+    fn start(
+        config: &Config,
+        connections: Vec<PlannedConnection>,
+        senders: HashMap<(usize, usize), FeedSender>,
+        recorders: Vec<ConnectionRecorder>,
+        context: &ReaderContext<'_>,
+    ) -> Result<Readers, ServiceError> {
+        let mut readers = Readers {
+            threads: Vec::new(),
+            connections: Vec::new(),
+            attempts: (VenueId::ALL.iter())
+                .map(|venue| ConnectAttempts::shared(venue.facts().connect_budget))
+                .collect(),
+            pools: Vec::new(),
+            next_pool: 0,
         };
-        specs.push((spec, metrics.for_venue(venue)));
-    }
-    let (threads, read_batch) = (config.feed.reader_threads, config.feed.read_batch);
-    if threads.is_none() && read_batch.is_none() {
-        return specs
-            .into_iter()
-            .map(|(spec, metrics)| feed::spawn(spec, merger.clone(), metrics, stop.clone()))
-            .collect::<Result<_, _>>()
-            .map_err(ServiceError::Thread);
-    }
-    let threads = threads
-        .map_or(specs.len(), usize::from)
-        .clamp(1, specs.len().max(1));
-    let mut shares: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
-    for (index, reader) in specs.into_iter().enumerate() {
-        shares[index % threads].push(reader);
-    }
-    shares
-        .into_iter()
-        .enumerate()
-        .map(|(index, share)| {
+        let mut recorders = recorders.into_iter();
+        let specs = readers.specs(config, connections, senders, || recorders.next(), context);
+        let (threads, read_batch) = (config.feed.reader_threads, config.feed.read_batch);
+        if threads.is_none() && read_batch.is_none() {
+            return readers.spawn(specs, context).map(|()| readers);
+        }
+        let threads = threads
+            .map_or(specs.len(), usize::from)
+            .clamp(1, specs.len().max(1));
+        let mut shares: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
+        for (index, reader) in specs.into_iter().enumerate() {
+            shares[index % threads].push(reader);
+        }
+        for (index, share) in shares.into_iter().enumerate() {
+            let (door, arrivals) = mpsc::unbounded_channel();
             let name = format!("reader-pool-{index}");
-            feed::spawn_shared(name, share, merger.clone(), stop.clone(), read_batch)
-        })
-        .collect::<Result<_, _>>()
-        .map_err(ServiceError::Thread)
+            let merger = context.merger.clone();
+            let thread = feed::spawn_shared(
+                name,
+                share,
+                arrivals,
+                merger,
+                context.stop.clone(),
+                read_batch,
+            )
+            .map_err(ServiceError::Thread)?;
+            readers.threads.push(thread);
+            readers.pools.push(door);
+        }
+        Ok(readers)
+    }
+
+    /// The readers of `connections` (their streams' books going to `senders`), each
+    /// noted as running.
+    fn specs(
+        &mut self,
+        config: &Config,
+        connections: Vec<PlannedConnection>,
+        mut senders: HashMap<(usize, usize), FeedSender>,
+        mut recorder: impl FnMut() -> Option<ConnectionRecorder>,
+        context: &ReaderContext<'_>,
+    ) -> Vec<(ReaderSpec, VenueMetrics)> {
+        let mut specs = Vec::new();
+        for connection in connections {
+            let venue_config = &config.venues[connection.venue_config];
+            let venue = venue_config.venue;
+            let (changes, changed) = mpsc::unbounded_channel();
+            self.connections.push(RunningConnection {
+                venue,
+                url: connection.url.clone(),
+                streams: (connection.streams.iter())
+                    .map(|stream| (stream.instrument, stream.source, stream.name.clone()))
+                    .collect(),
+                changes,
+            });
+            let streams = connection
+                .streams
+                .into_iter()
+                .map(|stream| stream_spec(stream, &mut senders))
+                .collect();
+            let spec = ReaderSpec {
+                venue,
+                connection: connection.index,
+                url: connection.url,
+                connect_attempts: Arc::clone(&self.attempts[venue.index()]),
+                depth: config.depth,
+                settings: FeedSettings {
+                    read_idle_timeout: venue_config.read_idle_timeout,
+                    ..config.feed
+                },
+                mode: venue_config.mode.clone(),
+                client_ping: venue_config.client_ping,
+                api_key: venue_config.api_key.clone(),
+                token_url: venue_config.token_url.clone(),
+                renew_after: venue_config.renew_after,
+                streams,
+                recorder: recorder(),
+                host_clock: Arc::clone(context.host_clock),
+                changes: Some(changed),
+            };
+            specs.push((spec, context.metrics.for_venue(venue)));
+        }
+        specs
+    }
+
+    /// Runs `specs`' readers: a thread each, or on the pool threads in turn.
+    fn spawn(
+        &mut self,
+        specs: Vec<(ReaderSpec, VenueMetrics)>,
+        context: &ReaderContext<'_>,
+    ) -> Result<(), ServiceError> {
+        for (spec, metrics) in specs {
+            match self.pools.len() {
+                0 => {
+                    let merger = context.merger.clone();
+                    let thread = feed::spawn(spec, merger, metrics, context.stop.clone())
+                        .map_err(ServiceError::Thread)?;
+                    self.threads.push(thread);
+                }
+                pools => {
+                    // A pool thread ends only with the service.
+                    let _ = self.pools[self.next_pool % pools].send((spec, metrics));
+                    self.next_pool += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `stream`'s reader side, its books going to its sender in `senders`.
+fn stream_spec(
+    stream: PlannedStream,
+    senders: &mut HashMap<(usize, usize), FeedSender>,
+) -> StreamSpec {
+    StreamSpec {
+        sender: senders
+            .remove(&(stream.instrument, stream.source))
+            .expect("one stream per (instrument, source)"),
+        instrument: stream.instrument_name,
+        name: stream.name,
+        symbol: stream.symbol,
+        contract_size: stream.contract_size,
+    }
 }
 
 /// `mergebook record`: the readers alone, recording every connection (`[record]`), with
@@ -274,25 +402,25 @@ impl RecordingReaders {
         // atomic store (`Thread::unpark` of a thread that is not parked).
         let nobody = std::thread::current();
         let host_clock = Arc::new(HostClock::new());
-        let readers = spawn_readers(
-            &config,
-            connections,
-            senders,
-            recorders,
-            (&nobody, &metrics, &host_clock),
-            &stop_signal,
-        )?;
+        let context = ReaderContext {
+            merger: &nobody,
+            metrics: &metrics,
+            host_clock: &host_clock,
+            stop: &stop_signal,
+        };
+        // (Its connections are not changed: `readers.connections` go.)
+        let readers = Readers::start(&config, connections, senders, recorders, &context)?;
         let clock_watch = watch_host_clock(Arc::clone(&host_clock), Arc::clone(&metrics));
         let http = crate::publish::http::serve(
             metrics_listener,
             Arc::clone(&config),
             metrics,
             host_clock,
-            Vec::new(),
+            publish::catalog::fixed(&[], &[]),
         );
         Ok(RecordingReaders {
             stop_readers,
-            readers,
+            readers: readers.threads,
             recorder,
             tasks: vec![tokio::spawn(clock_watch), tokio::spawn(http)],
         })
@@ -321,14 +449,106 @@ pub struct Service {
     config: Arc<Config>,
     metrics: Arc<Metrics>,
     host_clock: Arc<HostClock>,
-    summaries: Vec<watch::Receiver<Arc<Summary>>>,
     stop_merger: Arc<AtomicBool>,
     merger_heartbeat_ns: Arc<AtomicU64>,
     stop_readers: watch::Sender<bool>,
+    stop_signal: watch::Receiver<bool>,
     merger: Option<std::thread::JoinHandle<()>>,
-    readers: Vec<std::thread::JoinHandle<()>>,
+    merger_changes: std::sync::mpsc::Sender<MergerChange>,
+    readers: Readers,
+    wiring: Wiring,
+    /// By slot, the instrument listed there.
+    slots: Vec<Option<ListedInstrument>>,
+    catalog: watch::Sender<Arc<Listing>>,
     recorder: Option<Recorder>,
     tasks: Vec<JoinHandle<()>>,
+}
+
+/// One instrument listed: its configuration, its consumers' channel, and, where each
+/// instrument has a fan-out task of its own, that task.
+struct ListedInstrument {
+    instrument: Arc<Instrument>,
+    summaries: watch::Receiver<Arc<Summary>>,
+    fanout_task: Option<JoinHandle<()>>,
+}
+
+/// What each instrument is wired into, at start and at a reload.
+struct Wiring {
+    metrics: Arc<Metrics>,
+    /// The instruments with news for the merger, by slot (`max_instruments` of them).
+    ready: Arc<ReadySet>,
+    /// Where the merger batches: the one fan-out's set of instruments published, its
+    /// wake, and its changes (`publish::run_shared_fanout`); the readers then do not wake
+    /// it (`Handoff::Batched`).
+    shared_fanout: Option<(
+        Arc<ReadySet>,
+        Arc<Notify>,
+        mpsc::UnboundedSender<FanoutChange>,
+    )>,
+    /// Woken by every instrument's summaries (the JSON-lines writer waits on it).
+    any_summary: Arc<Notify>,
+}
+
+impl Wiring {
+    /// Wires `config.instruments[index]` in `slot`: its mailboxes (their senders by
+    /// source, for its readers), its consolidation and summary channel (the merger's
+    /// side), its fan-out (started) and its consumers' channel.
+    fn instrument(
+        &self,
+        config: &Config,
+        index: usize,
+        slot: usize,
+    ) -> (WiredInstrument, Vec<FeedSender>, ListedInstrument) {
+        let instrument = Arc::new(config.instruments[index].clone());
+        let (output, fanout) = match &self.shared_fanout {
+            Some((published, wake, _)) => publish::shared_summary_channel(published, slot, wake),
+            None => publish::summary_channel(),
+        };
+        let mut inputs = Vec::new();
+        let mut senders = Vec::new();
+        for _ in 0..instrument.symbols.len() {
+            let handoff = match self.shared_fanout {
+                Some(_) => Handoff::Batched,
+                None => Handoff::Immediate {
+                    fanout_wake: fanout.early_wake(),
+                },
+            };
+            let (sender, receiver) = mailbox::mailbox(VenueFeed::default());
+            senders.push(FeedSender::new(sender, self.ready.mark_of(slot), handoff));
+            inputs.push(receiver);
+        }
+        let summaries = fanout.subscribe();
+        let mut gauges = VenueGauges::new(&self.metrics, &instrument);
+        let any_summary = Arc::clone(&self.any_summary);
+        let on_summary = move |summary: &Summary| {
+            gauges.update(summary);
+            any_summary.notify_one();
+        };
+        let fanout_task = match &self.shared_fanout {
+            Some((_, _, changes)) => {
+                let on_summary = Box::new(on_summary);
+                // (The fan-out ends only with the service.)
+                let _ = changes.send(FanoutChange::List {
+                    slot,
+                    fanout,
+                    on_summary,
+                });
+                None
+            }
+            None => Some(tokio::spawn(fanout.run(on_summary))),
+        };
+        let wired = WiredInstrument {
+            consolidation: Consolidation::configured(config, index).in_slot(slot),
+            inputs,
+            output,
+        };
+        let listed = ListedInstrument {
+            instrument,
+            summaries,
+            fanout_task,
+        };
+        (wired, senders, listed)
+    }
 }
 
 impl Service {
@@ -356,44 +576,38 @@ impl Service {
         let config = Arc::new(config);
         let metrics = Arc::new(Metrics::new());
         let host_clock = Arc::new(HostClock::new());
+        let mut tasks = vec![tokio::spawn(watch_host_clock(
+            Arc::clone(&host_clock),
+            Arc::clone(&metrics),
+        ))];
 
-        // One mailbox per (instrument, source); one summary channel per instrument.
-        let mut senders = HashMap::new();
-        let ready = ReadySet::new(config.instruments.len());
-        let mut wired_instruments = Vec::new();
-        let mut fanouts = Vec::new();
-        // Where the merger batches, one fan-out task for every instrument (the instruments
-        // published, and its wake), which the readers do not wake (`Handoff::Batched`).
+        // One mailbox per (instrument, source), one summary channel per instrument; an
+        // instrument's slot is its index in the configuration at start.
         let shared_fanout = (config.idle == IdleStrategy::Batch).then(|| {
-            let published = ReadySet::new(config.instruments.len());
-            (published, Arc::new(Notify::new()))
+            let published = ReadySet::new(config.max_instruments);
+            let wake = Arc::new(Notify::new());
+            let (changes, changed) = mpsc::unbounded_channel();
+            let fanout =
+                publish::run_shared_fanout(Arc::clone(&published), Arc::clone(&wake), changed);
+            tasks.push(tokio::spawn(fanout));
+            (published, wake, changes)
         });
-        let handoff = |fanout: &publish::SummaryFanout| match shared_fanout {
-            Some(_) => Handoff::Batched,
-            None => Handoff::Immediate {
-                fanout_wake: fanout.early_wake(),
-            },
+        let wiring = Wiring {
+            metrics: Arc::clone(&metrics),
+            ready: ReadySet::new(config.max_instruments),
+            shared_fanout,
+            any_summary: Arc::new(Notify::new()),
         };
-        for (index, instrument) in config.instruments.iter().enumerate() {
-            let mut inputs = Vec::new();
-            let (output, fanout) = match &shared_fanout {
-                Some((published, wake)) => publish::shared_summary_channel(published, index, wake),
-                None => publish::summary_channel(),
-            };
-            for source in 0..instrument.symbols.len() {
-                let (sender, receiver) = mailbox::mailbox(VenueFeed::default());
-                senders.insert(
-                    (index, source),
-                    FeedSender::new(sender, ready.mark_of(index), handoff(&fanout)),
-                );
-                inputs.push(receiver);
+        let mut senders = HashMap::new();
+        let mut wired_instruments = Vec::new();
+        let mut slots = Vec::new();
+        for index in 0..config.instruments.len() {
+            let (wired, feed_senders, listed) = wiring.instrument(&config, index, index);
+            for (source, sender) in feed_senders.into_iter().enumerate() {
+                senders.insert((index, source), sender);
             }
-            wired_instruments.push(WiredInstrument {
-                consolidation: Consolidation::configured(&config, index),
-                inputs,
-                output,
-            });
-            fanouts.push(fanout);
+            wired_instruments.push(wired);
+            slots.push(Some(listed));
         }
         let connections = plan_connections(&config);
         let (recorder, connection_recorders) = start_recorder(&config, &connections, &metrics)?;
@@ -402,10 +616,12 @@ impl Service {
             merger::quote::quote_queue(config.grpc_max_queued_quotes);
         let stop_merger = Arc::new(AtomicBool::new(false));
         let merger_heartbeat_ns = Arc::new(AtomicU64::new(crate::clock::monotonic_ns()));
+        let (merger_changes, merger_changed) = std::sync::mpsc::channel();
         let merger = merger::spawn(
             MergerSpec {
                 instruments: wired_instruments,
-                ready,
+                changes: Some(merger_changed),
+                ready: Arc::clone(&wiring.ready),
                 idle: config.idle,
                 batch_period: config.merger_batch,
                 core: config.merger_core,
@@ -423,60 +639,36 @@ impl Service {
         .map_err(ServiceError::Thread)?;
 
         let (stop_readers, stop_signal) = watch::channel(false);
-        let readers = spawn_readers(
+        let context = ReaderContext {
+            merger: merger.thread(),
+            metrics: &metrics,
+            host_clock: &host_clock,
+            stop: &stop_signal,
+        };
+        let readers = Readers::start(
             &config,
             connections,
             senders,
             connection_recorders,
-            (merger.thread(), &metrics, &host_clock),
-            &stop_signal,
+            &context,
         )?;
 
-        let summaries: Vec<_> = fanouts
-            .iter()
-            .map(publish::SummaryFanout::subscribe)
-            .collect();
-        let any_summary = Arc::new(Notify::new());
-        let mut tasks = vec![tokio::spawn(watch_host_clock(
-            Arc::clone(&host_clock),
-            Arc::clone(&metrics),
-        ))];
-        if let Some((published, wake)) = shared_fanout {
-            let mut gauges: Vec<_> = (0..fanouts.len())
-                .map(|index| VenueGauges::new(&metrics, &config, index))
-                .collect();
-            let any_summary = Arc::clone(&any_summary);
-            let fanout =
-                publish::run_shared_fanout(fanouts, published, wake, move |index, summary| {
-                    gauges[index].update(summary);
-                    any_summary.notify_one();
-                });
-            tasks.push(tokio::spawn(fanout));
-        } else {
-            for (index, fanout) in fanouts.into_iter().enumerate() {
-                let mut gauges = VenueGauges::new(&metrics, &config, index);
-                let any_summary = Arc::clone(&any_summary);
-                tasks.push(tokio::spawn(fanout.run(move |summary| {
-                    gauges.update(summary);
-                    any_summary.notify_one();
-                })));
-            }
-        }
+        let (catalog, listing) = watch::channel(Arc::new(listing_of(&config, &slots)));
         tasks.push(tokio::spawn(crate::publish::http::serve(
             listeners.metrics,
             Arc::clone(&config),
             Arc::clone(&metrics),
             Arc::clone(&host_clock),
-            summaries.clone(),
+            listing.clone(),
         )));
         let grpc_metrics = Arc::clone(&metrics);
         let grpc_config = Arc::clone(&config);
-        let grpc_summaries = summaries.clone();
+        let grpc_listing = listing.clone();
         tasks.push(tokio::spawn(async move {
             grpc::serve(
                 listeners.grpc,
                 grpc_config,
-                grpc_summaries,
+                grpc_listing,
                 quotes,
                 &grpc_metrics,
             )
@@ -486,28 +678,31 @@ impl Service {
             tasks.push(tokio::spawn(publish::nats::run(
                 nats.clone(),
                 Arc::clone(&config),
-                summaries.clone(),
+                listing.clone(),
                 Arc::clone(&metrics),
                 Arc::clone(&host_clock),
             )));
         }
         if config.output == Output::JsonLines {
             tasks.push(tokio::spawn(jsonl::write_to_stdout(
-                Arc::clone(&config),
-                summaries.clone(),
-                any_summary,
+                listing,
+                Arc::clone(&wiring.any_summary),
             )));
         }
 
         Ok(Service {
             metrics,
             host_clock,
-            summaries,
             stop_merger,
             merger_heartbeat_ns,
             stop_readers,
+            stop_signal,
             merger: Some(merger),
+            merger_changes,
             readers,
+            wiring,
+            slots,
+            catalog,
             recorder,
             tasks,
             config,
@@ -531,9 +726,18 @@ impl Service {
         Arc::clone(&self.metrics)
     }
 
-    /// The latest summary of instrument `index` (in configuration order), as it changes.
-    pub fn summaries(&self, index: usize) -> watch::Receiver<Arc<Summary>> {
-        self.summaries[index].clone()
+    /// The latest summary of the instrument in `slot` (its index in the configuration at
+    /// start), as it changes.
+    pub fn summaries(&self, slot: usize) -> watch::Receiver<Arc<Summary>> {
+        let listed = self.slots[slot]
+            .as_ref()
+            .expect("an instrument listed in the slot");
+        listed.summaries.clone()
+    }
+
+    /// What consumers see of the instruments listed, as a reload changes it.
+    pub fn catalog(&self) -> Catalog {
+        self.catalog.subscribe()
     }
 
     /// Whether the merger thread has been round its loop within `within` (the systemd
@@ -552,7 +756,7 @@ impl Service {
     /// Closes the connections (with close frames), stops the merger and the servers.
     pub async fn stop(mut self) {
         self.stop_readers.send_replace(true);
-        let readers = std::mem::take(&mut self.readers);
+        let readers = std::mem::take(&mut self.readers.threads);
         let _ =
             tokio::task::spawn_blocking(move || readers.into_iter().for_each(|r| drop(r.join())))
                 .await;
@@ -565,10 +769,32 @@ impl Service {
         if let Some(recorder) = self.recorder.take() {
             let _ = tokio::task::spawn_blocking(move || recorder.finish()).await;
         }
-        for task in &self.tasks {
+        let fanouts = self.slots.iter().flatten();
+        for task in self
+            .tasks
+            .iter()
+            .chain(fanouts.filter_map(|l| l.fanout_task.as_ref()))
+        {
             task.abort();
         }
     }
+}
+
+/// The consumers' listing of the instruments in `slots`, in `config`'s order.
+fn listing_of(config: &Config, slots: &[Option<ListedInstrument>]) -> Listing {
+    let listed = (config.instruments.iter())
+        .filter_map(|instrument| {
+            slots.iter().enumerate().find_map(|(slot, listed)| {
+                let listed = listed.as_ref()?;
+                (listed.instrument.name == instrument.name).then(|| Listed {
+                    slot,
+                    instrument: Arc::clone(&listed.instrument),
+                    summaries: listed.summaries.clone(),
+                })
+            })
+        })
+        .collect();
+    Listing::new(listed)
 }
 
 /// The gauges of each book of one instrument (labelled with its name,
@@ -596,9 +822,9 @@ const REPORTED_STATES: [VenueState; 7] = [
 ];
 
 impl VenueGauges {
-    fn new(metrics: &Metrics, config: &Config, instrument: usize) -> VenueGauges {
-        let name = &config.instruments[instrument].name;
-        let venues = config.instruments[instrument]
+    fn new(metrics: &Metrics, instrument: &Instrument) -> VenueGauges {
+        let name = &instrument.name;
+        let venues = instrument
             .source_names
             .iter()
             .map(|venue| {
@@ -626,6 +852,19 @@ impl VenueGauges {
             ..Summary::default()
         });
         gauges
+    }
+
+    /// Removes `instrument`'s series, delisted, from what `/metrics` serves.
+    fn forget(metrics: &Metrics, instrument: &Instrument) {
+        let name = instrument.name.as_str();
+        for venue in &instrument.source_names {
+            let _ = metrics.venue_up.remove_label_values(&[venue, name]);
+            let _ = metrics.book_age_seconds.remove_label_values(&[venue, name]);
+            for state in REPORTED_STATES {
+                let labels = [venue.as_str(), name, state.name()];
+                let _ = metrics.venue_state.remove_label_values(&labels);
+            }
+        }
     }
 
     fn update(&mut self, summary: &Summary) {

@@ -359,3 +359,87 @@ fn a_listener_on_every_interface_is_warned_of_in_plain_text() {
         "colour codes in piped logs:\n{text}"
     );
 }
+
+/// The configuration of the SIGHUP test: ETH/BTC, and LTC/BTC where `more`, on Binance and
+/// Bitstamp from the simulator, `depth` levels a side.
+fn reloaded_config(more: bool, depth: u32) -> String {
+    let mut config = format!(
+        "[service]\ndepth = {depth}\noutput = \"jsonl\"\n\
+         [simulator]\nlisten = \"127.0.0.1:0\"\nrate_per_second = 50\nseed = 1\n\
+         [[instruments]]\nname = \"ETH/BTC\"\nsymbols = {{ binance = \"ETHBTC\", bitstamp = \"ethbtc\" }}\n"
+    );
+    if more {
+        config.push_str(
+            "[[instruments]]\nname = \"LTC/BTC\"\nsymbols = { binance = \"LTCBTC\", bitstamp = \"ltcbtc\" }\n",
+        );
+    }
+    config
+}
+
+/// SIGHUP reads the configuration file again: the instrument it adds is published with
+/// every book synced, the reload counted as applied; one that changes anything but the
+/// instruments is refused and counted, and the service runs on.
+#[test]
+fn sighup_lists_the_instruments_the_file_adds_and_refuses_other_changes() {
+    use std::time::Duration;
+    let dir = std::env::temp_dir().join(format!("mergebook-sighup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config.toml");
+    std::fs::write(&path, reloaded_config(false, 5)).unwrap();
+    let metrics_port = common::free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_mergebook"))
+        .args([
+            "--config",
+            path.to_str().unwrap(),
+            "--grpc-listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = common::KillOnDrop(child);
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    // Reads summaries until one of `instrument` has both books synced.
+    let mut live = |instrument: &str| {
+        let synced = (lines.by_ref().take(5_000)).any(|line| {
+            let summary: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            summary["instrument"] == instrument
+                && summary["venues"]["binance"] == "synced"
+                && summary["venues"]["bitstamp"] == "synced"
+        });
+        assert!(synced, "{instrument}: live");
+    };
+    let hangup = |child: &std::process::Child| {
+        let pid = child.id().to_string();
+        let status = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(status.success(), "kill -HUP {pid}: {status}");
+    };
+    let metrics = std::net::SocketAddr::from(([127, 0, 0, 1], metrics_port));
+    let reloads = |outcome: &str| {
+        let series = format!("orderbook_config_reloads_total{{outcome=\"{outcome}\"}} 1");
+        let (_, body) = common::http_get(metrics, "/metrics")?;
+        body.contains(&series).then_some(())
+    };
+    live("ETH/BTC");
+
+    std::fs::write(&path, reloaded_config(true, 5)).unwrap();
+    hangup(&child.0);
+    live("LTC/BTC");
+    common::wait_until("a reload applied", Duration::from_secs(20), || {
+        reloads("applied")
+    });
+
+    std::fs::write(&path, reloaded_config(true, 6)).unwrap();
+    hangup(&child.0);
+    common::wait_until("a reload refused", Duration::from_secs(20), || {
+        reloads("refused")
+    });
+    live("ETH/BTC");
+    live("LTC/BTC");
+
+    common::terminate(&child.0);
+    assert!(child.0.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,6 +17,7 @@ mod nats;
 mod outputs;
 mod quotes;
 mod recording;
+mod reload;
 mod replay;
 mod replay_twin;
 mod service;

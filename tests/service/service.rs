@@ -20,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 pub(crate) const DEPTH: usize = 10;
-const WAIT: Duration = Duration::from_secs(20);
+pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
 pub(crate) struct Harness {
     pub(crate) simulator: Simulator,

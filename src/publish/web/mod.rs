@@ -15,6 +15,7 @@
 
 use crate::config::Instrument;
 use crate::merger::summary::Summary;
+use crate::publish::catalog::{Catalog, Listed};
 use crate::publish::proto::{ExactSummary, exact_summary};
 use axum::Router;
 use axum::extract::{Query, State};
@@ -26,53 +27,56 @@ use futures_util::StreamExt;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
 
 const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
 const STYLE_CSS: &str = include_str!("style.css");
 
-/// What the page's routes read: each instrument and its latest summary, and the least
-/// time between two events of a stream.
+/// What the page's routes read: the instruments listed and their latest summaries, and
+/// the least time between two events of a stream.
 #[derive(Clone)]
 pub(crate) struct Books {
-    instruments: Arc<Vec<Instrument>>,
-    /// Shared by every request; a stream clones the one channel it follows.
-    summaries: Arc<Vec<watch::Receiver<Arc<Summary>>>>,
+    catalog: Catalog,
     interval: Duration,
-    /// Each instrument's latest summary as an event's text, written once for every page
-    /// that sends it.
-    written: Arc<Vec<std::sync::Mutex<Written>>>,
+    /// By slot, the latest summary of its instrument as an event's text, written once for
+    /// every page that sends it.
+    written: Arc<Vec<std::sync::Mutex<Option<Written>>>>,
 }
 
-/// A summary's sequence number, and its JSON.
-type Written = (u64, Arc<str>);
+/// An instrument, a summary's sequence number, and its JSON.
+type Written = (Arc<Instrument>, u64, Arc<str>);
 
 impl Books {
-    pub(crate) fn new(
-        instruments: Vec<Instrument>,
-        summaries: Vec<watch::Receiver<Arc<Summary>>>,
-        interval: Duration,
-    ) -> Books {
-        let written = instruments.iter().map(|_| Default::default()).collect();
+    /// `catalog`'s books, of at most `slots` instruments.
+    pub(crate) fn new(catalog: Catalog, slots: usize, interval: Duration) -> Books {
         Books {
-            instruments: Arc::new(instruments),
-            summaries: Arc::new(summaries),
+            catalog,
             interval,
-            written: Arc::new(written),
+            written: Arc::new((0..slots).map(|_| Default::default()).collect()),
         }
     }
 
-    /// Instrument `index`'s `summary` as an event's text: written by the first page to
-    /// send it, shared by the others.
-    fn event_text(&self, index: usize, summary: &Summary) -> Arc<str> {
-        let mut written = self.written[index].lock().expect("not poisoned");
-        if written.1.is_empty() || written.0 != summary.sequence {
-            let exact = exact_summary(&self.instruments[index], summary, summary.charges_fees);
-            let json = summary_json(&exact);
-            *written = (summary.sequence, json.to_string().into());
+    /// `listed`'s `summary` as an event's text: written by the first page to send it,
+    /// shared by the others.
+    fn event_text(&self, listed: &Listed, summary: &Summary) -> Arc<str> {
+        let mut written = self.written[listed.slot].lock().expect("not poisoned");
+        match &*written {
+            Some((instrument, sequence, text))
+                if Arc::ptr_eq(instrument, &listed.instrument) && *sequence == summary.sequence =>
+            {
+                Arc::clone(text)
+            }
+            _ => {
+                let exact = exact_summary(&listed.instrument, summary, summary.charges_fees);
+                let text: Arc<str> = summary_json(&exact).to_string().into();
+                *written = Some((
+                    Arc::clone(&listed.instrument),
+                    summary.sequence,
+                    Arc::clone(&text),
+                ));
+                text
+            }
         }
-        Arc::clone(&written.1)
     }
 }
 
@@ -101,9 +105,11 @@ async fn file(content_type: &'static str, body: &'static str) -> impl IntoRespon
 }
 
 async fn instruments(State(books): State<Books>) -> impl IntoResponse {
+    let listing = Arc::clone(&books.catalog.borrow());
+    let names = listing.iter().map(|listed| listed.instrument.name.as_str());
     (
         [(header::CONTENT_TYPE, "application/json")],
-        serde_json::Value::from_iter(books.instruments.iter().map(|i| i.name.as_str())).to_string(),
+        serde_json::Value::from_iter(names).to_string(),
     )
 }
 
@@ -114,32 +120,32 @@ struct StreamQuery {
 }
 
 async fn stream(State(books): State<Books>, Query(query): Query<StreamQuery>) -> Response {
-    let index = match &query.instrument {
-        None => Some(0),
-        Some(name) => books.instruments.iter().position(|i| i.name == *name),
+    let listed = {
+        let listing = books.catalog.borrow();
+        match &query.instrument {
+            None => listing.first().cloned(),
+            Some(name) => listing.find(name).cloned(),
+        }
     };
-    let Some((index, latest)) = index.and_then(|i| Some((i, books.summaries.get(i)?.clone())))
-    else {
+    let Some(listed) = listed else {
         return (StatusCode::NOT_FOUND, "no such instrument").into_response();
     };
     let events =
-        events(books, index, latest).map(|text| Ok::<_, Infallible>(Event::default().data(&*text)));
+        events(books, listed).map(|text| Ok::<_, Infallible>(Event::default().data(&*text)));
     Sse::new(events)
         .keep_alive(KeepAlive::default())
         .into_response()
 }
 
-/// Instrument `index`'s events: its latest summary at once if the merger has written one
-/// (the channel's initial value, sequence 0, is not a book and is never sent), then the
-/// latest one an interval at most.
-fn events(
-    books: Books,
-    index: usize,
-    mut latest: watch::Receiver<Arc<Summary>>,
-) -> impl futures_util::Stream<Item = Arc<str>> {
+/// `listed`'s events: its latest summary at once if the merger has written one (the
+/// channel's initial value, sequence 0, is not a book and is never sent), then the latest
+/// one an interval at most; the stream ends when a reload delists it.
+fn events(books: Books, listed: Listed) -> impl futures_util::Stream<Item = Arc<str>> {
+    let mut latest = listed.summaries.clone();
     latest.mark_changed();
     futures_util::stream::unfold((latest, true), move |(mut latest, first)| {
         let books = books.clone();
+        let listed = listed.clone();
         async move {
             if !first {
                 // Coalesced: one event an interval at most, the latest summary then.
@@ -149,7 +155,7 @@ fn events(
                 latest.changed().await.ok()?;
                 let summary = Arc::clone(&latest.borrow_and_update());
                 if summary.sequence != 0 {
-                    return Some((books.event_text(index, &summary), (latest, false)));
+                    return Some((books.event_text(&listed, &summary), (latest, false)));
                 }
             }
         }
@@ -208,16 +214,15 @@ mod tests {
     /// first one: the channel's initial empty summary is never sent as a book.
     #[tokio::test(flavor = "current_thread")]
     async fn a_stream_opened_before_any_book_starts_with_the_first_written() {
-        let (sender, latest) = watch::channel(Arc::new(Summary::default()));
-        let books = Books::new(
-            vec![Instrument::of_books(
-                "ETH/BTC",
-                &[(crate::venue::VenueId::Binance, "ETHBTC")],
-            )],
-            vec![latest.clone()],
-            Duration::ZERO,
-        );
-        let mut events = std::pin::pin!(events(books, 0, latest));
+        let (sender, latest) = tokio::sync::watch::channel(Arc::new(Summary::default()));
+        let instruments = [Instrument::of_books(
+            "ETH/BTC",
+            &[(crate::venue::VenueId::Binance, "ETHBTC")],
+        )];
+        let catalog = crate::publish::catalog::fixed(&instruments, &[latest]);
+        let listed = catalog.borrow().first().cloned().expect("listed");
+        let books = Books::new(catalog, 1, Duration::ZERO);
+        let mut events = std::pin::pin!(events(books, listed));
         use futures_util::FutureExt;
         assert!(
             events.next().now_or_never().is_none(),
