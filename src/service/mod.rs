@@ -782,15 +782,21 @@ impl Service {
 
 /// The consumers' listing of the instruments in `slots`, in `config`'s order.
 fn listing_of(config: &Config, slots: &[Option<ListedInstrument>]) -> Listing {
+    let by_name: HashMap<&str, (usize, &ListedInstrument)> = (slots.iter().enumerate())
+        .filter_map(|(slot, listed)| {
+            Some((
+                listed.as_ref()?.instrument.name.as_str(),
+                (slot, listed.as_ref()?),
+            ))
+        })
+        .collect();
     let listed = (config.instruments.iter())
         .filter_map(|instrument| {
-            slots.iter().enumerate().find_map(|(slot, listed)| {
-                let listed = listed.as_ref()?;
-                (listed.instrument.name == instrument.name).then(|| Listed {
-                    slot,
-                    instrument: Arc::clone(&listed.instrument),
-                    summaries: listed.summaries.clone(),
-                })
+            let &(slot, listed) = by_name.get(instrument.name.as_str())?;
+            Some(Listed {
+                slot,
+                instrument: Arc::clone(&listed.instrument),
+                summaries: listed.summaries.clone(),
             })
         })
         .collect();
