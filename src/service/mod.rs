@@ -860,9 +860,14 @@ impl VenueGauges {
         gauges
     }
 
-    /// Removes `instrument`'s series, delisted, from what `/metrics` serves.
+    /// Removes `instrument`'s series, delisted, from what `/metrics` serves (its gauges and
+    /// its books' counters).
     fn forget(metrics: &Metrics, instrument: &Instrument) {
         let name = instrument.name.as_str();
+        for (venue, _) in &instrument.symbols {
+            let labels = [venue.name(), name];
+            let _ = metrics.checksum_mismatches.remove_label_values(&labels);
+        }
         for venue in &instrument.source_names {
             let _ = metrics.venue_up.remove_label_values(&[venue, name]);
             let _ = metrics.book_age_seconds.remove_label_values(&[venue, name]);

@@ -4,7 +4,7 @@
 //! new one where there is none.
 
 use crate::common::config::TestConfig;
-use crate::service::{WAIT, wait_for};
+use crate::service::{WAIT, http_get, wait_for};
 use mergebook::config::Config;
 use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::merger::{PublishObserver, PublishRecord};
@@ -118,6 +118,7 @@ async fn listed_and_delisted(mode: &str) {
     };
     let config = on(&simulator, mode, &["KEPTA", "KEPTB", "GONE"]);
     let listeners = Listeners::loopback().await.unwrap();
+    let metrics = listeners.metrics.local_addr().unwrap();
     let mut service = Service::start_observed(config, listeners, observer.clone()).unwrap();
     let mut before = Vec::new();
     for name in ["KEPTA", "KEPTB", "GONE"] {
@@ -167,6 +168,17 @@ async fn listed_and_delisted(mode: &str) {
     moved_on(&service, "KEPTA", Some(&after[0])).await;
     let unchanged = last_sent() == gone_last;
     assert!(unchanged, "GONE unsubscribed: the venue sends it no more");
+    // /health reports the instruments listed, and the gauges of GONE's books are gone.
+    let (_, health) = http_get(metrics, "/health").await;
+    let health: serde_json::Value = serde_json::from_str(&health).unwrap();
+    let reported: Vec<&String> = health["instruments"].as_object().unwrap().keys().collect();
+    assert_eq!(reported, ["KEPTA", "KEPTB", "NEW"]);
+    let (_, text) = http_get(metrics, "/metrics").await;
+    assert!(text.contains(r#"orderbook_venue_up{exchange="binance",instrument="NEW"} 1"#));
+    let left: Vec<&str> = (text.lines())
+        .filter(|line| line.contains(r#"instrument="GONE""#))
+        .collect();
+    assert!(left.is_empty(), "GONE's series left /metrics: {left:?}");
     for venue in VENUES {
         assert_eq!(
             simulator.connections(venue),
