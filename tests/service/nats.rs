@@ -239,3 +239,48 @@ async fn a_stalled_subscriber_is_dropped_by_the_server_and_does_not_slow_the_mer
     drop(stalled);
     service.stop().await;
 }
+
+/// A reload lists an instrument and delists another: the new one's subject gets its
+/// summaries, the delisted one's none after the new one's first (its publisher ended at
+/// the reload, and one connection's messages arrive in order), the others' go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_s_instruments_are_published_from_their_first_summary_on() {
+    let Some(nats) = NatsServer::start(common::free_port(), "") else {
+        return;
+    };
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let mut books = client.subscribe(format!("{PREFIX}.book.>")).await.unwrap();
+    let simulator = simulator().await;
+    let (mut service, _) = service(&simulator, &nats.url(), None).await;
+    receive_until(&mut books, "every instrument", |r| {
+        r.len() == INSTRUMENTS.len()
+    })
+    .await;
+
+    let kept = &INSTRUMENTS[..3];
+    let mut config = TestConfig::new()
+        .set("nats.url", nats.url())
+        .set("nats.health_every_ms", 200)
+        .on(&simulator, &[VenueId::Binance, VenueId::Bitstamp])
+        .rate("USDT/USD", "fixed", "1");
+    for (name, binance, bitstamp) in kept.iter().chain([&("DOT/BTC", "DOTBTC", "dotbtc")]) {
+        let symbols = [(VenueId::Binance, *binance), (VenueId::Bitstamp, *bitstamp)];
+        config = config.instrument(name, &symbols);
+    }
+    service
+        .reload(config.build())
+        .expect("only instruments change");
+    // Until DOT/BTC's first summary, XRP/BTC's last ones may still come; none after it.
+    receive_until(&mut books, "DOT/BTC's first summary", |r| {
+        r.contains_key("DOT/BTC")
+    })
+    .await;
+    let after = receive_until(&mut books, "3 more of each instrument listed", |r| {
+        kept.iter()
+            .chain([&("DOT/BTC", "", "")])
+            .all(|(name, _, _)| r.get(*name).is_some_and(|seqs| seqs.len() >= 3))
+    })
+    .await;
+    assert!(!after.contains_key("XRP/BTC"), "{after:?}");
+    service.stop().await;
+}
