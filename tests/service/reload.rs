@@ -4,7 +4,7 @@
 //! new one where there is none.
 
 use crate::common::config::TestConfig;
-use crate::service::{WAIT, http_get, wait_for};
+use crate::service::{WAIT, http_get, wait_for, whole_market};
 use mergebook::config::Config;
 use mergebook::merger::summary::{Summary, VenueState};
 use mergebook::merger::{PublishObserver, PublishRecord};
@@ -208,13 +208,7 @@ async fn in_batches_a_full_connection_s_new_book_opens_another() {
     let venue = VenueId::Bitstamp;
     let most = venue.facts().max_streams_per_connection;
     let whole_market = |names: &[String]| {
-        let config = TestConfig::new()
-            .set("service.depth", 5)
-            .set("merger.idle", "batch")
-            .set("merger.batch_us", 1000)
-            .set("feed.reader_threads", 1)
-            .set("feed.batch_us", 1000)
-            .on(&simulator, &[venue]);
+        let config = (whole_market().set("service.depth", 5)).on(&simulator, &[venue]);
         names.iter().fold(config, |config, name| {
             let symbol = format!("{}usd", name.to_lowercase());
             config.instrument(name, &[(venue, &symbol)])

@@ -566,6 +566,16 @@ async fn symbols_beyond_one_connection_s_limit_open_another() {
     service.stop().await;
 }
 
+/// The whole market's settings (docs/operations.md): the merger serving in batches, one
+/// fan-out for every instrument, one reader thread reading its sockets once a millisecond.
+pub(crate) fn whole_market() -> TestConfig {
+    TestConfig::new()
+        .set("merger.idle", "batch")
+        .set("merger.batch_us", 1000)
+        .set("feed.reader_threads", 1)
+        .set("feed.batch_us", 1000)
+}
+
 /// The whole market's settings: the merger serving in batches, one reader thread reading
 /// the sockets of two connections once a millisecond. Every book is synced on both, and
 /// each keeps moving: the next summary of every instrument holds a newer book.
@@ -575,12 +585,7 @@ async fn in_batches_on_one_shared_reader_thread_every_book_is_synced_and_moves()
         Simulator::start(TcpListener::bind("127.0.0.1:0").await.unwrap(), 50, 7).unwrap();
     let venue = VenueId::Bitstamp;
     let count = venue.facts().max_streams_per_connection + 1;
-    let whole_market = TestConfig::new()
-        .set("merger.idle", "batch")
-        .set("merger.batch_us", 1000)
-        .set("feed.reader_threads", 1)
-        .set("feed.batch_us", 1000);
-    let config = bitstamp_instruments(whole_market, &simulator, count).build();
+    let config = bitstamp_instruments(whole_market(), &simulator, count).build();
     let service = Service::start(config, Listeners::loopback().await.unwrap()).unwrap();
     for index in 0..count {
         let mut summaries = service.summaries(index);
