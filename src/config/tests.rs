@@ -1177,3 +1177,41 @@ fn an_instruments_fee_names_one_of_its_books() {
     let expected = ["8", "5.25"].map(|text| text.parse::<FixedPoint>().unwrap());
     assert_eq!(bps, expected, "the venue's, then the book's own");
 }
+
+/// A reload changes the instruments alone: an instrument added, or one moved in the list
+/// (a rate's among them, compared by its name), is no difference; any other setting, a
+/// venue both configure differently, or a rate's source, is named.
+#[test]
+fn a_reload_s_difference_is_named_unless_only_instruments_change() {
+    let running = validate(&format!("{BTC_USD}{BTC_USD_RATES}")).unwrap();
+    let eth_btc = "[[instruments]]\nname = \"ETH/BTC\"\nsymbols = { binance = \"ETHBTC\" }\n";
+    // USDT/USD, the rate's instrument, now second: its index moved, its name did not.
+    let (usdt_usd, btc_usd) =
+        BTC_USD.split_at(BTC_USD.find("[[instruments]]\nname = \"BTC/USD\"").unwrap());
+    let reordered = format!("{eth_btc}{btc_usd}{usdt_usd}{BTC_USD_RATES}");
+    assert_eq!(
+        running.reload_difference(&validate(&reordered).unwrap()),
+        None
+    );
+    for (changed, named) in [
+        (
+            format!("[service]\ndepth = 5\n{BTC_USD}{BTC_USD_RATES}"),
+            "service.depth",
+        ),
+        (
+            format!("[venues.kraken]\nread_idle_timeout_ms = 9000\n{BTC_USD}{BTC_USD_RATES}"),
+            "[venues]",
+        ),
+        (
+            format!("{BTC_USD}{}", BTC_USD_RATES.replace("1.0001", "1.0002")),
+            "[[rates]]",
+        ),
+        (
+            format!("[merger]\nidle = \"spin\"\n{BTC_USD}{BTC_USD_RATES}"),
+            "merger.idle",
+        ),
+    ] {
+        let changed = validate(&changed).unwrap();
+        assert_eq!(running.reload_difference(&changed), Some(named));
+    }
+}
