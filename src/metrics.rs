@@ -333,6 +333,11 @@ impl Metrics {
             &["outcome"],
         )
         .expect("valid");
+        // Both outcomes exported from the start, at 0: an alert on the first refusal
+        // compares it with a value before it.
+        for outcome in ["applied", "refused"] {
+            config_reloads.with_label_values(&[outcome]);
+        }
         let connections_stalled = IntCounterVec::new(
             prometheus::Opts::new(
                 "orderbook_connections_stalled_total",
