@@ -1,7 +1,7 @@
 //! The reader: one OS thread per connection to a venue, running a current-thread tokio
 //! runtime, that keeps the WebSocket connection, subscribes to its instruments' streams
 //! (a venue's instruments are spread over as many connections as its limit of streams per
-//! connection, and its endpoints, ask for: `service.rs`), and hands
+//! connection, and its endpoints, ask for: `service::plan_connections`), and hands
 //! each frame to the connection's [`FeedCore`] (`feed/core/`), which decodes it and
 //! publishes each instrument's book into its mailbox for the merger. The reader does the
 //! I/O: the socket, the timers, the REST snapshot fetches the core asks for, the metrics.
@@ -19,6 +19,10 @@
 //! is renewed before: a second connection on the same thread syncs every book, held
 //! (`Books::Held`), then takes over and the first closes, so the venue never leaves the
 //! merge (docs/decisions.md, "A connection is renewed before the venue's lifetime runs out").
+//!
+//! A reload changes a running connection's streams (`StreamChange`, from
+//! `Service::reload`): a stream listed is subscribed on it, one delisted unsubscribed, the
+//! others untouched; a connection left with no stream closes.
 
 pub mod core;
 pub mod handoff;

@@ -3,7 +3,7 @@
 //! timeline, the format of the recorded fixtures that `replay/` reads: one JSON
 //! object per line, `{"recv_ts": <Unix seconds>, "kind": …, "url": …, "raw": …}`.
 //!
-//! On disk: one directory per connection (`<venue>-<connection>`, as `service.rs`
+//! On disk: one directory per connection (`<venue>-<connection>`, as `service/mod.rs`
 //! numbers them), holding files named by the Unix time (ns) they were started, zstd
 //! compressed, a new one past `max_file_bytes` of timeline or `max_file_age`; the oldest
 //! files of the whole directory are removed to keep it under `max_total_bytes`.
