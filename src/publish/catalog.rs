@@ -42,14 +42,6 @@ impl Listing {
         self.listed.iter_mut()
     }
 
-    pub fn len(&self) -> usize {
-        self.listed.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.listed.is_empty()
-    }
-
     /// The instrument named `name`.
     pub fn find(&self, name: &str) -> Option<&Listed> {
         self.listed
