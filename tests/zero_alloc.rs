@@ -328,6 +328,7 @@ fn a_kraken_update_and_its_checksum_allocate_nothing() {
     let decimals = WireDecimals {
         price: 8,
         amount: 8,
+        ..Default::default()
     };
     let snapshot = KRAKEN_SNAPSHOT.trim();
     let mut model = DepthBook::new(1000);
@@ -434,6 +435,7 @@ fn a_bitget_update_allocates_nothing() {
     let decimals = WireDecimals {
         price: 4,
         amount: 4,
+        ..Default::default()
     };
     let verify = |sync: &mut mergebook::book::diff_sync::BookSync, update: &BookUpdate| {
         assert_eq!(venue.checksum(&sync.book, decimals), update.checksum);

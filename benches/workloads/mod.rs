@@ -832,6 +832,7 @@ impl CoinbaseExchangeCore {
             name: "BAND-GBP".to_owned(),
             symbol: "BAND-GBP".to_owned(),
             contract_size: None,
+            unit: mergebook::fixed::UnitSize::COIN,
         };
         let mut core = FeedCore::new(venue, KEEP, vec![stream], Some(&settings), 0);
         let mut outlet = ScratchOutlet::default();

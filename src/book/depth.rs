@@ -59,11 +59,13 @@ impl ChangeIds {
 
 /// The most fractional digits among the prices, and among the amounts, as written on the
 /// wire (`"0.0500"` has 4): the text of a number again, where a venue prints every number
-/// of a book with the same precision and checksums that text.
+/// of a book with the same precision and checksums that text. With the unit the book's
+/// numbers are in, which the wire's are not (`UnitSize::wire_text`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct WireDecimals {
     pub price: u8,
     pub amount: u8,
+    pub unit: crate::fixed::UnitSize,
 }
 
 impl BookUpdate {

@@ -14,7 +14,7 @@ mod validate;
 
 pub use raw::RawConfig;
 
-use crate::fixed::FixedPoint;
+use crate::fixed::{FixedPoint, UnitSize};
 use crate::units::{Conversion, Currency, TakerFee};
 use crate::venue::VenueId;
 use std::net::SocketAddr;
@@ -533,6 +533,9 @@ pub struct Instrument {
     pub quotes: Vec<(usize, Currency)>,
     /// What its amounts count.
     pub unit: AmountUnit,
+    /// How many coins one unit of its amounts is (`fixed::UnitSize`): the venues'
+    /// numbers are read in it, its prices per unit.
+    pub unit_size: UnitSize,
     /// How each source whose book is not merged as it comes is converted: one quoted in
     /// another currency, and in a quote-notional instrument one sized in the base coin.
     pub conversions: Vec<SourceConversion>,
@@ -644,6 +647,7 @@ impl Instrument {
             price_step: 1,
             quotes: Vec::new(),
             unit: AmountUnit::Base,
+            unit_size: UnitSize::COIN,
             conversions: Vec::new(),
         }
     }

@@ -171,6 +171,9 @@ pub struct RawInstrument {
     /// What its amounts count: `"base"` (the base coin; the default) or `"quote"` (their
     /// notional in its currency, where inverse contracts merge).
     pub unit: Option<String>,
+    /// How many coins of its base one unit of its amounts is, a power of ten
+    /// (`"1000000"`; `"1"`, the default): its prices are per unit.
+    pub unit_size: Option<String>,
     /// Book name → the currency that book's symbol is quoted in, where the symbol does
     /// not say (`"USDC"`).
     #[serde(default)]

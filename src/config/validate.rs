@@ -5,7 +5,7 @@ use super::defaults::{IntKey, in_range, milliseconds};
 use super::raw::*;
 use super::*;
 use crate::feed::core::audit::AuditSettings;
-use crate::fixed::FixedPoint;
+use crate::fixed::{FixedPoint, UnitSize};
 use crate::merger::summary::MAX_SOURCES;
 use crate::venue::{Credentials, MAX_VENUES, SnapshotSource};
 use std::path::Path;
@@ -421,6 +421,7 @@ impl RawConfig {
                 super::units::instrument_units(&key, raw, &symbols, &source_names, &rate_plans)?;
             let taker_fees =
                 super::fees::taker_fees(&key, raw, &venue_fees, &symbols, &source_names)?;
+            let unit_size = unit_size(&key, raw, units.unit)?;
             instruments.push(Instrument {
                 name: raw.name.clone(),
                 symbols,
@@ -430,6 +431,7 @@ impl RawConfig {
                 price_step: units.price_step,
                 quotes: units.quotes,
                 unit: units.unit,
+                unit_size,
                 conversions: units.conversions,
                 taker_fees,
             });
@@ -657,6 +659,33 @@ pub(super) fn source_key(name: &str) -> String {
         true => format!("{name:?}"),
         false => name.to_owned(),
     }
+}
+
+/// An instrument's `unit_size`: a power of ten of coins, and for an instrument whose
+/// amounts count coins (a quote-notional one's count its currency).
+fn unit_size(key: &str, raw: &RawInstrument, unit: AmountUnit) -> Result<UnitSize, ConfigError> {
+    let Some(text) = &raw.unit_size else {
+        return Ok(UnitSize::COIN);
+    };
+    let key = format!("{key}.unit_size");
+    let Some(size) = UnitSize::parse(text) else {
+        let most = UnitSize::MAX_EXPONENT;
+        return Err(invalid(
+            key,
+            format!("{text:?}"),
+            format!(
+                "a power of ten of coins from 10^-{most} to 10^{most}, as \"1000000\", \"1\" or \"0.001\""
+            ),
+        ));
+    };
+    if !size.is_coin() && unit == AmountUnit::Quote {
+        return Err(invalid(
+            key,
+            format!("{text:?}"),
+            "the instrument's amounts count its currency (unit = \"quote\"), not coins",
+        ));
+    }
+    Ok(size)
 }
 
 /// An instrument's `contract_sizes`: one for each symbol sized in contracts, and none for

@@ -99,6 +99,8 @@ pub(crate) struct StreamSpec {
     pub instrument: String,
     /// The base currency per contract, where the venue's sizes are contracts.
     pub contract_size: Option<crate::fixed::FixedPoint>,
+    /// The unit its instrument's numbers are read in.
+    pub unit: crate::fixed::UnitSize,
     /// Where its books go.
     pub sender: FeedSender,
 }
@@ -424,6 +426,7 @@ impl Reader {
                     name: stream.name,
                     symbol: stream.symbol,
                     contract_size: stream.contract_size,
+                    unit: stream.unit,
                 };
                 (core, Some(stream.sender))
             })
@@ -485,6 +488,7 @@ impl Reader {
                     name: spec.name,
                     symbol: spec.symbol,
                     contract_size: spec.contract_size,
+                    unit: spec.unit,
                 };
                 tracing::info!(%venue, stream = %stream.name, instrument = %spec.instrument, "stream listed");
                 let (slot, frames) = self.core.list_stream(stream, now_ns, open);

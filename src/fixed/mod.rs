@@ -571,10 +571,22 @@ impl FixedPoint {
     /// here only for a number the plain parse refused as an exponent.
     #[cold]
     pub fn parse_scientific(text: &[u8]) -> Result<Self, FixedPointError> {
-        let Some(e) = text.iter().position(|&b| b == b'e' || b == b'E') else {
+        if !text.iter().any(|&b| b == b'e' || b == b'E') {
             return Self::parse(text);
+        }
+        Self::parse_times_ten_to(text, 0)
+    }
+
+    /// The number `text` (a decimal, with or without an exponent) times 10^`power`,
+    /// exactly: its digits moved by `power` places, refused as [`FixedPoint::parse_scientific`]
+    /// refuses what does not fit. How the numbers of an instrument counted in units of
+    /// 10^k coins are read (`UnitSize`); off the hot path.
+    #[cold]
+    pub fn parse_times_ten_to(text: &[u8], power: i64) -> Result<Self, FixedPointError> {
+        let (mantissa, exponent) = match text.iter().position(|&b| b == b'e' || b == b'E') {
+            Some(e) => (&text[..e], Some(&text[e + 1..])),
+            None => (text, None),
         };
-        let (mantissa, exponent) = (&text[..e], &text[e + 1..]);
         // The mantissa's shape (digits, one dot, digits on both sides) is `parse`'s to
         // check: on its own it is a plain decimal, of any precision here.
         let (integer, fraction) = match mantissa.iter().position(|&b| b == b'.') {
@@ -591,19 +603,30 @@ impl FixedPoint {
                 Ok(_) => FixedPointError::InvalidCharacter,
             });
         }
-        let (negative, exponent_digits) = match exponent.first() {
-            Some(b'-') => (true, &exponent[1..]),
-            Some(b'+') => (false, &exponent[1..]),
-            _ => (false, exponent),
-        };
-        if exponent_digits.is_empty() || !digit_run(exponent_digits) {
-            return Err(FixedPointError::InvalidCharacter);
-        }
         // An exponent past a few hundred moves every digit out of range either way.
-        let magnitude = exponent_digits.iter().try_fold(0i64, |value, &digit| {
-            let value = value * 10 + i64::from(digit - b'0');
-            (value <= 10_000).then_some(value)
-        });
+        let written = match exponent {
+            None => Ok(0),
+            Some(exponent) => {
+                let (negative, digits) = match exponent.first() {
+                    Some(b'-') => (true, &exponent[1..]),
+                    Some(b'+') => (false, &exponent[1..]),
+                    _ => (false, exponent),
+                };
+                if digits.is_empty() || !digit_run(digits) {
+                    return Err(FixedPointError::InvalidCharacter);
+                }
+                let magnitude = digits.iter().try_fold(0i64, |value, &digit| {
+                    let value = value * 10 + i64::from(digit - b'0');
+                    (value <= 10_000).then_some(value)
+                });
+                match (magnitude, negative) {
+                    (Some(magnitude), true) => Ok(-magnitude),
+                    (Some(magnitude), false) => Ok(magnitude),
+                    (None, true) => Err(FixedPointError::TooPrecise),
+                    (None, false) => Err(FixedPointError::Overflow),
+                }
+            }
+        };
         // The value's digits, without leading zeros (no allocation: a venue's decoder
         // may come here on its hot path).
         let digits = || integer.iter().chain(fraction).copied();
@@ -613,13 +636,7 @@ impl FixedPoint {
         if significant == 0 {
             return Ok(FixedPoint(0));
         }
-        let Some(magnitude) = magnitude else {
-            return Err(match negative {
-                true => FixedPointError::TooPrecise,
-                false => FixedPointError::Overflow,
-            });
-        };
-        let exponent = if negative { -magnitude } else { magnitude };
+        let exponent = written? + power;
         // The raw value is the digits times 10^(8 + exponent - fraction digits); digits
         // shifted out must be zeros.
         let shift = i64::from(DECIMALS) + exponent - fraction.len() as i64;
@@ -820,6 +837,12 @@ impl DecimalText {
     }
 }
 
+impl AsRef<[u8]> for DecimalText {
+    fn as_ref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
 impl fmt::Display for DecimalText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -906,6 +929,9 @@ mod plain_digit_tests {
         }
     }
 }
+
+mod unit_size;
+pub use unit_size::{Measure, UnitSize, WireText};
 
 #[cfg(test)]
 mod tests;

@@ -327,3 +327,118 @@ proptest::proptest! {
         proptest::prop_assert_eq!(FixedPoint::parse_scientific(plain.as_bytes()), value);
     }
 }
+
+/// A unit size is a power of ten written out, either way of the coin, and nothing else.
+#[test]
+fn unit_sizes_are_powers_of_ten() {
+    for (text, exponent) in [
+        ("1", 0),
+        ("10", 1),
+        ("1000000", 6),
+        ("0.1", -1),
+        ("0.001", -3),
+    ] {
+        let unit = UnitSize::parse(text).unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(unit.exponent(), exponent, "{text}");
+        assert_eq!(unit.to_string(), text);
+    }
+    let most = format!("1{}", "0".repeat(18));
+    assert_eq!(UnitSize::parse(&most).map(UnitSize::exponent), Some(18));
+    for refused in [
+        "",
+        "0",
+        "2",
+        "100.0",
+        "1e6",
+        "01",
+        "0.0",
+        "0.02",
+        "-10",
+        &format!("{most}0"),
+    ] {
+        assert_eq!(UnitSize::parse(refused), None, "{refused:?}");
+    }
+}
+
+/// What no coin-counted `FixedPoint` holds, an instrument in units of many coins reads
+/// exactly: a price below 10^-8 and an amount past 10^11. What still does not fit is
+/// refused, never rounded.
+#[test]
+fn numbers_past_the_coin_s_range_are_exact_in_a_larger_unit() {
+    use FixedPointError::*;
+    let million = UnitSize::parse("1000000").unwrap();
+    let read = |measure, text: &str| {
+        million
+            .parse_number(measure, text.as_bytes())
+            .map(FixedPoint::raw)
+    };
+    assert_eq!(FixedPoint::parse(b"0.0000000123"), Err(TooPrecise));
+    assert_eq!(
+        read(Measure::Price, "0.0000000123"),
+        Ok(1_230_000),
+        "0.0123 a million"
+    );
+    assert_eq!(FixedPoint::parse(b"250000000000000"), Err(Overflow));
+    assert_eq!(
+        read(Measure::Amount, "250000000000000"),
+        Ok(250_000_000 * SCALE),
+        "250,000,000 millions"
+    );
+    assert_eq!(read(Measure::Amount, "1.5"), Ok(150), "0.0000015 millions");
+    assert_eq!(
+        read(Measure::Amount, "0.015"),
+        Err(TooPrecise),
+        "1.5 × 10^-8 millions"
+    );
+    assert_eq!(
+        read(Measure::Price, "200000"),
+        Err(Overflow),
+        "2 × 10^11 a million"
+    );
+    assert_eq!(read(Measure::Price, "-1"), Err(Negative));
+    let thousandth = UnitSize::parse("0.001").unwrap();
+    let fine = thousandth.parse_number(Measure::Amount, b"0.00000000001");
+    assert_eq!(
+        fine.map(FixedPoint::raw),
+        Ok(1),
+        "10^-11 coins are 10^-8 thousandths"
+    );
+}
+
+proptest::proptest! {
+    /// A value in any unit, written as the wire writes it, reads back as itself, at its
+    /// shortest too; at the coin, the text is the coin's own.
+    #[test]
+    fn a_unit_s_wire_text_reads_back(
+        raw in 0u64..u64::MAX,
+        exponent in -UnitSize::MAX_EXPONENT..=UnitSize::MAX_EXPONENT,
+        decimals in 0u32..12,
+        price in proptest::bool::ANY,
+    ) {
+        let unit = UnitSize::from_exponent(exponent).unwrap();
+        let measure = Measure::of_price(price);
+        let value = FixedPoint::from_raw(raw);
+        let text = unit.wire_text(measure, value, decimals);
+        proptest::prop_assert_eq!(unit.parse_number(measure, text.as_bytes()), Ok(value), "{}", text);
+        let shortest = text.shortest();
+        proptest::prop_assert_eq!(unit.parse_number(measure, shortest.as_bytes()), Ok(value), "{}", shortest);
+        proptest::prop_assert!(!shortest.as_str().contains('.') || !shortest.as_str().ends_with('0'));
+        if unit.is_coin() && decimals <= 8 {
+            let coin_text = value.with_decimals(decimals);
+            proptest::prop_assert_eq!(text.as_str(), coin_text.as_str());
+        }
+    }
+}
+
+/// A decode reads the unit of the scope it runs in, and the one around it after.
+#[test]
+fn the_decoding_unit_is_the_scope_s() {
+    let million = UnitSize::parse("1000000").unwrap();
+    assert_eq!(UnitSize::of_decoding(), UnitSize::COIN);
+    let inner = million.decoding(|| {
+        let nested = UnitSize::COIN.decoding(UnitSize::of_decoding);
+        (UnitSize::of_decoding(), nested)
+    });
+    assert_eq!(inner, (million, UnitSize::COIN));
+    assert_eq!(UnitSize::of_decoding(), UnitSize::COIN);
+}

@@ -4,7 +4,7 @@
 
 use super::{DecodeError, Result, Walker, compact_number, is_number_byte, side_skip, simd};
 use crate::book::{Level, Levels, MAX_DEPTH, Side, WireDecimals};
-use crate::fixed::FixedPoint;
+use crate::fixed::{FixedPoint, Measure};
 
 /// How a venue writes one price level. `[price, amount]` has the fast paths; prices and
 /// amounts may be quoted or bare JSON numbers in every shape.
@@ -212,6 +212,9 @@ impl<'a> Walker<'a> {
     ) -> Result<bool> {
         /// Level starts looked for at once: a depth of 20 and the start after it.
         const STARTS: usize = 21;
+        if !self.in_coins() {
+            return Ok(false);
+        }
         let mut starts = [0u32; STARTS + simd::STARTS_SLACK];
         let wanted = wanted.min(STARTS);
         let found = simd::level_starts(self.bytes, self.pos, wanted, &mut starts);
@@ -432,10 +435,14 @@ impl<'a> Walker<'a> {
     }
 
     /// A price or an amount, and the most fractional digits of its kind so far.
-    fn counted_fixed_point(&mut self, most_digits: Option<&mut u8>) -> Result<FixedPoint> {
+    fn counted_number(
+        &mut self,
+        measure: Measure,
+        most_digits: Option<&mut u8>,
+    ) -> Result<FixedPoint> {
         self.skip_whitespace();
         let start = self.pos;
-        let value = self.fixed_point()?;
+        let value = self.number(measure)?;
         if let Some(most_digits) = most_digits {
             let digits = fraction_digits(&self.bytes[start..self.pos]);
             *most_digits = (*most_digits).max(digits);
@@ -453,6 +460,9 @@ impl<'a> Walker<'a> {
     fn compact_pair_then_more(&mut self) -> Option<Level> {
         /// Longer further elements are left to the general walk.
         const MAX_ELEMENT: usize = 24;
+        if !self.in_coins() {
+            return None;
+        }
         let bytes = self.bytes;
         let mut at = self.pos;
         if bytes.get(at..at + 2)? != b"[\"" {
@@ -498,7 +508,7 @@ impl<'a> Walker<'a> {
         decimals: Option<&mut WireDecimals>,
     ) -> Result<Level> {
         let (price_digits, amount_digits) = match decimals {
-            Some(WireDecimals { price, amount }) => (Some(price), Some(amount)),
+            Some(WireDecimals { price, amount, .. }) => (Some(price), Some(amount)),
             None => (None, None),
         };
         if shape == LevelShape::PairThenMore
@@ -510,9 +520,9 @@ impl<'a> Walker<'a> {
         match shape {
             LevelShape::Pair | LevelShape::PairThenMore => {
                 self.expect(b'[', "'[' opening a level")?;
-                let price = self.counted_fixed_point(price_digits)?;
+                let price = self.counted_number(Measure::Price, price_digits)?;
                 self.expect(b',', "',' between price and amount")?;
-                let amount = self.counted_fixed_point(amount_digits)?;
+                let amount = self.counted_number(Measure::Amount, amount_digits)?;
                 let mut more = self.next_or_close(b']', "',' or ']' in a level")?;
                 if more && shape == LevelShape::Pair {
                     return Err(DecodeError::LevelShape { at: self.pos });
@@ -545,12 +555,13 @@ impl<'a> Walker<'a> {
                         if price.is_some() {
                             return Err(DecodeError::DuplicateKey(price_key));
                         }
-                        price = Some(walker.counted_fixed_point(price_digits.take())?);
+                        price = Some(walker.counted_number(Measure::Price, price_digits.take())?);
                     } else if is_key(key, amount_key) {
                         if amount.is_some() {
                             return Err(DecodeError::DuplicateKey(amount_key));
                         }
-                        amount = Some(walker.counted_fixed_point(amount_digits.take())?);
+                        amount =
+                            Some(walker.counted_number(Measure::Amount, amount_digits.take())?);
                     } else {
                         walker.skip_value()?;
                     }
@@ -576,6 +587,9 @@ impl<'a> Walker<'a> {
         price_key: &str,
         amount_key: &str,
     ) -> Option<(Level, NumberTexts<'a>)> {
+        if !self.in_coins() {
+            return None;
+        }
         let bytes = self.bytes;
         let mut at = self.pos;
         skip_literals(bytes, &mut at, &[b"{\""])?;
@@ -608,7 +622,7 @@ impl<'a> Walker<'a> {
         decimals: Option<&mut WireDecimals>,
     ) -> Result<(Side, Level)> {
         let (mut price_digits, mut amount_digits) = match decimals {
-            Some(WireDecimals { price, amount }) => (Some(price), Some(amount)),
+            Some(WireDecimals { price, amount, .. }) => (Some(price), Some(amount)),
             None => (None, None),
         };
         match shape {
@@ -616,9 +630,9 @@ impl<'a> Walker<'a> {
                 self.expect(b'[', "'[' opening a change")?;
                 let side = side_named(self.string()?)?;
                 self.expect(b',', "',' after the side")?;
-                let price = self.counted_fixed_point(price_digits)?;
+                let price = self.counted_number(Measure::Price, price_digits)?;
                 self.expect(b',', "',' between price and amount")?;
-                let amount = self.counted_fixed_point(amount_digits)?;
+                let amount = self.counted_number(Measure::Amount, amount_digits)?;
                 if self.next_or_close(b']', "']' closing a change")? {
                     return Err(DecodeError::LevelShape { at: self.pos });
                 }
@@ -641,12 +655,13 @@ impl<'a> Walker<'a> {
                         if price.is_some() {
                             return duplicate(price_key);
                         }
-                        price = Some(walker.counted_fixed_point(price_digits.take())?);
+                        price = Some(walker.counted_number(Measure::Price, price_digits.take())?);
                     } else if is_key(key, amount_key) {
                         if amount.is_some() {
                             return duplicate(amount_key);
                         }
-                        amount = Some(walker.counted_fixed_point(amount_digits.take())?);
+                        amount =
+                            Some(walker.counted_number(Measure::Amount, amount_digits.take())?);
                     } else {
                         walker.skip_value()?;
                     }
@@ -666,7 +681,9 @@ impl<'a> Walker<'a> {
     #[inline(always)]
     fn level_and_separator(&mut self) -> Result<(Level, bool)> {
         // Most levels have the shape of the one before: one check reads them.
-        if let Some(window) = self.bytes.get(self.pos..).and_then(<[u8]>::first_chunk) {
+        if self.in_coins()
+            && let Some(window) = self.bytes.get(self.pos..).and_then(<[u8]>::first_chunk)
+        {
             match self.last_level.read(window) {
                 simd::PatternRead::Same(level) => {
                     self.pos += self.last_level.len;
@@ -732,9 +749,9 @@ impl<'a> Walker<'a> {
     #[inline(never)]
     pub(super) fn any_level(&mut self) -> Result<Level> {
         self.expect(b'[', "'[' opening a level")?;
-        let price = self.fixed_point()?;
+        let price = self.price()?;
         self.expect(b',', "',' between price and amount")?;
-        let amount = self.fixed_point()?;
+        let amount = self.amount()?;
         if self.peek()? != b']' {
             return Err(DecodeError::LevelShape { at: self.pos });
         }
@@ -748,6 +765,9 @@ impl<'a> Walker<'a> {
     /// which reports it precisely.
     #[inline(always)]
     fn compact_level(&mut self) -> Option<Level> {
+        if !self.in_coins() {
+            return None;
+        }
         let start = self.pos;
         let rest = self.bytes.get(start..)?;
         // With AVX2, levels with room to read ahead (all but the frame's last few) take

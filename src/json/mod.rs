@@ -14,8 +14,8 @@
 
 use crate::book::Side;
 use crate::fixed::{
-    FAST_PARSE_LOOKAHEAD, FixedPoint, FixedPointError, leading_integer, long_leading_integer,
-    matching_bytes,
+    FAST_PARSE_LOOKAHEAD, FixedPoint, FixedPointError, Measure, UnitSize, leading_integer,
+    long_leading_integer, matching_bytes,
 };
 
 mod levels;
@@ -91,6 +91,9 @@ pub struct Walker<'a> {
     pos: usize,
     /// The shape of the last level read by the vector reader, tried first on the next.
     last_level: simd::LevelPattern,
+    /// The unit of the instrument the frame is of (`UnitSize::decoding`): its prices and
+    /// amounts are read in it. The fast paths read the coin's numbers only.
+    unit: UnitSize,
 }
 
 #[inline]
@@ -133,7 +136,15 @@ impl<'a> Walker<'a> {
             bytes,
             pos: 0,
             last_level: simd::LevelPattern::none(),
+            unit: UnitSize::of_decoding(),
         }
+    }
+
+    /// Whether the fast paths may read this frame's numbers: they read them as the wire
+    /// writes them, in coins.
+    #[inline(always)]
+    fn in_coins(&self) -> bool {
+        self.unit.is_coin()
     }
 
     /// A walker over `bytes` from byte `at` on: a frame read again from a place an earlier
@@ -155,10 +166,14 @@ impl<'a> Walker<'a> {
     }
 
     /// A number right at the cursor (no whitespace), quoted or bare, by the fast parsers
-    /// only: `None`, nothing consumed, for anything they decline, which
-    /// [`Walker::fixed_point`] then reads or refuses. For a venue's layout fast path.
+    /// only: `None`, nothing consumed, for anything they decline (and in a unit other than
+    /// the coin), which [`Walker::price`] or [`Walker::amount`] then reads or refuses. For
+    /// a venue's layout fast path.
     #[inline(always)]
     pub fn compact_fixed_point(&mut self) -> Option<FixedPoint> {
+        if !self.in_coins() {
+            return None;
+        }
         let mut at = self.pos;
         let (value, _) = compact_number(self.bytes, &mut at)?;
         self.pos = at;
@@ -328,21 +343,41 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// A price: [`Walker::number`].
+    #[inline]
+    pub fn price(&mut self) -> Result<FixedPoint> {
+        self.number(Measure::Price)
+    }
+
+    /// An amount: [`Walker::number`].
+    #[inline]
+    pub fn amount(&mut self) -> Result<FixedPoint> {
+        self.number(Measure::Amount)
+    }
+
     /// An exact decimal, quoted (`"0.06824000"`, as most venues send) or a bare JSON number
-    /// (`0.06824`), parsed in place.
+    /// (`0.06824`), parsed in place, in the instrument's unit (a price or an amount moves
+    /// its own way).
     ///
     /// The number's end is found first, by a search that does not depend on its digits, so
     /// the walk to the next number never waits for this one's conversion: on a book frame
     /// that chain of positions is the critical path.
     #[inline]
-    pub fn fixed_point(&mut self) -> Result<FixedPoint> {
+    pub fn number(&mut self, measure: Measure) -> Result<FixedPoint> {
         let quoted = self.peek()? == b'"';
         let start = self.pos + usize::from(quoted);
-        if quoted && let Some((value, len)) = FixedPoint::parse_quoted_fast(&self.bytes[start..]) {
+        let in_coins = self.in_coins();
+        if in_coins
+            && quoted
+            && let Some((value, len)) = FixedPoint::parse_quoted_fast(&self.bytes[start..])
+        {
             self.pos = start + len + 1;
             return Ok(value);
         }
-        if !quoted && let Some((value, len)) = FixedPoint::parse_bare_fast(&self.bytes[start..]) {
+        if in_coins
+            && !quoted
+            && let Some((value, len)) = FixedPoint::parse_bare_fast(&self.bytes[start..])
+        {
             self.pos = start + len;
             return Ok(value);
         }
@@ -359,20 +394,27 @@ impl<'a> Walker<'a> {
             }
             start + len
         };
-        let value = FixedPoint::parse_in(self.bytes, start, end)
-            .map_err(|error| DecodeError::Number { at: start, error })?;
+        let text = &self.bytes[start..end];
+        let value = match in_coins {
+            true => FixedPoint::parse_in(self.bytes, start, end),
+            // An exponent is refused in any unit (Deribit's are read by
+            // `number_or_scientific`).
+            false if text.iter().any(|&b| b == b'e' || b == b'E') => Err(FixedPointError::Exponent),
+            false => self.unit.parse_number(measure, text),
+        };
+        let value = value.map_err(|error| DecodeError::Number { at: start, error })?;
         self.pos = end;
         self.end_of_number(quoted, start)?;
         Ok(value)
     }
 
-    /// [`Walker::fixed_point`] for a venue that writes some numbers with an exponent
-    /// (Deribit's `2.2e3`): such a number exactly ([`FixedPoint::parse_scientific`]);
-    /// every other number as `fixed_point` reads it, at its cost.
+    /// [`Walker::number`] for a venue that writes some numbers with an exponent (Deribit's
+    /// `2.2e3`): such a number exactly ([`FixedPoint::parse_scientific`]); every other
+    /// number as `number` reads it, at its cost.
     #[inline]
-    pub fn fixed_point_or_scientific(&mut self) -> Result<FixedPoint> {
+    pub fn number_or_scientific(&mut self, measure: Measure) -> Result<FixedPoint> {
         let at = self.pos;
-        match self.fixed_point() {
+        match self.number(measure) {
             // Whatever the plain parse stopped at (the exponent, or digits past the range
             // before it), a number with an exponent is read whole.
             Err(error @ DecodeError::Number { at: start, .. }) => {
@@ -380,7 +422,7 @@ impl<'a> Walker<'a> {
                     .iter()
                     .take_while(|&&b| is_number_byte(b));
                 match text.any(|&b| b == b'e' || b == b'E') {
-                    true => self.scientific(at),
+                    true => self.scientific(at, measure),
                     false => Err(error),
                 }
             }
@@ -390,7 +432,7 @@ impl<'a> Walker<'a> {
 
     /// The number at `at` with its exponent, exactly.
     #[cold]
-    fn scientific(&mut self, at: usize) -> Result<FixedPoint> {
+    fn scientific(&mut self, at: usize, measure: Measure) -> Result<FixedPoint> {
         self.pos = at;
         let quoted = self.peek()? == b'"';
         let start = self.pos + usize::from(quoted);
@@ -398,7 +440,9 @@ impl<'a> Walker<'a> {
             .iter()
             .take_while(|&&b| is_number_byte(b))
             .count();
-        let value = FixedPoint::parse_scientific(&self.bytes[start..start + len])
+        let value = self
+            .unit
+            .parse_number(measure, &self.bytes[start..start + len])
             .map_err(|error| DecodeError::Number { at: start, error })?;
         self.pos = start + len;
         self.end_of_number(quoted, start)?;

@@ -63,7 +63,8 @@ fn every_level_shape_reads_its_recorded_excerpt() {
         decimals,
         WireDecimals {
             price: 1,
-            amount: 8
+            amount: 8,
+            ..Default::default()
         }
     );
     let mut top = Levels::default();
@@ -90,7 +91,8 @@ fn every_level_shape_reads_its_recorded_excerpt() {
         decimals,
         WireDecimals {
             price: 1,
-            amount: 8
+            amount: 8,
+            ..Default::default()
         }
     );
     let reordered = br#"[{"qty":0.5, "price":1.25, "n":[1,{"x":2}]}]"#;

@@ -11,7 +11,7 @@
 use crate::book::{Level, Side, TopBook};
 use crate::config::{Config, RateFrom};
 use crate::feed::handoff::VenueFeed;
-use crate::fixed::FixedPoint;
+use crate::fixed::{FixedPoint, UnitSize};
 use crate::merger::kway::{Origin, VenueBook, merge};
 use crate::merger::summary::{AppliedRate, BestPrices, MAX_SOURCES, Summary, VenueState};
 use crate::units::{Conversion, Currency, Direction, NativePrices, OutOfRange, Rate, TakerFee};
@@ -140,6 +140,7 @@ pub struct Consolidation {
     currency: Option<Currency>,
     /// What its amounts are counted in, where known.
     amount_unit: Option<Currency>,
+    unit_size: UnitSize,
     /// Whether its amounts are notionals in its currency (`unit = "quote"`).
     counts_notionals: bool,
     /// The sources quoted in another currency (boxed: most books of most instruments are
@@ -174,6 +175,7 @@ impl Consolidation {
             latest_received_ns: 0,
             currency: None,
             amount_unit: None,
+            unit_size: UnitSize::COIN,
             counts_notionals: false,
             converted: Default::default(),
             rate: None,
@@ -206,6 +208,7 @@ impl Consolidation {
         }
         consolidation.currency = instrument.currency;
         consolidation.amount_unit = instrument.amount_unit();
+        consolidation.unit_size = instrument.unit_size;
         consolidation.counts_notionals = instrument.unit == crate::config::AmountUnit::Quote;
         consolidation.set_taker_fees(&instrument.taker_fees, instrument.price_step);
         for planned in &instrument.conversions {
@@ -496,6 +499,7 @@ impl Consolidation {
         out.source_taker_fees = self.fees;
         out.currency = self.currency;
         out.amount_unit = self.amount_unit;
+        out.unit_size = self.unit_size;
         for (rate, converted) in out.source_rate[..count].iter_mut().zip(&self.converted) {
             *rate = converted
                 .as_ref()

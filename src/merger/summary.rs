@@ -7,7 +7,7 @@
 //! instrument that takes a venue's spot pair and its perpetual has two of that venue.
 
 use crate::book::Side;
-use crate::fixed::FixedPoint;
+use crate::fixed::{FixedPoint, UnitSize};
 use crate::merger::kway::MergedBook;
 use crate::units::{Currency, NativePrices, Rate, TakerFee};
 use crate::venue::VenueId;
@@ -108,6 +108,9 @@ pub struct Summary {
     /// book net of them; otherwise it is not written, and the book is its own all-in
     /// book (`all_in_book`).
     pub charges_fees: bool,
+    /// How many coins one unit of the book's amounts is (`Instrument::unit_size`): its
+    /// prices are per unit.
+    pub unit_size: UnitSize,
     /// The all-in book: every merged source's levels net of its taker fee (bids lowered,
     /// asks raised, each rounded to the instrument's price step against the trader),
     /// merged again, since fees reorder the venues.
@@ -193,6 +196,7 @@ impl Summary {
             source_rate,
             native_prices: _, // what `native_price` reads of it is always written first
             charges_fees,
+            unit_size,
             all_in,
             source_taker_fees,
             bands,
@@ -217,6 +221,7 @@ impl Summary {
             all_in.clear_writing(depth);
         }
         *charges_fees = false;
+        *unit_size = UnitSize::COIN;
         *source_taker_fees = [TakerFee::default(); MAX_SOURCES];
         *bands = Bands::default();
     }
@@ -247,6 +252,7 @@ impl Summary {
             source_rate,
             native_prices,
             charges_fees,
+            unit_size,
             all_in,
             source_taker_fees,
             bands,
@@ -278,6 +284,7 @@ impl Summary {
         self.source_taker_fees[..copied].copy_from_slice(&source_taker_fees[..copied]);
         self.currency = *currency;
         self.amount_unit = *amount_unit;
+        self.unit_size = *unit_size;
         // What `native_price` reads: the positions of the book's levels.
         let (bids, asks) = (book.bids.len(), book.asks.len());
         self.native_prices.bids[..bids].copy_from_slice(&native_prices.bids[..bids]);

@@ -17,6 +17,8 @@
 //!
 //! `"amount_unit"` says what the amounts count, where the instrument's name or unit says:
 //! its base coin (`"ETH"`), or its currency where it counts notionals (`unit = "quote"`).
+//! An instrument counted in units of many coins (`unit_size`) adds `"unit_size":"1000000"`:
+//! its amounts count units of that many coins, its prices are per unit.
 //! An instrument that states its currency adds `"currency":"USD"`; where venues quoted in
 //! another currency are converted into it, each of their levels adds its
 //! `"native_price"`, and `"rates"` says each such venue's currency and rate (the fields of
@@ -95,6 +97,9 @@ pub fn write_summary(
     }
     if let Some(unit) = summary.amount_unit {
         write!(out, r#","amount_unit":"{unit}""#)?;
+    }
+    if !summary.unit_size.is_coin() {
+        write!(out, r#","unit_size":"{}""#, summary.unit_size)?;
     }
     let converted = summary
         .sources()

@@ -117,6 +117,7 @@ pub fn exact_summary(
             .amount_unit
             .map(|unit| unit.to_string())
             .unwrap_or_default(),
+        unit_size: summary.unit_size.to_string(),
         venues: summary
             .sources()
             .map(|(source, _, state)| (names[source].clone(), state.name().to_owned()))

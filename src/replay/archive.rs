@@ -87,6 +87,7 @@ pub fn replay_venue_files<I: Iterator<Item = RecordedFrame>>(
                     name: archived.map_or_else(|| stream.name.clone(), |(_, name)| name.clone()),
                     symbol: stream.symbol.clone(),
                     contract_size: stream.contract_size,
+                    unit: stream.unit,
                 }
             })
             .collect();

@@ -7,6 +7,7 @@ use crate::config::DiffSettings;
 pub use crate::feed::core::BadFrame;
 use crate::feed::core::snapshot_schedule::SnapshotPolicy;
 use crate::feed::core::{CoreStream, FeedCore};
+use crate::fixed::UnitSize;
 use crate::merger::Consolidation;
 use crate::merger::summary::Summary;
 use crate::record::timeline::RecordedFrame;
@@ -312,6 +313,7 @@ pub fn replay_diff_frames<I: Iterator<Item = RecordedFrame>>(
                     name: plan.books[book].stream.clone(),
                     symbol: plan.books[book].symbol.clone(),
                     contract_size: None,
+                    unit: UnitSize::COIN,
                 })
                 .collect();
             // A book's source: its place among the plan's books of its instrument, as

@@ -38,6 +38,7 @@ pub use crate::feed::core::BadFrame;
 use crate::feed::core::snapshot_schedule::FetchOutcome;
 use crate::feed::core::{CoreStream, FeedCore, FeedEvent, FeedOutput, FrameVerdict};
 use crate::feed::handoff::VenueFeed;
+use crate::fixed::UnitSize;
 use crate::merger::summary::{Summary, VenueState};
 use crate::merger::{Consolidation, RateLinks};
 use crate::record::timeline::RecordedFrame;
@@ -290,6 +291,7 @@ pub fn replay_frames<I: Iterator<Item = RecordedFrame>>(
                 name: stream,
                 symbol: String::new(),
                 contract_size: None,
+                unit: UnitSize::COIN,
             }];
             FeedCore::new(*venue, depth, streams, None, 0)
         })

@@ -116,6 +116,7 @@ pub fn replay_connections<E: Iterator<Item = TimedEvent>>(
                 name: stream.name.clone(),
                 symbol: stream.symbol.clone(),
                 contract_size: stream.contract_size,
+                unit: stream.unit,
             })
             .collect();
         let diff = config.venues[planned.venue_config].mode.diff_settings();

@@ -66,9 +66,12 @@ pub struct PlannedStream {
     /// The venue's symbol.
     pub symbol: String,
     pub contract_size: Option<crate::fixed::FixedPoint>,
+    /// The unit its instrument's numbers are read in (`Instrument::unit_size`).
+    pub unit: crate::fixed::UnitSize,
 }
 
 /// One connection to a venue: the streams one reader subscribes to.
+/// Its streams share their instruments' unit.
 pub struct PlannedConnection {
     /// In `Config::venues`.
     pub venue_config: usize,
@@ -80,8 +83,8 @@ pub struct PlannedConnection {
 }
 
 /// The connections the service opens for `config`'s instruments: each stream on a
-/// connection of its venue to the endpoint that serves its symbol with room left, or on a
-/// new one, as many as the venue's limit of streams per connection asks for. The service
+/// connection of its venue to the endpoint that serves its symbol, of its instrument's
+/// unit (a connection's frames are decoded in one), with room left, or on a new one, as many as the venue's limit of streams per connection asks for. The service
 /// and `replay::replay_recording` plan alike, so a recording's connections are the plan's.
 pub fn plan_connections(config: &Config) -> Vec<PlannedConnection> {
     let mut connections = Vec::new();
@@ -120,6 +123,7 @@ fn planned_stream(
         },
         symbol: symbol.clone(),
         contract_size: instrument.contract_size(source),
+        unit: instrument.unit_size,
     };
     let url = venue.streams().endpoint(&settings.url, symbol);
     (venue_config, url, stream)
@@ -139,6 +143,7 @@ fn place_stream(
     let room = connections.iter_mut().find(|connection| {
         connection.venue_config == venue_config
             && connection.url == url
+            && connection.streams[0].unit == stream.unit
             && connection.streams.len() < most
     });
     match room {
@@ -197,6 +202,8 @@ async fn watch_host_clock(clock: Arc<HostClock>, metrics: Arc<Metrics>) {
 struct RunningConnection {
     venue: VenueId,
     url: String,
+    /// The unit of its streams' instruments.
+    unit: crate::fixed::UnitSize,
     /// Each stream it carries: (instrument slot, source, stream name).
     streams: Vec<(usize, usize, String)>,
     changes: mpsc::UnboundedSender<StreamChange>,
@@ -293,6 +300,7 @@ impl Readers {
             self.connections.push(RunningConnection {
                 venue,
                 url: connection.url.clone(),
+                unit: connection.streams[0].unit,
                 streams: (connection.streams.iter())
                     .map(|stream| (stream.instrument, stream.source, stream.name.clone()))
                     .collect(),
@@ -366,6 +374,7 @@ fn stream_spec(
         name: stream.name,
         symbol: stream.symbol,
         contract_size: stream.contract_size,
+        unit: stream.unit,
     }
 }
 

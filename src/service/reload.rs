@@ -159,7 +159,7 @@ impl Service {
 
     /// Subscribes the books of the instruments `listed` (indexes of `config.instruments`,
     /// each in its slot of `slot_of`), going to `senders`: on a running connection of
-    /// their venue to their endpoint with room left, or on new ones.
+    /// their venue to their endpoint and of their unit with room left, or on new ones.
     fn list_streams(
         &mut self,
         config: &Config,
@@ -177,6 +177,7 @@ impl Service {
                 let room = (self.readers.connections.iter_mut()).find(|connection| {
                     connection.venue == venue
                         && connection.url == *url
+                        && connection.unit == stream.unit
                         && connection.streams.len() < most
                 });
                 if let Some(connection) = room {

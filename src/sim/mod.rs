@@ -265,6 +265,7 @@ const PRICE_DECIMALS: u32 = 8;
 const SIMULATED_DECIMALS: WireDecimals = WireDecimals {
     price: PRICE_DECIMALS as u8,
     amount: crate::fixed::DECIMALS as u8,
+    unit: crate::fixed::UnitSize::COIN,
 };
 
 /// How many past tops a diff stream remembers: ten seconds at the tests' rates (50 a

@@ -21,8 +21,8 @@ pub const LEVELS_KEPT: usize = 10;
 const TEXT_BYTES: usize = 32;
 
 /// The most a level's text may take as written by a venue's `format`, 16-byte words
-/// written whole included (two numbers of up to 20 digits).
-pub const MAX_LEVEL_TEXT: usize = 48;
+/// written whole included (two numbers of up to 40 digits: `WireText`).
+pub const MAX_LEVEL_TEXT: usize = 96;
 
 /// The text of two sides of `LEVELS_KEPT` levels, with room past the last for a kept
 /// text copied whole.

@@ -253,16 +253,16 @@ const INTERLEAVED_CHECKSUM_LEVELS: usize = 25;
 /// shorter side ends), each number as `text` writes it (`true` for a price); CRC32, which
 /// both send as a signed integer. The text is built on the stack and hashed in one call,
 /// so the check allocates nothing.
-pub(crate) fn interleaved_checksum(
+pub(crate) fn interleaved_checksum<Text: AsRef<[u8]>>(
     book: &DepthBook,
-    text: impl Fn(FixedPoint, bool) -> crate::fixed::DecimalText,
+    text: impl Fn(FixedPoint, bool) -> Text,
 ) -> u32 {
-    // 100 numbers of at most 21 bytes, each followed by a ':'.
-    let mut buffer = [0u8; 4 * INTERLEAVED_CHECKSUM_LEVELS * 22];
+    // 100 numbers of at most 40 bytes (`WireText`), each followed by a ':'.
+    let mut buffer = [0u8; 4 * INTERLEAVED_CHECKSUM_LEVELS * 41];
     let mut len = 0;
     let mut push = |value: FixedPoint, is_price: bool| {
         let number = text(value, is_price);
-        let bytes = number.as_bytes();
+        let bytes = number.as_ref();
         buffer[len..len + bytes.len()].copy_from_slice(bytes);
         buffer[len + bytes.len()] = b':';
         len += bytes.len() + 1;

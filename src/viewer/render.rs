@@ -227,9 +227,18 @@ fn draw_ladder(frame: &mut Frame, state: &WatchState, area: Rect) {
         }
         _ => String::new(),
     };
+    let lots = match &state.summary {
+        Some(summary) if !matches!(summary.unit_size.as_str(), "" | "1") => {
+            format!(", amounts in units of {}", summary.unit_size)
+        }
+        _ => String::new(),
+    };
     let title = match &state.summary {
         Some(_) if !live => format!(" {}: last book received, not live ", state.instrument),
-        _ => format!(" {}: top {}{currency} ", state.instrument, state.depth),
+        _ => format!(
+            " {}: top {}{currency}{lots} ",
+            state.instrument, state.depth
+        ),
     };
     let block = Block::bordered().title(title);
     let inner = block.inner(area);

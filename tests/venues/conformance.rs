@@ -5,8 +5,9 @@
 //! `every_venue_has_a_row`. What every venue's feed does end to end with a bad frame, its
 //! refusal of a subscription and silence is `live_conformance.rs`'s table.
 
-use mergebook::book::{BookUpdate, TopBook};
-use mergebook::venue::{DecodeError, VenueId};
+use mergebook::book::{BookUpdate, Level, TopBook};
+use mergebook::fixed::{FixedPoint, UnitSize};
+use mergebook::venue::{DecodeError, Message, VenueId};
 
 /// Which of a venue's decoders reads a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,5 +184,97 @@ fn malformed_frames_get_typed_errors() {
                 case.error
             );
         }
+    }
+}
+
+/// The levels of the book a decode read, both sides; `None` where the frame holds no book
+/// (a control message) or the decoder reported its book as not held
+/// (`Message::Unreadable`).
+type Sides = Option<[Vec<Level>; 2]>;
+
+fn levels_read(venue: VenueId, read: Read, bytes: &[u8]) -> Result<Sides, DecodeError> {
+    let (mut book, mut update) = (TopBook::default(), BookUpdate::default());
+    let message = match read {
+        Read::Snapshot => venue.decode(bytes, 5000, &mut book)?,
+        Read::Diff => venue.decode_diff(bytes, 5000, &mut update)?,
+        Read::RestSnapshot => {
+            venue.decode_snapshot(bytes, 5000, &mut update)?;
+            Message::Book { stream: b"" }
+        }
+        Read::Binary => venue.decode_binary(bytes, 5000, &mut book)?,
+        Read::BinaryDiff => venue.decode_diff_binary(bytes, 5000, &mut update)?,
+    };
+    if !matches!(message, Message::Book { .. } | Message::Books { .. }) {
+        return Ok(None);
+    }
+    Ok(Some(match read {
+        Read::Snapshot | Read::Binary => {
+            [book.bids.as_slice().to_vec(), book.asks.as_slice().to_vec()]
+        }
+        _ => [update.bids, update.asks],
+    }))
+}
+
+/// `level` in units of 10^`exponent` coins (its price times that, its amount divided by
+/// it), where both stay exact `FixedPoint`s.
+fn in_unit(level: &Level, exponent: i8) -> Option<Level> {
+    let power = 10u64.pow(u32::from(exponent.unsigned_abs()));
+    let times = |value: FixedPoint| value.raw().checked_mul(power).map(FixedPoint::from_raw);
+    let divided = |value: FixedPoint| {
+        (value.raw().is_multiple_of(power)).then(|| FixedPoint::from_raw(value.raw() / power))
+    };
+    let (price, amount) = match exponent >= 0 {
+        true => (times(level.price)?, divided(level.amount)?),
+        false => (divided(level.price)?, times(level.amount)?),
+    };
+    Some(Level { price, amount })
+}
+
+/// Every venue's frames, read by its decoders in units of other sizes than the coin (as
+/// an instrument with a `unit_size` is), give the coin's levels moved exactly into the
+/// unit; a frame with a number that does not fit the unit is refused for it (or its book
+/// reported not held), never rounded. Reads in a unit take the general number parse
+/// where the coin's take the fast paths: this holds every fast path's output to it.
+#[test]
+fn every_frame_reads_alike_in_any_unit() {
+    for row in rows() {
+        let venue = row.venue;
+        let mut read_in_a_unit = 0;
+        for (read, frame) in &row.frames {
+            let text = String::from_utf8_lossy(frame);
+            let coins = levels_read(venue, *read, frame)
+                .unwrap_or_else(|error| panic!("{venue}: {error}: {text}"));
+            if coins.is_none() {
+                continue; // a book the coin cannot hold: no reference to move
+            }
+            for exponent in [-3, -1, 2, 6] {
+                let unit = UnitSize::from_exponent(exponent).unwrap();
+                let got = unit.decoding(|| levels_read(venue, *read, frame));
+                let expected = coins.as_ref().and_then(|sides| {
+                    let side = |levels: &Vec<Level>| {
+                        levels
+                            .iter()
+                            .map(|level| in_unit(level, exponent))
+                            .collect::<Option<Vec<_>>>()
+                    };
+                    Some([side(&sides[0])?, side(&sides[1])?])
+                });
+                match expected {
+                    Some(expected) => {
+                        assert_eq!(
+                            got,
+                            Ok(Some(expected)),
+                            "{venue} {read:?} in {unit}: {text}"
+                        );
+                        read_in_a_unit += 1;
+                    }
+                    None => assert!(
+                        matches!(got, Err(DecodeError::Number { .. }) | Ok(None)),
+                        "{venue} {read:?} in {unit}: {got:?}: {text}"
+                    ),
+                }
+            }
+        }
+        assert!(read_in_a_unit > 0, "{venue}: no frame fits any unit tried");
     }
 }

@@ -186,6 +186,7 @@ fn the_book_is_cut_to_the_depth_subscribed() {
     let decimals = mergebook::book::WireDecimals {
         price: 1,
         amount: 8,
+        ..Default::default()
     };
     let checksum = KRAKEN.checksum(&book, decimals).unwrap();
     frames.push(format!(

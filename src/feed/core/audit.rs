@@ -377,7 +377,9 @@ impl super::FeedCore {
             Ok(body) => body,
         };
         let max_levels = diff.settings.max_levels;
-        if let Err(error) = venue.decode_snapshot(body, max_levels, &mut audits.snapshot) {
+        let snapshot = &mut audits.snapshot;
+        let decoded = (self.unit).decoding(|| venue.decode_snapshot(body, max_levels, snapshot));
+        if let Err(error) = decoded {
             tracing::warn!(%venue, %error, "audit snapshot refused");
             return self.end_audit(AuditOutcome::Failed, now_ns, out);
         }

@@ -210,6 +210,7 @@ impl FeedCore {
             book.decimals = WireDecimals {
                 price: book.decimals.price.max(seen.price),
                 amount: book.decimals.amount.max(seen.amount),
+                unit: book.decimals.unit,
             };
             let outcome = book.sync.on_update(&diff.update);
             out.note(Some(slot), FeedEvent::DiffEvent(outcome));
@@ -258,8 +259,13 @@ impl FeedCore {
                 }
                 return None;
             };
+            // The wire's text of the book's numbers, which are in the connection's unit.
+            let decimals = WireDecimals {
+                unit: self.unit,
+                ..book.decimals
+            };
             let computed =
-                venue.checksum_after_change(&book.sync.book, book.decimals, &mut book.checksum_texts);
+                venue.checksum_after_change(&book.sync.book, decimals, &mut book.checksum_texts);
             (computed != Some(claimed)).then(|| {
                 out.note(Some(slot), FeedEvent::ChecksumMismatch);
                 tracing::warn!(%venue, stream = %self.streams[slot].name, claimed, ?computed, "checksum mismatch; resyncing");
@@ -455,7 +461,8 @@ impl FeedCore {
         let outcome = match result {
             Err(failed) => failed,
             Ok(body) => {
-                match venue.decode_snapshot(body, diff.settings.max_levels, &mut diff.snapshot) {
+                let (max_levels, snapshot) = (diff.settings.max_levels, &mut diff.snapshot);
+                match (self.unit).decoding(|| venue.decode_snapshot(body, max_levels, snapshot)) {
                     Err(error) => {
                         tracing::warn!(%venue, %error, "snapshot refused");
                         FetchOutcome::Failed

@@ -37,7 +37,7 @@ use crate::book::diff_sync::{BookSync, ResyncReason, SnapshotOutcome, UpdateOutc
 use crate::book::{BookUpdate, TopBook, WireDecimals};
 use crate::config::DiffSettings;
 use crate::feed::handoff::VenueFeed;
-use crate::fixed::FixedPoint;
+use crate::fixed::{FixedPoint, UnitSize};
 use crate::log_limit::LogLimiter;
 use crate::merger::summary::VenueState;
 use crate::venue::{
@@ -64,6 +64,9 @@ pub struct CoreStream {
     /// The base currency per contract, where the venue's sizes for it are contracts: its
     /// books are published in the base currency.
     pub contract_size: Option<FixedPoint>,
+    /// The unit its instrument's numbers are read in; the same for every stream of a
+    /// connection.
+    pub unit: UnitSize,
 }
 
 /// What the connection must do after a frame.
@@ -244,6 +247,8 @@ pub struct FeedCore {
     venue: VenueId,
     /// Levels a side handed to the merger.
     depth: usize,
+    /// The unit of its streams' numbers: every frame is decoded in it.
+    unit: UnitSize,
     streams: Vec<CoreStream>,
     /// Whether each slot holds a stream: a reload that delists one leaves its slot vacant
     /// (its key [`VACANT_KEY`]) until another is listed there, so that no other stream's
@@ -328,9 +333,15 @@ impl FeedCore {
         let stream_keys: Vec<_> = (streams.iter())
             .map(|stream| venue.stream_key(&stream.name))
             .collect();
+        let unit = streams.first().map_or(UnitSize::COIN, |stream| stream.unit);
+        debug_assert!(
+            streams.iter().all(|stream| stream.unit == unit),
+            "one unit a connection"
+        );
         FeedCore {
             venue,
             depth,
+            unit,
             streams,
             listed: vec![true; count],
             slots_by_key: slots_by_key(&stream_keys),
@@ -390,6 +401,7 @@ impl FeedCore {
         now_ns: u64,
         open: bool,
     ) -> (usize, Vec<String>) {
+        debug_assert_eq!(stream.unit, self.unit, "one unit a connection");
         let key = self.venue.stream_key(&stream.name);
         let slot = match self.listed.iter().position(|&listed| !listed) {
             Some(slot) => {
@@ -732,12 +744,12 @@ impl FeedCore {
         received_ns: u64,
         out: &mut impl FeedOutput,
     ) -> FrameVerdict {
-        let decoded = match &mut self.diff {
+        let decoded = self.unit.decoding(|| match &mut self.diff {
             None => self.venue.decode(frame, self.depth, &mut self.scratch),
             Some(diff) => self
                 .venue
                 .decode_diff(frame, diff.settings.max_levels, &mut diff.update),
-        };
+        });
         self.on_decoded(decoded, frame, received_ns, out)
     }
 
@@ -755,7 +767,7 @@ impl FeedCore {
             self.on_bad_frame(error, None, received_ns, out);
             return FrameVerdict::Continue;
         }
-        let decoded = match &mut self.diff {
+        let decoded = self.unit.decoding(|| match &mut self.diff {
             None => self
                 .venue
                 .decode_binary(frame, self.depth, &mut self.scratch),
@@ -763,7 +775,7 @@ impl FeedCore {
                 self.venue
                     .decode_diff_binary(frame, diff.settings.max_levels, &mut diff.update)
             }
-        };
+        });
         self.on_decoded(decoded, frame, received_ns, out)
     }
 
@@ -815,10 +827,7 @@ impl FeedCore {
                     out,
                 );
             }
-            Err(error) => {
-                let value = number_text(frame, &error);
-                self.on_bad_frame(BadFrame::Decode(error), value, received_ns, out);
-            }
+            Err(error) => self.on_bad_frame(BadFrame::Decode(error), Some(frame), received_ns, out),
         }
         FrameVerdict::Continue
     }
@@ -879,10 +888,8 @@ impl FeedCore {
         loop {
             let Some(diff) = &mut self.diff else { return };
             let max_levels = diff.settings.max_levels;
-            match self
-                .venue
-                .decode_next_event(frame, at, max_levels, &mut diff.update)
-            {
+            let (venue, update) = (self.venue, &mut diff.update);
+            match (self.unit).decoding(|| venue.decode_next_event(frame, at, max_levels, update)) {
                 Ok((stream, next)) => {
                     self.on_stream_book(stream, received_ns, out);
                     match next {
@@ -891,8 +898,12 @@ impl FeedCore {
                     }
                 }
                 Err(error) => {
-                    let value = number_text(frame, &error);
-                    return self.on_bad_frame(BadFrame::Decode(error), value, received_ns, out);
+                    return self.on_bad_frame(
+                        BadFrame::Decode(error),
+                        Some(frame),
+                        received_ns,
+                        out,
+                    );
                 }
             }
         }
@@ -1013,21 +1024,50 @@ impl FeedCore {
     /// none): counted, logged, dropped. Which stream it was for is unknown, so every
     /// stream is out of sync until its next good book, and every diff book is rebuilt (a
     /// diff stream that lost a frame has a hole in it).
-    /// `value`: the text of the number the error is about, where it is one.
+    /// `frame`: the text frame, where the error is about a number in it: the log line
+    /// names the number and the instrument.
     fn on_bad_frame(
         &mut self,
         error: BadFrame,
-        value: Option<&str>,
+        frame: Option<&[u8]>,
         received_ns: u64,
         out: &mut impl FeedOutput,
     ) {
         out.note(None, FeedEvent::BadFrame(error));
         if let Some(suppressed) = self.bad_frame_log.allow(received_ns) {
-            let value = value.unwrap_or_default();
-            tracing::warn!(venue = %self.venue, %error, %value, suppressed, "bad frame dropped");
+            let value = match (frame, error) {
+                (Some(frame), BadFrame::Decode(error)) => number_text(frame, &error),
+                _ => None,
+            };
+            let symbol = value
+                .and(frame)
+                .and_then(|frame| self.symbol_named_in(frame));
+            let (value, symbol) = (value.unwrap_or_default(), symbol.unwrap_or_default());
+            tracing::warn!(venue = %self.venue, %error, %value, %symbol, suppressed, "bad frame dropped");
         }
         self.publish_state(VenueState::OutOfSync, out);
         self.reset_diff_books(ResyncReason::DecodeError, received_ns, out);
+    }
+
+    /// The symbol of the listed stream `frame` is of, for the log line of a number in it
+    /// that could not be read: the connection's one stream, or the one whose name (else
+    /// symbol) the frame holds, the longest found (`btcusdt` is in `btcusdt_perp`'s
+    /// frames too). Off the hot path.
+    fn symbol_named_in(&self, frame: &[u8]) -> Option<&str> {
+        let listed = || (self.streams.iter().zip(&self.listed)).filter(|(_, listed)| **listed);
+        if listed().count() == 1 {
+            return listed().next().map(|(stream, _)| stream.symbol.as_str());
+        }
+        let found =
+            |text: &str| !text.is_empty() && memchr::memmem::find(frame, text.as_bytes()).is_some();
+        let longest_found = |text: fn(&CoreStream) -> &str| {
+            (listed().map(|(stream, _)| stream))
+                .filter(|stream| found(text(stream)))
+                .max_by_key(|stream| text(stream).len())
+        };
+        longest_found(|stream| &stream.name)
+            .or_else(|| longest_found(|stream| &stream.symbol))
+            .map(|stream| stream.symbol.as_str())
     }
 
     /// Tells the merger about every stream at once (the connection's state).

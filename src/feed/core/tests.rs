@@ -32,6 +32,7 @@ fn connected(venue: VenueId, symbols: &[&str]) -> (FeedCore, Vec<String>, Record
             name: venue.streams().stream_name(symbol, 10),
             symbol: (*symbol).to_owned(),
             contract_size: None,
+            unit: UnitSize::COIN,
         })
         .collect();
     let mut core = FeedCore::new(venue, 10, streams, None, 0);
@@ -52,6 +53,7 @@ fn connected_diff(venue: VenueId, symbol: &str, snapshot_depth: usize) -> (FeedC
         name: venue.streams().diff_stream_name(symbol),
         symbol: symbol.to_owned(),
         contract_size: None,
+        unit: UnitSize::COIN,
     }];
     let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
     let mut out = Recorder::default();
@@ -254,6 +256,7 @@ fn contracts_are_handed_on_in_the_base_currency_exactly_or_not_at_all() {
         name: venue.streams().stream_name("BTC-USDT-SWAP", 10),
         symbol: "BTC-USDT-SWAP".to_owned(),
         contract_size: Some("0.01".parse().unwrap()),
+        unit: UnitSize::COIN,
     }];
     let mut core = FeedCore::new(venue, 10, streams, None, 0);
     let mut out = Recorder::default();
@@ -530,6 +533,7 @@ impl AuditedBitstamp {
             name: name.clone(),
             symbol: "btcusd".to_owned(),
             contract_size: None,
+            unit: UnitSize::COIN,
         }];
         let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);
         let mut out = Recorder::default();
@@ -862,6 +866,7 @@ fn a_stream_delisted_and_another_listed_leave_the_others_alone() {
         name: venue.streams().stream_name("LTCBTC", 10),
         symbol: "LTCBTC".to_owned(),
         contract_size: None,
+        unit: UnitSize::COIN,
     };
     let (slot, frames) = core.list_stream(stream, 160, true);
     assert_eq!(slot, 0, "the vacant slot is taken");
@@ -886,6 +891,7 @@ fn a_stream_delisted_and_another_listed_leave_the_others_alone() {
         name: venue.streams().stream_name("BNBBTC", 10),
         symbol: "BNBBTC".to_owned(),
         contract_size: None,
+        unit: UnitSize::COIN,
     };
     assert_eq!(core.list_stream(stream, 170, false), (2, Vec::new()));
     core.delist_stream(1, 171, false);
@@ -913,6 +919,7 @@ fn a_snapshot_in_flight_for_a_delisted_stream_is_dropped_when_it_comes() {
         name: venue.streams().diff_stream_name(symbol),
         symbol: symbol.to_owned(),
         contract_size: None,
+        unit: UnitSize::COIN,
     };
     let streams = vec![diff_stream("ETHBTC"), diff_stream("BTCUSDT")];
     let mut core = FeedCore::new(venue, 10, streams, Some(&settings), 0);

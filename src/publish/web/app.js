@@ -131,7 +131,8 @@ function draw(book) {
   document.getElementById("seq").textContent = `seq ${book.seq}`;
   const units = book.currency ? ` in ${book.currency}` : "";
   const sizes = book.amount_unit && book.amount_unit === book.currency ? `, sizes in ${book.amount_unit}` : "";
-  document.getElementById("ladder-title").textContent = `${book.instrument}${units}${sizes}`;
+  const lots = book.unit_size && book.unit_size !== "1" ? `, amounts in units of ${book.unit_size}` : "";
+  document.getElementById("ladder-title").textContent = `${book.instrument}${units}${sizes}${lots}`;
   const [bid, ask] = [book.bids[0], book.asks[0]];
   let spread = "";
   let cross = "";

@@ -203,6 +203,7 @@ fn summary_json(summary: &ExactSummary) -> serde_json::Value {
         "venue_quotes": venues,
         "currency": summary.currency,
         "amount_unit": summary.amount_unit,
+        "unit_size": summary.unit_size,
     })
 }
 

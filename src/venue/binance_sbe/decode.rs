@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::venue::NAMED_KEY_BYTES;
+use crate::fixed::UnitSize;
 
 impl Decode for BinanceSbe {
     /// A text frame: a subscription's answer or `serverShutdown`. Books come in binary.
@@ -175,9 +176,9 @@ pub(super) enum Scale {
 }
 
 impl Scale {
-    fn of(exponent: i8) -> Scale {
+    fn of(exponent: i32) -> Scale {
         // The power of ten that takes the mantissa to 10^-8 units.
-        let shift = i32::from(exponent) + DECIMALS as i32;
+        let shift = exponent + DECIMALS as i32;
         let power = POWERS_OF_TEN.get(shift.unsigned_abs() as usize).copied();
         match (shift >= 0, power) {
             (true, Some(power)) => Scale::Multiply(power),
@@ -222,7 +223,7 @@ pub(super) fn scaled(mantissa: i64, exponent: i8, at: usize) -> Result<FixedPoin
         at,
         error: FixedPointError::Negative,
     })?;
-    Scale::of(exponent).apply(mantissa, at)
+    Scale::of(i32::from(exponent)).apply(mantissa, at)
 }
 
 /// The scales of a book message's prices and quantities.
@@ -233,6 +234,17 @@ pub(super) struct Scales {
 }
 
 impl Scales {
+    /// The scales of a message's price and quantity exponents, in the unit of the
+    /// instrument decoded (`UnitSize`): its prices 10^k times the wire's, its quantities
+    /// 10^-k times.
+    fn of(price_exponent: i8, quantity_exponent: i8) -> Scales {
+        let unit = i32::from(UnitSize::of_decoding().exponent());
+        Scales {
+            price: Scale::of(i32::from(price_exponent) + unit),
+            quantity: Scale::of(i32::from(quantity_exponent) - unit),
+        }
+    }
+
     /// The level of `entry`'s mantissas, which start at byte `at` of the frame.
     #[inline(always)]
     fn level(self, (price, quantity): (i64, i64), at: usize) -> Result<Level, DecodeError> {
@@ -375,10 +387,7 @@ pub fn decode_depth_snapshot<'a>(
     };
     out.exchange_time_ns = event_time_ns(reader.i64()?)?;
     out.venue_sequence = id(reader.i64()?, HEADER_LEN + 8)?;
-    let scales = Scales {
-        price: Scale::of(reader.i8()?),
-        quantity: Scale::of(reader.i8()?),
-    };
+    let scales = Scales::of(reader.i8()?, reader.i8()?);
     let mut at = HEADER_LEN + usize::from(header.block_length);
     out.bids.clear();
     out.asks.clear();
@@ -509,10 +518,7 @@ pub fn decode_depth_diff<'a>(
     out.exchange_time_ns = event_time_ns(reader.i64()?)?;
     out.first_id = id(reader.i64()?, HEADER_LEN + 8)?;
     out.last_id = id(reader.i64()?, HEADER_LEN + 16)?;
-    let scales = Scales {
-        price: Scale::of(reader.i8()?),
-        quantity: Scale::of(reader.i8()?),
-    };
+    let scales = Scales::of(reader.i8()?, reader.i8()?);
     let mut at = HEADER_LEN + usize::from(header.block_length);
     for levels in [&mut out.bids, &mut out.asks] {
         let (group, end) = Group::at(frame, at)?;

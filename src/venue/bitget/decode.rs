@@ -155,6 +155,7 @@ fn first_level_decimals(side: &[u8]) -> WireDecimals {
         Ok(WireDecimals {
             price: fraction_digits(price),
             amount: fraction_digits(amount),
+            ..WireDecimals::default()
         })
     };
     read().unwrap_or_default()

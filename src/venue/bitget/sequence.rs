@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::book::diff_sync::Sequencing;
+use crate::fixed::Measure;
 use crate::venue::wire::interleaved_checksum;
 
 /// Bitget's `seq`/`pseq` chain. An update is `(pseq, seq)` (`first_id`, `last_id`); it
@@ -39,10 +40,19 @@ impl Sequencing for PseqChain {
 /// (`"135.0000"`), so the text is each number with the most decimals the book's messages
 /// wrote (`WireDecimals`).
 pub(super) fn book_checksum(book: &DepthBook, decimals: WireDecimals) -> u32 {
-    interleaved_checksum(book, |value, is_price| match is_price {
-        true => value.with_decimals(u32::from(decimals.price)),
-        false => value.with_decimals(u32::from(decimals.amount)),
-    })
+    let places = |is_price| match is_price {
+        true => u32::from(decimals.price),
+        false => u32::from(decimals.amount),
+    };
+    let unit = decimals.unit;
+    match unit.is_coin() {
+        true => interleaved_checksum(book, |value, is_price| {
+            value.with_decimals(places(is_price))
+        }),
+        false => interleaved_checksum(book, |value, is_price| {
+            unit.wire_text(Measure::of_price(is_price), value, places(is_price))
+        }),
+    }
 }
 
 impl<M: Market> Checksum for Bitget<M> {

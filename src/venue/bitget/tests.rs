@@ -159,7 +159,8 @@ fn the_checksum_is_over_the_text_at_the_books_precision() {
         snapshot.decimals,
         WireDecimals {
             price: 4,
-            amount: 4
+            amount: 4,
+            ..Default::default()
         }
     );
     let mut book = DepthBook::new(1000);
@@ -330,7 +331,8 @@ fn encoded_messages_decode_to_the_same_levels() {
         decoded.decimals,
         WireDecimals {
             price: 2,
-            amount: 8
+            amount: 8,
+            ..Default::default()
         }
     );
     let snapshot = BookUpdate {

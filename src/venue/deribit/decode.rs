@@ -5,6 +5,7 @@
 use super::subscribe::{AUTH_REQUEST_ID, HEARTBEAT_REQUEST_ID, PLATFORM_STATE_REQUEST_ID, TEST_REQUEST_ID};
 use super::*;
 use crate::venue::wire::{book_or_loss, side_unless_unheld};
+use crate::fixed::Measure;
 
 /// The answer to the venue's `test_request`, without which it closes the connection.
 pub(super) const TEST_ANSWER: &str =
@@ -111,9 +112,9 @@ pub(super) fn general_level(walker: &mut Walker<'_>) -> Result<Level, DecodeErro
         }
         _ => false,
     };
-    let price = walker.fixed_point_or_scientific()?;
+    let price = walker.number_or_scientific(Measure::Price)?;
     walker.expect(b',', "','")?;
-    let amount = walker.fixed_point_or_scientific()?;
+    let amount = walker.number_or_scientific(Measure::Amount)?;
     walker.expect(b']', "']' closing a level")?;
     Ok(Level {
         price,

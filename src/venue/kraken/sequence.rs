@@ -1,6 +1,7 @@
 //! Kraken's diff books: sequencing, snapshots and checksum ([`Sequencing`], [`Snapshots`], [`Checksum`]).
 
 use super::*;
+use crate::fixed::Measure;
 
 /// Levels a side the checksum covers, whatever the depth.
 pub(super) const CHECKSUM_LEVELS: usize = 10;
@@ -40,14 +41,42 @@ pub(super) fn book_checksum_after_change(
     crc32fast::hash(texts.text())
 }
 
-/// 40 numbers of at most 20 digits, and a word's room past the last.
-pub(super) const CHECKSUM_TEXT_BYTES: usize = 2 * CHECKSUM_LEVELS * 2 * 20 + 24;
+/// 40 numbers of at most 40 digits (`WireText`), and a word's room past the last.
+pub(super) const CHECKSUM_TEXT_BYTES: usize = 2 * CHECKSUM_LEVELS * 2 * 40 + 24;
 
 /// A level's checksum text at `at`: its price's digits, then its quantity's.
 #[inline]
 pub(super) fn write_level_digits(level: &Level, decimals: WireDecimals, out: &mut [u8], at: usize) -> usize {
+    if !decimals.unit.is_coin() {
+        return write_wire_digits(level, decimals, out, at);
+    }
     let price = level.price.write_plain_digits(u32::from(decimals.price), out, at);
     price + level.amount.write_plain_digits(u32::from(decimals.amount), out, at + price)
+}
+
+/// [`write_level_digits`] for a book in a unit other than the coin: the digits of the
+/// wire's text (`UnitSize::wire_text`), without the dot and the leading zeros.
+#[cold]
+fn write_wire_digits(level: &Level, decimals: WireDecimals, out: &mut [u8], mut at: usize) -> usize {
+    let start = at;
+    let numbers = [
+        (Measure::Price, level.price, decimals.price),
+        (Measure::Amount, level.amount, decimals.amount),
+    ];
+    for (measure, value, places) in numbers {
+        let text = decimals.unit.wire_text(measure, value, u32::from(places));
+        let digits = text.as_bytes().iter().filter(|&&byte| byte != b'.');
+        let mut significant = digits.skip_while(|&&byte| byte == b'0').peekable();
+        if significant.peek().is_none() {
+            out[at] = b'0';
+            at += 1;
+        }
+        for &digit in significant {
+            out[at] = digit;
+            at += 1;
+        }
+    }
+    at - start
 }
 
 impl Checksum for Kraken {

@@ -18,7 +18,8 @@ fn the_documented_checksum_verifies_from_the_wire_text() {
         snapshot.decimals,
         WireDecimals {
             price: 1,
-            amount: 8
+            amount: 8,
+            ..Default::default()
         }
     );
     let mut book = DepthBook::new(1000);
@@ -32,6 +33,7 @@ fn the_documented_checksum_verifies_from_the_wire_text() {
     let fewer = WireDecimals {
         price: 1,
         amount: 7,
+        ..Default::default()
     };
     assert_ne!(Kraken::checksum(&book, fewer), snapshot.checksum);
     // The texts kept after a checksum are those of its precision: the same book at
@@ -136,6 +138,7 @@ fn encoded_messages_decode_to_the_same_levels() {
     let decimals = WireDecimals {
         price: 8,
         amount: 8,
+        ..Default::default()
     };
     let checksum = Kraken::checksum(&book, decimals);
     Kraken.encode_snapshot("BTC/USD", &snapshot, SnapshotSource::InBand, checksum, 8, &mut frame);

@@ -111,9 +111,9 @@ fn changes(
         }
         read += 1;
         walker.expect(b'[', "'[' opening a change")?;
-        let price = walker.fixed_point()?;
+        let price = walker.price()?;
         walker.expect(b',', "',' after a change's price")?;
-        let amount = walker.fixed_point()?;
+        let amount = walker.amount()?;
         walker.expect(b',', "',' after a change's size")?;
         let id = walker.unsigned()?;
         walker.expect(b']', "']' closing a change")?;
@@ -179,9 +179,9 @@ fn fast_changes(
     }
     for _ in 0..max_levels {
         walker.skip_exactly(b"[").then_some(())?;
-        let price = walker.fixed_point().ok()?;
+        let price = walker.price().ok()?;
         walker.skip_exactly(b",").then_some(())?;
-        let amount = walker.fixed_point().ok()?;
+        let amount = walker.amount().ok()?;
         walker.skip_exactly(b",").then_some(())?;
         let id = walker.unsigned().ok()?;
         walker.skip_exactly(b"]").then_some(())?;

@@ -136,9 +136,9 @@ fn fast_side(walker: &mut Walker<'_>, max_levels: usize, out: &mut Vec<crate::bo
     }
     for _ in 0..max_levels {
         walker.skip_exactly(b"[").then_some(())?;
-        let price = walker.fixed_point().ok()?;
+        let price = walker.price().ok()?;
         walker.skip_exactly(b",").then_some(())?;
-        let amount = walker.fixed_point().ok()?;
+        let amount = walker.amount().ok()?;
         walker.skip_exactly(b"]").then_some(())?;
         out.push(crate::book::Level { price, amount });
         if !walker.skip_exactly(b",") {

@@ -1,6 +1,8 @@
 //! OKX's diff books: sequencing, snapshots and checksum ([`Sequencing`], [`Snapshots`], [`Checksum`]).
 
 use super::*;
+use crate::fixed::Measure;
+use crate::venue::wire::interleaved_checksum;
 
 /// OKX's `seqId`/`prevSeqId` chain. An update covers `prevSeqId..seqId` (`first_id`,
 /// `last_id`); it follows a book at `last_id` when its `prevSeqId` is that id, or, first
@@ -34,14 +36,21 @@ impl Sequencing for SeqIdChain {
     }
 }
 
-/// OKX's checksum ([`interleaved_checksum`]), each number at its shortest.
-pub(super) fn book_checksum(book: &DepthBook) -> u32 {
-    super::super::wire::interleaved_checksum(book, |value, _| shortest_text(value))
+/// OKX's checksum ([`interleaved_checksum`]), each number at its shortest, as the wire
+/// writes it in the book's unit (`decimals.unit`).
+pub(super) fn book_checksum(book: &DepthBook, decimals: WireDecimals) -> u32 {
+    let unit = decimals.unit;
+    match unit.is_coin() {
+        true => interleaved_checksum(book, |value, _| shortest_text(value)),
+        false => interleaved_checksum(book, |value, is_price| {
+            unit.wire_text(Measure::of_price(is_price), value, 0).shortest()
+        }),
+    }
 }
 
 impl Checksum for Okx {
-    fn checksum(book: &DepthBook, _decimals: WireDecimals) -> Option<u32> {
-        Some(book_checksum(book))
+    fn checksum(book: &DepthBook, decimals: WireDecimals) -> Option<u32> {
+        Some(book_checksum(book, decimals))
     }
 }
 

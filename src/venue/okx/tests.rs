@@ -145,7 +145,7 @@ fn the_checksum_is_over_the_shortest_text() {
     let mut book = DepthBook::new(400);
     book.replace(&snapshot);
     let text = "8476.97:256:8476.98:415:8475.55:101:8477:7";
-    assert_eq!(book_checksum(&book), crc32fast::hash(text.as_bytes()));
+    assert_eq!(book_checksum(&book, WireDecimals::default()), crc32fast::hash(text.as_bytes()));
 }
 
 #[test]
