@@ -1215,3 +1215,70 @@ fn a_reload_s_difference_is_named_unless_only_instruments_change() {
         assert_eq!(running.reload_difference(&changed), Some(named));
     }
 }
+
+/// An instrument's `unit_size` is a power of ten of coins, for one whose amounts count
+/// coins; its books go on connections of their own unit, since a connection's frames are
+/// read in one.
+#[test]
+fn a_unit_size_is_a_power_of_ten_of_coins_with_connections_of_its_own() {
+    let text = "[[instruments]]\nname = \"PEPE/USDT\"\nunit_size = \"1000000\"\n\
+        symbols = { binance = \"PEPEUSDT\", okx = \"PEPE-USDT\" }\n\
+        [[instruments]]\nname = \"BTC/USDT\"\nsymbols = { binance = \"BTCUSDT\", okx = \"BTC-USDT\" }\n\
+        [[instruments]]\nname = \"SHIB/USDT\"\nunit_size = \"1000000\"\n\
+        symbols = { binance = \"SHIBUSDT\", okx = \"SHIB-USDT\" }\n";
+    let config = validate(text).unwrap();
+    let million = UnitSize::parse("1000000").unwrap();
+    let units: Vec<_> = config.instruments.iter().map(|i| i.unit_size).collect();
+    assert_eq!(units, [million, UnitSize::COIN, million]);
+    let connections = crate::service::plan_connections(&config);
+    let carried: Vec<(VenueId, Vec<&str>)> = (connections.iter())
+        .map(|connection| {
+            let symbols = connection
+                .streams
+                .iter()
+                .map(|s| s.symbol.as_str())
+                .collect();
+            (connection.venue, symbols)
+        })
+        .collect();
+    assert_eq!(
+        carried,
+        [
+            (VenueId::Binance, vec!["PEPEUSDT", "SHIBUSDT"]),
+            (VenueId::Okx, vec!["PEPE-USDT", "SHIB-USDT"]),
+            (VenueId::Binance, vec!["BTCUSDT"]),
+            (VenueId::Okx, vec!["BTC-USDT"]),
+        ]
+    );
+    for connection in &connections {
+        let unit = connection.streams[0].unit;
+        assert!(connection.streams.iter().all(|stream| stream.unit == unit));
+    }
+
+    let error =
+        |size: &str| validate(&MINIMAL.replace("name", &format!("unit_size = {size:?}\nname")));
+    let refused = |size: &str| error(size).unwrap_err().to_string();
+    let read = |size: &str| {
+        error(size)
+            .ok()
+            .map(|config| config.instruments[0].unit_size.exponent())
+    };
+    assert_eq!(
+        (read("1000"), read("1"), read("0.001")),
+        (Some(3), Some(0), Some(-3))
+    );
+    assert_eq!(
+        refused("2000"),
+        "instruments[0].unit_size = \"2000\": a power of ten of coins from 10^-18 to 10^18, as \
+         \"1000000\", \"1\" or \"0.001\""
+    );
+    assert_eq!(
+        validate(
+            &BTC_NOTIONAL.replace("unit = \"quote\"", "unit = \"quote\"\nunit_size = \"1000\"")
+        )
+        .unwrap_err()
+        .to_string(),
+        "instruments[0].unit_size = \"1000\": the instrument's amounts count its currency \
+         (unit = \"quote\"), not coins"
+    );
+}

@@ -21,5 +21,6 @@ mod reload;
 mod replay;
 mod replay_twin;
 mod service;
+mod unit_size;
 mod watch;
 mod web;

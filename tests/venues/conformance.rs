@@ -5,7 +5,7 @@
 //! `every_venue_has_a_row`. What every venue's feed does end to end with a bad frame, its
 //! refusal of a subscription and silence is `live_conformance.rs`'s table.
 
-use mergebook::book::{BookUpdate, Level, TopBook};
+use mergebook::book::{BookUpdate, DepthBook, Level, TopBook, WireDecimals};
 use mergebook::fixed::{FixedPoint, UnitSize};
 use mergebook::venue::{DecodeError, Message, VenueId};
 
@@ -276,5 +276,72 @@ fn every_frame_reads_alike_in_any_unit() {
             }
         }
         assert!(read_in_a_unit > 0, "{venue}: no frame fits any unit tried");
+    }
+}
+
+/// A venue that checksums the text of its book (Kraken, OKX, Bitget) is checked against
+/// the wire's text in any unit: each recorded snapshot that carries its checksum, read in
+/// a unit other than the coin, gives a book whose checksum (its numbers written back as
+/// the wire wrote them, `UnitSize::wire_text`) is the one the venue sent.
+#[test]
+fn checksums_hold_in_any_unit() {
+    let checksummed = [
+        VenueId::Kraken,
+        VenueId::Okx,
+        VenueId::Bitget,
+        VenueId::BitgetFutures,
+    ];
+    for row in rows()
+        .into_iter()
+        .filter(|row| checksummed.contains(&row.venue))
+    {
+        let venue = row.venue;
+        let mut checked_in_a_unit = 0;
+        for (_, frame) in row.frames.iter().filter(|(read, _)| *read == Read::Diff) {
+            let mut update = BookUpdate::default();
+            let decoded = venue.decode_diff(frame, 5000, &mut update);
+            let (Ok(Message::Book { .. }), Some(claimed), true) =
+                (decoded, update.checksum, update.is_snapshot)
+            else {
+                continue;
+            };
+            let checksum_of = |update: &BookUpdate, unit| {
+                let mut book = DepthBook::new(5000);
+                book.replace(update);
+                venue.checksum(
+                    &book,
+                    WireDecimals {
+                        unit,
+                        ..update.decimals
+                    },
+                )
+            };
+            if checksum_of(&update, UnitSize::COIN) != Some(claimed) {
+                continue; // a frame whose claim its own book does not give: no reference
+            }
+            for exponent in [-2, -1, 1, 2] {
+                let unit = UnitSize::from_exponent(exponent).unwrap();
+                let mut scaled = BookUpdate::default();
+                let decoded = unit.decoding(|| venue.decode_diff(frame, 5000, &mut scaled));
+                if !matches!(decoded, Ok(Message::Book { .. })) || scaled.bids == update.bids {
+                    continue; // a number that does not fit the unit
+                }
+                assert_eq!(
+                    checksum_of(&scaled, unit),
+                    Some(claimed),
+                    "{venue} in {unit}"
+                );
+                assert_ne!(
+                    checksum_of(&scaled, UnitSize::COIN),
+                    Some(claimed),
+                    "{venue} in {unit}"
+                );
+                checked_in_a_unit += 1;
+            }
+        }
+        assert!(
+            checked_in_a_unit > 0,
+            "{venue}: no snapshot checked in a unit"
+        );
     }
 }

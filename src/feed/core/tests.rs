@@ -791,12 +791,13 @@ fn an_audit_waits_for_a_rebuild_s_snapshot() {
 /// A number a book cannot hold (an amount past `FixedPoint`'s range, as a venue listing a
 /// token by the trillion would send): the log line gives the number as the venue wrote
 /// it. Binance's decoder stops at it, so the frame is a bad one of the connection (where
-/// a decoder has read the book's name first and says so, `Message::Unreadable`, the line
-/// also names the stream and its symbol, and only that book is out of sync).
+/// a decoder has read the book's name first and says so, `Message::Unreadable`, only that
+/// book is out of sync). The line names the instrument's symbol too: found in the frame
+/// where the connection carries several.
 #[test]
-fn a_number_it_cannot_hold_is_logged_with_its_text() {
+fn a_number_it_cannot_hold_is_logged_with_its_text_and_symbol() {
     let venue = VenueId::Binance;
-    let (mut core, _, mut out) = connected(venue, &["ETHBTC"]);
+    let (mut core, _, mut out) = connected(venue, &["LTCBTC", "ETHBTC"]);
     core.on_frame(br#"{"result":null,"id":1}"#, 1, &mut out);
     let frame = String::from_utf8(book_frame(venue, "ETHBTC", 10)).unwrap();
     let amount = "1.00000000";
@@ -806,10 +807,16 @@ fn a_number_it_cannot_hold_is_logged_with_its_text() {
     let logging = logs.start(tracing::Level::WARN);
     core.on_frame(frame.as_bytes(), 2, &mut out);
     drop(logging);
-    assert_eq!(out.published.last(), Some(&(0, VenueState::OutOfSync)));
+    assert!(
+        out.published
+            .ends_with(&[(0, VenueState::OutOfSync), (1, VenueState::OutOfSync)])
+    );
     let log = logs.text();
     assert!(log.contains("bad frame dropped venue=binance"), "{log}");
-    assert!(log.contains("value=123456789012345.5 "), "{log}");
+    assert!(
+        log.contains("value=123456789012345.5 symbol=ETHBTC "),
+        "{log}"
+    );
 }
 
 #[test]
