@@ -2,7 +2,7 @@
 //! around it (realistic spacing, 8-decimal amounts). Deterministic for a seed.
 
 use crate::book::{BookUpdate, DepthBook, Level, Side, TopBook};
-use crate::fixed::{FixedPoint, SCALE};
+use crate::fixed::{FixedPoint, SCALE, UnitSize};
 use crate::rng::Rng;
 use crate::venue::VenueId;
 
@@ -25,6 +25,9 @@ pub struct PriceGrid {
     /// For a contract's market: how many contracts one coin is worth (an inverse contract's
     /// at its start price), its sizes whole contracts; `None`: sizes of the coin.
     contracts_per_coin: Option<u64>,
+    /// The unit of the instrument the market is of: its sizes are amounts of units as the
+    /// wire writes them, in coins.
+    unit: UnitSize,
 }
 
 impl Default for PriceGrid {
@@ -34,6 +37,7 @@ impl Default for PriceGrid {
             tick_raw: TICK_RAW,
             offset: 0,
             contracts_per_coin: None,
+            unit: UnitSize::COIN,
         }
     }
 }
@@ -51,7 +55,14 @@ impl PriceGrid {
             tick_raw,
             offset: (mid.raw() / tick_raw).saturating_sub(START_MID_TICKS),
             contracts_per_coin: None,
+            unit: UnitSize::COIN,
         }
+    }
+
+    /// Sizes of an instrument counted in `unit`s, written in coins (a million coins for a
+    /// unit of 10^6); its prices are the coin's already (`Simulator::set_prices`).
+    pub fn in_units_of(self, unit: UnitSize) -> PriceGrid {
+        PriceGrid { unit, ..self }
     }
 
     /// Sizes in whole inverse contracts of `value` each (in the price's currency): as many
@@ -75,8 +86,16 @@ impl PriceGrid {
         }
     }
 
-    /// A size of `coin_raw` (raw units of the coin) as this market counts it.
+    /// A size of `coin_raw` (raw units of the coin, or of the instrument's unit) as this
+    /// market writes it.
     fn size(&self, coin_raw: u64) -> FixedPoint {
+        let power = 10u64.pow(u32::from(self.unit.exponent().unsigned_abs()));
+        let coin_raw = match self.unit.exponent() >= 0 {
+            true => coin_raw.saturating_mul(power),
+            // A unit smaller than the coin: the amount's last digits dropped, so that its
+            // coins' text holds it.
+            false => coin_raw / power,
+        };
         match self.contracts_per_coin {
             None => FixedPoint::from_raw(coin_raw),
             Some(per_coin) => {

@@ -566,7 +566,9 @@ impl Simulator {
     /// fixed rate) has a price too starts at the price the rate makes the same (new markets
     /// only; the others start around 0.06824). Every market walks with the one mid, each
     /// with a tick of its own size (`PriceGrid`); a contract's market is sized in whole
-    /// contracts of its configured size (an inverse one's, of its configured value). What `simulator.prices` sets.
+    /// contracts of its configured size (an inverse one's, of its configured value), an
+    /// instrument's in a unit (`unit_size`) in whole units written in coins, its price a
+    /// unit's (markets without a price included). What `simulator.prices` sets.
     pub fn set_prices(
         &self,
         config: &crate::config::Config,
@@ -577,9 +579,24 @@ impl Simulator {
         let price_of = |name: &str| prices.iter().find_map(|(n, p)| (n == name).then_some(*p));
         let mut grids = self.shared.price_grids.lock().expect("not poisoned");
         for instrument in &config.instruments {
+            let unit = instrument.unit_size;
             let Some(price) = price_of(&instrument.name) else {
+                if !unit.is_coin() {
+                    // Around the default price, in coins: sizes of units all the same.
+                    for (venue, symbol) in &instrument.symbols {
+                        let symbol = symbol.rsplit(':').next().unwrap_or(symbol);
+                        let grid = PriceGrid::default().in_units_of(unit);
+                        grids.push((*venue, symbol.to_ascii_lowercase(), grid));
+                    }
+                }
                 continue;
             };
+            // The price of a coin, the wire's (`price` is a unit's).
+            let power = 10u64.pow(u32::from(unit.exponent().unsigned_abs()));
+            let price = crate::fixed::FixedPoint::from_raw(match unit.exponent() >= 0 {
+                true => price.raw() / power,
+                false => price.raw().saturating_mul(power),
+            });
             for (source, (venue, symbol)) in instrument.symbols.iter().enumerate() {
                 let conversion = instrument.conversions.iter().find(|c| c.source == source);
                 let native = conversion.and_then(|conversion| {
@@ -597,7 +614,7 @@ impl Simulator {
                         .ok()
                         .map(crate::fixed::FixedPoint::from_raw)
                 });
-                let mut grid = PriceGrid::around(native.unwrap_or(price));
+                let mut grid = PriceGrid::around(native.unwrap_or(price)).in_units_of(unit);
                 if let Some(size) = instrument.contract_size(source) {
                     grid = match venue.streams().inverse(symbol) {
                         true => grid.in_contracts_of(size),
