@@ -781,3 +781,25 @@ async fn a_book_whose_number_cannot_be_held_is_lost_alone() {
     );
     harness.service.stop().await;
 }
+
+/// Counted in thousandths of a coin (`unit_size = "0.001"`), the recording's amounts of
+/// 10 decimals, which a coin's number cannot hold, are read exactly: the book is whole.
+#[test]
+fn amounts_of_ten_decimals_are_read_whole_in_thousandths() {
+    let frame = br#"{"time":1619093533,"channel":"spot.order_book_update","event":"update","result":{"t":1619093533023,"s":"OMG_USDT","U":59231869,"u":59231869,"b":[["7.801","152.9783789102"]],"a":[["7.997","251.8481948663"]]}}"#;
+    let mut update = BookUpdate::default();
+    let in_coins = SPOT.decode_diff(frame, 100, &mut update);
+    assert!(
+        matches!(in_coins, Ok(Message::Unreadable { .. })),
+        "{in_coins:?}"
+    );
+    let thousandths = mergebook::fixed::UnitSize::parse("0.001").unwrap();
+    let read = thousandths.decoding(|| SPOT.decode_diff(frame, 100, &mut update));
+    assert!(matches!(read, Ok(Message::Book { .. })), "{read:?}");
+    let level = |price: &str, amount: &str| Level {
+        price: price.parse().unwrap(),
+        amount: amount.parse().unwrap(),
+    };
+    assert_eq!(update.bids, [level("0.007801", "152978.3789102")]);
+    assert_eq!(update.asks, [level("0.007997", "251848.1948663")]);
+}
