@@ -14,7 +14,9 @@
 //!   (string: `synced`, `stale`, …), `received_ts_<source>` and `exchange_ts_<source>`
 //!   (timestamp[ns, UTC]: its latest book's receipt and the venue's own time of it); null
 //!   where the row's instrument has no such source, or the venue sent no time;
-//! - `currency`, `amount_unit` (string, null where the instrument does not say).
+//! - `currency`, `amount_unit` (string, null where the instrument does not say);
+//! - `unit_size` (string: how many coins a unit of the amounts is, `"1"` or `"1000000"`;
+//!   the prices are a unit's).
 //!
 //! Prices and amounts are exact: a `FixedPoint`'s 8 decimals are a decimal128's scale, so
 //! its raw integer is the column's value. Rows are written in batches of
@@ -126,6 +128,7 @@ pub struct SummaryParquet {
     sources: Vec<SourceColumns>,
     currency: StringBuilder,
     amount_unit: StringBuilder,
+    unit_size: StringBuilder,
 }
 
 impl SummaryParquet {
@@ -169,6 +172,7 @@ impl SummaryParquet {
         }
         fields.push(Field::new("currency", DataType::Utf8, true));
         fields.push(Field::new("amount_unit", DataType::Utf8, true));
+        fields.push(Field::new("unit_size", DataType::Utf8, false));
         let levels = || {
             (0..depth)
                 .map(|_| LevelColumns {
@@ -198,6 +202,7 @@ impl SummaryParquet {
                 .collect(),
             currency: StringBuilder::new(),
             amount_unit: StringBuilder::new(),
+            unit_size: StringBuilder::new(),
         })
     }
 
@@ -257,6 +262,7 @@ impl SummaryParquet {
             .append_option(summary.currency.map(|c| c.to_string()));
         self.amount_unit
             .append_option(summary.amount_unit.map(|c| c.to_string()));
+        self.unit_size.append_value(summary.unit_size.to_string());
         if self.batches.row_added() {
             let columns = self.columns();
             self.batches.write(columns)?;
@@ -285,6 +291,7 @@ impl SummaryParquet {
         }
         columns.push(Arc::new(self.currency.finish()));
         columns.push(Arc::new(self.amount_unit.finish()));
+        columns.push(Arc::new(self.unit_size.finish()));
         columns
     }
 

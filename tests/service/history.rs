@@ -44,6 +44,8 @@ for row in table.to_pylist():
         "spread": None if spread is None else text(spread),
         "bids": side("bid"), "asks": side("ask"),
         "venues": {s: row[f"state_{s}"] for s in sources if row[f"state_{s}"] is not None},
+        # The JSON line says a unit other than the coin's only.
+        "unit_size": None if row["unit_size"] == "1" else row["unit_size"],
     }))
 "#;
 
@@ -73,6 +75,7 @@ fn comparable(line: &Value) -> Value {
         "bids",
         "asks",
         "venues",
+        "unit_size",
     ];
     Value::Object(
         keep.iter()
