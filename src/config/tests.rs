@@ -1281,4 +1281,14 @@ fn a_unit_size_is_a_power_of_ten_of_coins_with_connections_of_its_own() {
         "instruments[0].unit_size = \"1000\": the instrument's amounts count its currency \
          (unit = \"quote\"), not coins"
     );
+    let rate_in_thousands = "[[instruments]]\nname = \"BTC/USD\"\n\
+        symbols = { kraken = \"BTC/USD\", binance = \"BTCUSDT\" }\n\
+        [[instruments]]\nname = \"USDT/USD\"\nunit_size = \"1000\"\nsymbols = { kraken = \"USDT/USD\" }\n\
+        [[rates]]\npair = \"USDT/USD\"\ninstrument = \"USDT/USD\"\n";
+    assert_eq!(
+        validate(rate_in_thousands).unwrap_err().to_string(),
+        "rates[0].instrument = \"USDT/USD\": a rate is a coin's price: this instrument's are a \
+         unit's of 1000 coins (its unit_size)"
+    );
+    assert!(validate(&rate_in_thousands.replace("unit_size = \"1000\"\n", "")).is_ok());
 }

@@ -280,6 +280,17 @@ pub(super) fn resolve_rates(
                         ),
                     ));
                 }
+                if !source.unit_size.is_coin() {
+                    return Err(invalid(
+                        key,
+                        format!("{name:?}"),
+                        format!(
+                            "a rate is a coin's price: this instrument's are a unit's of {} coins \
+                             (its unit_size)",
+                            source.unit_size
+                        ),
+                    ));
+                }
                 if source.conversions.iter().any(|c| c.rate.is_some()) {
                     return Err(invalid(
                         key,
