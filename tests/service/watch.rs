@@ -203,10 +203,8 @@ fn watch_shows_the_ladder_and_survives_the_service_s_restart() {
         .into_iter()
         .map(|(name, _)| name)
         .collect();
-    let position = |name: &str| {
-        let at = names.iter().position(|known| known == name).unwrap();
-        format!("{}/{}", at + 1, names.len())
-    };
+    let index = |name: &str| names.iter().position(|known| known == name).unwrap();
+    let position = |name: &str| format!("{}/{}", index(name) + 1, names.len());
 
     let text = terminal.wait_for("the live ladder", |text| {
         live_ladder(
@@ -329,10 +327,8 @@ fn watch_reads_every_shard_s_instruments_from_nats() {
         .chain(["BTC/USD".to_owned()])
         .collect();
     names.sort();
-    let position = |name: &str| {
-        let at = names.iter().position(|known| known == name).unwrap();
-        format!("{}/{}", at + 1, names.len())
-    };
+    let index = |name: &str| names.iter().position(|known| known == name).unwrap();
+    let position = |name: &str| format!("{}/{}", index(name) + 1, names.len());
     terminal.wait_for("ETH/BTC from NATS, every instrument known", |text| {
         live_ladder(
             text,
@@ -341,7 +337,9 @@ fn watch_reads_every_shard_s_instruments_from_nats() {
             &common::demo_venues("ETH/BTC"),
         )
     });
-    terminal.press("\t");
+    // Tab steps to the next instrument in that order, wrapping round.
+    let steps = (names.len() + index("BTC/USD") - index("ETH/BTC")) % names.len();
+    terminal.press(&"\t".repeat(steps));
     terminal.wait_for("BTC/USD from the other shard", |text| {
         live_ladder(
             text,
