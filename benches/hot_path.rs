@@ -26,6 +26,18 @@ fn decoders(c: &mut Criterion) {
                 .map(drop)
         })
     });
+    // The same frame read in units of 0.01 coin (an instrument's `unit_size`): every
+    // number by the general parse, which the coin's frames do not take.
+    let hundredths = mergebook::fixed::UnitSize::parse("0.01").expect("a unit size");
+    c.bench_function("binance_decode_20_in_a_unit", |b| {
+        b.iter(|| {
+            hundredths.decoding(|| {
+                VenueId::Binance
+                    .decode(black_box(BINANCE_20), KEEP, &mut out)
+                    .map(drop)
+            })
+        })
+    });
     // The same book in SBE: the binary decode beside the JSON one, in the same run.
     let binance_sbe_20 = binance_sbe_20();
     c.bench_function("binance_sbe_decode_depth20", |b| {

@@ -99,6 +99,12 @@ fn main() {
             let result = VenueId::Binance.decode(black_box(BINANCE_20), KEEP, &mut out);
             black_box(result.expect("decodes"));
         }),
+        "binance_decode_20_in_a_unit" => Box::new(|| {
+            let hundredths = mergebook::fixed::UnitSize::parse("0.01").expect("a unit size");
+            let result = hundredths
+                .decoding(|| VenueId::Binance.decode(black_box(BINANCE_20), KEEP, &mut out));
+            black_box(result.expect("decodes"));
+        }),
         "binance_sbe_decode_depth20" => Box::new(|| {
             let result =
                 VenueId::BinanceSbe.decode_binary(black_box(&binance_sbe_20), KEEP, &mut out);
@@ -330,7 +336,7 @@ fn main() {
         }),
         _ => {
             eprintln!(
-                "usage: instructions measure <binance_decode_20 | bitstamp_decode_20 | \
+                "usage: instructions measure <binance_decode_20 | binance_decode_20_in_a_unit | bitstamp_decode_20 | \
                  bitstamp_decode_100 | binance_decode_20_varied | bitstamp_decode_100_varied | \
                  fixed_point_parse | merge_2x10 | merge_8x10 | merge_16x10 | summarize_8x10 | \
                  summarize_8x10_converted | summarize_8x10_notional | summarize_8x10_rate_moved | \

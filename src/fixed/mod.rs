@@ -707,10 +707,7 @@ impl FixedPoint {
     /// pair's prices: Bitstamp sends `9328.28`) when the digits past them are zeros, and
     /// with all 8 otherwise: digits are never dropped. `Display` is `with_decimals(8)`.
     pub fn with_decimals(self, decimals: u32) -> DecimalText {
-        let mut text = DecimalText {
-            bytes: [0; DecimalText::CAPACITY],
-            len: 0,
-        };
+        let mut text = DecimalText::EMPTY;
         self.decimal_words(decimals, |word, count| {
             text.bytes[text.len..text.len + 8].copy_from_slice(&word.to_le_bytes());
             text.len += count;
@@ -815,18 +812,23 @@ fn eight_ascii_digits(value: u64) -> u64 {
     digits | ASCII_ZEROS
 }
 
-/// A `FixedPoint`'s decimal text, on the stack (`FixedPoint::with_decimals`).
+/// A number's text on the stack, of at most `CAPACITY` bytes.
 #[derive(Clone, Copy)]
-pub struct DecimalText {
-    bytes: [u8; DecimalText::CAPACITY],
+pub struct StackText<const CAPACITY: usize> {
+    bytes: [u8; CAPACITY],
     len: usize,
 }
 
-impl DecimalText {
-    /// The longest text, `184467440737.09551615` (`FixedPoint::MAX`): 21 bytes. Words
-    /// are written whole, 8 bytes each, and the last one starts at byte 13 at the latest,
-    /// so none runs past it.
-    const CAPACITY: usize = 21;
+/// A `FixedPoint`'s decimal text (`FixedPoint::with_decimals`): at most 21 bytes, the
+/// longest being `184467440737.09551615` (`FixedPoint::MAX`). Words are written whole, 8
+/// bytes each, and the last one starts at byte 13 at the latest, so none runs past it.
+pub type DecimalText = StackText<21>;
+
+impl<const CAPACITY: usize> StackText<CAPACITY> {
+    pub(crate) const EMPTY: StackText<CAPACITY> = StackText {
+        bytes: [0; CAPACITY],
+        len: 0,
+    };
 
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
@@ -837,13 +839,13 @@ impl DecimalText {
     }
 }
 
-impl AsRef<[u8]> for DecimalText {
+impl<const CAPACITY: usize> AsRef<[u8]> for StackText<CAPACITY> {
     fn as_ref(&self) -> &[u8] {
         self.as_bytes()
     }
 }
 
-impl fmt::Display for DecimalText {
+impl<const CAPACITY: usize> fmt::Display for StackText<CAPACITY> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }

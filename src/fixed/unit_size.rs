@@ -20,7 +20,7 @@
 //! on. Numbers of a unit other than the coin take the exact general parse; the fast paths
 //! serve the coin.
 
-use super::{DECIMALS, FixedPoint, FixedPointError};
+use super::{DECIMALS, FixedPoint, FixedPointError, StackText};
 use std::cell::Cell;
 use std::fmt;
 
@@ -131,15 +131,12 @@ impl UnitSize {
         // Trailing zeros the wire writes past the unit's places (Bitget's `"135.0000"`),
         // as many as the text has room for.
         let integer_digits = integer.checked_ilog10().map_or(1, |log| log + 1);
-        let room = WireText::CAPACITY as u32 - 1 - integer_digits;
+        let room = WIRE_TEXT_BYTES as u32 - 1 - integer_digits;
         while kept < decimals.min(room) {
             fraction *= 10;
             kept += 1;
         }
-        let mut text = WireText {
-            bytes: [0; WireText::CAPACITY],
-            len: 0,
-        };
+        let mut text = WireText::EMPTY;
         text.push_digits(integer, 1);
         if kept > 0 {
             text.bytes[text.len] = b'.';
@@ -183,20 +180,16 @@ impl fmt::Debug for UnitSize {
     }
 }
 
-/// A number's text as a venue writes it ([`UnitSize::wire_text`]), on the stack.
-#[derive(Clone, Copy)]
-pub struct WireText {
-    bytes: [u8; WireText::CAPACITY],
-    len: usize,
-}
+/// A number's text as a venue writes it ([`UnitSize::wire_text`]).
+pub type WireText = StackText<WIRE_TEXT_BYTES>;
+
+/// A `u64`'s 20 digits moved 18 places either way, with `0.` or a dot.
+const WIRE_TEXT_BYTES: usize = 40;
 
 impl WireText {
-    /// A `u64`'s 20 digits moved 18 places either way, with `0.` or a dot: 40 bytes.
-    const CAPACITY: usize = 40;
-
     /// `value`'s digits, at least `width` of them (leading zeros).
     fn push_digits(&mut self, mut value: u128, width: usize) {
-        let mut reversed = [0u8; Self::CAPACITY];
+        let mut reversed = [0u8; WIRE_TEXT_BYTES];
         let mut count = 0;
         while value > 0 || count < width {
             reversed[count] = b'0' + (value % 10) as u8;
@@ -221,25 +214,5 @@ impl WireText {
             }
         }
         self
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-
-    pub fn as_str(&self) -> &str {
-        std::str::from_utf8(self.as_bytes()).expect("digits and a dot are ASCII")
-    }
-}
-
-impl AsRef<[u8]> for WireText {
-    fn as_ref(&self) -> &[u8] {
-        self.as_bytes()
-    }
-}
-
-impl fmt::Display for WireText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }

@@ -251,18 +251,25 @@ const INTERLEAVED_CHECKSUM_LEVELS: usize = 25;
 /// The checksum OKX and Bitget send: the best 25 bids and asks interleaved,
 /// `bid1Price:bid1Size:ask1Price:ask1Size:…` (the longer side's remaining levels after the
 /// shorter side ends), each number as `text` writes it (`true` for a price); CRC32, which
-/// both send as a signed integer. The text is built on the stack and hashed in one call,
-/// so the check allocates nothing.
+/// both send as a signed integer. The text is built on the stack and hashed as it fills
+/// the buffer, so the check allocates nothing.
 pub(crate) fn interleaved_checksum<Text: AsRef<[u8]>>(
     book: &DepthBook,
     text: impl Fn(FixedPoint, bool) -> Text,
 ) -> u32 {
-    // 100 numbers of at most 40 bytes (`WireText`), each followed by a ':'.
-    let mut buffer = [0u8; 4 * INTERLEAVED_CHECKSUM_LEVELS * 41];
+    // 100 numbers of a coin's text (`DecimalText`, at most 21 bytes), each followed by a
+    // ':': the whole text. An instrument's in a unit, whose texts are longer (`WireText`),
+    // hashes the buffer each time it fills.
+    let mut buffer = [0u8; 4 * INTERLEAVED_CHECKSUM_LEVELS * 22];
+    let mut hasher = crc32fast::Hasher::new();
     let mut len = 0;
     let mut push = |value: FixedPoint, is_price: bool| {
         let number = text(value, is_price);
         let bytes = number.as_ref();
+        if len + bytes.len() >= buffer.len() {
+            hasher.update(&buffer[..len]);
+            len = 0;
+        }
         buffer[len..len + bytes.len()].copy_from_slice(bytes);
         buffer[len + bytes.len()] = b':';
         len += bytes.len() + 1;
@@ -281,7 +288,8 @@ pub(crate) fn interleaved_checksum<Text: AsRef<[u8]>>(
             push(level.amount, false);
         }
     }
-    crc32fast::hash(&buffer[..len.saturating_sub(1)])
+    hasher.update(&buffer[..len.saturating_sub(1)]);
+    hasher.finalize()
 }
 
 /// The members of a REST snapshot a market-data archive stored among a venue's messages
@@ -338,4 +346,44 @@ pub(crate) fn write_shortest_pairs(levels: &[Level], out: &mut Vec<u8>) {
             .expect("writing to a Vec cannot fail");
     }
     out.push(b']');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::BookUpdate;
+
+    /// Texts longer than the buffer holds at once (an instrument's numbers in a unit, up to
+    /// 40 bytes) hash as the whole text would.
+    #[test]
+    fn an_interleaved_checksum_of_long_texts_hashes_the_whole_text() {
+        let levels = |from: u64| -> Vec<Level> {
+            (0..INTERLEAVED_CHECKSUM_LEVELS as u64)
+                .map(|at| Level::from_raw(from + at, 7 + at))
+                .collect()
+        };
+        let mut bids = levels(1_000);
+        bids.reverse();
+        let mut book = DepthBook::new(100);
+        book.replace(&BookUpdate {
+            bids,
+            asks: levels(2_000),
+            ..BookUpdate::default()
+        });
+        let long_text = |value: FixedPoint, is_price: bool| {
+            format!("{:0>39}{}", value.raw(), if is_price { 'p' } else { 'a' })
+        };
+        let mut whole = Vec::new();
+        for (bid, ask) in book.levels(Side::Bid).zip(book.levels(Side::Ask)) {
+            for level in [bid, ask] {
+                whole.push(long_text(level.price, true));
+                whole.push(long_text(level.amount, false));
+            }
+        }
+        assert_eq!(whole.len(), 4 * INTERLEAVED_CHECKSUM_LEVELS);
+        assert_eq!(
+            interleaved_checksum(&book, long_text),
+            crc32fast::hash(whole.join(":").as_bytes())
+        );
+    }
 }
